@@ -1,0 +1,765 @@
+//! The daemon's configuration: TOML parsed into raw structs, then validated into the types
+//! below. Every error names the file, the key and what was expected.
+
+use std::fmt;
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+use ipnet::IpNet;
+use serde::Deserialize;
+
+use crate::{PathId, MAX_PATHS};
+
+/// A validated configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    pub tunnel: Tunnel,
+    pub connection: Connection,
+    /// In file order; a path's [`PathId`] is its index here.
+    pub paths: Vec<PathConfig>,
+    pub control: Control,
+}
+
+/// `[tunnel]`: the TUN interface.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tunnel {
+    pub name: String,
+    /// Addresses with prefix length, IPv4 and/or IPv6.
+    pub addresses: Vec<IpNet>,
+    pub mtu: u16,
+}
+
+/// `[connection]`: how packets are spread and put back in order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Connection {
+    pub scheduler: SchedulerKind,
+    /// Most packets the resequencer holds; 0 delivers without resequencing.
+    pub reorder_window: usize,
+    /// Longest a packet waits for a missing predecessor.
+    pub reorder_timeout: Duration,
+    pub keepalive: Duration,
+    /// A path with nothing received for this long is down.
+    pub dead: Duration,
+}
+
+/// One `[[path]]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PathConfig {
+    pub id: PathId,
+    pub name: String,
+    /// Bind the socket to this device (SO_BINDTODEVICE).
+    pub interface: Option<String>,
+    pub local: SocketAddr,
+    pub remote: SocketAddr,
+    pub weight: u32,
+    /// Configured rate in bits per second.
+    pub rate_bps: Option<u64>,
+    pub backup: bool,
+}
+
+/// `[control]`: the unix socket `mptctl` talks to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Control {
+    pub socket: PathBuf,
+}
+
+/// The scheduling algorithms, by their config names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SchedulerKind {
+    /// Round-robin over the paths that are up.
+    RoundRobin,
+    /// Smooth weighted round-robin by `weight`.
+    WeightedRoundRobin,
+    /// Earliest delivery by `rate` (and one-way delay when known).
+    Rate,
+}
+
+impl SchedulerKind {
+    pub const NAMES: &'static str = "rr | wrr | rate";
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SchedulerKind::RoundRobin => "rr",
+            SchedulerKind::WeightedRoundRobin => "wrr",
+            SchedulerKind::Rate => "rate",
+        }
+    }
+}
+
+impl fmt::Display for SchedulerKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for SchedulerKind {
+    type Err = String;
+    /// Case-insensitive.
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "rr" | "round-robin" => Ok(SchedulerKind::RoundRobin),
+            "wrr" | "weighted-round-robin" => Ok(SchedulerKind::WeightedRoundRobin),
+            "rate" => Ok(SchedulerKind::Rate),
+            _ => Err(format!(
+                "unknown scheduler {s:?}, expected one of {}",
+                Self::NAMES
+            )),
+        }
+    }
+}
+
+/// A configuration that could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{file}: cannot read: {source}")]
+    Io {
+        file: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{file}:{line}:{column}: {message}")]
+    Syntax {
+        file: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error("{file}: {key}: {message}")]
+    Invalid {
+        file: PathBuf,
+        key: String,
+        message: String,
+    },
+}
+
+impl ConfigError {
+    /// The offending key (`path[1].local`), where one is known.
+    pub fn key(&self) -> Option<&str> {
+        match self {
+            ConfigError::Invalid { key, .. } => Some(key),
+            _ => None,
+        }
+    }
+}
+
+/// Defaults, documented in `config/README.md`.
+pub mod defaults {
+    pub const MTU: u16 = 1400;
+    pub const REORDER_WINDOW: usize = 512;
+    pub const REORDER_TIMEOUT_MS: u64 = 100;
+    pub const KEEPALIVE_MS: u64 = 100;
+    pub const DEAD_MS: u64 = 500;
+    pub const CONTROL_DIR: &str = "/run/mptd";
+}
+
+/// Largest `reorder_window`.
+pub const MAX_REORDER_WINDOW: usize = 65_536;
+/// Largest `weight`.
+pub const MAX_WEIGHT: u32 = 10_000;
+
+impl Config {
+    /// Read and validate the configuration in `file`.
+    pub fn load(file: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(file).map_err(|source| ConfigError::Io {
+            file: file.to_owned(),
+            source,
+        })?;
+        Config::parse(&text, file)
+    }
+
+    /// Validate configuration `text`; `file` is only used in error messages.
+    pub fn parse(text: &str, file: &Path) -> Result<Config, ConfigError> {
+        let raw: RawConfig = toml::from_str(text).map_err(|e| {
+            let (line, column) = e.span().map(|s| line_col(text, s.start)).unwrap_or((1, 1));
+            ConfigError::Syntax {
+                file: file.to_owned(),
+                line,
+                column,
+                message: e.message().trim().to_owned(),
+            }
+        })?;
+        Validator { file }.config(raw)
+    }
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+    (line, column)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    tunnel: Option<RawTunnel>,
+    #[serde(default)]
+    connection: RawConnection,
+    #[serde(default)]
+    path: Vec<RawPath>,
+    #[serde(default)]
+    control: RawControl,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTunnel {
+    name: Option<String>,
+    address: Option<String>,
+    addresses: Option<Vec<String>>,
+    mtu: Option<i64>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawConnection {
+    scheduler: Option<String>,
+    reorder_window: Option<i64>,
+    reorder_timeout_ms: Option<i64>,
+    keepalive_ms: Option<i64>,
+    dead_ms: Option<i64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPath {
+    name: Option<String>,
+    interface: Option<String>,
+    local: Option<String>,
+    remote: Option<String>,
+    weight: Option<i64>,
+    rate: Option<RawRate>,
+    backup: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawRate {
+    Bits(i64),
+    Text(String),
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawControl {
+    socket: Option<String>,
+}
+
+struct Validator<'a> {
+    file: &'a Path,
+}
+
+impl Validator<'_> {
+    fn err(&self, key: impl Into<String>, message: impl Into<String>) -> ConfigError {
+        ConfigError::Invalid {
+            file: self.file.to_owned(),
+            key: key.into(),
+            message: message.into(),
+        }
+    }
+
+    fn int_in<T: TryFrom<i64>>(
+        &self,
+        key: &str,
+        v: Option<i64>,
+        default: T,
+        lo: i64,
+        hi: i64,
+    ) -> Result<T, ConfigError> {
+        let Some(v) = v else { return Ok(default) };
+        if v < lo || v > hi {
+            return Err(self.err(key, format!("{v} is out of range, expected {lo}..={hi}")));
+        }
+        T::try_from(v).map_err(|_| self.err(key, format!("{v} does not fit")))
+    }
+
+    fn config(&self, raw: RawConfig) -> Result<Config, ConfigError> {
+        let raw_tunnel = raw.tunnel.ok_or_else(|| {
+            self.err(
+                "tunnel",
+                "missing section, expected [tunnel] with name and address",
+            )
+        })?;
+        let tunnel = self.tunnel(raw_tunnel)?;
+        let connection = self.connection(raw.connection)?;
+        let paths = self.paths(raw.path, connection.scheduler)?;
+        let socket = match raw.control.socket {
+            Some(s) if s.trim().is_empty() => {
+                return Err(self.err("control.socket", "empty, expected a filesystem path"))
+            }
+            Some(s) => PathBuf::from(s),
+            None => Path::new(defaults::CONTROL_DIR).join(format!("{}.sock", tunnel.name)),
+        };
+        Ok(Config {
+            tunnel,
+            connection,
+            paths,
+            control: Control { socket },
+        })
+    }
+
+    fn tunnel(&self, raw: RawTunnel) -> Result<Tunnel, ConfigError> {
+        let name = raw.name.ok_or_else(|| {
+            self.err(
+                "tunnel.name",
+                "missing, expected an interface name such as \"tun0\"",
+            )
+        })?;
+        self.ifname("tunnel.name", &name)?;
+        let (key, list) = match (raw.address, raw.addresses) {
+            (Some(_), Some(_)) => {
+                return Err(self.err(
+                    "tunnel.address",
+                    "give either address or addresses, not both",
+                ))
+            }
+            (Some(a), None) => ("tunnel.address", vec![a]),
+            (None, Some(list)) if !list.is_empty() => ("tunnel.addresses", list),
+            _ => {
+                return Err(self.err(
+                    "tunnel.address",
+                    "missing, expected an address with prefix length such as \"198.19.0.1/24\"",
+                ))
+            }
+        };
+        let mut addresses = Vec::with_capacity(list.len());
+        for (i, a) in list.iter().enumerate() {
+            let k = if key == "tunnel.address" {
+                key.to_owned()
+            } else {
+                format!("{key}[{i}]")
+            };
+            let net = IpNet::from_str(a.trim()).map_err(|_| {
+                self.err(&k, format!("{a:?} is not an address with prefix length such as \"198.19.0.1/24\" or \"2001:db8::1/64\""))
+            })?;
+            let ip = net.addr();
+            if ip.is_unspecified() || ip.is_multicast() || ip.is_loopback() {
+                return Err(self.err(&k, format!("{a:?} is not a usable unicast address")));
+            }
+            if addresses.contains(&net) {
+                return Err(self.err(&k, format!("{a:?} is listed twice")));
+            }
+            addresses.push(net);
+        }
+        let has_v6 = addresses.iter().any(|n| matches!(n, IpNet::V6(_)));
+        let min_mtu = if has_v6 { 1280 } else { 576 };
+        let mtu = self.int_in("tunnel.mtu", raw.mtu, defaults::MTU, min_mtu, 65_000)?;
+        Ok(Tunnel {
+            name,
+            addresses,
+            mtu,
+        })
+    }
+
+    fn connection(&self, raw: RawConnection) -> Result<Connection, ConfigError> {
+        let scheduler = match raw.scheduler {
+            None => SchedulerKind::Rate,
+            Some(s) => s
+                .parse()
+                .map_err(|m: String| self.err("connection.scheduler", m))?,
+        };
+        let reorder_window = self.int_in(
+            "connection.reorder_window",
+            raw.reorder_window,
+            defaults::REORDER_WINDOW,
+            0,
+            MAX_REORDER_WINDOW as i64,
+        )?;
+        let ms = |key, v, default, lo, hi| -> Result<Duration, ConfigError> {
+            Ok(Duration::from_millis(self.int_in(key, v, default, lo, hi)?))
+        };
+        let reorder_timeout = ms(
+            "connection.reorder_timeout_ms",
+            raw.reorder_timeout_ms,
+            defaults::REORDER_TIMEOUT_MS,
+            1,
+            10_000,
+        )?;
+        let keepalive = ms(
+            "connection.keepalive_ms",
+            raw.keepalive_ms,
+            defaults::KEEPALIVE_MS,
+            10,
+            60_000,
+        )?;
+        let dead = ms(
+            "connection.dead_ms",
+            raw.dead_ms,
+            defaults::DEAD_MS,
+            20,
+            600_000,
+        )?;
+        if dead < keepalive * 2 {
+            return Err(self.err(
+                "connection.dead_ms",
+                format!(
+                    "{} ms is too short, expected at least twice keepalive_ms ({} ms)",
+                    dead.as_millis(),
+                    keepalive.as_millis() * 2
+                ),
+            ));
+        }
+        Ok(Connection {
+            scheduler,
+            reorder_window,
+            reorder_timeout,
+            keepalive,
+            dead,
+        })
+    }
+
+    fn paths(
+        &self,
+        raw: Vec<RawPath>,
+        scheduler: SchedulerKind,
+    ) -> Result<Vec<PathConfig>, ConfigError> {
+        if raw.is_empty() {
+            return Err(self.err("path", "no [[path]] given, expected 1 to 64"));
+        }
+        if raw.len() > MAX_PATHS {
+            return Err(self.err(
+                "path",
+                format!("{} paths given, at most {MAX_PATHS} allowed", raw.len()),
+            ));
+        }
+        let mut paths: Vec<PathConfig> = Vec::with_capacity(raw.len());
+        for (i, r) in raw.into_iter().enumerate() {
+            let key = |k: &str| format!("path[{i}].{k}");
+            let name = r
+                .name
+                .ok_or_else(|| self.err(key("name"), "missing, expected a short unique name"))?;
+            if name.trim().is_empty() || name.len() > 32 {
+                return Err(self.err(key("name"), "expected 1 to 32 characters"));
+            }
+            if let Some(other) = paths.iter().find(|p| p.name == name) {
+                return Err(self.err(
+                    key("name"),
+                    format!("{name:?} is already the name of path[{}]", other.id),
+                ));
+            }
+            if let Some(ifname) = &r.interface {
+                self.ifname(&key("interface"), ifname)?;
+            }
+            let local = self.socket_addr(&key("local"), r.local)?;
+            let remote = self.socket_addr(&key("remote"), r.remote)?;
+            if local.is_ipv4() != remote.is_ipv4() {
+                return Err(self.err(
+                    key("remote"),
+                    format!("{remote} is not of the same address family as local {local}"),
+                ));
+            }
+            if let Some(other) = paths.iter().find(|p| p.local == local) {
+                return Err(self.err(
+                    key("local"),
+                    format!(
+                        "{local} is already the local address of path[{}] ({:?})",
+                        other.id, other.name
+                    ),
+                ));
+            }
+            let weight = self.int_in(&key("weight"), r.weight, 1, 1, i64::from(MAX_WEIGHT))?;
+            let rate_bps = r.rate.map(|v| self.rate(&key("rate"), v)).transpose()?;
+            if scheduler == SchedulerKind::Rate && rate_bps.is_none() {
+                return Err(self.err(
+                    key("rate"),
+                    "missing, required by scheduler = \"rate\" (e.g. rate = \"20mbit\")",
+                ));
+            }
+            paths.push(PathConfig {
+                id: PathId(i as u8),
+                name,
+                interface: r.interface,
+                local,
+                remote,
+                weight,
+                rate_bps,
+                backup: r.backup.unwrap_or(false),
+            });
+        }
+        if paths.iter().all(|p| p.backup) {
+            return Err(self.err(
+                "path",
+                "every path is backup = true, expected at least one regular path",
+            ));
+        }
+        Ok(paths)
+    }
+
+    fn socket_addr(&self, key: &str, v: Option<String>) -> Result<SocketAddr, ConfigError> {
+        let v = v.ok_or_else(|| self.err(key, "missing, expected address:port such as \"198.18.1.1:4754\" or \"[2001:db8::1]:4754\""))?;
+        let a = SocketAddr::from_str(v.trim()).map_err(|_| {
+            self.err(key, format!("{v:?} is not address:port, expected e.g. \"198.18.1.1:4754\" or \"[2001:db8::1]:4754\""))
+        })?;
+        if a.port() == 0 {
+            return Err(self.err(key, format!("{v:?} has port 0, expected a fixed port")));
+        }
+        let ip: IpAddr = a.ip();
+        if ip.is_unspecified() || ip.is_multicast() {
+            return Err(self.err(key, format!("{v:?} is not a unicast address")));
+        }
+        Ok(a)
+    }
+
+    fn ifname(&self, key: &str, name: &str) -> Result<(), ConfigError> {
+        let ok = !name.is_empty()
+            && name.len() <= 15
+            && name != "."
+            && name != ".."
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_graphic() && b != b'/' && b != b':');
+        if ok {
+            Ok(())
+        } else {
+            Err(self.err(key, format!("{name:?} is not a valid interface name, expected 1 to 15 characters without '/', ':' or spaces")))
+        }
+    }
+
+    fn rate(&self, key: &str, v: RawRate) -> Result<u64, ConfigError> {
+        let bps = match v {
+            RawRate::Bits(b) => u64::try_from(b).ok(),
+            RawRate::Text(t) => parse_rate(&t),
+        };
+        match bps {
+            Some(b) if (1_000..=1_000_000_000_000).contains(&b) => Ok(b),
+            _ => Err(self.err(key, "expected a rate between 1kbit and 1000gbit, such as \"20mbit\", \"128kbit\" or a number of bits per second")),
+        }
+    }
+}
+
+/// Parse `"20mbit"`, `"128kbit"`, `"1.5gbit"`, `"64000bit"` or `"64000"` into bits per second.
+pub fn parse_rate(text: &str) -> Option<u64> {
+    let t = text.trim().to_ascii_lowercase();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let factor = match unit.trim() {
+        "" | "bit" | "bps" => 1.0,
+        "kbit" | "k" => 1e3,
+        "mbit" | "m" => 1e6,
+        "gbit" | "g" => 1e9,
+        _ => return None,
+    };
+    let n: f64 = num.parse().ok()?;
+    let bps = n * factor;
+    (bps.is_finite() && bps >= 1.0 && bps < 1e18).then(|| bps.round() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+[tunnel]
+name = "tun0"
+address = "198.19.0.1/24"
+mtu = 1400
+
+[connection]
+scheduler = "rate"
+reorder_window = 512
+reorder_timeout_ms = 100
+keepalive_ms = 100
+dead_ms = 500
+
+[[path]]
+name = "p1"
+interface = "eth1"
+local = "198.18.1.1:4754"
+remote = "198.18.1.2:4754"
+weight = 2
+rate = "20mbit"
+
+[[path]]
+name = "p2"
+local = "198.18.2.1:4754"
+remote = "198.18.2.2:4754"
+rate = 10000000
+backup = true
+"#;
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::parse(text, Path::new("test.toml"))
+    }
+
+    fn invalid_key(text: &str) -> String {
+        match parse(text) {
+            Err(ConfigError::Invalid { key, .. }) => key,
+            other => panic!("expected a validation error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn parses_the_documented_example() {
+        let c = parse(GOOD).expect("valid");
+        assert_eq!(c.tunnel.name, "tun0");
+        assert_eq!(
+            c.tunnel.addresses,
+            vec!["198.19.0.1/24".parse::<IpNet>().unwrap()]
+        );
+        assert_eq!(c.connection.scheduler, SchedulerKind::Rate);
+        assert_eq!(c.connection.dead, Duration::from_millis(500));
+        assert_eq!(c.paths.len(), 2);
+        assert_eq!(c.paths[0].id, PathId(0));
+        assert_eq!(c.paths[0].interface.as_deref(), Some("eth1"));
+        assert_eq!(c.paths[0].weight, 2);
+        assert_eq!(c.paths[0].rate_bps, Some(20_000_000));
+        assert_eq!(c.paths[1].weight, 1);
+        assert!(c.paths[1].backup);
+        assert_eq!(c.control.socket, PathBuf::from("/run/mptd/tun0.sock"));
+    }
+
+    #[test]
+    fn shipped_example_configs_are_valid() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config");
+        let mut n = 0;
+        for entry in std::fs::read_dir(&dir).expect("config/ exists") {
+            let p = entry.expect("dir entry").path();
+            if p.extension().is_some_and(|e| e == "toml") {
+                Config::load(&p).unwrap_or_else(|e| panic!("{e}"));
+                n += 1;
+            }
+        }
+        assert!(n >= 2, "expected the example pair in config/");
+    }
+
+    #[test]
+    fn defaults_apply() {
+        let c = parse(
+            "[tunnel]\nname='t'\naddresses=['198.19.0.1/24','2001:db8::1/64']\n[[path]]\nname='a'\nlocal='198.18.1.1:1'\nremote='198.18.1.2:1'\nrate='1mbit'\n",
+        )
+        .expect("valid");
+        assert_eq!(c.tunnel.mtu, defaults::MTU);
+        assert_eq!(c.tunnel.addresses.len(), 2);
+        assert_eq!(c.connection.reorder_window, 512);
+        assert_eq!(c.connection.scheduler, SchedulerKind::Rate);
+    }
+
+    #[test]
+    fn unknown_key_is_refused_with_its_name_and_line() {
+        let text = GOOD.replace("mtu = 1400", "mtu = 1400\ncolour = \"blue\"");
+        let e = parse(&text).unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains("test.toml:6:"), "{msg}");
+        assert!(msg.contains("colour"), "{msg}");
+    }
+
+    #[test]
+    fn invalid_values_name_their_key() {
+        let cases = [
+            ("198.19.0.1/24", "198.19.0.1", "tunnel.address"),
+            ("198.19.0.1/24", "300.1.1.1/24", "tunnel.address"),
+            ("mtu = 1400", "mtu = 100", "tunnel.mtu"),
+            ("\"rate\"\n", "\"fastest\"\n", "connection.scheduler"),
+            (
+                "reorder_window = 512",
+                "reorder_window = -1",
+                "connection.reorder_window",
+            ),
+            ("dead_ms = 500", "dead_ms = 150", "connection.dead_ms"),
+            (
+                "keepalive_ms = 100",
+                "keepalive_ms = 0",
+                "connection.keepalive_ms",
+            ),
+            ("name = \"p2\"", "name = \"p1\"", "path[1].name"),
+            ("198.18.2.1:4754", "198.18.1.1:4754", "path[1].local"),
+            (
+                "local = \"198.18.1.1:4754\"",
+                "local = \"198.18.1.1\"",
+                "path[0].local",
+            ),
+            (
+                "remote = \"198.18.1.2:4754\"",
+                "remote = \"[2001:db8::2]:4754\"",
+                "path[0].remote",
+            ),
+            (
+                "remote = \"198.18.1.2:4754\"",
+                "remote = \"198.18.1.2:0\"",
+                "path[0].remote",
+            ),
+            ("weight = 2", "weight = 0", "path[0].weight"),
+            (
+                "rate = \"20mbit\"",
+                "rate = \"20 furlongs\"",
+                "path[0].rate",
+            ),
+            ("rate = \"20mbit\"", "rate = 0", "path[0].rate"),
+            ("rate = \"20mbit\"", "", "path[0].rate"),
+            (
+                "interface = \"eth1\"",
+                "interface = \"a/b\"",
+                "path[0].interface",
+            ),
+            (
+                "name = \"tun0\"",
+                "name = \"a-very-long-interface-name\"",
+                "tunnel.name",
+            ),
+            (
+                "backup = true",
+                "backup = true\n[control]\nsocket = \"\"",
+                "control.socket",
+            ),
+        ];
+        for (from, to, key) in cases {
+            assert!(GOOD.contains(from), "{from}");
+            let text = GOOD.replacen(from, to, 1);
+            assert_eq!(invalid_key(&text), key, "replacing {from:?} with {to:?}");
+        }
+    }
+
+    #[test]
+    fn structural_errors() {
+        assert_eq!(invalid_key("[[path]]\nname='a'\n"), "tunnel");
+        assert_eq!(
+            invalid_key("[tunnel]\nname='t'\naddress='198.19.0.1/24'\n"),
+            "path"
+        );
+        let all_backup = GOOD.replace("weight = 2", "weight = 2\nbackup = true");
+        assert_eq!(invalid_key(&all_backup), "path");
+        let mut many = String::from(
+            "[tunnel]\nname='t'\naddress='198.19.0.1/24'\n[connection]\nscheduler='rr'\n",
+        );
+        for i in 0..65 {
+            many += &format!(
+                "[[path]]\nname='p{i}'\nlocal='198.18.1.1:{}'\nremote='198.18.1.2:1'\n",
+                i + 1
+            );
+        }
+        assert_eq!(invalid_key(&many), "path");
+        // A wrong type is a syntax-level error that still names the key.
+        let e = parse(&GOOD.replace("backup = true", "backup = \"yes\"")).unwrap_err();
+        assert!(matches!(e, ConfigError::Syntax { .. }), "{e}");
+        let e = Config::load(Path::new("/nonexistent/mpt.toml")).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("/nonexistent/mpt.toml: cannot read"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn rates() {
+        assert_eq!(parse_rate("20mbit"), Some(20_000_000));
+        assert_eq!(parse_rate("128kbit"), Some(128_000));
+        assert_eq!(parse_rate("1.5Gbit"), Some(1_500_000_000));
+        assert_eq!(parse_rate("64000"), Some(64_000));
+        assert_eq!(parse_rate("mbit"), None);
+        assert_eq!(parse_rate("-5mbit"), None);
+        assert_eq!(parse_rate("1e99mbit"), None);
+    }
+
+    #[test]
+    fn scheduler_names_are_case_insensitive() {
+        assert_eq!(
+            "WRR".parse::<SchedulerKind>(),
+            Ok(SchedulerKind::WeightedRoundRobin)
+        );
+        assert_eq!("Rate".parse::<SchedulerKind>(), Ok(SchedulerKind::Rate));
+        assert!("bogus".parse::<SchedulerKind>().is_err());
+    }
+}

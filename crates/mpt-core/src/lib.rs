@@ -1,0 +1,36 @@
+//! Core types of mptd: the wire protocol ([`wire`]), the validated configuration ([`config`]),
+//! and the small shared vocabulary of paths and time ([`PathId`], [`Time`]).
+//!
+//! This crate does no I/O, spawns nothing and never reads the clock: every function that needs
+//! the current time takes it as an argument, so the schedulers and the resequencer built on it
+//! can be driven by a simulated clock in tests.
+#![forbid(unsafe_code)]
+
+pub mod config;
+mod time;
+pub mod wire;
+
+pub use time::Time;
+
+/// Index of a path: its position in the `[[path]]` list of the configuration (0-based).
+///
+/// Both ends must list their paths in the same order; the id travels in every datagram so the
+/// receiver can check that a datagram arrived on the socket it was sent to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct PathId(pub u8);
+
+impl PathId {
+    /// The id as an index into per-path arrays.
+    pub fn index(self) -> usize {
+        usize::from(self.0)
+    }
+}
+
+impl std::fmt::Display for PathId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// Most paths one tunnel may have.
+pub const MAX_PATHS: usize = 64;

@@ -1,0 +1,663 @@
+//! The mptd wire format (specified in `docs/protocol.md`).
+//!
+//! Every UDP payload starts with a 16-byte [`Header`]. A data datagram carries one inner IPv4 or
+//! IPv6 packet after it; control datagrams (keepalive, keepalive-ack, receiver report) carry
+//! their own small bodies. [`Datagram::parse`] validates a buffer once; after that no accessor
+//! can panic. The `*Repr` types build datagrams into caller-provided buffers.
+
+use crate::PathId;
+
+/// Protocol version carried in the top three bits of byte 0.
+pub const VERSION: u8 = 1;
+/// Length of the common header.
+pub const HEADER_LEN: usize = 16;
+/// Length of a keepalive-ack (header + echoed timestamp + hold time).
+pub const ACK_LEN: usize = HEADER_LEN + 8;
+/// Length of the fixed part of a receiver report, before its entries.
+pub const REPORT_FIXED_LEN: usize = HEADER_LEN + 4;
+/// Length of one report entry in this version. Receivers accept longer entries (and ignore the
+/// extra bytes) so that later versions can append fields.
+pub const REPORT_ENTRY_LEN: usize = 28;
+
+mod field {
+    use std::ops::Range;
+    pub const VER_TYPE: usize = 0;
+    pub const PATH: usize = 1;
+    pub const PATH_SEQ: Range<usize> = 2..4;
+    pub const SESSION: Range<usize> = 4..8;
+    pub const SEQ: Range<usize> = 8..12;
+    pub const TIMESTAMP: Range<usize> = 12..16;
+    // keepalive-ack body
+    pub const ACK_ECHO: Range<usize> = 16..20;
+    pub const ACK_HOLD: Range<usize> = 20..24;
+    // report body
+    pub const REPORT_COUNT: usize = 16;
+    pub const REPORT_ENTRY_LEN: usize = 17;
+    pub const REPORT_RESERVED: Range<usize> = 18..20;
+    // report entry, relative to the entry's start
+    pub const E_PATH: usize = 0;
+    pub const E_FLAGS: usize = 1;
+    pub const E_PATH_SEQ: Range<usize> = 2..4;
+    pub const E_PACKETS: Range<usize> = 4..8;
+    pub const E_BYTES: Range<usize> = 8..16;
+    pub const E_LOST: Range<usize> = 16..20;
+    pub const E_OWD: Range<usize> = 20..24;
+    pub const E_JITTER: Range<usize> = 24..28;
+}
+
+/// Bit 4 of byte 0: "sealed" — reserved for the authenticated format of a later version.
+/// Version 1 senders write 0 and receivers refuse datagrams that set it.
+const SEALED_FLAG: u8 = 0x10;
+
+/// What a datagram carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// An inner IP packet follows the header.
+    Data = 0,
+    /// Liveness probe; the header alone.
+    Keepalive = 1,
+    /// Answer to a keepalive, echoing its timestamp so the prober measures RTT.
+    KeepaliveAck = 2,
+    /// Receiver report: per-path counters and delay figures.
+    Report = 3,
+}
+
+impl Kind {
+    fn from_u8(v: u8) -> Option<Kind> {
+        match v {
+            0 => Some(Kind::Data),
+            1 => Some(Kind::Keepalive),
+            2 => Some(Kind::KeepaliveAck),
+            3 => Some(Kind::Report),
+            _ => None,
+        }
+    }
+}
+
+/// Why a datagram was refused. Each variant has its own drop counter in the daemon.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum WireError {
+    #[error("datagram too short: {got} bytes, need {need}")]
+    Truncated { need: usize, got: usize },
+    #[error("unsupported protocol version {0}")]
+    BadVersion(u8),
+    #[error("sealed flag set: authenticated datagrams are not supported by this version")]
+    Sealed,
+    #[error("unknown message type {0}")]
+    UnknownKind(u8),
+    #[error("data datagram carries no inner packet")]
+    EmptyPayload,
+    #[error("inner packet is not IPv4 or IPv6 (version nibble {0})")]
+    NotIp(u8),
+    #[error("inner packet length field says {claimed} bytes, datagram holds {got}")]
+    InnerLength { claimed: usize, got: usize },
+    #[error("report entries are {0} bytes, shorter than the {min} a version 1 entry needs", min = REPORT_ENTRY_LEN)]
+    ReportEntryLen(u8),
+    #[error("control message of {got} bytes, expected {expected}")]
+    ControlLength { expected: usize, got: usize },
+}
+
+/// The fields of the common header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeaderRepr {
+    pub kind: Kind,
+    pub path: PathId,
+    /// Data: this datagram's sequence number on its path. Control: the next one the sender
+    /// will use on this path (so the receiver can count loss at the tail of a burst).
+    pub path_seq: u16,
+    /// Random per daemon start; a new value tells the peer to reset its receive state.
+    pub session: u32,
+    /// Data: the global sequence number. Control: the next global sequence number the sender
+    /// will assign — every data datagram sent on this path before it has a lower one.
+    pub seq: u32,
+    /// Send time, microseconds on the sender's clock (wrapping).
+    pub timestamp: u32,
+}
+
+impl HeaderRepr {
+    /// Write the header into the first [`HEADER_LEN`] bytes of `buf`.
+    ///
+    /// # Panics
+    /// If `buf` is shorter than [`HEADER_LEN`]; buffers are the caller's, sized once.
+    pub fn emit(&self, buf: &mut [u8]) {
+        let b = &mut buf[..HEADER_LEN];
+        b[field::VER_TYPE] = (VERSION << 5) | (self.kind as u8);
+        b[field::PATH] = self.path.0;
+        b[field::PATH_SEQ].copy_from_slice(&self.path_seq.to_be_bytes());
+        b[field::SESSION].copy_from_slice(&self.session.to_be_bytes());
+        b[field::SEQ].copy_from_slice(&self.seq.to_be_bytes());
+        b[field::TIMESTAMP].copy_from_slice(&self.timestamp.to_be_bytes());
+    }
+
+    fn parse(b: &[u8]) -> Result<HeaderRepr, WireError> {
+        if b.len() < HEADER_LEN {
+            return Err(WireError::Truncated {
+                need: HEADER_LEN,
+                got: b.len(),
+            });
+        }
+        let vt = b[field::VER_TYPE];
+        if vt >> 5 != VERSION {
+            return Err(WireError::BadVersion(vt >> 5));
+        }
+        if vt & SEALED_FLAG != 0 {
+            return Err(WireError::Sealed);
+        }
+        let kind = Kind::from_u8(vt & 0x0f).ok_or(WireError::UnknownKind(vt & 0x0f))?;
+        Ok(HeaderRepr {
+            kind,
+            path: PathId(b[field::PATH]),
+            path_seq: be16(&b[field::PATH_SEQ]),
+            session: be32(&b[field::SESSION]),
+            seq: be32(&b[field::SEQ]),
+            timestamp: be32(&b[field::TIMESTAMP]),
+        })
+    }
+}
+
+/// One path's figures in a receiver report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ReportEntry {
+    pub path: PathId,
+    /// Bit 0: the reporter has heard from this path within its dead interval.
+    pub flags: u8,
+    /// Highest per-path sequence number received (wrapping).
+    pub path_seq: u16,
+    /// Data packets received on the path since the session began (wrapping).
+    pub packets: u32,
+    /// Data bytes (inner packets) received on the path since the session began (wrapping).
+    pub bytes: u64,
+    /// Packets found missing from the per-path sequence since the session began (wrapping).
+    pub lost: u32,
+    /// Smoothed one-way delay of this path relative to the fastest path seen, microseconds.
+    pub owd_us: u32,
+    /// RFC 3550 interarrival jitter on this path, microseconds.
+    pub jitter_us: u32,
+}
+
+impl ReportEntry {
+    pub const FLAG_UP: u8 = 1;
+
+    fn emit(&self, b: &mut [u8]) {
+        b[field::E_PATH] = self.path.0;
+        b[field::E_FLAGS] = self.flags;
+        b[field::E_PATH_SEQ].copy_from_slice(&self.path_seq.to_be_bytes());
+        b[field::E_PACKETS].copy_from_slice(&self.packets.to_be_bytes());
+        b[field::E_BYTES].copy_from_slice(&self.bytes.to_be_bytes());
+        b[field::E_LOST].copy_from_slice(&self.lost.to_be_bytes());
+        b[field::E_OWD].copy_from_slice(&self.owd_us.to_be_bytes());
+        b[field::E_JITTER].copy_from_slice(&self.jitter_us.to_be_bytes());
+    }
+
+    fn parse(b: &[u8]) -> ReportEntry {
+        ReportEntry {
+            path: PathId(b[field::E_PATH]),
+            flags: b[field::E_FLAGS],
+            path_seq: be16(&b[field::E_PATH_SEQ]),
+            packets: be32(&b[field::E_PACKETS]),
+            bytes: be64(&b[field::E_BYTES]),
+            lost: be32(&b[field::E_LOST]),
+            owd_us: be32(&b[field::E_OWD]),
+            jitter_us: be32(&b[field::E_JITTER]),
+        }
+    }
+}
+
+/// A validated datagram borrowed from a receive buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Datagram<'a> {
+    Data {
+        header: HeaderRepr,
+        packet: &'a [u8],
+    },
+    Keepalive {
+        header: HeaderRepr,
+    },
+    KeepaliveAck {
+        header: HeaderRepr,
+        echo: u32,
+        hold_us: u32,
+    },
+    Report {
+        header: HeaderRepr,
+        report: Report<'a>,
+    },
+}
+
+impl<'a> Datagram<'a> {
+    /// Validate `buf` (one UDP payload) completely.
+    pub fn parse(buf: &'a [u8]) -> Result<Datagram<'a>, WireError> {
+        let header = HeaderRepr::parse(buf)?;
+        let body = &buf[HEADER_LEN..];
+        match header.kind {
+            Kind::Data => {
+                check_inner_packet(body)?;
+                Ok(Datagram::Data {
+                    header,
+                    packet: body,
+                })
+            }
+            Kind::Keepalive => {
+                exact_len(buf, HEADER_LEN)?;
+                Ok(Datagram::Keepalive { header })
+            }
+            Kind::KeepaliveAck => {
+                exact_len(buf, ACK_LEN)?;
+                Ok(Datagram::KeepaliveAck {
+                    header,
+                    echo: be32(&buf[field::ACK_ECHO]),
+                    hold_us: be32(&buf[field::ACK_HOLD]),
+                })
+            }
+            Kind::Report => Ok(Datagram::Report {
+                header,
+                report: Report::parse(buf)?,
+            }),
+        }
+    }
+
+    pub fn header(&self) -> &HeaderRepr {
+        match self {
+            Datagram::Data { header, .. }
+            | Datagram::Keepalive { header }
+            | Datagram::KeepaliveAck { header, .. }
+            | Datagram::Report { header, .. } => header,
+        }
+    }
+}
+
+fn exact_len(buf: &[u8], expected: usize) -> Result<(), WireError> {
+    if buf.len() == expected {
+        Ok(())
+    } else {
+        Err(WireError::ControlLength {
+            expected,
+            got: buf.len(),
+        })
+    }
+}
+
+/// Check that `p` is a whole IPv4 or IPv6 packet whose length field matches its size.
+pub fn check_inner_packet(p: &[u8]) -> Result<(), WireError> {
+    let Some(&first) = p.first() else {
+        return Err(WireError::EmptyPayload);
+    };
+    let (min, claimed) = match first >> 4 {
+        4 if p.len() >= 20 => (20, usize::from(be16(&p[2..4]))),
+        6 if p.len() >= 40 => (40, 40 + usize::from(be16(&p[4..6]))),
+        4 => {
+            return Err(WireError::Truncated {
+                need: 20,
+                got: p.len(),
+            })
+        }
+        6 => {
+            return Err(WireError::Truncated {
+                need: 40,
+                got: p.len(),
+            })
+        }
+        v => return Err(WireError::NotIp(v)),
+    };
+    if claimed < min || claimed != p.len() {
+        return Err(WireError::InnerLength {
+            claimed,
+            got: p.len(),
+        });
+    }
+    Ok(())
+}
+
+/// A validated receiver report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Report<'a> {
+    count: u8,
+    entry_len: u8,
+    entries: &'a [u8],
+}
+
+impl<'a> Report<'a> {
+    fn parse(buf: &'a [u8]) -> Result<Report<'a>, WireError> {
+        if buf.len() < REPORT_FIXED_LEN {
+            return Err(WireError::Truncated {
+                need: REPORT_FIXED_LEN,
+                got: buf.len(),
+            });
+        }
+        let count = buf[field::REPORT_COUNT];
+        let entry_len = buf[field::REPORT_ENTRY_LEN];
+        if usize::from(entry_len) < REPORT_ENTRY_LEN {
+            return Err(WireError::ReportEntryLen(entry_len));
+        }
+        let expected = REPORT_FIXED_LEN + usize::from(count) * usize::from(entry_len);
+        exact_len(buf, expected)?;
+        Ok(Report {
+            count,
+            entry_len,
+            entries: &buf[REPORT_FIXED_LEN..],
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        usize::from(self.count)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The entries, in the order the reporter wrote them.
+    pub fn entries(&self) -> impl Iterator<Item = ReportEntry> + 'a {
+        self.entries
+            .chunks_exact(usize::from(self.entry_len))
+            .map(ReportEntry::parse)
+    }
+}
+
+/// Builds a keepalive-ack: the header, the timestamp of the keepalive it answers and how long
+/// the answering side held it (so the prober can subtract it from the RTT).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AckRepr {
+    pub header: HeaderRepr,
+    pub echo: u32,
+    pub hold_us: u32,
+}
+
+impl AckRepr {
+    /// Write the ack into `buf` and return its length ([`ACK_LEN`]).
+    pub fn emit(&self, buf: &mut [u8]) -> usize {
+        self.header.emit(buf);
+        buf[field::ACK_ECHO].copy_from_slice(&self.echo.to_be_bytes());
+        buf[field::ACK_HOLD].copy_from_slice(&self.hold_us.to_be_bytes());
+        ACK_LEN
+    }
+}
+
+/// Write a report with `entries` into `buf`; returns the datagram length.
+///
+/// # Panics
+/// If more than 255 entries are given or `buf` is too short; at most [`crate::MAX_PATHS`]
+/// entries exist and the daemon sizes its buffers for them.
+pub fn emit_report(header: &HeaderRepr, entries: &[ReportEntry], buf: &mut [u8]) -> usize {
+    let count = u8::try_from(entries.len()).expect("at most 255 report entries");
+    header.emit(buf);
+    buf[field::REPORT_COUNT] = count;
+    buf[field::REPORT_ENTRY_LEN] = REPORT_ENTRY_LEN as u8;
+    buf[field::REPORT_RESERVED].fill(0);
+    let mut off = REPORT_FIXED_LEN;
+    for e in entries {
+        e.emit(&mut buf[off..off + REPORT_ENTRY_LEN]);
+        off += REPORT_ENTRY_LEN;
+    }
+    off
+}
+
+/// Length of a report with `n` entries.
+pub const fn report_len(n: usize) -> usize {
+    REPORT_FIXED_LEN + n * REPORT_ENTRY_LEN
+}
+
+fn be16(b: &[u8]) -> u16 {
+    u16::from_be_bytes([b[0], b[1]])
+}
+
+fn be32(b: &[u8]) -> u32 {
+    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+}
+
+fn be64(b: &[u8]) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[..8]);
+    u64::from_be_bytes(a)
+}
+
+/// `a - b` for wrapping 32-bit sequence numbers and timestamps (RFC 1982 serial arithmetic):
+/// positive when `a` is after `b` by less than 2^31.
+pub fn seq_diff(a: u32, b: u32) -> i32 {
+    a.wrapping_sub(b) as i32
+}
+
+/// `a - b` for wrapping 16-bit per-path sequence numbers.
+pub fn seq16_diff(a: u16, b: u16) -> i16 {
+    a.wrapping_sub(b) as i16
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A minimal IPv4 packet of `len` bytes (header + zero payload).
+    fn ipv4(len: u16) -> Vec<u8> {
+        let mut p = vec![0u8; usize::from(len)];
+        p[0] = 0x45;
+        p[2..4].copy_from_slice(&len.to_be_bytes());
+        p
+    }
+
+    fn header(kind: Kind) -> HeaderRepr {
+        HeaderRepr {
+            kind,
+            path: PathId(3),
+            path_seq: 0xBEEF,
+            session: 0x0102_0304,
+            seq: 0xA0B0_C0D0,
+            timestamp: 0x1122_3344,
+        }
+    }
+
+    #[test]
+    fn data_header_bytes_are_as_specified() {
+        let mut buf = vec![0u8; HEADER_LEN];
+        header(Kind::Data).emit(&mut buf);
+        assert_eq!(
+            buf,
+            [
+                0x20, 0x03, 0xBE, 0xEF, 0x01, 0x02, 0x03, 0x04, 0xA0, 0xB0, 0xC0, 0xD0, 0x11, 0x22,
+                0x33, 0x44
+            ]
+        );
+    }
+
+    #[test]
+    fn parses_data_with_ipv4_and_ipv6() {
+        let mut buf = vec![0u8; HEADER_LEN];
+        header(Kind::Data).emit(&mut buf);
+        buf.extend(ipv4(28));
+        match Datagram::parse(&buf) {
+            Ok(Datagram::Data { header: h, packet }) => {
+                assert_eq!(h, header(Kind::Data));
+                assert_eq!(packet.len(), 28);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        let mut v6 = vec![0u8; 48];
+        v6[0] = 0x60;
+        v6[4..6].copy_from_slice(&8u16.to_be_bytes());
+        buf.truncate(HEADER_LEN);
+        buf.extend(&v6);
+        assert!(matches!(Datagram::parse(&buf), Ok(Datagram::Data { .. })));
+    }
+
+    #[test]
+    fn refuses_malformed() {
+        let mut buf = vec![0u8; HEADER_LEN];
+        header(Kind::Data).emit(&mut buf);
+        assert_eq!(
+            Datagram::parse(&buf[..5]),
+            Err(WireError::Truncated { need: 16, got: 5 })
+        );
+        assert_eq!(Datagram::parse(&buf), Err(WireError::EmptyPayload));
+        let mut bad = buf.clone();
+        bad.extend([0x45, 0, 0]);
+        assert_eq!(
+            Datagram::parse(&bad),
+            Err(WireError::Truncated { need: 20, got: 3 })
+        );
+        let mut bad = buf.clone();
+        bad.extend(ipv4(40));
+        bad.push(0);
+        assert_eq!(
+            Datagram::parse(&bad),
+            Err(WireError::InnerLength {
+                claimed: 40,
+                got: 41
+            })
+        );
+        let mut bad = buf.clone();
+        bad.extend([0x55; 30]);
+        assert_eq!(Datagram::parse(&bad), Err(WireError::NotIp(5)));
+        let mut bad = buf.clone();
+        bad[0] = (2 << 5) | 0;
+        assert_eq!(Datagram::parse(&bad), Err(WireError::BadVersion(2)));
+        bad[0] = (1 << 5) | SEALED_FLAG;
+        assert_eq!(Datagram::parse(&bad), Err(WireError::Sealed));
+        bad[0] = (1 << 5) | 9;
+        assert_eq!(Datagram::parse(&bad), Err(WireError::UnknownKind(9)));
+        let mut ka = vec![0u8; HEADER_LEN + 1];
+        header(Kind::Keepalive).emit(&mut ka);
+        assert_eq!(
+            Datagram::parse(&ka),
+            Err(WireError::ControlLength {
+                expected: 16,
+                got: 17
+            })
+        );
+    }
+
+    #[test]
+    fn keepalive_and_ack_round_trip() {
+        let mut buf = vec![0u8; 64];
+        header(Kind::Keepalive).emit(&mut buf);
+        assert_eq!(
+            Datagram::parse(&buf[..HEADER_LEN]),
+            Ok(Datagram::Keepalive {
+                header: header(Kind::Keepalive)
+            })
+        );
+        let ack = AckRepr {
+            header: header(Kind::KeepaliveAck),
+            echo: 77,
+            hold_us: 12,
+        };
+        let n = ack.emit(&mut buf);
+        assert_eq!(
+            Datagram::parse(&buf[..n]),
+            Ok(Datagram::KeepaliveAck {
+                header: ack.header,
+                echo: 77,
+                hold_us: 12
+            })
+        );
+    }
+
+    #[test]
+    fn report_accepts_longer_entries_from_later_versions() {
+        let e = ReportEntry {
+            path: PathId(1),
+            packets: 9,
+            bytes: 1 << 40,
+            ..Default::default()
+        };
+        let mut buf = vec![0u8; report_len(1)];
+        emit_report(&header(Kind::Report), &[e], &mut buf);
+        // Rewrite as a "version 1.x" report whose entries carry 4 extra bytes.
+        buf[field::REPORT_ENTRY_LEN] = (REPORT_ENTRY_LEN + 4) as u8;
+        buf.extend([0xEE; 4]);
+        let Ok(Datagram::Report { report, .. }) = Datagram::parse(&buf) else {
+            panic!("report refused")
+        };
+        assert_eq!(report.entries().collect::<Vec<_>>(), vec![e]);
+        buf[field::REPORT_ENTRY_LEN] = 10;
+        assert_eq!(Datagram::parse(&buf), Err(WireError::ReportEntryLen(10)));
+    }
+
+    #[test]
+    fn serial_arithmetic_wraps() {
+        assert_eq!(seq_diff(2, u32::MAX), 3);
+        assert_eq!(seq_diff(u32::MAX, 2), -3);
+        assert_eq!(seq16_diff(1, u16::MAX), 2);
+    }
+
+    fn any_kind() -> impl Strategy<Value = Kind> {
+        prop_oneof![
+            Just(Kind::Data),
+            Just(Kind::Keepalive),
+            Just(Kind::KeepaliveAck),
+            Just(Kind::Report)
+        ]
+    }
+
+    prop_compose! {
+        fn any_header(kind: Kind)(path: u8, path_seq: u16, session: u32, seq: u32, timestamp: u32)
+            -> HeaderRepr {
+            HeaderRepr { kind, path: PathId(path), path_seq, session, seq, timestamp }
+        }
+    }
+
+    prop_compose! {
+        fn any_entry()(path: u8, flags: u8, path_seq: u16, packets: u32, bytes: u64, lost: u32,
+                       owd_us: u32, jitter_us: u32) -> ReportEntry {
+            ReportEntry { path: PathId(path), flags, path_seq, packets, bytes, lost, owd_us, jitter_us }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn data_round_trips(h in any_header(Kind::Data), len in 20u16..1500) {
+            let mut buf = vec![0u8; HEADER_LEN];
+            h.emit(&mut buf);
+            let inner = ipv4(len);
+            buf.extend(&inner);
+            prop_assert_eq!(Datagram::parse(&buf), Ok(Datagram::Data { header: h, packet: &inner[..] }));
+        }
+
+        #[test]
+        fn control_round_trips(kind in any_kind(), h0 in any_header(Kind::Keepalive), echo: u32,
+                               hold_us: u32, entries in proptest::collection::vec(any_entry(), 0..64)) {
+            let h = HeaderRepr { kind, ..h0 };
+            let mut buf = vec![0u8; report_len(64)];
+            match kind {
+                Kind::Data => return Ok(()),
+                Kind::Keepalive => {
+                    h.emit(&mut buf);
+                    prop_assert_eq!(Datagram::parse(&buf[..HEADER_LEN]), Ok(Datagram::Keepalive { header: h }));
+                }
+                Kind::KeepaliveAck => {
+                    let n = AckRepr { header: h, echo, hold_us }.emit(&mut buf);
+                    prop_assert_eq!(Datagram::parse(&buf[..n]), Ok(Datagram::KeepaliveAck { header: h, echo, hold_us }));
+                }
+                Kind::Report => {
+                    let n = emit_report(&h, &entries, &mut buf);
+                    prop_assert_eq!(n, report_len(entries.len()));
+                    let Ok(Datagram::Report { header, report }) = Datagram::parse(&buf[..n]) else {
+                        return Err(TestCaseError::fail("report refused"));
+                    };
+                    prop_assert_eq!(header, h);
+                    prop_assert_eq!(report.entries().collect::<Vec<_>>(), entries);
+                }
+            }
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+            if let Ok(d) = Datagram::parse(&bytes) {
+                let _ = d.header();
+                if let Datagram::Report { report, .. } = d {
+                    prop_assert_eq!(report.entries().count(), report.len());
+                }
+            }
+        }
+
+        #[test]
+        fn mutated_valid_datagrams_never_panic(h in any_header(Kind::Data), pos in 0usize..64, val: u8, cut in 0usize..64) {
+            let mut buf = vec![0u8; HEADER_LEN];
+            h.emit(&mut buf);
+            buf.extend(ipv4(48));
+            let pos = pos % buf.len();
+            buf[pos] = val;
+            buf.truncate(buf.len() - cut.min(buf.len()));
+            let _ = Datagram::parse(&buf);
+        }
+    }
+}
