@@ -544,7 +544,7 @@ pub fn parse_rate(text: &str) -> Option<u64> {
     };
     let n: f64 = num.parse().ok()?;
     let bps = n * factor;
-    (bps.is_finite() && bps >= 1.0 && bps < 1e18).then(|| bps.round() as u64)
+    (1.0..1e18).contains(&bps).then(|| bps.round() as u64)
 }
 
 #[cfg(test)]
