@@ -508,7 +508,7 @@ mod tests {
         bad.extend([0x55; 30]);
         assert_eq!(Datagram::parse(&bad), Err(WireError::NotIp(5)));
         let mut bad = buf.clone();
-        bad[0] = (2 << 5) | 0;
+        bad[0] = 2 << 5;
         assert_eq!(Datagram::parse(&bad), Err(WireError::BadVersion(2)));
         bad[0] = (1 << 5) | SEALED_FLAG;
         assert_eq!(Datagram::parse(&bad), Err(WireError::Sealed));
