@@ -1,1 +1,524 @@
+//! A two-host lab in network namespaces, for the end-to-end tests and the demo.
+//!
+//! [`Lab::new`] creates two namespaces (`a` and `b`) joined by N veth pairs, each shaped with
+//! `tbf` in both directions; path `i` uses `198.18.(i+1).1` (a) and `198.18.(i+1).2` (b), the
+//! tunnel `198.19.0.1`/`.2` and `2001:db8:19::1`/`::2`. Everything the lab creates — the
+//! namespaces (and with them their links) and every process it started — is removed when the
+//! [`Lab`] is dropped, also when a test fails. Processes are stopped by their own pid only.
 
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+
+static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+/// Which end of the lab.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    A,
+    B,
+}
+
+impl Side {
+    fn octet(self) -> u8 {
+        match self {
+            Side::A => 1,
+            Side::B => 2,
+        }
+    }
+
+    pub fn other(self) -> Side {
+        match self {
+            Side::A => Side::B,
+            Side::B => Side::A,
+        }
+    }
+}
+
+/// Tunnel address of a side.
+pub fn tunnel_addr(side: Side) -> String {
+    format!("198.19.0.{}", side.octet())
+}
+
+/// Address of a side on path `i` (0-based).
+pub fn path_addr(side: Side, i: usize) -> String {
+    format!("198.18.{}.{}", i + 1, side.octet())
+}
+
+/// Whether this process may build labs. Outside CI a test without root skips loudly;
+/// with `CI=true` it fails.
+pub fn require_root(test: &str) -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    let have_ip = Command::new("ip")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if root && have_ip && Path::new("/dev/net/tun").exists() {
+        return true;
+    }
+    let why = if !root {
+        "not root"
+    } else if !have_ip {
+        "no `ip` command"
+    } else {
+        "no /dev/net/tun"
+    };
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("{test}: needs root, iproute2 and /dev/net/tun for network namespaces ({why}), and CI=true");
+    }
+    eprintln!("\n!!!!!!!! SKIPPED {test}: needs root + network namespaces ({why}) !!!!!!!!\n");
+    false
+}
+
+/// Whether `program` is on the PATH.
+pub fn have(program: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {program}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Run a command, failing with its output when it fails.
+pub fn run(cmd: &mut Command) -> Result<Output> {
+    let out = cmd
+        .output()
+        .with_context(|| format!("cannot run {cmd:?}"))?;
+    if !out.status.success() {
+        bail!(
+            "{cmd:?} failed ({}): {}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(out)
+}
+
+fn sh(script: &str) -> Result<Output> {
+    run(Command::new("sh").args(["-ec", script]))
+}
+
+/// One shaped path.
+#[derive(Debug, Clone)]
+pub struct PathSpec {
+    /// Egress rate in both directions, bits per second; `None` = unshaped.
+    pub rate_bps: Option<u64>,
+}
+
+/// Options for the daemons' configuration files.
+#[derive(Debug, Clone)]
+pub struct TunnelOpts {
+    pub scheduler: String,
+    pub reorder_window: usize,
+    pub reorder_timeout_ms: u64,
+    pub keepalive_ms: u64,
+    pub dead_ms: u64,
+    pub mtu: u16,
+}
+
+impl Default for TunnelOpts {
+    fn default() -> Self {
+        TunnelOpts {
+            scheduler: "rate".into(),
+            reorder_window: 512,
+            reorder_timeout_ms: 100,
+            keepalive_ms: 100,
+            dead_ms: 500,
+            mtu: 1400,
+        }
+    }
+}
+
+/// A two-namespace lab. Dropping it tears everything down.
+#[derive(Debug)]
+pub struct Lab {
+    pub tag: String,
+    pub paths: Vec<PathSpec>,
+    pub dir: PathBuf,
+    children: Vec<(String, Child)>,
+    mptd: Vec<(Side, u32)>,
+}
+
+impl Lab {
+    /// Build the namespaces, links, addresses and shaping.
+    pub fn new(paths: &[PathSpec]) -> Result<Lab> {
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let tag = format!("mpt{}x{n}", std::process::id());
+        let dir = std::env::temp_dir().join(&tag);
+        std::fs::create_dir_all(&dir)?;
+        let lab = Lab {
+            tag,
+            paths: paths.to_vec(),
+            dir,
+            children: Vec::new(),
+            mptd: Vec::new(),
+        };
+        lab.build()
+            .with_context(|| format!("building lab {}", lab.tag))?;
+        Ok(lab)
+    }
+
+    pub fn ns(&self, side: Side) -> String {
+        match side {
+            Side::A => format!("{}a", self.tag),
+            Side::B => format!("{}b", self.tag),
+        }
+    }
+
+    /// Name of path `i`'s link inside either namespace.
+    pub fn link(i: usize) -> String {
+        format!("p{i}")
+    }
+
+    fn build(&self) -> Result<()> {
+        let (a, b) = (self.ns(Side::A), self.ns(Side::B));
+        let mut s = format!("ip netns add {a}\nip netns add {b}\n");
+        for ns in [&a, &b] {
+            writeln!(s, "ip -n {ns} link set lo up")?;
+            // No IPv6 duplicate address detection delay on the test links.
+            writeln!(s, "ip netns exec {ns} sysctl -qw net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.default.accept_dad=0 || true")?;
+        }
+        for (i, p) in self.paths.iter().enumerate() {
+            let l = Self::link(i);
+            writeln!(
+                s,
+                "ip link add {l} netns {a} type veth peer name {l} netns {b}"
+            )?;
+            for side in [Side::A, Side::B] {
+                let ns = self.ns(side);
+                writeln!(s, "ip -n {ns} addr add {}/24 dev {l}", path_addr(side, i))?;
+                writeln!(s, "ip -n {ns} link set {l} up")?;
+                if let Some(rate) = p.rate_bps {
+                    writeln!(s, "tc -n {ns} qdisc add dev {l} root {}", tbf(rate))?;
+                }
+            }
+        }
+        sh(&s)?;
+        Ok(())
+    }
+
+    /// A command run inside a namespace.
+    pub fn cmd(&self, side: Side, program: &str) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.ns(side), program]);
+        c
+    }
+
+    /// Run a shell script inside a namespace.
+    pub fn sh(&self, side: Side, script: &str) -> Result<Output> {
+        run(self.cmd(side, "sh").args(["-ec", script]))
+    }
+
+    /// Start a background process in a namespace; it is stopped (by pid) when the lab drops.
+    pub fn spawn(&mut self, side: Side, name: &str, cmd: &mut Command) -> Result<u32> {
+        let log = std::fs::File::create(self.dir.join(format!("{name}.log")))?;
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .with_context(|| format!("cannot start {name} in {:?}", side))?;
+        let pid = child.id();
+        self.children.push((name.to_owned(), child));
+        Ok(pid)
+    }
+
+    /// Write the config of `side` and return its path.
+    pub fn write_config(&self, side: Side, o: &TunnelOpts) -> Result<PathBuf> {
+        let mut c = String::new();
+        writeln!(c, "[tunnel]\nname = \"mpt0\"\naddresses = [\"{}/24\", \"2001:db8:19::{}/64\"]\nmtu = {}\n", tunnel_addr(side), side.octet(), o.mtu)?;
+        writeln!(c, "[connection]\nscheduler = \"{}\"\nreorder_window = {}\nreorder_timeout_ms = {}\nkeepalive_ms = {}\ndead_ms = {}\n", o.scheduler, o.reorder_window, o.reorder_timeout_ms, o.keepalive_ms, o.dead_ms)?;
+        writeln!(
+            c,
+            "[control]\nsocket = \"{}\"\n",
+            self.control_socket(side).display()
+        )?;
+        for (i, p) in self.paths.iter().enumerate() {
+            let rate = p.rate_bps.unwrap_or(10_000_000_000);
+            writeln!(
+                c,
+                "[[path]]\nname = \"p{i}\"\ninterface = \"{}\"\nlocal = \"{}:4754\"\nremote = \"{}:4754\"\nweight = {}\nrate = {rate}\n",
+                Self::link(i),
+                path_addr(side, i),
+                path_addr(side.other(), i),
+                (rate / 1_000_000).max(1),
+            )?;
+        }
+        let path = self.dir.join(format!("{}.toml", self.ns(side)));
+        std::fs::write(&path, c)?;
+        Ok(path)
+    }
+
+    pub fn control_socket(&self, side: Side) -> PathBuf {
+        self.dir.join(format!("{}.sock", self.ns(side)))
+    }
+
+    /// Start mptd on both sides and wait until the tunnel carries a ping.
+    pub fn start_tunnel(&mut self, o: &TunnelOpts) -> Result<()> {
+        for side in [Side::A, Side::B] {
+            self.start_mptd(side, o)?;
+        }
+        self.wait_for_tunnel(Duration::from_secs(10))
+    }
+
+    /// Start mptd on one side with a config written from `o`.
+    pub fn start_mptd(&mut self, side: Side, o: &TunnelOpts) -> Result<u32> {
+        let cfg = self.write_config(side, o)?;
+        let bin = mptd_bin()?;
+        let mut cmd = self.cmd(side, bin.to_str().ok_or_else(|| anyhow!("bad path"))?);
+        cmd.args(["-c", cfg.to_str().unwrap_or_default()]);
+        let name = format!("mptd-{}", self.ns(side));
+        let pid = self.spawn(side, &name, &mut cmd)?;
+        self.mptd.push((side, pid));
+        // Ready when the control socket answers.
+        let sock = self.control_socket(side);
+        let t0 = Instant::now();
+        while mptd::control::status(&sock).is_err() {
+            if t0.elapsed() > Duration::from_secs(10) {
+                bail!(
+                    "mptd on {side:?} did not come up; log:\n{}",
+                    self.log(&name)
+                );
+            }
+            if self.exited(pid) {
+                bail!("mptd on {side:?} exited; log:\n{}", self.log(&name));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(pid)
+    }
+
+    /// Stop one of the daemons this lab started (SIGTERM, then SIGKILL after 5 s) and return
+    /// its exit code.
+    pub fn stop_mptd(&mut self, side: Side) -> Result<Option<i32>> {
+        let Some(k) = self.mptd.iter().position(|(s, _)| *s == side) else {
+            bail!("no mptd running on {side:?}");
+        };
+        let (_, pid) = self.mptd.remove(k);
+        let idx = self
+            .children
+            .iter()
+            .position(|(_, c)| c.id() == pid)
+            .ok_or_else(|| anyhow!("lost child"))?;
+        let (_, mut child) = self.children.remove(idx);
+        terminate(&mut child);
+        Ok(child.wait()?.code())
+    }
+
+    fn exited(&mut self, pid: u32) -> bool {
+        self.children
+            .iter_mut()
+            .find(|(_, c)| c.id() == pid)
+            .is_none_or(|(_, c)| matches!(c.try_wait(), Ok(Some(_))))
+    }
+
+    /// A log file of a process started with [`Lab::spawn`].
+    pub fn log(&self, name: &str) -> String {
+        std::fs::read_to_string(self.dir.join(format!("{name}.log"))).unwrap_or_default()
+    }
+
+    pub fn mptd_log(&self, side: Side) -> String {
+        self.log(&format!("mptd-{}", self.ns(side)))
+    }
+
+    /// Ping across the tunnel until it answers.
+    pub fn wait_for_tunnel(&self, limit: Duration) -> Result<()> {
+        let t0 = Instant::now();
+        loop {
+            let ok = self
+                .cmd(Side::A, "ping")
+                .args(["-c1", "-W1", &tunnel_addr(Side::B)])
+                .output()
+                .is_ok_and(|o| o.status.success());
+            if ok {
+                return Ok(());
+            }
+            if t0.elapsed() > limit {
+                bail!(
+                    "no ping through the tunnel after {limit:?}\n--- a ---\n{}\n--- b ---\n{}",
+                    self.mptd_log(Side::A),
+                    self.mptd_log(Side::B)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// mptd's status on `side`.
+    pub fn status(&self, side: Side) -> Result<mptd::status::Status> {
+        mptd::control::status(&self.control_socket(side))
+    }
+
+    /// Run an iperf3 client in `client` against a server started in the other namespace on
+    /// `server_addr`; returns iperf3's JSON.
+    pub fn iperf3(
+        &mut self,
+        client: Side,
+        server_addr: &str,
+        port: u16,
+        args: &[&str],
+    ) -> Result<serde_json::Value> {
+        let mut v = self.iperf3_many(client, &[(server_addr.to_owned(), port)], args)?;
+        Ok(v.remove(0))
+    }
+
+    /// Run one iperf3 client per `(server address, port)` at the same time, each against its
+    /// own server in the other namespace; returns their JSON results in order.
+    pub fn iperf3_many(
+        &mut self,
+        client: Side,
+        targets: &[(String, u16)],
+        args: &[&str],
+    ) -> Result<Vec<serde_json::Value>> {
+        let server = client.other();
+        let mut servers = Vec::new();
+        for (addr, port) in targets {
+            let name = format!("iperf3-server-{port}");
+            let mut cmd = self.cmd(server, "iperf3");
+            cmd.args(["-s", "-1", "-B", addr, "-p", &port.to_string()]);
+            servers.push(self.spawn(server, &name, &mut cmd)?);
+        }
+        for (_, port) in targets {
+            let t0 = Instant::now();
+            while self
+                .sh(server, &format!("ss -ltnH 'sport = :{port}' | grep -q ."))
+                .is_err()
+            {
+                if t0.elapsed() > Duration::from_secs(5) {
+                    bail!(
+                        "iperf3 server on port {port} did not start: {}",
+                        self.log(&format!("iperf3-server-{port}"))
+                    );
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        let clients: Vec<Child> = targets
+            .iter()
+            .map(|(addr, port)| {
+                self.cmd(client, "timeout")
+                    .args(["90", "iperf3", "-J", "-c", addr, "-p", &port.to_string()])
+                    .args(args)
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .context("cannot start iperf3")
+            })
+            .collect::<Result<_>>()?;
+        let mut results = Vec::new();
+        for c in clients {
+            let out = c.wait_with_output()?;
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).with_context(|| {
+                format!(
+                    "iperf3 gave no JSON: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                )
+            })?;
+            if let Some(e) = v.get("error") {
+                bail!("iperf3 failed: {e}");
+            }
+            results.push(v);
+        }
+        for pid in servers {
+            self.reap(pid);
+        }
+        Ok(results)
+    }
+
+    /// Run `f` on a thread inside `side`'s namespace (sockets it opens live there).
+    pub fn in_ns<R: Send>(&self, side: Side, f: impl FnOnce() -> R + Send) -> Result<R> {
+        let file = std::fs::File::open(format!("/run/netns/{}", self.ns(side)))?;
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                use std::os::fd::AsRawFd;
+                // SAFETY: setns on a valid namespace fd; it only changes this thread's network
+                // namespace, and this thread ends when `f` returns.
+                if unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+                    return Err(anyhow!("setns: {}", std::io::Error::last_os_error()));
+                }
+                Ok(f())
+            })
+            .join()
+            .map_err(|_| anyhow!("namespace thread panicked"))?
+        })
+    }
+
+    /// Stop a started process if it still runs, and forget it.
+    pub fn reap(&mut self, pid: u32) {
+        if let Some(i) = self.children.iter().position(|(_, c)| c.id() == pid) {
+            let (_, mut c) = self.children.remove(i);
+            terminate(&mut c);
+        }
+    }
+}
+
+/// `tbf` parameters that deliver the configured rate: a burst of at least 4 ms of data and
+/// 3000 bytes, and a queue of 50 ms.
+pub fn tbf(rate_bps: u64) -> String {
+    let burst = (rate_bps / 8 * 4 / 1000).max(3000);
+    format!("tbf rate {rate_bps}bit burst {burst} latency 50ms")
+}
+
+fn terminate(c: &mut Child) {
+    if matches!(c.try_wait(), Ok(Some(_))) {
+        return;
+    }
+    let pid = c.id() as i32;
+    // SAFETY: kill(2) on a pid we spawned and have not yet reaped, so it is still ours.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(5) {
+        if matches!(c.try_wait(), Ok(Some(_))) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = c.kill();
+    let _ = c.wait();
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        for (_, c) in &mut self.children {
+            terminate(c);
+        }
+        for side in [Side::A, Side::B] {
+            let _ = Command::new("ip")
+                .args(["netns", "del", &self.ns(side)])
+                .output();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The mptd binary: `$MPTD_BIN`, or the one built next to this test binary.
+pub fn mptd_bin() -> Result<PathBuf> {
+    if let Ok(p) = std::env::var("MPTD_BIN") {
+        return Ok(PathBuf::from(p));
+    }
+    let exe = std::env::current_exe()?;
+    for dir in exe.ancestors().skip(1).take(3) {
+        let cand = dir.join("mptd");
+        if cand.is_file() {
+            return Ok(cand);
+        }
+    }
+    bail!(
+        "mptd binary not found near {}; run `cargo build --release --bins` first or set MPTD_BIN",
+        exe.display()
+    )
+}
+
+/// Throughput in bits per second that an iperf3 JSON result reports at the receiver.
+pub fn iperf3_bps(v: &serde_json::Value) -> f64 {
+    let end = &v["end"];
+    end["sum_received"]["bits_per_second"]
+        .as_f64()
+        .or_else(|| end["sum"]["bits_per_second"].as_f64())
+        .unwrap_or(0.0)
+}

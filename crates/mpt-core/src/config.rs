@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
-use ipnet::IpNet;
+pub use ipnet::IpNet;
 use serde::Deserialize;
 
 use crate::{PathId, MAX_PATHS};

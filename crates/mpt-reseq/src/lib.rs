@@ -1,1 +1,1550 @@
+//! The receiving side of mptd: puts the data packets that arrive over several paths back into
+//! the sender's order, and measures the paths while doing so.
+//!
+//! Every data packet carries a global sequence number (`seq`, shared by all paths, increasing in
+//! send order), a per-path sequence number (`path_seq`) and a send timestamp. Paths are FIFO but
+//! have different delays, so packets arrive reordered across paths. The [`Resequencer`] hands
+//! packets to the caller strictly in `seq` order and waits a bounded time for gaps:
+//!
+//! * at most [`Config::timeout`] after the arrival of any held packet ([`Resequencer::poll_timeout`],
+//!   [`Resequencer::handle_timeout`]);
+//! * never for a seq that can no longer arrive: once every *counting* path (one that received
+//!   something and was not declared down) has delivered, or fenced, something sent after the
+//!   gap, the gap is lost (paths are FIFO);
+//! * never beyond [`Config::window`] held packets.
+//!
+//! Like the rest of the core crates this one does no I/O, never reads the clock (`now` is an
+//! argument) and allocates only at construction: the ring of held packets, the received-bitmap,
+//! the deadline queue and the statistics are all sized from the [`Config`].
 #![forbid(unsafe_code)]
+
+mod bitmap;
+mod reorder;
+mod stats;
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use mpt_core::wire::{seq16_diff, seq_diff};
+use mpt_core::{PathId, Time, MAX_PATHS};
+
+use bitmap::SeqBitmap;
+use reorder::ReorderTracker;
+
+pub use reorder::REORDER_HISTORY;
+pub use stats::{
+    LogHistogram, OccupancyHistogram, PathStats, Stats, Totals, LOG_HISTOGRAM_BUCKETS,
+    MAX_OCCUPANCY_BUCKETS,
+};
+
+/// Largest accepted [`Config::window`]; larger values are clamped.
+pub const MAX_WINDOW: usize = 1 << 20;
+
+/// The received-bitmap always reaches at least this far on each side of the release point, so
+/// duplicates up to this many seqs old are told from late packets even with small windows.
+pub const MIN_HISTORY: usize = 1024;
+
+/// Extended seqs start here, so that seqs up to 2^31 before the first packet of a session are
+/// still representable (and simply late) without signed arithmetic.
+const EXT_OFFSET: u64 = 1 << 32;
+
+/// When the release point passes this, every extended seq is lowered by a multiple of 2^32
+/// (which keeps all ring indices), so hostile forward jumps cannot overflow a `u64`.
+const REBASE_AT: u64 = 1 << 62;
+
+/// Resequencer settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Config {
+    /// Most packets held while waiting for a gap; 0 = passthrough (deliver at once, in arrival
+    /// order, still dropping duplicates). Clamped to [`MAX_WINDOW`].
+    pub window: usize,
+    /// Longest a held packet waits for a missing predecessor.
+    pub timeout: Duration,
+    /// Number of paths, 1..=[`MAX_PATHS`] (clamped). Packets on other path ids are ignored and
+    /// counted in [`Totals::invalid_path`].
+    pub paths: usize,
+}
+
+/// What the resequencer needs to know about a data packet (from its header).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PacketMeta {
+    /// The path it arrived on.
+    pub path: PathId,
+    /// Global sequence number.
+    pub seq: u32,
+    /// Sequence number on its path.
+    pub path_seq: u16,
+    /// Send timestamp, sender's clock in microseconds (wrapping).
+    pub sent_us: u32,
+    /// Length, for byte counters.
+    pub len: usize,
+}
+
+/// A held packet.
+struct Entry<P> {
+    payload: P,
+    arrival: Time,
+}
+
+/// Receive state of one path (the counters live in [`PathStats`]).
+#[derive(Debug, Clone, Default)]
+struct PathState {
+    /// One past the highest extended seq known to have been sent on the path.
+    progress: u64,
+    /// The `path_seq` expected next, once known.
+    expected_path_seq: Option<u16>,
+    /// Transit time (arrival wire µs − send µs, wrapping) of the previous packet, for jitter.
+    last_transit: Option<u32>,
+    /// Relative one-way delay (vs the session base): last, min and EWMA; valid once a packet of
+    /// this session arrived on the path.
+    owd_valid: bool,
+    owd_last: i64,
+    owd_min: i64,
+    owd_ewma: f64,
+}
+
+impl PathState {
+    fn new_session(&mut self) {
+        *self = PathState::default();
+    }
+}
+
+/// Why a gap was given up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cause {
+    Timeout,
+    Fence,
+    Overflow,
+}
+
+/// Puts packets from several paths back into global sequence order. See the crate
+/// documentation.
+///
+/// `P` is the caller's payload (a buffer or a handle to one); it is moved in by
+/// [`push`](Self::push) and out through the `deliver` callback, or dropped when the packet is a
+/// duplicate, late, or discarded by [`reset`](Self::reset).
+pub struct Resequencer<P> {
+    window: usize,
+    timeout: Duration,
+    /// Ring size: a power of two > `window` (so `window` packets fit behind a missing head).
+    cap: u64,
+    mask: u64,
+    ring: Vec<Option<Entry<P>>>,
+    held: usize,
+    /// Whether the first packet of the session has fixed the extended seq space.
+    started: bool,
+    /// The release point: the extended seq delivered next. While packets are held, it is
+    /// always missing (consecutive packets are delivered at once).
+    head: u64,
+    received: SeqBitmap,
+    /// (extended seq, deadline) of held packets in arrival order; entries below `head` are
+    /// stale and removed lazily (always from the front, so the front is held when `held > 0`).
+    deadlines: VecDeque<(u64, Time)>,
+    paths: Vec<PathState>,
+    /// Bit per path: the path counts for the progress rule.
+    counting: u64,
+    reorder: ReorderTracker,
+    /// Transit time of the first packet of the session: the zero of relative delays.
+    owd_base: Option<u32>,
+    /// Smallest relative delay of any path this session.
+    owd_min: i64,
+    rebase_at: u64,
+    stats: Stats,
+}
+
+impl<P> std::fmt::Debug for Resequencer<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Resequencer")
+            .field("window", &self.window)
+            .field("timeout", &self.timeout)
+            .field("paths", &self.paths.len())
+            .field("next_seq", &self.next_seq())
+            .field("held", &self.held)
+            .field("counting", &format_args!("{:#x}", self.counting))
+            .finish_non_exhaustive()
+    }
+}
+
+impl<P> Resequencer<P> {
+    /// A resequencer with everything preallocated for `config`.
+    pub fn new(config: Config) -> Self {
+        let window = config.window.min(MAX_WINDOW);
+        let npaths = config.paths.clamp(1, MAX_PATHS);
+        let cap = (window + 1).next_power_of_two();
+        let history = cap.max(MIN_HISTORY).next_power_of_two() as u64;
+        let mut ring = Vec::with_capacity(cap);
+        ring.resize_with(cap, || None);
+        Resequencer {
+            window,
+            timeout: config.timeout,
+            cap: cap as u64,
+            mask: cap as u64 - 1,
+            ring,
+            held: 0,
+            started: false,
+            head: EXT_OFFSET,
+            received: SeqBitmap::new(history),
+            deadlines: VecDeque::with_capacity(2 * cap + 1),
+            paths: vec![PathState::default(); npaths],
+            counting: 0,
+            reorder: ReorderTracker::new(),
+            owd_base: None,
+            owd_min: i64::MAX,
+            rebase_at: REBASE_AT,
+            stats: Stats {
+                total: Totals {
+                    occupancy: OccupancyHistogram::for_window(window),
+                    ..Totals::default()
+                },
+                paths: vec![PathStats::default(); npaths],
+            },
+        }
+    }
+
+    /// Number of packets held, waiting for a predecessor.
+    pub fn held(&self) -> usize {
+        self.held
+    }
+
+    /// Everything measured so far (cumulative across [`reset`](Self::reset)).
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// The effective window (after clamping).
+    pub fn window(&self) -> usize {
+        self.window
+    }
+
+    /// The global seq that will be delivered next (in passthrough mode: one past the highest
+    /// delivered), `None` before the first packet of the session.
+    pub fn next_seq(&self) -> Option<u32> {
+        self.started.then_some(self.head as u32)
+    }
+
+    /// A data packet arrived at `now`. Packets that become deliverable (possibly including
+    /// this one) are passed to `deliver` in order. Held packets whose deadline is not after
+    /// `now` are released first.
+    pub fn push(&mut self, now: Time, meta: PacketMeta, payload: P, deliver: &mut impl FnMut(P)) {
+        let p = meta.path.index();
+        if p >= self.paths.len() {
+            self.stats.total.invalid_path += 1;
+            return;
+        }
+        if self.held > 0 {
+            self.expire(now, deliver);
+        }
+        self.measure(now, p, &meta);
+        self.counting |= 1u64 << p;
+        if !self.started {
+            self.start(meta.seq);
+        }
+        self.maybe_rebase();
+        let ext = self.extend(meta.seq);
+        let progress = &mut self.paths[p].progress;
+        if ext >= *progress {
+            *progress = ext + 1;
+        }
+
+        if self.is_duplicate(ext) {
+            self.stats.total.duplicates += 1;
+            self.stats.paths[p].duplicates += 1;
+        } else {
+            if let Some(extent) = self.reorder.observe(ext) {
+                let t = &mut self.stats.total;
+                t.reordered += 1;
+                t.reorder_extent_sum += extent;
+                t.reorder_extent_max = t.reorder_extent_max.max(extent);
+                let s = &mut self.stats.paths[p];
+                s.reordered += 1;
+                s.reorder_extent_sum += extent;
+                s.reorder_extent_max = s.reorder_extent_max.max(extent);
+            }
+            if self.window == 0 {
+                self.passthrough(now, p, ext, payload, deliver);
+            } else {
+                self.resequence(now, p, ext, payload, deliver);
+                if self.held > 0 {
+                    self.progress_check(now, deliver);
+                }
+            }
+        }
+        self.stats.total.occupancy.record(self.held);
+    }
+
+    /// A control message arrived on `path`: the sender's next global seq is `next_seq` and its
+    /// next seq on that path is `next_path_seq`, so every data packet sent on the path before
+    /// has a lower seq. Makes the path count, advances its progress (possibly releasing gaps)
+    /// and counts tail loss on the path.
+    ///
+    /// Before the first data packet of a session only the per-path part is used: the global
+    /// seq space is anchored by data packets.
+    pub fn fence(
+        &mut self,
+        now: Time,
+        path: PathId,
+        next_seq: u32,
+        next_path_seq: u16,
+        deliver: &mut impl FnMut(P),
+    ) {
+        let p = path.index();
+        if p >= self.paths.len() {
+            self.stats.total.invalid_path += 1;
+            return;
+        }
+        if self.held > 0 {
+            self.expire(now, deliver);
+        }
+        self.stats.paths[p].fences += 1;
+        let ps = &mut self.paths[p];
+        if let Some(expected) = ps.expected_path_seq {
+            let d = seq16_diff(next_path_seq, expected);
+            if d > 0 {
+                self.stats.paths[p].lost += d as u64;
+                self.stats.total.lost += d as u64;
+            } else if d < 0 {
+                self.stats.paths[p].path_seq_errors += 1;
+                self.stats.total.path_seq_errors += 1;
+            }
+        }
+        ps.expected_path_seq = Some(next_path_seq);
+        self.counting |= 1u64 << p;
+        if self.started {
+            self.maybe_rebase();
+            let ext = self.extend(next_seq);
+            let progress = &mut self.paths[p].progress;
+            if ext > *progress {
+                *progress = ext;
+            }
+            self.progress_check(now, deliver);
+        }
+    }
+
+    /// The daemon declares `path` down: stop waiting for packets on it. It counts again once
+    /// a packet or a fence arrives on it.
+    pub fn path_down(&mut self, now: Time, path: PathId, deliver: &mut impl FnMut(P)) {
+        let p = path.index();
+        if p >= self.paths.len() {
+            return;
+        }
+        if self.held > 0 {
+            self.expire(now, deliver);
+        }
+        self.counting &= !(1u64 << p);
+        self.progress_check(now, deliver);
+    }
+
+    /// Earliest time at which [`handle_timeout`](Self::handle_timeout) must be called: the
+    /// deadline (arrival + timeout) of the oldest held packet. `None` while nothing is held.
+    pub fn poll_timeout(&self) -> Option<Time> {
+        if self.held == 0 {
+            return None;
+        }
+        self.deadlines.front().map(|&(_, deadline)| deadline)
+    }
+
+    /// Releases every held packet whose deadline is not after `now`, with everything before it
+    /// (giving up the gaps in between).
+    pub fn handle_timeout(&mut self, now: Time, deliver: &mut impl FnMut(P)) {
+        if self.held > 0 {
+            self.expire(now, deliver);
+        }
+    }
+
+    /// The peer restarted (new session): drop the held packets (counted in
+    /// [`Totals::dropped_on_reset`]) and forget all sequence state and the delay baselines.
+    /// Counters are kept.
+    pub fn reset(&mut self) {
+        if self.held > 0 {
+            for slot in self.ring.iter_mut() {
+                if slot.take().is_some() {
+                    self.stats.total.dropped_on_reset += 1;
+                }
+            }
+        }
+        self.held = 0;
+        self.started = false;
+        self.head = EXT_OFFSET;
+        self.received.clear_all();
+        self.deadlines.clear();
+        for ps in self.paths.iter_mut() {
+            ps.new_session();
+        }
+        for s in self.stats.paths.iter_mut() {
+            s.owd_us = None;
+            s.owd_min_us = None;
+            s.owd_last_us = None;
+        }
+        self.counting = 0;
+        self.reorder.clear();
+        self.owd_base = None;
+        self.owd_min = i64::MAX;
+        self.stats.total.resets += 1;
+    }
+
+    // ---- internals -------------------------------------------------------------------------
+
+    /// Anchors the extended seq space on the first seq of a session: start from 0 if the seq is
+    /// small (a fresh sender, earlier packets may still be in flight), else resync to it.
+    fn start(&mut self, seq: u32) {
+        self.started = true;
+        let small = self.window.max(MIN_HISTORY) as u64;
+        let first = u64::from(seq);
+        self.head = EXT_OFFSET + if first < small { 0 } else { first };
+    }
+
+    /// The extended seq nearest to the release point with these low 32 bits.
+    #[inline]
+    fn extend(&self, seq: u32) -> u64 {
+        self.head
+            .wrapping_add_signed(i64::from(seq_diff(seq, self.head as u32)))
+    }
+
+    #[inline]
+    fn is_duplicate(&self, ext: u64) -> bool {
+        let h = self.received.half();
+        ext + h >= self.head && ext < self.head + h && self.received.get(ext)
+    }
+
+    /// Per-path counters, loss from `path_seq`, jitter and one-way delay (every arrival,
+    /// duplicates included).
+    #[inline]
+    fn measure(&mut self, now: Time, p: usize, meta: &PacketMeta) {
+        let len = meta.len as u64;
+        self.stats.total.packets += 1;
+        self.stats.total.bytes += len;
+        let st = &mut self.stats.paths[p];
+        st.packets += 1;
+        st.bytes += len;
+        let ps = &mut self.paths[p];
+
+        if let Some(expected) = ps.expected_path_seq {
+            let d = seq16_diff(meta.path_seq, expected);
+            if d != 0 {
+                if d > 0 && d < i16::MAX {
+                    st.lost += d as u64;
+                    self.stats.total.lost += d as u64;
+                } else {
+                    st.path_seq_errors += 1;
+                    self.stats.total.path_seq_errors += 1;
+                }
+            }
+        }
+        ps.expected_path_seq = Some(meta.path_seq.wrapping_add(1));
+        st.highest_path_seq = Some(meta.path_seq);
+
+        let transit = now.wire_micros().wrapping_sub(meta.sent_us);
+        if let Some(prev) = ps.last_transit {
+            let d = f64::from(seq_diff(transit, prev)).abs();
+            st.jitter_us += (d - st.jitter_us) / 16.0;
+        }
+        ps.last_transit = Some(transit);
+
+        let base = *self.owd_base.get_or_insert(transit);
+        let rel = i64::from(seq_diff(transit, base));
+        ps.owd_last = rel;
+        if ps.owd_valid {
+            ps.owd_min = ps.owd_min.min(rel);
+            ps.owd_ewma += (rel as f64 - ps.owd_ewma) / 16.0;
+        } else {
+            ps.owd_valid = true;
+            ps.owd_min = rel;
+            ps.owd_ewma = rel as f64;
+        }
+        if rel < self.owd_min {
+            self.owd_min = rel;
+            for (ps, st) in self.paths.iter().zip(self.stats.paths.iter_mut()) {
+                if ps.owd_valid {
+                    Self::export_owd(ps, st, rel);
+                }
+            }
+        } else {
+            Self::export_owd(&self.paths[p], &mut self.stats.paths[p], self.owd_min);
+        }
+    }
+
+    #[inline]
+    fn export_owd(ps: &PathState, st: &mut PathStats, global_min: i64) {
+        st.owd_us = Some(ps.owd_ewma - global_min as f64);
+        st.owd_min_us = Some(ps.owd_min - global_min);
+        st.owd_last_us = Some(ps.owd_last - global_min);
+    }
+
+    /// Window 0: deliver at once unless too old to tell from a duplicate.
+    fn passthrough(
+        &mut self,
+        now: Time,
+        p: usize,
+        ext: u64,
+        payload: P,
+        deliver: &mut impl FnMut(P),
+    ) {
+        if ext >= self.head {
+            self.set_head(ext + 1);
+        } else if ext + self.received.half() < self.head {
+            self.count_late(p);
+            return;
+        } else {
+            self.stats.total.delivered_out_of_order += 1;
+        }
+        self.received.set(ext);
+        self.emit(now, now, payload, deliver);
+    }
+
+    /// Window > 0: deliver, hold or drop one new (non-duplicate) packet.
+    fn resequence(
+        &mut self,
+        now: Time,
+        p: usize,
+        ext: u64,
+        payload: P,
+        deliver: &mut impl FnMut(P),
+    ) {
+        if ext < self.head {
+            self.count_late(p);
+            return;
+        }
+        if ext > self.head {
+            if ext - self.head >= self.cap {
+                // beyond the ring: flush (in order) what lies too far back, O(cap)
+                self.release_to(now, ext - self.cap + 1, Cause::Overflow, deliver);
+            }
+            if ext > self.head && self.held >= self.window {
+                // full: give up the oldest gap (or the gap before this packet, if earlier)
+                let first = self.first_held().unwrap_or(ext);
+                self.release_to(now, first.min(ext), Cause::Overflow, deliver);
+            }
+        }
+        self.received.set(ext);
+        if ext == self.head {
+            self.set_head(ext + 1);
+            self.emit(now, now, payload, deliver);
+            if self.held > 0 {
+                self.deliver_consecutive(now, deliver);
+            }
+        } else {
+            let slot = (ext & self.mask) as usize;
+            if let Some(s) = self.ring.get_mut(slot) {
+                if s.replace(Entry {
+                    payload,
+                    arrival: now,
+                })
+                .is_none()
+                {
+                    self.held += 1;
+                }
+            }
+            self.deadlines.push_back((ext, now + self.timeout));
+            if self.deadlines.len() > 2 * self.cap as usize {
+                let head = self.head;
+                self.deadlines.retain(|&(e, _)| e >= head);
+            }
+        }
+    }
+
+    fn count_late(&mut self, p: usize) {
+        self.stats.total.late += 1;
+        self.stats.paths[p].late += 1;
+    }
+
+    /// Hands one packet to the caller.
+    #[inline]
+    fn emit(&mut self, now: Time, arrival: Time, payload: P, deliver: &mut impl FnMut(P)) {
+        let t = &mut self.stats.total;
+        t.delivered += 1;
+        t.hold_time_ns
+            .record(now.as_nanos().saturating_sub(arrival.as_nanos()));
+        deliver(payload);
+    }
+
+    /// Moves the release point forward, keeping the received-bitmap in step.
+    #[inline]
+    fn set_head(&mut self, new: u64) {
+        self.received.advance(self.head, new);
+        self.head = new;
+    }
+
+    /// Lowers every extended seq by a multiple of 2^32 (ring and bitmap indices unchanged)
+    /// once the release point has gone far. Called only at the start of an operation, when no
+    /// extended seq is held in a local. One operation moves the head by less than 2^32, so
+    /// nothing overflows in between.
+    #[inline]
+    fn maybe_rebase(&mut self) {
+        if self.head < self.rebase_at {
+            return;
+        }
+        let delta = ((self.head - EXT_OFFSET) >> 32) << 32;
+        if delta == 0 {
+            return;
+        }
+        self.head -= delta;
+        for ps in self.paths.iter_mut() {
+            ps.progress = ps.progress.saturating_sub(delta);
+        }
+        for d in self.deadlines.iter_mut() {
+            d.0 = d.0.saturating_sub(delta);
+        }
+        self.reorder.rebase(delta);
+    }
+
+    /// Delivers the held packets from the head on while there is no gap.
+    fn deliver_consecutive(&mut self, now: Time, deliver: &mut impl FnMut(P)) {
+        while self.held > 0 {
+            let slot = (self.head & self.mask) as usize;
+            let Some(entry) = self.ring.get_mut(slot).and_then(Option::take) else {
+                break;
+            };
+            self.held -= 1;
+            self.set_head(self.head + 1);
+            self.emit(now, entry.arrival, entry.payload, deliver);
+        }
+        self.tidy_deadlines();
+    }
+
+    /// Drops deadline entries of packets already delivered from the front of the queue.
+    #[inline]
+    fn tidy_deadlines(&mut self) {
+        while let Some(&(e, _)) = self.deadlines.front() {
+            if e >= self.head {
+                break;
+            }
+            self.deadlines.pop_front();
+        }
+    }
+
+    /// Gives up every missing seq below `target`: delivers the held packets below it in order,
+    /// moves the head to `target`, then delivers what follows without a gap.
+    /// O(min(target - head, cap)).
+    fn release_to(&mut self, now: Time, target: u64, cause: Cause, deliver: &mut impl FnMut(P)) {
+        if target <= self.head {
+            return;
+        }
+        let span = target - self.head;
+        let mut delivered = 0u64;
+        if self.held > 0 {
+            // Held packets all lie in [head, head + cap): when span >= cap, all are below target.
+            for k in 0..span.min(self.cap) {
+                let slot = ((self.head + k) & self.mask) as usize;
+                if let Some(entry) = self.ring.get_mut(slot).and_then(Option::take) {
+                    self.held -= 1;
+                    delivered += 1;
+                    self.emit(now, entry.arrival, entry.payload, deliver);
+                }
+            }
+        }
+        let skipped = span - delivered;
+        if skipped > 0 {
+            self.stats.total.skipped += skipped;
+            let t = &mut self.stats.total;
+            match cause {
+                Cause::Timeout => t.released_by_timeout += 1,
+                Cause::Fence => t.released_by_fence += 1,
+                Cause::Overflow => t.released_by_overflow += 1,
+            }
+        }
+        self.set_head(target);
+        self.deliver_consecutive(now, deliver);
+    }
+
+    /// The lowest held extended seq.
+    fn first_held(&self) -> Option<u64> {
+        if self.held == 0 {
+            return None;
+        }
+        (0..self.cap)
+            .map(|k| self.head + k)
+            .find(|&s| matches!(self.ring.get((s & self.mask) as usize), Some(Some(_))))
+    }
+
+    /// The highest held extended seq.
+    fn last_held(&self) -> Option<u64> {
+        if self.held == 0 {
+            return None;
+        }
+        (0..self.cap)
+            .rev()
+            .map(|k| self.head + k)
+            .find(|&s| matches!(self.ring.get((s & self.mask) as usize), Some(Some(_))))
+    }
+
+    /// Releases the held packets whose deadline is not after `now`.
+    fn expire(&mut self, now: Time, deliver: &mut impl FnMut(P)) {
+        loop {
+            self.tidy_deadlines();
+            match self.deadlines.front() {
+                Some(&(ext, deadline)) if self.held > 0 && deadline <= now => {
+                    self.release_to(now, ext + 1, Cause::Timeout, deliver);
+                }
+                _ => break,
+            }
+        }
+    }
+
+    /// The progress rule: a missing seq below the progress of every counting path can no
+    /// longer arrive, so give it up. With no counting path at all, nothing can arrive: release
+    /// everything held.
+    fn progress_check(&mut self, now: Time, deliver: &mut impl FnMut(P)) {
+        if self.held == 0 {
+            return;
+        }
+        let target = if self.counting == 0 {
+            match self.last_held() {
+                Some(last) => last + 1,
+                None => return,
+            }
+        } else {
+            let mut min = u64::MAX;
+            let mut bits = self.counting;
+            while bits != 0 {
+                let p = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                if let Some(ps) = self.paths.get(p) {
+                    min = min.min(ps.progress);
+                }
+            }
+            min
+        };
+        if target > self.head && target != u64::MAX {
+            self.release_to(now, target, Cause::Fence, deliver);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn t(us: u64) -> Time {
+        Time::from_micros(us)
+    }
+
+    fn config(window: usize, timeout_ms: u64, paths: usize) -> Config {
+        Config {
+            window,
+            timeout: Duration::from_millis(timeout_ms),
+            paths,
+        }
+    }
+
+    /// A resequencer of `u32` payloads (the seq itself) that records what it delivers and
+    /// numbers the packets of each path.
+    struct H {
+        r: Resequencer<u32>,
+        out: Vec<u32>,
+        path_seq: [u16; MAX_PATHS],
+    }
+
+    impl H {
+        fn new(c: Config) -> Self {
+            H {
+                r: Resequencer::new(c),
+                out: Vec::new(),
+                path_seq: [0; MAX_PATHS],
+            }
+        }
+
+        /// Pushes `seq` on `path` at `now_us` with the path's next `path_seq`; returns what was
+        /// delivered.
+        fn push(&mut self, now_us: u64, path: u8, seq: u32) -> Vec<u32> {
+            let ps = self.path_seq[usize::from(path)];
+            self.path_seq[usize::from(path)] = ps.wrapping_add(1);
+            self.push_meta(
+                now_us,
+                PacketMeta {
+                    path: PathId(path),
+                    seq,
+                    path_seq: ps,
+                    sent_us: 0,
+                    len: 100,
+                },
+            )
+        }
+
+        fn push_meta(&mut self, now_us: u64, meta: PacketMeta) -> Vec<u32> {
+            let mut got = Vec::new();
+            self.r.push(t(now_us), meta, meta.seq, &mut |p| got.push(p));
+            self.out.extend_from_slice(&got);
+            got
+        }
+
+        fn fence(&mut self, now_us: u64, path: u8, next_seq: u32) -> Vec<u32> {
+            let nps = self.path_seq[usize::from(path)];
+            let mut got = Vec::new();
+            self.r
+                .fence(t(now_us), PathId(path), next_seq, nps, &mut |p| got.push(p));
+            self.out.extend_from_slice(&got);
+            got
+        }
+
+        fn down(&mut self, now_us: u64, path: u8) -> Vec<u32> {
+            let mut got = Vec::new();
+            self.r
+                .path_down(t(now_us), PathId(path), &mut |p| got.push(p));
+            self.out.extend_from_slice(&got);
+            got
+        }
+
+        fn timeout_at(&mut self, now: Time) -> Vec<u32> {
+            let mut got = Vec::new();
+            self.r.handle_timeout(now, &mut |p| got.push(p));
+            self.out.extend_from_slice(&got);
+            got
+        }
+
+        fn total(&self) -> &Totals {
+            &self.r.stats().total
+        }
+
+        fn path(&self, p: usize) -> &PathStats {
+            &self.r.stats().paths[p]
+        }
+
+        /// Internal structures never exceed their preallocated bounds.
+        fn check_bounds(&self) {
+            let r = &self.r;
+            assert!(r.held <= r.window);
+            assert_eq!(r.ring.len() as u64, r.cap);
+            assert_eq!(r.ring.iter().filter(|s| s.is_some()).count(), r.held);
+            assert!(r.deadlines.len() <= 2 * r.cap as usize + 1);
+            assert!(r.deadlines.capacity() <= 2 * (2 * r.cap as usize + 1));
+            assert!(r.reorder.records() <= REORDER_HISTORY);
+            assert_eq!(
+                r.received.words() as u64 * 64,
+                2 * r.received.half(),
+                "bitmap size is fixed"
+            );
+            if r.held > 0 {
+                // the head is missing and the oldest deadline belongs to a held packet
+                assert!(r.ring[(r.head & r.mask) as usize].is_none());
+                let (e, _) = r
+                    .deadlines
+                    .front()
+                    .copied()
+                    .expect("deadline of held packet");
+                assert!(e >= r.head && e < r.head + r.cap);
+                assert!(r.ring[(e & r.mask) as usize].is_some());
+            }
+        }
+    }
+
+    /// A resequencer whose path `idle` counts but never progresses, so the progress rule never
+    /// releases anything (for tests of the other release rules).
+    fn with_idle_path(c: Config, idle: u8) -> H {
+        let mut h = H::new(c);
+        h.fence(0, idle, 0);
+        h
+    }
+
+    #[test]
+    fn in_order_is_delivered_at_once() {
+        let mut h = H::new(config(8, 10, 1));
+        for s in 0..100u32 {
+            assert_eq!(h.push(u64::from(s), 0, s), [s]);
+            assert_eq!(h.r.held(), 0);
+            assert_eq!(h.r.poll_timeout(), None);
+        }
+        let tot = h.total();
+        assert_eq!((tot.packets, tot.delivered, tot.bytes), (100, 100, 10_000));
+        assert_eq!((tot.reordered, tot.skipped, tot.late), (0, 0, 0));
+        assert_eq!(tot.hold_time_ns.max, 0);
+        assert_eq!(tot.occupancy.buckets[0], 100);
+        assert_eq!(h.path(0).lost, 0);
+        assert_eq!(h.r.next_seq(), Some(100));
+    }
+
+    #[test]
+    fn first_seq_anchors_the_session() {
+        // a small first seq: wait for the earlier ones
+        let mut h = with_idle_path(config(8, 10, 2), 1);
+        assert_eq!(h.push(0, 0, 3), [] as [u32; 0]);
+        assert_eq!(h.r.next_seq(), Some(0));
+        assert_eq!(h.push(0, 0, 0), [0]);
+        // a large one: resync to a sender that kept running
+        let mut h = H::new(config(8, 10, 1));
+        assert_eq!(h.push(0, 0, 5000), [5000]);
+        assert_eq!(h.push(0, 0, 5001), [5001]);
+        assert_eq!(h.r.next_seq(), Some(5002));
+    }
+
+    #[test]
+    fn timeout_releases_exactly_at_deadline() {
+        let mut h = with_idle_path(config(16, 10, 2), 1);
+        assert!(h.push(1_000, 0, 1).is_empty());
+        assert!(h.push(2_000, 0, 4).is_empty());
+        assert!(h.push(3_000, 0, 3).is_empty());
+        assert_eq!(h.r.held(), 3);
+        h.check_bounds();
+        assert_eq!(h.r.poll_timeout(), Some(t(11_000)));
+        assert!(h.timeout_at(Time::from_nanos(11_000_000 - 1)).is_empty());
+        assert_eq!(h.timeout_at(t(11_000)), [1]);
+        // head 2 is missing; the oldest-arrived held packet is now 4 (arrived at 2 ms)
+        assert_eq!(h.r.poll_timeout(), Some(t(12_000)));
+        assert!(h.timeout_at(t(11_999)).is_empty());
+        assert_eq!(h.timeout_at(t(12_000)), [3, 4]);
+        assert_eq!(h.r.poll_timeout(), None);
+        h.check_bounds();
+        let tot = h.total();
+        assert_eq!(tot.skipped, 2); // 0 and 2
+        assert_eq!(tot.released_by_timeout, 2);
+        assert_eq!(tot.released_by_fence + tot.released_by_overflow, 0);
+        // hold times: 1 -> 10 ms, 3 -> 9 ms, 4 -> 10 ms
+        assert_eq!(tot.hold_time_ns.count, 3);
+        assert_eq!(tot.hold_time_ns.max, 10_000_000);
+        assert_eq!(tot.hold_time_max(), Duration::from_millis(10));
+        assert_eq!(tot.hold_time_percentile(1.0), Duration::from_millis(10));
+        let p0 = tot.hold_time_ns.percentile(0.0);
+        assert!((9_000_000..=9_000_000 * 9 / 8).contains(&p0), "{p0}");
+        assert_eq!(tot.hold_time_ns.sum, 29_000_000);
+        // occupancy after each push: 1, 2, 3
+        assert_eq!(&tot.occupancy.buckets[..5], &[0, 1, 1, 1, 0]);
+        assert!((tot.occupancy.mean() - 2.0).abs() < 1e-12);
+        assert_eq!(tot.occupancy.percentile(0.5), 2);
+    }
+
+    #[test]
+    fn push_after_deadline_releases_first() {
+        let mut h = with_idle_path(config(16, 10, 2), 1);
+        assert!(h.push(0, 0, 2).is_empty());
+        // the next push comes late: the held packet is released before the new one is handled
+        assert_eq!(h.push(50_000, 0, 5), [2]);
+        assert_eq!(h.r.held(), 1);
+        assert_eq!(h.r.poll_timeout(), Some(t(60_000)));
+        assert_eq!(h.total().released_by_timeout, 1);
+    }
+
+    #[test]
+    fn progress_rule_releases_only_when_every_counting_path_passed_the_gap() {
+        let mut h = H::new(config(16, 1000, 3));
+        assert_eq!(h.push(0, 1, 0), [0]); // path B progress 1
+        assert!(h.push(0, 0, 2).is_empty()); // path A progress 3; 1 may still come on B
+        assert_eq!(h.r.held(), 1);
+        // path C has never carried anything: it does not count
+        assert!(h.push(0, 0, 3).is_empty());
+        // B announces it has sent everything below 4: seq 1 is lost
+        assert_eq!(h.fence(10, 1, 4), [2, 3]);
+        assert_eq!(h.total().released_by_fence, 1);
+        assert_eq!(h.total().skipped, 1);
+
+        // a gap at 4; A has passed it, B has not
+        assert!(h.push(20, 0, 5).is_empty());
+        assert!(h.fence(30, 1, 4).is_empty()); // B at 4 exactly: 4 may still come on B
+                                               // C comes up and delivers an old packet: it now counts, with progress 1
+        assert!(h.push(40, 2, 0).is_empty()); // a duplicate of 0
+        assert_eq!(h.total().duplicates, 1);
+        assert!(h.down(50, 1).is_empty()); // C still holds the gap
+        assert_eq!(h.down(60, 2), [5]); // only A counts: 4 is given up
+        assert_eq!(h.total().released_by_fence, 2);
+        assert_eq!(h.total().skipped, 2);
+
+        // B counts again once something arrives on it
+        assert_eq!(h.push(70, 1, 6), [6]);
+        assert!(h.push(80, 0, 8).is_empty()); // A at 9, B at 7: 7 may come on B
+        assert_eq!(h.r.held(), 1);
+        assert_eq!(h.push(90, 1, 9), [8, 9]); // B passed 7 too
+        assert_eq!(h.total().released_by_fence, 3);
+        assert_eq!(h.r.poll_timeout(), None);
+        h.check_bounds();
+    }
+
+    #[test]
+    fn all_paths_down_releases_everything() {
+        let mut h = with_idle_path(config(16, 1000, 2), 1);
+        assert!(h.push(0, 0, 3).is_empty());
+        assert!(h.push(0, 0, 7).is_empty());
+        // path 1 (progress 0) still counts: keep waiting
+        assert!(h.down(1, 0).is_empty());
+        assert_eq!(h.r.held(), 2);
+        // no path counts any more: nothing can arrive, release everything
+        assert_eq!(h.down(2, 1), [3, 7]);
+        assert_eq!(h.total().released_by_fence, 1);
+        assert_eq!(h.total().skipped, 6); // 0, 1, 2, 4, 5, 6
+        assert_eq!(h.r.held(), 0);
+    }
+
+    #[test]
+    fn overflow_releases_past_the_oldest_gap() {
+        let mut h = with_idle_path(config(4, 1000, 2), 1);
+        for s in 1..=4 {
+            assert!(h.push(0, 0, s).is_empty());
+        }
+        assert_eq!(h.r.held(), 4);
+        assert_eq!(h.push(0, 0, 5), [1, 2, 3, 4, 5]);
+        assert_eq!(h.total().skipped, 1);
+        assert_eq!(h.total().released_by_overflow, 1);
+
+        // full again, but the new packet fills a gap before the first held one
+        for s in [8, 9, 10, 11] {
+            assert!(h.push(0, 0, s).is_empty());
+        }
+        assert_eq!(h.push(0, 0, 7), [7, 8, 9, 10, 11]); // 6 given up
+        assert_eq!(h.total().skipped, 2);
+
+        // a packet beyond the ring (capacity 8) flushes what lies too far back
+        assert!(h.push(0, 0, 13).is_empty());
+        assert_eq!(h.push(0, 0, 30), [13]);
+        // head moved to 30 - 8 + 1 = 23: 12, 14..=22 skipped
+        assert_eq!(h.r.next_seq(), Some(23));
+        assert_eq!(h.total().skipped, 2 + 1 + 9);
+        assert_eq!(h.r.held(), 1);
+        h.check_bounds();
+    }
+
+    #[test]
+    fn wraps_around_u32() {
+        let mut h = with_idle_path(config(16, 1000, 2), 1);
+        let m = u32::MAX;
+        let arrivals = [m - 5, m - 3, m - 4, 1, m - 2, m - 1, m, 0, 3, 2];
+        for s in arrivals {
+            h.push(0, 0, s);
+        }
+        assert_eq!(h.out, [m - 5, m - 4, m - 3, m - 2, m - 1, m, 0, 1, 2, 3]);
+        assert_eq!(h.r.held(), 0);
+        // m-4 (after m-3), m-2, m-1, m and 0 (after 1), 2 (after 3)
+        assert_eq!(h.total().reordered, 6);
+    }
+
+    #[test]
+    fn duplicates_and_late_packets() {
+        let mut h = with_idle_path(config(8, 10, 2), 1);
+        assert_eq!(h.push(0, 0, 0), [0]);
+        assert_eq!(h.push(0, 0, 1), [1]);
+        assert!(h.push(0, 0, 1).is_empty()); // duplicate of a delivered packet
+        assert!(h.push(0, 0, 3).is_empty());
+        assert!(h.push(0, 0, 3).is_empty()); // duplicate of a held packet
+        assert_eq!(h.total().duplicates, 2);
+        assert_eq!(h.timeout_at(t(10_000)), [3]);
+        assert!(h.push(20_000, 0, 2).is_empty()); // given up: late
+        assert_eq!(h.total().late, 1);
+        assert!(h.push(20_000, 0, 2).is_empty()); // late again, not a duplicate
+        assert_eq!(h.total().late, 2);
+        assert!(h.push(20_000, 0, 1).is_empty()); // still a duplicate
+        assert_eq!(h.total().duplicates, 3);
+        for s in 4..3000 {
+            h.push(30_000, 0, s);
+        }
+        assert!(h.push(30_000, 0, 2999).is_empty());
+        assert_eq!(h.total().duplicates, 4);
+        assert!(h.push(30_000, 0, 500).is_empty()); // older than the history: late
+        assert_eq!(h.total().late, 3);
+        assert_eq!(h.path(0).duplicates, 4);
+        assert_eq!(h.path(0).late, 3);
+        assert_eq!(h.total().delivered, 3000 - 1);
+    }
+
+    #[test]
+    fn passthrough_delivers_at_once_and_drops_duplicates() {
+        let mut h = H::new(config(0, 10, 2));
+        assert_eq!(h.push(0, 0, 0), [0]);
+        assert_eq!(h.push(0, 0, 2), [2]);
+        assert_eq!(h.push(0, 1, 1), [1]);
+        assert!(h.push(0, 1, 2).is_empty());
+        assert!(h.push(0, 0, 1).is_empty());
+        assert_eq!(h.push(0, 0, 3), [3]);
+        let tot = h.total();
+        assert_eq!(tot.delivered, 4);
+        assert_eq!(tot.delivered_out_of_order, 1);
+        assert_eq!(tot.duplicates, 2);
+        assert_eq!(tot.reordered, 1);
+        assert_eq!(h.path(1).reordered, 1);
+        assert_eq!(tot.occupancy.buckets, [6]);
+        assert_eq!(h.r.poll_timeout(), None);
+        assert_eq!(h.push(0, 0, 5000), [5000]);
+        assert!(h.push(0, 0, 10).is_empty()); // too old to tell: late
+        assert_eq!(h.total().late, 1);
+        assert_eq!(h.push(0, 0, 4990), [4990]);
+        assert_eq!(h.total().delivered_out_of_order, 2);
+    }
+
+    #[test]
+    fn per_path_loss_and_tail_loss() {
+        let mut h = H::new(config(8, 10, 2));
+        let m = |path_seq: u16, seq: u32| PacketMeta {
+            path: PathId(0),
+            seq,
+            path_seq,
+            sent_us: 0,
+            len: 10,
+        };
+        for (i, ps) in [0u16, 1, 3, 4].into_iter().enumerate() {
+            h.push_meta(0, m(ps, i as u32));
+        }
+        assert_eq!(h.path(0).lost, 1);
+        // fence: the next path seq is 7, so 5 and 6 were lost at the tail
+        let mut sink = |_p: u32| {};
+        h.r.fence(t(1), PathId(0), 6, 7, &mut sink);
+        assert_eq!(h.path(0).lost, 3);
+        assert_eq!(h.path(0).fences, 1);
+        h.push_meta(2, m(7, 6));
+        assert_eq!(h.path(0).lost, 3);
+        h.push_meta(3, m(2, 7)); // backwards
+        assert_eq!(h.path(0).path_seq_errors, 1);
+        h.push_meta(4, m(3, 8)); // resynced: in order
+        h.push_meta(5, m(40_000, 9)); // forward by more than 32767
+        assert_eq!(h.path(0).path_seq_errors, 2);
+        h.push_meta(6, m(40_001, 10));
+        // wrap of path_seq
+        h.push_meta(7, m(u16::MAX, 11)); // gap of 65534 - 40001 - 1 + ... forward 25533
+        h.push_meta(8, m(0, 12));
+        h.push_meta(9, m(2, 13));
+        let p = h.path(0);
+        assert_eq!(p.path_seq_errors, 2);
+        assert_eq!(p.lost, 3 + (u16::MAX as u64 - 40_002) + 1);
+        assert_eq!(h.total().lost, p.lost);
+        assert_eq!(h.path(1).lost, 0);
+        assert_eq!(p.packets, 12);
+        assert_eq!(p.bytes, 120);
+    }
+
+    #[test]
+    fn rfc4737_reordering_in_the_resequencer() {
+        for window in [0, 64] {
+            let mut h = with_idle_path(config(window, 10, 3), 2);
+            for (s, path) in [(1, 0), (2, 0), (4, 0), (5, 0), (3, 1)] {
+                h.push(0, path, s);
+            }
+            let tot = h.total();
+            assert_eq!(tot.reordered, 1);
+            assert_eq!(tot.reorder_extent_max, 2);
+            assert_eq!(tot.reorder_extent_sum, 2);
+            assert_eq!(h.path(1).reordered, 1);
+            assert_eq!(h.path(1).reorder_extent_max, 2);
+            assert_eq!(h.path(0).reordered, 0);
+
+            let mut h = with_idle_path(config(window, 10, 3), 2);
+            for s in [1, 2, 3, 7, 8, 9, 4, 5, 6, 10] {
+                h.push(0, u8::from(s >= 7), s);
+            }
+            let tot = h.total();
+            assert_eq!(tot.reordered, 3);
+            assert_eq!(tot.reorder_extent_max, 5);
+            assert_eq!(tot.reorder_extent_sum, 3 + 4 + 5);
+            assert!((tot.reorder_extent_mean() - 4.0).abs() < 1e-12);
+        }
+    }
+
+    #[test]
+    fn rfc3550_jitter() {
+        let mut h = H::new(config(8, 10, 1));
+        let m = |seq: u32, sent_us: u32| PacketMeta {
+            path: PathId(0),
+            seq,
+            path_seq: seq as u16,
+            sent_us,
+            len: 10,
+        };
+        h.push_meta(1000, m(0, 0)); // transit 1000
+        assert_eq!(h.path(0).jitter_us, 0.0);
+        h.push_meta(2160, m(1, 1000)); // transit 1160: |D| = 160
+        assert_eq!(h.path(0).jitter_us, 10.0);
+        h.push_meta(3000, m(2, 2000)); // transit 1000: |D| = 160
+        assert_eq!(h.path(0).jitter_us, 10.0 + 150.0 / 16.0);
+        // the sender's clock wraps: transit still 1000
+        let j = h.path(0).jitter_us;
+        h.push_meta(4000, m(3, 3000));
+        assert_eq!(h.path(0).jitter_us, j - j / 16.0);
+    }
+
+    #[test]
+    fn relative_one_way_delay() {
+        let mut h = H::new(config(8, 10, 2));
+        let m = |path: u8, seq: u32, path_seq: u16, sent_us: u32| PacketMeta {
+            path: PathId(path),
+            seq,
+            path_seq,
+            sent_us,
+            len: 10,
+        };
+        // the two clocks are unrelated: the sender's is far ahead and wraps
+        let off = u32::MAX - 10_000;
+        let sent = |us: u32| us.wrapping_add(off);
+        h.push_meta(1000, m(0, 0, 0, sent(0))); // raw transit base
+        h.push_meta(2500, m(1, 1, 0, sent(1000))); // 500 more than the base
+        h.push_meta(3100, m(0, 2, 1, sent(2000))); // 100 more
+        let p0 = h.path(0).clone();
+        let p1 = h.path(1).clone();
+        assert_eq!(p0.owd_min_us, Some(0));
+        assert_eq!(p0.owd_last_us, Some(100));
+        assert_eq!(p0.owd_us, Some(100.0 / 16.0));
+        assert_eq!(p1.owd_min_us, Some(500));
+        assert_eq!(p1.owd_us, Some(500.0));
+        // path 1 sees a new minimum: 200 below the base
+        h.push_meta(3800, m(1, 3, 1, sent(3000)));
+        let p0 = h.path(0).clone();
+        let p1 = h.path(1).clone();
+        assert_eq!(p0.owd_min_us, Some(200));
+        assert_eq!(p0.owd_us, Some(6.25 + 200.0));
+        assert_eq!(p1.owd_min_us, Some(0));
+        assert_eq!(p1.owd_last_us, Some(0));
+        assert_eq!(p1.owd_us, Some(500.0 - 700.0 / 16.0 + 200.0));
+        // reset forgets the baselines but keeps the counters
+        h.r.reset();
+        assert_eq!(h.path(0).owd_us, None);
+        assert_eq!(h.path(0).packets, 2);
+        assert_eq!(h.total().resets, 1);
+        h.push_meta(10_000, m(1, 0, 0, 5));
+        assert_eq!(h.path(1).owd_us, Some(0.0));
+    }
+
+    #[test]
+    fn reset_drops_held_and_starts_over() {
+        let mut h = with_idle_path(config(8, 10, 2), 1);
+        h.push(0, 0, 100);
+        h.push(0, 0, 101);
+        h.push(0, 0, 103);
+        assert_eq!(h.r.held(), 3);
+        h.r.reset();
+        assert_eq!(h.r.held(), 0);
+        assert_eq!(h.r.poll_timeout(), None);
+        assert_eq!(h.r.next_seq(), None);
+        assert_eq!(h.total().dropped_on_reset, 3);
+        // a new session from seq 0 on a single path: the old path 1 no longer counts
+        assert_eq!(h.push(0, 0, 1), [1]);
+        assert_eq!(h.r.next_seq(), Some(2));
+        assert_eq!(h.out, [1]);
+        assert_eq!(h.total().packets, 4);
+        h.check_bounds();
+    }
+
+    #[test]
+    fn huge_jumps() {
+        let mut h = with_idle_path(config(64, 10, 2), 1);
+        assert_eq!(h.push(0, 0, 0), [0]);
+        assert!(h.push(0, 0, 5).is_empty());
+        // the largest forward jump from the release point (1)
+        let far = 1u32.wrapping_add((1 << 31) - 1);
+        assert_eq!(h.push(0, 0, far), [5]);
+        assert_eq!(h.r.held(), 1);
+        h.check_bounds();
+        // exactly 2^31 ahead is ambiguous: taken as behind, hence late
+        let before = h.total().late;
+        h.push(0, 0, far.wrapping_add(1 << 31));
+        assert_eq!(h.total().late, before + 1);
+        // many maximal jumps: each O(capacity)
+        let mut s = far;
+        for _ in 0..10_000 {
+            let head = h.r.next_seq().expect("started");
+            s = head.wrapping_add((1 << 31) - 1);
+            h.push(0, 0, s);
+            h.check_bounds();
+        }
+        assert_eq!(h.r.held(), 1);
+        let all = h.out.clone();
+        assert_eq!(all.len(), 2 + 10_001 - 1);
+        h.timeout_at(t(1_000_000));
+        assert_eq!(h.out.last(), Some(&s));
+    }
+
+    #[test]
+    fn rebase_keeps_working() {
+        let mut h = with_idle_path(config(16, 10, 2), 1);
+        h.r.rebase_at = EXT_OFFSET + (3 << 32);
+        let mut s = 0u32;
+        h.push(0, 0, s);
+        for i in 0..40u32 {
+            // jump, then a few in order with a small reordering
+            s =
+                h.r.next_seq()
+                    .expect("started")
+                    .wrapping_add((1 << 31) - 20);
+            let now = u64::from(i) * 100_000;
+            h.push(now, 0, s);
+            h.push(now, 0, s.wrapping_add(2));
+            h.push(now, 0, s.wrapping_add(1));
+            h.timeout_at(t(u64::from(i) * 100_000 + 50_000));
+            assert!(h.r.head < h.r.rebase_at + (1 << 32));
+            assert_eq!(h.total().skipped, u64::from(i + 1) * ((1 << 31) - 20));
+            h.check_bounds();
+            let n = h.out.len();
+            assert_eq!(
+                &h.out[n - 2..],
+                &[s.wrapping_add(1), s.wrapping_add(2)],
+                "round {i}"
+            );
+        }
+    }
+
+    /// A small deterministic generator for the simulations.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            // splitmix64
+            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            if n == 0 {
+                0
+            } else {
+                self.next() % n
+            }
+        }
+    }
+
+    fn hostile_flood(window: usize, seed: u64) {
+        let mut h = H::new(config(window, 5, 4));
+        let mut rng = Rng(seed);
+        let mut now = 0u64;
+        let mut delivered = 0u64;
+        let mut sink = |_p: u32| delivered += 1;
+        let mut base = 0u32;
+        for i in 0..100_000u32 {
+            now += rng.below(200);
+            let r = rng.below(100);
+            let seq = match r {
+                0..=49 => rng.next() as u32,
+                50..=79 => base.wrapping_add(rng.below(2 * window as u64 + 10) as u32),
+                80..=89 => base.wrapping_sub(rng.below(3000) as u32), // replays
+                _ => {
+                    base = base.wrapping_add(rng.below(1 << 31) as u32);
+                    base
+                }
+            };
+            let meta = PacketMeta {
+                path: PathId(rng.below(5) as u8), // path 4 is invalid
+                seq,
+                path_seq: rng.next() as u16,
+                sent_us: rng.next() as u32,
+                len: rng.below(1500) as usize,
+            };
+            h.r.push(t(now), meta, i, &mut sink);
+            match rng.below(50) {
+                0 => h.r.fence(
+                    t(now),
+                    PathId(rng.below(5) as u8),
+                    rng.next() as u32,
+                    rng.next() as u16,
+                    &mut sink,
+                ),
+                1 => h.r.path_down(t(now), PathId(rng.below(5) as u8), &mut sink),
+                2 => h.r.handle_timeout(t(now), &mut sink),
+                3 if rng.below(100) == 0 => h.r.reset(),
+                _ => {}
+            }
+            h.check_bounds();
+        }
+        let tot = h.total().clone();
+        assert!(tot.invalid_path > 0);
+        assert_eq!(tot.delivered, delivered);
+        // every valid packet is accounted for exactly once
+        assert_eq!(
+            tot.packets,
+            tot.delivered + tot.duplicates + tot.late + tot.dropped_on_reset + h.r.held() as u64
+        );
+        let per_path: u64 = h.r.stats().paths.iter().map(|p| p.packets).sum();
+        assert_eq!(per_path, tot.packets);
+    }
+
+    #[test]
+    fn hostile_flood_is_bounded() {
+        hostile_flood(64, 1);
+        hostile_flood(5, 2);
+        hostile_flood(1, 3);
+        hostile_flood(0, 4);
+        hostile_flood(1000, 5);
+    }
+
+    #[test]
+    fn replays_are_duplicates() {
+        let mut h = H::new(config(32, 10, 1));
+        for s in 0..1000 {
+            h.push(0, 0, s);
+        }
+        for s in 0..1000 {
+            assert!(h.push(0, 0, s).is_empty());
+        }
+        assert_eq!(h.total().duplicates, 1000);
+        assert_eq!(h.total().delivered, 1000);
+        assert_eq!(h.r.held(), 0);
+    }
+
+    #[test]
+    fn config_is_clamped() {
+        let r: Resequencer<()> = Resequencer::new(Config {
+            window: usize::MAX,
+            timeout: Duration::MAX,
+            paths: 1000,
+        });
+        assert_eq!(r.window(), MAX_WINDOW);
+        assert_eq!(r.stats().paths.len(), MAX_PATHS);
+        let mut r: Resequencer<()> = Resequencer::new(config(4, 10, 0));
+        assert_eq!(r.stats().paths.len(), 1);
+        let meta = PacketMeta {
+            path: PathId(1),
+            seq: 0,
+            path_seq: 0,
+            sent_us: 0,
+            len: 1,
+        };
+        r.push(Time::ZERO, meta, (), &mut |_| {});
+        assert_eq!(r.stats().total.invalid_path, 1);
+        assert_eq!(r.stats().total.packets, 0);
+        // Duration::MAX timeout saturates instead of overflowing
+        let mut r: Resequencer<u8> = Resequencer::new(Config {
+            window: 4,
+            timeout: Duration::MAX,
+            paths: 2,
+        });
+        r.fence(Time::ZERO, PathId(1), 0, 0, &mut |_| {});
+        r.push(
+            Time::ZERO,
+            PacketMeta {
+                seq: 2,
+                path: PathId(0),
+                ..meta
+            },
+            2,
+            &mut |_| {},
+        );
+        assert_eq!(r.poll_timeout(), Some(Time::from_nanos(u64::MAX)));
+    }
+
+    /// RFC 4737 by its definition, O(n^2): extent of each reordered arrival.
+    fn naive_extents(arrivals: &[u32]) -> Vec<u64> {
+        let mut out = Vec::new();
+        for (i, &s) in arrivals.iter().enumerate() {
+            if arrivals[..i].iter().any(|&x| x > s) {
+                let j = arrivals[..i].iter().position(|&x| x > s).unwrap_or(i);
+                out.push((i - j) as u64);
+            }
+        }
+        out
+    }
+
+    proptest! {
+        #[test]
+        fn any_permutation_within_the_window_is_delivered_in_order(
+            (window, perm, paths) in (1usize..=64)
+                .prop_flat_map(|w| (Just(w), 1usize..=w))
+                .prop_flat_map(|(w, n)| (
+                    Just(w),
+                    Just((0..n as u32).collect::<Vec<_>>()).prop_shuffle(),
+                    proptest::collection::vec(0u8..4, n),
+                ))
+        ) {
+            // path 4 counts but never progresses: only the permutation matters
+            let mut h = with_idle_path(config(window, 10, 5), 4);
+            for (&s, &p) in perm.iter().zip(&paths) {
+                h.push(0, p, s);
+                h.check_bounds();
+            }
+            let n = perm.len() as u32;
+            prop_assert_eq!(&h.out, &(0..n).collect::<Vec<_>>());
+            prop_assert_eq!(h.r.held(), 0);
+            let tot = h.total();
+            prop_assert_eq!((tot.skipped, tot.late, tot.duplicates), (0, 0, 0));
+            let ext = naive_extents(&perm);
+            prop_assert_eq!(tot.reordered, ext.len() as u64);
+            prop_assert_eq!(tot.reorder_extent_sum, ext.iter().sum::<u64>());
+            prop_assert_eq!(tot.reorder_extent_max, ext.iter().copied().max().unwrap_or(0));
+        }
+
+        #[test]
+        fn fifo_paths_with_loss(
+            npaths in 1usize..=4,
+            window in 1usize..=128,
+            timeout_ms in 1u64..=60,
+            n in 1u32..=600,
+            fence_every in 1u32..=64,
+            seed in any::<u64>(),
+        ) {
+            let mut rng = Rng(seed);
+            let delay: Vec<u64> = (0..npaths).map(|_| rng.below(50_000)).collect();
+            let jitter: Vec<u64> = (0..npaths).map(|_| rng.below(5_000)).collect();
+            let loss: Vec<u64> = (0..npaths).map(|_| rng.below(30)).collect(); // percent
+            #[derive(Clone, Copy)]
+            enum Ev {
+                Data(PacketMeta),
+                Fence(PathId, u32, u16),
+            }
+            let mut events: Vec<(u64, usize, Ev)> = Vec::new();
+            let mut last_arrival = vec![0u64; npaths];
+            let mut path_seq = vec![0u16; npaths];
+            // losses the receiver can see: after the first arrival on the path
+            let mut lost = vec![0u64; npaths];
+            let mut seen = vec![false; npaths];
+            let mut lost_seqs = std::collections::HashSet::new();
+            let mut arrive = |rng: &mut Rng, p: usize, sent: u64| {
+                let a = (sent + delay[p] + rng.below(jitter[p] + 1)).max(last_arrival[p]);
+                last_arrival[p] = a;
+                a
+            };
+            for seq in 0..n {
+                let sent = u64::from(seq) * 100;
+                let p = rng.below(npaths as u64) as usize;
+                let meta = PacketMeta {
+                    path: PathId(p as u8),
+                    seq,
+                    path_seq: path_seq[p],
+                    sent_us: sent as u32,
+                    len: 100,
+                };
+                path_seq[p] = path_seq[p].wrapping_add(1);
+                let a = arrive(&mut rng, p, sent);
+                if rng.below(100) < loss[p] {
+                    lost[p] += u64::from(seen[p]);
+                    lost_seqs.insert(seq);
+                } else {
+                    seen[p] = true;
+                    events.push((a, events.len(), Ev::Data(meta)));
+                }
+                if seq % fence_every == fence_every - 1 {
+                    for q in 0..npaths {
+                        let a = arrive(&mut rng, q, sent);
+                        if rng.below(100) >= loss[q] {
+                            seen[q] = true;
+                            events.push((a, events.len(),
+                                Ev::Fence(PathId(q as u8), seq + 1, path_seq[q])));
+                        }
+                    }
+                }
+            }
+            // a final keepalive on every path, not lost
+            for (q, &ps) in path_seq.iter().enumerate() {
+                let a = arrive(&mut rng, q, u64::from(n) * 100);
+                events.push((a, events.len(), Ev::Fence(PathId(q as u8), n, ps)));
+            }
+            events.sort_by_key(|&(a, i, _)| (a, i));
+
+            let mut r: Resequencer<u32> = Resequencer::new(config(window, timeout_ms, npaths));
+            let mut out = Vec::new();
+            let mut deliver = |s: u32| out.push(s);
+            for &(a, _, ev) in &events {
+                while let Some(d) = r.poll_timeout() {
+                    if d > t(a) {
+                        break;
+                    }
+                    prop_assert!(d >= Time::ZERO);
+                    r.handle_timeout(d, &mut deliver);
+                }
+                match ev {
+                    Ev::Data(m) => r.push(t(a), m, m.seq, &mut deliver),
+                    Ev::Fence(p, s, ps) => r.fence(t(a), p, s, ps, &mut deliver),
+                }
+                prop_assert!(r.held() <= window);
+            }
+            r.handle_timeout(t(u64::MAX / 2_000), &mut deliver);
+            prop_assert_eq!(r.held(), 0);
+            prop_assert!(out.windows(2).all(|w| w[0] < w[1]), "not increasing");
+            prop_assert!(out.iter().all(|s| !lost_seqs.contains(s)));
+            let tot = r.stats().total.clone();
+            let received = u64::from(n) - lost_seqs.len() as u64;
+            prop_assert_eq!(out.len() as u64 + tot.late, received);
+            prop_assert_eq!(tot.duplicates, 0);
+            prop_assert_eq!(tot.delivered, out.len() as u64);
+            // nothing waits longer than the timeout when timers fire on time
+            prop_assert!(tot.hold_time_ns.max <= timeout_ms * 1_000_000);
+            // the final fences complete the per-path loss counts
+            for (p, &l) in lost.iter().enumerate() {
+                prop_assert_eq!(r.stats().paths[p].lost, l);
+                prop_assert_eq!(r.stats().paths[p].path_seq_errors, 0);
+            }
+            // every seq below the release point was either delivered or given up
+            let head = u64::from(r.next_seq().unwrap_or(0));
+            prop_assert_eq!(out.len() as u64 + tot.skipped, head);
+        }
+    }
+}

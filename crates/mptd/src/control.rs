@@ -1,0 +1,103 @@
+//! The control socket: one request line in, one JSON document out.
+//!
+//! Requests: `status`. (Path up/down and reload come later.)
+
+use std::io;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{anyhow, Context, Result};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+use tracing::{debug, warn};
+
+use crate::daemon::Shared;
+use crate::status::Status;
+
+/// Bind the control socket, replacing a stale one left by a daemon that died.
+pub fn bind(path: &Path) -> Result<UnixListener> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| {
+            format!(
+                "cannot create the control socket directory {}",
+                dir.display()
+            )
+        })?;
+    }
+    if path.exists() {
+        if std::os::unix::net::UnixStream::connect(path).is_ok() {
+            return Err(anyhow!(
+                "control socket {} is in use: is another mptd running with this config?",
+                path.display()
+            ));
+        }
+        std::fs::remove_file(path).with_context(|| {
+            format!("cannot remove the stale control socket {}", path.display())
+        })?;
+    }
+    UnixListener::bind(path)
+        .with_context(|| format!("cannot bind the control socket {}", path.display()))
+}
+
+/// Answer requests until the task is aborted.
+pub async fn serve(listener: UnixListener, sh: Arc<Shared>) -> Result<()> {
+    loop {
+        let (stream, _) = listener.accept().await.context("control socket accept")?;
+        let sh = sh.clone();
+        tokio::spawn(async move {
+            if let Err(e) = tokio::time::timeout(Duration::from_secs(5), answer(stream, &sh)).await
+            {
+                debug!(error = %e, "control client timed out");
+            }
+        });
+    }
+}
+
+async fn answer(stream: UnixStream, sh: &Shared) {
+    let (r, mut w) = stream.into_split();
+    let mut line = String::new();
+    let mut r = BufReader::new(r).take(256);
+    if let Err(e) = r.read_line(&mut line).await {
+        debug!(error = %e, "control request unreadable");
+        return;
+    }
+    let reply = match line.trim() {
+        "status" => {
+            serde_json::to_string(&sh.status()).unwrap_or_else(|e| error_json(&e.to_string()))
+        }
+        other => error_json(&format!("unknown request {other:?}, expected \"status\"")),
+    };
+    if let Err(e) = w.write_all(format!("{reply}\n").as_bytes()).await {
+        warn!(error = %e, "control reply failed");
+    }
+}
+
+fn error_json(msg: &str) -> String {
+    serde_json::json!({ "error": msg }).to_string()
+}
+
+/// Client side: send `request`, return the reply.
+pub fn request(socket: &Path, request: &str) -> io::Result<String> {
+    use std::io::{Read, Write};
+    let mut s = std::os::unix::net::UnixStream::connect(socket)?;
+    s.set_read_timeout(Some(Duration::from_secs(5)))?;
+    s.write_all(format!("{request}\n").as_bytes())?;
+    let mut reply = String::new();
+    s.read_to_string(&mut reply)?;
+    Ok(reply)
+}
+
+/// Ask a running daemon for its status.
+pub fn status(socket: &Path) -> Result<Status> {
+    let reply = request(socket, "status")
+        .with_context(|| format!("cannot talk to mptd at {}", socket.display()))?;
+    if let Ok(v) = serde_json::from_str::<serde_json::Value>(&reply) {
+        if let Some(e) = v.get("error").and_then(|e| e.as_str()) {
+            return Err(anyhow!("mptd: {e}"));
+        }
+    }
+    serde_json::from_str(&reply).context("mptd sent a status this mptctl does not understand")
+}
+
+use tokio::io::AsyncReadExt as _;

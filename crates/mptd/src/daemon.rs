@@ -1,0 +1,725 @@
+//! The running daemon: its shared state and the tasks that move packets.
+//!
+//! * **tx**: TUN → scheduler → path socket. Owns nothing but a buffer; locks the send state
+//!   briefly per packet to choose a path and number the packet.
+//! * **rx**: all path sockets → parser → resequencer → TUN. Also runs path liveness and the
+//!   resequencer's timer, so that every write to the TUN device happens in this one task and
+//!   in order.
+//! * **keepalive**: a keepalive on every path every `keepalive_ms`.
+//! * **report**: a receiver report to the peer every second while data flows.
+//! * **control**: the unix socket `mptctl` talks to.
+//!
+//! Locks are never held across an await; the order is always `rx` before `tx`.
+
+use std::future::poll_fn;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::Poll;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use mpt_core::config::{Config, PathConfig};
+use mpt_core::wire::{self, AckRepr, Datagram, HeaderRepr, Kind, Report, ReportEntry, HEADER_LEN};
+use mpt_core::{PathId, Time};
+use mpt_reseq::{PacketMeta, Resequencer};
+use mpt_sched::{PathFeedback, PathSpec, Scheduler};
+use tokio::io::ReadBuf;
+use tokio::net::UdpSocket;
+use tracing::{debug, info, warn};
+
+use crate::clock::Clock;
+use crate::status::{Drops, PathStatus, PeerReport, ReseqStatus, Status, TunnelStatus};
+
+/// How often a receiver report goes to the peer while data arrives.
+pub const REPORT_INTERVAL: Duration = Duration::from_secs(1);
+/// Datagrams a path must deliver, over at least one keepalive interval, before a path that
+/// was down is used again (hold-down against flapping).
+const RECOVER_DATAGRAMS: u32 = 3;
+
+/// Everything the tasks share.
+pub struct Shared {
+    pub cfg: Config,
+    pub clock: Clock,
+    /// Our session id, random per start.
+    pub session: u32,
+    pub paths: Vec<PathIo>,
+    pub tun: tun_rs::AsyncDevice,
+    tx: Mutex<TxState>,
+    rx: Mutex<RxState>,
+    pub drops: Drops,
+    tx_packets: AtomicU64,
+    tx_bytes: AtomicU64,
+}
+
+/// One path's socket and send-side counters.
+#[derive(Debug)]
+pub struct PathIo {
+    pub cfg: PathConfig,
+    pub sock: UdpSocket,
+    /// Outer IP + UDP header bytes, for the scheduler's accounting.
+    overhead: usize,
+    tx_packets: AtomicU64,
+    tx_bytes: AtomicU64,
+    /// Smoothed RTT in microseconds; `u64::MAX` until measured.
+    srtt_us: AtomicU64,
+}
+
+#[derive(Debug)]
+struct TxState {
+    sched: Box<dyn Scheduler>,
+    /// Next global sequence number.
+    seq: u32,
+    /// Next sequence number per path.
+    path_seq: Vec<u16>,
+}
+
+/// A received datagram held by the resequencer: the whole buffer, inner packet after the
+/// header.
+#[derive(Debug)]
+struct RxBuf {
+    buf: Box<[u8]>,
+    len: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LinkState {
+    /// Not heard from since start; used optimistically.
+    Unknown,
+    Up,
+    Down,
+}
+
+#[derive(Debug)]
+struct Liveness {
+    state: LinkState,
+    last_heard: Option<Time>,
+    /// While down: when the current run of datagrams began, and how many it has.
+    recovering_since: Option<Time>,
+    recover_count: u32,
+    down_events: u64,
+}
+
+#[derive(Debug)]
+struct RxState {
+    reseq: Resequencer<RxBuf>,
+    peer_session: Option<u32>,
+    peer_restarts: u64,
+    live: Vec<Liveness>,
+    peer_reports: Vec<Option<(Time, ReportEntry)>>,
+    delivered: u64,
+    /// `reseq` packet count at the last report, to stay quiet when nothing arrives.
+    reported_packets: u64,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("tunnel", &self.cfg.tunnel.name)
+            .field("session", &self.session)
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding a lock is a bug elsewhere; the state is still usable.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Shared {
+    /// Set up the sockets and the TUN device. Fails with a message naming what is wrong.
+    pub fn new(cfg: Config) -> Result<Shared> {
+        let mut paths = Vec::with_capacity(cfg.paths.len());
+        for p in &cfg.paths {
+            let sock = crate::net::path_socket(p)?;
+            paths.push(PathIo {
+                overhead: if p.local.is_ipv4() { 28 } else { 48 },
+                cfg: p.clone(),
+                sock,
+                tx_packets: AtomicU64::new(0),
+                tx_bytes: AtomicU64::new(0),
+                srtt_us: AtomicU64::new(u64::MAX),
+            });
+        }
+        let tun = crate::net::tun_device(&cfg.tunnel)?;
+        let specs: Vec<PathSpec> = cfg
+            .paths
+            .iter()
+            .map(|p| PathSpec::new(p.weight, p.rate_bps, p.backup))
+            .collect();
+        let sched = mpt_sched::build(cfg.connection.scheduler, &specs);
+        let reseq = Resequencer::new(mpt_reseq::Config {
+            window: cfg.connection.reorder_window,
+            timeout: cfg.connection.reorder_timeout,
+            paths: cfg.paths.len(),
+        });
+        let n = cfg.paths.len();
+        let mut session = [0u8; 4];
+        getrandom::fill(&mut session)
+            .map_err(|e| anyhow::anyhow!("no randomness for the session id: {e}"))?;
+        Ok(Shared {
+            clock: Clock::new(),
+            session: u32::from_be_bytes(session),
+            tx: Mutex::new(TxState {
+                sched,
+                seq: 0,
+                path_seq: vec![0; n],
+            }),
+            rx: Mutex::new(RxState {
+                reseq,
+                peer_session: None,
+                peer_restarts: 0,
+                live: (0..n)
+                    .map(|_| Liveness {
+                        state: LinkState::Unknown,
+                        last_heard: None,
+                        recovering_since: None,
+                        recover_count: 0,
+                        down_events: 0,
+                    })
+                    .collect(),
+                peer_reports: vec![None; n],
+                delivered: 0,
+                reported_packets: 0,
+            }),
+            paths,
+            tun,
+            drops: Drops::default(),
+            tx_packets: AtomicU64::new(0),
+            tx_bytes: AtomicU64::new(0),
+            cfg,
+        })
+    }
+
+    fn send(&self, p: &PathIo, datagram: &[u8]) {
+        match p.sock.try_send_to(datagram, p.cfg.remote) {
+            Ok(_) => {
+                p.tx_packets.fetch_add(1, Relaxed);
+                p.tx_bytes.fetch_add(datagram.len() as u64, Relaxed);
+            }
+            Err(e) => self.send_failed(p, &e),
+        }
+    }
+
+    fn send_failed(&self, p: &PathIo, e: &std::io::Error) {
+        let n = self.drops.send_error.fetch_add(1, Relaxed);
+        // Rate-limited: the first, then every 1000th.
+        if n % 1000 == 0 {
+            warn!(path = %p.cfg.name, error = %e, dropped = n + 1, "send failed");
+        }
+    }
+}
+
+/// TUN → scheduler → path socket.
+pub async fn tx_task(sh: Arc<Shared>) -> Result<()> {
+    let mtu = usize::from(sh.cfg.tunnel.mtu);
+    let mut buf = vec![0u8; HEADER_LEN + mtu];
+    loop {
+        let n = sh
+            .tun
+            .recv(&mut buf[HEADER_LEN..])
+            .await
+            .context("reading from the TUN device")?;
+        if n == 0 {
+            continue;
+        }
+        let now = sh.clock.now();
+        let len = HEADER_LEN + n;
+        let path = {
+            let mut tx = lock(&sh.tx);
+            let Some(path) = tx.sched.select(now, len + 28) else {
+                drop(tx);
+                sh.drops.no_path.fetch_add(1, Relaxed);
+                continue;
+            };
+            let i = path.index();
+            HeaderRepr {
+                kind: Kind::Data,
+                path,
+                path_seq: tx.path_seq[i],
+                session: sh.session,
+                seq: tx.seq,
+                timestamp: now.wire_micros(),
+            }
+            .emit(&mut buf);
+            tx.seq = tx.seq.wrapping_add(1);
+            tx.path_seq[i] = tx.path_seq[i].wrapping_add(1);
+            tx.sched.on_sent(now, path, len + sh.paths[i].overhead);
+            i
+        };
+        sh.tx_packets.fetch_add(1, Relaxed);
+        sh.tx_bytes.fetch_add(n as u64, Relaxed);
+        let p = &sh.paths[path];
+        // Wait for room in the socket buffer rather than drop: it is the backpressure TCP
+        // inside the tunnel needs. A hard error (link down) is counted and the packet dropped.
+        match p.sock.send_to(&buf[..len], p.cfg.remote).await {
+            Ok(_) => {
+                p.tx_packets.fetch_add(1, Relaxed);
+                p.tx_bytes.fetch_add(len as u64, Relaxed);
+            }
+            Err(e) => sh.send_failed(p, &e),
+        }
+    }
+}
+
+/// A keepalive on every path every `keepalive_ms`, carrying our fences.
+pub async fn keepalive_task(sh: Arc<Shared>) -> Result<()> {
+    let mut tick = tokio::time::interval(sh.cfg.connection.keepalive);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut buf = [0u8; HEADER_LEN];
+    loop {
+        tick.tick().await;
+        for p in &sh.paths {
+            let now = sh.clock.now();
+            {
+                let mut tx = lock(&sh.tx);
+                fence_header(&sh, &tx, Kind::Keepalive, p.cfg.id, now).emit(&mut buf);
+                tx.sched.on_sent(now, p.cfg.id, HEADER_LEN + p.overhead);
+            }
+            sh.send(p, &buf);
+        }
+    }
+}
+
+/// A control header: the sequence fields are our fences on `path`.
+fn fence_header(sh: &Shared, tx: &TxState, kind: Kind, path: PathId, now: Time) -> HeaderRepr {
+    HeaderRepr {
+        kind,
+        path,
+        path_seq: tx.path_seq[path.index()],
+        session: sh.session,
+        seq: tx.seq,
+        timestamp: now.wire_micros(),
+    }
+}
+
+/// A receiver report every [`REPORT_INTERVAL`] while data arrives, on the path with the
+/// lowest RTT among those that are up.
+pub async fn report_task(sh: Arc<Shared>) -> Result<()> {
+    let mut tick = tokio::time::interval(REPORT_INTERVAL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let n = sh.paths.len();
+    let mut entries = Vec::with_capacity(n);
+    let mut buf = vec![0u8; wire::report_len(n)];
+    loop {
+        tick.tick().await;
+        let now = sh.clock.now();
+        let best = {
+            let mut guard = lock(&sh.rx);
+            let rx = &mut *guard;
+            let stats = rx.reseq.stats();
+            if stats.total.packets == rx.reported_packets {
+                continue;
+            }
+            rx.reported_packets = stats.total.packets;
+            entries.clear();
+            for (i, ps) in stats.paths.iter().enumerate().take(n) {
+                entries.push(ReportEntry {
+                    path: PathId(i as u8),
+                    flags: if rx.live[i].state == LinkState::Up {
+                        ReportEntry::FLAG_UP
+                    } else {
+                        0
+                    },
+                    path_seq: ps.highest_path_seq.unwrap_or(0),
+                    packets: ps.packets as u32,
+                    bytes: ps.bytes,
+                    lost: ps.lost as u32,
+                    owd_us: ps.owd_min_us.unwrap_or(0).clamp(0, i64::from(u32::MAX)) as u32,
+                    jitter_us: ps.jitter_us.max(0.0) as u32,
+                });
+            }
+            (0..n)
+                .filter(|&i| rx.live[i].state == LinkState::Up)
+                .min_by_key(|&i| sh.paths[i].srtt_us.load(Relaxed))
+        };
+        let Some(best) = best else { continue };
+        let p = &sh.paths[best];
+        let len = {
+            let mut tx = lock(&sh.tx);
+            let h = fence_header(&sh, &tx, Kind::Report, p.cfg.id, now);
+            let len = wire::emit_report(&h, &entries, &mut buf);
+            tx.sched.on_sent(now, p.cfg.id, len + p.overhead);
+            len
+        };
+        sh.send(p, &buf[..len]);
+    }
+}
+
+/// What woke the receive task.
+enum RxEvent {
+    Datagram {
+        path: usize,
+        len: usize,
+        from: SocketAddr,
+    },
+    RecvError {
+        path: usize,
+        error: std::io::Error,
+    },
+    Timeout,
+    Tick,
+}
+
+/// All path sockets → resequencer → TUN; liveness; resequencer timer.
+pub async fn rx_task(sh: Arc<Shared>) -> Result<()> {
+    let cap = HEADER_LEN + usize::from(sh.cfg.tunnel.mtu) + 1;
+    let alloc = || vec![0u8; cap].into_boxed_slice();
+    let window = sh.cfg.connection.reorder_window;
+    // Enough buffers for a full resequencer plus what is in flight to the TUN device.
+    let mut pool: Vec<Box<[u8]>> = (0..window + 8).map(|_| alloc()).collect();
+    let mut cur = alloc();
+    let mut out: Vec<RxBuf> = Vec::with_capacity(window + 8);
+    let mut next_sock = 0usize;
+    let tick_every = (sh.cfg.connection.keepalive / 4)
+        .clamp(Duration::from_millis(5), Duration::from_millis(50));
+    let mut tick = tokio::time::interval(tick_every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut recv_errors = 0u64;
+    loop {
+        let deadline = lock(&sh.rx).reseq.poll_timeout();
+        let sleep_to = sh.clock.instant(deadline.unwrap_or(Time::ZERO));
+        let ev = tokio::select! {
+            biased;
+            r = recv_any(&sh.paths, &mut next_sock, &mut cur) => match r {
+                (path, Ok((len, from))) => RxEvent::Datagram { path, len, from },
+                (path, Err(error)) => RxEvent::RecvError { path, error },
+            },
+            _ = tokio::time::sleep_until(sleep_to), if deadline.is_some() => RxEvent::Timeout,
+            _ = tick.tick() => RxEvent::Tick,
+        };
+        let now = sh.clock.now();
+        match ev {
+            RxEvent::Datagram { path, len, from } => {
+                if let Some(data) = handle_datagram(&sh, now, path, &cur[..len], from, &mut out) {
+                    let next = pool.pop().unwrap_or_else(alloc);
+                    let buf = std::mem::replace(&mut cur, next);
+                    let mut rx = lock(&sh.rx);
+                    rx.reseq
+                        .push(now, data, RxBuf { buf, len }, &mut |p| out.push(p));
+                }
+            }
+            RxEvent::RecvError { path, error } => {
+                recv_errors += 1;
+                if recv_errors % 1000 == 1 {
+                    warn!(path = %sh.paths[path].cfg.name, %error, "receive failed");
+                }
+            }
+            RxEvent::Timeout => lock(&sh.rx).reseq.handle_timeout(now, &mut |p| out.push(p)),
+            RxEvent::Tick => check_liveness(&sh, now, &mut out),
+        }
+        if !out.is_empty() {
+            lock(&sh.rx).delivered += out.len() as u64;
+        }
+        for p in out.drain(..) {
+            if let Err(e) = sh.tun.send(&p.buf[HEADER_LEN..p.len]).await {
+                let n = sh.drops.tun_write_error.fetch_add(1, Relaxed);
+                if n % 1000 == 0 {
+                    warn!(error = %e, dropped = n + 1, "writing to the TUN device failed");
+                }
+            }
+            pool.push(p.buf);
+        }
+    }
+}
+
+/// Receive one datagram from whichever path socket has one, starting the scan after the
+/// socket served last so that no path starves the others.
+async fn recv_any(
+    paths: &[PathIo],
+    next: &mut usize,
+    buf: &mut [u8],
+) -> (usize, std::io::Result<(usize, SocketAddr)>) {
+    poll_fn(|cx| {
+        let n = paths.len();
+        for k in 0..n {
+            let i = (*next + k) % n;
+            let mut rb = ReadBuf::new(buf);
+            match paths[i].sock.poll_recv_from(cx, &mut rb) {
+                Poll::Ready(Ok(from)) => {
+                    *next = (i + 1) % n;
+                    return Poll::Ready((i, Ok((rb.filled().len(), from))));
+                }
+                Poll::Ready(Err(e)) => {
+                    *next = (i + 1) % n;
+                    return Poll::Ready((i, Err(e)));
+                }
+                Poll::Pending => {}
+            }
+        }
+        Poll::Pending
+    })
+    .await
+}
+
+/// Validate and act on one datagram. Returns the resequencer metadata when it is data to be
+/// queued (the caller hands over the buffer); control messages are handled here.
+fn handle_datagram(
+    sh: &Shared,
+    now: Time,
+    i: usize,
+    datagram: &[u8],
+    from: SocketAddr,
+    out: &mut Vec<RxBuf>,
+) -> Option<PacketMeta> {
+    let path = &sh.paths[i];
+    if from != path.cfg.remote {
+        let n = sh.drops.unknown_source.fetch_add(1, Relaxed);
+        if n % 1000 == 0 {
+            debug!(path = %path.cfg.name, %from, "datagram from an unknown source dropped");
+        }
+        return None;
+    }
+    if datagram.len() == HEADER_LEN + usize::from(sh.cfg.tunnel.mtu) + 1 {
+        sh.drops.oversize.fetch_add(1, Relaxed);
+        return None;
+    }
+    let d = match Datagram::parse(datagram) {
+        Ok(d) => d,
+        Err(e) => {
+            sh.drops.malformed(&e);
+            debug!(path = %path.cfg.name, error = %e, "malformed datagram dropped");
+            return None;
+        }
+    };
+    let h = *d.header();
+    if h.path != path.cfg.id {
+        sh.drops.path_mismatch.fetch_add(1, Relaxed);
+        return None;
+    }
+    let mut rx = lock(&sh.rx);
+    match rx.peer_session {
+        Some(s) if s == h.session => {}
+        Some(s) => {
+            info!(
+                old = format_args!("{s:08x}"),
+                new = format_args!("{:08x}", h.session),
+                "peer restarted: resetting the resequencer"
+            );
+            rx.reseq.reset();
+            rx.peer_session = Some(h.session);
+            rx.peer_restarts += 1;
+        }
+        None => {
+            info!(path = %path.cfg.name, session = format_args!("{:08x}", h.session), "peer heard");
+            rx.peer_session = Some(h.session);
+        }
+    }
+    heard(sh, &mut rx, i, now);
+    match d {
+        Datagram::Data { packet, .. } => {
+            return Some(PacketMeta {
+                path: h.path,
+                seq: h.seq,
+                path_seq: h.path_seq,
+                sent_us: h.timestamp,
+                len: packet.len(),
+            });
+        }
+        Datagram::Keepalive { .. } => {
+            rx.reseq
+                .fence(now, h.path, h.seq, h.path_seq, &mut |p| out.push(p));
+            drop(rx);
+            let mut buf = [0u8; wire::ACK_LEN];
+            let len = {
+                let mut tx = lock(&sh.tx);
+                let header = fence_header(sh, &tx, Kind::KeepaliveAck, h.path, now);
+                tx.sched.on_sent(now, h.path, wire::ACK_LEN + path.overhead);
+                AckRepr {
+                    header,
+                    echo: h.timestamp,
+                    hold_us: sh.clock.now().wire_micros().wrapping_sub(now.wire_micros()),
+                }
+                .emit(&mut buf)
+            };
+            sh.send(path, &buf[..len]);
+        }
+        Datagram::KeepaliveAck { echo, hold_us, .. } => {
+            rx.reseq
+                .fence(now, h.path, h.seq, h.path_seq, &mut |p| out.push(p));
+            let rtt = now.wire_micros().wrapping_sub(echo).wrapping_sub(hold_us);
+            if rtt < 60_000_000 {
+                let old = path.srtt_us.load(Relaxed);
+                let srtt = if old == u64::MAX {
+                    u64::from(rtt)
+                } else {
+                    (old * 7 + u64::from(rtt)) / 8
+                };
+                path.srtt_us.store(srtt, Relaxed);
+            }
+        }
+        Datagram::Report { report, .. } => {
+            rx.reseq
+                .fence(now, h.path, h.seq, h.path_seq, &mut |p| out.push(p));
+            take_report(sh, &mut rx, now, &report);
+        }
+    }
+    None
+}
+
+fn take_report(sh: &Shared, rx: &mut RxState, now: Time, report: &Report<'_>) {
+    let mut tx = lock(&sh.tx);
+    for e in report.entries() {
+        let Some(slot) = rx.peer_reports.get_mut(e.path.index()) else {
+            continue;
+        };
+        *slot = Some((now, e));
+        let fb = PathFeedback {
+            owd_us: Some(e.owd_us),
+            ..Default::default()
+        };
+        tx.sched.on_report(now, e.path, &fb);
+    }
+}
+
+/// Something valid arrived on path `i`.
+fn heard(sh: &Shared, rx: &mut RxState, i: usize, now: Time) {
+    let keepalive = sh.cfg.connection.keepalive;
+    let l = &mut rx.live[i];
+    let prev = l.last_heard.replace(now);
+    match l.state {
+        LinkState::Up => {}
+        LinkState::Unknown => {
+            l.state = LinkState::Up;
+            info!(path = %sh.paths[i].cfg.name, "path up");
+        }
+        LinkState::Down => {
+            let continuing = prev.is_some_and(|p| now - p <= keepalive * 2);
+            match l.recovering_since {
+                Some(_) if continuing => l.recover_count += 1,
+                _ => {
+                    l.recovering_since = Some(now);
+                    l.recover_count = 1;
+                }
+            }
+            let since = l.recovering_since.unwrap_or(now);
+            if l.recover_count >= RECOVER_DATAGRAMS && now - since >= keepalive {
+                l.state = LinkState::Up;
+                l.recovering_since = None;
+                info!(path = %sh.paths[i].cfg.name, "path up again");
+                lock(&sh.tx).sched.on_path_state(now, PathId(i as u8), true);
+            }
+        }
+    }
+}
+
+/// Mark paths down that have been silent for `dead_ms`.
+fn check_liveness(sh: &Shared, now: Time, out: &mut Vec<RxBuf>) {
+    let dead = sh.cfg.connection.dead;
+    let mut rx = lock(&sh.rx);
+    for i in 0..rx.live.len() {
+        let l = &mut rx.live[i];
+        if l.state == LinkState::Down || now - l.last_heard.unwrap_or(Time::ZERO) < dead {
+            continue;
+        }
+        l.state = LinkState::Down;
+        l.recovering_since = None;
+        l.down_events += 1;
+        warn!(path = %sh.paths[i].cfg.name, silent_ms = (now - l.last_heard.unwrap_or(Time::ZERO)).as_millis() as u64, "path down");
+        lock(&sh.tx)
+            .sched
+            .on_path_state(now, PathId(i as u8), false);
+        rx.reseq
+            .path_down(now, PathId(i as u8), &mut |p| out.push(p));
+    }
+}
+
+impl Shared {
+    /// The document `mptctl status` shows.
+    pub fn status(&self) -> Status {
+        let now = self.clock.now();
+        let rx = lock(&self.rx);
+        let st = rx.reseq.stats();
+        let t = &st.total;
+        let mut drops = self.drops.snapshot();
+        drops.duplicate = t.duplicates;
+        drops.late = t.late;
+        let paths = self
+            .paths
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let ps = st.paths.get(i).cloned().unwrap_or_default();
+                let l = &rx.live[i];
+                let srtt = p.srtt_us.load(Relaxed);
+                let expected = ps.packets + ps.lost;
+                PathStatus {
+                    id: p.cfg.id.0,
+                    name: p.cfg.name.clone(),
+                    state: match l.state {
+                        LinkState::Unknown => "unknown",
+                        LinkState::Up => "up",
+                        LinkState::Down => "down",
+                    }
+                    .to_owned(),
+                    backup: p.cfg.backup,
+                    local: p.cfg.local.to_string(),
+                    remote: p.cfg.remote.to_string(),
+                    tx_packets: p.tx_packets.load(Relaxed),
+                    tx_bytes: p.tx_bytes.load(Relaxed),
+                    rx_packets: ps.packets,
+                    rx_bytes: ps.bytes,
+                    last_heard_ms: l.last_heard.map(|h| (now - h).as_millis() as u64),
+                    rtt_us: (srtt != u64::MAX).then_some(srtt),
+                    lost: ps.lost,
+                    loss_pct: if expected == 0 {
+                        0.0
+                    } else {
+                        100.0 * ps.lost as f64 / expected as f64
+                    },
+                    jitter_us: ps.jitter_us,
+                    owd_us: ps.owd_us.unwrap_or(0.0),
+                    owd_min_us: ps.owd_min_us.unwrap_or(0) as f64,
+                    reordered: ps.reordered,
+                    reorder_extent_max: ps.reorder_extent_max,
+                    peer: rx.peer_reports[i].map(|(at, e)| PeerReport {
+                        age_ms: (now - at).as_millis() as u64,
+                        rx_packets: u64::from(e.packets),
+                        rx_bytes: e.bytes,
+                        lost: u64::from(e.lost),
+                        jitter_us: u64::from(e.jitter_us),
+                        owd_us: u64::from(e.owd_us),
+                    }),
+                    down_events: l.down_events,
+                }
+            })
+            .collect();
+        let c = &self.cfg.connection;
+        Status {
+            version: 1,
+            tunnel: TunnelStatus {
+                name: self.cfg.tunnel.name.clone(),
+                scheduler: c.scheduler.to_string(),
+                uptime_ms: now.as_nanos() / 1_000_000,
+                session: format!("{:08x}", self.session),
+                peer_session: rx.peer_session.map(|s| format!("{s:08x}")),
+                peer_restarts: rx.peer_restarts,
+                tx_packets: self.tx_packets.load(Relaxed),
+                tx_bytes: self.tx_bytes.load(Relaxed),
+                rx_packets: t.packets,
+                rx_bytes: t.bytes,
+                delivered: rx.delivered,
+                drops,
+                reseq: ReseqStatus {
+                    window: c.reorder_window,
+                    timeout_ms: c.reorder_timeout.as_millis() as u64,
+                    held: rx.reseq.held(),
+                    reordered: t.reordered,
+                    reorder_extent_max: t.reorder_extent_max,
+                    delivered_out_of_order: t.delivered_out_of_order,
+                    skipped: t.skipped,
+                    released_by_timeout: t.released_by_timeout,
+                    released_by_fence: t.released_by_fence,
+                    released_by_overflow: t.released_by_overflow,
+                    hold_p50_us: t.hold_time_percentile(0.5).as_micros() as u64,
+                    hold_p99_us: t.hold_time_percentile(0.99).as_micros() as u64,
+                    hold_max_us: t.hold_time_max().as_micros() as u64,
+                    occupancy_mean: t.occupancy.mean(),
+                    occupancy_p99: t.occupancy.percentile(0.99) as u64,
+                    occupancy_max: t.occupancy.percentile(1.0) as u64,
+                },
+            },
+            paths,
+        }
+    }
+}

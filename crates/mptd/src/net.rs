@@ -1,0 +1,92 @@
+//! Creating the path sockets and the TUN device, with errors a user can act on.
+
+use std::io;
+use std::path::Path;
+
+use anyhow::{anyhow, Context, Result};
+use mpt_core::config::{IpNet, PathConfig, Tunnel};
+use socket2::{Domain, Protocol, Socket, Type};
+use tokio::net::UdpSocket;
+
+/// Socket buffer size asked for on every path socket.
+const SOCKET_BUFFER: usize = 4 << 20;
+
+/// Bind the UDP socket of one path: to its `interface` (SO_BINDTODEVICE) when given, and to
+/// its `local` address.
+pub fn path_socket(p: &PathConfig) -> Result<UdpSocket> {
+    let what = format!("path {:?} (path[{}])", p.name, p.id);
+    if let Some(ifname) = &p.interface {
+        if !Path::new("/sys/class/net").join(ifname).exists() {
+            return Err(anyhow!("{what}: interface {ifname:?} does not exist"));
+        }
+    }
+    let sock = Socket::new(
+        Domain::for_address(p.local),
+        Type::DGRAM,
+        Some(Protocol::UDP),
+    )
+    .with_context(|| format!("{what}: cannot create a UDP socket"))?;
+    if let Some(ifname) = &p.interface {
+        sock.bind_device(Some(ifname.as_bytes())).map_err(|e| {
+            if e.kind() == io::ErrorKind::PermissionDenied {
+                anyhow!("{what}: binding to interface {ifname:?} needs CAP_NET_RAW or CAP_NET_ADMIN: {e}")
+            } else {
+                anyhow!("{what}: cannot bind to interface {ifname:?}: {e}")
+            }
+        })?;
+    }
+    if p.local.is_ipv6() {
+        sock.set_only_v6(true).ok();
+    }
+    // Larger buffers absorb bursts; the kernel caps them at net.core.[rw]mem_max.
+    sock.set_recv_buffer_size(SOCKET_BUFFER).ok();
+    sock.set_send_buffer_size(SOCKET_BUFFER).ok();
+    sock.set_nonblocking(true)?;
+    sock.bind(&p.local.into())
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::EADDRNOTAVAIL) => {
+                anyhow!(
+                    "{what}: local address {} does not exist on this host",
+                    p.local.ip()
+                )
+            }
+            Some(libc::EADDRINUSE) => anyhow!("{what}: local port {} is already in use", p.local),
+            Some(libc::EACCES) => anyhow!("{what}: not allowed to bind {}: {e}", p.local),
+            _ => anyhow!("{what}: cannot bind {}: {e}", p.local),
+        })?;
+    UdpSocket::from_std(sock.into()).with_context(|| format!("{what}: cannot register socket"))
+}
+
+/// Create the TUN interface with its addresses and MTU, and bring it up.
+pub fn tun_device(t: &Tunnel) -> Result<tun_rs::AsyncDevice> {
+    let mut b = tun_rs::DeviceBuilder::new()
+        .name(&t.name)
+        .mtu(t.mtu)
+        .packet_information(false);
+    let mut v4 = t.addresses.iter().filter_map(|n| match n {
+        IpNet::V4(n) => Some(*n),
+        IpNet::V6(_) => None,
+    });
+    if let Some(first) = v4.next() {
+        b = b.ipv4(first.addr(), first.prefix_len(), None);
+    }
+    for n in &t.addresses {
+        if let IpNet::V6(n) = n {
+            b = b.ipv6(n.addr(), n.prefix_len());
+        }
+    }
+    let dev = b.build_async().map_err(|e| {
+        if e.kind() == io::ErrorKind::PermissionDenied || e.raw_os_error() == Some(libc::EPERM) {
+            anyhow!("cannot create TUN interface {:?}: {e} (mptd needs CAP_NET_ADMIN; run as root or grant the capability)", t.name)
+        } else if !Path::new("/dev/net/tun").exists() {
+            anyhow!("cannot create TUN interface {:?}: /dev/net/tun is missing (load the tun module)", t.name)
+        } else {
+            anyhow!("cannot create TUN interface {:?}: {e}", t.name)
+        }
+    })?;
+    for n in v4 {
+        dev.add_address_v4(n.addr(), n.prefix_len())
+            .with_context(|| format!("cannot add {n} to {}", t.name))?;
+    }
+    Ok(dev)
+}

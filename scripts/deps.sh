@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what the demo and the tests need on a fresh Debian machine (run as root):
+# iproute2 (ip, tc, ss), iperf3, vsftpd, curl, lftp, ping, nftables. Rust comes from rustup.
+set -euo pipefail
+need=()
+for pair in ip:iproute2 tc:iproute2 ss:iproute2 iperf3:iperf3 vsftpd:vsftpd curl:curl lftp:lftp ping:iputils-ping nft:nftables sha256sum:coreutils; do
+  cmd=${pair%%:*}; pkg=${pair##*:}
+  command -v "$cmd" >/dev/null 2>&1 || [ -x "/usr/sbin/$cmd" ] || need+=("$pkg")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "missing packages: ${need[*]} (run as root to install them)" >&2
+    exit 1
+  fi
+  echo "installing: ${need[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+# vsftpd's package starts a system instance on port 21; the tests run their own.
+if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet vsftpd 2>/dev/null; then
+  systemctl stop vsftpd || true
+fi
+if ! command -v cargo >/dev/null 2>&1; then
+  [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
+fi
+command -v cargo >/dev/null 2>&1 || { echo "cargo not found: install Rust with rustup" >&2; exit 1; }
+modprobe tun 2>/dev/null || true

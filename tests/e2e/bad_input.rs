@@ -1,0 +1,236 @@
+use std::net::UdpSocket;
+use std::process::Command;
+use std::time::Duration;
+
+use mpt_core::wire::{Datagram, HeaderRepr, Kind, HEADER_LEN};
+use mpt_core::PathId;
+use mpt_tests::{mptd_bin, path_addr, tunnel_addr, Lab, Side, TunnelOpts};
+
+use crate::{four_paths, need};
+
+const GOOD: &str = r#"
+[tunnel]
+name = "mpt9"
+address = "198.19.0.1/24"
+[connection]
+scheduler = "wrr"
+[[path]]
+name = "a"
+local = "198.18.1.1:4754"
+remote = "198.18.1.2:4754"
+[[path]]
+name = "b"
+local = "198.18.2.1:4754"
+remote = "198.18.2.2:4754"
+"#;
+
+/// Run `mptd --check` on `text`; returns (exit code, stderr).
+fn check(text: Option<&str>) -> (i32, String) {
+    let bin = match mptd_bin() {
+        Ok(b) => b,
+        Err(e) => panic!("{e}"),
+    };
+    let dir = std::env::temp_dir().join(format!("mpt-check-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let file = dir.join("mpt.toml");
+    match text {
+        Some(t) => std::fs::write(&file, t).expect("write"),
+        None => {
+            let _ = std::fs::remove_file(&file);
+        }
+    }
+    let out = Command::new(bin)
+        .args(["-c", file.to_str().unwrap(), "--check"])
+        .output()
+        .expect("mptd");
+    let _ = std::fs::remove_dir_all(&dir);
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn invalid_configs_are_refused_naming_the_problem() {
+    let (code, err) = check(Some(GOOD));
+    assert_eq!(code, 0, "the good config was refused: {err}");
+    let cases = [
+        (
+            Some(GOOD.replace("scheduler = \"wrr\"", "scheduler = \"wrr\"\nspeed = 3")),
+            "speed",
+        ),
+        (
+            Some(GOOD.replace("198.18.1.2:4754", "198.18.1.300:4754")),
+            "path[0].remote",
+        ),
+        (
+            Some(GOOD.replace("name = \"b\"", "name = \"a\"")),
+            "path[1].name",
+        ),
+        (
+            Some(GOOD.replace("198.18.2.1:4754", "198.18.1.1:4754")),
+            "path[1].local",
+        ),
+        (
+            Some(GOOD.replace("198.19.0.1/24", "not-an-address")),
+            "tunnel.address",
+        ),
+        (None, "cannot read"),
+    ];
+    for (text, needle) in cases {
+        let (code, err) = check(text.as_deref());
+        assert_ne!(code, 0, "accepted a config that should fail on {needle}");
+        assert!(
+            err.contains(needle),
+            "message does not name {needle:?}: {err}"
+        );
+        assert!(
+            err.contains("mpt.toml"),
+            "message does not name the file: {err}"
+        );
+    }
+}
+
+/// Datagrams that must all be refused, each paired with its expected parse error.
+fn junk(n: usize, seed: &mut u64) -> Vec<Vec<u8>> {
+    let mut next = || {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        *seed
+    };
+    let mut out = Vec::new();
+    while out.len() < n {
+        let kind = out.len() % 4;
+        let mut d: Vec<u8> = (0..(next() % 300) as usize).map(|_| next() as u8).collect();
+        match kind {
+            // random bytes
+            0 => {}
+            // truncated header
+            1 => d.truncate((next() % HEADER_LEN as u64) as usize),
+            // valid data header, payload that is not an IP packet
+            2 => {
+                let mut h = vec![0u8; HEADER_LEN];
+                HeaderRepr {
+                    kind: Kind::Data,
+                    path: PathId(0),
+                    path_seq: 0,
+                    session: 1,
+                    seq: 5,
+                    timestamp: 0,
+                }
+                .emit(&mut h);
+                h.extend(d.iter().map(|b| b & 0x3f | 0x80)); // version nibble 8..11
+                d = h;
+            }
+            // sealed flag / unknown version / unknown type in an otherwise plausible header
+            _ => {
+                d.resize(HEADER_LEN + 20, 0);
+                d[0] = [0x30, 0x2f, 0x60, 0xe0][(next() % 4) as usize];
+            }
+        }
+        if Datagram::parse(&d).is_err() {
+            out.push(d);
+        }
+    }
+    out
+}
+
+#[test]
+fn hostile_datagrams_are_dropped_and_counted_and_the_daemon_keeps_running() {
+    need!("hostile_datagrams", "ping");
+    let mut lab = Lab::new(&four_paths()).expect("lab");
+    let opts = TunnelOpts::default();
+    lab.start_tunnel(&opts).expect("tunnel");
+    let target = format!("{}:4754", path_addr(Side::B, 0));
+
+    // 1. From a stranger's port: unknown source.
+    let before = lab.status(Side::B).expect("status").tunnel.drops;
+    let mut seed = 0x9E37_79B9_7F4A_7C15;
+    let stranger = junk(500, &mut seed);
+    let t = target.clone();
+    lab.in_ns(Side::A, move || {
+        let s = UdpSocket::bind(format!("{}:5999", path_addr(Side::A, 0))).expect("bind");
+        for d in &stranger {
+            s.send_to(d, &t).expect("send");
+        }
+    })
+    .expect("ns");
+    std::thread::sleep(Duration::from_millis(300));
+    let after = lab.status(Side::B).expect("status").tunnel.drops;
+    assert_eq!(
+        after.unknown_source - before.unknown_source,
+        500,
+        "unknown-source drops"
+    );
+
+    // 2. From the peer's own address and port (its daemon stopped): malformed and mismatched.
+    assert_eq!(
+        lab.stop_mptd(Side::A).expect("stop a"),
+        Some(0),
+        "SIGTERM must exit 0"
+    );
+    assert!(
+        lab.sh(Side::A, "ip link show mpt0").is_err(),
+        "the TUN interface outlived mptd"
+    );
+    let before = lab.status(Side::B).expect("status");
+    let bad = junk(2000, &mut seed);
+    let n_bad = bad.len() as u64;
+    let t = target.clone();
+    lab.in_ns(Side::A, move || {
+        let s =
+            UdpSocket::bind(format!("{}:4754", path_addr(Side::A, 0))).expect("bind as the peer");
+        for (i, d) in bad.iter().enumerate() {
+            s.send_to(d, &t).expect("send");
+            if i % 200 == 0 {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+        // A well-formed keepalive claiming to be path 3, sent on path 0.
+        let mut h = vec![0u8; HEADER_LEN];
+        HeaderRepr {
+            kind: Kind::Keepalive,
+            path: PathId(3),
+            path_seq: 0,
+            session: 7,
+            seq: 0,
+            timestamp: 0,
+        }
+        .emit(&mut h);
+        for _ in 0..50 {
+            s.send_to(&h, &t).expect("send");
+        }
+    })
+    .expect("ns");
+    std::thread::sleep(Duration::from_millis(300));
+    let after = lab.status(Side::B).expect("mptd on b still answers");
+    let (d0, d1) = (&before.tunnel.drops, &after.tunnel.drops);
+    eprintln!("RESULT hostile: drops after {d1:?}");
+    assert_eq!(d1.malformed() - d0.malformed(), n_bad, "malformed drops");
+    assert!(
+        d1.not_ip > d0.not_ip && d1.truncated > d0.truncated && d1.bad_version > d0.bad_version
+    );
+    assert_eq!(
+        d1.path_mismatch - d0.path_mismatch,
+        50,
+        "path-mismatch drops"
+    );
+    assert_eq!(
+        after.tunnel.delivered, before.tunnel.delivered,
+        "junk reached the TUN device"
+    );
+
+    // 3. The peer comes back with a new session: the tunnel works again.
+    lab.start_mptd(Side::A, &opts).expect("restart a");
+    lab.wait_for_tunnel(Duration::from_secs(10))
+        .expect("tunnel after restart");
+    let st = lab.status(Side::B).expect("status");
+    assert!(st.tunnel.peer_restarts >= 1, "peer restart not noticed");
+    let ping = lab
+        .cmd(Side::A, "ping")
+        .args(["-c", "3", "-i", "0.2", &tunnel_addr(Side::B)])
+        .output()
+        .expect("ping");
+    assert!(ping.status.success());
+}

@@ -1,0 +1,95 @@
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use mpt_tests::{iperf3_bps, tunnel_addr, Lab, Side, TunnelOpts};
+
+use crate::{four_paths, need};
+
+/// Poll `side`'s status until path `i` is in `state`; returns how long that took.
+fn wait_state(lab: &Lab, side: Side, i: usize, state: &str, limit: Duration) -> Option<Duration> {
+    let t0 = Instant::now();
+    while t0.elapsed() < limit {
+        if lab.status(side).is_ok_and(|s| s.paths[i].state == state) {
+            return Some(t0.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    None
+}
+
+#[test]
+fn a_path_failing_mid_transfer_is_dropped_and_readopted() {
+    need!("failover", "iperf3");
+    let mut lab = Lab::new(&four_paths()).expect("lab");
+    let opts = TunnelOpts::default();
+    lab.start_tunnel(&opts).expect("tunnel");
+    let limit = Duration::from_millis(opts.dead_ms + opts.keepalive_ms);
+
+    let mut server = lab.cmd(Side::B, "iperf3");
+    server.args(["-s", "-1", "-B", &tunnel_addr(Side::B), "-p", "5203"]);
+    let server = lab
+        .spawn(Side::B, "iperf3-failover-server", &mut server)
+        .expect("iperf3 server");
+    std::thread::sleep(Duration::from_millis(300));
+    let client = lab
+        .cmd(Side::A, "timeout")
+        .args([
+            "60",
+            "iperf3",
+            "-J",
+            "-c",
+            &tunnel_addr(Side::B),
+            "-p",
+            "5203",
+            "-t",
+            "12",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("iperf3 client");
+
+    std::thread::sleep(Duration::from_secs(3));
+    let link = Lab::link(0);
+    lab.sh(Side::A, &format!("ip link set {link} down"))
+        .expect("link down");
+    let down_a = wait_state(&lab, Side::A, 0, "down", Duration::from_secs(3));
+    let down_b = wait_state(&lab, Side::B, 0, "down", Duration::from_secs(3));
+    std::thread::sleep(Duration::from_secs(2));
+    lab.sh(Side::A, &format!("ip link set {link} up"))
+        .expect("link up");
+    let up_a = wait_state(&lab, Side::A, 0, "up", Duration::from_secs(5));
+    let tx_at_up = lab.status(Side::A).expect("status").paths[0].tx_bytes;
+
+    let out = client.wait_with_output().expect("iperf3 client");
+    lab.reap(server);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("iperf3 JSON");
+    assert!(v.get("error").is_none(), "transfer failed: {}", v["error"]);
+    let st = lab.status(Side::A).expect("status");
+    let carried_after = st.paths[0].tx_bytes - tx_at_up;
+    eprintln!(
+        "RESULT failover: down seen on A after {:?}, on B after {:?} (limit {:?}); up again after {:?}; path carried {} bytes after recovery; transfer {:.2} Mbit/s; drops no-path {} send-error {}",
+        down_a, down_b, limit, up_a, carried_after, iperf3_bps(&v) / 1e6, st.tunnel.drops.no_path, st.tunnel.drops.send_error
+    );
+    let down_a = down_a.expect("path never went down on A");
+    assert!(
+        down_a <= limit,
+        "A saw the path down after {down_a:?}, limit {limit:?}"
+    );
+    let down_b = down_b.expect("path never went down on B");
+    assert!(
+        down_b <= limit,
+        "B saw the path down after {down_b:?}, limit {limit:?}"
+    );
+    assert!(up_a.is_some(), "path did not come back up");
+    assert!(
+        carried_after > 1_000_000,
+        "path carried only {carried_after} bytes after recovery"
+    );
+    assert!(
+        iperf3_bps(&v) > 10e6,
+        "transfer collapsed: {:.2} Mbit/s",
+        iperf3_bps(&v) / 1e6
+    );
+    assert_eq!(st.paths[0].down_events, 1);
+}

@@ -1,0 +1,41 @@
+//! End-to-end tests: two real mptd daemons in network namespaces, real TUN devices, real
+//! iperf3, FTP and ping traffic. They need root (CI runs as root); without it they skip
+//! loudly, and under `CI=true` they fail instead.
+//!
+//! Run them one at a time (`--test-threads=1`): they measure throughput on a 2-core machine.
+
+mod bad_input;
+mod failover;
+mod ftp;
+mod throughput;
+
+use mpt_tests::PathSpec;
+
+/// The 4-path lab of the daemon issue: 20/20/10/10 Mbit/s.
+pub fn four_paths() -> Vec<PathSpec> {
+    [20, 20, 10, 10]
+        .iter()
+        .map(|&m| PathSpec {
+            rate_bps: Some(m * 1_000_000),
+        })
+        .collect()
+}
+
+/// Skip (or, under CI, fail) when the machine cannot run namespace tests or lacks a tool.
+#[macro_export]
+macro_rules! need {
+    ($test:expr $(, $tool:expr)*) => {
+        if !mpt_tests::require_root($test) {
+            return;
+        }
+        $(
+            if !mpt_tests::have($tool) {
+                if std::env::var("CI").is_ok_and(|v| v == "true") {
+                    panic!("{}: {} is not installed (the test script installs it)", $test, $tool);
+                }
+                eprintln!("\n!!!!!!!! SKIPPED {}: {} is not installed !!!!!!!!\n", $test, $tool);
+                return;
+            }
+        )*
+    };
+}

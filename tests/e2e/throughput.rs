@@ -1,0 +1,127 @@
+use mpt_tests::{iperf3_bps, path_addr, tunnel_addr, Lab, Side, TunnelOpts};
+
+use crate::{four_paths, need};
+
+/// What iperf3 TCP measures on each path alone, all four at once (8 s).
+fn per_path_tcp(lab: &mut Lab) -> Vec<f64> {
+    let targets: Vec<(String, u16)> = (0..lab.paths.len())
+        .map(|i| (path_addr(Side::B, i), 5300 + i as u16))
+        .collect();
+    let res = lab
+        .iperf3_many(Side::A, &targets, &["-t", "8"])
+        .expect("per-path iperf3");
+    res.iter().map(iperf3_bps).collect()
+}
+
+#[test]
+fn tcp_over_four_shaped_paths_reaches_90_percent_of_their_sum() {
+    need!("tcp_over_four_shaped_paths", "iperf3", "ping");
+    let mut lab = Lab::new(&four_paths()).expect("lab");
+    let per_path = per_path_tcp(&mut lab);
+    let sum: f64 = per_path.iter().sum();
+    lab.start_tunnel(&TunnelOpts::default()).expect("tunnel");
+
+    let ping = lab
+        .cmd(Side::A, "ping")
+        .args(["-c", "3", "-i", "0.2", &tunnel_addr(Side::B)])
+        .output()
+        .expect("ping");
+    assert!(
+        ping.status.success(),
+        "ping through the tunnel failed: {}",
+        String::from_utf8_lossy(&ping.stdout)
+    );
+    let ping6 = lab
+        .cmd(Side::A, "ping")
+        .args(["-6", "-c", "2", "-i", "0.2", "2001:db8:19::2"])
+        .output()
+        .expect("ping -6");
+    assert!(
+        ping6.status.success(),
+        "IPv6 ping through the tunnel failed: {}",
+        String::from_utf8_lossy(&ping6.stdout)
+    );
+
+    let before = lab.status(Side::A).expect("status");
+    let tun = lab
+        .iperf3(Side::A, &tunnel_addr(Side::B), 5201, &["-t", "10"])
+        .expect("iperf3 through tun");
+    let bps = iperf3_bps(&tun);
+    let after = lab.status(Side::A).expect("status");
+    let eff = bps / sum;
+    let per: Vec<String> = per_path.iter().map(|b| format!("{:.2}", b / 1e6)).collect();
+    let shares: Vec<String> = after
+        .paths
+        .iter()
+        .zip(&before.paths)
+        .map(|(a, b)| {
+            format!(
+                "{}={:.1}%",
+                a.name,
+                100.0 * (a.tx_bytes - b.tx_bytes) as f64
+                    / (after.tunnel.tx_bytes - before.tunnel.tx_bytes).max(1) as f64
+            )
+        })
+        .collect();
+    eprintln!(
+        "RESULT tcp: per-path Mbit/s [{}] sum {:.2}; tunnel {:.2} Mbit/s; efficiency {:.1}%; shares {}; receiver reordered {} out-of-order {}",
+        per.join(", "),
+        sum / 1e6,
+        bps / 1e6,
+        eff * 100.0,
+        shares.join(" "),
+        lab.status(Side::B).map(|s| s.tunnel.reseq.reordered).unwrap_or(0),
+        lab.status(Side::B).map(|s| s.tunnel.reseq.delivered_out_of_order).unwrap_or(0),
+    );
+    assert!(
+        eff >= 0.90,
+        "tunnel {:.2} Mbit/s is {:.1}% of the paths' {:.2} Mbit/s",
+        bps / 1e6,
+        eff * 100.0,
+        sum / 1e6
+    );
+    // Every path carried traffic.
+    for (a, b) in after.paths.iter().zip(&before.paths) {
+        assert!(
+            a.tx_bytes > b.tx_bytes + 1_000_000,
+            "path {} carried almost nothing",
+            a.name
+        );
+    }
+}
+
+#[test]
+fn udp_at_80_percent_arrives_complete_and_in_order() {
+    need!("udp_at_80_percent", "iperf3");
+    let mut lab = Lab::new(&four_paths()).expect("lab");
+    lab.start_tunnel(&TunnelOpts::default()).expect("tunnel");
+    // 80 % of the 60 Mbit/s the paths are shaped to, in 1200-byte datagrams.
+    let rate = 48_000_000;
+    let v = lab
+        .iperf3(
+            Side::A,
+            &tunnel_addr(Side::B),
+            5202,
+            &["-u", "-b", &rate.to_string(), "-l", "1200", "-t", "10"],
+        )
+        .expect("iperf3 udp");
+    let sum = &v["end"]["sum"];
+    let lost_pct = sum["lost_percent"].as_f64().expect("lost_percent");
+    let packets = sum["packets"].as_u64().unwrap_or(0);
+    let ooo = sum["out_of_order"].as_u64().unwrap_or_else(|| {
+        v["end"]["streams"][0]["udp"]["out_of_order"]
+            .as_u64()
+            .expect("out_of_order in iperf3 JSON")
+    });
+    let jitter = sum["jitter_ms"].as_f64().unwrap_or(f64::NAN);
+    let rx = lab.status(Side::B).expect("status");
+    eprintln!(
+        "RESULT udp: {} packets, lost {:.3}%, out of order at iperf3 {}, jitter {:.3} ms; mptd reordered on arrival {} (max extent {}), delivered out of order {}, hold p99 {} us",
+        packets, lost_pct, ooo, jitter, rx.tunnel.reseq.reordered, rx.tunnel.reseq.reorder_extent_max,
+        rx.tunnel.reseq.delivered_out_of_order, rx.tunnel.reseq.hold_p99_us
+    );
+    assert!(packets > 40_000, "too few packets: {packets}");
+    assert!(lost_pct <= 1.0, "lost {lost_pct}%");
+    assert_eq!(ooo, 0, "iperf3 saw {ooo} datagrams out of order");
+    assert_eq!(rx.tunnel.reseq.delivered_out_of_order, 0);
+}
