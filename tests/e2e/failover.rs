@@ -5,16 +5,20 @@ use mpt_tests::{iperf3_bps, tunnel_addr, Lab, Side, TunnelOpts};
 
 use crate::{four_paths, need};
 
-/// Poll `side`'s status until path `i` is in `state`; returns how long that took.
-fn wait_state(lab: &Lab, side: Side, i: usize, state: &str, limit: Duration) -> Option<Duration> {
+/// Poll both sides' status until path `i` is in `state` on each; returns how long each took,
+/// measured from the same start.
+fn wait_state(lab: &Lab, i: usize, state: &str, limit: Duration) -> [Option<Duration>; 2] {
     let t0 = Instant::now();
-    while t0.elapsed() < limit {
-        if lab.status(side).is_ok_and(|s| s.paths[i].state == state) {
-            return Some(t0.elapsed());
+    let mut seen = [None, None];
+    while t0.elapsed() < limit && seen.iter().any(Option::is_none) {
+        for (k, side) in [Side::A, Side::B].into_iter().enumerate() {
+            if seen[k].is_none() && lab.status(side).is_ok_and(|s| s.paths[i].state == state) {
+                seen[k] = Some(t0.elapsed());
+            }
         }
-        std::thread::sleep(Duration::from_millis(5));
+        std::thread::sleep(Duration::from_millis(2));
     }
-    None
+    seen
 }
 
 #[test]
@@ -53,12 +57,11 @@ fn a_path_failing_mid_transfer_is_dropped_and_readopted() {
     let link = Lab::link(0);
     lab.sh(Side::A, &format!("ip link set {link} down"))
         .expect("link down");
-    let down_a = wait_state(&lab, Side::A, 0, "down", Duration::from_secs(3));
-    let down_b = wait_state(&lab, Side::B, 0, "down", Duration::from_secs(3));
+    let [down_a, down_b] = wait_state(&lab, 0, "down", Duration::from_secs(3));
     std::thread::sleep(Duration::from_secs(2));
     lab.sh(Side::A, &format!("ip link set {link} up"))
         .expect("link up");
-    let up_a = wait_state(&lab, Side::A, 0, "up", Duration::from_secs(5));
+    let [up_a, up_b] = wait_state(&lab, 0, "up", Duration::from_secs(5));
     let tx_at_up = lab.status(Side::A).expect("status").paths[0].tx_bytes;
 
     let out = client.wait_with_output().expect("iperf3 client");
@@ -68,8 +71,8 @@ fn a_path_failing_mid_transfer_is_dropped_and_readopted() {
     let st = lab.status(Side::A).expect("status");
     let carried_after = st.paths[0].tx_bytes - tx_at_up;
     eprintln!(
-        "RESULT failover: down seen on A after {:?}, on B after {:?} (limit {:?}); up again after {:?}; path carried {} bytes after recovery; transfer {:.2} Mbit/s; drops no-path {} send-error {}",
-        down_a, down_b, limit, up_a, carried_after, iperf3_bps(&v) / 1e6, st.tunnel.drops.no_path, st.tunnel.drops.send_error
+        "RESULT failover: down seen on A after {:?}, on B after {:?} (limit {:?}); up again after {:?} (A) / {:?} (B); path carried {} bytes after recovery; transfer {:.2} Mbit/s; drops no-path {} send-error {}",
+        down_a, down_b, limit, up_a, up_b, carried_after, iperf3_bps(&v) / 1e6, st.tunnel.drops.no_path, st.tunnel.drops.send_error
     );
     let down_a = down_a.expect("path never went down on A");
     assert!(
@@ -81,7 +84,10 @@ fn a_path_failing_mid_transfer_is_dropped_and_readopted() {
         down_b <= limit,
         "B saw the path down after {down_b:?}, limit {limit:?}"
     );
-    assert!(up_a.is_some(), "path did not come back up");
+    assert!(
+        up_a.is_some() && up_b.is_some(),
+        "path did not come back up"
+    );
     assert!(
         carried_after > 1_000_000,
         "path carried only {carried_after} bytes after recovery"

@@ -37,7 +37,7 @@ fn ftp_download_and_upload_through_the_tunnel_are_intact() {
     std::fs::write(
         &conf,
         format!(
-            "listen=YES\nlisten_ipv6=NO\nlisten_address={}\nlisten_port=2121\nbackground=NO\nanonymous_enable=YES\nlocal_enable=NO\nno_anon_password=YES\nanon_root={}\nwrite_enable=YES\nanon_upload_enable=YES\nanon_mkdir_write_enable=YES\nanon_umask=022\nftp_username=nobody\nsecure_chroot_dir={}\nseccomp_sandbox=NO\nisolate_network=NO\nisolate=NO\npasv_enable=YES\npasv_min_port=30000\npasv_max_port=30100\nxferlog_enable=NO\nuse_localtime=NO\n",
+            "listen=YES\nlisten_ipv6=NO\nlisten_address={}\nlisten_port=2121\nbackground=NO\nanonymous_enable=YES\nlocal_enable=NO\nno_anon_password=YES\nanon_root={}\nwrite_enable=YES\nanon_upload_enable=YES\nanon_mkdir_write_enable=YES\nanon_umask=022\nftp_username=ftp\nsecure_chroot_dir={}\nseccomp_sandbox=NO\nisolate_network=NO\nisolate=NO\npasv_enable=YES\npasv_min_port=30000\npasv_max_port=30100\nxferlog_enable=NO\nuse_localtime=NO\n",
             tunnel_addr(Side::B),
             root.display(),
             empty.display()
