@@ -10,8 +10,11 @@ use std::time::Duration;
 const N: usize = 16_384;
 
 fn run(input: &[Arrival], window: usize, paths: usize) -> u64 {
-    let mut r: Resequencer<u32> =
-        Resequencer::new(Config { window, timeout: Duration::from_millis(100), paths });
+    let mut r: Resequencer<u32> = Resequencer::new(Config {
+        window,
+        timeout: Duration::from_millis(100),
+        paths,
+    });
     let mut delivered = 0u64;
     let mut out = |p: u32| delivered += u64::from(black_box(p) & 1) + 1;
     for a in input {

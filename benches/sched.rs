@@ -11,10 +11,20 @@ const BATCH: u64 = 1024;
 fn decisions(c: &mut Criterion) {
     let mut g = c.benchmark_group("scheduler_decision");
     g.throughput(Throughput::Elements(BATCH));
-    for kind in [SchedulerKind::RoundRobin, SchedulerKind::WeightedRoundRobin, SchedulerKind::Rate] {
+    for kind in [
+        SchedulerKind::RoundRobin,
+        SchedulerKind::WeightedRoundRobin,
+        SchedulerKind::Rate,
+    ] {
         for n in [2usize, 4, 16, 64] {
             let specs: Vec<PathSpec> = (0..n)
-                .map(|i| PathSpec::new(1 + (i % 3) as u32, Some(10_000_000 * (1 + (i % 3) as u64)), false))
+                .map(|i| {
+                    PathSpec::new(
+                        1 + (i % 3) as u32,
+                        Some(10_000_000 * (1 + (i % 3) as u64)),
+                        false,
+                    )
+                })
                 .collect();
             let mut s = mpt_sched::build(kind, &specs);
             let mut t = 0u64;

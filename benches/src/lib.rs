@@ -12,7 +12,7 @@ impl Rng {
         Rng(seed.max(1))
     }
 
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
@@ -28,13 +28,22 @@ pub struct Arrival {
 }
 
 fn meta(seq: u32, path: u8, path_seq: u16) -> PacketMeta {
-    PacketMeta { path: PathId(path), seq, path_seq, sent_us: seq.wrapping_mul(10), len: 1200 }
+    PacketMeta {
+        path: PathId(path),
+        seq,
+        path_seq,
+        sent_us: seq.wrapping_mul(10),
+        len: 1200,
+    }
 }
 
 /// `n` packets in order on one path, 10 µs apart.
 pub fn in_order(n: usize) -> Vec<Arrival> {
     (0..n)
-        .map(|i| Arrival { now: Time::from_micros(i as u64 * 10), meta: meta(i as u32, 0, i as u16) })
+        .map(|i| Arrival {
+            now: Time::from_micros(i as u64 * 10),
+            meta: meta(i as u32, 0, i as u16),
+        })
         .collect()
 }
 
@@ -43,7 +52,11 @@ pub fn in_order(n: usize) -> Vec<Arrival> {
 pub fn two_paths_delay(n: usize, lag: usize) -> Vec<Arrival> {
     let mut order: Vec<(usize, u32)> = (0..n as u32)
         .map(|s| {
-            let pos = if s % 2 == 0 { s as usize * 2 } else { s as usize * 2 + lag * 2 };
+            let pos = if s % 2 == 0 {
+                s as usize * 2
+            } else {
+                s as usize * 2 + lag * 2
+            };
             (pos, s)
         })
         .collect();
@@ -64,7 +77,7 @@ pub fn random_within(n: usize, window: usize, seed: u64) -> Vec<Arrival> {
     let mut seqs: Vec<u32> = (0..n as u32).collect();
     for block in seqs.chunks_mut(window) {
         for i in (1..block.len()).rev() {
-            let j = (rng.next() % (i as u64 + 1)) as usize;
+            let j = (rng.next_u64() % (i as u64 + 1)) as usize;
             block.swap(i, j);
         }
     }
@@ -76,7 +89,10 @@ pub fn random_within(n: usize, window: usize, seed: u64) -> Vec<Arrival> {
         .map(|(i, s)| {
             let p = (s % 4) as usize;
             path_seq[p] = path_seq[p].wrapping_add(1);
-            Arrival { now: Time::from_micros(i as u64 * 10), meta: meta(s, p as u8, path_seq[p]) }
+            Arrival {
+                now: Time::from_micros(i as u64 * 10),
+                meta: meta(s, p as u8, path_seq[p]),
+            }
         })
         .collect()
 }

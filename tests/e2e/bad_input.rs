@@ -40,7 +40,7 @@ fn check(text: Option<&str>) -> (i32, String) {
         }
     }
     let out = Command::new(bin)
-        .args(["-c", file.to_str().unwrap(), "--check"])
+        .args(["-c", file.to_str().expect("utf-8 path"), "--check"])
         .output()
         .expect("mptd");
     let _ = std::fs::remove_dir_all(&dir);

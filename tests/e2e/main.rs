@@ -4,6 +4,8 @@
 //!
 //! Run them one at a time (`--test-threads=1`): they measure throughput on a 2-core machine.
 
+#![allow(clippy::disallowed_methods)] // end-to-end tests time real processes
+
 mod bad_input;
 mod failover;
 mod ftp;

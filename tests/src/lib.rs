@@ -6,6 +6,8 @@
 //! namespaces (and with them their links) and every process it started — is removed when the
 //! [`Lab`] is dropped, also when a test fails. Processes are stopped by their own pid only.
 
+#![allow(clippy::disallowed_methods)] // the lab runs real processes on the wall clock
+
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
