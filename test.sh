@@ -6,4 +6,13 @@ set -euo pipefail
 cd "$(dirname "$0")"
 . scripts/deps.sh
 cargo build --release --bins
-cargo test --release --workspace -- --test-threads=1
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+cargo test --release --workspace -- --test-threads=1 --nocapture 2>&1 | tee "$log"
+echo
+echo "== measured by the end-to-end tests"
+grep -E '^RESULT|RESULT ' "$log" | sed 's/^.*RESULT/RESULT/' || true
+grep -q 'SKIPPED' "$log" && echo "!! some tests were SKIPPED (see above)"
+# One closing line for the whole run.
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i) ~ /^passed;?$/) p += $(i-1); if ($(i) ~ /^failed;?$/) f += $(i-1) } }
+     END { printf "all crates: %d passed, %d failed\n", p, f }' "$log"
