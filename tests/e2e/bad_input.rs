@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use mpt_core::wire::{Datagram, HeaderRepr, Kind, HEADER_LEN};
 use mpt_core::PathId;
-use mpt_tests::{mptd_bin, path_addr, tunnel_addr, Lab, Side, TunnelOpts};
+use mpt_lab::netns::{mptd_bin, tunnel_addr, Lab, Side, TunnelOpts};
 
 use crate::{four_paths, need};
 
@@ -142,15 +142,16 @@ fn hostile_datagrams_are_dropped_and_counted_and_the_daemon_keeps_running() {
     let mut lab = Lab::new(&four_paths()).expect("lab");
     let opts = TunnelOpts::default();
     lab.start_tunnel(&opts).expect("tunnel");
-    let target = format!("{}:4754", path_addr(Side::B, 0));
+    let target = format!("{}:4754", lab.path_addr(Side::B, 0));
 
     // 1. From a stranger's port: unknown source.
     let before = lab.status(Side::B).expect("status").tunnel.drops;
     let mut seed = 0x9E37_79B9_7F4A_7C15;
     let stranger = junk(500, &mut seed);
     let t = target.clone();
+    let a0 = lab.path_addr(Side::A, 0);
     lab.in_ns(Side::A, move || {
-        let s = UdpSocket::bind(format!("{}:5999", path_addr(Side::A, 0))).expect("bind");
+        let s = UdpSocket::bind(format!("{a0}:5999")).expect("bind");
         for d in &stranger {
             s.send_to(d, &t).expect("send");
         }
@@ -178,9 +179,9 @@ fn hostile_datagrams_are_dropped_and_counted_and_the_daemon_keeps_running() {
     let bad = junk(2000, &mut seed);
     let n_bad = bad.len() as u64;
     let t = target.clone();
+    let a0 = lab.path_addr(Side::A, 0);
     lab.in_ns(Side::A, move || {
-        let s =
-            UdpSocket::bind(format!("{}:4754", path_addr(Side::A, 0))).expect("bind as the peer");
+        let s = UdpSocket::bind(format!("{a0}:4754")).expect("bind as the peer");
         for (i, d) in bad.iter().enumerate() {
             s.send_to(d, &t).expect("send");
             if i % 200 == 0 {

@@ -1,7 +1,7 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use mpt_tests::{iperf3_bps, tunnel_addr, Lab, Side, TunnelOpts};
+use mpt_lab::netns::{iperf3_bps, tunnel_addr, Lab, Side, TunnelOpts};
 
 use crate::{four_paths, need};
 

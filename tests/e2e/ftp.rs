@@ -1,6 +1,6 @@
 use std::process::Command;
 
-use mpt_tests::{run, tunnel_addr, Lab, Side, TunnelOpts};
+use mpt_lab::netns::{run, tunnel_addr, Lab, Side, TunnelOpts};
 
 use crate::{four_paths, need};
 

@@ -7,19 +7,18 @@
 #![allow(clippy::disallowed_methods)] // end-to-end tests time real processes
 
 mod bad_input;
+mod emulator;
 mod failover;
 mod ftp;
 mod throughput;
 
-use mpt_tests::PathSpec;
+use mpt_lab::netns::PathSpec;
 
 /// The 4-path lab of the daemon issue: 20/20/10/10 Mbit/s.
 pub fn four_paths() -> Vec<PathSpec> {
     [20, 20, 10, 10]
         .iter()
-        .map(|&m| PathSpec {
-            rate_bps: Some(m * 1_000_000),
-        })
+        .map(|&m| PathSpec::shaped(m * 1_000_000))
         .collect()
 }
 
@@ -27,11 +26,11 @@ pub fn four_paths() -> Vec<PathSpec> {
 #[macro_export]
 macro_rules! need {
     ($test:expr $(, $tool:expr)*) => {
-        if !mpt_tests::require_root($test) {
+        if !mpt_lab::netns::require_root($test) {
             return;
         }
         $(
-            if !mpt_tests::have($tool) {
+            if !mpt_lab::netns::have($tool) {
                 if std::env::var("CI").is_ok_and(|v| v == "true") {
                     panic!("{}: {} is not installed (the test script installs it)", $test, $tool);
                 }

@@ -1,11 +1,11 @@
-use mpt_tests::{iperf3_bps, path_addr, tunnel_addr, Lab, Side, TunnelOpts};
+use mpt_lab::netns::{iperf3_bps, tunnel_addr, Lab, Side, TunnelOpts};
 
 use crate::{four_paths, need};
 
 /// What iperf3 TCP measures on each path alone, all four at once (8 s).
 fn per_path_tcp(lab: &mut Lab) -> Vec<f64> {
     let targets: Vec<(String, u16)> = (0..lab.paths.len())
-        .map(|i| (path_addr(Side::B, i), 5300 + i as u16))
+        .map(|i| (lab.path_addr(Side::B, i), 5300 + i as u16))
         .collect();
     let res = lab
         .iperf3_many(Side::A, &targets, &["-t", "8"])

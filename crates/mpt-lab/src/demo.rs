@@ -4,19 +4,18 @@
 
 use std::time::Duration;
 
+use crate::netns::{iperf3_bps, tunnel_addr, Lab, PathSpec, Side, TunnelOpts};
 use anyhow::{Context, Result};
-use mpt_tests::{iperf3_bps, path_addr, tunnel_addr, Lab, PathSpec, Side, TunnelOpts};
 
-fn main() -> Result<()> {
-    if !mpt_tests::require_root("mpt-demo") {
-        std::process::exit(1);
+/// Run the demo.
+pub fn run() -> Result<()> {
+    if !crate::netns::require_root("mpt-lab demo") {
+        anyhow::bail!("the demo needs root");
     }
     let rates = [20u64, 20, 10, 10];
     let paths: Vec<PathSpec> = rates
         .iter()
-        .map(|&m| PathSpec {
-            rate_bps: Some(m * 1_000_000),
-        })
+        .map(|&m| PathSpec::shaped(m * 1_000_000))
         .collect();
     println!(
         "== building the lab: namespaces A and B joined by {} paths shaped {:?} Mbit/s (tbf)",
@@ -27,7 +26,7 @@ fn main() -> Result<()> {
 
     println!("== measuring each path alone: iperf3 TCP on all four at once, 8 s");
     let targets: Vec<(String, u16)> = (0..rates.len())
-        .map(|i| (path_addr(Side::B, i), 5300 + i as u16))
+        .map(|i| (lab.path_addr(Side::B, i), 5300 + i as u16))
         .collect();
     let alone: Vec<f64> = lab
         .iperf3_many(Side::A, &targets, &["-t", "8"])?
@@ -103,7 +102,7 @@ fn main() -> Result<()> {
     );
     println!();
     println!("== mptctl status on A");
-    let out = std::process::Command::new(mpt_tests::mptd_bin()?.with_file_name("mptctl"))
+    let out = std::process::Command::new(crate::netns::mptd_bin()?.with_file_name("mptctl"))
         .args([
             "-s",
             lab.control_socket(Side::A).to_str().unwrap_or_default(),

@@ -1,12 +1,16 @@
-//! A two-host lab in network namespaces, for the end-to-end tests and the demo.
+//! A two-host lab in network namespaces, for the end-to-end tests, the demo and the
+//! experiments.
 //!
-//! [`Lab::new`] creates two namespaces (`a` and `b`) joined by N veth pairs, each shaped with
-//! `tbf` in both directions; path `i` uses `198.18.(i+1).1` (a) and `198.18.(i+1).2` (b), the
-//! tunnel `198.19.0.1`/`.2` and `2001:db8:19::1`/`::2`. Everything the lab creates — the
+//! [`Lab::new`] creates two namespaces (`a` and `b`) joined by N paths, each shaped with `tbf`
+//! at the sending side in both directions; the tunnel uses `198.19.0.1`/`.2` and
+//! `2001:db8:19::1`/`::2`.
+//!
+//! * Without impairments a path is one veth pair: `198.18.(i+1).1` (a) — `198.18.(i+1).2` (b).
+//! * When any path has a delay, jitter or loss, every path goes through a third namespace `r`
+//!   that routes it through the userspace link emulator ([`crate::emulator`]):
+//!   `198.18.(i+1).1` (a) — r — `198.18.(101+i).2` (b). Everything the lab creates — the
 //! namespaces (and with them their links) and every process it started — is removed when the
 //! [`Lab`] is dropped, also when a test fails. Processes are stopped by their own pid only.
-
-#![allow(clippy::disallowed_methods)] // the lab runs real processes on the wall clock
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -46,9 +50,18 @@ pub fn tunnel_addr(side: Side) -> String {
     format!("198.19.0.{}", side.octet())
 }
 
-/// Address of a side on path `i` (0-based).
+/// Address of a side on path `i` (0-based) in a lab without impairments.
 pub fn path_addr(side: Side, i: usize) -> String {
     format!("198.18.{}.{}", i + 1, side.octet())
+}
+
+/// Address of a side on path `i` in an emulated lab (a and b sit on different subnets, with
+/// the emulator's namespace routing between them).
+fn emulated_path_addr(side: Side, i: usize) -> String {
+    match side {
+        Side::A => format!("198.18.{}.1", i + 1),
+        Side::B => format!("198.18.{}.2", 101 + i),
+    }
 }
 
 /// Whether this process may build labs. Outside CI a test without root skips loudly;
@@ -110,7 +123,28 @@ fn sh(script: &str) -> Result<Output> {
 pub struct PathSpec {
     /// Egress rate in both directions, bits per second; `None` = unshaped.
     pub rate_bps: Option<u64>,
+    /// Impairments from a to b.
+    pub ab: Impair,
+    /// Impairments from b to a.
+    pub ba: Impair,
 }
+
+impl PathSpec {
+    /// A path shaped to `rate_bps` both ways, with no other impairment.
+    pub fn shaped(rate_bps: u64) -> PathSpec {
+        PathSpec {
+            rate_bps: Some(rate_bps),
+            ab: Impair::default(),
+            ba: Impair::default(),
+        }
+    }
+
+    fn impaired(&self) -> bool {
+        self.ab != Impair::default() || self.ba != Impair::default()
+    }
+}
+
+pub use crate::emulator::Impair;
 
 /// Options for the daemons' configuration files.
 #[derive(Debug, Clone)]
@@ -144,6 +178,8 @@ pub struct Lab {
     pub dir: PathBuf,
     children: Vec<(String, Child)>,
     mptd: Vec<(Side, u32)>,
+    /// Paths go through the emulator namespace.
+    pub emulated: bool,
 }
 
 impl Lab {
@@ -153,15 +189,22 @@ impl Lab {
         let tag = format!("mpt{}x{n}", std::process::id());
         let dir = std::env::temp_dir().join(&tag);
         std::fs::create_dir_all(&dir)?;
-        let lab = Lab {
+        let emulated = paths.iter().any(PathSpec::impaired);
+        let mut lab = Lab {
             tag,
             paths: paths.to_vec(),
             dir,
             children: Vec::new(),
             mptd: Vec::new(),
+            emulated,
         };
+        // Dropping `lab` removes whatever part was built if building fails.
         lab.build()
             .with_context(|| format!("building lab {}", lab.tag))?;
+        if emulated {
+            lab.start_emulator()
+                .with_context(|| format!("starting the link emulator of lab {}", lab.tag))?;
+        }
         Ok(lab)
     }
 
@@ -172,14 +215,32 @@ impl Lab {
         }
     }
 
+    /// The emulator's namespace (only in an emulated lab).
+    pub fn ns_r(&self) -> String {
+        format!("{}r", self.tag)
+    }
+
+    /// Address of `side` on path `i`.
+    pub fn path_addr(&self, side: Side, i: usize) -> String {
+        if self.emulated {
+            emulated_path_addr(side, i)
+        } else {
+            path_addr(side, i)
+        }
+    }
+
     /// Name of path `i`'s link inside either namespace.
     pub fn link(i: usize) -> String {
         format!("p{i}")
     }
 
     fn build(&self) -> Result<()> {
-        let (a, b) = (self.ns(Side::A), self.ns(Side::B));
+        let (a, b, r) = (self.ns(Side::A), self.ns(Side::B), self.ns_r());
         let mut s = format!("ip netns add {a}\nip netns add {b}\n");
+        if self.emulated {
+            writeln!(s, "ip netns add {r}\nip -n {r} link set lo up")?;
+            writeln!(s, "ip netns exec {r} sysctl -qw net.ipv4.ip_forward=1 net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0")?;
+        }
         for ns in [&a, &b] {
             writeln!(s, "ip -n {ns} link set lo up")?;
             // No IPv6 duplicate address detection delay on the test links.
@@ -187,17 +248,107 @@ impl Lab {
         }
         for (i, p) in self.paths.iter().enumerate() {
             let l = Self::link(i);
-            writeln!(
-                s,
-                "ip link add {l} netns {a} type veth peer name {l} netns {b}"
-            )?;
+            if self.emulated {
+                writeln!(
+                    s,
+                    "ip -n {r} link add a{i} type veth peer name {l} netns {a}"
+                )?;
+                writeln!(
+                    s,
+                    "ip -n {r} link add b{i} type veth peer name {l} netns {b}"
+                )?;
+                writeln!(s, "ip -n {r} addr add 198.18.{}.254/24 dev a{i}", i + 1)?;
+                writeln!(s, "ip -n {r} addr add 198.18.{}.254/24 dev b{i}", 101 + i)?;
+                writeln!(s, "ip -n {r} link set a{i} up\nip -n {r} link set b{i} up")?;
+            } else {
+                writeln!(
+                    s,
+                    "ip link add {l} netns {a} type veth peer name {l} netns {b}"
+                )?;
+            }
             for side in [Side::A, Side::B] {
                 let ns = self.ns(side);
-                writeln!(s, "ip -n {ns} addr add {}/24 dev {l}", path_addr(side, i))?;
+                writeln!(
+                    s,
+                    "ip -n {ns} addr add {}/24 dev {l}",
+                    self.path_addr(side, i)
+                )?;
                 writeln!(s, "ip -n {ns} link set {l} up")?;
+                if self.emulated {
+                    let (gw, peer_net) = match side {
+                        Side::A => (
+                            format!("198.18.{}.254", i + 1),
+                            format!("198.18.{}.0/24", 101 + i),
+                        ),
+                        Side::B => (
+                            format!("198.18.{}.254", 101 + i),
+                            format!("198.18.{}.0/24", i + 1),
+                        ),
+                    };
+                    writeln!(s, "ip -n {ns} route add {peer_net} via {gw} dev {l}")?;
+                }
                 if let Some(rate) = p.rate_bps {
                     writeln!(s, "tc -n {ns} qdisc add dev {l} root {}", tbf(rate))?;
                 }
+            }
+        }
+        sh(&s)?;
+        Ok(())
+    }
+
+    /// Start the link emulator in the emulator namespace and route every path through it:
+    /// what arrives from a on `a<i>` goes into the TUN device `e<i>ab`, the emulator holds or
+    /// drops it and writes it back, and the kernel forwards it to b on `b<i>` (and the other
+    /// way through `e<i>ba`).
+    fn start_emulator(&mut self) -> Result<()> {
+        let r = self.ns_r();
+        let links: Vec<crate::emulator::Link> = self
+            .paths
+            .iter()
+            .enumerate()
+            .flat_map(|(i, p)| {
+                [
+                    crate::emulator::Link {
+                        device: format!("e{i}ab"),
+                        impair: p.ab,
+                        seed: 2 * i as u64 + 1,
+                    },
+                    crate::emulator::Link {
+                        device: format!("e{i}ba"),
+                        impair: p.ba,
+                        seed: 2 * i as u64 + 2,
+                    },
+                ]
+            })
+            .collect();
+        let spec = serde_json::to_string(&links)?;
+        let bin = sibling_bin("mpt-lab")?;
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", &r])
+            .arg(&bin)
+            .args(["emulate", &spec]);
+        let pid = self.spawn(Side::A, "emulator", &mut cmd)?;
+        let t0 = Instant::now();
+        let last = format!("e{}ba", self.paths.len() - 1);
+        while run(Command::new("ip").args(["-n", &r, "link", "show", &last])).is_err() {
+            if self.exited(pid) || t0.elapsed() > Duration::from_secs(10) {
+                bail!("the emulator did not start:\n{}", self.log("emulator"));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let mut s = String::new();
+        for i in 0..self.paths.len() {
+            for (from, dev, table) in [
+                (format!("a{i}"), format!("e{i}ab"), 100 + i),
+                (format!("b{i}"), format!("e{i}ba"), 200 + i),
+            ] {
+                writeln!(
+                    s,
+                    "ip netns exec {r} sysctl -qw net.ipv4.conf.{dev}.rp_filter=0"
+                )?;
+                writeln!(s, "ip -n {r} link set {dev} up")?;
+                writeln!(s, "ip -n {r} route add default dev {dev} table {table}")?;
+                writeln!(s, "ip -n {r} rule add iif {from} table {table}")?;
             }
         }
         sh(&s)?;
@@ -246,8 +397,8 @@ impl Lab {
                 c,
                 "[[path]]\nname = \"p{i}\"\ninterface = \"{}\"\nlocal = \"{}:4754\"\nremote = \"{}:4754\"\nweight = {}\nrate = {rate}\n",
                 Self::link(i),
-                path_addr(side, i),
-                path_addr(side.other(), i),
+                self.path_addr(side, i),
+                self.path_addr(side.other(), i),
                 (rate / 1_000_000).max(1),
             )?;
         }
@@ -498,20 +649,26 @@ impl Drop for Lab {
     }
 }
 
-/// The mptd binary: `$MPTD_BIN`, or the one built next to this test binary.
+/// The mptd binary: `$MPTD_BIN`, or the one built next to this program.
 pub fn mptd_bin() -> Result<PathBuf> {
     if let Ok(p) = std::env::var("MPTD_BIN") {
         return Ok(PathBuf::from(p));
     }
+    sibling_bin("mptd")
+}
+
+/// A binary of this workspace built next to the running program (or one directory up, for
+/// test binaries in `target/*/deps`).
+pub fn sibling_bin(name: &str) -> Result<PathBuf> {
     let exe = std::env::current_exe()?;
     for dir in exe.ancestors().skip(1).take(3) {
-        let cand = dir.join("mptd");
+        let cand = dir.join(name);
         if cand.is_file() {
             return Ok(cand);
         }
     }
     bail!(
-        "mptd binary not found near {}; run `cargo build --release --bins` first or set MPTD_BIN",
+        "{name} not found near {}; run `cargo build --release --bins` first",
         exe.display()
     )
 }

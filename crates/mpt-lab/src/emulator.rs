@@ -1,0 +1,158 @@
+//! A userspace link emulator: fixed propagation delay, jitter and random loss per direction.
+//!
+//! This kernel has no `netem`, so the lab routes each path direction through a TUN device in
+//! a middle namespace; this program reads every packet from it, drops it with the configured
+//! probability, holds it until `arrival + delay ± jitter` (never before the packet ahead of it:
+//! a link does not reorder), and writes it back for the kernel to forward. Rates stay with
+//! `tbf` at the sender side.
+
+use std::collections::VecDeque;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+/// Impairments of one direction of a path.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Impair {
+    /// One-way propagation delay, milliseconds.
+    pub delay_ms: f64,
+    /// Each packet's delay varies uniformly within ± this, milliseconds.
+    pub jitter_ms: f64,
+    /// Packets dropped at random, percent.
+    pub loss_pct: f64,
+}
+
+/// One emulated direction: a TUN device and what to do to its packets.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Link {
+    pub device: String,
+    pub impair: Impair,
+    pub seed: u64,
+}
+
+/// Create the devices and forward through them until killed.
+pub fn run(links: &[Link]) -> Result<()> {
+    let mut threads = Vec::new();
+    for link in links {
+        let dev = tun_rs::DeviceBuilder::new()
+            .name(&link.device)
+            .mtu(9000)
+            .packet_information(false)
+            .build_sync()
+            .with_context(|| format!("creating TUN device {}", link.device))?;
+        let dev = Arc::new(dev);
+        let (tx, rx) = mpsc::channel::<(Instant, Vec<u8>)>();
+        let reader = {
+            let dev = dev.clone();
+            let link = link.clone();
+            std::thread::spawn(move || read_loop(&dev, &link, tx))
+        };
+        let writer = std::thread::spawn(move || write_loop(&dev, rx));
+        threads.push(reader);
+        threads.push(writer);
+    }
+    for t in threads {
+        t.join()
+            .map_err(|_| anyhow::anyhow!("an emulator thread panicked"))??;
+    }
+    Ok(())
+}
+
+#[allow(clippy::disallowed_methods)] // the emulator works on the wall clock
+fn read_loop(
+    dev: &tun_rs::SyncDevice,
+    link: &Link,
+    tx: mpsc::Sender<(Instant, Vec<u8>)>,
+) -> Result<()> {
+    let mut rng = Rng(link.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let mut buf = vec![0u8; 65536];
+    let mut last = Instant::now();
+    let imp = link.impair;
+    loop {
+        let n = dev
+            .recv(&mut buf)
+            .with_context(|| format!("reading {}", link.device))?;
+        let now = Instant::now();
+        if imp.loss_pct > 0.0 && rng.unit() * 100.0 < imp.loss_pct {
+            continue;
+        }
+        let jitter = if imp.jitter_ms > 0.0 {
+            (rng.unit() * 2.0 - 1.0) * imp.jitter_ms
+        } else {
+            0.0
+        };
+        let delay = Duration::from_secs_f64(((imp.delay_ms + jitter).max(0.0)) / 1000.0);
+        let release = (now + delay).max(last);
+        last = release;
+        if tx.send((release, buf[..n].to_vec())).is_err() {
+            return Ok(());
+        }
+    }
+}
+
+#[allow(clippy::disallowed_methods)]
+fn write_loop(dev: &tun_rs::SyncDevice, rx: mpsc::Receiver<(Instant, Vec<u8>)>) -> Result<()> {
+    let mut queue: VecDeque<(Instant, Vec<u8>)> = VecDeque::new();
+    loop {
+        if queue.is_empty() {
+            match rx.recv() {
+                Ok(p) => queue.push_back(p),
+                Err(_) => return Ok(()),
+            }
+        }
+        while let Ok(p) = rx.try_recv() {
+            queue.push_back(p);
+        }
+        let Some(release) = queue.front().map(|(t, _)| *t) else {
+            continue;
+        };
+        let now = Instant::now();
+        if release > now {
+            // Sleep until the head is due, but wake for new packets only through the channel
+            // timeout so that the queue keeps its order.
+            match rx.recv_timeout(release - now) {
+                Ok(p) => {
+                    queue.push_back(p);
+                    continue;
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(()),
+            }
+        }
+        while queue.front().is_some_and(|(t, _)| *t <= Instant::now()) {
+            if let Some((_, p)) = queue.pop_front() {
+                // A full device queue or a vanished route only loses this packet.
+                let _ = dev.send(&p);
+            }
+        }
+    }
+}
+
+/// xorshift64*: deterministic per link, good enough for loss and jitter draws.
+struct Rng(u64);
+
+impl Rng {
+    fn unit(&mut self) -> f64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rng_is_uniform_enough() {
+        let mut r = Rng(12345);
+        let n = 100_000;
+        let below = (0..n).filter(|_| r.unit() < 0.05).count();
+        assert!((4_500..5_500).contains(&below), "{below}");
+    }
+}

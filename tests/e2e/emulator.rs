@@ -1,0 +1,93 @@
+use mpt_lab::netns::{Impair, Lab, PathSpec, Side};
+
+use crate::need;
+
+/// The userspace link emulator does what it is told: delay within ±1 ms (ping), rate within
+/// ±3 % (iperf3), loss within ±0.5 points.
+#[test]
+fn link_emulator_is_accurate() {
+    need!("link_emulator", "iperf3", "ping");
+    let delay = Impair {
+        delay_ms: 20.0,
+        ..Impair::default()
+    };
+    let lossy = Impair {
+        loss_pct: 5.0,
+        ..Impair::default()
+    };
+    let paths = vec![
+        PathSpec {
+            rate_bps: None,
+            ab: delay,
+            ba: delay,
+        },
+        PathSpec {
+            rate_bps: Some(20_000_000),
+            ab: Impair {
+                delay_ms: 10.0,
+                ..Impair::default()
+            },
+            ba: Impair::default(),
+        },
+        PathSpec {
+            rate_bps: None,
+            ab: lossy,
+            ba: Impair::default(),
+        },
+    ];
+    let mut lab = Lab::new(&paths).expect("lab");
+
+    // Delay: ping RTT = 2 × 20 ms plus the forwarding cost.
+    let out = lab
+        .cmd(Side::A, "ping")
+        .args(["-c", "20", "-i", "0.05", "-q", &lab.path_addr(Side::B, 0)])
+        .output()
+        .expect("ping");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let avg: f64 = text
+        .lines()
+        .find(|l| l.contains("min/avg/max"))
+        .and_then(|l| l.split('=').nth(1))
+        .and_then(|v| v.trim().split('/').nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no ping summary: {text}"));
+    let one_way = avg / 2.0;
+
+    // Rate: UDP offered above the shaped rate; 1400-byte datagrams are 1442-byte frames.
+    let v = lab
+        .iperf3(
+            Side::A,
+            &lab.path_addr(Side::B, 1),
+            5401,
+            &["-u", "-b", "30M", "-l", "1400", "-t", "6"],
+        )
+        .expect("iperf3 rate");
+    let got = v["end"]["sum_received"]["bits_per_second"]
+        .as_f64()
+        .or_else(|| v["end"]["sum"]["bits_per_second"].as_f64())
+        .expect("bits_per_second");
+    let wire = got * 1442.0 / 1400.0;
+    let rate_err = (wire - 20e6) / 20e6;
+
+    // Loss: 20 000 datagrams.
+    let v = lab
+        .iperf3(
+            Side::A,
+            &lab.path_addr(Side::B, 2),
+            5402,
+            &["-u", "-b", "8M", "-l", "500", "-t", "10"],
+        )
+        .expect("iperf3 loss");
+    let lost = v["end"]["sum"]["lost_percent"]
+        .as_f64()
+        .expect("lost_percent");
+
+    eprintln!(
+        "RESULT emulator: delay set 20 ms, measured {one_way:.2} ms one way (ping avg {avg:.2} ms RTT); rate set 20 Mbit/s, measured {:.2} Mbit/s on the wire ({:+.2} %); loss set 5 %, measured {lost:.2} %",
+        wire / 1e6,
+        rate_err * 100.0
+    );
+    assert!((one_way - 20.0).abs() <= 1.0, "delay {one_way} ms");
+    assert!(rate_err.abs() <= 0.03, "rate {:.2} Mbit/s", wire / 1e6);
+    assert!((lost - 5.0).abs() <= 0.5, "loss {lost} %");
+}
