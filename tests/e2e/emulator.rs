@@ -15,6 +15,10 @@ fn link_emulator_is_accurate() {
         loss_pct: 5.0,
         ..Impair::default()
     };
+    let serial = Impair {
+        rate_bps: Some(64_000),
+        ..Impair::default()
+    };
     let paths = vec![
         PathSpec {
             rate_bps: None,
@@ -33,6 +37,11 @@ fn link_emulator_is_accurate() {
             rate_bps: None,
             ab: lossy,
             ba: Impair::default(),
+        },
+        PathSpec {
+            rate_bps: None,
+            ab: serial,
+            ba: serial,
         },
     ];
     let mut lab = Lab::new(&paths).expect("lab");
@@ -82,12 +91,48 @@ fn link_emulator_is_accurate() {
         .as_f64()
         .expect("lost_percent");
 
+    // Serial link: a lone 1000-byte ping (1028-byte IP packet + 14 framing) takes
+    // 130.5 ms to serialise at 64 kbit/s, each way.
+    let out = lab
+        .cmd(Side::A, "ping")
+        .args([
+            "-c",
+            "3",
+            "-i",
+            "0.5",
+            "-s",
+            "1000",
+            "-q",
+            &lab.path_addr(Side::B, 3),
+        ])
+        .output()
+        .expect("ping");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let serial_rtt: f64 = text
+        .lines()
+        .find(|l| l.contains("min/avg/max"))
+        .and_then(|l| l.split('=').nth(1))
+        .and_then(|v| v.trim().split('/').nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| {
+            panic!(
+                "no ping summary: {text} {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+    let serial_expected = 2.0 * (1028.0 + 14.0) * 8.0 / 64.0;
+
     eprintln!(
-        "RESULT emulator: delay set 20 ms, measured {one_way:.2} ms one way (ping avg {avg:.2} ms RTT); rate set 20 Mbit/s, measured {:.2} Mbit/s on the wire ({:+.2} %); loss set 5 %, measured {lost:.2} %",
+        "RESULT emulator: serial 64 kbit/s link: 1000-byte ping RTT {serial_rtt:.1} ms (expected {serial_expected:.1} ms); \
+         delay set 20 ms, measured {one_way:.2} ms one way (ping avg {avg:.2} ms RTT); rate set 20 Mbit/s, measured {:.2} Mbit/s on the wire ({:+.2} %); loss set 5 %, measured {lost:.2} %",
         wire / 1e6,
         rate_err * 100.0
     );
     assert!((one_way - 20.0).abs() <= 1.0, "delay {one_way} ms");
     assert!(rate_err.abs() <= 0.03, "rate {:.2} Mbit/s", wire / 1e6);
     assert!((lost - 5.0).abs() <= 0.5, "loss {lost} %");
+    assert!(
+        (serial_rtt - serial_expected).abs() <= 2.0,
+        "serial RTT {serial_rtt} ms, expected {serial_expected} ms"
+    );
 }

@@ -1,10 +1,15 @@
-//! A userspace link emulator: fixed propagation delay, jitter and random loss per direction.
+//! A userspace link emulator: serialisation rate, propagation delay, jitter and random loss
+//! per direction.
 //!
 //! This kernel has no `netem`, so the lab routes each path direction through a TUN device in
 //! a middle namespace; this program reads every packet from it, drops it with the configured
-//! probability, holds it until `arrival + delay ± jitter` (never before the packet ahead of it:
-//! a link does not reorder), and writes it back for the kernel to forward. Rates stay with
-//! `tbf` at the sender side.
+//! probability, holds it until it would have left a serial link of the given rate (FIFO, tail
+//! drop beyond `queue_ms` of backlog) plus `delay ± jitter` (never before the packet ahead of
+//! it: a link does not reorder), and writes it back for the kernel to forward.
+//!
+//! `tbf` at the sender is the other way to set a rate; it lets a burst of at least 3000 bytes
+//! through at line rate, so at 64–128 kbit/s it does not delay a lone small packet at all. A
+//! serial link does: use the emulator's `rate_bps` to model one.
 
 use std::collections::VecDeque;
 use std::sync::mpsc;
@@ -24,7 +29,15 @@ pub struct Impair {
     pub jitter_ms: f64,
     /// Packets dropped at random, percent.
     pub loss_pct: f64,
+    /// Serial-link rate, bits per second, counting each IP packet plus 14 bytes of framing
+    /// (as `tbf` counts an Ethernet frame); `None` = no rate limit here.
+    pub rate_bps: Option<u64>,
+    /// Most backlog the serial link queues before it drops, milliseconds (0 = 300 ms).
+    pub queue_ms: f64,
 }
+
+/// Framing bytes the serial-link model adds to each IP packet.
+pub const FRAMING: usize = 14;
 
 /// One emulated direction: a TUN device and what to do to its packets.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -71,7 +84,15 @@ fn read_loop(
     let mut rng = Rng(link.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let mut buf = vec![0u8; 65536];
     let mut last = Instant::now();
+    // When the serial link finishes sending what it has queued.
+    let mut tx_end = Instant::now();
     let imp = link.impair;
+    let queue_ms = if imp.queue_ms > 0.0 {
+        imp.queue_ms
+    } else {
+        300.0
+    };
+    let queue = Duration::from_secs_f64(queue_ms / 1000.0);
     loop {
         let n = dev
             .recv(&mut buf)
@@ -80,13 +101,23 @@ fn read_loop(
         if imp.loss_pct > 0.0 && rng.unit() * 100.0 < imp.loss_pct {
             continue;
         }
+        let mut sent = now;
+        if let Some(rate) = imp.rate_bps {
+            let start = tx_end.max(now);
+            if start - now > queue {
+                continue; // tail drop: the queue is full
+            }
+            let bits = (n + FRAMING) as u64 * 8;
+            tx_end = start + Duration::from_nanos(bits * 1_000_000_000 / rate.max(1));
+            sent = tx_end;
+        }
         let jitter = if imp.jitter_ms > 0.0 {
             (rng.unit() * 2.0 - 1.0) * imp.jitter_ms
         } else {
             0.0
         };
         let delay = Duration::from_secs_f64(((imp.delay_ms + jitter).max(0.0)) / 1000.0);
-        let release = (now + delay).max(last);
+        let release = (sent + delay).max(last);
         last = release;
         if tx.send((release, buf[..n].to_vec())).is_err() {
             return Ok(());

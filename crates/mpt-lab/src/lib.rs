@@ -10,3 +10,4 @@
 pub mod demo;
 pub mod emulator;
 pub mod netns;
+pub mod scenario;

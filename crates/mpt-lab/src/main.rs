@@ -18,15 +18,46 @@ struct Args {
 enum Cmd {
     /// The README's demo: a 4-path lab, mptd on both ends, iperf3 through tun0.
     Demo,
+    /// Run an experiment suite: table1 (FTP), table2 (UDP stream), delay (delay diversity),
+    /// or a scenario file.
+    Run {
+        suite: String,
+        /// Only these case ids (default: all).
+        #[arg(long, value_delimiter = ',')]
+        cases: Vec<u32>,
+        /// Where the markdown, CSV and PNG files go.
+        #[arg(long, default_value = "lab-out")]
+        out: std::path::PathBuf,
+    },
     /// Internal: run the link emulator (started by the lab inside its middle namespace).
     #[command(hide = true)]
     Emulate { spec: String },
+}
+
+fn run(name: &str, cases: &[u32], out: &std::path::Path) -> anyhow::Result<()> {
+    use mpt_lab::scenario;
+    if !mpt_lab::netns::require_root("mpt-lab run") {
+        anyhow::bail!("the lab needs root");
+    }
+    let suite = scenario::builtin(name)?;
+    let md = match name {
+        "table1" => scenario::run_table1(&suite, cases, out)?,
+        "delay" => scenario::run_delay(&suite, out)?,
+        _ if suite.case.iter().all(|c| c.ftp_mb.is_some()) => {
+            scenario::run_table1(&suite, cases, out)?
+        }
+        _ => scenario::run_table2(&suite, cases, out)?,
+    };
+    println!("{md}");
+    eprintln!("results in {}", out.display());
+    Ok(())
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
     let r = match args.command {
         Cmd::Demo => mpt_lab::demo::run(),
+        Cmd::Run { suite, cases, out } => run(&suite, &cases, &out),
         Cmd::Emulate { spec } => serde_json::from_str(&spec)
             .map_err(anyhow::Error::from)
             .and_then(|links: Vec<mpt_lab::emulator::Link>| mpt_lab::emulator::run(&links)),

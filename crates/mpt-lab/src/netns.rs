@@ -146,6 +146,18 @@ impl PathSpec {
 
 pub use crate::emulator::Impair;
 
+/// A running vsftpd started by [`Lab::ftp_server`].
+#[derive(Debug)]
+pub struct FtpServer {
+    /// `ftp://address:port`
+    pub url: String,
+    /// The served file (`/random.bin`).
+    pub file: PathBuf,
+    /// The writable upload directory (`/upload/`).
+    pub upload: PathBuf,
+    pub pid: u32,
+}
+
 /// Options for the daemons' configuration files.
 #[derive(Debug, Clone)]
 pub struct TunnelOpts {
@@ -393,13 +405,21 @@ impl Lab {
         )?;
         for (i, p) in self.paths.iter().enumerate() {
             let rate = p.rate_bps.unwrap_or(10_000_000_000);
+            // wrr weights in proportion to the rates, as MPT configured them.
+            let unit = self
+                .paths
+                .iter()
+                .map(|p| p.rate_bps.unwrap_or(10_000_000_000))
+                .fold(0, gcd)
+                .max(1);
+            let weight = (rate / unit).clamp(1, 10_000);
             writeln!(
                 c,
                 "[[path]]\nname = \"p{i}\"\ninterface = \"{}\"\nlocal = \"{}:4754\"\nremote = \"{}:4754\"\nweight = {}\nrate = {rate}\n",
                 Self::link(i),
                 self.path_addr(side, i),
                 self.path_addr(side.other(), i),
-                (rate / 1_000_000).max(1),
+                weight,
             )?;
         }
         let path = self.dir.join(format!("{}.toml", self.ns(side)));
@@ -533,7 +553,8 @@ impl Lab {
         for (addr, port) in targets {
             let name = format!("iperf3-server-{port}");
             let mut cmd = self.cmd(server, "iperf3");
-            cmd.args(["-s", "-1", "-B", addr, "-p", &port.to_string()]);
+            // -J: the server's own JSON reaches the client with --get-server-output.
+            cmd.args(["-s", "-1", "-J", "-B", addr, "-p", &port.to_string()]);
             servers.push(self.spawn(server, &name, &mut cmd)?);
         }
         for (_, port) in targets {
@@ -601,12 +622,73 @@ impl Lab {
         })
     }
 
+    /// Start vsftpd on `side`'s tunnel address (port 2121) serving an anonymous root that
+    /// holds `random.bin` (`file_bytes` random bytes) and a writable `upload/`.
+    pub fn ftp_server(&mut self, side: Side, file_bytes: u64) -> Result<FtpServer> {
+        let root = self.dir.join("ftproot");
+        let upload = root.join("upload");
+        let empty = self.dir.join("empty");
+        std::fs::create_dir_all(&upload)?;
+        std::fs::create_dir_all(&empty)?;
+        use std::os::unix::fs::PermissionsExt;
+        // vsftpd refuses an anonymous root the ftp user can write to.
+        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755))?;
+        std::fs::set_permissions(&upload, std::fs::Permissions::from_mode(0o777))?;
+        let file = root.join("random.bin");
+        run(Command::new("head")
+            .args(["-c", &file_bytes.to_string(), "/dev/urandom"])
+            .stdout(std::fs::File::create(&file)?))?;
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644))?;
+        let conf = self.dir.join("vsftpd.conf");
+        let addr = tunnel_addr(side);
+        std::fs::write(
+            &conf,
+            format!(
+                "listen=YES\nlisten_ipv6=NO\nlisten_address={addr}\nlisten_port=2121\nbackground=NO\n\
+                 anonymous_enable=YES\nlocal_enable=NO\nno_anon_password=YES\nanon_root={}\n\
+                 write_enable=YES\nanon_upload_enable=YES\nanon_mkdir_write_enable=YES\nanon_umask=022\n\
+                 ftp_username=ftp\nsecure_chroot_dir={}\nseccomp_sandbox=NO\nisolate_network=NO\n\
+                 isolate=NO\npasv_enable=YES\npasv_min_port=30000\npasv_max_port=30100\n\
+                 xferlog_enable=NO\n",
+                root.display(),
+                empty.display()
+            ),
+        )?;
+        let mut cmd = self.cmd(side, "vsftpd");
+        cmd.arg(&conf);
+        let pid = self.spawn(side, "vsftpd", &mut cmd)?;
+        let t0 = Instant::now();
+        while self
+            .sh(side, "ss -ltnH 'sport = :2121' | grep -q .")
+            .is_err()
+        {
+            if self.exited(pid) || t0.elapsed() > Duration::from_secs(5) {
+                bail!("vsftpd did not start: {}", self.log("vsftpd"));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(FtpServer {
+            url: format!("ftp://{addr}:2121"),
+            file,
+            upload,
+            pid,
+        })
+    }
+
     /// Stop a started process if it still runs, and forget it.
     pub fn reap(&mut self, pid: u32) {
         if let Some(i) = self.children.iter().position(|(_, c)| c.id() == pid) {
             let (_, mut c) = self.children.remove(i);
             terminate(&mut c);
         }
+    }
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
     }
 }
 

@@ -158,9 +158,12 @@ pub struct ReseqStatus {
     pub released_by_fence: u64,
     pub released_by_overflow: u64,
     pub hold_p50_us: u64,
+    pub hold_p90_us: u64,
     pub hold_p99_us: u64,
     pub hold_max_us: u64,
     pub occupancy_mean: f64,
+    pub occupancy_p50: u64,
+    pub occupancy_p90: u64,
     pub occupancy_p99: u64,
     pub occupancy_max: u64,
 }
