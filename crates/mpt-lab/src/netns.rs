@@ -139,6 +139,11 @@ impl PathSpec {
         }
     }
 
+    /// The path's rate from a to b: `tbf`'s, or the emulator's serial link's.
+    pub fn rate(&self) -> Option<u64> {
+        self.rate_bps.or(self.ab.rate_bps)
+    }
+
     fn impaired(&self) -> bool {
         self.ab != Impair::default() || self.ba != Impair::default()
     }
@@ -404,12 +409,12 @@ impl Lab {
             self.control_socket(side).display()
         )?;
         for (i, p) in self.paths.iter().enumerate() {
-            let rate = p.rate_bps.unwrap_or(10_000_000_000);
+            let rate = p.rate().unwrap_or(10_000_000_000);
             // wrr weights in proportion to the rates, as MPT configured them.
             let unit = self
                 .paths
                 .iter()
-                .map(|p| p.rate_bps.unwrap_or(10_000_000_000))
+                .map(|p| p.rate().unwrap_or(10_000_000_000))
                 .fold(0, gcd)
                 .max(1);
             let weight = (rate / unit).clamp(1, 10_000);
