@@ -223,7 +223,7 @@ fn plot(csv_path: &Path, png: &Path, title: &str, ylabel: &str) {
         })
         .collect();
     let script = format!(
-        "set datafile separator ','; set terminal png size 900,500; set output '{}'; \
+        "set datafile separator ','; set terminal png size 900,500 noenhanced; set output '{}'; \
          set title '{}'; set xlabel 'time (s)'; set ylabel '{}'; set grid; set key outside right; \
          set yrange [0:*]; plot {}",
         png.display(),
