@@ -383,7 +383,7 @@ pub fn run_table1(suite: &Suite, only: &[u32], out: &Path) -> Result<String> {
             &series,
             &out.join(format!("table1-case{}-throughput.png", c.id)),
             &format!(
-                "Table I case {}: {} over {} Mbit/s paths",
+                "Table I case {}: {} MiB FTP over {} paths",
                 c.id,
                 mb,
                 c.rates_label()

@@ -13,6 +13,11 @@ use crate::{PathFeedback, PathSet, PathSpec, Scheduler};
 /// arrives soonest, consecutive packets also arrive (nearly) in order even on unequal paths.
 ///
 /// The one-way-delay offset starts at zero and follows the receiver's reports.
+///
+/// A path whose virtual backlog exceeds [`MAX_BACKLOG`] is passed over while another path has
+/// room: a real bottleneck queue holds only so much, so "arrives earliest" must not mean
+/// "queue 260 ms on the fast path" when the other path is 260 ms slower (the packets would be
+/// dropped). Only when every path is that full does the earliest-delivery rule alone decide.
 #[derive(Debug, Clone)]
 pub struct RateScheduler {
     paths: PathSet,
@@ -23,6 +28,9 @@ pub struct RateScheduler {
     /// Per path: one-way delay above the fastest path, nanoseconds.
     owd: Vec<u64>,
 }
+
+/// Most queueing delay the scheduler builds on a path while another path has room.
+pub const MAX_BACKLOG: std::time::Duration = std::time::Duration::from_millis(50);
 
 impl RateScheduler {
     pub fn new(paths: &[PathSpec]) -> Self {
@@ -61,14 +69,21 @@ impl Scheduler for RateScheduler {
 
     fn select(&mut self, now: Time, len: usize) -> Option<PathId> {
         let now = now.as_nanos();
+        let cap = MAX_BACKLOG.as_nanos() as u64;
+        // The earliest arrival among paths with room, and among all paths.
         let mut best: Option<(usize, u64)> = None;
+        let mut best_roomy: Option<(usize, u64)> = None;
         for i in bits(self.paths.eligible()) {
-            let arrival = self.busy[i].max(now) + self.serialisation(i, len) + self.owd[i];
+            let start = self.busy[i].max(now);
+            let arrival = start + self.serialisation(i, len) + self.owd[i];
             if best.is_none_or(|(_, a)| arrival < a) {
                 best = Some((i, arrival));
             }
+            if start - now <= cap && best_roomy.is_none_or(|(_, a)| arrival < a) {
+                best_roomy = Some((i, arrival));
+            }
         }
-        best.map(|(i, _)| PathId(i as u8))
+        best_roomy.or(best).map(|(i, _)| PathId(i as u8))
     }
 
     fn on_sent(&mut self, now: Time, path: PathId, len: usize) {
@@ -198,6 +213,40 @@ mod tests {
         let (ordered, bytes) = simulate(&mut s, &rates, &[10, 50], |_| 1200, interval, 100_000);
         assert!(ordered >= 0.99, "in order: {ordered}");
         assert!(bytes[1] > bytes[0] / 4, "slow path unused: {bytes:?}");
+    }
+
+    #[test]
+    fn a_far_slower_path_takes_the_overflow_instead_of_a_deep_queue() {
+        // 10 Mbit/s each; path 1 is 260 ms further away. 12 Mbit/s offered: more than one
+        // path carries, so path 1 must take some load, and path 0 must not be queued far
+        // beyond MAX_BACKLOG waiting for path 1's delay.
+        let rates = [10_000_000, 10_000_000];
+        let mut s = RateScheduler::new(&specs(&[10_000, 10_000]));
+        s.on_report(
+            Time::ZERO,
+            PathId(1),
+            &PathFeedback {
+                owd_us: Some(260_000),
+                ..Default::default()
+            },
+        );
+        let interval = 1200 * 8 * 1_000_000_000 / 12_000_000;
+        let mut worst_backlog = 0u64;
+        let mut link_free = [0u64; 2];
+        for k in 0..20_000u64 {
+            let now = k * interval;
+            let p = s.select(Time::from_nanos(now), 1200).unwrap();
+            s.on_sent(Time::from_nanos(now), p, 1200);
+            let tx = 1200 * 8 * 1_000_000_000 / rates[p.index()];
+            link_free[p.index()] = link_free[p.index()].max(now) + tx;
+            worst_backlog = worst_backlog.max(link_free[0].saturating_sub(now));
+        }
+        let cap = MAX_BACKLOG.as_nanos() as u64 + 1_000_000;
+        assert!(
+            worst_backlog <= cap,
+            "path 0 queued {} ms",
+            worst_backlog / 1_000_000
+        );
     }
 
     #[test]
