@@ -55,6 +55,9 @@ fn run(name: &str, cases: &[u32], out: &std::path::Path) -> anyhow::Result<()> {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if !matches!(args.command, Cmd::Emulate { .. }) {
+        mpt_lab::netns::cleanup_on_signal();
+    }
     let r = match args.command {
         Cmd::Demo => mpt_lab::demo::run(),
         Cmd::Run { suite, cases, out } => run(&suite, &cases, &out),

@@ -203,7 +203,7 @@ impl Lab {
     /// Build the namespaces, links, addresses and shaping.
     pub fn new(paths: &[PathSpec]) -> Result<Lab> {
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let tag = format!("mpt{}x{n}", std::process::id());
+        let tag = format!("{}{n}", tag_prefix());
         let dir = std::env::temp_dir().join(&tag);
         std::fs::create_dir_all(&dir)?;
         let emulated = paths.iter().any(PathSpec::impaired);
@@ -727,13 +727,65 @@ impl Drop for Lab {
         for (_, c) in &mut self.children {
             terminate(c);
         }
-        for side in [Side::A, Side::B] {
-            let _ = Command::new("ip")
-                .args(["netns", "del", &self.ns(side)])
-                .output();
+        for ns in [self.ns(Side::A), self.ns(Side::B), self.ns_r()] {
+            let _ = Command::new("ip").args(["netns", "del", &ns]).output();
         }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// The prefix of every namespace this process creates.
+pub fn tag_prefix() -> String {
+    format!("mpt{}x", std::process::id())
+}
+
+/// Remove every namespace this process created and stop the processes running in them (they
+/// are ours: we started them there). For a signal handler: `Drop` does not run on SIGTERM.
+pub fn cleanup_own_namespaces() {
+    let prefix = tag_prefix();
+    let Ok(entries) = std::fs::read_dir("/run/netns") else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !name.starts_with(&prefix) {
+            continue;
+        }
+        if let Ok(out) = Command::new("ip").args(["netns", "pids", &name]).output() {
+            for pid in String::from_utf8_lossy(&out.stdout).split_whitespace() {
+                if let Ok(pid) = pid.parse::<i32>() {
+                    // SAFETY: kill(2) with a pid listed in a namespace this process created.
+                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                }
+            }
+        }
+        let _ = Command::new("ip").args(["netns", "del", &name]).output();
+    }
+}
+
+/// On SIGINT or SIGTERM: clean up this process's namespaces and exit with 130.
+///
+/// Blocks the two signals in the calling thread (call it first in `main`, before any other
+/// thread exists, so that every thread inherits the mask) and waits for them on a thread of
+/// its own.
+pub fn cleanup_on_signal() {
+    // SAFETY: plain POSIX signal-mask calls on a zero-initialised, locally owned sigset_t.
+    let set = unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        set
+    };
+    std::thread::spawn(move || {
+        let mut sig = 0;
+        // SAFETY: waits on the set built above; `sig` is a valid out-pointer.
+        unsafe { libc::sigwait(&set, &mut sig) };
+        eprintln!("signal {sig}: removing the lab");
+        cleanup_own_namespaces();
+        std::process::exit(130);
+    });
 }
 
 /// The mptd binary: `$MPTD_BIN`, or the one built next to this program.
