@@ -47,19 +47,13 @@ fn link_emulator_is_accurate() {
     let mut lab = Lab::new(&paths).expect("lab");
 
     // Delay: ping RTT = 2 × 20 ms plus the forwarding cost.
-    let out = lab
-        .cmd(Side::A, "ping")
-        .args(["-c", "20", "-i", "0.05", "-q", &lab.path_addr(Side::B, 0)])
-        .output()
+    let avg = lab
+        .ping_avg_ms(
+            Side::A,
+            &lab.path_addr(Side::B, 0),
+            &["-c", "20", "-i", "0.05"],
+        )
         .expect("ping");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let avg: f64 = text
-        .lines()
-        .find(|l| l.contains("min/avg/max"))
-        .and_then(|l| l.split('=').nth(1))
-        .and_then(|v| v.trim().split('/').nth(1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("no ping summary: {text}"));
     let one_way = avg / 2.0;
 
     // Rate: UDP offered above the shaped rate; 1400-byte datagrams are 1442-byte frames.
@@ -93,33 +87,13 @@ fn link_emulator_is_accurate() {
 
     // Serial link: a lone 1000-byte ping (1028-byte IP packet + 14 framing) takes
     // 130.5 ms to serialise at 64 kbit/s, each way.
-    let out = lab
-        .cmd(Side::A, "ping")
-        .args([
-            "-c",
-            "3",
-            "-i",
-            "0.5",
-            "-s",
-            "1000",
-            "-q",
+    let serial_rtt = lab
+        .ping_avg_ms(
+            Side::A,
             &lab.path_addr(Side::B, 3),
-        ])
-        .output()
+            &["-c", "3", "-i", "0.5", "-s", "1000"],
+        )
         .expect("ping");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let serial_rtt: f64 = text
-        .lines()
-        .find(|l| l.contains("min/avg/max"))
-        .and_then(|l| l.split('=').nth(1))
-        .and_then(|v| v.trim().split('/').nth(1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| {
-            panic!(
-                "no ping summary: {text} {}",
-                String::from_utf8_lossy(&out.stderr)
-            )
-        });
     let serial_expected = 2.0 * (1028.0 + 14.0) * 8.0 / 64.0;
 
     eprintln!(

@@ -627,6 +627,27 @@ impl Lab {
         })
     }
 
+    /// Ping `addr` from `side` with `args` (e.g. `-c 20 -i 0.05`); the average RTT in ms.
+    pub fn ping_avg_ms(&self, side: Side, addr: &str, args: &[&str]) -> Result<f64> {
+        let out = self
+            .cmd(side, "ping")
+            .args(args)
+            .args(["-q", addr])
+            .output()?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        text.lines()
+            .find(|l| l.contains("min/avg/max"))
+            .and_then(|l| l.split('=').nth(1))
+            .and_then(|v| v.trim().split('/').nth(1))
+            .and_then(|v| v.parse().ok())
+            .with_context(|| {
+                format!(
+                    "no ping summary: {text}{}",
+                    String::from_utf8_lossy(&out.stderr)
+                )
+            })
+    }
+
     /// Start vsftpd on `side`'s tunnel address (port 2121) serving an anonymous root that
     /// holds `random.bin` (`file_bytes` random bytes) and a writable `upload/`.
     pub fn ftp_server(&mut self, side: Side, file_bytes: u64) -> Result<FtpServer> {

@@ -114,6 +114,14 @@ mod tests {
     use crate::testutil::*;
     use crate::WeightedRoundRobin;
 
+    fn report_owd(s: &mut RateScheduler, path: PathId, owd_us: u32) {
+        let fb = PathFeedback {
+            owd_us: Some(owd_us),
+            ..Default::default()
+        };
+        s.on_report(Time::ZERO, path, &fb);
+    }
+
     fn specs(rates_kbit: &[u64]) -> Vec<PathSpec> {
         rates_kbit
             .iter()
@@ -201,14 +209,7 @@ mod tests {
         // Two equal-rate paths, one 40 ms slower; the receiver has reported the difference.
         let rates = [10_000_000, 10_000_000];
         let mut s = RateScheduler::new(&specs(&[10_000, 10_000]));
-        s.on_report(
-            Time::ZERO,
-            PathId(1),
-            &PathFeedback {
-                owd_us: Some(40_000),
-                ..Default::default()
-            },
-        );
+        report_owd(&mut s, PathId(1), 40_000);
         let interval = 1200 * 8 * 1_000_000_000 / 15_000_000;
         let (ordered, bytes) = simulate(&mut s, &rates, &[10, 50], |_| 1200, interval, 100_000);
         assert!(ordered >= 0.99, "in order: {ordered}");
@@ -222,14 +223,7 @@ mod tests {
         // beyond MAX_BACKLOG waiting for path 1's delay.
         let rates = [10_000_000, 10_000_000];
         let mut s = RateScheduler::new(&specs(&[10_000, 10_000]));
-        s.on_report(
-            Time::ZERO,
-            PathId(1),
-            &PathFeedback {
-                owd_us: Some(260_000),
-                ..Default::default()
-            },
-        );
+        report_owd(&mut s, PathId(1), 260_000);
         let interval = 1200 * 8 * 1_000_000_000 / 12_000_000;
         let mut worst_backlog = 0u64;
         let mut link_free = [0u64; 2];
