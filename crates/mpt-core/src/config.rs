@@ -74,16 +74,20 @@ pub enum SchedulerKind {
     WeightedRoundRobin,
     /// Earliest delivery by `rate` (and one-way delay when known).
     Rate,
+    /// Earliest delivery by rates and delays learned from the receiver's reports; `rate`
+    /// keys are optional starting points.
+    Adaptive,
 }
 
 impl SchedulerKind {
-    pub const NAMES: &'static str = "rr | wrr | rate";
+    pub const NAMES: &'static str = "rr | wrr | rate | adaptive";
 
     pub fn name(self) -> &'static str {
         match self {
             SchedulerKind::RoundRobin => "rr",
             SchedulerKind::WeightedRoundRobin => "wrr",
             SchedulerKind::Rate => "rate",
+            SchedulerKind::Adaptive => "adaptive",
         }
     }
 }
@@ -102,6 +106,7 @@ impl FromStr for SchedulerKind {
             "rr" | "round-robin" => Ok(SchedulerKind::RoundRobin),
             "wrr" | "weighted-round-robin" => Ok(SchedulerKind::WeightedRoundRobin),
             "rate" => Ok(SchedulerKind::Rate),
+            "adaptive" => Ok(SchedulerKind::Adaptive),
             _ => Err(format!(
                 "unknown scheduler {s:?}, expected one of {}",
                 Self::NAMES
@@ -354,7 +359,7 @@ impl Validator<'_> {
 
     fn connection(&self, raw: RawConnection) -> Result<Connection, ConfigError> {
         let scheduler = match raw.scheduler {
-            None => SchedulerKind::Rate,
+            None => SchedulerKind::Adaptive,
             Some(s) => s
                 .parse()
                 .map_err(|m: String| self.err("connection.scheduler", m))?,
@@ -628,13 +633,14 @@ backup = true
     #[test]
     fn defaults_apply() {
         let c = parse(
-            "[tunnel]\nname='t'\naddresses=['198.19.0.1/24','2001:db8::1/64']\n[[path]]\nname='a'\nlocal='198.18.1.1:1'\nremote='198.18.1.2:1'\nrate='1mbit'\n",
+            "[tunnel]\nname='t'\naddresses=['198.19.0.1/24','2001:db8::1/64']\n[[path]]\nname='a'\nlocal='198.18.1.1:1'\nremote='198.18.1.2:1'\n",
         )
-        .expect("valid");
+        .expect("valid: adaptive needs no rate");
         assert_eq!(c.tunnel.mtu, defaults::MTU);
         assert_eq!(c.tunnel.addresses.len(), 2);
         assert_eq!(c.connection.reorder_window, 512);
-        assert_eq!(c.connection.scheduler, SchedulerKind::Rate);
+        assert_eq!(c.connection.scheduler, SchedulerKind::Adaptive);
+        assert_eq!(c.paths[0].rate_bps, None);
     }
 
     #[test]

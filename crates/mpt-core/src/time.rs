@@ -20,6 +20,10 @@ impl Time {
         Time(us.saturating_mul(1_000))
     }
 
+    pub const fn from_secs(s: u64) -> Self {
+        Time(s.saturating_mul(1_000_000_000))
+    }
+
     pub const fn from_millis(ms: u64) -> Self {
         Time(ms.saturating_mul(1_000_000))
     }

@@ -17,7 +17,7 @@ pub const ACK_LEN: usize = HEADER_LEN + 8;
 pub const REPORT_FIXED_LEN: usize = HEADER_LEN + 4;
 /// Length of one report entry in this version. Receivers accept longer entries (and ignore the
 /// extra bytes) so that later versions can append fields.
-pub const REPORT_ENTRY_LEN: usize = 28;
+pub const REPORT_ENTRY_LEN: usize = 40;
 
 mod field {
     use std::ops::Range;
@@ -41,8 +41,11 @@ mod field {
     pub const E_PACKETS: Range<usize> = 4..8;
     pub const E_BYTES: Range<usize> = 8..16;
     pub const E_LOST: Range<usize> = 16..20;
-    pub const E_OWD: Range<usize> = 20..24;
+    pub const E_OWD_MIN: Range<usize> = 20..24;
     pub const E_JITTER: Range<usize> = 24..28;
+    pub const E_OWD: Range<usize> = 28..32;
+    pub const E_ECHO: Range<usize> = 32..36;
+    pub const E_ECHO_AGE: Range<usize> = 36..40;
 }
 
 /// Bit 4 of byte 0: "sealed" — reserved for the authenticated format of a later version.
@@ -169,10 +172,19 @@ pub struct ReportEntry {
     pub bytes: u64,
     /// Packets found missing from the per-path sequence since the session began (wrapping).
     pub lost: u32,
-    /// Smoothed one-way delay of this path relative to the fastest path seen, microseconds.
-    pub owd_us: u32,
+    /// Smallest one-way delay of this path minus the smallest over all paths, microseconds:
+    /// the path's delay offset.
+    pub owd_min_us: u32,
     /// RFC 3550 interarrival jitter on this path, microseconds.
     pub jitter_us: u32,
+    /// Smoothed one-way delay of this path minus the smallest over all paths, microseconds;
+    /// above `owd_min_us` by the queue building on the path.
+    pub owd_us: u32,
+    /// Send timestamp of the newest data packet received on the path (the sender's clock).
+    pub echo: u32,
+    /// How long before this report that packet arrived, microseconds (`now - echo - age` is
+    /// the sender's RTT sample).
+    pub echo_age_us: u32,
 }
 
 impl ReportEntry {
@@ -185,8 +197,11 @@ impl ReportEntry {
         b[field::E_PACKETS].copy_from_slice(&self.packets.to_be_bytes());
         b[field::E_BYTES].copy_from_slice(&self.bytes.to_be_bytes());
         b[field::E_LOST].copy_from_slice(&self.lost.to_be_bytes());
-        b[field::E_OWD].copy_from_slice(&self.owd_us.to_be_bytes());
+        b[field::E_OWD_MIN].copy_from_slice(&self.owd_min_us.to_be_bytes());
         b[field::E_JITTER].copy_from_slice(&self.jitter_us.to_be_bytes());
+        b[field::E_OWD].copy_from_slice(&self.owd_us.to_be_bytes());
+        b[field::E_ECHO].copy_from_slice(&self.echo.to_be_bytes());
+        b[field::E_ECHO_AGE].copy_from_slice(&self.echo_age_us.to_be_bytes());
     }
 
     fn parse(b: &[u8]) -> ReportEntry {
@@ -197,8 +212,11 @@ impl ReportEntry {
             packets: be32(&b[field::E_PACKETS]),
             bytes: be64(&b[field::E_BYTES]),
             lost: be32(&b[field::E_LOST]),
-            owd_us: be32(&b[field::E_OWD]),
+            owd_min_us: be32(&b[field::E_OWD_MIN]),
             jitter_us: be32(&b[field::E_JITTER]),
+            owd_us: be32(&b[field::E_OWD]),
+            echo: be32(&b[field::E_ECHO]),
+            echo_age_us: be32(&b[field::E_ECHO_AGE]),
         }
     }
 }
@@ -597,8 +615,12 @@ mod tests {
 
     prop_compose! {
         fn any_entry()(path: u8, flags: u8, path_seq: u16, packets: u32, bytes: u64, lost: u32,
-                       owd_us: u32, jitter_us: u32) -> ReportEntry {
-            ReportEntry { path: PathId(path), flags, path_seq, packets, bytes, lost, owd_us, jitter_us }
+                       owd_min_us: u32, jitter_us: u32, owd_us: u32, echo: u32, echo_age_us: u32)
+            -> ReportEntry {
+            ReportEntry {
+                path: PathId(path), flags, path_seq, packets, bytes, lost, owd_min_us, jitter_us,
+                owd_us, echo, echo_age_us,
+            }
         }
     }
 

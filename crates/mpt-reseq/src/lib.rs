@@ -19,6 +19,7 @@
 #![forbid(unsafe_code)]
 
 mod bitmap;
+pub mod feedback;
 mod reorder;
 mod stats;
 
@@ -432,6 +433,8 @@ impl<P> Resequencer<P> {
         }
         ps.expected_path_seq = Some(meta.path_seq.wrapping_add(1));
         st.highest_path_seq = Some(meta.path_seq);
+        st.last_sent_us = Some(meta.sent_us);
+        st.last_arrival = Some(now);
 
         let transit = now.wire_micros().wrapping_sub(meta.sent_us);
         if let Some(prev) = ps.last_transit {

@@ -293,6 +293,10 @@ pub struct PathStats {
     pub fences: u64,
     /// The newest `path_seq` received on the path (paths are FIFO, so also the highest).
     pub highest_path_seq: Option<u16>,
+    /// Send timestamp (sender's clock, µs) and arrival time of the newest data packet, echoed
+    /// in reports so the sender can measure the RTT.
+    pub last_sent_us: Option<u32>,
+    pub last_arrival: Option<mpt_core::Time>,
     /// RFC 3550 interarrival jitter, microseconds.
     pub jitter_us: f64,
     /// Smoothed (EWMA 1/16) relative one-way delay, microseconds, minus the smallest delay seen

@@ -11,14 +11,19 @@
 //! `select` returns `None` and the caller drops (and counts) the packet.
 #![forbid(unsafe_code)]
 
+mod adaptive;
+mod estimator;
 mod paths;
 mod rate;
 mod rr;
 mod wrr;
 
 use mpt_core::config::SchedulerKind;
+use mpt_core::wire::ReportEntry;
 use mpt_core::{PathId, Time};
 
+pub use adaptive::AdaptiveScheduler;
+pub use estimator::{Estimator, PathEstimate};
 pub use paths::PathSet;
 pub use rate::RateScheduler;
 pub use rr::RoundRobin;
@@ -45,17 +50,6 @@ impl PathSpec {
     }
 }
 
-/// What the receiver told us about one path (from a receiver report or keepalive RTT).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct PathFeedback {
-    /// One-way delay of this path relative to the fastest path, microseconds.
-    pub owd_us: Option<u32>,
-    /// Delivery rate the receiver measured, bits per second.
-    pub rate_bps: Option<u64>,
-    /// Fraction of packets lost in the last interval, parts per million.
-    pub loss_ppm: Option<u32>,
-}
-
 /// A path scheduler. See the crate documentation for the contract.
 pub trait Scheduler: Send + std::fmt::Debug {
     /// The algorithm's config name.
@@ -70,11 +64,17 @@ pub trait Scheduler: Send + std::fmt::Debug {
     /// `path` went up (`true`) or down (`false`).
     fn on_path_state(&mut self, now: Time, path: PathId, up: bool);
 
-    /// The receiver reported on `path`.
-    fn on_report(&mut self, _now: Time, _path: PathId, _feedback: &PathFeedback) {}
+    /// The receiver reported on `path` (cumulative counters and delay figures, see
+    /// `docs/protocol.md`).
+    fn on_report(&mut self, _now: Time, _path: PathId, _report: &ReportEntry) {}
 
     /// Whether `path` is up as far as the scheduler knows.
     fn is_up(&self, path: PathId) -> bool;
+
+    /// The rate the scheduler currently assumes for `path`, when it learns rates.
+    fn learned_rate(&self, _path: PathId) -> Option<u64> {
+        None
+    }
 }
 
 /// Build the scheduler named in the config for `paths` (all initially up).
@@ -86,6 +86,7 @@ pub fn build(kind: SchedulerKind, paths: &[PathSpec]) -> Box<dyn Scheduler> {
         SchedulerKind::RoundRobin => Box::new(RoundRobin::new(paths)),
         SchedulerKind::WeightedRoundRobin => Box::new(WeightedRoundRobin::new(paths)),
         SchedulerKind::Rate => Box::new(RateScheduler::new(paths)),
+        SchedulerKind::Adaptive => Box::new(AdaptiveScheduler::new(paths)),
     }
 }
 

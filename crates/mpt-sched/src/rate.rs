@@ -1,7 +1,9 @@
 use mpt_core::{PathId, Time};
 
 use crate::paths::bits;
-use crate::{PathFeedback, PathSet, PathSpec, Scheduler};
+use mpt_core::wire::ReportEntry;
+
+use crate::{PathSet, PathSpec, Scheduler};
 
 /// Rate-aware earliest-delivery scheduler, after the Bandwidth-Aware and On-Demand schedulers
 /// of the real-time CMT literature.
@@ -42,6 +44,13 @@ impl RateScheduler {
                 .map(|p| ns_per_byte(p.rate_bps.unwrap_or(u64::from(p.weight) * 1_000_000)))
                 .collect(),
             owd: vec![0; paths.len()],
+        }
+    }
+
+    /// Set a path's one-way-delay offset (above the fastest path), microseconds.
+    pub fn set_owd(&mut self, path: PathId, owd_us: u32) {
+        if let Some(slot) = self.owd.get_mut(path.index()) {
+            *slot = u64::from(owd_us) * 1_000;
         }
     }
 
@@ -97,10 +106,8 @@ impl Scheduler for RateScheduler {
         self.paths.set_up(path, up);
     }
 
-    fn on_report(&mut self, _now: Time, path: PathId, feedback: &PathFeedback) {
-        if let (Some(owd), Some(slot)) = (feedback.owd_us, self.owd.get_mut(path.index())) {
-            *slot = u64::from(owd) * 1_000;
-        }
+    fn on_report(&mut self, _now: Time, path: PathId, report: &ReportEntry) {
+        self.set_owd(path, report.owd_min_us);
     }
 
     fn is_up(&self, path: PathId) -> bool {
@@ -115,11 +122,12 @@ mod tests {
     use crate::WeightedRoundRobin;
 
     fn report_owd(s: &mut RateScheduler, path: PathId, owd_us: u32) {
-        let fb = PathFeedback {
-            owd_us: Some(owd_us),
+        let report = ReportEntry {
+            path,
+            owd_min_us: owd_us,
             ..Default::default()
         };
-        s.on_report(Time::ZERO, path, &fb);
+        s.on_report(Time::ZERO, path, &report);
     }
 
     fn specs(rates_kbit: &[u64]) -> Vec<PathSpec> {

@@ -1,0 +1,145 @@
+//! When the receiver sends its next report: within a share of the bandwidth it receives,
+//! adapting that share to how steady the paths are (MPMTP-AR's feedback rule).
+//!
+//! A report is due once the data received since the previous one is large enough that the
+//! report costs at most `fraction` of it (1–5 %, starting at 2.5 %), but never sooner than
+//! [`MIN_INTERVAL`] and, while data flows, never later than [`MAX_INTERVAL`] (so every path is
+//! reported at least once a second). Nothing is sent while nothing arrives. Every third report
+//! the fraction shrinks by 7 % if every path's delivery ratio moved by at most 0.05 since the
+//! last adjustment, and grows by 7 % otherwise.
+
+use std::time::Duration;
+
+use mpt_core::Time;
+
+pub const DEFAULT_FRACTION: f64 = 0.025;
+pub const MIN_FRACTION: f64 = 0.01;
+pub const MAX_FRACTION: f64 = 0.05;
+pub const MIN_INTERVAL: Duration = Duration::from_millis(20);
+pub const MAX_INTERVAL: Duration = Duration::from_secs(1);
+/// Reports between adjustments of the fraction.
+pub const ADJUST_EVERY: u32 = 3;
+/// Change of a path's delivery ratio that counts as "changing".
+pub const STEADY_DELTA: f64 = 0.05;
+
+/// Paces receiver reports (sans-IO).
+#[derive(Debug, Clone)]
+pub struct ReportPacer {
+    fraction: f64,
+    last_at: Option<Time>,
+    bytes_at_last: u64,
+    reports: u32,
+    /// Per path: (packets, lost) at the last adjustment, and the delivery ratio then.
+    at_adjust: Vec<(u64, u64, f64)>,
+}
+
+impl Default for ReportPacer {
+    fn default() -> Self {
+        ReportPacer {
+            fraction: DEFAULT_FRACTION,
+            last_at: None,
+            bytes_at_last: 0,
+            reports: 0,
+            at_adjust: Vec::new(),
+        }
+    }
+}
+
+impl ReportPacer {
+    /// The current share of received bandwidth spent on reports.
+    pub fn fraction(&self) -> f64 {
+        self.fraction
+    }
+
+    /// Whether a report of `report_bytes` (on the wire) is due at `now`, `rx_bytes` having been
+    /// received in all since the start.
+    pub fn due(&self, now: Time, rx_bytes: u64, report_bytes: usize) -> bool {
+        let new = rx_bytes.saturating_sub(self.bytes_at_last);
+        if new == 0 {
+            return false;
+        }
+        let Some(last) = self.last_at else {
+            return true;
+        };
+        let dt = now - last;
+        if dt < MIN_INTERVAL {
+            return false;
+        }
+        dt >= MAX_INTERVAL || new as f64 * self.fraction >= report_bytes as f64
+    }
+
+    /// A report went out at `now`; `paths` are the cumulative (packets received, packets
+    /// lost) per path.
+    pub fn sent(&mut self, now: Time, rx_bytes: u64, paths: &[(u64, u64)]) {
+        self.last_at = Some(now);
+        self.bytes_at_last = rx_bytes;
+        self.reports += 1;
+        if self.at_adjust.len() != paths.len() {
+            self.at_adjust = paths.iter().map(|&(p, l)| (p, l, 1.0)).collect();
+            return;
+        }
+        if self.reports % ADJUST_EVERY != 0 {
+            return;
+        }
+        let mut changing = false;
+        for (slot, &(p, l)) in self.at_adjust.iter_mut().zip(paths) {
+            let (dp, dl) = (p.saturating_sub(slot.0), l.saturating_sub(slot.1));
+            if dp + dl == 0 {
+                continue; // nothing on this path: no evidence either way
+            }
+            let ratio = dp as f64 / (dp + dl) as f64;
+            changing |= (ratio - slot.2).abs() > STEADY_DELTA;
+            *slot = (p, l, ratio);
+        }
+        let step = if changing { 1.07 } else { 0.93 };
+        self.fraction = (self.fraction * step).clamp(MIN_FRACTION, MAX_FRACTION);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spends_the_budget_and_no_more() {
+        let mut p = ReportPacer::default();
+        assert!(
+            !p.due(Time::ZERO, 0, 200),
+            "nothing received, nothing to report"
+        );
+        assert!(p.due(Time::ZERO, 1, 200), "the first data is reported");
+        p.sent(Time::ZERO, 1, &[(1, 0)]);
+        // 200-byte reports at 2.5 %: one per 8000 bytes received.
+        assert!(!p.due(Time::from_millis(30), 7_000, 200));
+        assert!(p.due(Time::from_millis(30), 8_001, 200));
+        // Never sooner than 20 ms, however much arrives.
+        assert!(!p.due(Time::from_millis(10), 1_000_000, 200));
+        // At least once a second while data flows, never while it does not.
+        assert!(p.due(Time::from_millis(1000), 2, 200));
+        assert!(!p.due(Time::from_secs(5), 1, 200));
+    }
+
+    #[test]
+    fn steady_paths_shrink_the_share_changing_ones_grow_it() {
+        let mut p = ReportPacer::default();
+        p.sent(Time::ZERO, 0, &[(0, 0)]);
+        let mut t = 0;
+        let mut packets = 0;
+        // 0.025 · 0.93^n reaches 0.01 after 13 adjustments, i.e. 39 reports.
+        for _ in 0..45 {
+            t += 100;
+            packets += 100;
+            p.sent(Time::from_millis(t), packets, &[(packets, 0)]);
+        }
+        assert_eq!(p.fraction(), MIN_FRACTION);
+        let mut lost = 0;
+        for k in 0..30 {
+            t += 100;
+            packets += 100;
+            lost += if k % 6 < 3 { 50 } else { 0 }; // delivery ratio swings between 2/3 and 1
+            p.sent(Time::from_millis(t), packets, &[(packets, lost)]);
+        }
+        assert!(p.fraction() > MIN_FRACTION * 1.5, "{}", p.fraction());
+        assert!(p.fraction() <= MAX_FRACTION);
+    }
+}
