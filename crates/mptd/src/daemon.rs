@@ -22,8 +22,9 @@ use anyhow::{Context, Result};
 use mpt_core::config::{Config, PathConfig};
 use mpt_core::wire::{self, AckRepr, Datagram, HeaderRepr, Kind, Report, ReportEntry, HEADER_LEN};
 use mpt_core::{PathId, Time};
+use mpt_reseq::feedback::ReportPacer;
 use mpt_reseq::{PacketMeta, Resequencer};
-use mpt_sched::{PathFeedback, PathSpec, Scheduler};
+use mpt_sched::{PathSpec, Scheduler};
 use tokio::io::ReadBuf;
 use tokio::net::UdpSocket;
 use tracing::{debug, info, warn};
@@ -31,8 +32,8 @@ use tracing::{debug, info, warn};
 use crate::clock::Clock;
 use crate::status::{Drops, PathStatus, PeerReport, ReseqStatus, Status, TunnelStatus};
 
-/// How often a receiver report goes to the peer while data arrives.
-pub const REPORT_INTERVAL: Duration = Duration::from_secs(1);
+/// How often the report task asks the pacer whether a report is due.
+const REPORT_TICK: Duration = Duration::from_millis(10);
 /// Datagrams a path must deliver, over at least one keepalive interval, before a path that
 /// was down is used again (hold-down against flapping).
 const RECOVER_DATAGRAMS: u32 = 3;
@@ -50,6 +51,8 @@ pub struct Shared {
     pub drops: Drops,
     tx_packets: AtomicU64,
     tx_bytes: AtomicU64,
+    /// Bytes of receiver reports sent (outer headers included).
+    report_bytes: AtomicU64,
 }
 
 /// One path's socket and send-side counters.
@@ -108,8 +111,23 @@ struct RxState {
     live: Vec<Liveness>,
     peer_reports: Vec<Option<(Time, ReportEntry)>>,
     delivered: u64,
-    /// `reseq` packet count at the last report, to stay quiet when nothing arrives.
-    reported_packets: u64,
+    pacer: ReportPacer,
+}
+
+impl PathIo {
+    /// Fold an RTT sample (µs) into the smoothed RTT; absurd values are ignored.
+    fn rtt_sample(&self, rtt: u32) {
+        if rtt >= 60_000_000 {
+            return;
+        }
+        let old = self.srtt_us.load(Relaxed);
+        let srtt = if old == u64::MAX {
+            u64::from(rtt)
+        } else {
+            (old * 7 + u64::from(rtt)) / 8
+        };
+        self.srtt_us.store(srtt, Relaxed);
+    }
 }
 
 impl std::fmt::Debug for Shared {
@@ -180,13 +198,14 @@ impl Shared {
                     .collect(),
                 peer_reports: vec![None; n],
                 delivered: 0,
-                reported_packets: 0,
+                pacer: ReportPacer::default(),
             }),
             paths,
             tun,
             drops: Drops::default(),
             tx_packets: AtomicU64::new(0),
             tx_bytes: AtomicU64::new(0),
+            report_bytes: AtomicU64::new(0),
             cfg,
         })
     }
@@ -293,13 +312,14 @@ fn fence_header(sh: &Shared, tx: &TxState, kind: Kind, path: PathId, now: Time) 
     }
 }
 
-/// A receiver report every [`REPORT_INTERVAL`] while data arrives, on the path with the
-/// lowest RTT among those that are up.
+/// Receiver reports, paced by [`ReportPacer`] (a share of the received bandwidth, at least one
+/// a second while data arrives), on the path with the lowest RTT among those that are up.
 pub async fn report_task(sh: Arc<Shared>) -> Result<()> {
-    let mut tick = tokio::time::interval(REPORT_INTERVAL);
+    let mut tick = tokio::time::interval(REPORT_TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let n = sh.paths.len();
     let mut entries = Vec::with_capacity(n);
+    let mut counts: Vec<(u64, u64)> = Vec::with_capacity(n);
     let mut buf = vec![0u8; wire::report_len(n)];
     loop {
         tick.tick().await;
@@ -308,12 +328,15 @@ pub async fn report_task(sh: Arc<Shared>) -> Result<()> {
             let mut guard = lock(&sh.rx);
             let rx = &mut *guard;
             let stats = rx.reseq.stats();
-            if stats.total.packets == rx.reported_packets {
+            let rx_bytes = stats.total.bytes;
+            // Outer headers (IPv4) included in the budget.
+            if !rx.pacer.due(now, rx_bytes, wire::report_len(n) + 28) {
                 continue;
             }
-            rx.reported_packets = stats.total.packets;
             entries.clear();
+            counts.clear();
             for (i, ps) in stats.paths.iter().enumerate().take(n) {
+                let clamp = |v: i64| v.clamp(0, i64::from(u32::MAX)) as u32;
                 entries.push(ReportEntry {
                     path: PathId(i as u8),
                     flags: if rx.live[i].state == LinkState::Up {
@@ -325,10 +348,15 @@ pub async fn report_task(sh: Arc<Shared>) -> Result<()> {
                     packets: ps.packets as u32,
                     bytes: ps.bytes,
                     lost: ps.lost as u32,
-                    owd_us: ps.owd_min_us.unwrap_or(0).clamp(0, i64::from(u32::MAX)) as u32,
+                    owd_min_us: clamp(ps.owd_min_us.unwrap_or(0)),
                     jitter_us: ps.jitter_us.max(0.0) as u32,
+                    owd_us: clamp(ps.owd_us.unwrap_or(0.0) as i64),
+                    echo: ps.last_sent_us.unwrap_or(0),
+                    echo_age_us: ps.last_arrival.map_or(0, |a| (now - a).as_micros() as u32),
                 });
+                counts.push((ps.packets, ps.lost));
             }
+            rx.pacer.sent(now, rx_bytes, &counts);
             (0..n)
                 .filter(|&i| rx.live[i].state == LinkState::Up)
                 .min_by_key(|&i| sh.paths[i].srtt_us.load(Relaxed))
@@ -342,6 +370,8 @@ pub async fn report_task(sh: Arc<Shared>) -> Result<()> {
             tx.sched.on_sent(now, p.cfg.id, len + p.overhead);
             len
         };
+        sh.report_bytes
+            .fetch_add((len + p.overhead) as u64, Relaxed);
         sh.send(p, &buf[..len]);
     }
 }
@@ -537,16 +567,7 @@ fn handle_datagram(
         Datagram::KeepaliveAck { echo, hold_us, .. } => {
             rx.reseq
                 .fence(now, h.path, h.seq, h.path_seq, &mut |p| out.push(p));
-            let rtt = now.wire_micros().wrapping_sub(echo).wrapping_sub(hold_us);
-            if rtt < 60_000_000 {
-                let old = path.srtt_us.load(Relaxed);
-                let srtt = if old == u64::MAX {
-                    u64::from(rtt)
-                } else {
-                    (old * 7 + u64::from(rtt)) / 8
-                };
-                path.srtt_us.store(srtt, Relaxed);
-            }
+            path.rtt_sample(now.wire_micros().wrapping_sub(echo).wrapping_sub(hold_us));
         }
         Datagram::Report { report, .. } => {
             rx.reseq
@@ -564,11 +585,14 @@ fn take_report(sh: &Shared, rx: &mut RxState, now: Time, report: &Report<'_>) {
             continue;
         };
         *slot = Some((now, e));
-        let fb = PathFeedback {
-            owd_us: Some(e.owd_us),
-            ..Default::default()
-        };
-        tx.sched.on_report(now, e.path, &fb);
+        tx.sched.on_report(now, e.path, &e);
+        if e.echo != 0 {
+            let rtt = now
+                .wire_micros()
+                .wrapping_sub(e.echo)
+                .wrapping_sub(e.echo_age_us);
+            sh.paths[e.path.index()].rtt_sample(rtt);
+        }
     }
 }
 
@@ -629,6 +653,7 @@ impl Shared {
     pub fn status(&self) -> Status {
         let now = self.clock.now();
         let rx = lock(&self.rx);
+        let tx = lock(&self.tx);
         let st = rx.reseq.stats();
         let t = &st.total;
         let mut drops = self.drops.snapshot();
@@ -661,6 +686,7 @@ impl Shared {
                     rx_bytes: ps.bytes,
                     last_heard_ms: l.last_heard.map(|h| (now - h).as_millis() as u64),
                     rtt_us: (srtt != u64::MAX).then_some(srtt),
+                    rate_bps: tx.sched.learned_rate(p.cfg.id).or(p.cfg.rate_bps),
                     lost: ps.lost,
                     loss_pct: if expected == 0 {
                         0.0
@@ -699,6 +725,8 @@ impl Shared {
                 rx_packets: t.packets,
                 rx_bytes: t.bytes,
                 delivered: rx.delivered,
+                tx_report_bytes: self.report_bytes.load(Relaxed),
+                report_fraction: rx.pacer.fraction(),
                 drops,
                 reseq: ReseqStatus {
                     window: c.reorder_window,

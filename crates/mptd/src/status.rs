@@ -136,6 +136,10 @@ pub struct TunnelStatus {
     pub rx_bytes: u64,
     /// Inner packets written to the TUN device.
     pub delivered: u64,
+    /// Bytes of receiver reports sent (outer headers included): the feedback overhead.
+    pub tx_report_bytes: u64,
+    /// Share of the received bandwidth the report pacer currently spends on reports.
+    pub report_fraction: f64,
     pub drops: DropCounts,
     pub reseq: ReseqStatus,
 }
@@ -183,8 +187,10 @@ pub struct PathStatus {
     pub rx_bytes: u64,
     /// Milliseconds since anything valid arrived on this path.
     pub last_heard_ms: Option<u64>,
-    /// Smoothed round-trip time from keepalives, microseconds.
+    /// Smoothed round-trip time from keepalives and reports, microseconds.
     pub rtt_us: Option<u64>,
+    /// The rate the scheduler assumes for this path (adaptive: learned), bits per second.
+    pub rate_bps: Option<u64>,
     /// Packets lost on the way in (per-path sequence gaps).
     pub lost: u64,
     pub loss_pct: f64,

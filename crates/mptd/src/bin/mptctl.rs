@@ -104,9 +104,14 @@ fn print_status(s: &Status) {
         "  drops: no-path {} send {} tun {} unknown-source {} path-mismatch {} malformed {} duplicate {} late {}",
         d.no_path, d.send_error, d.tun_write_error, d.unknown_source, d.path_mismatch, d.malformed(), d.duplicate, d.late
     );
+    println!(
+        "  reports sent: {} B ({:.2} % of bytes received target)",
+        t.tx_report_bytes,
+        t.report_fraction * 100.0
+    );
     println!();
     println!(
-        "{:<3} {:<10} {:<8} {:>10} {:>12} {:>10} {:>12} {:>9} {:>7} {:>9} {:>9} {:>9}",
+        "{:<3} {:<10} {:<8} {:>10} {:>12} {:>10} {:>12} {:>9} {:>7} {:>9} {:>9} {:>9} {:>10}",
         "id",
         "path",
         "state",
@@ -118,11 +123,12 @@ fn print_status(s: &Status) {
         "loss %",
         "jitter ms",
         "owd ms",
-        "reorder"
+        "reorder",
+        "rate Mbit"
     );
     for p in &s.paths {
         println!(
-            "{:<3} {:<10} {:<8} {:>10} {:>12} {:>10} {:>12} {:>9} {:>7.2} {:>9.2} {:>9.2} {:>9}",
+            "{:<3} {:<10} {:<8} {:>10} {:>12} {:>10} {:>12} {:>9} {:>7.2} {:>9.2} {:>9.2} {:>9} {:>10}",
             p.id,
             p.name,
             p.state,
@@ -135,7 +141,8 @@ fn print_status(s: &Status) {
             p.loss_pct,
             p.jitter_us / 1000.0,
             p.owd_us / 1000.0,
-            p.reordered
+            p.reordered,
+            p.rate_bps.map_or("-".to_owned(), |r| format!("{:.3}", r as f64 / 1e6))
         );
     }
 }
