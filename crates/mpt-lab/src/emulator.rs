@@ -12,6 +12,7 @@
 //! serial link does: use the emulator's `rate_bps` to model one.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -45,6 +46,9 @@ pub struct Link {
     pub device: String,
     pub impair: Impair,
     pub seed: u64,
+    /// While this file exists, the link drops everything (an outage the lab can switch).
+    #[serde(default)]
+    pub outage_flag: Option<std::path::PathBuf>,
 }
 
 /// Create the devices and forward through them until killed.
@@ -59,10 +63,18 @@ pub fn run(links: &[Link]) -> Result<()> {
             .with_context(|| format!("creating TUN device {}", link.device))?;
         let dev = Arc::new(dev);
         let (tx, rx) = mpsc::channel::<(Instant, Vec<u8>)>();
+        let down = Arc::new(AtomicBool::new(false));
+        if let Some(flag) = link.outage_flag.clone() {
+            let down = down.clone();
+            std::thread::spawn(move || loop {
+                down.store(flag.exists(), Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(5));
+            });
+        }
         let reader = {
             let dev = dev.clone();
             let link = link.clone();
-            std::thread::spawn(move || read_loop(&dev, &link, tx))
+            std::thread::spawn(move || read_loop(&dev, &link, &down, tx))
         };
         let writer = std::thread::spawn(move || write_loop(&dev, rx));
         threads.push(reader);
@@ -79,6 +91,7 @@ pub fn run(links: &[Link]) -> Result<()> {
 fn read_loop(
     dev: &tun_rs::SyncDevice,
     link: &Link,
+    down: &AtomicBool,
     tx: mpsc::Sender<(Instant, Vec<u8>)>,
 ) -> Result<()> {
     let mut rng = Rng(link.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
@@ -98,7 +111,8 @@ fn read_loop(
             .recv(&mut buf)
             .with_context(|| format!("reading {}", link.device))?;
         let now = Instant::now();
-        if imp.loss_pct > 0.0 && rng.unit() * 100.0 < imp.loss_pct {
+        if down.load(Ordering::Relaxed) || (imp.loss_pct > 0.0 && rng.unit() * 100.0 < imp.loss_pct)
+        {
             continue;
         }
         let mut sent = now;

@@ -7,6 +7,7 @@
 //! * [`demo`]: the README's main job.
 #![allow(clippy::disallowed_methods)] // the lab runs real processes on the wall clock
 
+pub mod adaptive;
 pub mod demo;
 pub mod emulator;
 pub mod netns;

@@ -39,10 +39,15 @@ fn run(name: &str, cases: &[u32], out: &std::path::Path) -> anyhow::Result<()> {
     if !mpt_lab::netns::require_root("mpt-lab run") {
         anyhow::bail!("the lab needs root");
     }
-    let suite = scenario::builtin(name)?;
+    let suite = if name == "adaptive" {
+        scenario::builtin("table1")?
+    } else {
+        scenario::builtin(name)?
+    };
     let md = match name {
         "table1" => scenario::run_table1(&suite, cases, out)?,
         "delay" => scenario::run_delay(&suite, out)?,
+        "adaptive" => mpt_lab::adaptive::run_adaptive(out)?,
         _ if suite.case.iter().all(|c| c.ftp_mb.is_some()) => {
             scenario::run_table1(&suite, cases, out)?
         }

@@ -8,9 +8,11 @@
 //! * Without impairments a path is one veth pair: `198.18.(i+1).1` (a) — `198.18.(i+1).2` (b).
 //! * When any path has a delay, jitter or loss, every path goes through a third namespace `r`
 //!   that routes it through the userspace link emulator ([`crate::emulator`]):
-//!   `198.18.(i+1).1` (a) — r — `198.18.(101+i).2` (b). Everything the lab creates — the
-//! namespaces (and with them their links) and every process it started — is removed when the
-//! [`Lab`] is dropped, also when a test fails. Processes are stopped by their own pid only.
+//!   `198.18.(i+1).1` (a) — r — `198.18.(101+i).2` (b).
+//!
+//! Everything the lab creates — the namespaces (and with them their links) and every process
+//! it started — is removed when the [`Lab`] is dropped, also when a test fails. Processes are
+//! stopped by their own pid only.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -172,6 +174,8 @@ pub struct TunnelOpts {
     pub keepalive_ms: u64,
     pub dead_ms: u64,
     pub mtu: u16,
+    /// Write each path's `rate` and `weight` (false: leave them for `adaptive` to learn).
+    pub configure_rates: bool,
 }
 
 impl Default for TunnelOpts {
@@ -183,6 +187,7 @@ impl Default for TunnelOpts {
             keepalive_ms: 100,
             dead_ms: 500,
             mtu: 1400,
+            configure_rates: true,
         }
     }
 }
@@ -329,11 +334,13 @@ impl Lab {
                         device: format!("e{i}ab"),
                         impair: p.ab,
                         seed: 2 * i as u64 + 1,
+                        outage_flag: Some(self.outage_flag(i)),
                     },
                     crate::emulator::Link {
                         device: format!("e{i}ba"),
                         impair: p.ba,
                         seed: 2 * i as u64 + 2,
+                        outage_flag: Some(self.outage_flag(i)),
                     },
                 ]
             })
@@ -420,12 +427,15 @@ impl Lab {
             let weight = (rate / unit).clamp(1, 10_000);
             writeln!(
                 c,
-                "[[path]]\nname = \"p{i}\"\ninterface = \"{}\"\nlocal = \"{}:4754\"\nremote = \"{}:4754\"\nweight = {}\nrate = {rate}\n",
+                "[[path]]\nname = \"p{i}\"\ninterface = \"{}\"\nlocal = \"{}:4754\"\nremote = \"{}:4754\"",
                 Self::link(i),
                 self.path_addr(side, i),
                 self.path_addr(side.other(), i),
-                weight,
             )?;
+            if o.configure_rates {
+                writeln!(c, "weight = {weight}\nrate = {rate}")?;
+            }
+            c.push('\n');
         }
         let path = self.dir.join(format!("{}.toml", self.ns(side)));
         std::fs::write(&path, c)?;
@@ -646,6 +656,24 @@ impl Lab {
                     String::from_utf8_lossy(&out.stderr)
                 )
             })
+    }
+
+    fn outage_flag(&self, i: usize) -> PathBuf {
+        self.dir.join(format!("outage-{i}"))
+    }
+
+    /// Make path `i` drop everything in both directions (`on`), or carry traffic again.
+    /// Only in an emulated lab.
+    pub fn set_outage(&self, i: usize, on: bool) -> Result<()> {
+        if !self.emulated {
+            bail!("outages need the emulator (a lab with impairments)");
+        }
+        if on {
+            std::fs::write(self.outage_flag(i), b"")?;
+        } else {
+            let _ = std::fs::remove_file(self.outage_flag(i));
+        }
+        Ok(())
     }
 
     /// Start vsftpd on `side`'s tunnel address (port 2121) serving an anonymous root that

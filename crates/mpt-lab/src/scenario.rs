@@ -142,14 +142,17 @@ pub fn load(path: &Path) -> Result<Suite> {
     toml::from_str(&text).with_context(|| format!("{}", path.display()))
 }
 
+/// Status snapshots with their time in seconds since sampling began.
+pub(crate) type Samples = Vec<(f64, Status)>;
+
 /// Samples a daemon's status every `every` on a thread until stopped.
-struct Sampler {
+pub(crate) struct Sampler {
     stop: Arc<AtomicBool>,
     handle: std::thread::JoinHandle<Vec<(f64, Status)>>,
 }
 
 impl Sampler {
-    fn start(socket: PathBuf, every: Duration) -> Sampler {
+    pub(crate) fn start(socket: PathBuf, every: Duration) -> Sampler {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let handle = std::thread::spawn(move || {
@@ -169,7 +172,7 @@ impl Sampler {
         Sampler { stop, handle }
     }
 
-    fn finish(self) -> Vec<(f64, Status)> {
+    pub(crate) fn finish(self) -> Vec<(f64, Status)> {
         self.stop.store(true, Ordering::Relaxed);
         self.handle.join().unwrap_or_default()
     }
@@ -177,7 +180,7 @@ impl Sampler {
 
 /// Per-path and tunnel throughput over time from status samples, as CSV
 /// (`t,tunnel,path0,path1,…` in kbit/s; tunnel = inner bytes, paths = datagram bytes).
-fn throughput_csv(samples: &[(f64, Status)]) -> String {
+pub(crate) fn throughput_csv(samples: &[(f64, Status)]) -> String {
     let mut csv = String::new();
     let Some((_, first)) = samples.first() else {
         return csv;
@@ -206,7 +209,7 @@ fn throughput_csv(samples: &[(f64, Status)]) -> String {
 }
 
 /// Draw `csv` (first column x, the rest series) into a PNG with gnuplot, if it is installed.
-fn plot(csv_path: &Path, png: &Path, title: &str, ylabel: &str) {
+pub(crate) fn plot(csv_path: &Path, png: &Path, title: &str, ylabel: &str) {
     let Ok(text) = std::fs::read_to_string(csv_path) else {
         return;
     };
@@ -242,7 +245,7 @@ fn plot(csv_path: &Path, png: &Path, title: &str, ylabel: &str) {
     }
 }
 
-fn write(out: &Path, name: &str, text: &str) -> Result<PathBuf> {
+pub(crate) fn write(out: &Path, name: &str, text: &str) -> Result<PathBuf> {
     std::fs::create_dir_all(out)?;
     let p = out.join(name);
     std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))?;
@@ -250,7 +253,7 @@ fn write(out: &Path, name: &str, text: &str) -> Result<PathBuf> {
 }
 
 /// iperf3 TCP on every path alone, all at once; goodput per path in bit/s.
-fn paths_alone(lab: &mut Lab, secs: u64) -> Result<Vec<f64>> {
+pub(crate) fn paths_alone(lab: &mut Lab, secs: u64) -> Result<Vec<f64>> {
     let targets: Vec<(String, u16)> = (0..lab.paths.len())
         .map(|i| (lab.path_addr(Side::B, i), 5300 + i as u16))
         .collect();
@@ -261,7 +264,7 @@ fn paths_alone(lab: &mut Lab, secs: u64) -> Result<Vec<f64>> {
         .collect())
 }
 
-fn f(v: Option<f64>, digits: usize) -> String {
+pub(crate) fn f(v: Option<f64>, digits: usize) -> String {
     v.map_or("—".into(), |x| format!("{x:.digits$}"))
 }
 
@@ -296,39 +299,7 @@ pub fn run_table1(suite: &Suite, only: &[u32], out: &Path) -> Result<String> {
             ..TunnelOpts::default()
         };
         lab.start_tunnel(&opts)?;
-        let ftp = lab.ftp_server(Side::B, mb * 1024 * 1024)?;
-        let sampler = Sampler::start(lab.control_socket(Side::B), Duration::from_millis(500));
-        let o = lab
-            .cmd(Side::A, "curl")
-            .args([
-                "-sS",
-                "--max-time",
-                "300",
-                "-o",
-                "/dev/null",
-                "-w",
-                "%{time_total} %{size_download}",
-            ])
-            .arg(format!("{}/random.bin", ftp.url))
-            .output()?;
-        let samples = sampler.finish();
-        if !o.status.success() {
-            bail!(
-                "case {}: download failed: {}",
-                c.id,
-                String::from_utf8_lossy(&o.stderr)
-            );
-        }
-        let text = String::from_utf8_lossy(&o.stdout);
-        let mut it = text.split_whitespace();
-        let time: f64 = it
-            .next()
-            .and_then(|v| v.parse().ok())
-            .context("curl time")?;
-        let size: f64 = it
-            .next()
-            .and_then(|v| v.parse().ok())
-            .context("curl size")?;
+        let (time, size, samples) = ftp_download(&mut lab, mb)?;
         let kib_s = size / time / 1024.0;
         let alone_sum: f64 = alone.iter().sum();
         let eff = 100.0 * (size * 8.0 / time) / alone_sum;
@@ -397,28 +368,64 @@ pub fn run_table1(suite: &Suite, only: &[u32], out: &Path) -> Result<String> {
     Ok(md)
 }
 
-/// One UDP stream run; returns the row's figures.
-#[derive(Debug, Clone, Default)]
-struct StreamResult {
-    kbit: f64,
-    jitter_ms: f64,
-    loss_pct: f64,
-    reordered_pct: f64,
-    packets: u64,
-    mptd_reordered: u64,
-    hold_p99_ms: f64,
-    occupancy: String,
-    hold: String,
+/// Serve `mb` MiB from B over the tunnel, download it on A with curl while sampling B's
+/// status every 500 ms; returns (seconds, bytes, samples).
+pub(crate) fn ftp_download(lab: &mut Lab, mb: u64) -> Result<(f64, f64, Samples)> {
+    let ftp = lab.ftp_server(Side::B, mb * 1024 * 1024)?;
+    let sampler = Sampler::start(lab.control_socket(Side::B), Duration::from_millis(500));
+    let o = lab
+        .cmd(Side::A, "curl")
+        .args([
+            "-sS",
+            "--max-time",
+            "300",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{time_total} %{size_download}",
+        ])
+        .arg(format!("{}/random.bin", ftp.url))
+        .output()?;
+    let samples = sampler.finish();
+    lab.reap(ftp.pid);
+    if !o.status.success() {
+        bail!("download failed: {}", String::from_utf8_lossy(&o.stderr));
+    }
+    let text = String::from_utf8_lossy(&o.stdout);
+    let mut it = text.split_whitespace();
+    let time: f64 = it
+        .next()
+        .and_then(|v| v.parse().ok())
+        .context("curl time")?;
+    let size: f64 = it
+        .next()
+        .and_then(|v| v.parse().ok())
+        .context("curl size")?;
+    Ok((time, size, samples))
 }
 
-fn stream_run(
+/// One UDP stream run; returns the row's figures.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StreamResult {
+    pub(crate) kbit: f64,
+    pub(crate) jitter_ms: f64,
+    pub(crate) loss_pct: f64,
+    pub(crate) reordered_pct: f64,
+    pub(crate) packets: u64,
+    pub(crate) mptd_reordered: u64,
+    pub(crate) hold_p99_ms: f64,
+    pub(crate) occupancy: String,
+    pub(crate) hold: String,
+}
+
+pub(crate) fn stream_run(
     lab: &mut Lab,
     suite: &Suite,
     c: &Case,
     opts: &TunnelOpts,
     port: u16,
     jitter_csv: &Path,
-) -> Result<StreamResult> {
+) -> Result<(StreamResult, Status)> {
     let kbit = c
         .udp_kbit
         .with_context(|| format!("case {} has no udp_kbit", c.id))?;
@@ -468,7 +475,7 @@ fn stream_run(
     }
     std::fs::write(jitter_csv, series)?;
     let r = &st.tunnel.reseq;
-    Ok(StreamResult {
+    let result = StreamResult {
         kbit: rcv["bits_per_second"].as_f64().unwrap_or(0.0) / 1000.0,
         jitter_ms: rcv["jitter_ms"].as_f64().unwrap_or(f64::NAN),
         loss_pct: rcv["lost_percent"].as_f64().unwrap_or(f64::NAN),
@@ -491,7 +498,8 @@ fn stream_run(
             r.hold_p99_us as f64 / 1e3,
             r.hold_max_us as f64 / 1e3
         ),
-    })
+    };
+    Ok((result, st))
 }
 
 /// The variants each Table II case runs: (scheduler, resequencing on).
@@ -550,7 +558,7 @@ pub fn run_table2(suite: &Suite, only: &[u32], out: &Path) -> Result<String> {
             std::fs::create_dir_all(out)?;
             let jcsv = out.join(format!("{tag}-jitter.csv"));
             port += 1;
-            let r = stream_run(&mut lab, suite, c, &opts, port, &jcsv)?;
+            let (r, _) = stream_run(&mut lab, suite, c, &opts, port, &jcsv)?;
             plot(
                 &jcsv,
                 &out.join(format!("{tag}-jitter.png")),
@@ -631,7 +639,7 @@ pub fn run_delay(suite: &Suite, out: &Path) -> Result<String> {
             port += 1;
             let jcsv = out.join(format!("delay-case{}-{sched}-jitter.csv", c.id));
             std::fs::create_dir_all(out)?;
-            let r = stream_run(&mut lab, suite, c, &opts, port, &jcsv)?;
+            let (r, _) = stream_run(&mut lab, suite, c, &opts, port, &jcsv)?;
             let delays: Vec<String> = c.delay_ms.iter().map(|d| format!("{d} ms")).collect();
             let _ = writeln!(
                 md,
