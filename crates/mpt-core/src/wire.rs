@@ -17,7 +17,7 @@ pub const ACK_LEN: usize = HEADER_LEN + 8;
 pub const REPORT_FIXED_LEN: usize = HEADER_LEN + 4;
 /// Length of one report entry in this version. Receivers accept longer entries (and ignore the
 /// extra bytes) so that later versions can append fields.
-pub const REPORT_ENTRY_LEN: usize = 40;
+pub const REPORT_ENTRY_LEN: usize = 44;
 
 mod field {
     use std::ops::Range;
@@ -46,6 +46,8 @@ mod field {
     pub const E_OWD: Range<usize> = 28..32;
     pub const E_ECHO: Range<usize> = 32..36;
     pub const E_ECHO_AGE: Range<usize> = 36..40;
+    pub const E_OWD_MIN_LEN: Range<usize> = 40..42;
+    pub const E_RESERVED: Range<usize> = 42..44;
 }
 
 /// Bit 4 of byte 0: "sealed" — reserved for the authenticated format of a later version.
@@ -185,6 +187,9 @@ pub struct ReportEntry {
     /// How long before this report that packet arrived, microseconds (`now - echo - age` is
     /// the sender's RTT sample).
     pub echo_age_us: u32,
+    /// Inner length of the packet that saw `owd_min_us`: its serialisation at the path's rate
+    /// is part of that delay, so the sender can take it out.
+    pub owd_min_len: u16,
 }
 
 impl ReportEntry {
@@ -202,6 +207,8 @@ impl ReportEntry {
         b[field::E_OWD].copy_from_slice(&self.owd_us.to_be_bytes());
         b[field::E_ECHO].copy_from_slice(&self.echo.to_be_bytes());
         b[field::E_ECHO_AGE].copy_from_slice(&self.echo_age_us.to_be_bytes());
+        b[field::E_OWD_MIN_LEN].copy_from_slice(&self.owd_min_len.to_be_bytes());
+        b[field::E_RESERVED].fill(0);
     }
 
     fn parse(b: &[u8]) -> ReportEntry {
@@ -217,6 +224,7 @@ impl ReportEntry {
             owd_us: be32(&b[field::E_OWD]),
             echo: be32(&b[field::E_ECHO]),
             echo_age_us: be32(&b[field::E_ECHO_AGE]),
+            owd_min_len: be16(&b[field::E_OWD_MIN_LEN]),
         }
     }
 }
@@ -615,11 +623,12 @@ mod tests {
 
     prop_compose! {
         fn any_entry()(path: u8, flags: u8, path_seq: u16, packets: u32, bytes: u64, lost: u32,
-                       owd_min_us: u32, jitter_us: u32, owd_us: u32, echo: u32, echo_age_us: u32)
+                       owd_min_us: u32, jitter_us: u32, owd_us: u32, echo: u32, echo_age_us: u32,
+                       owd_min_len: u16)
             -> ReportEntry {
             ReportEntry {
                 path: PathId(path), flags, path_seq, packets, bytes, lost, owd_min_us, jitter_us,
-                owd_us, echo, echo_age_us,
+                owd_us, echo, echo_age_us, owd_min_len,
             }
         }
     }

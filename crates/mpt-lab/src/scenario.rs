@@ -61,6 +61,12 @@ pub struct Case {
     /// UDP stream of this many kbit/s.
     #[serde(default)]
     pub udp_kbit: Option<u64>,
+    /// Datagram payload bytes for this case (default: the suite's).
+    #[serde(default)]
+    pub datagram: Option<usize>,
+    /// A label shown instead of the id (e.g. "17b").
+    #[serde(default)]
+    pub label: Option<String>,
     /// The paper's figures for this case.
     #[serde(default)]
     pub paper: Option<toml::Table>,
@@ -111,6 +117,11 @@ impl Case {
             Some(v) => v.to_string(),
             None => "—".into(),
         }
+    }
+
+    /// The case's label, or its id.
+    pub fn name(&self) -> String {
+        self.label.clone().unwrap_or_else(|| self.id.to_string())
     }
 
     fn rates_label(&self) -> String {
@@ -430,7 +441,7 @@ pub(crate) fn stream_run(
         .udp_kbit
         .with_context(|| format!("case {} has no udp_kbit", c.id))?;
     let secs = suite.duration_s.unwrap_or(20);
-    let len = suite.datagram.unwrap_or(160);
+    let len = c.datagram.or(suite.datagram).unwrap_or(160);
     lab.start_tunnel(opts)?;
     let v = lab.iperf3(
         Side::A,
@@ -552,7 +563,7 @@ pub fn run_table2(suite: &Suite, only: &[u32], out: &Path) -> Result<String> {
             };
             let tag = format!(
                 "table2-case{}-{sched}-{}",
-                c.id,
+                c.name(),
                 if reseq { "reseq" } else { "noreseq" }
             );
             std::fs::create_dir_all(out)?;
@@ -572,7 +583,7 @@ pub fn run_table2(suite: &Suite, only: &[u32], out: &Path) -> Result<String> {
             let _ = writeln!(
                 md,
                 "| {} | {} | {} | {sched} | {} | {} / {:.2} | {} / {:.2} | {} / {:.2} | {} / **{:.2}** | {} | {:.1} |",
-                c.id,
+                c.name(),
                 c.rates_label(),
                 c.udp_kbit.unwrap_or(0),
                 if reseq { "on" } else { "off" },
@@ -590,7 +601,7 @@ pub fn run_table2(suite: &Suite, only: &[u32], out: &Path) -> Result<String> {
             let _ = writeln!(
                 csv,
                 "{},{},{},{sched},{},{:.2},{:.3},{:.3},{:.3},{},{},{:.2}",
-                c.id,
+                c.name(),
                 c.rates_label(),
                 c.udp_kbit.unwrap_or(0),
                 reseq,

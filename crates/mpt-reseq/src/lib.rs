@@ -101,6 +101,8 @@ struct PathState {
     owd_valid: bool,
     owd_last: i64,
     owd_min: i64,
+    /// Length of the packet that saw `owd_min`: its serialisation is part of that delay.
+    owd_min_len: usize,
     owd_ewma: f64,
 }
 
@@ -447,11 +449,15 @@ impl<P> Resequencer<P> {
         let rel = i64::from(seq_diff(transit, base));
         ps.owd_last = rel;
         if ps.owd_valid {
-            ps.owd_min = ps.owd_min.min(rel);
+            if rel < ps.owd_min {
+                ps.owd_min = rel;
+                ps.owd_min_len = meta.len;
+            }
             ps.owd_ewma += (rel as f64 - ps.owd_ewma) / 16.0;
         } else {
             ps.owd_valid = true;
             ps.owd_min = rel;
+            ps.owd_min_len = meta.len;
             ps.owd_ewma = rel as f64;
         }
         if rel < self.owd_min {
@@ -470,6 +476,7 @@ impl<P> Resequencer<P> {
     fn export_owd(ps: &PathState, st: &mut PathStats, global_min: i64) {
         st.owd_us = Some(ps.owd_ewma - global_min as f64);
         st.owd_min_us = Some(ps.owd_min - global_min);
+        st.owd_min_len = Some(ps.owd_min_len);
         st.owd_last_us = Some(ps.owd_last - global_min);
     }
 

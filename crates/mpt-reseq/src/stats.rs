@@ -305,6 +305,8 @@ pub struct PathStats {
     pub owd_us: Option<f64>,
     /// Smallest relative one-way delay of the path, minus the smallest over all paths.
     pub owd_min_us: Option<i64>,
+    /// Length (inner packet bytes) of the packet that saw the path's smallest delay.
+    pub owd_min_len: Option<usize>,
     /// Relative one-way delay of the last packet, minus the smallest over all paths.
     pub owd_last_us: Option<i64>,
 }

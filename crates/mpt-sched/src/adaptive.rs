@@ -54,7 +54,7 @@ impl Scheduler for AdaptiveScheduler {
     }
 
     fn on_report(&mut self, now: Time, path: PathId, report: &ReportEntry) {
-        self.inner.set_owd(path, report.owd_min_us);
+        self.inner.take_delay_report(report);
         let active = (0..self.est.paths().len())
             .filter(|&i| self.inner.is_up(PathId(i as u8)))
             .fold(0u64, |m, i| m | 1 << i);

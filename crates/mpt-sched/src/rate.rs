@@ -29,6 +29,9 @@ pub struct RateScheduler {
     ns_per_byte: Vec<u64>,
     /// Per path: one-way delay above the fastest path, nanoseconds.
     owd: Vec<u64>,
+    /// Per path: the last reported minimum delay (µs, relative) and the inner length of the
+    /// packet that saw it.
+    owd_reported: Vec<Option<(u32, u16)>>,
 }
 
 /// Most queueing delay the scheduler builds on a path while another path has room.
@@ -44,13 +47,31 @@ impl RateScheduler {
                 .map(|p| ns_per_byte(p.rate_bps.unwrap_or(u64::from(p.weight) * 1_000_000)))
                 .collect(),
             owd: vec![0; paths.len()],
+            owd_reported: vec![None; paths.len()],
         }
     }
 
-    /// Set a path's one-way-delay offset (above the fastest path), microseconds.
-    pub fn set_owd(&mut self, path: PathId, owd_us: u32) {
-        if let Some(slot) = self.owd.get_mut(path.index()) {
-            *slot = u64::from(owd_us) * 1_000;
+    /// Take a report's delay figures. A reported minimum delay includes the serialisation of
+    /// the packet that saw it (on a 64 kbit/s line a 200-byte packet takes 25 ms, a ping half
+    /// of that), and this scheduler adds serialisation itself; so the path's offset is its
+    /// minimum minus that serialisation, relative to the smallest such value over the paths.
+    pub fn take_delay_report(&mut self, report: &ReportEntry) {
+        let i = report.path.index();
+        let Some(slot) = self.owd_reported.get_mut(i) else {
+            return;
+        };
+        *slot = Some((report.owd_min_us, report.owd_min_len));
+        // Inner packet + mptd header + outer IPv4/UDP + Ethernet framing, as the daemon counts.
+        let wire = |len: u16| usize::from(len) + mpt_core::wire::HEADER_LEN + 28 + 14;
+        let prop = |s: &Self, j: usize| -> Option<i64> {
+            let (min_us, len) = s.owd_reported[j]?;
+            Some(i64::from(min_us) * 1_000 - s.serialisation(j, wire(len)) as i64)
+        };
+        let Some(floor) = (0..self.owd.len()).filter_map(|j| prop(self, j)).min() else {
+            return;
+        };
+        for j in 0..self.owd.len() {
+            self.owd[j] = prop(self, j).map_or(0, |p| (p - floor) as u64);
         }
     }
 
@@ -106,8 +127,8 @@ impl Scheduler for RateScheduler {
         self.paths.set_up(path, up);
     }
 
-    fn on_report(&mut self, _now: Time, path: PathId, report: &ReportEntry) {
-        self.set_owd(path, report.owd_min_us);
+    fn on_report(&mut self, _now: Time, _path: PathId, report: &ReportEntry) {
+        self.take_delay_report(report);
     }
 
     fn is_up(&self, path: PathId) -> bool {
@@ -121,13 +142,16 @@ mod tests {
     use crate::testutil::*;
     use crate::WeightedRoundRobin;
 
+    /// Report `path` as `owd_us` further away than path 0 (reports cover every path).
     fn report_owd(s: &mut RateScheduler, path: PathId, owd_us: u32) {
-        let report = ReportEntry {
-            path,
-            owd_min_us: owd_us,
-            ..Default::default()
-        };
-        s.on_report(Time::ZERO, path, &report);
+        for (p, owd_min_us) in [(PathId(0), 0), (path, owd_us)] {
+            let report = ReportEntry {
+                path: p,
+                owd_min_us,
+                ..Default::default()
+            };
+            s.on_report(Time::ZERO, p, &report);
+        }
     }
 
     fn specs(rates_kbit: &[u64]) -> Vec<PathSpec> {
@@ -248,6 +272,44 @@ mod tests {
             worst_backlog <= cap,
             "path 0 queued {} ms",
             worst_backlog / 1_000_000
+        );
+    }
+
+    #[test]
+    fn a_small_packet_minimum_does_not_fake_a_delay_offset() {
+        // Equal 128 kbit/s lines. Path 0's minimum came from a 64-byte ping, path 1's from a
+        // 188-byte datagram: 7.75 ms more serialisation, not more distance.
+        let mut s = RateScheduler::new(&specs(&[128, 128]));
+        let ser = |len: u32| (len + 44) * 8 * 1_000_000 / 128_000;
+        let r0 = ReportEntry {
+            path: PathId(0),
+            owd_min_us: 0,
+            owd_min_len: 64,
+            ..Default::default()
+        };
+        let r1 = ReportEntry {
+            path: PathId(1),
+            owd_min_us: ser(188) - ser(64),
+            owd_min_len: 188,
+            ..Default::default()
+        };
+        s.on_report(Time::ZERO, PathId(0), &r0);
+        s.on_report(Time::ZERO, PathId(1), &r1);
+        assert!(
+            s.owd[0] < 100_000 && s.owd[1] < 100_000,
+            "offsets {:?} ns",
+            s.owd
+        );
+        // A real 40 ms difference stays.
+        let r1 = ReportEntry {
+            owd_min_us: ser(188) - ser(64) + 40_000,
+            ..r1
+        };
+        s.on_report(Time::ZERO, PathId(1), &r1);
+        assert!(
+            (s.owd[1] as i64 - 40_000_000).abs() < 100_000,
+            "offset {} ns",
+            s.owd[1]
         );
     }
 

@@ -32,6 +32,10 @@ use tracing::{debug, info, warn};
 use crate::clock::Clock;
 use crate::status::{Drops, PathStatus, PeerReport, ReseqStatus, Status, TunnelStatus};
 
+/// Link-layer framing counted per datagram (an Ethernet header, as `tbf` counts it): a
+/// configured path rate is a link rate, and a 200-byte packet is 7 % more on the wire.
+pub const FRAMING: usize = 14;
+
 /// How often the report task asks the pacer whether a report is due.
 const REPORT_TICK: Duration = Duration::from_millis(10);
 /// Datagrams a path must deliver, over at least one keepalive interval, before a path that
@@ -60,7 +64,8 @@ pub struct Shared {
 pub struct PathIo {
     pub cfg: PathConfig,
     pub sock: UdpSocket,
-    /// Outer IP + UDP header bytes, for the scheduler's accounting.
+    /// Bytes a datagram costs on the link beyond its UDP payload, for the scheduler's
+    /// accounting: outer IP + UDP and [`FRAMING`].
     overhead: usize,
     tx_packets: AtomicU64,
     tx_bytes: AtomicU64,
@@ -151,7 +156,7 @@ impl Shared {
         for p in &cfg.paths {
             let sock = crate::net::path_socket(p)?;
             paths.push(PathIo {
-                overhead: if p.local.is_ipv4() { 28 } else { 48 },
+                overhead: FRAMING + if p.local.is_ipv4() { 28 } else { 48 },
                 cfg: p.clone(),
                 sock,
                 tx_packets: AtomicU64::new(0),
@@ -246,7 +251,7 @@ pub async fn tx_task(sh: Arc<Shared>) -> Result<()> {
         let len = HEADER_LEN + n;
         let path = {
             let mut tx = lock(&sh.tx);
-            let Some(path) = tx.sched.select(now, len + 28) else {
+            let Some(path) = tx.sched.select(now, len + FRAMING + 28) else {
                 drop(tx);
                 sh.drops.no_path.fetch_add(1, Relaxed);
                 continue;
@@ -353,6 +358,7 @@ pub async fn report_task(sh: Arc<Shared>) -> Result<()> {
                     owd_us: clamp(ps.owd_us.unwrap_or(0.0) as i64),
                     echo: ps.last_sent_us.unwrap_or(0),
                     echo_age_us: ps.last_arrival.map_or(0, |a| (now - a).as_micros() as u32),
+                    owd_min_len: ps.owd_min_len.unwrap_or(0).min(usize::from(u16::MAX)) as u16,
                 });
                 counts.push((ps.packets, ps.lost));
             }
