@@ -287,8 +287,15 @@ impl Validator<'_> {
             )
         })?;
         let tunnel = self.tunnel(raw_tunnel)?;
+        let explicit_scheduler = raw.connection.scheduler.clone();
         let connection = self.connection(raw.connection)?;
+        let mut connection = connection;
         let paths = self.paths(raw.path, connection.scheduler)?;
+        // No scheduler named: `rate` when every path has a rate (it measures better than
+        // learning them), else `adaptive`.
+        if explicit_scheduler.is_none() && paths.iter().all(|p| p.rate_bps.is_some()) {
+            connection.scheduler = SchedulerKind::Rate;
+        }
         let socket = match raw.control.socket {
             Some(s) if s.trim().is_empty() => {
                 return Err(self.err("control.socket", "empty, expected a filesystem path"))
@@ -641,6 +648,12 @@ backup = true
         assert_eq!(c.connection.reorder_window, 512);
         assert_eq!(c.connection.scheduler, SchedulerKind::Adaptive);
         assert_eq!(c.paths[0].rate_bps, None);
+        // With every rate given and no scheduler named: rate.
+        let text = GOOD.replace("scheduler = \"rate\"\n", "");
+        assert_eq!(
+            parse(&text).expect("valid").connection.scheduler,
+            SchedulerKind::Rate
+        );
     }
 
     #[test]
