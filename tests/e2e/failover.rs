@@ -1,7 +1,6 @@
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use mpt_lab::netns::{iperf3_bps, tunnel_addr, Lab, Side, TunnelOpts};
+use mpt_lab::netns::{iperf3_bps, Lab, Side, TunnelOpts};
 
 use crate::{four_paths, need};
 
@@ -29,29 +28,7 @@ fn a_path_failing_mid_transfer_is_dropped_and_readopted() {
     lab.start_tunnel(&opts).expect("tunnel");
     let limit = Duration::from_millis(opts.dead_ms + opts.keepalive_ms);
 
-    let mut server = lab.cmd(Side::B, "iperf3");
-    server.args(["-s", "-1", "-B", &tunnel_addr(Side::B), "-p", "5203"]);
-    let server = lab
-        .spawn(Side::B, "iperf3-failover-server", &mut server)
-        .expect("iperf3 server");
-    std::thread::sleep(Duration::from_millis(300));
-    let client = lab
-        .cmd(Side::A, "timeout")
-        .args([
-            "60",
-            "iperf3",
-            "-J",
-            "-c",
-            &tunnel_addr(Side::B),
-            "-p",
-            "5203",
-            "-t",
-            "12",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("iperf3 client");
+    let (server, client) = lab.tcp_transfer_in_background(5203, 12).expect("iperf3");
 
     std::thread::sleep(Duration::from_secs(3));
     let link = Lab::link(0);

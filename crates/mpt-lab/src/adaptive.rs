@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use mptd::status::Status;
 
-use crate::netns::{iperf3_bps, tbf, tunnel_addr, Impair, Lab, PathSpec, Side, TunnelOpts};
+use crate::netns::{iperf3_bps, tbf, Impair, Lab, PathSpec, Side, TunnelOpts};
 use crate::scenario::{self, builtin, f, ftp_download, paths_alone, stream_run, write, Sampler};
 
 /// A scheduler setup to compare.
@@ -144,17 +144,9 @@ fn rate_cut(out: &Path) -> Result<String> {
     let mut lab = Lab::new(&paths)?;
     let v = VARIANTS[2];
     lab.start_tunnel(&opts(v, 1400))?;
-    let mut server = lab.cmd(Side::B, "iperf3");
-    server.args(["-s", "-1", "-B", &tunnel_addr(Side::B), "-p", "5801"]);
-    let spid = lab.spawn(Side::B, "iperf3-cut", &mut server)?;
-    std::thread::sleep(Duration::from_millis(300));
     let sampler = Sampler::start(lab.control_socket(Side::A), Duration::from_millis(100));
     let t0 = Instant::now();
-    let client = lab
-        .cmd(Side::A, "iperf3")
-        .args(["-c", &tunnel_addr(Side::B), "-p", "5801", "-t", "20", "-J"])
-        .stdout(std::process::Stdio::piped())
-        .spawn()?;
+    let (spid, client) = lab.tcp_transfer_in_background(5801, 20)?;
     std::thread::sleep(Duration::from_secs(8));
     let cut_at = t0.elapsed().as_secs_f64();
     lab.sh(
@@ -242,17 +234,9 @@ fn outage(out: &Path) -> Result<String> {
     let o = opts(VARIANTS[2], 1400);
     let dead = o.dead_ms as f64 / 1000.0;
     lab.start_tunnel(&o)?;
-    let mut server = lab.cmd(Side::B, "iperf3");
-    server.args(["-s", "-1", "-B", &tunnel_addr(Side::B), "-p", "5802"]);
-    let spid = lab.spawn(Side::B, "iperf3-outage", &mut server)?;
-    std::thread::sleep(Duration::from_millis(300));
     let sampler = Sampler::start(lab.control_socket(Side::A), Duration::from_millis(50));
     let t0 = Instant::now();
-    let client = lab
-        .cmd(Side::A, "iperf3")
-        .args(["-c", &tunnel_addr(Side::B), "-p", "5802", "-t", "10", "-J"])
-        .stdout(std::process::Stdio::piped())
-        .spawn()?;
+    let (spid, client) = lab.tcp_transfer_in_background(5802, 10)?;
     std::thread::sleep(Duration::from_secs(3).saturating_sub(t0.elapsed()));
     lab.set_outage(1, true)?;
     let down_at = t0.elapsed().as_secs_f64();

@@ -619,6 +619,47 @@ impl Lab {
         Ok(results)
     }
 
+    /// Start an iperf3 TCP transfer of `secs` seconds from A to B through the tunnel and
+    /// return at once: the server's pid (for [`Lab::reap`]) and the client, whose JSON comes
+    /// out on its stdout.
+    pub fn tcp_transfer_in_background(&mut self, port: u16, secs: u64) -> Result<(u32, Child)> {
+        let mut server = self.cmd(Side::B, "iperf3");
+        server.args([
+            "-s",
+            "-1",
+            "-B",
+            &tunnel_addr(Side::B),
+            "-p",
+            &port.to_string(),
+        ]);
+        let spid = self.spawn(Side::B, &format!("iperf3-server-{port}"), &mut server)?;
+        let t0 = Instant::now();
+        while self
+            .sh(Side::B, &format!("ss -ltnH 'sport = :{port}' | grep -q ."))
+            .is_err()
+        {
+            if t0.elapsed() > Duration::from_secs(5) {
+                bail!("iperf3 server on port {port} did not start");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let client = self
+            .cmd(Side::A, "timeout")
+            .args([
+                &(secs + 30).to_string(),
+                "iperf3",
+                "-J",
+                "-c",
+                &tunnel_addr(Side::B),
+            ])
+            .args(["-p", &port.to_string(), "-t", &secs.to_string()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .context("cannot start iperf3")?;
+        Ok((spid, client))
+    }
+
     /// Run `f` on a thread inside `side`'s namespace (sockets it opens live there).
     pub fn in_ns<R: Send>(&self, side: Side, f: impl FnOnce() -> R + Send) -> Result<R> {
         let file = std::fs::File::open(format!("/run/netns/{}", self.ns(side)))?;
