@@ -85,16 +85,16 @@ pub fn run() -> Result<()> {
         5202,
         &["-u", "-b", "48000000", "-l", "1200", "-t", "10"],
     )?;
-    let s = &udp["end"]["sum"];
+    // The receiver's view: `sum_received`, and the stream's out-of-order count.
+    let s = &udp["end"]["sum_received"];
+    let ooo = &udp["end"]["streams"][0]["udp"]["out_of_order"];
     let rx = lab.status(Side::B)?;
     println!(
         "received {:.2} Mbit/s, lost {:.3} %, jitter {:.3} ms, out of order at iperf3: {}",
         s["bits_per_second"].as_f64().unwrap_or(0.0) / 1e6,
         s["lost_percent"].as_f64().unwrap_or(f64::NAN),
         s["jitter_ms"].as_f64().unwrap_or(f64::NAN),
-        s["out_of_order"]
-            .as_u64()
-            .map_or("?".to_owned(), |n| n.to_string())
+        ooo.as_u64().map_or("?".to_owned(), |n| n.to_string())
     );
     println!(
         "mptd on B: {} packets reordered on arrival across paths (max extent {}), {} delivered out of order, hold p50 {} us p99 {} us",

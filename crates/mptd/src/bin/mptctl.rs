@@ -105,7 +105,7 @@ fn print_status(s: &Status) {
         d.no_path, d.send_error, d.tun_write_error, d.unknown_source, d.path_mismatch, d.malformed(), d.duplicate, d.late
     );
     println!(
-        "  reports sent: {} B ({:.2} % of bytes received target)",
+        "  reports sent: {} B (budget now {:.2} % of the bytes received)",
         t.tx_report_bytes,
         t.report_fraction * 100.0
     );
