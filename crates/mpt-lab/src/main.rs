@@ -61,7 +61,9 @@ fn run(name: &str, cases: &[u32], out: &std::path::Path) -> anyhow::Result<()> {
 fn main() -> ExitCode {
     let args = Args::parse();
     if !matches!(args.command, Cmd::Emulate { .. }) {
-        mpt_lab::netns::cleanup_on_signal();
+        if let Err(e) = mpt_lab::netns::cleanup_on_signal() {
+            eprintln!("mpt-lab: cannot watch SIGINT/SIGTERM ({e}); an interrupted run leaves its namespaces");
+        }
     }
     let r = match args.command {
         Cmd::Demo => mpt_lab::demo::run(),

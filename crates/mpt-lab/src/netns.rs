@@ -855,27 +855,20 @@ pub fn cleanup_own_namespaces() {
 
 /// On SIGINT or SIGTERM: clean up this process's namespaces and exit with 130.
 ///
-/// Blocks the two signals in the calling thread (call it first in `main`, before any other
-/// thread exists, so that every thread inherits the mask) and waits for them on a thread of
-/// its own.
-pub fn cleanup_on_signal() {
-    // SAFETY: plain POSIX signal-mask calls on a zero-initialised, locally owned sigset_t.
-    let set = unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGINT);
-        libc::sigaddset(&mut set, libc::SIGTERM);
-        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-        set
-    };
+/// The signals are caught by a handler (signal-hook), not blocked: a blocked signal would be
+/// inherited, blocked, by every process the lab starts (mptd would then ignore the SIGTERM
+/// that stops it).
+pub fn cleanup_on_signal() -> Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
     std::thread::spawn(move || {
-        let mut sig = 0;
-        // SAFETY: waits on the set built above; `sig` is a valid out-pointer.
-        unsafe { libc::sigwait(&set, &mut sig) };
-        eprintln!("signal {sig}: removing the lab");
-        cleanup_own_namespaces();
-        std::process::exit(130);
+        if let Some(sig) = signals.forever().next() {
+            eprintln!("signal {sig}: removing the lab");
+            cleanup_own_namespaces();
+            std::process::exit(130);
+        }
     });
+    Ok(())
 }
 
 /// The mptd binary: `$MPTD_BIN`, or the one built next to this program.
