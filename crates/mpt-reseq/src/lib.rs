@@ -1412,6 +1412,125 @@ mod tests {
         assert_eq!(r.poll_timeout(), Some(Time::from_nanos(u64::MAX)));
     }
 
+    /// FIFO paths with random delay, jitter and loss, fences every `fence_every` packets and a
+    /// final fence on every path; timers fire exactly at their deadlines.
+    fn fifo_case(
+        npaths: usize,
+        window: usize,
+        timeout_ms: u64,
+        n: u32,
+        fence_every: u32,
+        seed: u64,
+    ) -> Result<(), TestCaseError> {
+        let mut rng = Rng(seed);
+        let delay: Vec<u64> = (0..npaths).map(|_| rng.below(50_000)).collect();
+        let jitter: Vec<u64> = (0..npaths).map(|_| rng.below(5_000)).collect();
+        let loss: Vec<u64> = (0..npaths).map(|_| rng.below(30)).collect(); // percent
+        #[derive(Clone, Copy)]
+        enum Ev {
+            Data(PacketMeta),
+            Fence(PathId, u32, u16),
+        }
+        let mut events: Vec<(u64, usize, Ev)> = Vec::new();
+        let mut last_arrival = vec![0u64; npaths];
+        let mut path_seq = vec![0u16; npaths];
+        // losses the receiver can see: after the first arrival on the path
+        let mut lost = vec![0u64; npaths];
+        let mut seen = vec![false; npaths];
+        let mut lost_seqs = std::collections::HashSet::new();
+        let mut arrive = |rng: &mut Rng, p: usize, sent: u64| {
+            let a = (sent + delay[p] + rng.below(jitter[p] + 1)).max(last_arrival[p]);
+            last_arrival[p] = a;
+            a
+        };
+        for seq in 0..n {
+            let sent = u64::from(seq) * 100;
+            let p = rng.below(npaths as u64) as usize;
+            let meta = PacketMeta {
+                path: PathId(p as u8),
+                seq,
+                path_seq: path_seq[p],
+                sent_us: sent as u32,
+                len: 100,
+            };
+            path_seq[p] = path_seq[p].wrapping_add(1);
+            let a = arrive(&mut rng, p, sent);
+            if rng.below(100) < loss[p] {
+                lost[p] += u64::from(seen[p]);
+                lost_seqs.insert(seq);
+            } else {
+                seen[p] = true;
+                events.push((a, events.len(), Ev::Data(meta)));
+            }
+            if seq % fence_every == fence_every - 1 {
+                for q in 0..npaths {
+                    let a = arrive(&mut rng, q, sent);
+                    if rng.below(100) >= loss[q] {
+                        seen[q] = true;
+                        events.push((
+                            a,
+                            events.len(),
+                            Ev::Fence(PathId(q as u8), seq + 1, path_seq[q]),
+                        ));
+                    }
+                }
+            }
+        }
+        // a final keepalive on every path, not lost
+        for (q, &ps) in path_seq.iter().enumerate() {
+            let a = arrive(&mut rng, q, u64::from(n) * 100);
+            events.push((a, events.len(), Ev::Fence(PathId(q as u8), n, ps)));
+        }
+        events.sort_by_key(|&(a, i, _)| (a, i));
+
+        let mut r: Resequencer<u32> = Resequencer::new(config(window, timeout_ms, npaths));
+        let mut out = Vec::new();
+        let mut deliver = |s: u32| out.push(s);
+        for &(a, _, ev) in &events {
+            while let Some(d) = r.poll_timeout() {
+                if d > t(a) {
+                    break;
+                }
+                prop_assert!(d >= Time::ZERO);
+                r.handle_timeout(d, &mut deliver);
+            }
+            match ev {
+                Ev::Data(m) => r.push(t(a), m, m.seq, &mut deliver),
+                Ev::Fence(p, s, ps) => r.fence(t(a), p, s, ps, &mut deliver),
+            }
+            prop_assert!(r.held() <= window);
+        }
+        // after the last event the remaining timers fire on time too
+        while let Some(d) = r.poll_timeout() {
+            r.handle_timeout(d, &mut deliver);
+        }
+        prop_assert_eq!(r.held(), 0);
+        prop_assert!(out.windows(2).all(|w| w[0] < w[1]), "not increasing");
+        prop_assert!(out.iter().all(|s| !lost_seqs.contains(s)));
+        let tot = r.stats().total.clone();
+        let received = u64::from(n) - lost_seqs.len() as u64;
+        prop_assert_eq!(out.len() as u64 + tot.late, received);
+        prop_assert_eq!(tot.duplicates, 0);
+        prop_assert_eq!(tot.delivered, out.len() as u64);
+        // nothing waits longer than the timeout when timers fire on time
+        prop_assert!(tot.hold_time_ns.max <= timeout_ms * 1_000_000);
+        // the final fences complete the per-path loss counts
+        for (p, &l) in lost.iter().enumerate() {
+            prop_assert_eq!(r.stats().paths[p].lost, l);
+            prop_assert_eq!(r.stats().paths[p].path_seq_errors, 0);
+        }
+        // every seq below the release point was either delivered or given up
+        let head = u64::from(r.next_seq().unwrap_or(0));
+        prop_assert_eq!(out.len() as u64 + tot.skipped, head);
+        Ok(())
+    }
+
+    /// Found by `fifo_paths_with_loss` in CI.
+    #[test]
+    fn fifo_case_regression_1() {
+        fifo_case(2, 1, 1, 5, 5, 8401433582093602707).unwrap();
+    }
+
     /// RFC 4737 by its definition, O(n^2): extent of each reordered arrival.
     fn naive_extents(arrivals: &[u32]) -> Vec<u64> {
         let mut out = Vec::new();
@@ -1461,100 +1580,7 @@ mod tests {
             fence_every in 1u32..=64,
             seed in any::<u64>(),
         ) {
-            let mut rng = Rng(seed);
-            let delay: Vec<u64> = (0..npaths).map(|_| rng.below(50_000)).collect();
-            let jitter: Vec<u64> = (0..npaths).map(|_| rng.below(5_000)).collect();
-            let loss: Vec<u64> = (0..npaths).map(|_| rng.below(30)).collect(); // percent
-            #[derive(Clone, Copy)]
-            enum Ev {
-                Data(PacketMeta),
-                Fence(PathId, u32, u16),
-            }
-            let mut events: Vec<(u64, usize, Ev)> = Vec::new();
-            let mut last_arrival = vec![0u64; npaths];
-            let mut path_seq = vec![0u16; npaths];
-            // losses the receiver can see: after the first arrival on the path
-            let mut lost = vec![0u64; npaths];
-            let mut seen = vec![false; npaths];
-            let mut lost_seqs = std::collections::HashSet::new();
-            let mut arrive = |rng: &mut Rng, p: usize, sent: u64| {
-                let a = (sent + delay[p] + rng.below(jitter[p] + 1)).max(last_arrival[p]);
-                last_arrival[p] = a;
-                a
-            };
-            for seq in 0..n {
-                let sent = u64::from(seq) * 100;
-                let p = rng.below(npaths as u64) as usize;
-                let meta = PacketMeta {
-                    path: PathId(p as u8),
-                    seq,
-                    path_seq: path_seq[p],
-                    sent_us: sent as u32,
-                    len: 100,
-                };
-                path_seq[p] = path_seq[p].wrapping_add(1);
-                let a = arrive(&mut rng, p, sent);
-                if rng.below(100) < loss[p] {
-                    lost[p] += u64::from(seen[p]);
-                    lost_seqs.insert(seq);
-                } else {
-                    seen[p] = true;
-                    events.push((a, events.len(), Ev::Data(meta)));
-                }
-                if seq % fence_every == fence_every - 1 {
-                    for q in 0..npaths {
-                        let a = arrive(&mut rng, q, sent);
-                        if rng.below(100) >= loss[q] {
-                            seen[q] = true;
-                            events.push((a, events.len(),
-                                Ev::Fence(PathId(q as u8), seq + 1, path_seq[q])));
-                        }
-                    }
-                }
-            }
-            // a final keepalive on every path, not lost
-            for (q, &ps) in path_seq.iter().enumerate() {
-                let a = arrive(&mut rng, q, u64::from(n) * 100);
-                events.push((a, events.len(), Ev::Fence(PathId(q as u8), n, ps)));
-            }
-            events.sort_by_key(|&(a, i, _)| (a, i));
-
-            let mut r: Resequencer<u32> = Resequencer::new(config(window, timeout_ms, npaths));
-            let mut out = Vec::new();
-            let mut deliver = |s: u32| out.push(s);
-            for &(a, _, ev) in &events {
-                while let Some(d) = r.poll_timeout() {
-                    if d > t(a) {
-                        break;
-                    }
-                    prop_assert!(d >= Time::ZERO);
-                    r.handle_timeout(d, &mut deliver);
-                }
-                match ev {
-                    Ev::Data(m) => r.push(t(a), m, m.seq, &mut deliver),
-                    Ev::Fence(p, s, ps) => r.fence(t(a), p, s, ps, &mut deliver),
-                }
-                prop_assert!(r.held() <= window);
-            }
-            r.handle_timeout(t(u64::MAX / 2_000), &mut deliver);
-            prop_assert_eq!(r.held(), 0);
-            prop_assert!(out.windows(2).all(|w| w[0] < w[1]), "not increasing");
-            prop_assert!(out.iter().all(|s| !lost_seqs.contains(s)));
-            let tot = r.stats().total.clone();
-            let received = u64::from(n) - lost_seqs.len() as u64;
-            prop_assert_eq!(out.len() as u64 + tot.late, received);
-            prop_assert_eq!(tot.duplicates, 0);
-            prop_assert_eq!(tot.delivered, out.len() as u64);
-            // nothing waits longer than the timeout when timers fire on time
-            prop_assert!(tot.hold_time_ns.max <= timeout_ms * 1_000_000);
-            // the final fences complete the per-path loss counts
-            for (p, &l) in lost.iter().enumerate() {
-                prop_assert_eq!(r.stats().paths[p].lost, l);
-                prop_assert_eq!(r.stats().paths[p].path_seq_errors, 0);
-            }
-            // every seq below the release point was either delivered or given up
-            let head = u64::from(r.next_seq().unwrap_or(0));
-            prop_assert_eq!(out.len() as u64 + tot.skipped, head);
+            fifo_case(npaths, window, timeout_ms, n, fence_every, seed)?;
         }
     }
 }
