@@ -8,7 +8,7 @@ cd "$(dirname "$0")"
 cargo build --release --bins
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-cargo test --release --workspace -- --test-threads=1 --nocapture 2>&1 | tee "$log"
+cargo test --release --workspace --no-fail-fast -- --test-threads=1 --nocapture 2>&1 | tee "$log"
 echo
 echo "== measured by the end-to-end tests"
 grep -E '^RESULT|RESULT ' "$log" | sed 's/^.*RESULT/RESULT/' || true
