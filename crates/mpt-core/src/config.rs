@@ -10,6 +10,7 @@ use std::time::Duration;
 pub use ipnet::IpNet;
 use serde::Deserialize;
 
+use crate::seal::{Cipher, Psk};
 use crate::{PathId, MAX_PATHS};
 
 /// A validated configuration.
@@ -20,6 +21,55 @@ pub struct Config {
     /// In file order; a path's [`PathId`] is its index here.
     pub paths: Vec<PathConfig>,
     pub control: Control,
+    pub security: Security,
+}
+
+/// `[security]`: authentication and encryption of every datagram.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Security {
+    /// `None`: datagrams travel in the clear and unauthenticated (`encryption = "none"`).
+    pub cipher: Option<Cipher>,
+    /// The pre-shared key file (relative paths are resolved against the config file's
+    /// directory); always set when `cipher` is.
+    pub key_file: Option<PathBuf>,
+}
+
+impl Security {
+    /// Read the pre-shared key. Refuses a file that group or others may read, or that does not
+    /// hold base64 of 32 bytes. `config` is the config file, for the message.
+    pub fn load_key(&self, config: &Path) -> Result<Option<Psk>, ConfigError> {
+        let Some(file) = &self.key_file else {
+            return Ok(None);
+        };
+        let err = |message: String| ConfigError::Invalid {
+            file: config.to_owned(),
+            key: "security.key_file".into(),
+            message,
+        };
+        let meta = std::fs::metadata(file)
+            .map_err(|e| err(format!("cannot read {}: {e}", file.display())))?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = meta.permissions().mode() & 0o777;
+            if mode & 0o077 != 0 {
+                return Err(err(format!(
+                    "{} is readable by group or others (mode {mode:04o}), expected 0600 or \
+                     stricter: chmod 600 {}",
+                    file.display(),
+                    file.display()
+                )));
+            }
+        }
+        let text = std::fs::read_to_string(file)
+            .map_err(|e| err(format!("cannot read {}: {e}", file.display())))?;
+        Psk::parse(&text).map(Some).map_err(|e| {
+            err(format!(
+                "{}: {e}; `mptd genkey` writes a valid key",
+                file.display()
+            ))
+        })
+    }
 }
 
 /// `[tunnel]`: the TUN interface.
@@ -205,6 +255,15 @@ struct RawConfig {
     path: Vec<RawPath>,
     #[serde(default)]
     control: RawControl,
+    #[serde(default)]
+    security: RawSecurity,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawSecurity {
+    key_file: Option<String>,
+    encryption: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -303,12 +362,63 @@ impl Validator<'_> {
             Some(s) => PathBuf::from(s),
             None => Path::new(defaults::CONTROL_DIR).join(format!("{}.sock", tunnel.name)),
         };
+        let security = self.security(raw.security)?;
         Ok(Config {
             tunnel,
             connection,
             paths,
             control: Control { socket },
+            security,
         })
+    }
+
+    fn security(&self, raw: RawSecurity) -> Result<Security, ConfigError> {
+        let cipher = match raw
+            .encryption
+            .as_deref()
+            .map(str::to_ascii_lowercase)
+            .as_deref()
+        {
+            None | Some("chacha20-poly1305") => Some(Cipher::ChaCha20Poly1305),
+            Some("aes-256-gcm") => Some(Cipher::Aes256Gcm),
+            Some("none") => None,
+            Some(other) => {
+                return Err(self.err(
+                    "security.encryption",
+                    format!(
+                        "unknown {other:?}, expected \"chacha20-poly1305\" (default), \
+                         \"aes-256-gcm\" or \"none\""
+                    ),
+                ))
+            }
+        };
+        let key_file = match raw.key_file {
+            Some(s) if s.trim().is_empty() => {
+                return Err(self.err("security.key_file", "empty, expected a file path"))
+            }
+            Some(s) => {
+                let p = PathBuf::from(s);
+                Some(if p.is_relative() {
+                    self.file.parent().unwrap_or(Path::new(".")).join(p)
+                } else {
+                    p
+                })
+            }
+            None => None,
+        };
+        match (cipher, key_file) {
+            (Some(_), None) => Err(self.err(
+                "security.key_file",
+                "missing: datagrams are authenticated with a pre-shared key; create one with \
+                 `mptd genkey > /etc/mptd/mpt.key && chmod 600 /etc/mptd/mpt.key` and name it \
+                 here, or set encryption = \"none\" to run without (not recommended)",
+            )),
+            (None, _) => Ok(Security {
+                cipher: None,
+                key_file: None,
+            }),
+            (cipher, key_file) => Ok(Security { cipher, key_file }),
+        }
     }
 
     fn tunnel(&self, raw: RawTunnel) -> Result<Tunnel, ConfigError> {
@@ -576,6 +686,9 @@ reorder_timeout_ms = 100
 keepalive_ms = 100
 dead_ms = 500
 
+[security]
+key_file = "keys/mpt.key"
+
 [[path]]
 name = "p1"
 interface = "eth1"
@@ -621,6 +734,62 @@ backup = true
         assert_eq!(c.paths[1].weight, 1);
         assert!(c.paths[1].backup);
         assert_eq!(c.control.socket, PathBuf::from("/run/mptd/tun0.sock"));
+        assert_eq!(c.security.cipher, Some(Cipher::ChaCha20Poly1305));
+        // relative to the config file's directory
+        assert_eq!(c.security.key_file, Some(PathBuf::from("keys/mpt.key")));
+        let c = Config::parse(GOOD, Path::new("/etc/mptd/a.toml")).expect("valid");
+        assert_eq!(
+            c.security.key_file,
+            Some(PathBuf::from("/etc/mptd/keys/mpt.key"))
+        );
+    }
+
+    #[test]
+    fn security_needs_a_key_or_an_explicit_none() {
+        let no_key = GOOD.replace("key_file = \"keys/mpt.key\"\n", "");
+        assert_eq!(invalid_key(&no_key), "security.key_file");
+        let e = parse(&no_key).unwrap_err().to_string();
+        assert!(
+            e.contains("mptd genkey") && e.contains("encryption = \"none\""),
+            "{e}"
+        );
+        let none = no_key.replace("[security]\n", "[security]\nencryption = \"none\"\n");
+        let c = parse(&none).expect("valid without a key");
+        assert_eq!((c.security.cipher, c.security.key_file), (None, None));
+        let aes = GOOD.replace("[security]\n", "[security]\nencryption = \"AES-256-GCM\"\n");
+        assert_eq!(
+            parse(&aes).expect("valid").security.cipher,
+            Some(Cipher::Aes256Gcm)
+        );
+        let bad = GOOD.replace("[security]\n", "[security]\nencryption = \"rot13\"\n");
+        assert_eq!(invalid_key(&bad), "security.encryption");
+        let empty = GOOD.replace("keys/mpt.key", " ");
+        assert_eq!(invalid_key(&empty), "security.key_file");
+    }
+
+    #[test]
+    fn key_file_permissions_and_contents_are_checked() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("mpt-key-test-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("keys")).expect("dir");
+        let cfg_file = dir.join("a.toml");
+        let key_file = dir.join("keys/mpt.key");
+        let c = Config::parse(GOOD, &cfg_file).expect("valid");
+        let load = || c.security.load_key(&cfg_file).map_err(|e| e.to_string());
+        assert!(load().unwrap_err().contains("cannot read"));
+        let psk = Psk::from_bytes([3; 32]);
+        std::fs::write(&key_file, psk.encode() + "\n").expect("write");
+        std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        let e = load().unwrap_err();
+        assert!(
+            e.contains("a.toml") && e.contains("security.key_file") && e.contains("0644"),
+            "{e}"
+        );
+        std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        assert_eq!(load(), Ok(Some(psk)));
+        std::fs::write(&key_file, "c2hvcnQ=").expect("write");
+        assert!(load().unwrap_err().contains("expected 32"));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
@@ -640,7 +809,7 @@ backup = true
     #[test]
     fn defaults_apply() {
         let c = parse(
-            "[tunnel]\nname='t'\naddresses=['198.19.0.1/24','2001:db8::1/64']\n[[path]]\nname='a'\nlocal='198.18.1.1:1'\nremote='198.18.1.2:1'\n",
+            "[tunnel]\nname='t'\naddresses=['198.19.0.1/24','2001:db8::1/64']\n[security]\nkey_file='k'\n[[path]]\nname='a'\nlocal='198.18.1.1:1'\nremote='198.18.1.2:1'\n",
         )
         .expect("valid: adaptive needs no rate");
         assert_eq!(c.tunnel.mtu, defaults::MTU);

@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 pub mod config;
+pub mod seal;
 mod time;
 pub mod wire;
 

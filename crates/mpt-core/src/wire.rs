@@ -15,6 +15,11 @@ pub const HEADER_LEN: usize = 16;
 pub const ACK_LEN: usize = HEADER_LEN + 8;
 /// Length of the fixed part of a receiver report, before its entries.
 pub const REPORT_FIXED_LEN: usize = HEADER_LEN + 4;
+/// Length of a hello body: random, challenge, echo, flags, reserved.
+pub const HELLO_BODY_LEN: usize = 68;
+/// Length of a plain hello datagram (header + body); sealed it is [`crate::seal::SEAL_OVERHEAD`]
+/// longer.
+pub const HELLO_LEN: usize = HEADER_LEN + HELLO_BODY_LEN;
 /// Length of one report entry in this version. Receivers accept longer entries (and ignore the
 /// extra bytes) so that later versions can append fields.
 pub const REPORT_ENTRY_LEN: usize = 44;
@@ -48,11 +53,18 @@ mod field {
     pub const E_ECHO_AGE: Range<usize> = 36..40;
     pub const E_OWD_MIN_LEN: Range<usize> = 40..42;
     pub const E_RESERVED: Range<usize> = 42..44;
+    // hello body
+    pub const H_RANDOM: Range<usize> = 16..48;
+    pub const H_CHALLENGE: Range<usize> = 48..64;
+    pub const H_ECHO: Range<usize> = 64..80;
+    pub const H_FLAGS: usize = 80;
+    pub const H_RESERVED: Range<usize> = 81..84;
 }
 
-/// Bit 4 of byte 0: "sealed" — reserved for the authenticated format of a later version.
-/// Version 1 senders write 0 and receivers refuse datagrams that set it.
-const SEALED_FLAG: u8 = 0x10;
+/// Bit 4 of byte 0: "sealed" — a counter follows the header and the body is encrypted and
+/// authenticated ([`crate::seal`]). [`Datagram::parse`] takes plain datagrams only: a sealed
+/// one is opened first and turned into its plain form.
+pub const SEALED_FLAG: u8 = 0x10;
 
 /// What a datagram carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,6 +77,8 @@ pub enum Kind {
     KeepaliveAck = 2,
     /// Receiver report: per-path counters and delay figures.
     Report = 3,
+    /// Handshake: the sender's random and challenge, always sealed with the handshake key.
+    Hello = 4,
 }
 
 impl Kind {
@@ -74,6 +88,7 @@ impl Kind {
             1 => Some(Kind::Keepalive),
             2 => Some(Kind::KeepaliveAck),
             3 => Some(Kind::Report),
+            4 => Some(Kind::Hello),
             _ => None,
         }
     }
@@ -135,6 +150,15 @@ impl HeaderRepr {
     }
 
     fn parse(b: &[u8]) -> Result<HeaderRepr, WireError> {
+        match HeaderRepr::parse_outer(b)? {
+            (_, true) => Err(WireError::Sealed),
+            (h, false) => Ok(h),
+        }
+    }
+
+    /// Validate the header of a datagram that may be sealed; returns it and the sealed flag.
+    /// The header of a sealed datagram is authenticated only once the datagram is opened.
+    pub fn parse_outer(b: &[u8]) -> Result<(HeaderRepr, bool), WireError> {
         if b.len() < HEADER_LEN {
             return Err(WireError::Truncated {
                 need: HEADER_LEN,
@@ -145,18 +169,16 @@ impl HeaderRepr {
         if vt >> 5 != VERSION {
             return Err(WireError::BadVersion(vt >> 5));
         }
-        if vt & SEALED_FLAG != 0 {
-            return Err(WireError::Sealed);
-        }
         let kind = Kind::from_u8(vt & 0x0f).ok_or(WireError::UnknownKind(vt & 0x0f))?;
-        Ok(HeaderRepr {
+        let h = HeaderRepr {
             kind,
             path: PathId(b[field::PATH]),
             path_seq: be16(&b[field::PATH_SEQ]),
             session: be32(&b[field::SESSION]),
             seq: be32(&b[field::SEQ]),
             timestamp: be32(&b[field::TIMESTAMP]),
-        })
+        };
+        Ok((h, vt & SEALED_FLAG != 0))
     }
 }
 
@@ -248,6 +270,10 @@ pub enum Datagram<'a> {
         header: HeaderRepr,
         report: Report<'a>,
     },
+    Hello {
+        header: HeaderRepr,
+        hello: HelloRepr,
+    },
 }
 
 impl<'a> Datagram<'a> {
@@ -279,6 +305,13 @@ impl<'a> Datagram<'a> {
                 header,
                 report: Report::parse(buf)?,
             }),
+            Kind::Hello => {
+                exact_len(buf, HELLO_LEN)?;
+                Ok(Datagram::Hello {
+                    header,
+                    hello: HelloRepr::parse(buf),
+                })
+            }
         }
     }
 
@@ -287,7 +320,8 @@ impl<'a> Datagram<'a> {
             Datagram::Data { header, .. }
             | Datagram::Keepalive { header }
             | Datagram::KeepaliveAck { header, .. }
-            | Datagram::Report { header, .. } => header,
+            | Datagram::Report { header, .. }
+            | Datagram::Hello { header, .. } => header,
         }
     }
 }
@@ -396,6 +430,52 @@ impl AckRepr {
         buf[field::ACK_ECHO].copy_from_slice(&self.echo.to_be_bytes());
         buf[field::ACK_HOLD].copy_from_slice(&self.hold_us.to_be_bytes());
         ACK_LEN
+    }
+}
+
+/// The body of a hello (handshake, see `docs/protocol.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HelloRepr {
+    /// The sender's random for this daemon start; the session keys derive from both sides'.
+    pub random: [u8; 32],
+    /// The sender's current challenge; a hello that echoes it is fresh.
+    pub challenge: [u8; 16],
+    /// The last challenge the sender received from its peer (zeros if none).
+    pub echo: [u8; 16],
+    /// Bit 0: [`HelloRepr::FLAG_REQUEST`].
+    pub flags: u8,
+}
+
+impl HelloRepr {
+    /// The sender has no keys for the receiver's random yet: answer with a hello.
+    pub const FLAG_REQUEST: u8 = 1;
+
+    /// Write the header and the body into `buf`; returns [`HELLO_LEN`].
+    pub fn emit(&self, header: &HeaderRepr, buf: &mut [u8]) -> usize {
+        header.emit(buf);
+        buf[field::H_RANDOM].copy_from_slice(&self.random);
+        buf[field::H_CHALLENGE].copy_from_slice(&self.challenge);
+        buf[field::H_ECHO].copy_from_slice(&self.echo);
+        buf[field::H_FLAGS] = self.flags;
+        buf[field::H_RESERVED].fill(0);
+        HELLO_LEN
+    }
+
+    fn parse(b: &[u8]) -> HelloRepr {
+        let mut h = HelloRepr {
+            random: [0; 32],
+            challenge: [0; 16],
+            echo: [0; 16],
+            flags: b[field::H_FLAGS],
+        };
+        h.random.copy_from_slice(&b[field::H_RANDOM]);
+        h.challenge.copy_from_slice(&b[field::H_CHALLENGE]);
+        h.echo.copy_from_slice(&b[field::H_ECHO]);
+        h
+    }
+
+    pub fn request(&self) -> bool {
+        self.flags & Self::FLAG_REQUEST != 0
     }
 }
 
@@ -610,7 +690,8 @@ mod tests {
             Just(Kind::Data),
             Just(Kind::Keepalive),
             Just(Kind::KeepaliveAck),
-            Just(Kind::Report)
+            Just(Kind::Report),
+            Just(Kind::Hello)
         ]
     }
 
@@ -645,7 +726,8 @@ mod tests {
 
         #[test]
         fn control_round_trips(kind in any_kind(), h0 in any_header(Kind::Keepalive), echo: u32,
-                               hold_us: u32, entries in proptest::collection::vec(any_entry(), 0..64)) {
+                               hold_us: u32, entries in proptest::collection::vec(any_entry(), 0..64),
+                               random: [u8; 32], challenge: [u8; 16], hecho: [u8; 16], flags: u8) {
             let h = HeaderRepr { kind, ..h0 };
             let mut buf = vec![0u8; report_len(64)];
             match kind {
@@ -666,6 +748,12 @@ mod tests {
                     };
                     prop_assert_eq!(header, h);
                     prop_assert_eq!(report.entries().collect::<Vec<_>>(), entries);
+                }
+                Kind::Hello => {
+                    let hello = HelloRepr { random, challenge, echo: hecho, flags };
+                    let n = hello.emit(&h, &mut buf);
+                    prop_assert_eq!(Datagram::parse(&buf[..n]), Ok(Datagram::Hello { header: h, hello }));
+                    prop_assert!(Datagram::parse(&buf[..n - 1]).is_err());
                 }
             }
         }
