@@ -14,6 +14,8 @@ name = "mpt9"
 address = "198.19.0.1/24"
 [connection]
 scheduler = "wrr"
+[security]
+encryption = "none"
 [[path]]
 name = "a"
 local = "198.18.1.1:4754"
@@ -76,6 +78,17 @@ fn invalid_configs_are_refused_naming_the_problem() {
             "tunnel.address",
         ),
         (None, "cannot read"),
+        (
+            Some(GOOD.replace("encryption = \"none\"", "")),
+            "security.key_file",
+        ),
+        (
+            Some(GOOD.replace(
+                "encryption = \"none\"",
+                "key_file = \"/nonexistent/mpt.key\"",
+            )),
+            "security.key_file",
+        ),
     ];
     for (text, needle) in cases {
         let (code, err) = check(text.as_deref());
@@ -89,6 +102,61 @@ fn invalid_configs_are_refused_naming_the_problem() {
             "message does not name the file: {err}"
         );
     }
+}
+
+#[test]
+fn genkey_makes_a_key_that_check_accepts_only_when_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = mptd_bin().expect("mptd built");
+    let out = Command::new(&bin)
+        .arg("genkey")
+        .output()
+        .expect("mptd genkey");
+    assert!(out.status.success());
+    let key = String::from_utf8(out.stdout).expect("utf-8");
+    assert_eq!(key.trim().len(), 44, "32 bytes in base64: {key:?}");
+    let again = Command::new(&bin)
+        .arg("genkey")
+        .output()
+        .expect("mptd genkey");
+    assert_ne!(again.stdout, key.as_bytes(), "two keys alike");
+
+    let dir = std::env::temp_dir().join(format!("mpt-genkey-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let key_file = dir.join("mpt.key");
+    std::fs::write(&key_file, &key).expect("write key");
+    let cfg = dir.join("mpt.toml");
+    std::fs::write(
+        &cfg,
+        GOOD.replace("encryption = \"none\"", "key_file = \"mpt.key\""),
+    )
+    .expect("write config");
+    let check = || {
+        let out = Command::new(&bin)
+            .args(["-c", cfg.to_str().expect("utf-8"), "--check"])
+            .output()
+            .expect("mptd --check");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned()
+                + &String::from_utf8_lossy(&out.stderr),
+        )
+    };
+    std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let (code, msg) = check();
+    assert_eq!(code, Some(2), "{msg}");
+    assert!(
+        msg.contains("mpt.toml") && msg.contains("security.key_file") && msg.contains("0644"),
+        "{msg}"
+    );
+    std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let (code, msg) = check();
+    assert_eq!(code, Some(0), "{msg}");
+    assert!(msg.contains("encryption chacha20-poly1305"), "{msg}");
+    std::fs::write(&key_file, "bm90IGEga2V5").expect("write");
+    let (code, msg) = check();
+    assert_eq!(code, Some(2), "{msg}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Datagrams that must all be refused, each paired with its expected parse error.
@@ -140,7 +208,11 @@ fn junk(n: usize, seed: &mut u64) -> Vec<Vec<u8>> {
 fn hostile_datagrams_are_dropped_and_counted_and_the_daemon_keeps_running() {
     need!("hostile_datagrams", "ping");
     let mut lab = Lab::new(&four_paths()).expect("lab");
-    let opts = TunnelOpts::default();
+    // The plain format: its parser and the source check (sealed datagrams: tests/e2e/hostile.rs).
+    let opts = TunnelOpts {
+        encryption: "none".into(),
+        ..TunnelOpts::default()
+    };
     lab.start_tunnel(&opts).expect("tunnel");
     let target = format!("{}:4754", lab.path_addr(Side::B, 0));
 

@@ -176,6 +176,9 @@ pub struct TunnelOpts {
     pub mtu: u16,
     /// Write each path's `rate` and `weight` (false: leave them for `adaptive` to learn).
     pub configure_rates: bool,
+    /// `[security] encryption`: "chacha20-poly1305", "aes-256-gcm" or "none". Both sides
+    /// share one key file in the lab's directory.
+    pub encryption: String,
 }
 
 impl Default for TunnelOpts {
@@ -188,6 +191,7 @@ impl Default for TunnelOpts {
             dead_ms: 500,
             mtu: 1400,
             configure_rates: true,
+            encryption: "chacha20-poly1305".into(),
         }
     }
 }
@@ -415,6 +419,16 @@ impl Lab {
             "[control]\nsocket = \"{}\"\n",
             self.control_socket(side).display()
         )?;
+        if o.encryption == "none" {
+            writeln!(c, "[security]\nencryption = \"none\"\n")?;
+        } else {
+            writeln!(
+                c,
+                "[security]\nencryption = \"{}\"\nkey_file = \"{}\"\n",
+                o.encryption,
+                self.key_file()?.display()
+            )?;
+        }
         for (i, p) in self.paths.iter().enumerate() {
             let rate = p.rate().unwrap_or(10_000_000_000);
             // wrr weights in proportion to the rates, as MPT configured them.
@@ -439,6 +453,24 @@ impl Lab {
         }
         let path = self.dir.join(format!("{}.toml", self.ns(side)));
         std::fs::write(&path, c)?;
+        Ok(path)
+    }
+
+    /// The lab's pre-shared key file (mode 0600), made on first use.
+    pub fn key_file(&self) -> Result<PathBuf> {
+        use std::io::{Read, Write};
+        use std::os::unix::fs::OpenOptionsExt;
+        let path = self.dir.join("mpt.key");
+        if !path.exists() {
+            let mut key = [0u8; mpt_core::seal::KEY_LEN];
+            std::fs::File::open("/dev/urandom")?.read_exact(&mut key)?;
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path)?;
+            writeln!(f, "{}", mpt_core::seal::Psk::from_bytes(key).encode())?;
+        }
         Ok(path)
     }
 

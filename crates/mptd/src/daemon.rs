@@ -20,7 +20,13 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use mpt_core::config::{Config, PathConfig};
-use mpt_core::wire::{self, AckRepr, Datagram, HeaderRepr, Kind, Report, ReportEntry, HEADER_LEN};
+use mpt_core::seal::{
+    self, Cipher, Handshake, HelloOutcome, Psk, ReplayWindow, SealError, SealKey, COUNTER_LEN,
+    SEALED_HEADER_LEN, SEAL_OVERHEAD, TAG_LEN,
+};
+use mpt_core::wire::{
+    self, AckRepr, Datagram, HeaderRepr, HelloRepr, Kind, Report, ReportEntry, HEADER_LEN,
+};
 use mpt_core::{PathId, Time};
 use mpt_reseq::feedback::ReportPacer;
 use mpt_reseq::{PacketMeta, Resequencer};
@@ -41,11 +47,40 @@ const REPORT_TICK: Duration = Duration::from_millis(10);
 /// Datagrams a path must deliver, over at least one keepalive interval, before a path that
 /// was down is used again (hold-down against flapping).
 const RECOVER_DATAGRAMS: u32 = 3;
+/// Least time between two hellos sent in answer to requests on one path: a flood of replayed
+/// requests costs the peer at most this many answers.
+const HELLO_REPLY_GAP: Duration = Duration::from_millis(20);
+
+/// The keys that do not change while the daemon runs (`encryption` other than `"none"`).
+pub struct Crypto {
+    psk: Psk,
+    cipher: Cipher,
+    /// Seals and opens hellos.
+    hello_key: SealKey,
+}
+
+impl std::fmt::Debug for Crypto {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Crypto({})", self.cipher)
+    }
+}
+
+/// `N` bytes from the kernel's random source. Without it nothing can be sealed safely.
+fn random<const N: usize>() -> [u8; N] {
+    let mut b = [0u8; N];
+    getrandom::fill(&mut b).expect("the kernel's random source failed");
+    b
+}
 
 /// Everything the tasks share.
 pub struct Shared {
     pub cfg: Config,
     pub clock: Clock,
+    /// `None` with `encryption = "none"`.
+    crypto: Option<Crypto>,
+    /// Where the prefix before an inner packet ends: [`HEADER_LEN`], or
+    /// [`SEALED_HEADER_LEN`] when sealing.
+    prefix: usize,
     /// Our session id, random per start.
     pub session: u32,
     pub paths: Vec<PathIo>,
@@ -80,14 +115,33 @@ struct TxState {
     seq: u32,
     /// Next sequence number per path.
     path_seq: Vec<u16>,
+    /// The peer's address per path: configured, then wherever authenticated datagrams come
+    /// from (NAT rebinding, renumbering).
+    remote: Vec<SocketAddr>,
+    /// This session's send key once the handshake agreed (sealing only).
+    seal: Option<Arc<SealKey>>,
+    /// Next counter (nonce) under `seal`.
+    counter: u64,
 }
 
-/// A received datagram held by the resequencer: the whole buffer, inner packet after the
-/// header.
+/// A received datagram held by the resequencer: the whole buffer, the inner packet at
+/// `start..end`.
 #[derive(Debug)]
 struct RxBuf {
     buf: Box<[u8]>,
-    len: usize,
+    start: usize,
+    end: usize,
+}
+
+/// Receive-side sealing state.
+#[derive(Debug)]
+struct RxCrypto {
+    hs: Handshake,
+    /// Opens the agreed peer's datagrams.
+    open: Option<SealKey>,
+    replay: ReplayWindow,
+    /// When a hello was last sent in answer on each path.
+    hello_sent: Vec<Option<Time>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,6 +171,7 @@ struct RxState {
     peer_reports: Vec<Option<(Time, ReportEntry)>>,
     delivered: u64,
     pacer: ReportPacer,
+    crypto: Option<RxCrypto>,
 }
 
 impl PathIo {
@@ -151,7 +206,17 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Shared {
     /// Set up the sockets and the TUN device. Fails with a message naming what is wrong.
-    pub fn new(cfg: Config) -> Result<Shared> {
+    /// `psk` is required unless the config says `encryption = "none"`.
+    pub fn new(cfg: Config, psk: Option<Psk>) -> Result<Shared> {
+        let crypto = match (cfg.security.cipher, psk) {
+            (Some(cipher), Some(psk)) => Some(Crypto {
+                hello_key: seal::handshake_key(&psk, cipher),
+                psk,
+                cipher,
+            }),
+            (Some(_), None) => anyhow::bail!("encryption is on but no pre-shared key was loaded"),
+            (None, _) => None,
+        };
         let mut paths = Vec::with_capacity(cfg.paths.len());
         for p in &cfg.paths {
             let sock = crate::net::path_socket(p)?;
@@ -180,13 +245,28 @@ impl Shared {
         let mut session = [0u8; 4];
         getrandom::fill(&mut session)
             .map_err(|e| anyhow::anyhow!("no randomness for the session id: {e}"))?;
+        let rx_crypto = crypto.as_ref().map(|_| RxCrypto {
+            hs: Handshake::new(random(), random()),
+            open: None,
+            replay: ReplayWindow::default(),
+            hello_sent: vec![None; n],
+        });
         Ok(Shared {
             clock: Clock::new(),
             session: u32::from_be_bytes(session),
+            prefix: if crypto.is_some() {
+                SEALED_HEADER_LEN
+            } else {
+                HEADER_LEN
+            },
+            crypto,
             tx: Mutex::new(TxState {
                 sched,
                 seq: 0,
                 path_seq: vec![0; n],
+                remote: cfg.paths.iter().map(|p| p.remote).collect(),
+                seal: None,
+                counter: 0,
             }),
             rx: Mutex::new(RxState {
                 reseq,
@@ -204,6 +284,7 @@ impl Shared {
                 peer_reports: vec![None; n],
                 delivered: 0,
                 pacer: ReportPacer::default(),
+                crypto: rx_crypto,
             }),
             paths,
             tun,
@@ -215,13 +296,84 @@ impl Shared {
         })
     }
 
-    fn send(&self, p: &PathIo, datagram: &[u8]) {
-        match p.sock.try_send_to(datagram, p.cfg.remote) {
+    /// Whether datagrams are sealed.
+    pub fn sealing(&self) -> Option<Cipher> {
+        self.crypto.as_ref().map(|c| c.cipher)
+    }
+
+    fn send(&self, p: &PathIo, datagram: &[u8], remote: SocketAddr) {
+        match p.sock.try_send_to(datagram, remote) {
             Ok(_) => {
                 p.tx_packets.fetch_add(1, Relaxed);
                 p.tx_bytes.fetch_add(datagram.len() as u64, Relaxed);
             }
             Err(e) => self.send_failed(p, &e),
+        }
+    }
+
+    /// Build a control datagram on path `i` under the send lock (`build` writes its plain form
+    /// into the buffer and returns the length), seal it, account it and send it. Not sent
+    /// while sealing has no session key yet.
+    fn send_control(
+        &self,
+        i: usize,
+        now: Time,
+        buf: &mut [u8],
+        build: impl FnOnce(&Shared, &TxState, &mut [u8]) -> usize,
+    ) -> Option<usize> {
+        let p = &self.paths[i];
+        let (len, remote) = {
+            let mut tx = lock(&self.tx);
+            let plain = build(self, &tx, buf);
+            let len = if self.crypto.is_some() {
+                let key = tx.seal.clone()?;
+                let counter = tx.counter;
+                tx.counter += 1;
+                match key.seal_plain(counter, buf, plain) {
+                    Ok(len) => len,
+                    Err(e) => {
+                        warn!(error = %e, "cannot seal a control message");
+                        return None;
+                    }
+                }
+            } else {
+                plain
+            };
+            tx.sched.on_sent(now, p.cfg.id, len + p.overhead);
+            (len, tx.remote[i])
+        };
+        self.send(p, &buf[..len], remote);
+        Some(len)
+    }
+
+    /// Send `hello` on path `i`, sealed with the handshake key under a random counter.
+    fn send_hello(&self, c: &Crypto, i: usize, now: Time, hello: &HelloRepr) {
+        let p = &self.paths[i];
+        let mut buf = [0u8; wire::HELLO_LEN + SEAL_OVERHEAD];
+        let (header, remote) = {
+            let tx = lock(&self.tx);
+            (
+                fence_header(self, &tx, Kind::Hello, p.cfg.id, now),
+                tx.remote[i],
+            )
+        };
+        let plain = hello.emit(&header, &mut buf);
+        match c
+            .hello_key
+            .seal_plain(u64::from_be_bytes(random()), &mut buf, plain)
+        {
+            Ok(len) => self.send(p, &buf[..len], remote),
+            Err(e) => warn!(error = %e, "cannot seal a hello"),
+        }
+    }
+
+    /// The largest datagram a valid peer sends: a full inner packet with its header (and
+    /// counter and tag).
+    fn max_datagram(&self) -> usize {
+        let mtu = usize::from(self.cfg.tunnel.mtu);
+        match self.crypto {
+            Some(_) => SEALED_HEADER_LEN + mtu + TAG_LEN,
+            None => HEADER_LEN + mtu,
         }
     }
 
@@ -237,20 +389,33 @@ impl Shared {
 /// TUN → scheduler → path socket.
 pub async fn tx_task(sh: Arc<Shared>) -> Result<()> {
     let mtu = usize::from(sh.cfg.tunnel.mtu);
-    let mut buf = vec![0u8; HEADER_LEN + mtu];
+    let prefix = sh.prefix;
+    // The inner packet is read after room for the header (and counter), and sealed in place.
+    let mut buf = vec![0u8; prefix + mtu + TAG_LEN];
+    let sealing = sh.crypto.is_some();
+    let wire_extra = if sealing { SEAL_OVERHEAD } else { 0 };
     loop {
         let n = sh
             .tun
-            .recv(&mut buf[HEADER_LEN..])
+            .recv(&mut buf[prefix..prefix + mtu])
             .await
             .context("reading from the TUN device")?;
         if n == 0 {
             continue;
         }
         let now = sh.clock.now();
-        let len = HEADER_LEN + n;
-        let path = {
+        let len = HEADER_LEN + n + wire_extra;
+        let (path, remote, seal) = {
             let mut tx = lock(&sh.tx);
+            let seal = match (&tx.seal, sealing) {
+                (Some(k), _) => Some((k.clone(), tx.counter)),
+                (None, false) => None,
+                (None, true) => {
+                    drop(tx);
+                    sh.drops.no_session.fetch_add(1, Relaxed);
+                    continue;
+                }
+            };
             let Some(path) = tx.sched.select(now, len + FRAMING + 28) else {
                 drop(tx);
                 sh.drops.no_path.fetch_add(1, Relaxed);
@@ -268,15 +433,28 @@ pub async fn tx_task(sh: Arc<Shared>) -> Result<()> {
             .emit(&mut buf);
             tx.seq = tx.seq.wrapping_add(1);
             tx.path_seq[i] = tx.path_seq[i].wrapping_add(1);
+            if seal.is_some() {
+                tx.counter += 1;
+            }
             tx.sched.on_sent(now, path, len + sh.paths[i].overhead);
-            i
+            (i, tx.remote[i], seal)
+        };
+        let len = match seal {
+            Some((key, counter)) => match key.seal(counter, &mut buf, n) {
+                Ok(len) => len,
+                Err(e) => {
+                    warn!(error = %e, "cannot seal a packet");
+                    continue;
+                }
+            },
+            None => len,
         };
         sh.tx_packets.fetch_add(1, Relaxed);
         sh.tx_bytes.fetch_add(n as u64, Relaxed);
         let p = &sh.paths[path];
         // Wait for room in the socket buffer rather than drop: it is the backpressure TCP
         // inside the tunnel needs. A hard error (link down) is counted and the packet dropped.
-        match p.sock.send_to(&buf[..len], p.cfg.remote).await {
+        match p.sock.send_to(&buf[..len], remote).await {
             Ok(_) => {
                 p.tx_packets.fetch_add(1, Relaxed);
                 p.tx_bytes.fetch_add(len as u64, Relaxed);
@@ -286,21 +464,34 @@ pub async fn tx_task(sh: Arc<Shared>) -> Result<()> {
     }
 }
 
-/// A keepalive on every path every `keepalive_ms`, carrying our fences.
+/// A keepalive on every path every `keepalive_ms`, carrying our fences. While sealing has no
+/// session key, a hello asking for an answer instead.
 pub async fn keepalive_task(sh: Arc<Shared>) -> Result<()> {
     let mut tick = tokio::time::interval(sh.cfg.connection.keepalive);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut buf = [0u8; HEADER_LEN];
+    let mut buf = [0u8; HEADER_LEN + SEAL_OVERHEAD];
     loop {
         tick.tick().await;
-        for p in &sh.paths {
-            let now = sh.clock.now();
-            {
-                let mut tx = lock(&sh.tx);
-                fence_header(&sh, &tx, Kind::Keepalive, p.cfg.id, now).emit(&mut buf);
-                tx.sched.on_sent(now, p.cfg.id, HEADER_LEN + p.overhead);
+        if let Some(c) = &sh.crypto {
+            if lock(&sh.tx).seal.is_none() {
+                let hello = {
+                    let rx = lock(&sh.rx);
+                    rx.crypto.as_ref().map(|rc| rc.hs.hello(true))
+                };
+                if let Some(hello) = hello {
+                    for i in 0..sh.paths.len() {
+                        sh.send_hello(c, i, sh.clock.now(), &hello);
+                    }
+                }
+                continue;
             }
-            sh.send(p, &buf);
+        }
+        for (i, p) in sh.paths.iter().enumerate() {
+            let now = sh.clock.now();
+            sh.send_control(i, now, &mut buf, |sh, tx, b| {
+                fence_header(sh, tx, Kind::Keepalive, p.cfg.id, now).emit(b);
+                HEADER_LEN
+            });
         }
     }
 }
@@ -325,7 +516,12 @@ pub async fn report_task(sh: Arc<Shared>) -> Result<()> {
     let n = sh.paths.len();
     let mut entries = Vec::with_capacity(n);
     let mut counts: Vec<(u64, u64)> = Vec::with_capacity(n);
-    let mut buf = vec![0u8; wire::report_len(n)];
+    let mut buf = vec![0u8; wire::report_len(n) + SEAL_OVERHEAD];
+    let seal_extra = if sh.crypto.is_some() {
+        SEAL_OVERHEAD
+    } else {
+        0
+    };
     loop {
         tick.tick().await;
         let now = sh.clock.now();
@@ -335,7 +531,10 @@ pub async fn report_task(sh: Arc<Shared>) -> Result<()> {
             let stats = rx.reseq.stats();
             let rx_bytes = stats.total.bytes;
             // Outer headers (IPv4) included in the budget.
-            if !rx.pacer.due(now, rx_bytes, wire::report_len(n) + 28) {
+            if !rx
+                .pacer
+                .due(now, rx_bytes, wire::report_len(n) + seal_extra + 28)
+            {
                 continue;
             }
             entries.clear();
@@ -369,16 +568,14 @@ pub async fn report_task(sh: Arc<Shared>) -> Result<()> {
         };
         let Some(best) = best else { continue };
         let p = &sh.paths[best];
-        let len = {
-            let mut tx = lock(&sh.tx);
-            let h = fence_header(&sh, &tx, Kind::Report, p.cfg.id, now);
-            let len = wire::emit_report(&h, &entries, &mut buf);
-            tx.sched.on_sent(now, p.cfg.id, len + p.overhead);
-            len
-        };
-        sh.report_bytes
-            .fetch_add((len + p.overhead) as u64, Relaxed);
-        sh.send(p, &buf[..len]);
+        let sent = sh.send_control(best, now, &mut buf, |sh, tx, b| {
+            let h = fence_header(sh, tx, Kind::Report, p.cfg.id, now);
+            wire::emit_report(&h, &entries, b)
+        });
+        if let Some(len) = sent {
+            sh.report_bytes
+                .fetch_add((len + p.overhead) as u64, Relaxed);
+        }
     }
 }
 
@@ -399,7 +596,8 @@ enum RxEvent {
 
 /// All path sockets → resequencer → TUN; liveness; resequencer timer.
 pub async fn rx_task(sh: Arc<Shared>) -> Result<()> {
-    let cap = HEADER_LEN + usize::from(sh.cfg.tunnel.mtu) + 1;
+    // One byte more than the largest valid datagram, so that a larger one is seen as such.
+    let cap = sh.max_datagram() + 1;
     let alloc = || vec![0u8; cap].into_boxed_slice();
     let window = sh.cfg.connection.reorder_window;
     // Enough buffers for a full resequencer plus what is in flight to the TUN device.
@@ -427,12 +625,14 @@ pub async fn rx_task(sh: Arc<Shared>) -> Result<()> {
         let now = sh.clock.now();
         match ev {
             RxEvent::Datagram { path, len, from } => {
-                if let Some(data) = handle_datagram(&sh, now, path, &cur[..len], from, &mut out) {
+                if let Some((data, start, end)) =
+                    handle_datagram(&sh, now, path, &mut cur, len, from, &mut out)
+                {
                     let next = pool.pop().unwrap_or_else(alloc);
                     let buf = std::mem::replace(&mut cur, next);
                     let mut rx = lock(&sh.rx);
                     rx.reseq
-                        .push(now, data, RxBuf { buf, len }, &mut |p| out.push(p));
+                        .push(now, data, RxBuf { buf, start, end }, &mut |p| out.push(p));
                 }
             }
             RxEvent::RecvError { path, error } => {
@@ -448,7 +648,7 @@ pub async fn rx_task(sh: Arc<Shared>) -> Result<()> {
             lock(&sh.rx).delivered += out.len() as u64;
         }
         for p in out.drain(..) {
-            if let Err(e) = sh.tun.send(&p.buf[HEADER_LEN..p.len]).await {
+            if let Err(e) = sh.tun.send(&p.buf[p.start..p.end]).await {
                 let n = sh.drops.tun_write_error.fetch_add(1, Relaxed);
                 if n % 1000 == 0 {
                     warn!(error = %e, dropped = n + 1, "writing to the TUN device failed");
@@ -488,29 +688,37 @@ async fn recv_any(
     .await
 }
 
-/// Validate and act on one datagram. Returns the resequencer metadata when it is data to be
-/// queued (the caller hands over the buffer); control messages are handled here.
+/// Validate (open, when sealing) and act on one datagram of `len` bytes in `buf`. Returns the
+/// resequencer metadata and where the inner packet lies in `buf` when it is data to be queued
+/// (the caller hands over the buffer); control messages are handled here.
 fn handle_datagram(
     sh: &Shared,
     now: Time,
     i: usize,
-    datagram: &[u8],
+    buf: &mut [u8],
+    len: usize,
     from: SocketAddr,
     out: &mut Vec<RxBuf>,
-) -> Option<PacketMeta> {
+) -> Option<(PacketMeta, usize, usize)> {
     let path = &sh.paths[i];
-    if from != path.cfg.remote {
-        let n = sh.drops.unknown_source.fetch_add(1, Relaxed);
-        if n % 1000 == 0 {
-            debug!(path = %path.cfg.name, %from, "datagram from an unknown source dropped");
-        }
-        return None;
-    }
-    if datagram.len() == HEADER_LEN + usize::from(sh.cfg.tunnel.mtu) + 1 {
+    if len > sh.max_datagram() {
         sh.drops.oversize.fetch_add(1, Relaxed);
         return None;
     }
-    let d = match Datagram::parse(datagram) {
+    let (start, end) = match &sh.crypto {
+        None => {
+            if from != lock(&sh.tx).remote[i] {
+                let n = sh.drops.unknown_source.fetch_add(1, Relaxed);
+                if n % 1000 == 0 {
+                    debug!(path = %path.cfg.name, %from, "datagram from an unknown source dropped");
+                }
+                return None;
+            }
+            (0, len)
+        }
+        Some(c) => open_datagram(sh, c, now, i, &mut buf[..len])?,
+    };
+    let d = match Datagram::parse(&buf[start..end]) {
         Ok(d) => d,
         Err(e) => {
             sh.drops.malformed(&e);
@@ -524,51 +732,60 @@ fn handle_datagram(
         return None;
     }
     let mut rx = lock(&sh.rx);
-    match rx.peer_session {
-        Some(s) if s == h.session => {}
-        Some(s) => {
-            info!(
-                old = format_args!("{s:08x}"),
-                new = format_args!("{:08x}", h.session),
-                "peer restarted: resetting the resequencer"
-            );
-            rx.reseq.reset();
-            rx.peer_session = Some(h.session);
-            rx.peer_restarts += 1;
+    if sh.crypto.is_some() {
+        // Authenticated, from the agreed session: the peer may have moved.
+        let mut tx = lock(&sh.tx);
+        if tx.remote[i] != from {
+            info!(path = %path.cfg.name, old = %tx.remote[i], new = %from, "peer address changed");
+            tx.remote[i] = from;
         }
-        None => {
-            info!(path = %path.cfg.name, session = format_args!("{:08x}", h.session), "peer heard");
-            rx.peer_session = Some(h.session);
+    } else {
+        match rx.peer_session {
+            Some(s) if s == h.session => {}
+            Some(s) => {
+                info!(
+                    old = format_args!("{s:08x}"),
+                    new = format_args!("{:08x}", h.session),
+                    "peer restarted: resetting the resequencer"
+                );
+                rx.reseq.reset();
+                rx.peer_session = Some(h.session);
+                rx.peer_restarts += 1;
+            }
+            None => {
+                info!(path = %path.cfg.name, session = format_args!("{:08x}", h.session), "peer heard");
+                rx.peer_session = Some(h.session);
+            }
         }
     }
     heard(sh, &mut rx, i, now);
     match d {
         Datagram::Data { packet, .. } => {
-            return Some(PacketMeta {
-                path: h.path,
-                seq: h.seq,
-                path_seq: h.path_seq,
-                sent_us: h.timestamp,
-                len: packet.len(),
-            });
+            return Some((
+                PacketMeta {
+                    path: h.path,
+                    seq: h.seq,
+                    path_seq: h.path_seq,
+                    sent_us: h.timestamp,
+                    len: packet.len(),
+                },
+                start + HEADER_LEN,
+                end,
+            ));
         }
         Datagram::Keepalive { .. } => {
             rx.reseq
                 .fence(now, h.path, h.seq, h.path_seq, &mut |p| out.push(p));
             drop(rx);
-            let mut buf = [0u8; wire::ACK_LEN];
-            let len = {
-                let mut tx = lock(&sh.tx);
-                let header = fence_header(sh, &tx, Kind::KeepaliveAck, h.path, now);
-                tx.sched.on_sent(now, h.path, wire::ACK_LEN + path.overhead);
+            let mut buf = [0u8; wire::ACK_LEN + SEAL_OVERHEAD];
+            sh.send_control(i, now, &mut buf, |sh, tx, b| {
                 AckRepr {
-                    header,
+                    header: fence_header(sh, tx, Kind::KeepaliveAck, h.path, now),
                     echo: h.timestamp,
                     hold_us: sh.clock.now().wire_micros().wrapping_sub(now.wire_micros()),
                 }
-                .emit(&mut buf)
-            };
-            sh.send(path, &buf[..len]);
+                .emit(b)
+            });
         }
         Datagram::KeepaliveAck { echo, hold_us, .. } => {
             rx.reseq
@@ -580,8 +797,140 @@ fn handle_datagram(
                 .fence(now, h.path, h.seq, h.path_seq, &mut |p| out.push(p));
             take_report(sh, &mut rx, now, &report);
         }
+        Datagram::Hello { .. } => {
+            // Only valid sealed with the handshake key, handled in `open_datagram`.
+            sh.drops.unexpected.fetch_add(1, Relaxed);
+        }
     }
     None
+}
+
+/// Open a sealed datagram in place. Returns where its plain form lies in `buf`; `None` when it
+/// was dropped (and counted) or was a hello (handled here).
+fn open_datagram(
+    sh: &Shared,
+    c: &Crypto,
+    now: Time,
+    i: usize,
+    buf: &mut [u8],
+) -> Option<(usize, usize)> {
+    let (h, sealed) = match HeaderRepr::parse_outer(buf) {
+        Ok(x) => x,
+        Err(e) => {
+            sh.drops.malformed(&e);
+            return None;
+        }
+    };
+    if !sealed {
+        sh.drops.unauthenticated.fetch_add(1, Relaxed);
+        return None;
+    }
+    if h.kind == Kind::Hello {
+        take_hello(sh, c, now, i, buf);
+        return None;
+    }
+    let mut guard = lock(&sh.rx);
+    let rx = &mut *guard;
+    let peer_session = rx.peer_session;
+    let rc = rx.crypto.as_mut()?;
+    let Some(key) = rc.open.as_ref().filter(|_| peer_session == Some(h.session)) else {
+        sh.drops.unknown_session.fetch_add(1, Relaxed);
+        return None;
+    };
+    let Some(counter) = seal::counter_of(buf) else {
+        sh.drops.truncated.fetch_add(1, Relaxed);
+        return None;
+    };
+    if rc.replay.check(counter).is_err() {
+        sh.drops.replayed.fetch_add(1, Relaxed);
+        return None;
+    }
+    let body = match key.open(buf) {
+        Ok(n) => n,
+        Err(SealError::BadTag) => {
+            let n = sh.drops.bad_tag.fetch_add(1, Relaxed);
+            if n % 1000 == 0 {
+                debug!(path = %sh.paths[i].cfg.name, "datagram failed authentication");
+            }
+            return None;
+        }
+        Err(_) => {
+            sh.drops.truncated.fetch_add(1, Relaxed);
+            return None;
+        }
+    };
+    rc.replay.mark(counter);
+    seal::unseal_in_place(buf);
+    Some((COUNTER_LEN, SEALED_HEADER_LEN + body))
+}
+
+/// A sealed hello arrived on path `i`: run the handshake, install new session keys, answer.
+fn take_hello(sh: &Shared, c: &Crypto, now: Time, i: usize, buf: &mut [u8]) {
+    let body = match c.hello_key.open(buf) {
+        Ok(n) => n,
+        Err(_) => {
+            let n = sh.drops.bad_tag.fetch_add(1, Relaxed);
+            if n % 1000 == 0 {
+                warn!(path = %sh.paths[i].cfg.name, "a hello failed authentication: is the peer's key (and encryption) the same as ours?");
+            }
+            return;
+        }
+    };
+    seal::unseal_in_place(buf);
+    let (header, hello) = match Datagram::parse(&buf[COUNTER_LEN..SEALED_HEADER_LEN + body]) {
+        Ok(Datagram::Hello { header, hello }) => (header, hello),
+        Ok(_) => return,
+        Err(e) => {
+            sh.drops.malformed(&e);
+            return;
+        }
+    };
+    if header.path != sh.paths[i].cfg.id {
+        sh.drops.path_mismatch.fetch_add(1, Relaxed);
+        return;
+    }
+    let mut guard = lock(&sh.rx);
+    let rx = &mut *guard;
+    let Some(rc) = rx.crypto.as_mut() else { return };
+    match rc.hs.on_hello(header.session, &hello, random()) {
+        HelloOutcome::Reflected => {
+            sh.drops.bad_hello.fetch_add(1, Relaxed);
+        }
+        HelloOutcome::Accepted { install, reply } => {
+            if install {
+                if let Some(peer) = rc.hs.peer() {
+                    let keys = seal::session_keys(&c.psk, c.cipher, rc.hs.random(), &peer.random);
+                    rc.open = Some(keys.rx);
+                    rc.replay = ReplayWindow::default();
+                    {
+                        let mut tx = lock(&sh.tx);
+                        tx.seal = Some(Arc::new(keys.tx));
+                        tx.counter = 0;
+                    }
+                    if rx.peer_session.is_some() {
+                        info!(
+                            session = format_args!("{:08x}", peer.session),
+                            "peer restarted: new session keys, resetting the resequencer"
+                        );
+                        rx.reseq.reset();
+                        rx.peer_restarts += 1;
+                    } else {
+                        info!(path = %sh.paths[i].cfg.name, session = format_args!("{:08x}", peer.session), cipher = %c.cipher, "peer authenticated: session keys agreed");
+                    }
+                    rx.peer_session = Some(peer.session);
+                }
+            }
+            let Some(rc) = rx.crypto.as_mut() else { return };
+            if let Some(reply) = reply {
+                let due = rc.hello_sent[i].is_none_or(|t| now - t >= HELLO_REPLY_GAP);
+                if due {
+                    rc.hello_sent[i] = Some(now);
+                    drop(guard);
+                    sh.send_hello(c, i, now, &reply);
+                }
+            }
+        }
+    }
 }
 
 fn take_report(sh: &Shared, rx: &mut RxState, now: Time, report: &Report<'_>) {
@@ -685,7 +1034,7 @@ impl Shared {
                     .to_owned(),
                     backup: p.cfg.backup,
                     local: p.cfg.local.to_string(),
-                    remote: p.cfg.remote.to_string(),
+                    remote: tx.remote[i].to_string(),
                     tx_packets: p.tx_packets.load(Relaxed),
                     tx_bytes: p.tx_bytes.load(Relaxed),
                     rx_packets: ps.packets,
@@ -722,6 +1071,10 @@ impl Shared {
             tunnel: TunnelStatus {
                 name: self.cfg.tunnel.name.clone(),
                 scheduler: c.scheduler.to_string(),
+                encryption: self
+                    .sealing()
+                    .map_or_else(|| "none".to_owned(), |c| c.name().to_owned()),
+                keys_agreed: tx.seal.is_some(),
                 uptime_ms: now.as_nanos() / 1_000_000,
                 session: format!("{:08x}", self.session),
                 peer_session: rx.peer_session.map(|s| format!("{s:08x}")),

@@ -29,6 +29,21 @@ pub struct Drops {
     pub not_ip: AtomicU64,
     pub inner_length: AtomicU64,
     pub bad_control: AtomicU64,
+    /// Plain datagrams while sealing is required.
+    pub unauthenticated: AtomicU64,
+    /// Sealed datagrams of a session we have no keys for (before the handshake, or a peer's
+    /// old or forged session).
+    pub unknown_session: AtomicU64,
+    /// Sealed datagrams whose counter was seen before or is too old (replay window).
+    pub replayed: AtomicU64,
+    /// Sealed datagrams (hellos included) that failed authentication.
+    pub bad_tag: AtomicU64,
+    /// Authenticated hellos carrying our own random (reflected back at us).
+    pub bad_hello: AtomicU64,
+    /// Outbound packets dropped because the handshake has not agreed on keys yet.
+    pub no_session: AtomicU64,
+    /// Valid datagrams of a kind not expected here (a plain hello).
+    pub unexpected: AtomicU64,
 }
 
 impl Drops {
@@ -64,6 +79,13 @@ impl Drops {
             not_ip: g(&self.not_ip),
             inner_length: g(&self.inner_length),
             bad_control: g(&self.bad_control),
+            unauthenticated: g(&self.unauthenticated),
+            unknown_session: g(&self.unknown_session),
+            replayed: g(&self.replayed),
+            bad_tag: g(&self.bad_tag),
+            bad_hello: g(&self.bad_hello),
+            no_session: g(&self.no_session),
+            unexpected: g(&self.unexpected),
             duplicate: 0,
             late: 0,
         }
@@ -87,6 +109,27 @@ pub struct DropCounts {
     pub not_ip: u64,
     pub inner_length: u64,
     pub bad_control: u64,
+    /// Plain datagrams while sealing is required.
+    #[serde(default)]
+    pub unauthenticated: u64,
+    /// Sealed datagrams of a session without keys here.
+    #[serde(default)]
+    pub unknown_session: u64,
+    /// Sealed datagrams refused by the replay window (duplicate or too old).
+    #[serde(default)]
+    pub replayed: u64,
+    /// Sealed datagrams that failed authentication.
+    #[serde(default)]
+    pub bad_tag: u64,
+    /// Hellos reflected back at us.
+    #[serde(default)]
+    pub bad_hello: u64,
+    /// Outbound packets dropped before the handshake agreed on keys.
+    #[serde(default)]
+    pub no_session: u64,
+    /// Valid datagrams of an unexpected kind.
+    #[serde(default)]
+    pub unexpected: u64,
     /// Data packets received twice (resequencer).
     pub duplicate: u64,
     /// Data packets that arrived after the resequencer had given up on them.
@@ -121,6 +164,12 @@ pub struct Status {
 pub struct TunnelStatus {
     pub name: String,
     pub scheduler: String,
+    /// The AEAD sealing every datagram, or "none".
+    #[serde(default)]
+    pub encryption: String,
+    /// Sealing: the handshake has agreed on session keys with the peer.
+    #[serde(default)]
+    pub keys_agreed: bool,
     pub uptime_ms: u64,
     /// This daemon's session id (hex).
     pub session: String,

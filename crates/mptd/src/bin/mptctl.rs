@@ -68,9 +68,15 @@ fn main() -> ExitCode {
 fn print_status(s: &Status) {
     let t = &s.tunnel;
     println!(
-        "tunnel {}  scheduler {}  up {:.1}s  session {}  peer {}{}",
+        "tunnel {}  scheduler {}  encryption {}{}  up {:.1}s  session {}  peer {}{}",
         t.name,
         t.scheduler,
+        t.encryption,
+        if t.encryption != "none" && !t.keys_agreed {
+            " (no keys agreed yet)"
+        } else {
+            ""
+        },
         t.uptime_ms as f64 / 1000.0,
         t.session,
         t.peer_session.as_deref().unwrap_or("-"),
@@ -104,6 +110,12 @@ fn print_status(s: &Status) {
         "  drops: no-path {} send {} tun {} unknown-source {} path-mismatch {} malformed {} duplicate {} late {}",
         d.no_path, d.send_error, d.tun_write_error, d.unknown_source, d.path_mismatch, d.malformed(), d.duplicate, d.late
     );
+    if t.encryption != "none" {
+        println!(
+            "  auth drops: unauthenticated {} bad-tag {} replayed {} unknown-session {} reflected-hello {} before-keys {}",
+            d.unauthenticated, d.bad_tag, d.replayed, d.unknown_session, d.bad_hello, d.no_session
+        );
+    }
     println!(
         "  reports sent: {} B (budget now {:.2} % of the bytes received)",
         t.tx_report_bytes,

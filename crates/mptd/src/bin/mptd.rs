@@ -1,22 +1,26 @@
-//! `mptd -c FILE`: run the tunnel. `--check` validates the configuration and exits.
+//! `mptd -c FILE`: run the tunnel. `--check` validates the configuration (and the key file)
+//! and exits. `mptd genkey` prints a new pre-shared key.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use clap::Parser;
+use clap::{Parser, Subcommand};
 use mpt_core::config::Config;
+use mpt_core::seal::{Psk, KEY_LEN};
 use mptd::daemon::{self, Shared};
-use tracing::{error, info};
+use tracing::{error, info, warn};
 
 /// Multipath UDP tunnel daemon.
 #[derive(Debug, Parser)]
-#[command(version, about)]
+#[command(version, about, subcommand_negates_reqs = true)]
 struct Args {
+    #[command(subcommand)]
+    command: Option<Command>,
     /// Configuration file (TOML).
-    #[arg(short, long, value_name = "FILE")]
-    config: PathBuf,
+    #[arg(short, long, value_name = "FILE", required = true)]
+    config: Option<PathBuf>,
     /// Validate the configuration and exit (0 when valid).
     #[arg(long)]
     check: bool,
@@ -25,8 +29,29 @@ struct Args {
     verbose: u8,
 }
 
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Print a new random pre-shared key (base64) for `[security] key_file`:
+    /// `mptd genkey > /etc/mptd/mpt.key && chmod 600 /etc/mptd/mpt.key`, then copy the file to
+    /// the peer.
+    Genkey,
+}
+
 fn main() -> ExitCode {
     let args = Args::parse();
+    if let Some(Command::Genkey) = args.command {
+        let mut key = [0u8; KEY_LEN];
+        if let Err(e) = getrandom::fill(&mut key) {
+            eprintln!("mptd: no randomness for a key: {e}");
+            return ExitCode::FAILURE;
+        }
+        println!("{}", Psk::from_bytes(key).encode());
+        return ExitCode::SUCCESS;
+    }
+    let Some(config) = args.config else {
+        eprintln!("mptd: -c FILE is required");
+        return ExitCode::from(2);
+    };
     let level = match args.verbose {
         0 => "info",
         1 => "debug",
@@ -39,21 +64,34 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
 
-    let cfg = match Config::load(&args.config) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("mptd: invalid configuration: {e}");
-            return ExitCode::from(2);
-        }
-    };
+    let (cfg, psk) =
+        match Config::load(&config).and_then(|c| c.security.load_key(&config).map(|k| (c, k))) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("mptd: invalid configuration: {e}");
+                return ExitCode::from(2);
+            }
+        };
+    let encryption = cfg
+        .security
+        .cipher
+        .map_or("none (unauthenticated)", |c| c.name());
     if args.check {
         println!(
-            "{}: ok ({} paths, scheduler {})",
-            args.config.display(),
+            "{}: ok ({} paths, scheduler {}, encryption {encryption})",
+            config.display(),
             cfg.paths.len(),
             cfg.connection.scheduler
         );
         return ExitCode::SUCCESS;
+    }
+    if cfg.security.cipher.is_none() {
+        warn!(
+            config = %config.display(),
+            "encryption = \"none\": datagrams are neither authenticated nor encrypted; anyone who \
+             can send UDP to a path port can inject packets into {}",
+            cfg.tunnel.name
+        );
     }
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -66,7 +104,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match rt.block_on(run(cfg)) {
+    match rt.block_on(run(cfg, psk)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             error!("{e:#}");
@@ -76,18 +114,19 @@ fn main() -> ExitCode {
     }
 }
 
-async fn run(cfg: Config) -> Result<()> {
+async fn run(cfg: Config, psk: Option<Psk>) -> Result<()> {
     use tokio::signal::unix::{signal, SignalKind};
     let mut sigterm = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
     let mut sigint = signal(SignalKind::interrupt()).context("cannot watch SIGINT")?;
 
     let control_path = cfg.control.socket.clone();
-    let sh = Arc::new(Shared::new(cfg)?);
+    let sh = Arc::new(Shared::new(cfg, psk)?);
     let listener = mptd::control::bind(&control_path)?;
     info!(
         tunnel = %sh.cfg.tunnel.name,
         paths = sh.paths.len(),
         scheduler = %sh.cfg.connection.scheduler,
+        encryption = sh.sealing().map_or("none", |c| c.name()),
         session = format_args!("{:08x}", sh.session),
         control = %control_path.display(),
         "mptd running"
