@@ -10,6 +10,7 @@ mod bad_input;
 mod emulator;
 mod failover;
 mod ftp;
+mod hostile;
 mod lab;
 mod throughput;
 

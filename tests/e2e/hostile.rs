@@ -1,0 +1,363 @@
+//! A stranger on the network sprays B's path ports during a transfer: random bytes, truncated
+//! headers, forged tags, replays of captured genuine datagrams, huge counter and sequence
+//! jumps, a forged session, plain datagrams. Nothing of it may reach tun0, the transfer goes
+//! on, B's memory stays bounded, and each kind lands in its own drop counter.
+
+use std::io::Read;
+use std::net::{Ipv4Addr, UdpSocket};
+use std::time::{Duration, Instant};
+
+use mpt_core::seal::{SEALED_HEADER_LEN, TAG_LEN};
+use mpt_core::wire::{HeaderRepr, Kind, HEADER_LEN, SEALED_FLAG};
+use mpt_core::PathId;
+use mpt_lab::netns::{iperf3_bps, Lab, PathSpec, Side, TunnelOpts, STRANGER_ADDR};
+use mptd::status::{DropCounts, Status};
+use socket2::{Domain, Protocol, Socket, Type};
+
+use crate::need;
+
+/// Sealed data datagrams from `from` to `to` port 4754, as B's kernel receives them (an
+/// AF_PACKET socket in B's namespace).
+fn capture(n: usize, from: Ipv4Addr, to: Ipv4Addr, limit: Duration) -> Vec<Vec<u8>> {
+    let proto = i32::from((libc::ETH_P_IP as u16).to_be());
+    let s = Socket::new(Domain::PACKET, Type::DGRAM, Some(Protocol::from(proto)))
+        .expect("packet socket");
+    s.set_read_timeout(Some(Duration::from_millis(100)))
+        .expect("timeout");
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 65536];
+    let t0 = Instant::now();
+    while out.len() < n && t0.elapsed() < limit {
+        let Ok(len) = (&s).read(&mut buf) else {
+            continue;
+        };
+        let p = &buf[..len];
+        if p.len() < 28 || p[0] >> 4 != 4 || p[9] != 17 {
+            continue;
+        }
+        let ihl = usize::from(p[0] & 0x0f) * 4;
+        let (src, dst) = (&p[12..16], &p[16..20]);
+        let Some(udp) = p.get(ihl..) else { continue };
+        if udp.len() < 8 || src != from.octets() || dst != to.octets() {
+            continue;
+        }
+        let dport = u16::from_be_bytes([udp[2], udp[3]]);
+        let d = &udp[8..];
+        // sealed data datagrams only
+        if dport == 4754 && d.len() > 100 && d[0] & SEALED_FLAG != 0 && d[0] & 0x0f == 0 {
+            out.push(d.to_vec());
+        }
+    }
+    out
+}
+
+fn counter(d: &[u8]) -> u64 {
+    u64::from_be_bytes(
+        d[HEADER_LEN..SEALED_HEADER_LEN]
+            .try_into()
+            .expect("8 bytes"),
+    )
+}
+
+fn set_counter(d: &mut [u8], c: u64) {
+    d[HEADER_LEN..SEALED_HEADER_LEN].copy_from_slice(&c.to_be_bytes());
+}
+
+/// Resident memory of `pid` in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+    s.lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS")
+}
+
+/// Every counter a hostile datagram can land in.
+fn hostile_total(d: &DropCounts) -> u64 {
+    d.malformed()
+        + d.unauthenticated
+        + d.unknown_session
+        + d.replayed
+        + d.bad_tag
+        + d.bad_hello
+        + d.path_mismatch
+        + d.unknown_source
+        + d.unexpected
+}
+
+/// UDP datagrams B's kernel dropped for want of socket buffer (RcvbufErrors).
+fn kernel_udp_drops(lab: &Lab) -> u64 {
+    let out = lab.sh(Side::B, "cat /proc/net/snmp").expect("snmp");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut udp = text.lines().filter(|l| l.starts_with("Udp:"));
+    let (names, values) = (
+        udp.next().expect("Udp names"),
+        udp.next().expect("Udp values"),
+    );
+    names
+        .split_whitespace()
+        .zip(values.split_whitespace())
+        .find(|(n, _)| *n == "RcvbufErrors")
+        .and_then(|(_, v)| v.parse().ok())
+        .expect("RcvbufErrors")
+}
+
+/// Count, in B's input path, the datagrams from the stranger to the path ports (nftables).
+fn count_stranger_arrivals(lab: &Lab) {
+    lab.sh(
+        Side::B,
+        &format!(
+            "nft add table inet mpttest
+             nft add chain inet mpttest input '{{ type filter hook input priority 0; }}'
+             nft add rule inet mpttest input ip saddr {STRANGER_ADDR} udp dport 4754 counter"
+        ),
+    )
+    .expect("nft counter");
+}
+
+/// Datagrams from the stranger that reached B's UDP layer so far.
+fn stranger_arrivals(lab: &Lab) -> u64 {
+    let out = lab
+        .sh(Side::B, "nft list chain inet mpttest input")
+        .expect("nft list");
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.split_whitespace()
+        .skip_while(|w| *w != "packets")
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .expect("nft packet counter")
+}
+
+struct Xorshift(u64);
+impl Xorshift {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+#[test]
+fn a_stranger_spraying_the_path_ports_gets_nothing_into_tun0() {
+    need!("hostile_spray", "iperf3", "nft");
+    // Unshaped: the spray reaches B at full rate, beside a transfer as fast as the machine goes.
+    let unshaped = PathSpec {
+        rate_bps: None,
+        ab: Default::default(),
+        ba: Default::default(),
+    };
+    let paths = vec![unshaped.clone(), unshaped];
+    let mut lab = Lab::new(&paths).expect("lab");
+    lab.add_stranger().expect("stranger namespace");
+    count_stranger_arrivals(&lab);
+    let opts = TunnelOpts::default();
+    assert_ne!(opts.encryption, "none");
+    lab.start_mptd(Side::A, &opts).expect("mptd a");
+    let pid_b = lab.start_mptd(Side::B, &opts).expect("mptd b");
+    lab.wait_for_tunnel(Duration::from_secs(10))
+        .expect("tunnel");
+    let st = lab.status(Side::B).expect("status");
+    assert_eq!(st.tunnel.encryption, "chacha20-poly1305");
+    assert!(st.tunnel.keys_agreed);
+
+    let (server, client) = lab.tcp_transfer_in_background(5301, 12).expect("iperf3");
+    std::thread::sleep(Duration::from_secs(1));
+    let (a0, b0) = (lab.path_addr(Side::A, 0), lab.path_addr(Side::B, 0));
+    let (from, to): (Ipv4Addr, Ipv4Addr) = (a0.parse().expect("ip"), b0.parse().expect("ip"));
+    let genuine = lab
+        .in_ns(Side::B, move || {
+            capture(1500, from, to, Duration::from_secs(3))
+        })
+        .expect("capture");
+    assert!(
+        genuine.len() >= 500,
+        "captured only {} genuine datagrams",
+        genuine.len()
+    );
+    let top = genuine.iter().map(|d| counter(d)).max().unwrap_or(0);
+    let rss0 = rss_kib(pid_b);
+    let delivered0 = lab.status(Side::B).expect("status").tunnel.delivered;
+
+    let mut rng = Xorshift(0x2545_F491_4F6C_DD1D);
+    let n = 3000usize;
+    let pick = |rng: &mut Xorshift| genuine[(rng.next() % genuine.len() as u64) as usize].clone();
+    type Kind2 = (&'static str, Vec<Vec<u8>>, fn(&DropCounts) -> u64);
+    let mut kinds: Vec<Kind2> = Vec::new();
+    kinds.push((
+        "random bytes",
+        (0..n)
+            .map(|_| {
+                let len = (rng.next() % 400) as usize;
+                (0..len).map(|_| rng.next() as u8).collect()
+            })
+            .collect(),
+        hostile_total,
+    ));
+    kinds.push((
+        "truncated headers",
+        (0..n)
+            .map(|_| {
+                let d = pick(&mut rng);
+                d[..(rng.next() % HEADER_LEN as u64) as usize].to_vec()
+            })
+            .collect(),
+        |d| d.truncated,
+    ));
+    kinds.push((
+        "bad tags",
+        (0..n as u64)
+            .map(|k| {
+                let mut d = pick(&mut rng);
+                set_counter(&mut d, top + 1_000_000 + k);
+                let i = SEALED_HEADER_LEN + (rng.next() as usize % (d.len() - SEALED_HEADER_LEN));
+                d[i] ^= 0x5a;
+                d
+            })
+            .collect(),
+        |d| d.bad_tag,
+    ));
+    kinds.push(("replays", genuine.clone(), |d| d.replayed));
+    kinds.push((
+        "huge sequence jumps",
+        (0..n as u64)
+            .map(|k| {
+                let mut d = pick(&mut rng);
+                set_counter(&mut d, top + (1 << 40) + k);
+                let seq = u32::from_be_bytes(d[8..12].try_into().expect("4"));
+                d[8..12].copy_from_slice(&seq.wrapping_add(1 << 31).to_be_bytes());
+                d
+            })
+            .collect(),
+        |d| d.bad_tag,
+    ));
+    kinds.push((
+        "forged session",
+        (0..n)
+            .map(|_| {
+                let mut d = pick(&mut rng);
+                d[4] ^= 0x80;
+                d
+            })
+            .collect(),
+        |d| d.unknown_session,
+    ));
+    kinds.push((
+        "plain datagrams",
+        (0..n as u32)
+            .map(|k| {
+                let mut h = vec![0u8; HEADER_LEN];
+                let session = u32::from_be_bytes(genuine[0][4..8].try_into().expect("4"));
+                HeaderRepr {
+                    kind: Kind::Keepalive,
+                    path: PathId(0),
+                    path_seq: 0,
+                    session,
+                    seq: k,
+                    timestamp: 0,
+                }
+                .emit(&mut h);
+                h
+            })
+            .collect(),
+        |d| d.unauthenticated,
+    ));
+    assert!(kinds.iter().all(|(_, ds, _)| ds
+        .iter()
+        .all(|d| d.len() <= 1400 + SEALED_HEADER_LEN + TAG_LEN)));
+
+    let targets = [
+        format!("{}:4754", lab.path_addr(Side::B, 0)),
+        format!("{}:4754", lab.path_addr(Side::B, 1)),
+    ];
+    for (name, datagrams, count) in &kinds {
+        let before = lab.status(Side::B).expect("status").tunnel.drops;
+        let total_before = hostile_total(&before);
+        let kernel_before = kernel_udp_drops(&lab);
+        let arrived_before = stranger_arrivals(&lab);
+        let t0 = Instant::now();
+        let sent = lab
+            .in_stranger(|| {
+                let s = UdpSocket::bind(format!("{STRANGER_ADDR}:0")).expect("bind");
+                for (i, d) in datagrams.iter().enumerate() {
+                    // genuine captures go to path 0, where they belong; the rest to both
+                    let t = if *name == "replays" {
+                        &targets[0]
+                    } else {
+                        &targets[i % 2]
+                    };
+                    s.send_to(d, t).expect("send");
+                    if i % 500 == 499 {
+                        // keep the receive buffers from overflowing: every datagram must be counted
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                }
+                datagrams.len() as u64
+            })
+            .expect("stranger");
+        let rate = sent as f64 / t0.elapsed().as_secs_f64();
+        std::thread::sleep(Duration::from_millis(300));
+        let after = lab.status(Side::B).expect("mptd b answers").tunnel.drops;
+        let got = count(&after) - count(&before);
+        let total = hostile_total(&after) - total_before;
+        let kernel = kernel_udp_drops(&lab) - kernel_before;
+        let arrived = stranger_arrivals(&lab) - arrived_before;
+        eprintln!("RESULT hostile: {name}: {sent} sent at {rate:.0}/s, {arrived} reached B, {got} counted in their own counter, {total} in all, {kernel} dropped by B's kernel (socket buffer full)");
+        assert!(
+            arrived * 4 >= sent,
+            "{name}: too few reached B to tell anything"
+        );
+        assert_eq!(got, total, "{name}: counted elsewhere too: {after:?}");
+        assert!(
+            got <= arrived && got + kernel >= arrived,
+            "{name}: {arrived} arrived, {got} counted, {kernel} dropped by the kernel: {after:?}"
+        );
+    }
+    let st: Status = lab.status(Side::B).expect("status");
+    assert_eq!(
+        st.paths[0].remote,
+        format!("{a0}:4754"),
+        "B now sends to the stranger"
+    );
+    let rss1 = rss_kib(pid_b);
+    eprintln!("RESULT hostile: mptd on B resident {rss0} KiB before the spray, {rss1} KiB after");
+    assert!(
+        rss1 < rss0 + 16 * 1024,
+        "memory grew by {} KiB",
+        rss1 - rss0
+    );
+
+    let out = client.wait_with_output().expect("iperf3 client");
+    lab.reap(server);
+    assert!(
+        out.status.success(),
+        "the transfer did not complete: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("iperf3 json");
+    let bps = iperf3_bps(&v);
+    std::thread::sleep(Duration::from_millis(500));
+    let (sa, sb) = (
+        lab.status(Side::A).expect("status a"),
+        lab.status(Side::B).expect("status b"),
+    );
+    eprintln!(
+        "RESULT hostile: transfer {:.1} Mbit/s during the spray; A sent {} inner packets, B wrote {} to tun0 ({} after the capture began)",
+        bps / 1e6,
+        sa.tunnel.tx_packets,
+        sb.tunnel.delivered,
+        sb.tunnel.delivered - delivered0
+    );
+    assert!(bps > 10e6, "the transfer collapsed: {bps} bit/s");
+    assert!(
+        sb.tunnel.delivered <= sa.tunnel.tx_packets,
+        "B wrote more packets to tun0 than A sent"
+    );
+    assert!(
+        sb.tunnel.delivered + sb.tunnel.reseq.skipped + 64 >= sa.tunnel.tx_packets,
+        "packets went missing: A sent {}, B delivered {} and gave up {}",
+        sa.tunnel.tx_packets,
+        sb.tunnel.delivered,
+        sb.tunnel.reseq.skipped
+    );
+}
