@@ -651,6 +651,12 @@ mod tests {
     }
 
     proptest! {
+        /// The cargo-fuzz target's driver on random inputs.
+        #[test]
+        fn fuzz_driver_on_random_inputs(data in proptest::collection::vec(any::<u8>(), 0..400)) {
+            fuzz::datagram(&data);
+        }
+
         #[test]
         fn arbitrary_bytes_never_open(bytes in proptest::collection::vec(any::<u8>(), 0..300), c: u64) {
             let keys = session_keys(&psk(1), Cipher::ChaCha20Poly1305, &[1; 32], &[2; 32]);
@@ -696,5 +702,110 @@ mod tests {
                 }
             }
         }
+    }
+}
+
+/// Drivers for the cargo-fuzz targets (`fuzz/`), also run by the property tests.
+#[doc(hidden)]
+pub mod fuzz {
+    use std::sync::OnceLock;
+
+    use super::*;
+    use crate::wire::{Datagram, HeaderRepr, Kind};
+
+    struct Keys {
+        ours: SessionKeys,
+        theirs: SessionKeys,
+        hello: SealKey,
+    }
+
+    fn keys() -> &'static Keys {
+        static K: OnceLock<Keys> = OnceLock::new();
+        K.get_or_init(|| {
+            let psk = Psk::from_bytes([7; KEY_LEN]);
+            Keys {
+                ours: session_keys(&psk, Cipher::ChaCha20Poly1305, &[1; 32], &[2; 32]),
+                theirs: session_keys(&psk, Cipher::ChaCha20Poly1305, &[2; 32], &[1; 32]),
+                hello: handshake_key(&psk, Cipher::ChaCha20Poly1305),
+            }
+        })
+    }
+
+    /// Byte 0 even: `data[1..]` is a received datagram, handled as the daemon does (parse,
+    /// replay check, open, unseal, parse); it must never authenticate. Byte 0 odd: a datagram
+    /// is sealed from the input's fields, then one byte is flipped as the input says; it must
+    /// open (to exactly what was sealed) if and only if nothing was flipped.
+    pub fn datagram(data: &[u8]) {
+        let Some((&mode, rest)) = data.split_first() else {
+            return;
+        };
+        if mode % 2 == 0 {
+            received(rest);
+        } else {
+            sealed_then_mutated(rest);
+        }
+    }
+
+    fn received(data: &[u8]) {
+        if let Ok(Datagram::Report { report, .. }) = Datagram::parse(data) {
+            assert_eq!(report.entries().count(), report.len());
+        }
+        let mut buf = data.to_vec();
+        let Ok((h, true)) = HeaderRepr::parse_outer(&buf) else {
+            return;
+        };
+        let window = ReplayWindow::default();
+        if let Some(c) = counter_of(&buf) {
+            assert!(window.check(c).is_ok());
+        }
+        let k = keys();
+        let key = if h.kind == Kind::Hello {
+            &k.hello
+        } else {
+            &k.theirs.rx
+        };
+        assert!(
+            key.open(&mut buf).is_err(),
+            "a forged datagram authenticated"
+        );
+    }
+
+    fn sealed_then_mutated(data: &[u8]) {
+        if data.len() < 24 {
+            return;
+        }
+        let (fields, body) = data.split_at(24);
+        let mut buf = vec![0u8; SEALED_HEADER_LEN + body.len() + TAG_LEN];
+        let b32 =
+            |i: usize| u32::from_be_bytes([fields[i], fields[i + 1], fields[i + 2], fields[i + 3]]);
+        HeaderRepr {
+            kind: Kind::Data,
+            path: crate::PathId(fields[0]),
+            path_seq: u16::from_be_bytes([fields[1], fields[2]]),
+            session: b32(3),
+            seq: b32(7),
+            timestamp: b32(11),
+        }
+        .emit(&mut buf);
+        buf[SEALED_HEADER_LEN..][..body.len()].copy_from_slice(body);
+        let counter = u64::from_be_bytes(fields[15..23].try_into().unwrap_or([0; 8]));
+        let k = keys();
+        let n = k.ours.tx.seal(counter, &mut buf, body.len()).expect("room");
+        let original = buf.clone();
+        // the flip: position from the first body bytes, value from the last field byte
+        let flip = fields[23];
+        let pos = usize::from(u16::from_be_bytes([fields[1], fields[0]])) % n;
+        buf[pos] ^= flip;
+        match k.theirs.rx.open(&mut buf) {
+            Ok(len) => {
+                assert_eq!(flip, 0, "a flipped byte at {pos} went unnoticed");
+                assert_eq!(len, body.len());
+                assert_eq!(&buf[SEALED_HEADER_LEN..][..len], body);
+                assert_eq!(&buf[..SEALED_HEADER_LEN], &original[..SEALED_HEADER_LEN]);
+            }
+            Err(e) => assert!(flip != 0, "a genuine datagram was refused: {e}"),
+        }
+        // our own receive key never opens what we sent (no reflection)
+        assert!(k.ours.rx.open(&mut original.clone()).is_err());
     }
 }

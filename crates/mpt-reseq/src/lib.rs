@@ -20,6 +20,8 @@
 
 mod bitmap;
 pub mod feedback;
+#[doc(hidden)]
+pub mod fuzz;
 mod reorder;
 mod stats;
 
@@ -1544,6 +1546,14 @@ mod tests {
     }
 
     proptest! {
+        /// The cargo-fuzz target's driver on random operation sequences.
+        #[test]
+        fn arbitrary_operation_sequences_keep_the_invariants(
+            data in proptest::collection::vec(any::<u8>(), 0..2000)
+        ) {
+            crate::fuzz::run_ops(&data);
+        }
+
         #[test]
         fn any_permutation_within_the_window_is_delivered_in_order(
             (window, perm, paths) in (1usize..=64)
