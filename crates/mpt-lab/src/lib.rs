@@ -8,6 +8,7 @@
 #![allow(clippy::disallowed_methods)] // the lab runs real processes on the wall clock
 
 pub mod adaptive;
+pub mod bench;
 pub mod demo;
 pub mod emulator;
 pub mod netns;

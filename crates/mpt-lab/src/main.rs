@@ -29,6 +29,16 @@ enum Cmd {
         #[arg(long, default_value = "lab-out")]
         out: std::path::PathBuf,
     },
+    /// Benchmarks: `throughput` (raw veth against mptd over 1 and 2 unshaped paths, with and
+    /// without encryption; TCP, UDP, ping).
+    Bench {
+        what: String,
+        /// Encryption settings to measure.
+        #[arg(long, value_delimiter = ',', default_value = "none,chacha20-poly1305,aes-256-gcm")]
+        encryption: Vec<String>,
+        #[arg(long, default_value = "lab-out")]
+        out: std::path::PathBuf,
+    },
     /// Internal: run the link emulator (started by the lab inside its middle namespace).
     #[command(hide = true)]
     Emulate { spec: String },
@@ -58,6 +68,21 @@ fn run(name: &str, cases: &[u32], out: &std::path::Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+fn bench(what: &str, encryption: &[String], out: &std::path::Path) -> anyhow::Result<()> {
+    if !mpt_lab::netns::require_root("mpt-lab bench") {
+        anyhow::bail!("the lab needs root");
+    }
+    match what {
+        "throughput" => {
+            let md = mpt_lab::bench::run_throughput(out, encryption)?;
+            println!("{md}");
+            eprintln!("results in {}", out.display());
+            Ok(())
+        }
+        other => anyhow::bail!("unknown benchmark {other:?}, expected throughput"),
+    }
+}
+
 fn main() -> ExitCode {
     let args = Args::parse();
     if !matches!(args.command, Cmd::Emulate { .. }) {
@@ -68,6 +93,11 @@ fn main() -> ExitCode {
     let r = match args.command {
         Cmd::Demo => mpt_lab::demo::run(),
         Cmd::Run { suite, cases, out } => run(&suite, &cases, &out),
+        Cmd::Bench {
+            what,
+            encryption,
+            out,
+        } => bench(&what, &encryption, &out),
         Cmd::Emulate { spec } => serde_json::from_str(&spec)
             .map_err(anyhow::Error::from)
             .and_then(|links: Vec<mpt_lab::emulator::Link>| mpt_lab::emulator::run(&links)),

@@ -1,0 +1,145 @@
+//! `mpt-lab bench throughput`: how fast the tunnel goes on this machine, unshaped, against the
+//! bare veth it runs over; with and without encryption. A benchmark, not a test: it reports.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+use crate::netns::{iperf3_bps, tunnel_addr, Lab, PathSpec, Side, TunnelOpts};
+
+/// One measured configuration.
+#[derive(Debug, Clone)]
+struct Row {
+    setup: String,
+    tcp1_bps: f64,
+    tcp4_bps: f64,
+    udp_bps: f64,
+    udp_pps: f64,
+    udp_loss_pct: f64,
+    /// Both daemons' CPU seconds per GB carried by the single-stream TCP run.
+    cpu_s_per_gb: Option<f64>,
+    rtt_p50_us: f64,
+    rtt_p99_us: f64,
+}
+
+fn unshaped() -> PathSpec {
+    PathSpec {
+        rate_bps: None,
+        ab: Default::default(),
+        ba: Default::default(),
+    }
+}
+
+/// utime + stime of `pid`, in seconds.
+fn cpu_seconds(pid: u32) -> Result<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // fields after the command name (which may hold spaces) start after the last ')'
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = f.get(11).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0)
+        + f.get(12).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    Ok(ticks / hz.max(1.0))
+}
+
+/// Ping RTTs (µs) from A to `addr`: p50 and p99 of `n` pings 10 ms apart.
+fn ping_percentiles(lab: &Lab, addr: &str, n: u32) -> Result<(f64, f64)> {
+    let out = lab
+        .cmd(Side::A, "ping")
+        .args(["-c", &n.to_string(), "-i", "0.01", "-W", "1", addr])
+        .output()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut rtts: Vec<f64> = text
+        .lines()
+        .filter_map(|l| l.split("time=").nth(1))
+        .filter_map(|t| t.split_whitespace().next())
+        .filter_map(|v| v.parse::<f64>().ok())
+        .map(|ms| ms * 1000.0)
+        .collect();
+    anyhow::ensure!(!rtts.is_empty(), "no ping replies from {addr}");
+    rtts.sort_by(f64::total_cmp);
+    let pct = |q: f64| rtts[((rtts.len() - 1) as f64 * q).round() as usize];
+    Ok((pct(0.5), pct(0.99)))
+}
+
+/// TCP 1 and 4 streams, UDP 1400-byte datagrams at full speed, idle ping; `pids` are the
+/// daemons whose CPU is charged to the single-stream run.
+fn measure(lab: &mut Lab, setup: String, addr: &str, pids: &[u32]) -> Result<Row> {
+    let secs = "5";
+    let cpu0: f64 = pids.iter().map(|&p| cpu_seconds(p).unwrap_or(0.0)).sum();
+    let v = lab.iperf3(Side::A, addr, 5201, &["-t", secs])?;
+    let cpu1: f64 = pids.iter().map(|&p| cpu_seconds(p).unwrap_or(0.0)).sum();
+    let tcp1 = iperf3_bps(&v);
+    let bytes = v["end"]["sum_received"]["bytes"].as_f64().unwrap_or(0.0);
+    let v4 = lab.iperf3(Side::A, addr, 5202, &["-t", secs, "-P", "4"])?;
+    // 1372 bytes of UDP payload: 1400-byte IP packets, the tunnel MTU
+    let vu = lab.iperf3(Side::A, addr, 5203, &["-t", secs, "-u", "-b", "0", "-l", "1372"])?;
+    let sum = &vu["end"]["sum"];
+    let udp_bps = sum["bits_per_second"].as_f64().unwrap_or(0.0);
+    let lost = sum["lost_percent"].as_f64().unwrap_or(0.0);
+    let received_bps = udp_bps * (1.0 - lost / 100.0);
+    let (p50, p99) = ping_percentiles(lab, addr, 200)?;
+    let row = Row {
+        setup,
+        tcp1_bps: tcp1,
+        tcp4_bps: iperf3_bps(&v4),
+        udp_bps: received_bps,
+        udp_pps: received_bps / (1400.0 * 8.0),
+        udp_loss_pct: lost,
+        cpu_s_per_gb: (!pids.is_empty() && bytes > 0.0).then(|| (cpu1 - cpu0) / (bytes / 1e9)),
+        rtt_p50_us: p50,
+        rtt_p99_us: p99,
+    };
+    eprintln!("{row:?}");
+    Ok(row)
+}
+
+/// Run the throughput benchmark; returns the markdown table (also written to `out`).
+pub fn run_throughput(out: &Path, encryptions: &[String]) -> Result<String> {
+    std::fs::create_dir_all(out)?;
+    let mut rows = Vec::new();
+    {
+        let mut lab = Lab::new(&[unshaped()]).context("raw veth lab")?;
+        let addr = lab.path_addr(Side::B, 0);
+        rows.push(measure(&mut lab, "raw veth".into(), &addr, &[])?);
+    }
+    for &paths in &[1usize, 2] {
+        for enc in encryptions {
+            let mut lab = Lab::new(&vec![unshaped(); paths]).context("tunnel lab")?;
+            let opts = TunnelOpts {
+                encryption: enc.clone(),
+                ..TunnelOpts::default()
+            };
+            let pa = lab.start_mptd(Side::A, &opts)?;
+            let pb = lab.start_mptd(Side::B, &opts)?;
+            lab.wait_for_tunnel(Duration::from_secs(10))?;
+            let setup = format!("mptd, {paths} path{}, {enc}", if paths > 1 { "s" } else { "" });
+            rows.push(measure(&mut lab, setup, &tunnel_addr(Side::B), &[pa, pb])?);
+        }
+    }
+    let raw = rows[0].tcp1_bps.max(1.0);
+    let mut md = String::new();
+    writeln!(md, "| setup | TCP 1 stream Gbit/s | TCP 4 streams Gbit/s | UDP 1400 B Gbit/s (kpps, loss) | mptd/raw (TCP 1) | daemons' CPU s/GB | ping p50 / p99 µs |")?;
+    writeln!(md, "|---|---|---|---|---|---|---|")?;
+    for r in &rows {
+        writeln!(
+            md,
+            "| {} | {:.2} | {:.2} | {:.2} ({:.0}, {:.1} %) | {:.3} | {} | {:.0} / {:.0} |",
+            r.setup,
+            r.tcp1_bps / 1e9,
+            r.tcp4_bps / 1e9,
+            r.udp_bps / 1e9,
+            r.udp_pps / 1e3,
+            r.udp_loss_pct,
+            r.tcp1_bps / raw,
+            r.cpu_s_per_gb.map_or("—".into(), |c| format!("{c:.2}")),
+            r.rtt_p50_us,
+            r.rtt_p99_us
+        )?;
+    }
+    std::fs::write(out.join("throughput.md"), &md)?;
+    Ok(md)
+}
