@@ -361,3 +361,63 @@ fn a_stranger_spraying_the_path_ports_gets_nothing_into_tun0() {
         sb.tunnel.reseq.skipped
     );
 }
+
+/// NAT rebinding on path 0: mid-run, A's datagrams on that path start leaving from another
+/// port (stateless nftables rewrite, and back for the replies). B follows, from authenticated
+/// datagrams, and the path keeps carrying traffic both ways.
+#[test]
+fn the_peer_address_follows_a_nat_rebinding() {
+    need!("nat_rebinding", "nft", "ping");
+    let mut lab = Lab::new(&crate::four_paths()[..2]).expect("lab");
+    lab.start_tunnel(&TunnelOpts::default()).expect("tunnel");
+    let a0 = lab.path_addr(Side::A, 0);
+    let st = lab.status(Side::B).expect("status");
+    assert_eq!(st.paths[0].remote, format!("{a0}:4754"));
+
+    lab.sh(
+        Side::A,
+        "nft add table ip rebind
+         nft add chain ip rebind out '{ type filter hook output priority -300; }'
+         nft add chain ip rebind pre '{ type filter hook prerouting priority -300; }'
+         nft add rule ip rebind out oif p0 udp sport 4754 udp sport set 40000
+         nft add rule ip rebind pre iif p0 udp dport 40000 udp dport set 4754",
+    )
+    .expect("nft rewrite");
+    std::thread::sleep(Duration::from_secs(1));
+    let before = lab.status(Side::A).expect("status a").paths[0].rx_packets;
+    let st = lab.status(Side::B).expect("status b");
+    assert_eq!(
+        st.paths[0].remote,
+        format!("{a0}:40000"),
+        "B did not follow the new port"
+    );
+    assert_eq!(st.paths[0].state, "up");
+    // B's datagrams reach A at the new port (and are rewritten back): path 0 still carries
+    // B → A traffic, keepalive answers included.
+    let ping = lab
+        .cmd(Side::A, "ping")
+        .args([
+            "-c",
+            "20",
+            "-i",
+            "0.05",
+            &mpt_lab::netns::tunnel_addr(Side::B),
+        ])
+        .output()
+        .expect("ping");
+    assert!(
+        ping.status.success(),
+        "ping through the tunnel failed after the rebinding"
+    );
+    let sa = lab.status(Side::A).expect("status a");
+    assert!(
+        sa.paths[0].rx_packets > before,
+        "nothing came back to A on path 0 after the rebinding"
+    );
+    assert_eq!(sa.paths[0].state, "up");
+    eprintln!(
+        "RESULT rebinding: B now sends path 0 to {}; A received {} more datagrams on it",
+        st.paths[0].remote,
+        sa.paths[0].rx_packets - before
+    );
+}

@@ -76,7 +76,12 @@ fn measure(lab: &mut Lab, setup: String, addr: &str, pids: &[u32]) -> Result<Row
     let bytes = v["end"]["sum_received"]["bytes"].as_f64().unwrap_or(0.0);
     let v4 = lab.iperf3(Side::A, addr, 5202, &["-t", secs, "-P", "4"])?;
     // 1372 bytes of UDP payload: 1400-byte IP packets, the tunnel MTU
-    let vu = lab.iperf3(Side::A, addr, 5203, &["-t", secs, "-u", "-b", "0", "-l", "1372"])?;
+    let vu = lab.iperf3(
+        Side::A,
+        addr,
+        5203,
+        &["-t", secs, "-u", "-b", "0", "-l", "1372"],
+    )?;
     let sum = &vu["end"]["sum"];
     let udp_bps = sum["bits_per_second"].as_f64().unwrap_or(0.0);
     let lost = sum["lost_percent"].as_f64().unwrap_or(0.0);
@@ -116,7 +121,10 @@ pub fn run_throughput(out: &Path, encryptions: &[String]) -> Result<String> {
             let pa = lab.start_mptd(Side::A, &opts)?;
             let pb = lab.start_mptd(Side::B, &opts)?;
             lab.wait_for_tunnel(Duration::from_secs(10))?;
-            let setup = format!("mptd, {paths} path{}, {enc}", if paths > 1 { "s" } else { "" });
+            let setup = format!(
+                "mptd, {paths} path{}, {enc}",
+                if paths > 1 { "s" } else { "" }
+            );
             rows.push(measure(&mut lab, setup, &tunnel_addr(Side::B), &[pa, pb])?);
         }
     }

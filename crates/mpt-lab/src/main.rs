@@ -34,7 +34,11 @@ enum Cmd {
     Bench {
         what: String,
         /// Encryption settings to measure.
-        #[arg(long, value_delimiter = ',', default_value = "none,chacha20-poly1305,aes-256-gcm")]
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "none,chacha20-poly1305,aes-256-gcm"
+        )]
         encryption: Vec<String>,
         #[arg(long, default_value = "lab-out")]
         out: std::path::PathBuf,
