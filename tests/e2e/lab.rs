@@ -4,14 +4,14 @@ use crate::need;
 
 /// The headline of the lab: MPT's Table II case 16 (a 128 kbit/s stream over serial lines of
 /// 64/128/64/128 kbit/s), where MPT's weighted round-robin delivered 32.8 % of the datagrams
-/// out of order with 61 ms of jitter. Shortened to 6 s per run; the `rate` scheduler must
+/// out of order with 61 ms of jitter. Shortened to 12 s per run; the `rate` scheduler must
 /// deliver everything, in order, with little jitter, with and without resequencing, and the
 /// runner must produce its table, CSV and plots.
 #[test]
 fn table2_case16_rate_scheduler_delivers_in_order() {
     need!("lab_table2_case16", "iperf3");
     let mut suite = scenario::builtin("table2").expect("suite");
-    suite.duration_s = Some(6);
+    suite.duration_s = Some(12);
     let out = std::env::temp_dir().join(format!("mpt-lab-test-{}", std::process::id()));
     let md = scenario::run_table2(&suite, &[16], &out).expect("run");
     let csv = std::fs::read_to_string(out.join("table2.csv")).expect("csv");

@@ -38,7 +38,14 @@ pub struct PathSpec {
     pub rate_bps: Option<u64>,
     /// Used only while no regular path is up.
     pub backup: bool,
+    /// Bytes a datagram costs on the link beyond its inner packet: the mptd header (and the
+    /// counter and tag when sealing), outer IP/UDP and link framing. Used to take a packet's
+    /// serialisation out of a reported delay.
+    pub overhead: usize,
 }
+
+/// [`PathSpec::overhead`] of a plain datagram over IPv4 and Ethernet framing.
+pub const DEFAULT_OVERHEAD: usize = mpt_core::wire::HEADER_LEN + 28 + 14;
 
 impl PathSpec {
     pub fn new(weight: u32, rate_bps: Option<u64>, backup: bool) -> Self {
@@ -46,7 +53,13 @@ impl PathSpec {
             weight,
             rate_bps,
             backup,
+            overhead: DEFAULT_OVERHEAD,
         }
+    }
+
+    /// The same path with another per-datagram overhead.
+    pub fn with_overhead(self, overhead: usize) -> Self {
+        PathSpec { overhead, ..self }
     }
 }
 

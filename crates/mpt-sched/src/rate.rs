@@ -32,6 +32,8 @@ pub struct RateScheduler {
     /// Per path: the last reported minimum delay (µs, relative) and the inner length of the
     /// packet that saw it.
     owd_reported: Vec<Option<(u32, u16)>>,
+    /// Per path: bytes per datagram beyond the inner packet ([`PathSpec::overhead`]).
+    overhead: Vec<usize>,
 }
 
 /// Most queueing delay the scheduler builds on a path while another path has room.
@@ -48,6 +50,7 @@ impl RateScheduler {
                 .collect(),
             owd: vec![0; paths.len()],
             owd_reported: vec![None; paths.len()],
+            overhead: paths.iter().map(|p| p.overhead).collect(),
         }
     }
 
@@ -61,11 +64,11 @@ impl RateScheduler {
             return;
         };
         *slot = Some((report.owd_min_us, report.owd_min_len));
-        // Inner packet + mptd header + outer IPv4/UDP + Ethernet framing, as the daemon counts.
-        let wire = |len: u16| usize::from(len) + mpt_core::wire::HEADER_LEN + 28 + 14;
+        // Inner packet + what the path adds to it (header, seal, outer IP/UDP, framing).
         let prop = |s: &Self, j: usize| -> Option<i64> {
             let (min_us, len) = s.owd_reported[j]?;
-            Some(i64::from(min_us) * 1_000 - s.serialisation(j, wire(len)) as i64)
+            let wire = usize::from(len) + s.overhead[j];
+            Some(i64::from(min_us) * 1_000 - s.serialisation(j, wire) as i64)
         };
         let Some(floor) = (0..self.owd.len()).filter_map(|j| prop(self, j)).min() else {
             return;

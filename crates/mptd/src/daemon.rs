@@ -233,7 +233,11 @@ impl Shared {
         let specs: Vec<PathSpec> = cfg
             .paths
             .iter()
-            .map(|p| PathSpec::new(p.weight, p.rate_bps, p.backup))
+            .zip(&paths)
+            .map(|(p, io)| {
+                let header = HEADER_LEN + if crypto.is_some() { SEAL_OVERHEAD } else { 0 };
+                PathSpec::new(p.weight, p.rate_bps, p.backup).with_overhead(header + io.overhead)
+            })
             .collect();
         let sched = mpt_sched::build(cfg.connection.scheduler, &specs);
         let reseq = Resequencer::new(mpt_reseq::Config {
