@@ -31,10 +31,9 @@ use mpt_core::{PathId, Time};
 use mpt_reseq::feedback::ReportPacer;
 use mpt_reseq::{PacketMeta, Resequencer};
 use mpt_sched::{PathSpec, Scheduler};
-use tokio::io::ReadBuf;
-use tokio::net::UdpSocket;
 use tracing::{debug, info, warn};
 
+use crate::batch::{BatchSocket, GsoRun};
 use crate::clock::Clock;
 use crate::status::{Drops, PathStatus, PeerReport, ReseqStatus, Status, TunnelStatus};
 
@@ -98,7 +97,8 @@ pub struct Shared {
 #[derive(Debug)]
 pub struct PathIo {
     pub cfg: PathConfig,
-    pub sock: UdpSocket,
+    /// The path's socket, with GSO/GRO batching.
+    pub io: BatchSocket,
     /// Bytes a datagram costs on the link beyond its UDP payload, for the scheduler's
     /// accounting: outer IP + UDP and [`FRAMING`].
     overhead: usize,
@@ -128,7 +128,7 @@ struct TxState {
 /// `start..end`.
 #[derive(Debug)]
 struct RxBuf {
-    buf: Box<[u8]>,
+    buf: Vec<u8>,
     start: usize,
     end: usize,
 }
@@ -220,10 +220,12 @@ impl Shared {
         let mut paths = Vec::with_capacity(cfg.paths.len());
         for p in &cfg.paths {
             let sock = crate::net::path_socket(p)?;
+            let io = BatchSocket::new(sock)
+                .with_context(|| format!("path {:?}: cannot set up batched I/O", p.name))?;
             paths.push(PathIo {
                 overhead: FRAMING + if p.local.is_ipv4() { 28 } else { 48 },
                 cfg: p.clone(),
-                sock,
+                io,
                 tx_packets: AtomicU64::new(0),
                 tx_bytes: AtomicU64::new(0),
                 srtt_us: AtomicU64::new(u64::MAX),
@@ -306,8 +308,8 @@ impl Shared {
     }
 
     fn send(&self, p: &PathIo, datagram: &[u8], remote: SocketAddr) {
-        match p.sock.try_send_to(datagram, remote) {
-            Ok(_) => {
+        match p.io.try_send(datagram, remote) {
+            Ok(()) => {
                 p.tx_packets.fetch_add(1, Relaxed);
                 p.tx_bytes.fetch_add(datagram.len() as u64, Relaxed);
             }
@@ -390,82 +392,155 @@ impl Shared {
     }
 }
 
-/// TUN → scheduler → path socket.
+/// Packets the tx task reads from the TUN device per batch (a TSO super-packet is split into
+/// at most this many).
+const TX_BATCH: usize = tun_rs::IDEAL_BATCH_SIZE;
+
+/// TUN → scheduler → path socket, a batch at a time: one TUN read (a TCP super-packet from
+/// TSO is split into tunnel-MTU packets), one lock of the send state to schedule and number
+/// the whole batch, sealing in place, and per path one GSO send for each run of datagrams.
 pub async fn tx_task(sh: Arc<Shared>) -> Result<()> {
     let mtu = usize::from(sh.cfg.tunnel.mtu);
     let prefix = sh.prefix;
-    // The inner packet is read after room for the header (and counter), and sealed in place.
-    let mut buf = vec![0u8; prefix + mtu + TAG_LEN];
     let sealing = sh.crypto.is_some();
     let wire_extra = if sealing { SEAL_OVERHEAD } else { 0 };
+    // Each packet is read after room for the header (and counter), and sealed in place.
+    let mut original = vec![0u8; tun_rs::VIRTIO_NET_HDR_LEN + 65535];
+    let mut bufs: Vec<Vec<u8>> = (0..TX_BATCH)
+        .map(|_| vec![0u8; prefix + mtu + TAG_LEN])
+        .collect();
+    let mut sizes = vec![0usize; TX_BATCH];
+    // per packet of the batch: its path, or none (dropped)
+    let mut plan: Vec<Option<usize>> = vec![None; TX_BATCH];
+    let mut remotes: Vec<SocketAddr> = Vec::with_capacity(sh.paths.len());
+    let mut runs: Vec<GsoRun> = sh
+        .paths
+        .iter()
+        .map(|p| GsoRun::new(p.io.max_gso_segments()))
+        .collect();
+    let mut read_errors = 0u64;
     loop {
-        let n = sh
+        let n = match sh
             .tun
-            .recv(&mut buf[prefix..prefix + mtu])
+            .recv_multiple(&mut original, &mut bufs, &mut sizes, prefix)
             .await
-            .context("reading from the TUN device")?;
-        if n == 0 {
-            continue;
-        }
+        {
+            Ok(n) => n,
+            Err(e) => {
+                // A malformed super-packet or a full batch: counted, not fatal; a device that
+                // is gone ends the daemon.
+                if e.raw_os_error() == Some(libc::EBADFD) {
+                    return Err(e).context("reading from the TUN device");
+                }
+                read_errors += 1;
+                sh.drops.tun_read_error.fetch_add(1, Relaxed);
+                if read_errors % 1000 == 1 {
+                    warn!(error = %e, "reading from the TUN device failed");
+                }
+                continue;
+            }
+        };
         let now = sh.clock.now();
-        let len = HEADER_LEN + n + wire_extra;
-        let (path, remote, seal) = {
+        let (key, first_counter) = {
             let mut tx = lock(&sh.tx);
-            let seal = match (&tx.seal, sealing) {
-                (Some(k), _) => Some((k.clone(), tx.counter)),
+            let key = match (&tx.seal, sealing) {
+                (Some(k), _) => Some(k.clone()),
                 (None, false) => None,
                 (None, true) => {
                     drop(tx);
-                    sh.drops.no_session.fetch_add(1, Relaxed);
+                    sh.drops.no_session.fetch_add(n as u64, Relaxed);
                     continue;
                 }
             };
-            let Some(path) = tx.sched.select(now, len + FRAMING + 28) else {
-                drop(tx);
-                sh.drops.no_path.fetch_add(1, Relaxed);
-                continue;
-            };
-            let i = path.index();
-            HeaderRepr {
-                kind: Kind::Data,
-                path,
-                path_seq: tx.path_seq[i],
-                session: sh.session,
-                seq: tx.seq,
-                timestamp: now.wire_micros(),
-            }
-            .emit(&mut buf);
-            tx.seq = tx.seq.wrapping_add(1);
-            tx.path_seq[i] = tx.path_seq[i].wrapping_add(1);
-            if seal.is_some() {
-                tx.counter += 1;
-            }
-            tx.sched.on_sent(now, path, len + sh.paths[i].overhead);
-            (i, tx.remote[i], seal)
-        };
-        let len = match seal {
-            Some((key, counter)) => match key.seal(counter, &mut buf, n) {
-                Ok(len) => len,
-                Err(e) => {
-                    warn!(error = %e, "cannot seal a packet");
+            let first_counter = tx.counter;
+            for k in 0..n {
+                plan[k] = None;
+                let inner = sizes[k];
+                if inner == 0 {
                     continue;
                 }
-            },
-            None => len,
-        };
-        sh.tx_packets.fetch_add(1, Relaxed);
-        sh.tx_bytes.fetch_add(n as u64, Relaxed);
-        let p = &sh.paths[path];
-        // Wait for room in the socket buffer rather than drop: it is the backpressure TCP
-        // inside the tunnel needs. A hard error (link down) is counted and the packet dropped.
-        match p.sock.send_to(&buf[..len], remote).await {
-            Ok(_) => {
-                p.tx_packets.fetch_add(1, Relaxed);
-                p.tx_bytes.fetch_add(len as u64, Relaxed);
+                let len = HEADER_LEN + inner + wire_extra;
+                let Some(path) = tx.sched.select(now, len + FRAMING + 28) else {
+                    sh.drops.no_path.fetch_add(1, Relaxed);
+                    continue;
+                };
+                let i = path.index();
+                HeaderRepr {
+                    kind: Kind::Data,
+                    path,
+                    path_seq: tx.path_seq[i],
+                    session: sh.session,
+                    seq: tx.seq,
+                    timestamp: now.wire_micros(),
+                }
+                .emit(&mut bufs[k]);
+                tx.seq = tx.seq.wrapping_add(1);
+                tx.path_seq[i] = tx.path_seq[i].wrapping_add(1);
+                tx.sched.on_sent(now, path, len + sh.paths[i].overhead);
+                plan[k] = Some(i);
             }
-            Err(e) => sh.send_failed(p, &e),
+            // one counter per packet of the batch, planned or not: simple, and never reused
+            if key.is_some() {
+                tx.counter += n as u64;
+            }
+            remotes.clear();
+            remotes.extend_from_slice(&tx.remote);
+            (key, first_counter)
+        };
+        for k in 0..n {
+            let Some(i) = plan[k] else { continue };
+            let inner = sizes[k];
+            let len = match &key {
+                Some(key) => match key.seal(first_counter + k as u64, &mut bufs[k], inner) {
+                    Ok(len) => len,
+                    Err(e) => {
+                        warn!(error = %e, "cannot seal a packet");
+                        continue;
+                    }
+                },
+                None => HEADER_LEN + inner,
+            };
+            sh.tx_packets.fetch_add(1, Relaxed);
+            sh.tx_bytes.fetch_add(inner as u64, Relaxed);
+            if !runs[i].fits(len) {
+                flush_run(&sh, i, &mut runs[i], remotes[i]).await;
+            }
+            runs[i].push(&bufs[k][..len]);
+        }
+        for (i, run) in runs.iter_mut().enumerate() {
+            if !run.is_empty() {
+                flush_run(&sh, i, run, remotes[i]).await;
+            }
         }
     }
+}
+
+/// Send path `i`'s run of datagrams: one GSO send, or one send each if the kernel refuses
+/// GSO. Waits for room in the socket buffer rather than drop (the backpressure TCP inside
+/// the tunnel needs); a hard error (link down) is counted and the datagrams dropped.
+async fn flush_run(sh: &Shared, i: usize, run: &mut GsoRun, remote: SocketAddr) {
+    let p = &sh.paths[i];
+    let (bytes, segment, count) = run.contents();
+    match p.io.send(bytes, Some(segment), remote).await {
+        Ok(()) => {
+            p.tx_packets.fetch_add(count as u64, Relaxed);
+            p.tx_bytes.fetch_add(bytes.len() as u64, Relaxed);
+        }
+        Err(e) if count > 1 => {
+            debug!(path = %p.cfg.name, error = %e, "GSO send failed; sending one by one");
+            for d in run.datagrams() {
+                match p.io.send(d, None, remote).await {
+                    Ok(()) => {
+                        p.tx_packets.fetch_add(1, Relaxed);
+                        p.tx_bytes.fetch_add(d.len() as u64, Relaxed);
+                    }
+                    Err(e) => sh.send_failed(p, &e),
+                }
+            }
+        }
+        Err(e) => sh.send_failed(p, &e),
+    }
+    run.clear();
 }
 
 /// A keepalive on every path every `keepalive_ms`, carrying our fences. While sealing has no
@@ -585,29 +660,40 @@ pub async fn report_task(sh: Arc<Shared>) -> Result<()> {
 
 /// What woke the receive task.
 enum RxEvent {
-    Datagram {
-        path: usize,
-        len: usize,
-        from: SocketAddr,
-    },
-    RecvError {
-        path: usize,
-        error: std::io::Error,
-    },
+    /// This path's socket has datagrams.
+    Readable(usize),
     Timeout,
     Tick,
 }
 
-/// All path sockets → resequencer → TUN; liveness; resequencer timer.
+/// Receive buffers per batch (`recvmmsg`), each holding up to the kernel's GRO segments.
+const RX_SLICES: usize = 8;
+/// Batches taken from one socket before the others get a turn.
+const RX_BATCHES_PER_TURN: usize = 4;
+
+/// All path sockets → resequencer → TUN; liveness; resequencer timer. Datagrams arrive in
+/// batches (recvmmsg, UDP GRO); what the resequencer releases goes to the TUN device in one
+/// batch per turn, coalesced into super-packets (GRO) where the device takes them.
 pub async fn rx_task(sh: Arc<Shared>) -> Result<()> {
     // One byte more than the largest valid datagram, so that a larger one is seen as such.
     let cap = sh.max_datagram() + 1;
-    let alloc = || vec![0u8; cap].into_boxed_slice();
+    let alloc = || vec![0u8; cap];
     let window = sh.cfg.connection.reorder_window;
     // Enough buffers for a full resequencer plus what is in flight to the TUN device.
-    let mut pool: Vec<Box<[u8]>> = (0..window + 8).map(|_| alloc()).collect();
+    let mut pool: Vec<Vec<u8>> = (0..window + 8).map(|_| alloc()).collect();
     let mut cur = alloc();
     let mut out: Vec<RxBuf> = Vec::with_capacity(window + 8);
+    let mut to_tun: Vec<Vec<u8>> = Vec::with_capacity(window + 8);
+    let mut gro = tun_rs::GROTable::default();
+    let gro_segments = sh
+        .paths
+        .iter()
+        .map(|p| p.io.gro_segments())
+        .max()
+        .unwrap_or(1);
+    let slice_len = cap.max(1500) * gro_segments.max(1);
+    let mut slices: Vec<Vec<u8>> = (0..RX_SLICES).map(|_| vec![0u8; slice_len]).collect();
+    let mut metas = [quinn_udp::RecvMeta::default(); RX_SLICES];
     let mut next_sock = 0usize;
     let tick_every = (sh.cfg.connection.keepalive / 4)
         .clamp(Duration::from_millis(5), Duration::from_millis(50));
@@ -619,72 +705,101 @@ pub async fn rx_task(sh: Arc<Shared>) -> Result<()> {
         let sleep_to = sh.clock.instant(deadline.unwrap_or(Time::ZERO));
         let ev = tokio::select! {
             biased;
-            r = recv_any(&sh.paths, &mut next_sock, &mut cur) => match r {
-                (path, Ok((len, from))) => RxEvent::Datagram { path, len, from },
-                (path, Err(error)) => RxEvent::RecvError { path, error },
-            },
+            i = readable_any(&sh.paths, &mut next_sock) => RxEvent::Readable(i),
             _ = tokio::time::sleep_until(sleep_to), if deadline.is_some() => RxEvent::Timeout,
             _ = tick.tick() => RxEvent::Tick,
         };
-        let now = sh.clock.now();
         match ev {
-            RxEvent::Datagram { path, len, from } => {
-                if let Some((data, start, end)) =
-                    handle_datagram(&sh, now, path, &mut cur, len, from, &mut out)
-                {
-                    let next = pool.pop().unwrap_or_else(alloc);
-                    let buf = std::mem::replace(&mut cur, next);
-                    let mut rx = lock(&sh.rx);
-                    rx.reseq
-                        .push(now, data, RxBuf { buf, start, end }, &mut |p| out.push(p));
+            RxEvent::Readable(path) => {
+                for _ in 0..RX_BATCHES_PER_TURN {
+                    let got = {
+                        let mut io: Vec<std::io::IoSliceMut<'_>> = slices
+                            .iter_mut()
+                            .map(|s| std::io::IoSliceMut::new(s))
+                            .collect();
+                        sh.paths[path].io.try_recv(&mut io, &mut metas)
+                    };
+                    let n = match got {
+                        Ok(n) => n,
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                        Err(error) => {
+                            recv_errors += 1;
+                            if recv_errors % 1000 == 1 {
+                                warn!(path = %sh.paths[path].cfg.name, %error, "receive failed");
+                            }
+                            break;
+                        }
+                    };
+                    let now = sh.clock.now();
+                    for (meta, slice) in metas.iter().zip(&slices).take(n) {
+                        let stride = meta.stride.max(1);
+                        for d in slice[..meta.len].chunks(stride) {
+                            // Each datagram gets a buffer of its own: the resequencer may hold it.
+                            // (a datagram too large for it is cut to `cap` and refused as oversize)
+                            let len = d.len().min(cap);
+                            cur[..len].copy_from_slice(&d[..len]);
+                            if let Some((data, start, end)) =
+                                handle_datagram(&sh, now, path, &mut cur, len, meta.addr, &mut out)
+                            {
+                                let next = pool.pop().unwrap_or_else(alloc);
+                                let buf = std::mem::replace(&mut cur, next);
+                                let mut rx = lock(&sh.rx);
+                                rx.reseq
+                                    .push(now, data, RxBuf { buf, start, end }, &mut |p| {
+                                        out.push(p)
+                                    });
+                            }
+                        }
+                    }
+                    if n < RX_SLICES {
+                        break;
+                    }
                 }
             }
-            RxEvent::RecvError { path, error } => {
-                recv_errors += 1;
-                if recv_errors % 1000 == 1 {
-                    warn!(path = %sh.paths[path].cfg.name, %error, "receive failed");
-                }
+            RxEvent::Timeout => {
+                let now = sh.clock.now();
+                lock(&sh.rx).reseq.handle_timeout(now, &mut |p| out.push(p));
             }
-            RxEvent::Timeout => lock(&sh.rx).reseq.handle_timeout(now, &mut |p| out.push(p)),
-            RxEvent::Tick => check_liveness(&sh, now, &mut out),
+            RxEvent::Tick => check_liveness(&sh, sh.clock.now(), &mut out),
         }
-        if !out.is_empty() {
-            lock(&sh.rx).delivered += out.len() as u64;
+        if out.is_empty() {
+            continue;
         }
+        lock(&sh.rx).delivered += out.len() as u64;
+        // Every inner packet starts at the same offset (`prefix`), with room before it for the
+        // device's virtio header.
         for p in out.drain(..) {
-            if let Err(e) = sh.tun.send(&p.buf[p.start..p.end]).await {
-                let n = sh.drops.tun_write_error.fetch_add(1, Relaxed);
-                if n % 1000 == 0 {
-                    warn!(error = %e, dropped = n + 1, "writing to the TUN device failed");
-                }
+            let mut b = p.buf;
+            debug_assert_eq!(p.start, sh.prefix);
+            b.truncate(p.end);
+            to_tun.push(b);
+        }
+        if let Err(e) = sh.tun.send_multiple(&mut gro, &mut to_tun, sh.prefix).await {
+            if e.raw_os_error() == Some(libc::EBADFD) {
+                return Err(e).context("writing to the TUN device");
             }
-            pool.push(p.buf);
+            let n = sh.drops.tun_write_error.fetch_add(1, Relaxed);
+            if n % 1000 == 0 {
+                warn!(error = %e, dropped = n + 1, "writing to the TUN device failed");
+            }
+        }
+        for mut b in to_tun.drain(..) {
+            b.resize(cap, 0);
+            pool.push(b);
         }
     }
 }
 
-/// Receive one datagram from whichever path socket has one, starting the scan after the
+/// Wait until some path socket has datagrams; returns its index. The scan starts after the
 /// socket served last so that no path starves the others.
-async fn recv_any(
-    paths: &[PathIo],
-    next: &mut usize,
-    buf: &mut [u8],
-) -> (usize, std::io::Result<(usize, SocketAddr)>) {
+async fn readable_any(paths: &[PathIo], next: &mut usize) -> usize {
     poll_fn(|cx| {
         let n = paths.len();
         for k in 0..n {
             let i = (*next + k) % n;
-            let mut rb = ReadBuf::new(buf);
-            match paths[i].sock.poll_recv_from(cx, &mut rb) {
-                Poll::Ready(Ok(from)) => {
-                    *next = (i + 1) % n;
-                    return Poll::Ready((i, Ok((rb.filled().len(), from))));
-                }
-                Poll::Ready(Err(e)) => {
-                    *next = (i + 1) % n;
-                    return Poll::Ready((i, Err(e)));
-                }
-                Poll::Pending => {}
+            if paths[i].io.sock.poll_recv_ready(cx).is_ready() {
+                *next = (i + 1) % n;
+                return Poll::Ready(i);
             }
         }
         Poll::Pending

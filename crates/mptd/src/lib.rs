@@ -4,6 +4,7 @@
 //! All I/O, the clock, tokio and signals live here; the protocol logic lives in the core
 //! crates. `mptctl` talks to the daemon over the unix control socket ([`control`]).
 
+pub mod batch;
 pub mod clock;
 pub mod control;
 pub mod daemon;

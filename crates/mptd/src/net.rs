@@ -84,23 +84,40 @@ fn force_recv_buffer(sock: &Socket, size: usize) -> io::Result<()> {
 
 /// Create the TUN interface with its addresses and MTU, and bring it up.
 pub fn tun_device(t: &Tunnel) -> Result<tun_rs::AsyncDevice> {
-    let mut b = tun_rs::DeviceBuilder::new()
-        .name(&t.name)
-        .mtu(t.mtu)
-        .packet_information(false);
-    let mut v4 = t.addresses.iter().filter_map(|n| match n {
-        IpNet::V4(n) => Some(*n),
-        IpNet::V6(_) => None,
-    });
-    if let Some(first) = v4.next() {
-        b = b.ipv4(first.addr(), first.prefix_len(), None);
-    }
-    for n in &t.addresses {
-        if let IpNet::V6(n) = n {
-            b = b.ipv6(n.addr(), n.prefix_len());
+    let builder = || {
+        let mut b = tun_rs::DeviceBuilder::new()
+            .name(&t.name)
+            .mtu(t.mtu)
+            .packet_information(false);
+        if let Some(first) = t.addresses.iter().find_map(|n| match n {
+            IpNet::V4(n) => Some(*n),
+            IpNet::V6(_) => None,
+        }) {
+            b = b.ipv4(first.addr(), first.prefix_len(), None);
         }
-    }
-    let dev = b.build_async().map_err(|e| {
+        for n in &t.addresses {
+            if let IpNet::V6(n) = n {
+                b = b.ipv6(n.addr(), n.prefix_len());
+            }
+        }
+        b
+    };
+    let v4 = t
+        .addresses
+        .iter()
+        .filter_map(|n| match n {
+            IpNet::V4(n) => Some(*n),
+            IpNet::V6(_) => None,
+        })
+        .skip(1);
+    let dev = match builder().offload(true).build_async() {
+        Ok(dev) => Ok(dev),
+        Err(e) => {
+            tracing::info!(error = %e, "TUN offload unavailable; one packet per read and write");
+            builder().build_async()
+        }
+    };
+    let dev = dev.map_err(|e| {
         if e.kind() == io::ErrorKind::PermissionDenied || e.raw_os_error() == Some(libc::EPERM) {
             anyhow!("cannot create TUN interface {:?}: {e} (mptd needs CAP_NET_ADMIN; run as root or grant the capability)", t.name)
         } else if !Path::new("/dev/net/tun").exists() {

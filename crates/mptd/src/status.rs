@@ -15,6 +15,8 @@ pub struct Drops {
     pub send_error: AtomicU64,
     /// Inner packets the TUN device refused.
     pub tun_write_error: AtomicU64,
+    /// Reads from the TUN device that failed (e.g. a super-packet that could not be split).
+    pub tun_read_error: AtomicU64,
     /// Datagrams from an address other than the path's `remote`.
     pub unknown_source: AtomicU64,
     /// Datagrams whose path id is not the path they arrived on.
@@ -68,6 +70,7 @@ impl Drops {
             no_path: g(&self.no_path),
             send_error: g(&self.send_error),
             tun_write_error: g(&self.tun_write_error),
+            tun_read_error: g(&self.tun_read_error),
             unknown_source: g(&self.unknown_source),
             path_mismatch: g(&self.path_mismatch),
             oversize: g(&self.oversize),
@@ -98,6 +101,8 @@ pub struct DropCounts {
     pub no_path: u64,
     pub send_error: u64,
     pub tun_write_error: u64,
+    #[serde(default)]
+    pub tun_read_error: u64,
     pub unknown_source: u64,
     pub path_mismatch: u64,
     pub oversize: u64,
