@@ -91,6 +91,17 @@ pub struct Shared {
     tx_bytes: AtomicU64,
     /// Bytes of receiver reports sent (outer headers included).
     report_bytes: AtomicU64,
+    /// System calls of the datapath, to show how well it batches.
+    calls: Calls,
+}
+
+/// Datapath system calls (each may carry many packets).
+#[derive(Debug, Default)]
+struct Calls {
+    tun_reads: AtomicU64,
+    tun_write_batches: AtomicU64,
+    udp_sends: AtomicU64,
+    udp_recvs: AtomicU64,
 }
 
 /// One path's socket and send-side counters.
@@ -298,6 +309,7 @@ impl Shared {
             tx_packets: AtomicU64::new(0),
             tx_bytes: AtomicU64::new(0),
             report_bytes: AtomicU64::new(0),
+            calls: Calls::default(),
             cfg,
         })
     }
@@ -392,9 +404,8 @@ impl Shared {
     }
 }
 
-/// Packets the tx task reads from the TUN device per batch (a TSO super-packet is split into
-/// at most this many).
-const TX_BATCH: usize = tun_rs::IDEAL_BATCH_SIZE;
+/// Packets the tx task gathers from the TUN device per batch.
+const TX_BATCH: usize = 256;
 
 /// TUN → scheduler → path socket, a batch at a time: one TUN read (a TCP super-packet from
 /// TSO is split into tunnel-MTU packets), one lock of the send state to schedule and number
@@ -406,12 +417,15 @@ pub async fn tx_task(sh: Arc<Shared>) -> Result<()> {
     let wire_extra = if sealing { SEAL_OVERHEAD } else { 0 };
     // Each packet is read after room for the header (and counter), and sealed in place.
     let mut original = vec![0u8; tun_rs::VIRTIO_NET_HDR_LEN + 65535];
-    let mut bufs: Vec<Vec<u8>> = (0..TX_BATCH)
+    // Room one TUN read may need: a 64 KiB TSO super-packet split into MTU-sized packets.
+    let read_room = 65_535 / mtu.saturating_sub(40).max(1) + 2;
+    let batch = TX_BATCH.max(2 * read_room);
+    let mut bufs: Vec<Vec<u8>> = (0..batch)
         .map(|_| vec![0u8; prefix + mtu + TAG_LEN])
         .collect();
-    let mut sizes = vec![0usize; TX_BATCH];
+    let mut sizes = vec![0usize; batch];
     // per packet of the batch: its path, or none (dropped)
-    let mut plan: Vec<Option<usize>> = vec![None; TX_BATCH];
+    let mut plan: Vec<Option<usize>> = vec![None; batch];
     let mut remotes: Vec<SocketAddr> = Vec::with_capacity(sh.paths.len());
     let mut runs: Vec<GsoRun> = sh
         .paths
@@ -440,6 +454,27 @@ pub async fn tx_task(sh: Arc<Shared>) -> Result<()> {
                 continue;
             }
         };
+        sh.calls.tun_reads.fetch_add(1, Relaxed);
+        // Gather what else is waiting (small packets such as TCP ACKs come one per read), so
+        // that runs to a path leave in one GSO send.
+        let mut n = n;
+        while batch - n >= read_room {
+            match sh
+                .tun
+                .try_recv_multiple(&mut original, &mut bufs[n..], &mut sizes[n..], prefix)
+            {
+                Ok(more) => {
+                    sh.calls.tun_reads.fetch_add(1, Relaxed);
+                    n += more;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) => {
+                    sh.drops.tun_read_error.fetch_add(1, Relaxed);
+                    debug!(error = %e, "reading from the TUN device failed");
+                    break;
+                }
+            }
+        }
         let now = sh.clock.now();
         let (key, first_counter) = {
             let mut tx = lock(&sh.tx);
@@ -521,6 +556,7 @@ pub async fn tx_task(sh: Arc<Shared>) -> Result<()> {
 async fn flush_run(sh: &Shared, i: usize, run: &mut GsoRun, remote: SocketAddr) {
     let p = &sh.paths[i];
     let (bytes, segment, count) = run.contents();
+    sh.calls.udp_sends.fetch_add(1, Relaxed);
     match p.io.send(bytes, Some(segment), remote).await {
         Ok(()) => {
             p.tx_packets.fetch_add(count as u64, Relaxed);
@@ -668,6 +704,8 @@ enum RxEvent {
 
 /// Receive buffers per batch (`recvmmsg`), each holding up to the kernel's GRO segments.
 const RX_SLICES: usize = 8;
+/// Most packets coalesced per TUN write batch (GRO's cost grows with the batch).
+const TUN_WRITE_BATCH: usize = 64;
 /// Batches taken from one socket before the others get a turn.
 const RX_BATCHES_PER_TURN: usize = 4;
 
@@ -719,6 +757,7 @@ pub async fn rx_task(sh: Arc<Shared>) -> Result<()> {
                             .collect();
                         sh.paths[path].io.try_recv(&mut io, &mut metas)
                     };
+                    sh.calls.udp_recvs.fetch_add(1, Relaxed);
                     let n = match got {
                         Ok(n) => n,
                         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
@@ -774,13 +813,16 @@ pub async fn rx_task(sh: Arc<Shared>) -> Result<()> {
             b.truncate(p.end);
             to_tun.push(b);
         }
-        if let Err(e) = sh.tun.send_multiple(&mut gro, &mut to_tun, sh.prefix).await {
-            if e.raw_os_error() == Some(libc::EBADFD) {
-                return Err(e).context("writing to the TUN device");
-            }
-            let n = sh.drops.tun_write_error.fetch_add(1, Relaxed);
-            if n % 1000 == 0 {
-                warn!(error = %e, dropped = n + 1, "writing to the TUN device failed");
+        for batch in to_tun.chunks_mut(TUN_WRITE_BATCH) {
+            sh.calls.tun_write_batches.fetch_add(1, Relaxed);
+            if let Err(e) = sh.tun.send_multiple(&mut gro, batch, sh.prefix).await {
+                if e.raw_os_error() == Some(libc::EBADFD) {
+                    return Err(e).context("writing to the TUN device");
+                }
+                let n = sh.drops.tun_write_error.fetch_add(1, Relaxed);
+                if n % 1000 == 0 {
+                    warn!(error = %e, dropped = n + 1, "writing to the TUN device failed");
+                }
             }
         }
         for mut b in to_tun.drain(..) {
@@ -1204,6 +1246,12 @@ impl Shared {
                 rx_bytes: t.bytes,
                 delivered: rx.delivered,
                 tx_report_bytes: self.report_bytes.load(Relaxed),
+                calls: crate::status::CallCounts {
+                    tun_reads: self.calls.tun_reads.load(Relaxed),
+                    tun_write_batches: self.calls.tun_write_batches.load(Relaxed),
+                    udp_sends: self.calls.udp_sends.load(Relaxed),
+                    udp_recvs: self.calls.udp_recvs.load(Relaxed),
+                },
                 report_fraction: rx.pacer.fraction(),
                 drops,
                 reseq: ReseqStatus {

@@ -196,6 +196,24 @@ pub struct TunnelStatus {
     pub report_fraction: f64,
     pub drops: DropCounts,
     pub reseq: ReseqStatus,
+    /// Datapath system calls: with `tx_packets` and `delivered`, how many packets each one
+    /// carried (batching, offloads).
+    #[serde(default)]
+    pub calls: CallCounts,
+}
+
+/// Datapath system calls, cumulative.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct CallCounts {
+    /// Reads from the TUN device (a TSO super-packet is one read).
+    pub tun_reads: u64,
+    /// Batches written to the TUN device (each coalesced into as few super-packets as
+    /// GRO allows, one write each).
+    pub tun_write_batches: u64,
+    /// Sends on the path sockets (a GSO run is one send).
+    pub udp_sends: u64,
+    /// Batched receives on the path sockets (recvmmsg, each buffer possibly GRO-coalesced).
+    pub udp_recvs: u64,
 }
 
 /// Resequencer figures, all cumulative.
