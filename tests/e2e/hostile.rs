@@ -17,11 +17,27 @@ use socket2::{Domain, Protocol, Socket, Type};
 use crate::need;
 
 /// Sealed data datagrams from `from` to `to` port 4754, as B's kernel receives them (an
-/// AF_PACKET socket in B's namespace).
+/// AF_PACKET socket in B's namespace). A's datagrams may cross the veth as one UDP GSO
+/// super-packet: the virtio-net header the socket asks for gives the segment size to split
+/// them at.
 fn capture(n: usize, from: Ipv4Addr, to: Ipv4Addr, limit: Duration) -> Vec<Vec<u8>> {
+    use std::os::fd::AsRawFd;
     let proto = i32::from((libc::ETH_P_IP as u16).to_be());
-    let s = Socket::new(Domain::PACKET, Type::DGRAM, Some(Protocol::from(proto)))
-        .expect("packet socket");
+    // SOCK_RAW (the virtio-net header needs it): frames with their Ethernet header
+    let s =
+        Socket::new(Domain::PACKET, Type::RAW, Some(Protocol::from(proto))).expect("packet socket");
+    let one: libc::c_int = 1;
+    // SAFETY: setsockopt on an open socket with a pointer to a c_int and its size.
+    let r = unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_PACKET,
+            libc::PACKET_VNET_HDR,
+            (&one as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(r, 0, "PACKET_VNET_HDR: {}", std::io::Error::last_os_error());
     s.set_read_timeout(Some(Duration::from_millis(100)))
         .expect("timeout");
     let mut out = Vec::new();
@@ -31,7 +47,11 @@ fn capture(n: usize, from: Ipv4Addr, to: Ipv4Addr, limit: Duration) -> Vec<Vec<u
         let Ok(len) = (&s).read(&mut buf) else {
             continue;
         };
-        let p = &buf[..len];
+        if len < VNET_HDR_LEN + ETH_HLEN {
+            continue;
+        }
+        let gso_size = usize::from(u16::from_ne_bytes([buf[4], buf[5]]));
+        let p = &buf[VNET_HDR_LEN + ETH_HLEN..len];
         if p.len() < 28 || p[0] >> 4 != 4 || p[9] != 17 {
             continue;
         }
@@ -42,14 +62,29 @@ fn capture(n: usize, from: Ipv4Addr, to: Ipv4Addr, limit: Duration) -> Vec<Vec<u
             continue;
         }
         let dport = u16::from_be_bytes([udp[2], udp[3]]);
-        let d = &udp[8..];
-        // sealed data datagrams only
-        if dport == 4754 && d.len() > 100 && d[0] & SEALED_FLAG != 0 && d[0] & 0x0f == 0 {
-            out.push(d.to_vec());
+        if dport != 4754 {
+            continue;
+        }
+        let payload = &udp[8..];
+        let seg = if gso_size > 0 {
+            gso_size
+        } else {
+            payload.len().max(1)
+        };
+        for d in payload.chunks(seg) {
+            // sealed data datagrams only
+            if d.len() > 100 && d[0] & SEALED_FLAG != 0 && d[0] & 0x0f == 0 {
+                out.push(d.to_vec());
+            }
         }
     }
     out
 }
+
+/// `struct virtio_net_hdr` before each packet of a PACKET_VNET_HDR socket.
+const VNET_HDR_LEN: usize = 10;
+/// The Ethernet header of a veth frame.
+const ETH_HLEN: usize = 14;
 
 fn counter(d: &[u8]) -> u64 {
     u64::from_be_bytes(

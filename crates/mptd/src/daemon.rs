@@ -721,7 +721,9 @@ pub async fn rx_task(sh: Arc<Shared>) -> Result<()> {
     let mut pool: Vec<Vec<u8>> = (0..window + 8).map(|_| alloc()).collect();
     let mut cur = alloc();
     let mut out: Vec<RxBuf> = Vec::with_capacity(window + 8);
-    let mut to_tun: Vec<Vec<u8>> = Vec::with_capacity(window + 8);
+    let mut to_tun: Vec<Vec<u8>> = (0..TUN_WRITE_BATCH)
+        .map(|_| Vec::with_capacity(2 * sh.prefix + 65_535 + 64))
+        .collect();
     let mut gro = tun_rs::GROTable::default();
     let gro_segments = sh
         .paths
@@ -772,7 +774,12 @@ pub async fn rx_task(sh: Arc<Shared>) -> Result<()> {
                     let now = sh.clock.now();
                     for (meta, slice) in metas.iter().zip(&slices).take(n) {
                         let stride = meta.stride.max(1);
-                        for d in slice[..meta.len].chunks(stride) {
+                        // (an empty datagram yields no chunk: take it as one of length 0)
+                        let empty: &[u8] = &[];
+                        let whole = &slice[..meta.len];
+                        let datagrams =
+                            whole.chunks(stride).chain((meta.len == 0).then_some(empty));
+                        for d in datagrams {
                             // Each datagram gets a buffer of its own: the resequencer may hold it.
                             // (a datagram too large for it is cut to `cap` and refused as oversize)
                             let len = d.len().min(cap);
@@ -805,16 +812,17 @@ pub async fn rx_task(sh: Arc<Shared>) -> Result<()> {
             continue;
         }
         lock(&sh.rx).delivered += out.len() as u64;
-        // Every inner packet starts at the same offset (`prefix`), with room before it for the
-        // device's virtio header.
-        for p in out.drain(..) {
-            let mut b = p.buf;
-            debug_assert_eq!(p.start, sh.prefix);
-            b.truncate(p.end);
-            to_tun.push(b);
-        }
-        for batch in to_tun.chunks_mut(TUN_WRITE_BATCH) {
+        // Each packet is copied into a write buffer large enough for GRO to append the
+        // packets that follow it in its flow (a super-packet of up to 64 KiB); every inner
+        // packet starts at the same offset (`prefix`), after room for the virtio header.
+        for chunk in out.chunks(TUN_WRITE_BATCH) {
+            for (w, p) in to_tun.iter_mut().zip(chunk) {
+                debug_assert_eq!(p.start, sh.prefix);
+                w.clear();
+                w.extend_from_slice(&p.buf[..p.end]);
+            }
             sh.calls.tun_write_batches.fetch_add(1, Relaxed);
+            let batch = &mut to_tun[..chunk.len()];
             if let Err(e) = sh.tun.send_multiple(&mut gro, batch, sh.prefix).await {
                 if e.raw_os_error() == Some(libc::EBADFD) {
                     return Err(e).context("writing to the TUN device");
@@ -825,10 +833,7 @@ pub async fn rx_task(sh: Arc<Shared>) -> Result<()> {
                 }
             }
         }
-        for mut b in to_tun.drain(..) {
-            b.resize(cap, 0);
-            pool.push(b);
-        }
+        pool.extend(out.drain(..).map(|p| p.buf));
     }
 }
 
