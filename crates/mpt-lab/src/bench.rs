@@ -22,6 +22,9 @@ struct Row {
     cpu_s_per_gb: Option<f64>,
     rtt_p50_us: f64,
     rtt_p99_us: f64,
+    /// Ping during the single-stream TCP run.
+    load_rtt_p50_us: f64,
+    load_rtt_p99_us: f64,
 }
 
 fn unshaped() -> PathSpec {
@@ -45,12 +48,22 @@ fn cpu_seconds(pid: u32) -> Result<f64> {
     Ok(ticks / hz.max(1.0))
 }
 
-/// Ping RTTs (µs) from A to `addr`: p50 and p99 of `n` pings 10 ms apart.
-fn ping_percentiles(lab: &Lab, addr: &str, n: u32) -> Result<(f64, f64)> {
-    let out = lab
-        .cmd(Side::A, "ping")
-        .args(["-c", &n.to_string(), "-i", "0.01", "-W", "1", addr])
-        .output()?;
+/// `n` pings from A to `addr`, 10 ms apart, started in the background after `delay_s`.
+fn start_ping(lab: &Lab, addr: &str, n: u32, delay_s: u32) -> Result<std::process::Child> {
+    Ok(lab
+        .cmd(Side::A, "sh")
+        .args([
+            "-c",
+            &format!("sleep {delay_s}; exec ping -c {n} -i 0.01 -W 1 {addr}"),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()?)
+}
+
+/// p50 and p99 of the RTTs (µs) a ping printed.
+fn ping_percentiles(ping: std::process::Child, addr: &str) -> Result<(f64, f64)> {
+    let out = ping.wait_with_output()?;
     let text = String::from_utf8_lossy(&out.stdout);
     let mut rtts: Vec<f64> = text
         .lines()
@@ -69,9 +82,13 @@ fn ping_percentiles(lab: &Lab, addr: &str, n: u32) -> Result<(f64, f64)> {
 /// daemons whose CPU is charged to the single-stream run.
 fn measure(lab: &mut Lab, setup: String, addr: &str, pids: &[u32]) -> Result<Row> {
     let secs = "5";
+    let (p50, p99) = ping_percentiles(start_ping(lab, addr, 200, 0)?, addr)?;
     let cpu0: f64 = pids.iter().map(|&p| cpu_seconds(p).unwrap_or(0.0)).sum();
+    // 200 pings (2 s) from the second second of the transfer on
+    let loaded_ping = start_ping(lab, addr, 200, 1)?;
     let v = lab.iperf3(Side::A, addr, 5201, &["-t", secs])?;
     let cpu1: f64 = pids.iter().map(|&p| cpu_seconds(p).unwrap_or(0.0)).sum();
+    let (lp50, lp99) = ping_percentiles(loaded_ping, addr)?;
     let tcp1 = iperf3_bps(&v);
     let bytes = v["end"]["sum_received"]["bytes"].as_f64().unwrap_or(0.0);
     let v4 = lab.iperf3(Side::A, addr, 5202, &["-t", secs, "-P", "4"])?;
@@ -86,7 +103,6 @@ fn measure(lab: &mut Lab, setup: String, addr: &str, pids: &[u32]) -> Result<Row
     let udp_bps = sum["bits_per_second"].as_f64().unwrap_or(0.0);
     let lost = sum["lost_percent"].as_f64().unwrap_or(0.0);
     let received_bps = udp_bps * (1.0 - lost / 100.0);
-    let (p50, p99) = ping_percentiles(lab, addr, 200)?;
     let row = Row {
         setup,
         tcp1_bps: tcp1,
@@ -97,6 +113,8 @@ fn measure(lab: &mut Lab, setup: String, addr: &str, pids: &[u32]) -> Result<Row
         cpu_s_per_gb: (!pids.is_empty() && bytes > 0.0).then(|| (cpu1 - cpu0) / (bytes / 1e9)),
         rtt_p50_us: p50,
         rtt_p99_us: p99,
+        load_rtt_p50_us: lp50,
+        load_rtt_p99_us: lp99,
     };
     eprintln!("{row:?}");
     Ok(row)
@@ -130,12 +148,12 @@ pub fn run_throughput(out: &Path, encryptions: &[String]) -> Result<String> {
     }
     let raw = rows[0].tcp1_bps.max(1.0);
     let mut md = String::new();
-    writeln!(md, "| setup | TCP 1 stream Gbit/s | TCP 4 streams Gbit/s | UDP 1400 B Gbit/s (kpps, loss) | mptd/raw (TCP 1) | daemons' CPU s/GB | ping p50 / p99 µs |")?;
-    writeln!(md, "|---|---|---|---|---|---|---|")?;
+    writeln!(md, "| setup | TCP 1 stream Gbit/s | TCP 4 streams Gbit/s | UDP 1400 B Gbit/s received (kpps, loss) | mptd/raw (TCP 1) | daemons' CPU s/GB | ping idle p50 / p99 µs | ping under TCP load p50 / p99 µs |")?;
+    writeln!(md, "|---|---|---|---|---|---|---|---|")?;
     for r in &rows {
         writeln!(
             md,
-            "| {} | {:.2} | {:.2} | {:.2} ({:.0}, {:.1} %) | {:.3} | {} | {:.0} / {:.0} |",
+            "| {} | {:.2} | {:.2} | {:.2} ({:.0}, {:.1} %) | {:.3} | {} | {:.0} / {:.0} | {:.0} / {:.0} |",
             r.setup,
             r.tcp1_bps / 1e9,
             r.tcp4_bps / 1e9,
@@ -145,7 +163,9 @@ pub fn run_throughput(out: &Path, encryptions: &[String]) -> Result<String> {
             r.tcp1_bps / raw,
             r.cpu_s_per_gb.map_or("—".into(), |c| format!("{c:.2}")),
             r.rtt_p50_us,
-            r.rtt_p99_us
+            r.rtt_p99_us,
+            r.load_rtt_p50_us,
+            r.load_rtt_p99_us
         )?;
     }
     std::fs::write(out.join("throughput.md"), &md)?;
