@@ -149,8 +149,18 @@ impl Scheduler for RateScheduler {
         }
     }
 
-    fn on_path_state(&mut self, _now: Time, path: PathId, up: bool) {
+    fn on_path_state(&mut self, now: Time, path: PathId, up: bool) {
         self.paths.set_up(path, up);
+        if up {
+            // While a path was the only one, everything went to it whatever its backlog, and
+            // its virtual clock may have run far ahead of its real queue (a learned rate below
+            // what it carries). Bounded to the backlog limit, it shares at once with the path
+            // that came back instead of leaving it all the traffic until the clock catches up.
+            let limit = now.as_nanos() + MAX_BACKLOG.as_nanos() as u64;
+            for b in self.busy.iter_mut() {
+                *b = (*b).min(limit);
+            }
+        }
     }
 
     fn on_report(&mut self, _now: Time, _path: PathId, report: &ReportEntry) {
@@ -348,6 +358,30 @@ mod tests {
             let w: Vec<f64> = rates.iter().map(|&r| r as f64).collect();
             assert_shares(&c, &w, 0.01);
         }
+    }
+
+    #[test]
+    fn a_returning_path_shares_at_once_with_one_that_ran_alone() {
+        let mut s = RateScheduler::new(&specs(&[1000, 1000]));
+        s.on_path_state(Time::ZERO, PathId(1), false);
+        // 1 s of traffic at twice path 0's rate while it is alone: its clock runs 0.5 s ahead
+        for k in 0..1000u64 {
+            let now = Time::from_millis(k);
+            let p = s.select(now, 250).expect("path 0 is up");
+            assert_eq!(p, PathId(0));
+            s.on_sent(now, p, 250);
+        }
+        let now = Time::from_secs(1);
+        s.on_path_state(now, PathId(1), true);
+        // the next 100 ms of traffic (at the paths' combined rate) is shared, not all on path 1
+        let mut count = [0usize; 2];
+        for k in 0..100u64 {
+            let t = now + std::time::Duration::from_millis(k);
+            let p = s.select(t, 250).expect("a path is up");
+            s.on_sent(t, p, 250);
+            count[p.index()] += 1;
+        }
+        assert!(count[0] >= 25, "path 0 got {count:?}");
     }
 
     #[test]
