@@ -138,7 +138,7 @@ fn rate_between(a: &(f64, Status), b: &(f64, Status), bytes: impl Fn(&Status) ->
     (bytes(&b.1).saturating_sub(bytes(&a.1))) as f64 * 8.0 / (b.0 - a.0).max(1e-3)
 }
 
-fn rate_cut(out: &Path) -> Result<String> {
+pub fn rate_cut(out: &Path) -> Result<String> {
     eprintln!("== adaptive/rate cut");
     let paths = vec![PathSpec::shaped(10_000_000), PathSpec::shaped(10_000_000)];
     let mut lab = Lab::new(&paths)?;
@@ -212,7 +212,7 @@ fn rate_cut(out: &Path) -> Result<String> {
     Ok(md)
 }
 
-fn outage(out: &Path) -> Result<String> {
+pub fn outage(out: &Path) -> Result<String> {
     eprintln!("== adaptive/outage");
     let link = Impair {
         delay_ms: 1.0,

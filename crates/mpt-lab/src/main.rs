@@ -19,6 +19,7 @@ enum Cmd {
     /// The README's demo: a 4-path lab, mptd on both ends, iperf3 through tun0.
     Demo,
     /// Run an experiment suite: table1 (FTP), table2 (UDP stream), delay (delay diversity),
+    /// adaptive (all of the adaptive scheduler's runs; adaptive-cut, adaptive-outage: one),
     /// or a scenario file.
     Run {
         suite: String,
@@ -52,6 +53,17 @@ fn run(name: &str, cases: &[u32], out: &std::path::Path) -> anyhow::Result<()> {
     use mpt_lab::scenario;
     if !mpt_lab::netns::require_root("mpt-lab run") {
         anyhow::bail!("the lab needs root");
+    }
+    match name {
+        "adaptive-cut" => {
+            println!("{}", mpt_lab::adaptive::rate_cut(out)?);
+            return Ok(());
+        }
+        "adaptive-outage" => {
+            println!("{}", mpt_lab::adaptive::outage(out)?);
+            return Ok(());
+        }
+        _ => {}
     }
     let suite = if name == "adaptive" {
         scenario::builtin("table1")?
