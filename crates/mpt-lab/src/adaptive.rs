@@ -98,7 +98,7 @@ fn ftp_comparison(_out: &Path) -> Result<String> {
     Ok(md)
 }
 
-fn stream_comparison(out: &Path) -> Result<String> {
+pub fn stream_comparison(out: &Path) -> Result<String> {
     let suite = builtin("table2")?;
     let mut md = String::from(
         "#### Table II cases 16–17 (UDP stream over 64/128/64/128 kbit/s serial lines, resequencing on)\n\n\

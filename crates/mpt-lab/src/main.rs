@@ -19,7 +19,8 @@ enum Cmd {
     /// The README's demo: a 4-path lab, mptd on both ends, iperf3 through tun0.
     Demo,
     /// Run an experiment suite: table1 (FTP), table2 (UDP stream), delay (delay diversity),
-    /// adaptive (all of the adaptive scheduler's runs; adaptive-cut, adaptive-outage: one),
+    /// adaptive (all of the adaptive scheduler's runs; adaptive-stream, adaptive-cut,
+    /// adaptive-outage: one),
     /// or a scenario file.
     Run {
         suite: String,
@@ -57,6 +58,10 @@ fn run(name: &str, cases: &[u32], out: &std::path::Path) -> anyhow::Result<()> {
     match name {
         "adaptive-cut" => {
             println!("{}", mpt_lab::adaptive::rate_cut(out)?);
+            return Ok(());
+        }
+        "adaptive-stream" => {
+            println!("{}", mpt_lab::adaptive::stream_comparison(out)?);
             return Ok(());
         }
         "adaptive-outage" => {
