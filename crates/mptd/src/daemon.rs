@@ -183,6 +183,9 @@ struct RxState {
     delivered: u64,
     pacer: ReportPacer,
     crypto: Option<RxCrypto>,
+    /// The peer's address per path as the receive side last confirmed it (the send state
+    /// holds the copy it sends to).
+    remote: Vec<SocketAddr>,
 }
 
 impl PathIo {
@@ -302,6 +305,7 @@ impl Shared {
                 delivered: 0,
                 pacer: ReportPacer::default(),
                 crypto: rx_crypto,
+                remote: cfg.paths.iter().map(|p| p.remote).collect(),
             }),
             paths,
             tun,
@@ -873,7 +877,8 @@ fn handle_datagram(
     }
     let (start, end) = match &sh.crypto {
         None => {
-            if from != lock(&sh.tx).remote[i] {
+            // Plain mode never moves a path's peer: the configured address is the only one.
+            if from != path.cfg.remote {
                 let n = sh.drops.unknown_source.fetch_add(1, Relaxed);
                 if n % 1000 == 0 {
                     debug!(path = %path.cfg.name, %from, "datagram from an unknown source dropped");
@@ -899,11 +904,12 @@ fn handle_datagram(
     }
     let mut rx = lock(&sh.rx);
     if sh.crypto.is_some() {
-        // Authenticated, from the agreed session: the peer may have moved.
-        let mut tx = lock(&sh.tx);
-        if tx.remote[i] != from {
-            info!(path = %path.cfg.name, old = %tx.remote[i], new = %from, "peer address changed");
-            tx.remote[i] = from;
+        // Authenticated, from the agreed session: the peer may have moved. The receive side
+        // keeps its own copy of the addresses, so the send state is locked only on a change.
+        if rx.remote[i] != from {
+            info!(path = %path.cfg.name, old = %rx.remote[i], new = %from, "peer address changed");
+            rx.remote[i] = from;
+            lock(&sh.tx).remote[i] = from;
         }
     } else {
         match rx.peer_session {
