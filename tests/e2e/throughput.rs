@@ -125,3 +125,78 @@ fn udp_at_80_percent_arrives_complete_and_in_order() {
     assert_eq!(ooo, 0, "iperf3 saw {ooo} datagrams out of order");
     assert_eq!(rx.tunnel.reseq.delivered_out_of_order, 0);
 }
+
+/// Bulk TCP over the inner IPv4 and IPv6 addresses through one unshaped path: the offload
+/// path (TSO super-packets split on read, GRO-coalesced writes) at full speed, both address
+/// families, every byte checked.
+#[test]
+fn bulk_tcp_over_inner_ipv4_and_ipv6_is_intact() {
+    use std::io::{Read, Write};
+    need!("bulk_tcp_v4_v6");
+    let unshaped = mpt_lab::netns::PathSpec {
+        rate_bps: None,
+        ab: Default::default(),
+        ba: Default::default(),
+    };
+    let mut lab = Lab::new(&[unshaped]).expect("lab");
+    lab.start_tunnel(&TunnelOpts::default()).expect("tunnel");
+    const BYTES: usize = 200 << 20;
+    // the byte at offset k of the stream
+    fn byte(k: usize) -> u8 {
+        (k.wrapping_mul(2_654_435_761) >> 13) as u8
+    }
+    for (addr, port) in [("198.19.0.2", 6001u16), ("[2001:db8:19::2]", 6002)] {
+        let listen = format!("{addr}:{port}");
+        let ns_b = lab.ns(Side::B);
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let server = std::thread::spawn(move || {
+            mpt_lab::netns::in_netns(&ns_b, move || {
+                let l = std::net::TcpListener::bind(&listen).expect("listen");
+                ready_tx.send(()).expect("ready");
+                let (mut s, _) = l.accept().expect("accept");
+                s.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+                    .expect("timeout");
+                let mut buf = vec![0u8; 1 << 16];
+                let (mut got, mut bad) = (0usize, 0usize);
+                loop {
+                    let n = s.read(&mut buf).expect("read");
+                    if n == 0 {
+                        break;
+                    }
+                    bad += buf[..n]
+                        .iter()
+                        .enumerate()
+                        .filter(|&(i, &b)| b != byte(got + i))
+                        .count();
+                    got += n;
+                }
+                (got, bad)
+            })
+            .expect("namespace")
+        });
+        ready_rx
+            .recv_timeout(std::time::Duration::from_secs(5))
+            .expect("server listening");
+        let target = format!("{addr}:{port}");
+        let t0 = std::time::Instant::now();
+        lab.in_ns(Side::A, move || {
+            let mut s = std::net::TcpStream::connect(&target).expect("connect");
+            let mut chunk: Vec<u8> = Vec::with_capacity(1 << 16);
+            let mut sent = 0;
+            while sent < BYTES {
+                chunk.clear();
+                chunk.extend((sent..(sent + (1 << 16)).min(BYTES)).map(byte));
+                s.write_all(&chunk).expect("write");
+                sent += chunk.len();
+            }
+        })
+        .expect("namespace");
+        let (got, bad) = server.join().expect("server");
+        let secs = t0.elapsed().as_secs_f64();
+        eprintln!(
+            "RESULT bulk tcp via {addr}: {got} bytes in {secs:.2} s ({:.2} Gbit/s), {bad} wrong",
+            got as f64 * 8.0 / secs / 1e9
+        );
+        assert_eq!((got, bad), (BYTES, 0), "over {addr}");
+    }
+}
