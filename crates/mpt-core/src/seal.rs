@@ -314,15 +314,13 @@ impl ReplayWindow {
         match self.highest {
             Some(h) if counter <= h => {}
             Some(h) => {
+                // the words the window moves into start empty
                 let (from, to) = (h / 64 + 1, counter / 64);
-                let n = to.saturating_sub(from) + 1;
-                if to >= from {
-                    if n >= REPLAY_WORDS as u64 {
-                        self.bits.fill(0);
-                    } else {
-                        for w in from..=to {
-                            self.bits[(w % REPLAY_WORDS as u64) as usize] = 0;
-                        }
+                if to.saturating_sub(from) + 1 >= REPLAY_WORDS as u64 {
+                    self.bits.fill(0);
+                } else {
+                    for w in from..=to {
+                        self.bits[(w % REPLAY_WORDS as u64) as usize] = 0;
                     }
                 }
                 self.highest = Some(counter);

@@ -64,6 +64,15 @@ impl std::fmt::Debug for Crypto {
     }
 }
 
+/// Bytes sealing adds to every datagram (counter and tag), 0 without encryption.
+fn seal_overhead(sealing: bool) -> usize {
+    if sealing {
+        SEAL_OVERHEAD
+    } else {
+        0
+    }
+}
+
 /// `N` bytes from the kernel's random source. Without it nothing can be sealed safely.
 fn random<const N: usize>() -> [u8; N] {
     let mut b = [0u8; N];
@@ -189,6 +198,12 @@ struct RxState {
 }
 
 impl PathIo {
+    /// `datagrams` datagrams of `bytes` bytes in all left on this path.
+    fn sent(&self, datagrams: usize, bytes: usize) {
+        self.tx_packets.fetch_add(datagrams as u64, Relaxed);
+        self.tx_bytes.fetch_add(bytes as u64, Relaxed);
+    }
+
     /// Fold an RTT sample (µs) into the smoothed RTT; absurd values are ignored.
     fn rtt_sample(&self, rtt: u32) {
         if rtt >= 60_000_000 {
@@ -251,7 +266,7 @@ impl Shared {
             .iter()
             .zip(&paths)
             .map(|(p, io)| {
-                let header = HEADER_LEN + if crypto.is_some() { SEAL_OVERHEAD } else { 0 };
+                let header = HEADER_LEN + seal_overhead(crypto.is_some());
                 PathSpec::new(p.weight, p.rate_bps, p.backup).with_overhead(header + io.overhead)
             })
             .collect();
@@ -325,10 +340,7 @@ impl Shared {
 
     fn send(&self, p: &PathIo, datagram: &[u8], remote: SocketAddr) {
         match p.io.try_send(datagram, remote) {
-            Ok(()) => {
-                p.tx_packets.fetch_add(1, Relaxed);
-                p.tx_bytes.fetch_add(datagram.len() as u64, Relaxed);
-            }
+            Ok(()) => p.sent(1, datagram.len()),
             Err(e) => self.send_failed(p, &e),
         }
     }
@@ -389,14 +401,15 @@ impl Shared {
         }
     }
 
+    /// Bytes sealing adds to every datagram (counter and tag), 0 without encryption.
+    fn seal_overhead(&self) -> usize {
+        seal_overhead(self.crypto.is_some())
+    }
+
     /// The largest datagram a valid peer sends: a full inner packet with its header (and
     /// counter and tag).
     fn max_datagram(&self) -> usize {
-        let mtu = usize::from(self.cfg.tunnel.mtu);
-        match self.crypto {
-            Some(_) => SEALED_HEADER_LEN + mtu + TAG_LEN,
-            None => HEADER_LEN + mtu,
-        }
+        HEADER_LEN + usize::from(self.cfg.tunnel.mtu) + self.seal_overhead()
     }
 
     fn send_failed(&self, p: &PathIo, e: &std::io::Error) {
@@ -418,7 +431,7 @@ pub async fn tx_task(sh: Arc<Shared>) -> Result<()> {
     let mtu = usize::from(sh.cfg.tunnel.mtu);
     let prefix = sh.prefix;
     let sealing = sh.crypto.is_some();
-    let wire_extra = if sealing { SEAL_OVERHEAD } else { 0 };
+    let wire_extra = sh.seal_overhead();
     // Each packet is read after room for the header (and counter), and sealed in place.
     let mut original = vec![0u8; tun_rs::VIRTIO_NET_HDR_LEN + 65535];
     // Room one TUN read may need: a 64 KiB TSO super-packet split into MTU-sized packets.
@@ -436,7 +449,6 @@ pub async fn tx_task(sh: Arc<Shared>) -> Result<()> {
         .iter()
         .map(|p| GsoRun::new(p.io.max_gso_segments()))
         .collect();
-    let mut read_errors = 0u64;
     loop {
         let n = match sh
             .tun
@@ -450,10 +462,9 @@ pub async fn tx_task(sh: Arc<Shared>) -> Result<()> {
                 if e.raw_os_error() == Some(libc::EBADFD) {
                     return Err(e).context("reading from the TUN device");
                 }
-                read_errors += 1;
-                sh.drops.tun_read_error.fetch_add(1, Relaxed);
-                if read_errors % 1000 == 1 {
-                    warn!(error = %e, "reading from the TUN device failed");
+                let n = sh.drops.tun_read_error.fetch_add(1, Relaxed);
+                if n % 1000 == 0 {
+                    warn!(error = %e, failed = n + 1, "reading from the TUN device failed");
                 }
                 continue;
             }
@@ -562,18 +573,12 @@ async fn flush_run(sh: &Shared, i: usize, run: &mut GsoRun, remote: SocketAddr) 
     let (bytes, segment, count) = run.contents();
     sh.calls.udp_sends.fetch_add(1, Relaxed);
     match p.io.send(bytes, Some(segment), remote).await {
-        Ok(()) => {
-            p.tx_packets.fetch_add(count as u64, Relaxed);
-            p.tx_bytes.fetch_add(bytes.len() as u64, Relaxed);
-        }
+        Ok(()) => p.sent(count, bytes.len()),
         Err(e) if count > 1 => {
             debug!(path = %p.cfg.name, error = %e, "GSO send failed; sending one by one");
             for d in run.datagrams() {
                 match p.io.send(d, None, remote).await {
-                    Ok(()) => {
-                        p.tx_packets.fetch_add(1, Relaxed);
-                        p.tx_bytes.fetch_add(d.len() as u64, Relaxed);
-                    }
+                    Ok(()) => p.sent(1, d.len()),
                     Err(e) => sh.send_failed(p, &e),
                 }
             }
@@ -636,11 +641,7 @@ pub async fn report_task(sh: Arc<Shared>) -> Result<()> {
     let mut entries = Vec::with_capacity(n);
     let mut counts: Vec<(u64, u64)> = Vec::with_capacity(n);
     let mut buf = vec![0u8; wire::report_len(n) + SEAL_OVERHEAD];
-    let seal_extra = if sh.crypto.is_some() {
-        SEAL_OVERHEAD
-    } else {
-        0
-    };
+    let seal_extra = sh.seal_overhead();
     loop {
         tick.tick().await;
         let now = sh.clock.now();
