@@ -21,23 +21,12 @@ use crate::need;
 /// super-packet: the virtio-net header the socket asks for gives the segment size to split
 /// them at.
 fn capture(n: usize, from: Ipv4Addr, to: Ipv4Addr, limit: Duration) -> Vec<Vec<u8>> {
-    use std::os::fd::AsRawFd;
     let proto = i32::from((libc::ETH_P_IP as u16).to_be());
     // SOCK_RAW (the virtio-net header needs it): frames with their Ethernet header
     let s =
         Socket::new(Domain::PACKET, Type::RAW, Some(Protocol::from(proto))).expect("packet socket");
-    let one: libc::c_int = 1;
-    // SAFETY: setsockopt on an open socket with a pointer to a c_int and its size.
-    let r = unsafe {
-        libc::setsockopt(
-            s.as_raw_fd(),
-            libc::SOL_PACKET,
-            libc::PACKET_VNET_HDR,
-            (&one as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    assert_eq!(r, 0, "PACKET_VNET_HDR: {}", std::io::Error::last_os_error());
+    mptd::net::set_int_option(&s, libc::SOL_PACKET, libc::PACKET_VNET_HDR, 1)
+        .expect("PACKET_VNET_HDR");
     s.set_read_timeout(Some(Duration::from_millis(100)))
         .expect("timeout");
     let mut out = Vec::new();

@@ -63,15 +63,24 @@ pub fn path_socket(p: &PathConfig) -> Result<UdpSocket> {
 
 /// SO_RCVBUFFORCE: a receive buffer of `size` bytes regardless of net.core.rmem_max.
 fn force_recv_buffer(sock: &Socket, size: usize) -> io::Result<()> {
-    use std::os::fd::AsRawFd;
     let v = libc::c_int::try_from(size).unwrap_or(libc::c_int::MAX);
+    set_int_option(sock, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, v)
+}
+
+/// setsockopt(2) of an `int` option that socket2 does not cover.
+pub fn set_int_option(
+    sock: &impl std::os::fd::AsRawFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: libc::c_int,
+) -> io::Result<()> {
     // SAFETY: setsockopt on an open socket with a pointer to a c_int and its size.
     let r = unsafe {
         libc::setsockopt(
             sock.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_RCVBUFFORCE,
-            (&v as *const libc::c_int).cast(),
+            level,
+            name,
+            (&value as *const libc::c_int).cast(),
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         )
     };
