@@ -120,16 +120,20 @@ fn measure(lab: &mut Lab, setup: String, addr: &str, pids: &[u32]) -> Result<Row
     Ok(row)
 }
 
-/// Run the throughput benchmark; returns the markdown table (also written to `out`).
-pub fn run_throughput(out: &Path, encryptions: &[String]) -> Result<String> {
-    std::fs::create_dir_all(out)?;
+/// Runs `measure` on the bare veth, then through mptd over each of `path_counts` unshaped
+/// paths with each encryption setting: `measure(lab, setup name, address, daemon pids)`.
+fn each_setup<R>(
+    path_counts: &[usize],
+    encryptions: &[String],
+    mut measure: impl FnMut(&mut Lab, String, &str, &[u32]) -> Result<R>,
+) -> Result<Vec<R>> {
     let mut rows = Vec::new();
     {
         let mut lab = Lab::new(&[unshaped()]).context("raw veth lab")?;
         let addr = lab.path_addr(Side::B, 0);
         rows.push(measure(&mut lab, "raw veth".into(), &addr, &[])?);
     }
-    for &paths in &[1usize, 2] {
+    for &paths in path_counts {
         for enc in encryptions {
             let mut lab = Lab::new(&vec![unshaped(); paths]).context("tunnel lab")?;
             let opts = TunnelOpts {
@@ -146,6 +150,35 @@ pub fn run_throughput(out: &Path, encryptions: &[String]) -> Result<String> {
             rows.push(measure(&mut lab, setup, &tunnel_addr(Side::B), &[pa, pb])?);
         }
     }
+    Ok(rows)
+}
+
+/// `mpt-lab bench latency`: idle round trips only (1000 pings 10 ms apart), bare veth against
+/// one unshaped path per encryption setting; the quick way to see what the tunnel adds.
+pub fn run_latency(out: &Path, encryptions: &[String]) -> Result<String> {
+    std::fs::create_dir_all(out)?;
+    let rows = each_setup(&[1], encryptions, |lab, setup, addr, _| {
+        let (p50, p99) = ping_percentiles(start_ping(lab, addr, 1000, 0)?, addr)?;
+        eprintln!("{setup}: p50 {p50:.0} µs, p99 {p99:.0} µs");
+        Ok((setup, p50, p99))
+    })?;
+    let raw = rows[0].1;
+    let mut md = String::new();
+    writeln!(md, "| setup | ping idle p50 µs | p99 µs | added p50 µs |")?;
+    writeln!(md, "|---|---|---|---|")?;
+    for (setup, p50, p99) in &rows {
+        writeln!(md, "| {setup} | {p50:.0} | {p99:.0} | {:.0} |", p50 - raw)?;
+    }
+    std::fs::write(out.join("latency.md"), &md)?;
+    Ok(md)
+}
+
+/// Run the throughput benchmark; returns the markdown table (also written to `out`).
+pub fn run_throughput(out: &Path, encryptions: &[String]) -> Result<String> {
+    std::fs::create_dir_all(out)?;
+    let rows = each_setup(&[1, 2], encryptions, |lab, setup, addr, pids| {
+        measure(lab, setup, addr, pids)
+    })?;
     let raw = rows[0].tcp1_bps.max(1.0);
     let mut md = String::new();
     writeln!(md, "| setup | TCP 1 stream Gbit/s | TCP 4 streams Gbit/s | UDP 1400 B Gbit/s received (kpps, loss) | mptd/raw (TCP 1) | daemons' CPU s/GB | ping idle p50 / p99 µs | ping under TCP load p50 / p99 µs |")?;

@@ -32,7 +32,8 @@ enum Cmd {
         out: std::path::PathBuf,
     },
     /// Benchmarks: `throughput` (raw veth against mptd over 1 and 2 unshaped paths, with and
-    /// without encryption; TCP, UDP, ping).
+    /// without encryption; TCP, UDP, ping), `latency` (idle ping only, bare veth against one
+    /// path).
     Bench {
         what: String,
         /// Encryption settings to measure.
@@ -100,7 +101,12 @@ fn bench(what: &str, encryption: &[String], out: &std::path::Path) -> anyhow::Re
             eprintln!("results in {}", out.display());
             Ok(())
         }
-        other => anyhow::bail!("unknown benchmark {other:?}, expected throughput"),
+        "latency" => {
+            let md = mpt_lab::bench::run_latency(out, encryption)?;
+            println!("{md}");
+            Ok(())
+        }
+        other => anyhow::bail!("unknown benchmark {other:?}, expected throughput or latency"),
     }
 }
 
