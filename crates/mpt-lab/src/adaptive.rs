@@ -77,7 +77,7 @@ fn ftp_comparison(_out: &Path) -> Result<String> {
         let alone: f64 = paths_alone(&mut lab, 8)?.iter().sum();
         for v in VARIANTS {
             eprintln!("== adaptive/ftp case {}: {}", c.id, v.label);
-            lab.start_tunnel(&opts(v, 1456))?;
+            lab.start_tunnel(&opts(v, 1400).with_full_mtu())?;
             let (time, size, _) = ftp_download(&mut lab, mb)?;
             let rx = lab.status(Side::A)?;
             lab.stop_mptd(Side::A)?;

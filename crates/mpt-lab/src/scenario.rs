@@ -282,7 +282,7 @@ pub(crate) fn f(v: Option<f64>, digits: usize) -> String {
 /// Table I: FTP download over the tunnel (B serves, A downloads).
 pub fn run_table1(suite: &Suite, only: &[u32], out: &Path) -> Result<String> {
     let mut md = format!(
-        "### {}\n\nEfficiency = tunnel FTP goodput / sum of what iperf3 TCP gets on each path alone (same lab, same run). Scheduler `rate`, tunnel MTU 1456 (path MTU 1500 − 44).\n\n\
+        "### {}\n\nEfficiency = tunnel FTP goodput / sum of what iperf3 TCP gets on each path alone (same lab, same run). Scheduler `rate`, sealed, tunnel MTU 1432 (path MTU 1500 − 68).\n\n\
          | case | file | paths Mbit/s | time s paper / ours | tunnel KiB/s paper / ours | per-path KiB/s paper / ours (datagram bytes) | paths alone KiB/s | efficiency paper / ours |\n|---|---|---|---|---|---|---|---|\n",
         suite.title
     );
@@ -305,10 +305,7 @@ pub fn run_table1(suite: &Suite, only: &[u32], out: &Path) -> Result<String> {
         );
         let mut lab = Lab::new(&c.paths(suite.serial)?)?;
         let alone = paths_alone(&mut lab, 8)?;
-        let opts = TunnelOpts {
-            mtu: 1456,
-            ..TunnelOpts::default()
-        };
+        let opts = TunnelOpts::default().with_full_mtu();
         lab.start_tunnel(&opts)?;
         let (time, size, samples) = ftp_download(&mut lab, mb)?;
         let kib_s = size / time / 1024.0;

@@ -92,6 +92,53 @@ pub fn set_int_option(
 }
 
 /// Create the TUN interface with its addresses and MTU, and bring it up.
+/// Bytes of the largest datagram path `p` sends: a full tunnel-MTU packet, the mptd header,
+/// sealing when on, and the outer UDP/IP header.
+pub fn max_datagram_on_wire(mtu: u16, sealing: bool, p: &PathConfig) -> usize {
+    let seal = if sealing {
+        mpt_core::seal::SEAL_OVERHEAD
+    } else {
+        0
+    };
+    let outer = if p.local.is_ipv4() { 28 } else { 48 };
+    usize::from(mtu) + mpt_core::wire::HEADER_LEN + seal + outer
+}
+
+/// Paths bound to an interface whose MTU cannot carry a full tunnel packet: such datagrams
+/// would fail with "message too long" (they are sent with DF), a silent black hole for the
+/// applications. One message per path, naming what to change.
+pub fn check_path_mtus(cfg: &mpt_core::config::Config) -> Vec<String> {
+    let sealing = cfg.security.cipher.is_some();
+    let mut problems = Vec::new();
+    for p in &cfg.paths {
+        let Some(ifname) = p.interface.as_deref() else {
+            continue;
+        };
+        let Some(if_mtu) = std::fs::read_to_string(format!("/sys/class/net/{ifname}/mtu"))
+            .ok()
+            .and_then(|s| s.trim().parse::<usize>().ok())
+        else {
+            continue;
+        };
+        let need = max_datagram_on_wire(cfg.tunnel.mtu, sealing, p);
+        if need > if_mtu {
+            let most = usize::from(cfg.tunnel.mtu) - (need - if_mtu);
+            problems.push(format!(
+                "tunnel.mtu = {} makes {need}-byte datagrams on path {:?}, but its interface \
+                 {ifname} has MTU {if_mtu}: expected tunnel.mtu <= {most}{}",
+                cfg.tunnel.mtu,
+                p.name,
+                if sealing {
+                    " (sealing adds 24 bytes per datagram)"
+                } else {
+                    ""
+                }
+            ));
+        }
+    }
+    problems
+}
+
 pub fn tun_device(t: &Tunnel) -> Result<tun_rs::AsyncDevice> {
     let builder = || {
         let mut b = tun_rs::DeviceBuilder::new()

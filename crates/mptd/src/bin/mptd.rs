@@ -93,6 +93,13 @@ fn main() -> ExitCode {
             cfg.tunnel.name
         );
     }
+    let mtu_problems = mptd::net::check_path_mtus(&cfg);
+    if !mtu_problems.is_empty() {
+        for m in &mtu_problems {
+            eprintln!("mptd: invalid configuration: {}: {m}", config.display());
+        }
+        return ExitCode::from(2);
+    }
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
