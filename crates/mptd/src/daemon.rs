@@ -642,6 +642,7 @@ pub async fn report_task(sh: Arc<Shared>) -> Result<()> {
     let mut counts: Vec<(u64, u64)> = Vec::with_capacity(n);
     let mut buf = vec![0u8; wire::report_len(n) + SEAL_OVERHEAD];
     let seal_extra = sh.seal_overhead();
+    let outer = sh.paths.iter().map(|p| p.overhead).max().unwrap_or(0);
     loop {
         tick.tick().await;
         let now = sh.clock.now();
@@ -650,11 +651,9 @@ pub async fn report_task(sh: Arc<Shared>) -> Result<()> {
             let rx = &mut *guard;
             let stats = rx.reseq.stats();
             let rx_bytes = stats.total.bytes;
-            // Outer headers (IPv4) included in the budget.
-            if !rx
-                .pacer
-                .due(now, rx_bytes, wire::report_len(n) + seal_extra + 28)
-            {
+            // Counted as `report_bytes` counts them: outer headers and framing included.
+            let report_bytes = wire::report_len(n) + seal_extra + outer;
+            if !rx.pacer.due(now, rx_bytes, report_bytes) {
                 continue;
             }
             entries.clear();
@@ -681,7 +680,7 @@ pub async fn report_task(sh: Arc<Shared>) -> Result<()> {
                 });
                 counts.push((ps.packets, ps.lost));
             }
-            rx.pacer.sent(now, rx_bytes, &counts);
+            rx.pacer.sent(now, rx_bytes, report_bytes, &counts);
             (0..n)
                 .filter(|&i| rx.live[i].state == LinkState::Up)
                 .min_by_key(|&i| sh.paths[i].srtt_us.load(Relaxed))
