@@ -12,8 +12,10 @@
 //!   path's floor by more than a threshold (a queue is building).
 //! * **Sending rate** for the scheduler: on congestion the path's rate is halved (not below
 //!   90 % of what it delivers) and the difference is spread over the other paths in proportion
-//!   to their rates (Common Source Decrease); a path that is busy and not congested probes
-//!   upwards by 10 % per report (50 % while it is below the best rate it has delivered).
+//!   to their rates (Common Source Decrease) — only to paths that carry traffic without
+//!   congestion, so when every path is overdriven the total falls; a path that is busy and
+//!   not congested probes upwards by 10 % per report (50 % while it is below the best rate it
+//!   has delivered).
 
 use mpt_core::wire::{seq16_diff, ReportEntry};
 use mpt_core::Time;
@@ -33,6 +35,11 @@ pub const MIN_RATE: f64 = 8_000.0;
 pub const PROBE: f64 = 1.10;
 /// Faster step while below the best delivery rate seen on the path.
 pub const RECOVER: f64 = 1.50;
+/// A delivery sample spans at least this long, or this many packets (delivered or lost).
+pub const MIN_SAMPLE_S: f64 = 0.2;
+pub const MIN_SAMPLE_PACKETS: u32 = 20;
+/// On congestion, the rate becomes this share of what the path delivered in the interval.
+pub const CUT_TO_DELIVERED: f64 = 0.95;
 /// Queueing delay (smoothed minus minimum one-way delay) that counts as congestion, at least.
 pub const QUEUE_THRESHOLD_US: f64 = 10_000.0;
 
@@ -53,6 +60,9 @@ pub struct PathEstimate {
     pub queue_us: f64,
     /// Whether the last report showed congestion.
     pub congested: bool,
+    /// Whether the path carried at least half its rate in the last report interval: only
+    /// then does a clean report say it has headroom.
+    pub busy: bool,
     /// Delay offset above the fastest path, microseconds.
     pub owd_offset_us: u32,
     /// Reports taken.
@@ -61,11 +71,15 @@ pub struct PathEstimate {
     pub cuts: u64,
     // Previous report's counters and time.
     last: Option<(Time, ReportEntry)>,
+    // Counters and time where the current delivery-rate window began.
+    window: Option<(Time, ReportEntry)>,
     ewma: f64,
     history: [f64; KAPPA],
     filled: usize,
     /// Bytes the sender put on the path since the last report (busy test).
     sent_bytes: u64,
+    /// Bytes the path adds to each inner packet (headers, outer IP/UDP, framing).
+    overhead: usize,
 }
 
 impl PathEstimate {
@@ -78,14 +92,17 @@ impl PathEstimate {
             last_loss: 0.0,
             queue_us: 0.0,
             congested: false,
+            busy: false,
             owd_offset_us: 0,
             reports: 0,
             cuts: 0,
             last: None,
+            window: None,
             ewma: 0.0,
             history: [0.0; KAPPA],
             filled: 0,
             sent_bytes: 0,
+            overhead: 0,
         }
     }
 
@@ -122,6 +139,14 @@ impl Estimator {
         }
     }
 
+    /// Bytes path `i` adds to each inner packet, so that delivery (the receiver counts inner
+    /// bytes) is measured in link bytes like the rates.
+    pub fn set_overhead(&mut self, i: usize, bytes: usize) {
+        if let Some(p) = self.paths.get_mut(i) {
+            p.overhead = bytes;
+        }
+    }
+
     pub fn path(&self, i: usize) -> Option<&PathEstimate> {
         self.paths.get(i)
     }
@@ -145,7 +170,8 @@ impl Estimator {
         };
         p.owd_offset_us = r.owd_min_us;
         p.queue_us = f64::from(r.owd_us.saturating_sub(r.owd_min_us));
-        let Some((t0, prev)) = p.last.replace((now, *r)) else {
+        let Some((t0, prev)) = p.last else {
+            p.last = Some((now, *r));
             p.sent_bytes = 0;
             return false;
         };
@@ -153,39 +179,82 @@ impl Estimator {
         if dt <= 0.0 {
             return false;
         }
+        p.last = Some((now, *r));
         p.reports += 1;
         let sent_packets = i64::from(seq16_diff(r.path_seq, prev.path_seq)).max(0) as f64;
         let got_packets = f64::from(r.packets.wrapping_sub(prev.packets));
         let got_bytes = r.bytes.wrapping_sub(prev.bytes) as f64;
         let lost = f64::from(r.lost.wrapping_sub(prev.lost));
-        let busy = p.sent_bytes as f64 * 8.0 / dt >= 0.5 * p.rate_bps;
+        let offered = p.sent_bytes as f64 * 8.0 / dt;
+        let busy = offered >= 0.5 * p.rate_bps;
+        let passed_over = offered < 0.1 * p.rate_bps;
+        p.busy = busy;
         p.sent_bytes = 0;
+        // What the link carried (the report counts inner bytes; the scheduler's rates are
+        // link rates), measured over a window of at least MIN_SAMPLE_S or MIN_SAMPLE_PACKETS:
+        // on a slow line one packet more or less in a 20 ms report interval doubles the rate.
         // A path that was sent to but delivered nothing delivered at rate 0.
-        if got_bytes > 0.0 || sent_packets > 0.0 {
-            p.push_sample(got_bytes * 8.0 / dt);
+        let (w0, wprev) = *p.window.get_or_insert((t0, prev));
+        let wdt = (now - w0).as_secs_f64();
+        let w_sent = seq16_diff(r.path_seq, wprev.path_seq).max(0) as u32;
+        let w_packets = r.packets.wrapping_sub(wprev.packets);
+        let counted = (w_packets + r.lost.wrapping_sub(wprev.lost)).max(w_sent);
+        let mut sample = None;
+        if wdt >= MIN_SAMPLE_S || counted >= MIN_SAMPLE_PACKETS {
+            let w_bytes = r.bytes.wrapping_sub(wprev.bytes) as f64;
+            let s = (w_bytes + f64::from(w_packets) * p.overhead as f64) * 8.0 / wdt;
+            if w_bytes > 0.0 || w_sent > 0 {
+                p.push_sample(s);
+                sample = Some(s);
+            }
+            p.window = Some((now, *r));
         }
         if sent_packets > 0.0 {
             let ratio = (got_packets / sent_packets).clamp(0.0, 1.0);
             p.reliability = ALPHA * p.reliability + (1.0 - ALPHA) * ratio;
             p.last_loss = (lost / sent_packets).clamp(0.0, 1.0);
+        } else {
+            p.last_loss = 0.0;
         }
-        // A queue is "building" when it holds more than the threshold or two full-size
-        // packets' serialisation at the current rate (on slow links one packet is 100+ ms).
+        // A queue is "building" when it holds more than the threshold or two packets'
+        // serialisation at the current rate (on slow links one full-size packet is 100+ ms),
+        // packets as large as those of the interval (small datagrams queue in less time).
+        let packet = if got_packets > 0.0 {
+            got_bytes / got_packets + p.overhead as f64
+        } else {
+            1500.0
+        };
         let threshold = QUEUE_THRESHOLD_US
-            .max(2.0 * 1500.0 * 8.0 / p.rate_bps * 1e6)
+            .max(2.0 * packet * 8.0 / p.rate_bps * 1e6)
             .min(200_000.0);
+        // The smoothed delay only moves when packets arrive: a path that carried nothing in
+        // the interval shows the queue of its last packets, which says nothing about now.
         p.congested = p.last_loss > 0.005
-            || p.queue_us > threshold
+            || (got_packets > 0.0 && p.queue_us > threshold)
             || (sent_packets > 2.0 && got_packets == 0.0);
         if p.congested {
             p.cuts += 1;
-            let floor = (0.9 * p.delivery_bps).max(MIN_RATE);
-            let new = (p.rate_bps / 2.0).max(floor).min(p.rate_bps);
+            // A congested link that was offered its rate and delivered less than half of it
+            // was full for the interval: what it carried is its capacity, so the rate goes
+            // just below that at once (on a 64 kbit/s line started at 1 Mbit/s, halving would
+            // take four reports of overload). Otherwise (a little overdriven, silent, or
+            // offered little) the rate is halved, not below 90 % of what it delivered before:
+            // a TCP flow that just backed off delivers less than the link carries.
+            let far_over = sample.filter(|&s| got_packets > 0.0 && busy && s < p.rate_bps / 2.0);
+            let new = if let Some(s) = far_over {
+                (CUT_TO_DELIVERED * s).max(MIN_RATE)
+            } else {
+                (p.rate_bps / 2.0).max((0.9 * p.delivery_bps).max(MIN_RATE))
+            }
+            .min(p.rate_bps);
             let freed = p.rate_bps - new;
             p.rate_bps = new;
             self.spread(i, freed, active);
             true
-        } else if busy {
+        } else if busy || (passed_over && p.rate_bps < 0.9 * p.best_delivery_bps) {
+            // A clean path below what it has delivered before climbs back fast; so does one
+            // the scheduler passes over altogether since its rate was cut, which must get
+            // traffic again to show its headroom.
             let step = if p.rate_bps < 0.9 * p.best_delivery_bps {
                 RECOVER
             } else {
@@ -198,11 +267,14 @@ impl Estimator {
         }
     }
 
-    /// Common Source Decrease: give `freed` to the other active, uncongested paths in
-    /// proportion to their rates.
+    /// Common Source Decrease: give `freed` to the other active paths that carry traffic
+    /// without congestion, in proportion to their rates. A path the scheduler passes over
+    /// has shown no headroom and takes nothing; when no path qualifies the freed rate is
+    /// dropped, so the total falls when every path is overdriven.
     fn spread(&mut self, from: usize, freed: f64, active: u64) {
-        let takers =
-            |j: usize, p: &PathEstimate| j != from && active & (1 << j) != 0 && !p.congested;
+        let takers = |j: usize, p: &PathEstimate| {
+            j != from && active & (1 << j) != 0 && !p.congested && p.busy
+        };
         let total: f64 = self
             .paths
             .iter()
@@ -281,26 +353,135 @@ mod tests {
     }
 
     #[test]
-    fn congestion_halves_and_spreads_to_the_others() {
+    fn congestion_cuts_to_what_was_delivered_and_spreads_to_the_others() {
         let mut e = Estimator::new(&[Some(4_000_000), Some(1_000_000), Some(3_000_000)]);
         for i in 0..3 {
             e.on_report(Time::ZERO, i, &report(0, 0, 0, 0, 0, 0), 0b111);
         }
-        // Path 0 shows a 50 ms queue; it delivered little so far (floor is low).
+        // Paths 1 and 2 carried their rates cleanly (and probe up by 10 %).
+        for (i, bytes) in [(1, 12_500), (2, 37_500)] {
+            e.on_sent(i, bytes);
+            e.on_report(
+                Time::from_millis(100),
+                i,
+                &report(20, 20, bytes as u64, 0, 0, 0),
+                0b111,
+            );
+        }
+        // Path 0, offered its rate, shows a 50 ms queue while it delivered 20 000 bytes in
+        // 100 ms: 1.6 Mbit/s.
+        e.on_sent(0, 50_000);
         e.on_report(
             Time::from_millis(100),
             0,
-            &report(10, 10, 1_000, 0, 0, 50_000),
+            &report(20, 20, 20_000, 0, 0, 50_000),
             0b111,
         );
         let r: Vec<f64> = e.paths().iter().map(|p| p.rate_bps).collect();
-        assert_eq!(r[0], 2_000_000.0);
-        // 2 Mbit/s freed, shared 1:3 by paths 1 and 2.
+        assert!((r[0] - CUT_TO_DELIVERED * 1_600_000.0).abs() < 1.0, "{r:?}");
+        // What path 0 gave up is shared 1:3 by paths 1 and 2 (1.1 and 3.3 Mbit/s after
+        // probing); the total is kept.
+        let freed = 4_000_000.0 - r[0];
         assert!(
-            (r[1] - 1_500_000.0).abs() < 1.0 && (r[2] - 4_500_000.0).abs() < 1.0,
+            (r[1] - 1_100_000.0 - freed / 4.0).abs() < 1.0
+                && (r[2] - 3_300_000.0 - 3.0 * freed / 4.0).abs() < 1.0,
             "{r:?}"
         );
-        assert_eq!(r.iter().sum::<f64>(), 8_000_000.0);
+        assert!((r.iter().sum::<f64>() - 8_400_000.0).abs() < 1.0);
+        // Counted in link bytes: with 100 bytes of overhead per packet the same report means
+        // 20 × 1100 bytes in 100 ms.
+        let mut e = Estimator::new(&[Some(4_000_000)]);
+        e.set_overhead(0, 100);
+        e.on_report(Time::ZERO, 0, &report(0, 0, 0, 0, 0, 0), 1);
+        e.on_sent(0, 50_000);
+        e.on_report(
+            Time::from_millis(100),
+            0,
+            &report(20, 20, 20_000, 0, 0, 50_000),
+            1,
+        );
+        assert!((e.path(0).unwrap().rate_bps - CUT_TO_DELIVERED * 1_760_000.0).abs() < 1.0);
+    }
+
+    #[test]
+    fn an_idle_path_takes_no_freed_share_and_a_lone_cut_shrinks_the_total() {
+        let mut e = Estimator::new(&[Some(1_000_000), Some(1_000_000), Some(1_000_000)]);
+        for i in 0..3 {
+            e.on_report(Time::ZERO, i, &report(0, 0, 0, 0, 0, 0), 0b111);
+        }
+        // Path 1 carried traffic cleanly; path 2 carried none (the scheduler passed it over,
+        // so nothing is known of its headroom).
+        e.on_sent(1, 12_500);
+        e.on_report(
+            Time::from_millis(100),
+            1,
+            &report(20, 20, 12_500, 0, 0, 0),
+            0b111,
+        );
+        e.on_report(Time::from_millis(100), 2, &report(0, 0, 0, 0, 0, 0), 0b111);
+        let before_1 = e.path(1).unwrap().rate_bps;
+        e.on_sent(0, 12_500);
+        e.on_report(
+            Time::from_millis(100),
+            0,
+            &report(20, 20, 1_000, 0, 0, 50_000),
+            0b111,
+        );
+        let r: Vec<f64> = e.paths().iter().map(|p| p.rate_bps).collect();
+        assert_eq!(r[0], CUT_TO_DELIVERED * 80_000.0);
+        assert_eq!(r[1], before_1 + 1_000_000.0 - r[0], "{r:?}");
+        assert_eq!(r[2], 1_000_000.0, "the idle path gained nothing: {r:?}");
+        // Now every path is congested or idle: a cut frees rate that nobody takes.
+        e.on_sent(1, 12_500);
+        e.on_report(
+            Time::from_millis(200),
+            1,
+            &report(40, 40, 25_000, 0, 0, 60_000),
+            0b111,
+        );
+        let r2: Vec<f64> = e.paths().iter().map(|p| p.rate_bps).collect();
+        assert!(r2.iter().sum::<f64>() < r.iter().sum::<f64>(), "{r2:?}");
+        assert_eq!(r2[2], 1_000_000.0);
+    }
+
+    #[test]
+    fn a_passed_over_path_is_not_held_down_by_its_old_queue() {
+        let mut e = Estimator::new(&[Some(1_000_000)]);
+        e.on_report(Time::ZERO, 0, &report(0, 0, 0, 0, 0, 0), 1);
+        // Overdriven: 300 ms of queue, 8 kbyte delivered in the second (64 kbit/s).
+        e.on_sent(0, 125_000);
+        e.on_report(
+            Time::from_secs(1),
+            0,
+            &report(50, 50, 8_000, 0, 0, 300_000),
+            1,
+        );
+        let cut = e.path(0).unwrap().rate_bps;
+        assert!((cut - CUT_TO_DELIVERED * 64_000.0).abs() < 1.0, "{cut}");
+        // The scheduler then passes the path over: nothing sent, nothing arrives, and the
+        // report still carries the smoothed delay of the last packets. Not congested; the
+        // rate (below what the path delivered) climbs back.
+        e.on_report(
+            Time::from_secs(2),
+            0,
+            &report(50, 50, 8_000, 0, 0, 300_000),
+            1,
+        );
+        let p = e.path(0).unwrap();
+        assert!(!p.congested);
+        assert!(p.rate_bps >= cut, "{} < {cut}", p.rate_bps);
+    }
+
+    #[test]
+    fn a_short_interval_with_few_packets_is_measured_with_the_next() {
+        let mut e = Estimator::new(&[Some(64_000)]);
+        e.on_report(Time::ZERO, 0, &report(0, 0, 0, 0, 0, 0), 1);
+        // Two 200-byte packets in 20 ms would say 160 kbit/s on a 64 kbit/s line.
+        e.on_report(Time::from_millis(20), 0, &report(2, 2, 400, 0, 0, 0), 1);
+        assert_eq!(e.path(0).unwrap().delivery_bps, 0.0);
+        // 40 packets over the whole second: 64 kbit/s.
+        e.on_report(Time::from_secs(1), 0, &report(40, 40, 8_000, 0, 0, 0), 1);
+        assert_eq!(e.path(0).unwrap().delivery_bps, 64_000.0);
     }
 
     #[test]
