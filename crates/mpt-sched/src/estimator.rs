@@ -1,21 +1,22 @@
 //! What the sender learns about each path from the receiver's reports (sans-IO: every input
 //! carries its time).
 //!
-//! * **Delivery rate**, as CMT-Rev estimates it: each report gives a sample (bytes delivered
-//!   since the previous report over the time between them); `rate ← Φ·rate + (1−Φ)·sample`
-//!   with Φ = ½, then a weighted mean over the last κ = 8 values (weights 1,1,1,1,.8,.6,.4,.2,
-//!   newest first).
+//! * **Delivery rate**, as CMT-Rev estimates it: a sample is the link bytes delivered over a
+//!   window of reports spanning at least 200 ms and 20 packets (or 1 s);
+//!   `rate ← Φ·rate + (1−Φ)·sample` with Φ = ½, then a weighted mean over the last κ = 8
+//!   values (weights 1,1,1,1,.8,.6,.4,.2, newest first).
 //! * **Reliability**, as MPMTP-AR: `R ← α·R + (1−α)·(delivered / sent)` with α = 0.8, where
 //!   "sent" is the advance of the highest per-path sequence number between two reports (the
 //!   number of data packets the sender put on the path), so the ratio is exact.
 //! * **Congestion**: loss in the interval, or the smoothed one-way delay standing above the
 //!   path's floor by more than a threshold (a queue is building).
 //! * **Sending rate** for the scheduler: on congestion the path's rate is halved (not below
-//!   90 % of what it delivers) and the difference is spread over the other paths in proportion
-//!   to their rates (Common Source Decrease) — only to paths that carry traffic without
-//!   congestion, so when every path is overdriven the total falls; a path that is busy and
-//!   not congested probes upwards by 10 % per report (50 % while it is below the best rate it
-//!   has delivered).
+//!   90 % of what it delivers, unless it delivered nothing; straight to 95 % of the sample when
+//!   it was overdriven by 2× or more) and the difference is spread over the other paths in
+//!   proportion to their rates (Common Source Decrease) — only to paths that carry traffic
+//!   without congestion, so when every path is overdriven the total falls; a path that is
+//!   busy and not congested probes upwards by 10 % per delivery sample (50 % while it is below
+//!   the best rate it has delivered, which a path passed over since a cut does too).
 
 use mpt_core::wire::{seq16_diff, ReportEntry};
 use mpt_core::Time;
@@ -35,9 +36,11 @@ pub const MIN_RATE: f64 = 8_000.0;
 pub const PROBE: f64 = 1.10;
 /// Faster step while below the best delivery rate seen on the path.
 pub const RECOVER: f64 = 1.50;
-/// A delivery sample spans at least this long, or this many packets (delivered or lost).
+/// A delivery sample spans at least this long and this many packets (delivered or lost), or
+/// [`MAX_SAMPLE_S`] on a path that carries fewer.
 pub const MIN_SAMPLE_S: f64 = 0.2;
 pub const MIN_SAMPLE_PACKETS: u32 = 20;
+pub const MAX_SAMPLE_S: f64 = 1.0;
 /// On congestion, the rate becomes this share of what the path delivered in the interval.
 pub const CUT_TO_DELIVERED: f64 = 0.95;
 /// Queueing delay (smoothed minus minimum one-way delay) that counts as congestion, at least.
@@ -191,8 +194,9 @@ impl Estimator {
         p.busy = busy;
         p.sent_bytes = 0;
         // What the link carried (the report counts inner bytes; the scheduler's rates are
-        // link rates), measured over a window of at least MIN_SAMPLE_S or MIN_SAMPLE_PACKETS:
-        // on a slow line one packet more or less in a 20 ms report interval doubles the rate.
+        // link rates), measured over a window of at least MIN_SAMPLE_S and MIN_SAMPLE_PACKETS:
+        // on a slow line one packet more or less in a 20 ms report interval doubles the rate,
+        // and in 200 ms still moves it by 15 %.
         // A path that was sent to but delivered nothing delivered at rate 0.
         let (w0, wprev) = *p.window.get_or_insert((t0, prev));
         let wdt = (now - w0).as_secs_f64();
@@ -200,7 +204,7 @@ impl Estimator {
         let w_packets = r.packets.wrapping_sub(wprev.packets);
         let counted = (w_packets + r.lost.wrapping_sub(wprev.lost)).max(w_sent);
         let mut sample = None;
-        if wdt >= MIN_SAMPLE_S || counted >= MIN_SAMPLE_PACKETS {
+        if (wdt >= MIN_SAMPLE_S && counted >= MIN_SAMPLE_PACKETS) || wdt >= MAX_SAMPLE_S {
             let w_bytes = r.bytes.wrapping_sub(wprev.bytes) as f64;
             let s = (w_bytes + f64::from(w_packets) * p.overhead as f64) * 8.0 / wdt;
             if w_bytes > 0.0 || w_sent > 0 {
@@ -237,12 +241,15 @@ impl Estimator {
             // A congested link that was offered its rate and delivered less than half of it
             // was full for the interval: what it carried is its capacity, so the rate goes
             // just below that at once (on a 64 kbit/s line started at 1 Mbit/s, halving would
-            // take four reports of overload). Otherwise (a little overdriven, silent, or
-            // offered little) the rate is halved, not below 90 % of what it delivered before:
-            // a TCP flow that just backed off delivers less than the link carries.
+            // take four reports of overload). A silent one is halved. Otherwise (a little
+            // overdriven, or offered little) the rate is halved, not below 90 % of what it
+            // delivered before: a TCP flow that just backed off delivers less than the link
+            // carries.
             let far_over = sample.filter(|&s| got_packets > 0.0 && busy && s < p.rate_bps / 2.0);
             let new = if let Some(s) = far_over {
                 (CUT_TO_DELIVERED * s).max(MIN_RATE)
+            } else if got_packets == 0.0 {
+                (p.rate_bps / 2.0).max(MIN_RATE)
             } else {
                 (p.rate_bps / 2.0).max((0.9 * p.delivery_bps).max(MIN_RATE))
             }
@@ -251,10 +258,14 @@ impl Estimator {
             p.rate_bps = new;
             self.spread(i, freed, active);
             true
-        } else if busy || (passed_over && p.rate_bps < 0.9 * p.best_delivery_bps) {
+        } else if sample.is_some()
+            && (busy || (passed_over && p.rate_bps < 0.9 * p.best_delivery_bps))
+        {
             // A clean path below what it has delivered before climbs back fast; so does one
             // the scheduler passes over altogether since its rate was cut, which must get
-            // traffic again to show its headroom.
+            // traffic again to show its headroom. Once per delivery sample, not per report:
+            // reports come every 20 ms on fast paths, and +10 % each would double a rate in
+            // 150 ms.
             let step = if p.rate_bps < 0.9 * p.best_delivery_bps {
                 RECOVER
             } else {
@@ -359,22 +370,22 @@ mod tests {
             e.on_report(Time::ZERO, i, &report(0, 0, 0, 0, 0, 0), 0b111);
         }
         // Paths 1 and 2 carried their rates cleanly (and probe up by 10 %).
-        for (i, bytes) in [(1, 12_500), (2, 37_500)] {
+        for (i, bytes) in [(1, 25_000), (2, 75_000)] {
             e.on_sent(i, bytes);
             e.on_report(
-                Time::from_millis(100),
+                Time::from_millis(200),
                 i,
                 &report(20, 20, bytes as u64, 0, 0, 0),
                 0b111,
             );
         }
-        // Path 0, offered its rate, shows a 50 ms queue while it delivered 20 000 bytes in
-        // 100 ms: 1.6 Mbit/s.
-        e.on_sent(0, 50_000);
+        // Path 0, offered its rate, shows a 50 ms queue while it delivered 40 000 bytes in
+        // 200 ms: 1.6 Mbit/s.
+        e.on_sent(0, 100_000);
         e.on_report(
-            Time::from_millis(100),
+            Time::from_millis(200),
             0,
-            &report(20, 20, 20_000, 0, 0, 50_000),
+            &report(20, 20, 40_000, 0, 0, 50_000),
             0b111,
         );
         let r: Vec<f64> = e.paths().iter().map(|p| p.rate_bps).collect();
@@ -389,18 +400,18 @@ mod tests {
         );
         assert!((r.iter().sum::<f64>() - 8_400_000.0).abs() < 1.0);
         // Counted in link bytes: with 100 bytes of overhead per packet the same report means
-        // 20 × 1100 bytes in 100 ms.
+        // 20 × 2100 bytes in 200 ms.
         let mut e = Estimator::new(&[Some(4_000_000)]);
         e.set_overhead(0, 100);
         e.on_report(Time::ZERO, 0, &report(0, 0, 0, 0, 0, 0), 1);
-        e.on_sent(0, 50_000);
+        e.on_sent(0, 100_000);
         e.on_report(
-            Time::from_millis(100),
+            Time::from_millis(200),
             0,
-            &report(20, 20, 20_000, 0, 0, 50_000),
+            &report(20, 20, 40_000, 0, 0, 50_000),
             1,
         );
-        assert!((e.path(0).unwrap().rate_bps - CUT_TO_DELIVERED * 1_760_000.0).abs() < 1.0);
+        assert!((e.path(0).unwrap().rate_bps - CUT_TO_DELIVERED * 1_680_000.0).abs() < 1.0);
     }
 
     #[test]
@@ -411,20 +422,20 @@ mod tests {
         }
         // Path 1 carried traffic cleanly; path 2 carried none (the scheduler passed it over,
         // so nothing is known of its headroom).
-        e.on_sent(1, 12_500);
+        e.on_sent(1, 25_000);
         e.on_report(
-            Time::from_millis(100),
+            Time::from_millis(200),
             1,
-            &report(20, 20, 12_500, 0, 0, 0),
+            &report(20, 20, 25_000, 0, 0, 0),
             0b111,
         );
-        e.on_report(Time::from_millis(100), 2, &report(0, 0, 0, 0, 0, 0), 0b111);
+        e.on_report(Time::from_millis(200), 2, &report(0, 0, 0, 0, 0, 0), 0b111);
         let before_1 = e.path(1).unwrap().rate_bps;
-        e.on_sent(0, 12_500);
+        e.on_sent(0, 25_000);
         e.on_report(
-            Time::from_millis(100),
+            Time::from_millis(200),
             0,
-            &report(20, 20, 1_000, 0, 0, 50_000),
+            &report(20, 20, 2_000, 0, 0, 50_000),
             0b111,
         );
         let r: Vec<f64> = e.paths().iter().map(|p| p.rate_bps).collect();
@@ -432,11 +443,11 @@ mod tests {
         assert_eq!(r[1], before_1 + 1_000_000.0 - r[0], "{r:?}");
         assert_eq!(r[2], 1_000_000.0, "the idle path gained nothing: {r:?}");
         // Now every path is congested or idle: a cut frees rate that nobody takes.
-        e.on_sent(1, 12_500);
+        e.on_sent(1, 25_000);
         e.on_report(
-            Time::from_millis(200),
+            Time::from_millis(400),
             1,
-            &report(40, 40, 25_000, 0, 0, 60_000),
+            &report(40, 40, 50_000, 0, 0, 60_000),
             0b111,
         );
         let r2: Vec<f64> = e.paths().iter().map(|p| p.rate_bps).collect();
