@@ -202,7 +202,9 @@ impl Estimator {
         let wdt = (now - w0).as_secs_f64();
         let w_sent = seq16_diff(r.path_seq, wprev.path_seq).max(0) as u32;
         let w_packets = r.packets.wrapping_sub(wprev.packets);
-        let counted = (w_packets + r.lost.wrapping_sub(wprev.lost)).max(w_sent);
+        let counted = w_packets
+            .saturating_add(r.lost.wrapping_sub(wprev.lost))
+            .max(w_sent);
         let mut sample = None;
         if (wdt >= MIN_SAMPLE_S && counted >= MIN_SAMPLE_PACKETS) || wdt >= MAX_SAMPLE_S {
             let w_bytes = r.bytes.wrapping_sub(wprev.bytes) as f64;
@@ -493,6 +495,27 @@ mod tests {
         // 40 packets over the whole second: 64 kbit/s.
         e.on_report(Time::from_secs(1), 0, &report(40, 40, 8_000, 0, 0, 0), 1);
         assert_eq!(e.path(0).unwrap().delivery_bps, 64_000.0);
+    }
+
+    #[test]
+    fn counters_that_go_backwards_do_not_panic() {
+        // A restarted peer counts from zero again: every difference wraps.
+        let mut e = Estimator::new(&[Some(1_000_000)]);
+        e.on_report(Time::ZERO, 0, &report(500, 500, 600_000, 40, 0, 0), 1);
+        e.on_sent(0, 50_000);
+        e.on_report(Time::from_millis(300), 0, &report(3, 3, 300, 0, 0, 0), 1);
+        e.on_report(
+            Time::from_millis(600),
+            0,
+            &report(30, 30, 3_000, 0, 0, 0),
+            1,
+        );
+        let p = e.path(0).unwrap();
+        assert!(
+            p.rate_bps.is_finite() && p.rate_bps >= MIN_RATE,
+            "{}",
+            p.rate_bps
+        );
     }
 
     #[test]
