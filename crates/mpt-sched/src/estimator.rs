@@ -478,6 +478,28 @@ mod tests {
     }
 
     #[test]
+    fn a_slow_line_offered_twice_its_capacity_drops_to_it_at_once() {
+        // Started at 1 Mbit/s, a 64 kbit/s line is offered a 128 kbit/s stream: far below
+        // the rate it is believed to have, but twice what it carries.
+        let mut e = Estimator::new(&[None]);
+        e.on_report(Time::ZERO, 0, &report(0, 0, 0, 0, 0, 0), 1);
+        e.on_sent(0, 3_200);
+        e.on_report(
+            Time::from_millis(200),
+            0,
+            &report(20, 20, 1_600, 0, 0, 200_000),
+            1,
+        );
+        let p = e.path(0).unwrap();
+        assert!(p.congested && !p.busy);
+        assert!(
+            (p.rate_bps - CUT_TO_DELIVERED * 64_000.0).abs() < 1.0,
+            "{}",
+            p.rate_bps
+        );
+    }
+
+    #[test]
     fn a_passed_over_path_is_not_held_down_by_its_old_queue() {
         let mut e = Estimator::new(&[Some(1_000_000)]);
         e.on_report(Time::ZERO, 0, &report(0, 0, 0, 0, 0, 0), 1);
