@@ -176,9 +176,7 @@ pub fn run_latency(out: &Path, encryptions: &[String]) -> Result<String> {
 /// Run the throughput benchmark; returns the markdown table (also written to `out`).
 pub fn run_throughput(out: &Path, encryptions: &[String]) -> Result<String> {
     std::fs::create_dir_all(out)?;
-    let rows = each_setup(&[1, 2], encryptions, |lab, setup, addr, pids| {
-        measure(lab, setup, addr, pids)
-    })?;
+    let rows = each_setup(&[1, 2], encryptions, measure)?;
     let raw = rows[0].tcp1_bps.max(1.0);
     let mut md = String::new();
     writeln!(md, "| setup | TCP 1 stream Gbit/s | TCP 4 streams Gbit/s | UDP 1400 B Gbit/s received (kpps, loss) | mptd/raw (TCP 1) | daemons' CPU s/GB | ping idle p50 / p99 µs | ping under TCP load p50 / p99 µs |")?;

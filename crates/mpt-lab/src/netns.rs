@@ -185,9 +185,10 @@ impl TunnelOpts {
     /// These options with the largest tunnel MTU the lab's 1500-byte links carry: 1500 minus
     /// the outer IPv4/UDP header (28), mptd's header (16) and, when sealed, counter and tag (24).
     pub fn with_full_mtu(self) -> Self {
-        let seal = if self.encryption == "none" { 0 } else { 24 };
+        let seal = mptd::net::seal_overhead(self.encryption != "none");
+        let mtu = 1500 - 28 - mpt_core::wire::HEADER_LEN - seal;
         TunnelOpts {
-            mtu: 1500 - 28 - 16 - seal,
+            mtu: mtu as u16,
             ..self
         }
     }

@@ -64,15 +64,6 @@ impl std::fmt::Debug for Crypto {
     }
 }
 
-/// Bytes sealing adds to every datagram (counter and tag), 0 without encryption.
-fn seal_overhead(sealing: bool) -> usize {
-    if sealing {
-        SEAL_OVERHEAD
-    } else {
-        0
-    }
-}
-
 /// `N` bytes from the kernel's random source. Without it nothing can be sealed safely.
 fn random<const N: usize>() -> [u8; N] {
     let mut b = [0u8; N];
@@ -252,7 +243,7 @@ impl Shared {
             let io = BatchSocket::new(sock)
                 .with_context(|| format!("path {:?}: cannot set up batched I/O", p.name))?;
             paths.push(PathIo {
-                overhead: FRAMING + if p.local.is_ipv4() { 28 } else { 48 },
+                overhead: FRAMING + crate::net::outer_header_len(p),
                 cfg: p.clone(),
                 io,
                 tx_packets: AtomicU64::new(0),
@@ -266,7 +257,7 @@ impl Shared {
             .iter()
             .zip(&paths)
             .map(|(p, io)| {
-                let header = HEADER_LEN + seal_overhead(crypto.is_some());
+                let header = HEADER_LEN + crate::net::seal_overhead(crypto.is_some());
                 PathSpec::new(p.weight, p.rate_bps, p.backup).with_overhead(header + io.overhead)
             })
             .collect();
@@ -403,7 +394,7 @@ impl Shared {
 
     /// Bytes sealing adds to every datagram (counter and tag), 0 without encryption.
     fn seal_overhead(&self) -> usize {
-        seal_overhead(self.crypto.is_some())
+        crate::net::seal_overhead(self.crypto.is_some())
     }
 
     /// The largest datagram a valid peer sends: a full inner packet with its header (and

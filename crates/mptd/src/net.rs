@@ -91,17 +91,28 @@ pub fn set_int_option(
     }
 }
 
-/// Create the TUN interface with its addresses and MTU, and bring it up.
-/// Bytes of the largest datagram path `p` sends: a full tunnel-MTU packet, the mptd header,
-/// sealing when on, and the outer UDP/IP header.
-pub fn max_datagram_on_wire(mtu: u16, sealing: bool, p: &PathConfig) -> usize {
-    let seal = if sealing {
+/// Bytes sealing adds to every datagram (counter and tag), 0 without encryption.
+pub fn seal_overhead(sealing: bool) -> usize {
+    if sealing {
         mpt_core::seal::SEAL_OVERHEAD
     } else {
         0
-    };
-    let outer = if p.local.is_ipv4() { 28 } else { 48 };
-    usize::from(mtu) + mpt_core::wire::HEADER_LEN + seal + outer
+    }
+}
+
+/// Bytes of the outer IP and UDP headers around path `p`'s datagrams.
+pub fn outer_header_len(p: &PathConfig) -> usize {
+    if p.local.is_ipv4() {
+        28
+    } else {
+        48
+    }
+}
+
+/// Bytes of the largest datagram path `p` sends: a full tunnel-MTU packet, the mptd header,
+/// sealing when on, and the outer UDP/IP header.
+pub fn max_datagram_on_wire(mtu: u16, sealing: bool, p: &PathConfig) -> usize {
+    usize::from(mtu) + mpt_core::wire::HEADER_LEN + seal_overhead(sealing) + outer_header_len(p)
 }
 
 /// Paths bound to an interface whose MTU cannot carry a full tunnel packet: such datagrams
@@ -139,6 +150,7 @@ pub fn check_path_mtus(cfg: &mpt_core::config::Config) -> Vec<String> {
     problems
 }
 
+/// Create the TUN interface with its addresses and MTU, and bring it up.
 pub fn tun_device(t: &Tunnel) -> Result<tun_rs::AsyncDevice> {
     let builder = || {
         let mut b = tun_rs::DeviceBuilder::new()
