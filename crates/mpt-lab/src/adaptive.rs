@@ -38,6 +38,25 @@ const VARIANTS: [Variant; 3] = [
     },
 ];
 
+/// Which cases and schedulers of the comparisons to run (empty: all).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Only<'a> {
+    pub cases: &'a [u32],
+    pub schedulers: &'a [String],
+}
+
+impl Only<'_> {
+    fn case(&self, id: u32) -> bool {
+        self.cases.is_empty() || self.cases.contains(&id)
+    }
+
+    fn variants(&self) -> impl Iterator<Item = Variant> + '_ {
+        VARIANTS.into_iter().filter(|v| {
+            self.schedulers.is_empty() || self.schedulers.iter().any(|s| s == v.scheduler)
+        })
+    }
+}
+
 fn opts(v: Variant, mtu: u16) -> TunnelOpts {
     TunnelOpts {
         scheduler: v.scheduler.into(),
@@ -53,29 +72,33 @@ fn overhead_pct(rx: &Status) -> f64 {
 }
 
 /// Everything; returns the markdown.
-pub fn run_adaptive(out: &Path) -> Result<String> {
+pub fn run_adaptive(out: &Path, only: Only) -> Result<String> {
     let mut md = String::from(
         "### Adaptive scheduling: nothing configured vs. configured rates and weights\n\n",
     );
-    md += &ftp_comparison(out)?;
-    md += &stream_comparison(out)?;
+    md += &ftp_comparison(out, only)?;
+    md += &stream_comparison(out, only)?;
     md += &rate_cut(out)?;
     md += &outage(out)?;
     write(out, "adaptive.md", &md)?;
     Ok(md)
 }
 
-fn ftp_comparison(_out: &Path) -> Result<String> {
+fn ftp_comparison(_out: &Path, only: Only) -> Result<String> {
     let suite = builtin("table1")?;
     let mut md = String::from(
         "#### Table I cases 5–10 (FTP download, B → A)\n\nEfficiency = FTP goodput / Σ iperf3 TCP on each path alone. Overhead = receiver reports / data received.\n\n\
          | case | paths Mbit/s | scheduler | time s | efficiency | report overhead |\n|---|---|---|---|---|---|\n",
     );
-    for c in suite.case.iter().filter(|c| (5..=10).contains(&c.id)) {
+    for c in suite
+        .case
+        .iter()
+        .filter(|c| (5..=10).contains(&c.id) && only.case(c.id))
+    {
         let mb = c.ftp_mb.context("ftp_mb")?;
         let mut lab = Lab::new(&c.paths(false)?)?;
         let alone: f64 = paths_alone(&mut lab, 8)?.iter().sum();
-        for v in VARIANTS {
+        for v in only.variants() {
             eprintln!("== adaptive/ftp case {}: {}", c.id, v.label);
             lab.start_tunnel(&opts(v, 1400).with_full_mtu())?;
             let (time, size, _) = ftp_download(&mut lab, mb)?;
@@ -98,19 +121,27 @@ fn ftp_comparison(_out: &Path) -> Result<String> {
     Ok(md)
 }
 
-pub fn stream_comparison(out: &Path) -> Result<String> {
+pub fn stream_comparison(out: &Path, only: Only) -> Result<String> {
     let suite = builtin("table2")?;
     let mut md = String::from(
-        "#### Table II cases 16–17 (UDP stream over 64/128/64/128 kbit/s serial lines, resequencing on)\n\n\
+        "#### Table II cases 16–17 and 17b (UDP stream over 64/128/64/128 kbit/s serial lines, resequencing on; 17b = 17 with 400-byte datagrams, which the lines can carry)\n\n\
          | case | stream kbit/s | scheduler | throughput kbit/s | jitter ms | loss % | reordered at app % | report overhead |\n|---|---|---|---|---|---|---|---|\n",
     );
     let mut port = 5700;
-    for c in suite.case.iter().filter(|c| c.id == 16 || c.id == 17) {
+    for c in suite
+        .case
+        .iter()
+        .filter(|c| (16..=18).contains(&c.id) && only.case(c.id))
+    {
         let mut lab = Lab::new(&c.paths(suite.serial)?)?;
-        for v in VARIANTS {
-            eprintln!("== adaptive/stream case {}: {}", c.id, v.label);
+        for v in only.variants() {
+            eprintln!("== adaptive/stream case {}: {}", c.name(), v.label);
             port += 1;
-            let j = out.join(format!("adaptive-case{}-{}-jitter.csv", c.id, v.scheduler));
+            let j = out.join(format!(
+                "adaptive-case{}-{}-jitter.csv",
+                c.name(),
+                v.scheduler
+            ));
             std::fs::create_dir_all(out)?;
             let mut o = opts(v, 1400);
             o.reorder_window = 512;
@@ -118,7 +149,7 @@ pub fn stream_comparison(out: &Path) -> Result<String> {
             let _ = writeln!(
                 md,
                 "| {} | {} | {} | {:.1} | {:.2} | {:.2} | {:.2} | {:.2} % |",
-                c.id,
+                c.name(),
                 c.udp_kbit.unwrap_or(0),
                 v.label,
                 r.kbit,

@@ -27,6 +27,10 @@ enum Cmd {
         /// Only these case ids (default: all).
         #[arg(long, value_delimiter = ',')]
         cases: Vec<u32>,
+        /// adaptive and adaptive-stream only: only these schedulers of the comparison (wrr,
+        /// rate, adaptive; default: all).
+        #[arg(long, value_delimiter = ',')]
+        schedulers: Vec<String>,
         /// Where the markdown, CSV and PNG files go.
         #[arg(long, default_value = "lab-out")]
         out: std::path::PathBuf,
@@ -51,7 +55,13 @@ enum Cmd {
     Emulate { spec: String },
 }
 
-fn run(name: &str, cases: &[u32], out: &std::path::Path) -> anyhow::Result<()> {
+fn run(
+    name: &str,
+    cases: &[u32],
+    schedulers: &[String],
+    out: &std::path::Path,
+) -> anyhow::Result<()> {
+    let only = mpt_lab::adaptive::Only { cases, schedulers };
     use mpt_lab::scenario;
     if !mpt_lab::netns::require_root("mpt-lab run") {
         anyhow::bail!("the lab needs root");
@@ -62,7 +72,7 @@ fn run(name: &str, cases: &[u32], out: &std::path::Path) -> anyhow::Result<()> {
             return Ok(());
         }
         "adaptive-stream" => {
-            println!("{}", mpt_lab::adaptive::stream_comparison(out)?);
+            println!("{}", mpt_lab::adaptive::stream_comparison(out, only)?);
             return Ok(());
         }
         "adaptive-outage" => {
@@ -79,7 +89,7 @@ fn run(name: &str, cases: &[u32], out: &std::path::Path) -> anyhow::Result<()> {
     let md = match name {
         "table1" => scenario::run_table1(&suite, cases, out)?,
         "delay" => scenario::run_delay(&suite, out)?,
-        "adaptive" => mpt_lab::adaptive::run_adaptive(out)?,
+        "adaptive" => mpt_lab::adaptive::run_adaptive(out, only)?,
         _ if suite.case.iter().all(|c| c.ftp_mb.is_some()) => {
             scenario::run_table1(&suite, cases, out)?
         }
@@ -119,7 +129,12 @@ fn main() -> ExitCode {
     }
     let r = match args.command {
         Cmd::Demo => mpt_lab::demo::run(),
-        Cmd::Run { suite, cases, out } => run(&suite, &cases, &out),
+        Cmd::Run {
+            suite,
+            cases,
+            schedulers,
+            out,
+        } => run(&suite, &cases, &schedulers, &out),
         Cmd::Bench {
             what,
             encryption,

@@ -426,6 +426,32 @@ pub(crate) struct StreamResult {
     pub(crate) hold: String,
 }
 
+/// `MPT_LAB_TRACE`: per sample, the receiver's resequencer skips and out-of-order deliveries,
+/// then per path the sender's scheduling rate, the packets it sent since the previous sample
+/// and the queue the receiver sees (smoothed minus minimum one-way delay).
+fn print_trace(sender: &[(f64, Status)], receiver: &[(f64, Status)]) {
+    for (s, (_, rx)) in sender.windows(2).zip(receiver.iter().skip(1)) {
+        let ((t, now), (_, before)) = (&s[1], &s[0]);
+        let r = &rx.tunnel.reseq;
+        let mut line = format!(
+            "{t:5.2} skip {:4} ooo {:4}",
+            r.skipped, r.delivered_out_of_order
+        );
+        for (i, p) in now.paths.iter().enumerate() {
+            let sent = p
+                .tx_packets
+                .saturating_sub(before.paths.get(i).map_or(0, |b| b.tx_packets));
+            let queue_ms = rx
+                .paths
+                .get(i)
+                .map_or(0.0, |q| (q.owd_us - q.owd_min_us) / 1000.0);
+            let rate_k = p.rate_bps.unwrap_or(0) / 1000;
+            line += &format!(" | {rate_k:4}k tx{sent:3} q{queue_ms:4.0}ms");
+        }
+        eprintln!("{line}");
+    }
+}
+
 pub(crate) fn stream_run(
     lab: &mut Lab,
     suite: &Suite,
@@ -440,6 +466,12 @@ pub(crate) fn stream_run(
     let secs = suite.duration_s.unwrap_or(20);
     let len = c.datagram.or(suite.datagram).unwrap_or(160);
     lab.start_tunnel(opts)?;
+    let trace = std::env::var("MPT_LAB_TRACE").is_ok().then(|| {
+        (
+            Sampler::start(lab.control_socket(Side::A), Duration::from_millis(100)),
+            Sampler::start(lab.control_socket(Side::B), Duration::from_millis(100)),
+        )
+    });
     let v = lab.iperf3(
         Side::A,
         &tunnel_addr(Side::B),
@@ -455,6 +487,9 @@ pub(crate) fn stream_run(
             "--get-server-output",
         ],
     );
+    if let Some((a, b)) = trace {
+        print_trace(&a.finish(), &b.finish());
+    }
     let st = lab.status(Side::B);
     lab.stop_mptd(Side::A)?;
     lab.stop_mptd(Side::B)?;
