@@ -10,6 +10,15 @@
 //! than [`DEFAULT_FRACTION`] of what was received: the share rises above it only on what a
 //! steadier stretch saved (apart from the once-a-second floor, which on a very slow tunnel
 //! may cost more).
+//!
+//! A queue building on a path cannot wait for the budget: on a 64 kbit/s line a report is due
+//! only every 300 ms, and a path overdriven that long holds packets for longer than the
+//! resequencer waits. So a report is also sent (no sooner than [`URGENT_INTERVAL`] after the
+//! previous one) when a path's smoothed one-way delay stands [`URGENT_QUEUE_US`] above its
+//! minimum and has grown by half, plus [`URGENT_RISE_US`], since the last report (on a slow
+//! line a lone packet's serialisation makes a "queue" of 10–20 ms that comes and goes). Such a
+//! report comes early, not on top: it is sent only while the reports so far are within the
+//! long-run budget (give or take [`URGENT_SLACK`] reports), and the next ones wait for it.
 
 use std::time::Duration;
 
@@ -22,6 +31,15 @@ pub const MIN_INTERVAL: Duration = Duration::from_millis(20);
 pub const MAX_INTERVAL: Duration = Duration::from_secs(1);
 /// Reports between adjustments of the fraction.
 pub const ADJUST_EVERY: u32 = 3;
+/// Queueing delay (smoothed minus minimum one-way delay) that makes a report urgent...
+pub const URGENT_QUEUE_US: f64 = 10_000.0;
+/// ...if it has grown by half and this much since the last report.
+pub const URGENT_RISE_US: f64 = 5_000.0;
+/// Shortest time between two reports when one is urgent.
+pub const URGENT_INTERVAL: Duration = Duration::from_millis(40);
+/// Urgent reports may overdraw the long-run budget by this many reports (a tunnel's first
+/// seconds have received too little to pay for any).
+pub const URGENT_SLACK: u64 = 4;
 /// Change of a path's delivery ratio that counts as "changing".
 pub const STEADY_DELTA: f64 = 0.05;
 
@@ -34,6 +52,8 @@ pub struct ReportPacer {
     /// Report bytes sent since the start.
     spent: u64,
     reports: u32,
+    /// Per path: the queue at the last report, microseconds.
+    queue_at_last: Vec<f64>,
     /// Per path: (packets, lost) at the last adjustment, and the delivery ratio then.
     at_adjust: Vec<(u64, u64, f64)>,
 }
@@ -46,6 +66,7 @@ impl Default for ReportPacer {
             bytes_at_last: 0,
             spent: 0,
             reports: 0,
+            queue_at_last: Vec::new(),
             at_adjust: Vec::new(),
         }
     }
@@ -55,6 +76,24 @@ impl ReportPacer {
     /// The current share of received bandwidth spent on reports.
     pub fn fraction(&self) -> f64 {
         self.fraction
+    }
+
+    /// Whether a report is urgent at `now` because the queue on some path has grown (see the
+    /// module documentation); `queues` are the paths' queues, microseconds (each judged on its
+    /// own: a path that stopped carrying traffic keeps showing the queue its last packets saw).
+    pub fn urgent(&self, now: Time, rx_bytes: u64, report_bytes: usize, queues: &[f64]) -> bool {
+        let Some(last) = self.last_at else {
+            return false;
+        };
+        let grown = queues.iter().enumerate().any(|(i, &q)| {
+            let before = self.queue_at_last.get(i).copied().unwrap_or(0.0);
+            q >= URGENT_QUEUE_US && q >= 1.5 * before + URGENT_RISE_US
+        });
+        grown
+            && now - last >= URGENT_INTERVAL
+            && rx_bytes > self.bytes_at_last
+            && self.spent as f64
+                <= DEFAULT_FRACTION * rx_bytes as f64 + (URGENT_SLACK * report_bytes as u64) as f64
     }
 
     /// Whether a report of `report_bytes` (on the wire) is due at `now`, `rx_bytes` having been
@@ -81,9 +120,18 @@ impl ReportPacer {
     }
 
     /// A report of `report_bytes` went out at `now`; `paths` are the cumulative (packets
-    /// received, packets lost) per path.
-    pub fn sent(&mut self, now: Time, rx_bytes: u64, report_bytes: usize, paths: &[(u64, u64)]) {
+    /// received, packets lost) per path, `queues` the queue on each path.
+    pub fn sent(
+        &mut self,
+        now: Time,
+        rx_bytes: u64,
+        report_bytes: usize,
+        paths: &[(u64, u64)],
+        queues: &[f64],
+    ) {
         self.last_at = Some(now);
+        self.queue_at_last.clear();
+        self.queue_at_last.extend_from_slice(queues);
         self.bytes_at_last = rx_bytes;
         self.spent += report_bytes as u64;
         self.reports += 1;
@@ -121,7 +169,7 @@ mod tests {
             "nothing received, nothing to report"
         );
         assert!(p.due(Time::ZERO, 1, 200), "the first data is reported");
-        p.sent(Time::ZERO, 1, 200, &[(1, 0)]);
+        p.sent(Time::ZERO, 1, 200, &[(1, 0)], &[]);
         // 200-byte reports at 2.5 %: one per 8000 bytes received.
         assert!(!p.due(Time::from_millis(30), 7_000, 200));
         assert!(p.due(Time::from_millis(30), 8_001, 200));
@@ -148,7 +196,7 @@ mod tests {
                     lost += packets - packets_before;
                 }
                 (reports, packets_before) = (reports + 1, packets);
-                p.sent(now, rx, 150, &[(packets, lost)]);
+                p.sent(now, rx, 150, &[(packets, lost)], &[]);
                 spent += 150;
             }
         }
@@ -162,16 +210,71 @@ mod tests {
     }
 
     #[test]
+    fn a_growing_queue_is_reported_at_once_within_a_bound() {
+        let mut p = ReportPacer::default();
+        // A 200 kbit/s tunnel: 25 000 bytes a second, 200-byte reports due every 320 ms.
+        let mut rx = 0u64;
+        p.sent(Time::ZERO, 1, 200, &[(1, 0)], &[]);
+        let mut urgent_at = Vec::new();
+        let mut spent = 200u64;
+        for ms in (10..=3000u64).step_by(10) {
+            rx += 250;
+            let now = Time::from_millis(ms);
+            // The queue grows 50 ms per 100 ms for the first second, then stands still.
+            let queue = ms.min(1000) as f64 * 500.0;
+            // Path 1 stopped carrying traffic long ago and still shows a bigger queue.
+            let queues = [queue, 800_000.0];
+            let urgent = p.urgent(now, rx, 200, &queues);
+            if urgent || p.due(now, rx, 200) {
+                if urgent {
+                    urgent_at.push(ms);
+                }
+                p.sent(now, rx, 200, &[(rx / 250, 0), (5, 0)], &queues);
+                spent += 200;
+            }
+        }
+        eprintln!("urgent reports at {urgent_at:?} ms");
+        // Not while the queue is below 10 ms (20 ms in), then while it grows by half, 40 ms
+        // apart at least, within the budget; once more at most after it stops growing (for
+        // what it grew since the last report).
+        assert_eq!(urgent_at.first(), Some(&40), "{urgent_at:?}");
+        assert!(
+            urgent_at.windows(2).all(|w| w[1] - w[0] >= 40),
+            "{urgent_at:?}"
+        );
+        assert!(
+            urgent_at.iter().filter(|&&t| t > 1000).count() <= 1,
+            "{urgent_at:?}"
+        );
+        assert!(urgent_at.len() >= 5, "{urgent_at:?}");
+        assert!(
+            spent as f64 <= DEFAULT_FRACTION * rx as f64 + (URGENT_SLACK + 1) as f64 * 200.0,
+            "spent {spent} of {rx}"
+        );
+        // A standing queue is no news; nor is one that already was reported.
+        assert!(!p.urgent(Time::from_millis(3100), rx + 1000, 200, &[500_000.0, 0.0]));
+        // Nor is a small one that comes and goes (a slow line's serialisation).
+        let mut p = ReportPacer::default();
+        p.sent(Time::ZERO, 1, 200, &[(1, 0)], &[17_000.0]);
+        for k in 1..100u64 {
+            let q = if k % 2 == 0 { 17_000.0 } else { 25_000.0 };
+            let now = Time::from_millis(50 * k);
+            assert!(!p.urgent(now, 100_000 * k, 200, &[q]), "{k}");
+            p.sent(now, 100_000 * k, 200, &[(k, 0)], &[q]);
+        }
+    }
+
+    #[test]
     fn steady_paths_shrink_the_share_changing_ones_grow_it() {
         let mut p = ReportPacer::default();
-        p.sent(Time::ZERO, 0, 0, &[(0, 0)]);
+        p.sent(Time::ZERO, 0, 0, &[(0, 0)], &[]);
         let mut t = 0;
         let mut packets = 0;
         // 0.025 · 0.93^n reaches 0.01 after 13 adjustments, i.e. 39 reports.
         for _ in 0..45 {
             t += 100;
             packets += 100;
-            p.sent(Time::from_millis(t), packets, 0, &[(packets, 0)]);
+            p.sent(Time::from_millis(t), packets, 0, &[(packets, 0)], &[]);
         }
         assert_eq!(p.fraction(), MIN_FRACTION);
         let mut lost = 0;
@@ -179,7 +282,7 @@ mod tests {
             t += 100;
             packets += 100;
             lost += if k % 6 < 3 { 50 } else { 0 }; // delivery ratio swings between 2/3 and 1
-            p.sent(Time::from_millis(t), packets, 0, &[(packets, lost)]);
+            p.sent(Time::from_millis(t), packets, 0, &[(packets, lost)], &[]);
         }
         assert!(p.fraction() > MIN_FRACTION * 1.5, "{}", p.fraction());
         assert!(p.fraction() <= MAX_FRACTION);

@@ -43,6 +43,11 @@ pub use stats::{
 /// Largest accepted [`Config::window`]; larger values are clamped.
 pub const MAX_WINDOW: usize = 1 << 20;
 
+/// Gain of the smoothed one-way delay per packet. The sender reads a building queue from it,
+/// so it must follow within a few packets: on a 64 kbit/s line packets come 30 ms apart, and
+/// a gain of 1/16 lagged a queue by half a second.
+pub const OWD_GAIN: f64 = 0.25;
+
 /// The received-bitmap always reaches at least this far on each side of the release point, so
 /// duplicates up to this many seqs old are told from late packets even with small windows.
 pub const MIN_HISTORY: usize = 1024;
@@ -455,7 +460,7 @@ impl<P> Resequencer<P> {
                 ps.owd_min = rel;
                 ps.owd_min_len = meta.len;
             }
-            ps.owd_ewma += (rel as f64 - ps.owd_ewma) / 16.0;
+            ps.owd_ewma += (rel as f64 - ps.owd_ewma) * OWD_GAIN;
         } else {
             ps.owd_valid = true;
             ps.owd_min = rel;
@@ -1177,7 +1182,7 @@ mod tests {
         let p1 = h.path(1).clone();
         assert_eq!(p0.owd_min_us, Some(0));
         assert_eq!(p0.owd_last_us, Some(100));
-        assert_eq!(p0.owd_us, Some(100.0 / 16.0));
+        assert_eq!(p0.owd_us, Some(100.0 / 4.0));
         assert_eq!(p1.owd_min_us, Some(500));
         assert_eq!(p1.owd_us, Some(500.0));
         // path 1 sees a new minimum: 200 below the base
@@ -1185,10 +1190,10 @@ mod tests {
         let p0 = h.path(0).clone();
         let p1 = h.path(1).clone();
         assert_eq!(p0.owd_min_us, Some(200));
-        assert_eq!(p0.owd_us, Some(6.25 + 200.0));
+        assert_eq!(p0.owd_us, Some(25.0 + 200.0));
         assert_eq!(p1.owd_min_us, Some(0));
         assert_eq!(p1.owd_last_us, Some(0));
-        assert_eq!(p1.owd_us, Some(500.0 - 700.0 / 16.0 + 200.0));
+        assert_eq!(p1.owd_us, Some(500.0 - 700.0 / 4.0 + 200.0));
         // reset forgets the baselines but keeps the counters
         h.r.reset();
         assert_eq!(h.path(0).owd_us, None);

@@ -299,9 +299,9 @@ pub struct PathStats {
     pub last_arrival: Option<mpt_core::Time>,
     /// RFC 3550 interarrival jitter, microseconds.
     pub jitter_us: f64,
-    /// Smoothed (EWMA 1/16) relative one-way delay, microseconds, minus the smallest delay seen
-    /// on any path this session (so the fastest path is near 0). `None` before the first packet
-    /// of the session on this path.
+    /// Smoothed (EWMA, gain [`crate::OWD_GAIN`]) relative one-way delay, microseconds, minus
+    /// the smallest delay seen on any path this session (so the fastest path is near 0).
+    /// `None` before the first packet of the session on this path.
     pub owd_us: Option<f64>,
     /// Smallest relative one-way delay of the path, minus the smallest over all paths.
     pub owd_min_us: Option<i64>,
@@ -312,6 +312,15 @@ pub struct PathStats {
 }
 
 impl PathStats {
+    /// The queue the path's packets meet: smoothed minus smallest one-way delay, microseconds
+    /// (0 before the first packet).
+    pub fn queue_us(&self) -> f64 {
+        match (self.owd_us, self.owd_min_us) {
+            (Some(owd), Some(min)) => (owd - min as f64).max(0.0),
+            _ => 0.0,
+        }
+    }
+
     /// Mean RFC 4737 reordering extent of the packets reordered on this path; 0 when none.
     pub fn reorder_extent_mean(&self) -> f64 {
         mean(self.reorder_extent_sum, self.reordered)

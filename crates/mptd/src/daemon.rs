@@ -29,7 +29,7 @@ use mpt_core::wire::{
 };
 use mpt_core::{PathId, Time};
 use mpt_reseq::feedback::ReportPacer;
-use mpt_reseq::{PacketMeta, Resequencer};
+use mpt_reseq::{PacketMeta, PathStats, Resequencer};
 use mpt_sched::{PathSpec, Scheduler};
 use tracing::{debug, info, warn};
 
@@ -624,13 +624,15 @@ fn fence_header(sh: &Shared, tx: &TxState, kind: Kind, path: PathId, now: Time) 
 }
 
 /// Receiver reports, paced by [`ReportPacer`] (a share of the received bandwidth, at least one
-/// a second while data arrives), on the path with the lowest RTT among those that are up.
+/// a second while data arrives, at once when a queue grows), on the path with the lowest RTT
+/// among those that are up.
 pub async fn report_task(sh: Arc<Shared>) -> Result<()> {
     let mut tick = tokio::time::interval(REPORT_TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let n = sh.paths.len();
     let mut entries = Vec::with_capacity(n);
     let mut counts: Vec<(u64, u64)> = Vec::with_capacity(n);
+    let mut queues: Vec<f64> = Vec::with_capacity(n);
     let mut buf = vec![0u8; wire::report_len(n) + SEAL_OVERHEAD];
     let seal_extra = sh.seal_overhead();
     let outer = sh.paths.iter().map(|p| p.overhead).max().unwrap_or(0);
@@ -644,7 +646,12 @@ pub async fn report_task(sh: Arc<Shared>) -> Result<()> {
             let rx_bytes = stats.total.bytes;
             // Counted as `report_bytes` counts them: outer headers and framing included.
             let report_bytes = wire::report_len(n) + seal_extra + outer;
-            if !rx.pacer.due(now, rx_bytes, report_bytes) {
+            // The queue building on each path: a growing one is reported at once.
+            queues.clear();
+            queues.extend(stats.paths.iter().take(n).map(PathStats::queue_us));
+            if !rx.pacer.urgent(now, rx_bytes, report_bytes, &queues)
+                && !rx.pacer.due(now, rx_bytes, report_bytes)
+            {
                 continue;
             }
             entries.clear();
@@ -671,7 +678,7 @@ pub async fn report_task(sh: Arc<Shared>) -> Result<()> {
                 });
                 counts.push((ps.packets, ps.lost));
             }
-            rx.pacer.sent(now, rx_bytes, report_bytes, &counts);
+            rx.pacer.sent(now, rx_bytes, report_bytes, &counts, &queues);
             (0..n)
                 .filter(|&i| rx.live[i].state == LinkState::Up)
                 .min_by_key(|&i| sh.paths[i].srtt_us.load(Relaxed))
