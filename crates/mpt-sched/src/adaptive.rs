@@ -22,7 +22,7 @@ impl AdaptiveScheduler {
             .iter()
             .enumerate()
             .map(|(i, p)| PathSpec {
-                rate_bps: est.path(i).map(|e| e.rate_bps as u64),
+                rate_bps: est.path(i).map(|e| e.send_rate_bps() as u64),
                 ..*p
             })
             .collect();
@@ -61,14 +61,18 @@ impl Scheduler for AdaptiveScheduler {
         let active = (0..self.est.paths().len())
             .filter(|&i| self.inner.is_up(PathId(i as u8)))
             .fold(0u64, |m, i| m | 1 << i);
-        if self.est.on_report(now, path.index(), report, active) {
-            for (i, p) in self.est.paths().iter().enumerate() {
-                // Expected goodput: the rate the path takes, scaled by how much of it arrives.
-                self.inner.set_rate(
-                    PathId(i as u8),
-                    (p.rate_bps * p.reliability).max(1.0) as u64,
-                );
-            }
+        self.est.on_report(now, path.index(), report, active);
+        if let Some(p) = self.est.path(path.index()).filter(|p| p.congested) {
+            let queue = std::time::Duration::from_micros(p.queue_us as u64);
+            self.inner.hold_queue(now, path, queue);
+        }
+        // Every report moves the caps, so every report sets the rates.
+        for (i, p) in self.est.paths().iter().enumerate() {
+            // Expected goodput: the rate the path may take, scaled by how much of it arrives.
+            self.inner.set_rate(
+                PathId(i as u8),
+                (p.send_rate_bps() * p.reliability).max(1.0) as u64,
+            );
         }
     }
 
@@ -77,7 +81,9 @@ impl Scheduler for AdaptiveScheduler {
     }
 
     fn learned_rate(&self, path: PathId) -> Option<u64> {
-        self.est.path(path.index()).map(|p| p.rate_bps as u64)
+        self.est
+            .path(path.index())
+            .map(|p| p.send_rate_bps() as u64)
     }
 }
 
@@ -95,6 +101,8 @@ mod tests {
         report_ns: u64,
         queue_ns: u64,
         prop_ns: u64,
+        /// Path `i` is `i · skew_ns` further away than path 0.
+        skew_ns: u64,
         secs: u64,
         /// Figures are taken over the last `tail` seconds.
         tail: u64,
@@ -112,6 +120,7 @@ mod tests {
                 report_ns: 100_000_000,
                 queue_ns: 50_000_000,
                 prop_ns: 10_000_000,
+                skew_ns: 0,
                 secs,
                 tail,
             }
@@ -125,7 +134,15 @@ mod tests {
         bytes: Vec<u64>,
         sent: u64,
         dropped: u64,
+        /// Over the whole run, start included: packets sent, and packets the application
+        /// never got — dropped at a queue, or arriving more than [`HOLD_NS`] after a later
+        /// packet (a resequencer holding for them has given up by then).
+        sent_all: u64,
+        lost_all: u64,
     }
+
+    /// The resequencer's hold time in the lab (`reorder_timeout_ms`).
+    const HOLD_NS: u64 = 100_000_000;
 
     /// A closed loop on a simulated clock: FIFO links with rates the scheduler does not know
     /// (tail drop beyond `queue_ns` of backlog), a receiver that reports every `report_ns`
@@ -147,25 +164,36 @@ mod tests {
             bytes: vec![0; n],
             sent: 0,
             dropped: 0,
+            sent_all: 0,
+            lost_all: 0,
         };
+        // Per packet sent, in order: when it arrives (None: dropped).
+        let mut arrival: Vec<Option<u64>> = Vec::new();
         let total: u64 = rates.iter().sum();
         let interval = (wire as f64 * 8e9 / (total as f64 * sim.offered)) as u64;
         let mut next_report = sim.report_ns;
+        // The receiver also reports at once (40 ms after the last report at the soonest) when
+        // a path's queue stands 10 ms high and has grown by half and 5 ms since the last report
+        // (the budget is not modelled).
+        let (mut last_report, mut queue_at_report) = (0u64, 0u32);
         let mut t = 0u64;
         while t < sim.secs * 1_000_000_000 {
             change(t, &mut rates);
             let now = Time::from_nanos(t);
-            if let Some(p) = s.select(now, len) {
+            if let Some(p) = s.select(now, wire as usize) {
                 let i = p.index();
-                s.on_sent(now, p, len);
+                s.on_sent(now, p, wire as usize);
                 let start = link_free[i].max(t);
                 let tail = t >= tail_from;
                 out.sent += u64::from(tail);
                 if start - t <= sim.queue_ns {
                     link_free[i] = start + wire * 8 * 1_000_000_000 / rates[i];
-                    inflight.push_back((link_free[i] + sim.prop_ns, i, sent_seq[i], t));
+                    let at = link_free[i] + sim.prop_ns + i as u64 * sim.skew_ns;
+                    inflight.push_back((at, i, sent_seq[i], t));
+                    arrival.push(Some(at));
                 } else {
                     out.dropped += u64::from(tail); // the receiver sees a gap
+                    arrival.push(None);
                 }
                 sent_seq[i] = sent_seq[i].wrapping_add(1);
             }
@@ -188,21 +216,39 @@ mod tests {
                 e.owd_us = if e.packets == 1 {
                     owd
                 } else {
-                    (e.owd_us * 15 + owd) / 16
+                    (e.owd_us * 3 + owd) / 4
                 };
                 if t >= tail_from {
                     out.bytes[i] += len as u64;
                 }
             }
-            if t >= next_report {
+            let queue = (0..n)
+                .map(|i| rx[i].owd_us.saturating_sub(owd_min[i]))
+                .max()
+                .unwrap_or(0);
+            let urgent = queue >= 10_000 && queue >= queue_at_report * 3 / 2 + 5_000;
+            if t >= next_report || (urgent && t >= last_report + 40_000_000) {
+                last_report = t;
+                queue_at_report = queue;
                 for (i, e) in rx.iter().enumerate() {
                     let mut e = *e;
                     e.path = PathId(i as u8);
                     s.on_report(now, PathId(i as u8), &e);
                 }
-                next_report += sim.report_ns;
+                next_report = t + sim.report_ns;
             }
             t += interval;
+        }
+        // Late: arrives more than the hold time after some later packet.
+        let mut later_min = u64::MAX;
+        for a in arrival.iter().rev() {
+            out.sent_all += 1;
+            match *a {
+                Some(at) if at <= later_min.saturating_add(HOLD_NS) => {
+                    later_min = later_min.min(at)
+                }
+                _ => out.lost_all += 1,
+            }
         }
         out
     }
@@ -239,27 +285,26 @@ mod tests {
         );
     }
 
-    /// Table II of the MPT paper: a stream of 160-byte datagrams over 64/128/64/128 kbit/s
-    /// serial lines (300 ms queues), nothing configured, reports every half second. Half the
-    /// capacity is offered, more than any one line carries: once learned, nothing may be lost.
+    /// Table II of the MPT paper, case 16: a 128 kbit/s stream of 160-byte datagrams over
+    /// 64/128/64/128 kbit/s serial lines (300 ms queues, paths 0.3 ms apart), nothing
+    /// configured, reports every 250 ms (and at once when a queue grows). 56 % of the capacity
+    /// is offered, more than any one line carries: nothing may be lost, from the start on —
+    /// counting what a resequencer holding 100 ms would give up on.
     #[test]
     fn carries_a_light_stream_over_slow_lines_without_loss() {
         let sim = Sim {
             rates_bps: vec![64_000, 128_000, 64_000, 128_000],
-            len: 160,
-            offered: 0.5,
-            report_ns: 500_000_000,
+            len: 188,
+            offered: 0.56,
+            report_ns: 250_000_000,
             queue_ns: 300_000_000,
             prop_ns: 1_000_000,
+            skew_ns: 300_000,
             secs: 30,
             tail: 15,
         };
         let o = closed_loop(&sim, |_, _| {});
-        let loss = o.dropped as f64 / o.sent.max(1) as f64;
-        assert!(
-            loss <= 0.005,
-            "lost {:.1} % in the tail: {o:?}",
-            100.0 * loss
-        );
+        let loss = o.lost_all as f64 / o.sent_all.max(1) as f64;
+        assert!(loss <= 0.001, "lost or late {:.2} %: {o:?}", 100.0 * loss);
     }
 }

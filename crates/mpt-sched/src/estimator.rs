@@ -9,7 +9,8 @@
 //!   "sent" is the advance of the highest per-path sequence number between two reports (the
 //!   number of data packets the sender put on the path), so the ratio is exact.
 //! * **Congestion**: loss in the interval, or the smoothed one-way delay standing above the
-//!   path's floor by more than a threshold (a queue is building).
+//!   path's floor by more than a threshold (a queue is building) and not draining (a quarter
+//!   lower than at the last report: that queue was answered already).
 //! * **Sending rate** for the scheduler: on congestion the path's rate is halved (not below
 //!   90 % of what it delivers, unless it delivered nothing; straight to 95 % of the sample when
 //!   it delivered under half its rate and clearly less than it was offered) and the difference
@@ -18,7 +19,12 @@
 //!   it has delivered, so when every path is overdriven the total falls; a path that is busy
 //!   (offered ≥ 80 % of its rate) and not congested probes upwards by 10 % per delivery sample
 //!   (50 % while it is below the best rate it has delivered, which a path passed over since a
-//!   cut does too).
+//!   cut does too). Between delivery samples, what a path carried since it began to show a
+//!   queue (at least four packets) stands in for a sample when judging how far it is over.
+//! * **Cap**: the scheduler trusts a path with at most 25 % more than it carried in the last
+//!   report interval (or smoothed), and at least 64 kbit/s (or its configured rate): a light
+//!   stream then spreads over paths it has not measured instead of all going to the one that
+//!   looks nearest, and a path's share grows by a step per report as it proves it carries it.
 
 use mpt_core::wire::{seq16_diff, ReportEntry};
 use mpt_core::Time;
@@ -46,8 +52,18 @@ pub const RECOVER: f64 = 1.50;
 pub const MIN_SAMPLE_S: f64 = 0.2;
 pub const MIN_SAMPLE_PACKETS: u32 = 20;
 pub const MAX_SAMPLE_S: f64 = 1.0;
+/// Packets a report interval must carry for its delivery to stand in for a sample when the
+/// path was queued throughout it.
+pub const SHORT_SAMPLE_PACKETS: u32 = 4;
 /// On congestion, the rate becomes this share of what the path delivered in the interval.
 pub const CUT_TO_DELIVERED: f64 = 0.95;
+/// The scheduler trusts a path with at most this much more than it carried lately (in the
+/// last report interval, or smoothed)...
+pub const CAP_GROWTH: f64 = 1.25;
+/// ...and, when it carried less, with this (or its configured rate): what a path that has not
+/// shown what it carries is trusted with. A stream lighter than every path's guessed rate
+/// would otherwise all go to the path that looks nearest, however slow it really is.
+pub const UNPROVEN_RATE: f64 = 64_000.0;
 /// Queueing delay (smoothed minus minimum one-way delay) that counts as congestion, at least.
 pub const QUEUE_THRESHOLD_US: f64 = 10_000.0;
 
@@ -77,10 +93,16 @@ pub struct PathEstimate {
     pub reports: u64,
     /// Times the rate was cut for congestion.
     pub cuts: u64,
+    /// Most the scheduler may assume the path carries now, bits per second: [`CAP_GROWTH`]
+    /// times what it carried lately, at least [`UNPROVEN_RATE`] or the configured rate.
+    pub cap_bps: f64,
+    floor_bps: f64,
     // Previous report's counters and time.
     last: Option<(Time, ReportEntry)>,
     // Counters and time where the current delivery-rate window began.
     window: Option<(Time, ReportEntry)>,
+    // Counters and time of the first report in the current run of reports showing a queue.
+    queued_since: Option<(Time, ReportEntry)>,
     ewma: f64,
     history: [f64; KAPPA],
     filled: usize,
@@ -94,6 +116,8 @@ impl PathEstimate {
     fn new(start_rate: Option<u64>) -> Self {
         PathEstimate {
             rate_bps: start_rate.map_or(DEFAULT_START_RATE, |r| r as f64),
+            cap_bps: start_rate.map_or(UNPROVEN_RATE, |r| r as f64),
+            floor_bps: start_rate.map_or(UNPROVEN_RATE, |r| r as f64),
             delivery_bps: 0.0,
             best_delivery_bps: 0.0,
             reliability: 1.0,
@@ -106,12 +130,18 @@ impl PathEstimate {
             cuts: 0,
             last: None,
             window: None,
+            queued_since: None,
             ewma: 0.0,
             history: [0.0; KAPPA],
             filled: 0,
             sent_bytes: 0,
             overhead: 0,
         }
+    }
+
+    /// The rate the scheduler should use: the learned rate, within what the path has shown.
+    pub fn send_rate_bps(&self) -> f64 {
+        self.rate_bps.min(self.cap_bps)
     }
 
     fn push_sample(&mut self, sample: f64) {
@@ -177,6 +207,7 @@ impl Estimator {
             return false;
         };
         p.owd_offset_us = r.owd_min_us;
+        let prev_queue_us = p.queue_us;
         p.queue_us = f64::from(r.owd_us.saturating_sub(r.owd_min_us));
         let Some((t0, prev)) = p.last else {
             p.last = Some((now, *r));
@@ -237,6 +268,9 @@ impl Estimator {
         // A queue is "building" when it holds more than the threshold or two packets'
         // serialisation at the current rate (on slow links one full-size packet is 100+ ms),
         // packets as large as those of the interval (small datagrams queue in less time).
+        // What the scheduler may trust the path with until the next report.
+        let carried = (got_bytes + got_packets * p.overhead as f64) * 8.0 / dt;
+        p.cap_bps = (CAP_GROWTH * carried.max(p.delivery_bps)).max(p.floor_bps);
         let packet = if got_packets > 0.0 {
             got_bytes / got_packets + p.overhead as f64
         } else {
@@ -247,8 +281,17 @@ impl Estimator {
             .min(200_000.0);
         // The smoothed delay only moves when packets arrive: a path that carried nothing in
         // the interval shows the queue of its last packets, which says nothing about now.
+        // A queue that is draining (a quarter less than at the last report) was already
+        // answered: cutting again while it drains would take the rate far below capacity.
+        let draining = p.queue_us < 0.75 * prev_queue_us;
+        let queued_since = p.queued_since;
+        p.queued_since = if got_packets > 0.0 && p.queue_us > threshold {
+            queued_since.or(Some((now, *r)))
+        } else {
+            None
+        };
         p.congested = p.last_loss > 0.005
-            || (got_packets > 0.0 && p.queue_us > threshold)
+            || (got_packets > 0.0 && p.queue_us > threshold && !draining)
             || (sent_packets > 2.0 && got_packets == 0.0);
         if p.congested {
             p.cuts += 1;
@@ -260,7 +303,18 @@ impl Estimator {
             // overdriven, or offered little) the rate is halved, not below 90 % of what it
             // delivered before: a TCP flow that just backed off delivers less than the link
             // carries.
-            let far_over = sample
+            // Between delivery samples: a link that has held a queue since an earlier report
+            // was busy ever since, so what it carried since then is its capacity too.
+            let measured = sample.or_else(|| {
+                let (t0, r0) = queued_since.unwrap_or((t0, prev));
+                let packets = r.packets.wrapping_sub(r0.packets);
+                let bytes = r.bytes.wrapping_sub(r0.bytes) as f64;
+                (packets >= SHORT_SAMPLE_PACKETS && now > t0).then(|| {
+                    (bytes + f64::from(packets) * p.overhead as f64) * 8.0
+                        / (now - t0).as_secs_f64()
+                })
+            });
+            let far_over = measured
                 .filter(|&s| got_packets > 0.0 && s < p.rate_bps / 2.0 && offered >= 1.25 * s);
             let new = if let Some(s) = far_over {
                 (CUT_TO_DELIVERED * s).max(MIN_RATE)
@@ -348,6 +402,57 @@ mod tests {
             owd_us,
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn a_path_is_trusted_with_a_step_above_what_it_carried() {
+        let mut e = Estimator::new(&[None, Some(2_000_000)]);
+        let p = e.path(0).unwrap();
+        assert_eq!(
+            (p.rate_bps, p.send_rate_bps()),
+            (DEFAULT_START_RATE, UNPROVEN_RATE)
+        );
+        assert_eq!(e.path(1).unwrap().send_rate_bps(), 2_000_000.0);
+        for i in 0..2 {
+            e.on_report(Time::ZERO, i, &report(0, 0, 0, 0, 0, 0), 0b11);
+        }
+        // Each carried 20 packets of 500 bytes in 100 ms: 800 kbit/s.
+        for i in 0..2 {
+            e.on_report(
+                Time::from_millis(100),
+                i,
+                &report(20, 20, 10_000, 0, 0, 0),
+                0b11,
+            );
+        }
+        let (p0, p1) = (e.path(0).unwrap(), e.path(1).unwrap());
+        assert!(
+            (p0.cap_bps - CAP_GROWTH * 800_000.0).abs() < 1.0,
+            "{}",
+            p0.cap_bps
+        );
+        assert_eq!(p0.send_rate_bps(), p0.cap_bps);
+        // A configured rate is trusted as it stands.
+        assert_eq!(p1.send_rate_bps(), 2_000_000.0);
+        // Carrying 10 times less (80 kbit/s), path 0 is trusted with less again, but the
+        // smoothed delivery (the first 200 ms sample: 440 kbit/s) holds it up.
+        e.on_report(
+            Time::from_millis(200),
+            0,
+            &report(22, 22, 11_000, 0, 0, 0),
+            0b11,
+        );
+        let p0 = e.path(0).unwrap();
+        assert!(
+            (p0.cap_bps - CAP_GROWTH * 440_000.0).abs() < 1.0,
+            "{}",
+            p0.cap_bps
+        );
+        // Never below the floor: 40 kbit/s carried.
+        let mut e = Estimator::new(&[None]);
+        e.on_report(Time::ZERO, 0, &report(0, 0, 0, 0, 0, 0), 1);
+        e.on_report(Time::from_millis(100), 0, &report(1, 1, 500, 0, 0, 0), 1);
+        assert_eq!(e.path(0).unwrap().cap_bps, UNPROVEN_RATE);
     }
 
     #[test]

@@ -86,6 +86,15 @@ impl RateScheduler {
         }
     }
 
+    /// The receiver saw `queue` waiting on `path`: its virtual clock runs at least that far
+    /// ahead of `now`, so new packets go where they are not stuck behind it (a path whose rate
+    /// was overestimated holds a real queue that its virtual clock never showed).
+    pub fn hold_queue(&mut self, now: Time, path: PathId, queue: std::time::Duration) {
+        if let Some(b) = self.busy.get_mut(path.index()) {
+            *b = (*b).max(now.as_nanos() + queue.as_nanos() as u64);
+        }
+    }
+
     /// Change a path's rate (bits per second).
     pub fn set_rate(&mut self, path: PathId, rate_bps: u64) {
         if let Some(n) = self.ns_per_byte.get_mut(path.index()) {
@@ -114,7 +123,13 @@ impl Scheduler for RateScheduler {
         // The earliest arrival among paths with room, and among all paths.
         let mut best: Option<(usize, u64)> = None;
         let mut best_roomy: Option<(usize, u64)> = None;
-        for i in bits(self.paths.eligible()) {
+        // Paths are tried from the one after the last used, so exact ties (idle paths that look
+        // alike, as every path does before anything is learned) take turns instead of all
+        // going to the lowest-numbered path.
+        let first = self.last.map_or(0, |l| (l + 1) as u32);
+        let order =
+            bits(self.paths.eligible().rotate_right(first)).map(|j| (j + first as usize) % 64);
+        for i in order {
             let start = self.busy[i].max(now);
             let arrival = start + self.serialisation(i, len) + self.owd[i];
             if best.is_none_or(|(_, a)| arrival < a) {
@@ -125,12 +140,15 @@ impl Scheduler for RateScheduler {
             }
         }
         let (i, arrival) = best_roomy.or(best)?;
-        // A near tie goes to the path used last: on fast paths consecutive packets then form
-        // runs that leave in one GSO send and arrive in order on their path. The tolerance is
-        // a time, so it spans many packets only where they take little time each.
+        // A near tie goes to the path used last while its run is still being serialised: on
+        // fast paths consecutive packets then form runs that leave in one GSO send and arrive
+        // in order on their path. The tolerance is a time, so it spans many packets only where
+        // they take little time each. A path that has gone idle again has no run to extend:
+        // a light stream whose packets each find every path idle would otherwise all go to the
+        // first path chosen, however slow it really is.
         if let Some(l) = self
             .last
-            .filter(|&l| l != i && self.paths.eligible() & (1 << l) != 0)
+            .filter(|&l| l != i && self.paths.eligible() & (1 << l) != 0 && self.busy[l] > now)
         {
             let start = self.busy[l].max(now);
             let arrival_l = start + self.serialisation(l, len) + self.owd[l];
@@ -231,6 +249,21 @@ mod tests {
             }
         }
         (in_order as f64 / n as f64, bytes)
+    }
+
+    /// A light stream over paths believed alike (and fast: every packet finds each of them
+    /// idle) is shared out instead of all going to one path, which may really be the slowest.
+    #[test]
+    fn a_light_stream_over_idle_look_alike_paths_takes_turns() {
+        let mut s = RateScheduler::new(&[PathSpec::new(1, Some(1_000_000), false); 4]);
+        let mut count = [0u32; 4];
+        for k in 0..400u64 {
+            let now = Time::from_millis(10 * k);
+            let p = s.select(now, 270).expect("path");
+            s.on_sent(now, p, 270);
+            count[p.index()] += 1;
+        }
+        assert_eq!(count, [100; 4]);
     }
 
     #[test]
