@@ -6,10 +6,12 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use mptd::status::Status;
 
-use crate::netns::{iperf3_bps, tbf, Impair, Lab, PathSpec, Side, TunnelOpts};
+use crate::netns::{
+    iperf3_bps, tbf_burst, tbf_with_burst, Impair, Lab, PathSpec, Side, TunnelOpts,
+};
 use crate::scenario::{self, builtin, f, ftp_download, paths_alone, stream_run, write, Sampler};
 
 /// A scheduler setup to compare.
@@ -185,13 +187,24 @@ pub fn rate_cut(out: &Path) -> Result<String> {
         &format!(
             "tc qdisc change dev {} root {}",
             Lab::link(1),
-            tbf(5_000_000)
+            // The 10 Mbit/s bucket: a smaller one can wedge the queue (see tbf_with_burst).
+            tbf_with_burst(5_000_000, tbf_burst(10_000_000))
         ),
     )?;
     let out_json = client.wait_with_output()?;
     let samples = sampler.finish();
     lab.reap(spid);
-    let _ = serde_json::from_slice::<serde_json::Value>(&out_json.stdout).context("iperf3 JSON")?;
+    let v = serde_json::from_slice::<serde_json::Value>(&out_json.stdout).context("iperf3 JSON")?;
+    if let Some(e) = v.get("error") {
+        bail!(
+            "iperf3 through the tunnel failed: {e}\n{}",
+            lab.diagnostics()
+        );
+    }
+    eprintln!(
+        "   transfer done at {:.1} s; the paths alone:",
+        t0.elapsed().as_secs_f64()
+    );
     // The paths alone after the cut.
     let alone: f64 = paths_alone(&mut lab, 6)?.iter().sum();
     // Sample times are relative to the sampler's start, which is ~t0.

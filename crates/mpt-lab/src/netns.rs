@@ -582,6 +582,21 @@ impl Lab {
         }
     }
 
+    /// What the lab's links look like now (for an error message): each side's addresses,
+    /// qdiscs with their counters, neighbours and TCP sockets.
+    pub fn diagnostics(&self) -> String {
+        let mut out = String::new();
+        for side in [Side::A, Side::B] {
+            let script = "ip -br addr; tc -s qdisc show; ip neigh; ss -tan";
+            let text = self.sh(side, script).map_or_else(
+                |e| format!("{e:#}"),
+                |o| String::from_utf8_lossy(&o.stdout).into_owned(),
+            );
+            out += &format!("--- {side:?} ---\n{text}");
+        }
+        out
+    }
+
     /// mptd's status on `side`.
     pub fn status(&self, side: Side) -> Result<mptd::status::Status> {
         mptd::control::status(&self.control_socket(side))
@@ -654,7 +669,7 @@ impl Lab {
                 )
             })?;
             if let Some(e) = v.get("error") {
-                bail!("iperf3 failed: {e}");
+                bail!("iperf3 failed: {e}\n{}", self.diagnostics());
             }
             results.push(v);
         }
@@ -897,7 +912,19 @@ fn gcd(a: u64, b: u64) -> u64 {
 /// `tbf` parameters that deliver the configured rate: a burst of at least 4 ms of data and
 /// 3000 bytes, and a queue of 50 ms.
 pub fn tbf(rate_bps: u64) -> String {
-    let burst = (rate_bps / 8 * 4 / 1000).max(3000);
+    tbf_with_burst(rate_bps, tbf_burst(rate_bps))
+}
+
+/// The bucket [`tbf`] gives a rate: 4 ms of it, at least two full-size packets.
+pub fn tbf_burst(rate_bps: u64) -> u64 {
+    (rate_bps / 8 * 4 / 1000).max(3000)
+}
+
+/// `tbf` with a given bucket. A qdisc re-shaped with `tc qdisc change` must keep a bucket at
+/// least as large as before: tbf takes a GSO packet whole when it fits the bucket, and one
+/// that fitted the old bucket but not the new one stays at the head of the queue for ever
+/// (the link then carries nothing at all).
+pub fn tbf_with_burst(rate_bps: u64, burst: u64) -> String {
     format!("tbf rate {rate_bps}bit burst {burst} latency 50ms")
 }
 
