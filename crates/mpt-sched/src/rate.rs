@@ -266,6 +266,31 @@ mod tests {
         assert_eq!(count, [100; 4]);
     }
 
+    /// A queue the receiver saw (and the virtual clock did not) keeps new packets off the path
+    /// until it has drained below the backlog limit.
+    #[test]
+    fn a_reported_queue_is_waited_out() {
+        let mut s = RateScheduler::new(&[PathSpec::new(1, Some(10_000_000), false); 2]);
+        s.hold_queue(Time::ZERO, PathId(0), std::time::Duration::from_millis(80));
+        let mut on = [0u32; 2];
+        // 1000-byte packets every 2 ms for 40 ms: path 1 alone has room (0.8 ms each).
+        for k in 0..20u64 {
+            let now = Time::from_millis(2 * k);
+            let p = s.select(now, 1000).expect("path");
+            s.on_sent(now, p, 1000);
+            on[p.index()] += 1;
+        }
+        assert_eq!(on, [0, 20]);
+        // Once it has drained, path 0 takes packets again.
+        for k in 20..50u64 {
+            let now = Time::from_millis(2 * k);
+            let p = s.select(now, 1000).expect("path");
+            s.on_sent(now, p, 1000);
+            on[p.index()] += 1;
+        }
+        assert!(on[0] > 0, "{on:?}");
+    }
+
     #[test]
     fn unequal_paths_deliver_in_order_without_resequencing() {
         // MPT Table II case 17: 64/128/64/128 kbit/s paths, a 256 kbit/s stream of 160-byte
