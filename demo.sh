@@ -6,4 +6,4 @@ set -euo pipefail
 cd "$(dirname "$0")"
 . scripts/deps.sh
 cargo build --release --bins
-exec target/release/mpt-lab demo
+exec target/release/mpt-lab demo "$@"

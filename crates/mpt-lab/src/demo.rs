@@ -5,10 +5,14 @@
 use std::time::Duration;
 
 use crate::netns::{iperf3_bps, tunnel_addr, Lab, PathSpec, Side, TunnelOpts};
+use crate::scenario::Sampler;
 use anyhow::{Context, Result};
 
-/// Run the demo.
-pub fn run() -> Result<()> {
+/// Run the demo with `scheduler` (`adaptive`: no rates or weights configured).
+pub fn run(scheduler: &str) -> Result<()> {
+    if !["rate", "adaptive", "wrr", "rr"].contains(&scheduler) {
+        anyhow::bail!("unknown scheduler {scheduler:?}, expected rate, adaptive, wrr or rr");
+    }
     if !crate::netns::require_root("mpt-lab demo") {
         anyhow::bail!("the demo needs root");
     }
@@ -35,7 +39,11 @@ pub fn run() -> Result<()> {
         .collect();
     let sum: f64 = alone.iter().sum();
 
-    let opts = TunnelOpts::default();
+    let opts = TunnelOpts {
+        scheduler: scheduler.into(),
+        configure_rates: scheduler != "adaptive",
+        ..TunnelOpts::default()
+    };
     println!(
         "== starting mptd on both ends (scheduler {}, reorder window {}, timeout {} ms)",
         opts.scheduler, opts.reorder_window, opts.reorder_timeout_ms
@@ -49,9 +57,20 @@ pub fn run() -> Result<()> {
 
     println!("== iperf3 TCP through the tunnel, 10 s");
     let before = lab.status(Side::A)?;
+    let trace = std::env::var("MPT_LAB_TRACE").is_ok().then(|| {
+        let every = Duration::from_millis(100);
+        (
+            Sampler::start(lab.control_socket(Side::A), every),
+            Sampler::start(lab.control_socket(Side::B), every),
+        )
+    });
     let tcp = lab.iperf3(Side::A, &tunnel_addr(Side::B), 5201, &["-t", "10"])?;
+    if let Some((a, b)) = trace {
+        crate::scenario::print_trace(&a.finish(), &b.finish());
+    }
     let after = lab.status(Side::A)?;
     let agg = iperf3_bps(&tcp);
+    let retransmits = tcp["end"]["sum_sent"]["retransmits"].as_u64();
     let sent = (after.tunnel.tx_bytes - before.tunnel.tx_bytes).max(1) as f64;
     println!();
     println!(
@@ -71,10 +90,11 @@ pub fn run() -> Result<()> {
     }
     println!();
     println!(
-        "aggregate through tun0: {:.2} Mbit/s; paths alone: {:.2} Mbit/s; efficiency {:.1} %",
+        "aggregate through tun0: {:.2} Mbit/s; paths alone: {:.2} Mbit/s; efficiency {:.1} %; TCP retransmits {}",
         agg / 1e6,
         sum / 1e6,
-        100.0 * agg / sum
+        100.0 * agg / sum,
+        retransmits.map_or("?".to_owned(), |n| n.to_string())
     );
 
     println!();

@@ -17,7 +17,12 @@ struct Args {
 #[derive(Debug, Subcommand)]
 enum Cmd {
     /// The README's demo: a 4-path lab, mptd on both ends, iperf3 through tun0.
-    Demo,
+    Demo {
+        /// `rate` (the paths' rates configured), `adaptive` (nothing configured: learned),
+        /// `wrr` (weights = rates) or `rr`.
+        #[arg(long, default_value = "rate")]
+        scheduler: String,
+    },
     /// Run an experiment suite: table1 (FTP), table2 (UDP stream), delay (delay diversity),
     /// adaptive (all of the adaptive scheduler's runs; adaptive-stream, adaptive-cut,
     /// adaptive-outage: one),
@@ -128,7 +133,7 @@ fn main() -> ExitCode {
         }
     }
     let r = match args.command {
-        Cmd::Demo => mpt_lab::demo::run(),
+        Cmd::Demo { scheduler } => mpt_lab::demo::run(&scheduler),
         Cmd::Run {
             suite,
             cases,

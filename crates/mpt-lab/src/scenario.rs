@@ -429,7 +429,7 @@ pub(crate) struct StreamResult {
 /// `MPT_LAB_TRACE`: per sample, the receiver's resequencer skips and out-of-order deliveries,
 /// then per path the sender's scheduling rate, the packets it sent since the previous sample
 /// and the queue the receiver sees (smoothed minus minimum one-way delay).
-fn print_trace(sender: &[(f64, Status)], receiver: &[(f64, Status)]) {
+pub(crate) fn print_trace(sender: &[(f64, Status)], receiver: &[(f64, Status)]) {
     for (s, (_, rx)) in sender.windows(2).zip(receiver.iter().skip(1)) {
         let ((t, now), (_, before)) = (&s[1], &s[0]);
         let r = &rx.tunnel.reseq;
