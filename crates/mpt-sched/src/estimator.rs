@@ -25,6 +25,8 @@
 //!   report interval (or smoothed), and at least 64 kbit/s (or its configured rate): a light
 //!   stream then spreads over paths it has not measured instead of all going to the one that
 //!   looks nearest, and a path's share grows by a step per report as it proves it carries it.
+//!   A path whose queue stands four packets deep (at least 2 ms) is full: it is trusted with
+//!   what it carries, no more, and does not probe.
 
 use mpt_core::wire::{seq16_diff, ReportEntry};
 use mpt_core::Time;
@@ -64,6 +66,10 @@ pub const CAP_GROWTH: f64 = 1.25;
 /// shown what it carries is trusted with. A stream lighter than every path's guessed rate
 /// would otherwise all go to the path that looks nearest, however slow it really is.
 pub const UNPROVEN_RATE: f64 = 64_000.0;
+/// A path whose queue stands this many packets' serialisation high (and at least
+/// [`SATURATED_MIN_US`]) is full: trusted with what it carries, not probed.
+pub const SATURATED_PACKETS: f64 = 4.0;
+pub const SATURATED_MIN_US: f64 = 2_000.0;
 /// Queueing delay (smoothed minus minimum one-way delay) that counts as congestion, at least.
 pub const QUEUE_THRESHOLD_US: f64 = 10_000.0;
 
@@ -84,6 +90,8 @@ pub struct PathEstimate {
     pub queue_us: f64,
     /// Whether the last report showed congestion.
     pub congested: bool,
+    /// Whether the last report showed a standing queue of a few packets: the link is full.
+    pub saturated: bool,
     /// Whether the path carried at least half its rate in the last report interval: only
     /// then does a clean report say it has headroom.
     pub busy: bool,
@@ -124,6 +132,7 @@ impl PathEstimate {
             last_loss: 0.0,
             queue_us: 0.0,
             congested: false,
+            saturated: false,
             busy: false,
             owd_offset_us: 0,
             reports: 0,
@@ -265,17 +274,24 @@ impl Estimator {
         } else {
             p.last_loss = 0.0;
         }
-        // A queue is "building" when it holds more than the threshold or two packets'
-        // serialisation at the current rate (on slow links one full-size packet is 100+ ms),
-        // packets as large as those of the interval (small datagrams queue in less time).
-        // What the scheduler may trust the path with until the next report.
         let carried = (got_bytes + got_packets * p.overhead as f64) * 8.0 / dt;
-        p.cap_bps = (CAP_GROWTH * carried.max(p.delivery_bps)).max(p.floor_bps);
         let packet = if got_packets > 0.0 {
             got_bytes / got_packets + p.overhead as f64
         } else {
             1500.0
         };
+        // A link that holds a standing queue of a few packets is full: it carries what it can,
+        // and trusting it with more only lengthens its queue (on a fast path that is a
+        // millisecond or two, far below the congestion threshold, which slow lines set).
+        let packet_us = packet * 8.0 / carried.max(p.delivery_bps).max(MIN_RATE) * 1e6;
+        p.saturated =
+            got_packets > 0.0 && p.queue_us > (SATURATED_PACKETS * packet_us).max(SATURATED_MIN_US);
+        // What the scheduler may trust the path with until the next report.
+        let growth = if p.saturated { 1.0 } else { CAP_GROWTH };
+        p.cap_bps = (growth * carried.max(p.delivery_bps)).max(p.floor_bps);
+        // A queue is "building" when it holds more than the threshold or two packets'
+        // serialisation at the current rate (on slow links one full-size packet is 100+ ms),
+        // packets as large as those of the interval (small datagrams queue in less time).
         let threshold = QUEUE_THRESHOLD_US
             .max(2.0 * packet * 8.0 / p.rate_bps * 1e6)
             .min(200_000.0);
@@ -329,6 +345,7 @@ impl Estimator {
             self.spread(i, freed, active);
             true
         } else if sample.is_some()
+            && !p.saturated
             && (busy || (passed_over && p.rate_bps < 0.9 * p.best_delivery_bps))
         {
             // A clean path below what it has delivered before climbs back fast; so does one
@@ -453,6 +470,33 @@ mod tests {
         e.on_report(Time::ZERO, 0, &report(0, 0, 0, 0, 0, 0), 1);
         e.on_report(Time::from_millis(100), 0, &report(1, 1, 500, 0, 0, 0), 1);
         assert_eq!(e.path(0).unwrap().cap_bps, UNPROVEN_RATE);
+    }
+
+    #[test]
+    fn a_path_with_a_standing_queue_is_trusted_with_what_it_carries() {
+        let mut e = Estimator::new(&[None]);
+        e.on_report(Time::ZERO, 0, &report(0, 0, 0, 0, 0, 0), 1);
+        // 200 packets of 1250 bytes in 100 ms (20 Mbit/s, 0.5 ms each) with a 5 ms queue:
+        // under the 10 ms congestion threshold, but ten packets deep.
+        e.on_report(
+            Time::from_millis(100),
+            0,
+            &report(200, 200, 250_000, 0, 0, 5_000),
+            1,
+        );
+        let p = e.path(0).unwrap();
+        assert!(p.saturated && !p.congested);
+        assert!((p.cap_bps - 20_000_000.0).abs() < 1.0, "{}", p.cap_bps);
+        // The queue gone (half a packet), the path may take a step more again.
+        e.on_report(
+            Time::from_millis(200),
+            0,
+            &report(400, 400, 500_000, 0, 0, 250),
+            1,
+        );
+        let p = e.path(0).unwrap();
+        assert!(!p.saturated);
+        assert!(p.cap_bps > 1.2 * 20_000_000.0, "{}", p.cap_bps);
     }
 
     #[test]
