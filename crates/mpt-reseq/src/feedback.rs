@@ -18,9 +18,9 @@
 //! minimum and has grown by half, plus [`URGENT_RISE_US`], since the last report (on a slow
 //! line a lone packet's serialisation makes a "queue" of 10–20 ms that comes and goes). Such a
 //! report comes early, not on top: it is sent only while the reports so far are within the
-//! long-run budget (plus one report, as any report may overdraw by its own size; plus
-//! [`URGENT_START_SLACK`] during the first [`URGENT_START_REPORTS`] reports, when too little has
-//! been received to pay for any), and the next ones wait for it.
+//! long-run budget, itself included (overdrawing by [`URGENT_START_SLACK`] reports only during
+//! the first [`URGENT_START_REPORTS`], when too little has been received to pay for any), and
+//! the next ones wait for it.
 
 use std::time::Duration;
 
@@ -88,10 +88,12 @@ impl ReportPacer {
         let Some(last) = self.last_at else {
             return false;
         };
+        // After the start an urgent report must fit the budget whole: they come when a queue
+        // keeps growing, and one overdrawing report each time adds up.
         let slack = if self.reports < URGENT_START_REPORTS {
             URGENT_START_SLACK
         } else {
-            1
+            0
         };
         let grown = queues.iter().enumerate().any(|(i, &q)| {
             let before = self.queue_at_last.get(i).copied().unwrap_or(0.0);
@@ -100,7 +102,7 @@ impl ReportPacer {
         grown
             && now - last >= URGENT_INTERVAL
             && rx_bytes > self.bytes_at_last
-            && self.spent as f64
+            && self.spent as f64 + report_bytes as f64
                 <= DEFAULT_FRACTION * rx_bytes as f64 + (slack * report_bytes as u64) as f64
     }
 
@@ -121,9 +123,10 @@ impl ReportPacer {
         if dt >= MAX_INTERVAL {
             return true;
         }
-        // What was spent so far is within the long-run budget (so one report may overdraw it
-        // by its own size, as the first one does).
-        let within_budget = self.spent as f64 <= DEFAULT_FRACTION * rx_bytes as f64;
+        // What was spent so far, this report included, is within the long-run budget (only
+        // the first report and the once-a-second floor may overdraw it).
+        let within_budget =
+            (self.spent + report_bytes as u64) as f64 <= DEFAULT_FRACTION * rx_bytes as f64;
         within_budget && new as f64 * self.fraction >= report_bytes as f64
     }
 
@@ -178,9 +181,11 @@ mod tests {
         );
         assert!(p.due(Time::ZERO, 1, 200), "the first data is reported");
         p.sent(Time::ZERO, 1, 200, &[(1, 0)], &[]);
-        // 200-byte reports at 2.5 %: one per 8000 bytes received.
-        assert!(!p.due(Time::from_millis(30), 7_000, 200));
-        assert!(p.due(Time::from_millis(30), 8_001, 200));
+        // 200-byte reports at 2.5 %: one per 8000 bytes received, once the first (sent on
+        // credit) is paid for.
+        assert!(!p.due(Time::from_millis(30), 8_001, 200));
+        assert!(!p.due(Time::from_millis(30), 15_999, 200));
+        assert!(p.due(Time::from_millis(30), 16_000, 200));
         // Never sooner than 20 ms, however much arrives.
         assert!(!p.due(Time::from_millis(10), 1_000_000, 200));
         // At least once a second while data flows, never while it does not.
