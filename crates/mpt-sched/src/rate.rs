@@ -251,18 +251,29 @@ mod tests {
         (in_order as f64 / n as f64, bytes)
     }
 
+    /// Send `len`-byte packets `every_ms` apart at ticks `ticks`, counting them per path.
+    fn send_evenly(
+        s: &mut RateScheduler,
+        ticks: std::ops::Range<u64>,
+        every_ms: u64,
+        len: usize,
+        count: &mut [u32],
+    ) {
+        for k in ticks {
+            let now = Time::from_millis(every_ms * k);
+            let p = s.select(now, len).expect("path");
+            s.on_sent(now, p, len);
+            count[p.index()] += 1;
+        }
+    }
+
     /// A light stream over paths believed alike (and fast: every packet finds each of them
     /// idle) is shared out instead of all going to one path, which may really be the slowest.
     #[test]
     fn a_light_stream_over_idle_look_alike_paths_takes_turns() {
         let mut s = RateScheduler::new(&[PathSpec::new(1, Some(1_000_000), false); 4]);
         let mut count = [0u32; 4];
-        for k in 0..400u64 {
-            let now = Time::from_millis(10 * k);
-            let p = s.select(now, 270).expect("path");
-            s.on_sent(now, p, 270);
-            count[p.index()] += 1;
-        }
+        send_evenly(&mut s, 0..400, 10, 270, &mut count);
         assert_eq!(count, [100; 4]);
     }
 
@@ -274,20 +285,10 @@ mod tests {
         s.hold_queue(Time::ZERO, PathId(0), std::time::Duration::from_millis(80));
         let mut on = [0u32; 2];
         // 1000-byte packets every 2 ms for 40 ms: path 1 alone has room (0.8 ms each).
-        for k in 0..20u64 {
-            let now = Time::from_millis(2 * k);
-            let p = s.select(now, 1000).expect("path");
-            s.on_sent(now, p, 1000);
-            on[p.index()] += 1;
-        }
+        send_evenly(&mut s, 0..20, 2, 1000, &mut on);
         assert_eq!(on, [0, 20]);
         // Once it has drained, path 0 takes packets again.
-        for k in 20..50u64 {
-            let now = Time::from_millis(2 * k);
-            let p = s.select(now, 1000).expect("path");
-            s.on_sent(now, p, 1000);
-            on[p.index()] += 1;
-        }
+        send_evenly(&mut s, 20..50, 2, 1000, &mut on);
         assert!(on[0] > 0, "{on:?}");
     }
 
