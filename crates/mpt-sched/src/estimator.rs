@@ -54,8 +54,8 @@ pub const RECOVER: f64 = 1.50;
 pub const MIN_SAMPLE_S: f64 = 0.2;
 pub const MIN_SAMPLE_PACKETS: u32 = 20;
 pub const MAX_SAMPLE_S: f64 = 1.0;
-/// Packets a report interval must carry for its delivery to stand in for a sample when the
-/// path was queued throughout it.
+/// Packets a congested path must have carried since its queue appeared (or, on the first report
+/// that shows it, in the last interval) for that rate to stand in for a delivery sample.
 pub const SHORT_SAMPLE_PACKETS: u32 = 4;
 /// On congestion, the rate becomes this share of what the path delivered in the interval.
 pub const CUT_TO_DELIVERED: f64 = 0.95;
