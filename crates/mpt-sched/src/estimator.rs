@@ -148,6 +148,12 @@ impl PathEstimate {
         }
     }
 
+    /// Link bits per second of `packets` inner packets of `bytes` in all over `secs` (the
+    /// receiver counts inner bytes; rates are link rates).
+    fn link_bps(&self, bytes: f64, packets: f64, secs: f64) -> f64 {
+        (bytes + packets * self.overhead as f64) * 8.0 / secs
+    }
+
     /// The rate the scheduler should use: the learned rate, within what the path has shown.
     pub fn send_rate_bps(&self) -> f64 {
         self.rate_bps.min(self.cap_bps)
@@ -260,7 +266,7 @@ impl Estimator {
         let mut sample = None;
         if (wdt >= MIN_SAMPLE_S && counted >= MIN_SAMPLE_PACKETS) || wdt >= MAX_SAMPLE_S {
             let w_bytes = r.bytes.wrapping_sub(wprev.bytes) as f64;
-            let s = (w_bytes + f64::from(w_packets) * p.overhead as f64) * 8.0 / wdt;
+            let s = p.link_bps(w_bytes, f64::from(w_packets), wdt);
             if w_bytes > 0.0 || w_sent > 0 {
                 p.push_sample(s);
                 sample = Some(s);
@@ -274,7 +280,7 @@ impl Estimator {
         } else {
             p.last_loss = 0.0;
         }
-        let carried = (got_bytes + got_packets * p.overhead as f64) * 8.0 / dt;
+        let carried = p.link_bps(got_bytes, got_packets, dt);
         let packet = if got_packets > 0.0 {
             got_bytes / got_packets + p.overhead as f64
         } else {
@@ -325,10 +331,8 @@ impl Estimator {
                 let (t0, r0) = queued_since.unwrap_or((t0, prev));
                 let packets = r.packets.wrapping_sub(r0.packets);
                 let bytes = r.bytes.wrapping_sub(r0.bytes) as f64;
-                (packets >= SHORT_SAMPLE_PACKETS && now > t0).then(|| {
-                    (bytes + f64::from(packets) * p.overhead as f64) * 8.0
-                        / (now - t0).as_secs_f64()
-                })
+                (packets >= SHORT_SAMPLE_PACKETS && now > t0)
+                    .then(|| p.link_bps(bytes, f64::from(packets), (now - t0).as_secs_f64()))
             });
             let far_over = measured
                 .filter(|&s| got_packets > 0.0 && s < p.rate_bps / 2.0 && offered >= 1.25 * s);
