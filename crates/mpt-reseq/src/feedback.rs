@@ -81,6 +81,13 @@ impl ReportPacer {
         self.fraction
     }
 
+    /// Whether all report bytes so far plus one more report of `report_bytes` stay within the
+    /// long-run budget of the `rx_bytes` received, give or take `slack` reports.
+    fn affords(&self, rx_bytes: u64, report_bytes: usize, slack: u64) -> bool {
+        let report = report_bytes as u64;
+        (self.spent + report) as f64 <= DEFAULT_FRACTION * rx_bytes as f64 + (slack * report) as f64
+    }
+
     /// Whether a report is urgent at `now` because the queue on some path has grown (see the
     /// module documentation); `queues` are the paths' queues, microseconds (each judged on its
     /// own: a path that stopped carrying traffic keeps showing the queue its last packets saw).
@@ -102,8 +109,7 @@ impl ReportPacer {
         grown
             && now - last >= URGENT_INTERVAL
             && rx_bytes > self.bytes_at_last
-            && self.spent as f64 + report_bytes as f64
-                <= DEFAULT_FRACTION * rx_bytes as f64 + (slack * report_bytes as u64) as f64
+            && self.affords(rx_bytes, report_bytes, slack)
     }
 
     /// Whether a report of `report_bytes` (on the wire) is due at `now`, `rx_bytes` having been
@@ -125,9 +131,7 @@ impl ReportPacer {
         }
         // What was spent so far, this report included, is within the long-run budget (only
         // the first report and the once-a-second floor may overdraw it).
-        let within_budget =
-            (self.spent + report_bytes as u64) as f64 <= DEFAULT_FRACTION * rx_bytes as f64;
-        within_budget && new as f64 * self.fraction >= report_bytes as f64
+        self.affords(rx_bytes, report_bytes, 0) && new as f64 * self.fraction >= report_bytes as f64
     }
 
     /// A report of `report_bytes` went out at `now`; `paths` are the cumulative (packets
