@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use crate::netns::{iperf3_bps, tunnel_addr, Lab, PathSpec, Side, TunnelOpts};
-use crate::scenario::Sampler;
+use crate::scenario::Trace;
 use anyhow::{Context, Result};
 
 /// Run the demo with `scheduler` (`adaptive`: no rates or weights configured).
@@ -57,17 +57,9 @@ pub fn run(scheduler: &str) -> Result<()> {
 
     println!("== iperf3 TCP through the tunnel, 10 s");
     let before = lab.status(Side::A)?;
-    let trace = std::env::var("MPT_LAB_TRACE").is_ok().then(|| {
-        let every = Duration::from_millis(100);
-        (
-            Sampler::start(lab.control_socket(Side::A), every),
-            Sampler::start(lab.control_socket(Side::B), every),
-        )
-    });
+    let trace = Trace::start(&lab);
     let tcp = lab.iperf3(Side::A, &tunnel_addr(Side::B), 5201, &["-t", "10"])?;
-    if let Some((a, b)) = trace {
-        crate::scenario::print_trace(&a.finish(), &b.finish());
-    }
+    trace.print();
     let after = lab.status(Side::A)?;
     let agg = iperf3_bps(&tcp);
     let retransmits = tcp["end"]["sum_sent"]["retransmits"].as_u64();

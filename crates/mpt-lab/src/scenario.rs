@@ -426,10 +426,32 @@ pub(crate) struct StreamResult {
     pub(crate) hold: String,
 }
 
+/// With `MPT_LAB_TRACE` set, both sides' status sampled every 100 ms while it runs.
+pub(crate) struct Trace(Option<(Sampler, Sampler)>);
+
+impl Trace {
+    pub(crate) fn start(lab: &Lab) -> Trace {
+        let every = Duration::from_millis(100);
+        Trace(std::env::var("MPT_LAB_TRACE").is_ok().then(|| {
+            (
+                Sampler::start(lab.control_socket(Side::A), every),
+                Sampler::start(lab.control_socket(Side::B), every),
+            )
+        }))
+    }
+
+    /// Stop sampling and print the trace (nothing when not tracing).
+    pub(crate) fn print(self) {
+        if let Some((a, b)) = self.0 {
+            print_trace(&a.finish(), &b.finish());
+        }
+    }
+}
+
 /// `MPT_LAB_TRACE`: per sample, the receiver's resequencer skips and out-of-order deliveries,
 /// then per path the sender's scheduling rate, the packets it sent since the previous sample
 /// and the queue the receiver sees (smoothed minus minimum one-way delay).
-pub(crate) fn print_trace(sender: &[(f64, Status)], receiver: &[(f64, Status)]) {
+fn print_trace(sender: &[(f64, Status)], receiver: &[(f64, Status)]) {
     for (s, (_, rx)) in sender.windows(2).zip(receiver.iter().skip(1)) {
         let ((t, now), (_, before)) = (&s[1], &s[0]);
         let r = &rx.tunnel.reseq;
@@ -466,12 +488,7 @@ pub(crate) fn stream_run(
     let secs = suite.duration_s.unwrap_or(20);
     let len = c.datagram.or(suite.datagram).unwrap_or(160);
     lab.start_tunnel(opts)?;
-    let trace = std::env::var("MPT_LAB_TRACE").is_ok().then(|| {
-        (
-            Sampler::start(lab.control_socket(Side::A), Duration::from_millis(100)),
-            Sampler::start(lab.control_socket(Side::B), Duration::from_millis(100)),
-        )
-    });
+    let trace = Trace::start(lab);
     let v = lab.iperf3(
         Side::A,
         &tunnel_addr(Side::B),
@@ -487,9 +504,7 @@ pub(crate) fn stream_run(
             "--get-server-output",
         ],
     );
-    if let Some((a, b)) = trace {
-        print_trace(&a.finish(), &b.finish());
-    }
+    trace.print();
     let st = lab.status(Side::B);
     lab.stop_mptd(Side::A)?;
     lab.stop_mptd(Side::B)?;
