@@ -126,6 +126,11 @@ struct TxState {
     seq: u32,
     /// Next sequence number per path.
     path_seq: Vec<u16>,
+    /// Per path: batches whose numbered datagrams the tx task has not yet handed to the
+    /// path's socket, and the fence that held before the oldest of them (see
+    /// [`fence_header`]).
+    unsent: Vec<u16>,
+    fence_before: Vec<(u32, u16)>,
     /// The peer's address per path: configured, then wherever authenticated datagrams come
     /// from (NAT rebinding, renumbering).
     remote: Vec<SocketAddr>,
@@ -290,6 +295,8 @@ impl Shared {
                 sched,
                 seq: 0,
                 path_seq: vec![0; n],
+                unsent: vec![0; n],
+                fence_before: vec![(0, 0); n],
                 remote: cfg.paths.iter().map(|p| p.remote).collect(),
                 seal: None,
                 counter: 0,
@@ -435,6 +442,8 @@ pub async fn tx_task(sh: Arc<Shared>) -> Result<()> {
     // per packet of the batch: its path, or none (dropped)
     let mut plan: Vec<Option<usize>> = vec![None; batch];
     let mut remotes: Vec<SocketAddr> = Vec::with_capacity(sh.paths.len());
+    // paths that carry datagrams of the current batch, one bit each
+    let mut used: u64;
     let mut runs: Vec<GsoRun> = sh
         .paths
         .iter()
@@ -494,6 +503,7 @@ pub async fn tx_task(sh: Arc<Shared>) -> Result<()> {
                 }
             };
             let first_counter = tx.counter;
+            used = 0;
             for k in 0..n {
                 plan[k] = None;
                 let inner = sizes[k];
@@ -506,6 +516,13 @@ pub async fn tx_task(sh: Arc<Shared>) -> Result<()> {
                     continue;
                 };
                 let i = path.index();
+                if used & (1 << i) == 0 {
+                    used |= 1 << i;
+                    if tx.unsent[i] == 0 {
+                        tx.fence_before[i] = (tx.seq, tx.path_seq[i]);
+                    }
+                    tx.unsent[i] += 1;
+                }
                 HeaderRepr {
                     kind: Kind::Data,
                     path,
@@ -553,7 +570,23 @@ pub async fn tx_task(sh: Arc<Shared>) -> Result<()> {
                 flush_run(&sh, i, run, remotes[i]).await;
             }
         }
+        // This batch has left: control messages may fence it now.
+        let mut tx = lock(&sh.tx);
+        for i in bits(used) {
+            tx.unsent[i] -= 1;
+        }
     }
+}
+
+/// The indices of the bits set in `mask`.
+fn bits(mut mask: u64) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        (mask != 0).then(|| {
+            let i = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            i
+        })
+    })
 }
 
 /// Send path `i`'s run of datagrams: one GSO send, or one send each if the kernel refuses
@@ -611,14 +644,24 @@ pub async fn keepalive_task(sh: Arc<Shared>) -> Result<()> {
     }
 }
 
-/// A control header: the sequence fields are our fences on `path`.
+/// A control header: the sequence fields are our fences on `path` — the next global and
+/// per-path numbers, which tell the peer that every data datagram sent on the path before has
+/// lower ones. While the tx task holds numbered datagrams for the path that it has not yet
+/// handed to the path's socket, the fence is the one from before them: the control message
+/// may leave first, and a fence that overtook them would make the peer give them up as lost.
 fn fence_header(sh: &Shared, tx: &TxState, kind: Kind, path: PathId, now: Time) -> HeaderRepr {
+    let i = path.index();
+    let (seq, path_seq) = if tx.unsent[i] > 0 {
+        tx.fence_before[i]
+    } else {
+        (tx.seq, tx.path_seq[i])
+    };
     HeaderRepr {
         kind,
         path,
-        path_seq: tx.path_seq[path.index()],
+        path_seq,
         session: sh.session,
-        seq: tx.seq,
+        seq,
         timestamp: now.wire_micros(),
     }
 }
@@ -736,6 +779,7 @@ pub async fn rx_task(sh: Arc<Shared>) -> Result<()> {
     let slice_len = cap.max(1500) * gro_segments.max(1);
     let mut slices: Vec<Vec<u8>> = (0..RX_SLICES).map(|_| vec![0u8; slice_len]).collect();
     let mut metas = [quinn_udp::RecvMeta::default(); RX_SLICES];
+
     let mut next_sock = 0usize;
     let tick_every = (sh.cfg.connection.keepalive / 4)
         .clamp(Duration::from_millis(5), Duration::from_millis(50));
