@@ -32,7 +32,7 @@ pub enum Side {
 }
 
 impl Side {
-    fn octet(self) -> u8 {
+    pub fn octet(self) -> u8 {
         match self {
             Side::A => 1,
             Side::B => 2,
@@ -198,7 +198,7 @@ impl Default for TunnelOpts {
     fn default() -> Self {
         TunnelOpts {
             scheduler: "rate".into(),
-            reorder_window: 512,
+            reorder_window: mpt_core::config::defaults::REORDER_WINDOW,
             reorder_timeout_ms: 100,
             keepalive_ms: 100,
             dead_ms: 500,
