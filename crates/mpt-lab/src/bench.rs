@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
+use crate::floor::{floor_addr, MinimalTunnel};
 use crate::netns::{iperf3_bps, tunnel_addr, Lab, PathSpec, Side, TunnelOpts};
 
 /// One measured configuration.
@@ -154,14 +155,26 @@ fn each_setup<R>(
 }
 
 /// `mpt-lab bench latency`: idle round trips only (1000 pings 10 ms apart), bare veth against
-/// one unshaped path per encryption setting; the quick way to see what the tunnel adds.
+/// one unshaped path per encryption setting; the quick way to see what the tunnel adds. Also
+/// the floor: a minimal tunnel ([`MinimalTunnel`]) with blocking threads, and spinning ones.
 pub fn run_latency(out: &Path, encryptions: &[String]) -> Result<String> {
     std::fs::create_dir_all(out)?;
-    let rows = each_setup(&[1], encryptions, |lab, setup, addr, _| {
+    let idle_ping = |lab: &Lab, setup: String, addr: &str| -> Result<(String, f64, f64)> {
         let (p50, p99) = ping_percentiles(start_ping(lab, addr, 1000, 0)?, addr)?;
         eprintln!("{setup}: p50 {p50:.0} µs, p99 {p99:.0} µs");
         Ok((setup, p50, p99))
+    };
+    let mut rows = each_setup(&[1], encryptions, |lab, setup, addr, _| {
+        idle_ping(lab, setup, addr)
     })?;
+    for (spin, setup) in [
+        (false, "minimal tunnel, blocking threads (the floor)"),
+        (true, "minimal tunnel, spinning (a core per side)"),
+    ] {
+        let lab = Lab::new(&[unshaped()]).context("minimal tunnel lab")?;
+        let _tunnel = MinimalTunnel::start(&lab, spin)?;
+        rows.push(idle_ping(&lab, setup.into(), &floor_addr(Side::B))?);
+    }
     let raw = rows[0].1;
     let mut md = String::new();
     writeln!(md, "| setup | ping idle p50 µs | p99 µs | added p50 µs |")?;

@@ -11,5 +11,6 @@ pub mod adaptive;
 pub mod bench;
 pub mod demo;
 pub mod emulator;
+pub mod floor;
 pub mod netns;
 pub mod scenario;
