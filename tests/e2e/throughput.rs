@@ -243,3 +243,52 @@ fn fences_never_overtake_data_on_two_fast_paths() {
         "packets given up while still on their way"
     );
 }
+
+/// `tunnel.queues = 2`: the TUN device has two queues (the kernel spreads flows over them, one
+/// tx task reads each) and four TCP streams through it all arrive, in order at the tunnel.
+#[test]
+fn a_multi_queue_tun_carries_several_flows() {
+    need!("multi_queue_tun", "iperf3");
+    let unshaped = mpt_lab::netns::PathSpec {
+        rate_bps: None,
+        ab: Default::default(),
+        ba: Default::default(),
+    };
+    let mut lab = Lab::new(&[unshaped.clone(), unshaped]).expect("lab");
+    let opts = TunnelOpts {
+        queues: 2,
+        ..TunnelOpts::default()
+    };
+    lab.start_tunnel(&opts).expect("tunnel");
+    let out = lab
+        .sh(Side::A, "ls /sys/class/net/mpt0/queues")
+        .expect("queues");
+    let listing = String::from_utf8_lossy(&out.stdout).to_string();
+    let tx_queues = listing
+        .split_whitespace()
+        .filter(|q| q.starts_with("tx-"))
+        .count();
+    assert_eq!(tx_queues, 2, "mpt0's queues: {listing}");
+    let v = lab
+        .iperf3(
+            Side::A,
+            &tunnel_addr(Side::B),
+            5201,
+            &["-t", "3", "-P", "4"],
+        )
+        .expect("iperf3");
+    let rx = lab.status(Side::B).expect("status");
+    let tx = lab.status(Side::A).expect("status");
+    eprintln!(
+        "RESULT multi-queue TUN (2 queues, 2 paths, 4 TCP streams): {:.2} Gbit/s, {} retransmits, A read {} packets in {} TUN reads, B delivered {}, {} late",
+        iperf3_bps(&v) / 1e9,
+        v["end"]["sum_sent"]["retransmits"],
+        tx.tunnel.tx_packets,
+        tx.tunnel.calls.tun_reads,
+        rx.tunnel.delivered,
+        rx.tunnel.drops.late
+    );
+    assert!(iperf3_bps(&v) > 100e6, "too slow: {}", iperf3_bps(&v));
+    assert_eq!(rx.tunnel.drops.late, 0);
+    assert_eq!(rx.tunnel.reseq.delivered_out_of_order, 0);
+}

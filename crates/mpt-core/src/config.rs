@@ -79,6 +79,9 @@ pub struct Tunnel {
     /// Addresses with prefix length, IPv4 and/or IPv6.
     pub addresses: Vec<IpNet>,
     pub mtu: u16,
+    /// TUN queues, each read by its own task (multi-queue TUN: the kernel spreads flows over
+    /// them, so that hosts with more cores read the device in parallel).
+    pub queues: usize,
 }
 
 /// `[connection]`: how packets are spread and put back in order.
@@ -201,6 +204,8 @@ impl ConfigError {
 /// Defaults, documented in `config/README.md`.
 pub mod defaults {
     pub const MTU: u16 = 1400;
+    /// One TUN queue: on a 2-core host the two directions already take a core each.
+    pub const QUEUES: usize = 1;
     /// Packets: two unshaped paths at 5 Gbit/s interleave by more than 1 500 datagrams
     /// between the receiver's turns on their sockets, and a 512 window overflowed there.
     pub const REORDER_WINDOW: usize = 2048;
@@ -210,6 +215,8 @@ pub mod defaults {
     pub const CONTROL_DIR: &str = "/run/mptd";
 }
 
+/// Most TUN queues.
+pub const MAX_QUEUES: usize = 16;
 /// Largest `reorder_window`.
 pub const MAX_REORDER_WINDOW: usize = 65_536;
 /// Largest `weight`.
@@ -275,6 +282,7 @@ struct RawTunnel {
     address: Option<String>,
     addresses: Option<Vec<String>>,
     mtu: Option<i64>,
+    queues: Option<i64>,
 }
 
 #[derive(Deserialize, Default)]
@@ -469,10 +477,18 @@ impl Validator<'_> {
         let has_v6 = addresses.iter().any(|n| matches!(n, IpNet::V6(_)));
         let min_mtu = if has_v6 { 1280 } else { 576 };
         let mtu = self.int_in("tunnel.mtu", raw.mtu, defaults::MTU, min_mtu, 65_000)?;
+        let queues = self.int_in(
+            "tunnel.queues",
+            raw.queues,
+            defaults::QUEUES,
+            1,
+            MAX_QUEUES as i64,
+        )?;
         Ok(Tunnel {
             name,
             addresses,
             mtu,
+            queues,
         })
     }
 
@@ -815,6 +831,7 @@ backup = true
         )
         .expect("valid: adaptive needs no rate");
         assert_eq!(c.tunnel.mtu, defaults::MTU);
+        assert_eq!(c.tunnel.queues, defaults::QUEUES);
         assert_eq!(c.tunnel.addresses.len(), 2);
         assert_eq!(c.connection.reorder_window, defaults::REORDER_WINDOW);
         assert_eq!(c.connection.scheduler, SchedulerKind::Adaptive);
@@ -842,6 +859,7 @@ backup = true
             ("198.19.0.1/24", "198.19.0.1", "tunnel.address"),
             ("198.19.0.1/24", "300.1.1.1/24", "tunnel.address"),
             ("mtu = 1400", "mtu = 100", "tunnel.mtu"),
+            ("mtu = 1400", "mtu = 1400\nqueues = 0", "tunnel.queues"),
             ("\"rate\"\n", "\"fastest\"\n", "connection.scheduler"),
             (
                 "reorder_window = 512",

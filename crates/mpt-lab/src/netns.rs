@@ -174,6 +174,8 @@ pub struct TunnelOpts {
     pub keepalive_ms: u64,
     pub dead_ms: u64,
     pub mtu: u16,
+    /// `tunnel.queues`.
+    pub queues: usize,
     /// Write each path's `rate` and `weight` (false: leave them for `adaptive` to learn).
     pub configure_rates: bool,
     /// `[security] encryption`: "chacha20-poly1305", "aes-256-gcm" or "none". Both sides
@@ -203,6 +205,7 @@ impl Default for TunnelOpts {
             keepalive_ms: 100,
             dead_ms: 500,
             mtu: 1400,
+            queues: 1,
             configure_rates: true,
             encryption: "chacha20-poly1305".into(),
         }
@@ -425,7 +428,7 @@ impl Lab {
     /// Write the config of `side` and return its path.
     pub fn write_config(&self, side: Side, o: &TunnelOpts) -> Result<PathBuf> {
         let mut c = String::new();
-        writeln!(c, "[tunnel]\nname = \"mpt0\"\naddresses = [\"{}/24\", \"2001:db8:19::{}/64\"]\nmtu = {}\n", tunnel_addr(side), side.octet(), o.mtu)?;
+        writeln!(c, "[tunnel]\nname = \"mpt0\"\naddresses = [\"{}/24\", \"2001:db8:19::{}/64\"]\nmtu = {}\nqueues = {}\n", tunnel_addr(side), side.octet(), o.mtu, o.queues)?;
         writeln!(c, "[connection]\nscheduler = \"{}\"\nreorder_window = {}\nreorder_timeout_ms = {}\nkeepalive_ms = {}\ndead_ms = {}\n", o.scheduler, o.reorder_window, o.reorder_timeout_ms, o.keepalive_ms, o.dead_ms)?;
         writeln!(
             c,

@@ -83,7 +83,9 @@ pub struct Shared {
     /// Our session id, random per start.
     pub session: u32,
     pub paths: Vec<PathIo>,
-    pub tun: tun_rs::AsyncDevice,
+    /// The TUN device's queues (one unless `tunnel.queues` says more): the tx task of each
+    /// reads its own; the rx task writes to the first.
+    pub tun: Vec<tun_rs::AsyncDevice>,
     tx: Mutex<TxState>,
     rx: Mutex<RxState>,
     pub drops: Drops,
@@ -425,7 +427,8 @@ const TX_BATCH: usize = 256;
 /// TUN → scheduler → path socket, a batch at a time: one TUN read (a TCP super-packet from
 /// TSO is split into tunnel-MTU packets), one lock of the send state to schedule and number
 /// the whole batch, sealing in place, and per path one GSO send for each run of datagrams.
-pub async fn tx_task(sh: Arc<Shared>) -> Result<()> {
+pub async fn tx_task(sh: Arc<Shared>, queue: usize) -> Result<()> {
+    let tun = &sh.tun[queue];
     let mtu = usize::from(sh.cfg.tunnel.mtu);
     let prefix = sh.prefix;
     let sealing = sh.crypto.is_some();
@@ -450,8 +453,7 @@ pub async fn tx_task(sh: Arc<Shared>) -> Result<()> {
         .map(|p| GsoRun::new(p.io.max_gso_segments()))
         .collect();
     loop {
-        let n = match sh
-            .tun
+        let n = match tun
             .recv_multiple(&mut original, &mut bufs, &mut sizes, prefix)
             .await
         {
@@ -474,10 +476,7 @@ pub async fn tx_task(sh: Arc<Shared>) -> Result<()> {
         // that runs to a path leave in one GSO send.
         let mut n = n;
         while batch - n >= read_room {
-            match sh
-                .tun
-                .try_recv_multiple(&mut original, &mut bufs[n..], &mut sizes[n..], prefix)
-            {
+            match tun.try_recv_multiple(&mut original, &mut bufs[n..], &mut sizes[n..], prefix) {
                 Ok(more) => {
                     sh.calls.tun_reads.fetch_add(1, Relaxed);
                     n += more;
@@ -877,7 +876,7 @@ pub async fn rx_task(sh: Arc<Shared>) -> Result<()> {
             }
             sh.calls.tun_write_batches.fetch_add(1, Relaxed);
             let batch = &mut to_tun[..chunk.len()];
-            if let Err(e) = sh.tun.send_multiple(&mut gro, batch, sh.prefix).await {
+            if let Err(e) = sh.tun[0].send_multiple(&mut gro, batch, sh.prefix).await {
                 if e.raw_os_error() == Some(libc::EBADFD) {
                     return Err(e).context("writing to the TUN device");
                 }

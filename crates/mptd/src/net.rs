@@ -150,12 +150,14 @@ pub fn check_path_mtus(cfg: &mpt_core::config::Config) -> Vec<String> {
     problems
 }
 
-/// Create the TUN interface with its addresses and MTU, and bring it up.
-pub fn tun_device(t: &Tunnel) -> Result<tun_rs::AsyncDevice> {
+/// Create the TUN interface with its addresses and MTU, and bring it up: `t.queues` queues
+/// (multi-queue TUN when more than one), each its own descriptor.
+pub fn tun_device(t: &Tunnel) -> Result<Vec<tun_rs::AsyncDevice>> {
     let builder = || {
         let mut b = tun_rs::DeviceBuilder::new()
             .name(&t.name)
             .mtu(t.mtu)
+            .multi_queue(t.queues > 1)
             .packet_information(false);
         if let Some(first) = t.addresses.iter().find_map(|n| match n {
             IpNet::V4(n) => Some(*n),
@@ -178,11 +180,11 @@ pub fn tun_device(t: &Tunnel) -> Result<tun_rs::AsyncDevice> {
             IpNet::V6(_) => None,
         })
         .skip(1);
-    let dev = match builder().offload(true).build_async() {
+    let dev = match builder().offload(true).build_sync() {
         Ok(dev) => Ok(dev),
         Err(e) => {
             tracing::info!(error = %e, "TUN offload unavailable; one packet per read and write");
-            builder().build_async()
+            builder().build_sync()
         }
     };
     let dev = dev.map_err(|e| {
@@ -198,5 +200,19 @@ pub fn tun_device(t: &Tunnel) -> Result<tun_rs::AsyncDevice> {
         dev.add_address_v4(n.addr(), n.prefix_len())
             .with_context(|| format!("cannot add {n} to {}", t.name))?;
     }
-    Ok(dev)
+    let mut queues = Vec::with_capacity(t.queues);
+    for q in 1..t.queues {
+        let more = dev.try_clone().with_context(|| {
+            format!(
+                "cannot open queue {q} of {} (tunnel.queues = {})",
+                t.name, t.queues
+            )
+        })?;
+        queues.push(more);
+    }
+    queues.insert(0, dev);
+    queues
+        .into_iter()
+        .map(|q| tun_rs::AsyncDevice::new(q).context("cannot register the TUN device"))
+        .collect()
 }

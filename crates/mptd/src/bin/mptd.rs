@@ -100,8 +100,9 @@ fn main() -> ExitCode {
         }
         return ExitCode::from(2);
     }
+    // A worker per direction (two at least); with more TUN queues, one per queue plus rx.
     let rt = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads((cfg.tunnel.queues + 1).max(2))
         .enable_all()
         .build()
     {
@@ -144,7 +145,9 @@ async fn run(cfg: Config, psk: Option<Psk>) -> Result<()> {
 
     let mut tasks = tokio::task::JoinSet::new();
     tasks.spawn(daemon::rx_task(sh.clone()));
-    tasks.spawn(daemon::tx_task(sh.clone()));
+    for q in 0..sh.tun.len() {
+        tasks.spawn(daemon::tx_task(sh.clone(), q));
+    }
     tasks.spawn(daemon::keepalive_task(sh.clone()));
     tasks.spawn(daemon::report_task(sh.clone()));
     tasks.spawn(mptd::control::serve(listener, sh.clone()));
