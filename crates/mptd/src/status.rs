@@ -194,6 +194,9 @@ pub struct TunnelStatus {
     pub tx_report_bytes: u64,
     /// Share of the received bandwidth the report pacer currently spends on reports.
     pub report_fraction: f64,
+    /// Keepalives sent, all paths (none on a path while it carries data).
+    #[serde(default)]
+    pub keepalives_sent: u64,
     pub drops: DropCounts,
     pub reseq: ReseqStatus,
     /// Datapath system calls: with `tx_packets` and `delivered`, how many packets each one

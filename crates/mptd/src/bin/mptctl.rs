@@ -117,9 +117,10 @@ fn print_status(s: &Status) {
         );
     }
     println!(
-        "  reports sent: {} B (budget now {:.2} % of the bytes received)",
+        "  reports sent: {} B (budget now {:.2} % of the bytes received); keepalives sent: {}",
         t.tx_report_bytes,
-        t.report_fraction * 100.0
+        t.report_fraction * 100.0,
+        t.keepalives_sent
     );
     println!();
     println!(
