@@ -226,6 +226,28 @@ impl<P> Resequencer<P> {
         self.window
     }
 
+    /// While packets are held: the counting path that has shown the least progress, where the
+    /// missing packets most likely still are (a path's datagrams arrive in the order they
+    /// were sent). A receiver with datagrams waiting on several paths reads that one first:
+    /// reading the paths in turn, equal amounts each, lets the one with the larger share run
+    /// ahead in sequence until the window overflows.
+    pub fn lagging_path(&self) -> Option<PathId> {
+        if self.held == 0 {
+            return None;
+        }
+        let mut best: Option<(usize, u64)> = None;
+        let mut bits = self.counting;
+        while bits != 0 {
+            let p = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            let progress = self.paths.get(p)?.progress;
+            if best.is_none_or(|(_, b)| progress < b) {
+                best = Some((p, progress));
+            }
+        }
+        best.map(|(p, _)| PathId(p as u8))
+    }
+
     /// The global seq that will be delivered next (in passthrough mode: one past the highest
     /// delivered), `None` before the first packet of the session.
     pub fn next_seq(&self) -> Option<u32> {
@@ -851,6 +873,35 @@ mod tests {
         let mut h = H::new(c);
         h.fence(0, idle, 0);
         h
+    }
+
+    #[test]
+    fn the_lagging_path_is_the_one_the_gap_waits_for() {
+        let mut h = H::new(config(64, 100, 3));
+        assert_eq!(h.r.lagging_path(), None);
+        h.push(10, 0, 0);
+        h.push(10, 1, 1);
+        h.push(10, 2, 2);
+        // path 1 runs ahead while path 0's 3 and path 2's 4 are still on their way
+        for s in 5..9 {
+            h.push(20, 1, s);
+        }
+        assert_eq!(h.r.held(), 4);
+        assert_eq!(
+            h.r.lagging_path(),
+            Some(PathId(0)),
+            "path 0 has shown only seq 0"
+        );
+        h.push(30, 0, 3);
+        assert_eq!(
+            h.r.lagging_path(),
+            Some(PathId(2)),
+            "now path 2 (seq 2) is behind"
+        );
+        h.push(40, 2, 4);
+        assert_eq!(h.r.held(), 0);
+        assert_eq!(h.r.lagging_path(), None, "nothing held, nothing to chase");
+        assert_eq!(h.out, (0..9).collect::<Vec<_>>());
     }
 
     #[test]

@@ -781,7 +781,7 @@ const RX_SLICES: usize = 8;
 /// Most packets coalesced per TUN write batch (GRO's cost grows with the batch).
 const TUN_WRITE_BATCH: usize = 64;
 /// Batches taken from one socket before the others get a turn (fewer while the resequencer
-/// holds a gap).
+/// waits for another path).
 const RX_BATCHES_PER_TURN: usize = 4;
 
 /// All path sockets → resequencer → TUN; liveness; resequencer timer. Datagrams arrive in
@@ -874,13 +874,18 @@ pub async fn rx_task(sh: Arc<Shared>) -> Result<()> {
                             }
                         }
                     }
-                    if n < RX_SLICES {
-                        break;
-                    }
                     // A gap waits for another path's datagrams, which sit in that path's
-                    // socket until this turn ends: end it, or the window overflows and skips
-                    // the gap (two unshaped paths at Gbit/s lost 3 % of their packets so).
-                    if sh.paths.len() > 1 && lock(&sh.rx).reseq.held() > 0 {
+                    // socket: the turn goes to the path the resequencer waits for, or the
+                    // window overflows and gives up the gap (two unshaped paths at Gbit/s lost
+                    // 3 % of their packets so, reading the sockets in turn).
+                    let lagging = match sh.paths.len() {
+                        1 => None,
+                        _ => lock(&sh.rx).reseq.lagging_path().map(PathId::index),
+                    };
+                    if let Some(p) = lagging {
+                        next_sock = p;
+                    }
+                    if n < RX_SLICES || lagging.is_some_and(|p| p != path) {
                         break;
                     }
                 }
