@@ -1,10 +1,12 @@
 //! Batched UDP I/O on a path socket: runs of datagrams to one destination leave in one
-//! `sendmsg` with UDP GSO (segmentation offload), and datagrams arrive in batches with
-//! `recvmmsg` and UDP GRO. quinn-udp does the socket work (it probes what the kernel supports
-//! and falls back to one datagram per call where GSO is refused).
+//! `sendmsg` with UDP GSO (segmentation offload), one iovec per datagram, and datagrams arrive
+//! in batches with `recvmmsg` and UDP GRO. quinn-udp probes what the kernel supports and does
+//! the receiving and the single sends; the GSO send is written here because quinn-udp takes a
+//! run only as one contiguous buffer, which would cost a copy of every datagram.
 
 use std::io::{self, IoSliceMut};
 use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
 
 use quinn_udp::{RecvMeta, Transmit, UdpSockRef, UdpSocketState};
 use tokio::io::Interest;
@@ -12,6 +14,8 @@ use tokio::net::UdpSocket;
 
 /// Most bytes one GSO send carries (the kernel's limit is 64 KiB of UDP payload).
 const GSO_MAX_BYTES: usize = 65_000;
+/// Most datagrams (iovecs) in one send; the kernel's UDP GSO takes at most 64 segments.
+const MAX_IOV: usize = 64;
 
 /// A path socket with its batching state.
 #[derive(Debug)]
@@ -59,6 +63,67 @@ impl BatchSocket {
             .await
     }
 
+    /// Send `run`'s datagrams (out of `bufs`) to `to` in one `sendmsg`: one iovec per datagram
+    /// and, for more than one, UDP GSO with the run's segment size — the kernel joins and
+    /// cuts them, so they are never copied together here. Waits while the socket buffer is
+    /// full.
+    pub async fn send_run<B: AsRef<[u8]>>(
+        &self,
+        run: &GsoRun,
+        bufs: &[B],
+        to: SocketAddr,
+    ) -> io::Result<()> {
+        let addr = socket2::SockAddr::from(to);
+        let segment = run.segment();
+        self.sock
+            .async_io(Interest::WRITABLE, || {
+                // (built per attempt: raw pointers must not live across the await)
+                let mut iov = [libc::iovec {
+                    iov_base: std::ptr::null_mut(),
+                    iov_len: 0,
+                }; MAX_IOV];
+                let mut n = 0;
+                for (slot, d) in iov.iter_mut().zip(run.datagrams(bufs)) {
+                    *slot = libc::iovec {
+                        iov_base: d.as_ptr() as *mut libc::c_void,
+                        iov_len: d.len(),
+                    };
+                    n += 1;
+                }
+                // room for one cmsg carrying a u16
+                let mut control = [0u64; 4];
+                // SAFETY: every pointer in `msg` (address, iovecs and the data they name,
+                // control buffer) stays valid for the call; the control buffer is aligned
+                // (u64) and large enough for one cmsg of a u16 (checked by CMSG_SPACE below).
+                let r = unsafe {
+                    let mut msg: libc::msghdr = std::mem::zeroed();
+                    msg.msg_name = addr.as_ptr() as *mut libc::c_void;
+                    msg.msg_namelen = addr.len();
+                    msg.msg_iov = iov.as_mut_ptr();
+                    msg.msg_iovlen = n;
+                    if let Some(seg) = segment {
+                        let space = libc::CMSG_SPACE(std::mem::size_of::<u16>() as u32) as usize;
+                        debug_assert!(space <= std::mem::size_of_val(&control));
+                        msg.msg_control = control.as_mut_ptr().cast();
+                        msg.msg_controllen = space;
+                        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+                        (*cmsg).cmsg_level = libc::SOL_UDP;
+                        (*cmsg).cmsg_type = libc::UDP_SEGMENT;
+                        (*cmsg).cmsg_len =
+                            libc::CMSG_LEN(std::mem::size_of::<u16>() as u32) as usize;
+                        std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<u16>(), seg as u16);
+                    }
+                    libc::sendmsg(self.sock.as_raw_fd(), &msg, 0)
+                };
+                if r < 0 {
+                    Err(io::Error::last_os_error())
+                } else {
+                    Ok(())
+                }
+            })
+            .await
+    }
+
     /// Send without waiting; `WouldBlock` when the socket buffer is full.
     pub fn try_send(&self, datagram: &[u8], to: SocketAddr) -> io::Result<()> {
         let t = Transmit {
@@ -86,13 +151,15 @@ impl BatchSocket {
     }
 }
 
-/// Datagrams for one path gathered for a GSO send: back to back, all of one size but the
-/// last.
+/// Datagrams for one path gathered for a GSO send: all of one size but the last. The run
+/// names them (which buffer of the caller's batch, how long), it does not copy them: the send
+/// hands the kernel one iovec per datagram and the kernel joins and cuts them.
 #[derive(Debug)]
 pub struct GsoRun {
-    buf: Vec<u8>,
+    /// (buffer index, length) per datagram, in order.
+    members: Vec<(usize, usize)>,
     segment: usize,
-    count: usize,
+    bytes: usize,
     /// The last datagram was shorter than `segment`: the run is closed.
     closed: bool,
     max_segments: usize,
@@ -100,54 +167,68 @@ pub struct GsoRun {
 
 impl GsoRun {
     pub fn new(max_segments: usize) -> GsoRun {
+        let max_segments = max_segments.clamp(1, MAX_IOV);
         GsoRun {
-            buf: Vec::with_capacity(GSO_MAX_BYTES + 2048),
+            members: Vec::with_capacity(max_segments),
             segment: 0,
-            count: 0,
+            bytes: 0,
             closed: false,
-            max_segments: max_segments.max(1),
+            max_segments,
         }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.count == 0
+        self.members.is_empty()
     }
 
     /// Whether `len` more bytes can join the run.
     pub fn fits(&self, len: usize) -> bool {
-        self.count == 0
+        self.members.is_empty()
             || (!self.closed
                 && len <= self.segment
-                && self.count < self.max_segments
-                && self.buf.len() + len <= GSO_MAX_BYTES)
+                && self.members.len() < self.max_segments
+                && self.bytes + len <= GSO_MAX_BYTES)
     }
 
-    /// Append a datagram (the caller checked [`fits`](Self::fits)).
-    pub fn push(&mut self, datagram: &[u8]) {
-        if self.count == 0 {
-            self.segment = datagram.len();
-        } else if datagram.len() < self.segment {
+    /// Add datagram `bufs[k][..len]` (the caller checked [`fits`](Self::fits)).
+    pub fn push(&mut self, k: usize, len: usize) {
+        if self.members.is_empty() {
+            self.segment = len;
+        } else if len < self.segment {
             self.closed = true;
         }
-        self.buf.extend_from_slice(datagram);
-        self.count += 1;
+        self.members.push((k, len));
+        self.bytes += len;
     }
 
-    /// The run's bytes, its segment size and datagram count; then empty it with
-    /// [`clear`](Self::clear).
-    pub fn contents(&self) -> (&[u8], usize, usize) {
-        (&self.buf, self.segment, self.count)
+    /// Datagrams and bytes in the run.
+    pub fn count(&self) -> usize {
+        self.members.len()
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// The segment size for a GSO send (`None` for a single datagram).
+    pub fn segment(&self) -> Option<usize> {
+        (self.members.len() > 1).then_some(self.segment)
     }
 
     pub fn clear(&mut self) {
-        self.buf.clear();
-        self.count = 0;
+        self.members.clear();
+        self.bytes = 0;
         self.closed = false;
     }
 
-    /// Each datagram of the run, for a send without GSO.
-    pub fn datagrams(&self) -> impl Iterator<Item = &[u8]> {
-        self.buf.chunks(self.segment.max(1))
+    /// Each datagram of the run, out of the caller's buffers.
+    pub fn datagrams<'a, B: AsRef<[u8]>>(
+        &'a self,
+        bufs: &'a [B],
+    ) -> impl Iterator<Item = &'a [u8]> + 'a {
+        self.members
+            .iter()
+            .map(move |&(k, len)| &bufs[k].as_ref()[..len])
     }
 }
 
@@ -157,21 +238,23 @@ mod tests {
 
     #[test]
     fn runs_hold_equal_segments_and_one_shorter_last() {
+        let bufs: Vec<Vec<u8>> = (0..6u8).map(|b| vec![b; 1500]).collect();
         let mut r = GsoRun::new(4);
         assert!(r.fits(1440));
-        r.push(&[1; 1440]);
+        assert_eq!(r.segment(), None);
+        r.push(1, 1440);
+        assert_eq!(r.segment(), None, "one datagram needs no segmentation");
         assert!(r.fits(1440) && r.fits(100) && !r.fits(1441));
-        r.push(&[2; 1440]);
-        r.push(&[3; 100]);
+        r.push(2, 1440);
+        r.push(3, 100);
         assert!(!r.fits(100), "a shorter datagram closes the run");
-        let (bytes, seg, n) = r.contents();
-        assert_eq!((bytes.len(), seg, n), (2980, 1440, 3));
-        let lens: Vec<usize> = r.datagrams().map(<[u8]>::len).collect();
-        assert_eq!(lens, vec![1440, 1440, 100]);
+        assert_eq!((r.bytes(), r.segment(), r.count()), (2980, Some(1440), 3));
+        let got: Vec<(u8, usize)> = r.datagrams(&bufs).map(|d| (d[0], d.len())).collect();
+        assert_eq!(got, vec![(1, 1440), (2, 1440), (3, 100)]);
         r.clear();
         assert!(r.is_empty() && r.fits(2000));
-        for _ in 0..4 {
-            r.push(&[0; 10]);
+        for k in 0..4 {
+            r.push(k, 10);
         }
         assert!(!r.fits(10), "at most max_segments");
     }

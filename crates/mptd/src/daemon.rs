@@ -576,13 +576,13 @@ pub async fn tx_task(sh: Arc<Shared>, queue: usize) -> Result<()> {
             sh.tx_packets.fetch_add(1, Relaxed);
             sh.tx_bytes.fetch_add(inner as u64, Relaxed);
             if !runs[i].fits(len) {
-                flush_run(&sh, i, &mut runs[i], remotes[i]).await;
+                flush_run(&sh, i, &mut runs[i], &bufs, remotes[i]).await;
             }
-            runs[i].push(&bufs[k][..len]);
+            runs[i].push(k, len);
         }
         for (i, run) in runs.iter_mut().enumerate() {
             if !run.is_empty() {
-                flush_run(&sh, i, run, remotes[i]).await;
+                flush_run(&sh, i, run, &bufs, remotes[i]).await;
             }
         }
         // This batch has left: control messages may fence it now.
@@ -604,19 +604,19 @@ fn bits(mut mask: u64) -> impl Iterator<Item = usize> {
     })
 }
 
-/// Send path `i`'s run of datagrams: one GSO send, or one send each if the kernel refuses
-/// GSO. Waits for room in the socket buffer rather than drop (the backpressure TCP inside
-/// the tunnel needs); a hard error (link down) is counted and the datagrams dropped.
-async fn flush_run(sh: &Shared, i: usize, run: &mut GsoRun, remote: SocketAddr) {
+/// Send path `i`'s run of datagrams (in `bufs`): one GSO send, or one send each if the kernel
+/// refuses GSO. Waits for room in the socket buffer rather than drop (the backpressure TCP
+/// inside the tunnel needs); a hard error (link down) is counted and the datagrams dropped.
+async fn flush_run(sh: &Shared, i: usize, run: &mut GsoRun, bufs: &[Vec<u8>], remote: SocketAddr) {
     let p = &sh.paths[i];
-    let (bytes, segment, count) = run.contents();
+    let (bytes, count) = (run.bytes(), run.count());
     sh.calls.udp_sends.fetch_add(1, Relaxed);
     p.data_sent.fetch_add(count as u64, Relaxed);
-    match p.io.send(bytes, Some(segment), remote).await {
-        Ok(()) => p.sent(count, bytes.len()),
+    match p.io.send_run(run, bufs, remote).await {
+        Ok(()) => p.sent(count, bytes),
         Err(e) if count > 1 => {
             debug!(path = %p.cfg.name, error = %e, "GSO send failed; sending one by one");
-            for d in run.datagrams() {
+            for d in run.datagrams(bufs) {
                 match p.io.send(d, None, remote).await {
                     Ok(()) => p.sent(1, d.len()),
                     Err(e) => sh.send_failed(p, &e),
