@@ -166,11 +166,7 @@ impl Xorshift {
 fn a_stranger_spraying_the_path_ports_gets_nothing_into_tun0() {
     need!("hostile_spray", "iperf3", "nft");
     // Unshaped: the spray reaches B at full rate, beside a transfer as fast as the machine goes.
-    let unshaped = PathSpec {
-        rate_bps: None,
-        ab: Default::default(),
-        ba: Default::default(),
-    };
+    let unshaped = PathSpec::unshaped();
     let paths = vec![unshaped.clone(), unshaped];
     let mut lab = Lab::new(&paths).expect("lab");
     lab.add_stranger().expect("stranger namespace");

@@ -133,11 +133,7 @@ fn udp_at_80_percent_arrives_complete_and_in_order() {
 fn bulk_tcp_over_inner_ipv4_and_ipv6_is_intact() {
     use std::io::{Read, Write};
     need!("bulk_tcp_v4_v6");
-    let unshaped = mpt_lab::netns::PathSpec {
-        rate_bps: None,
-        ab: Default::default(),
-        ba: Default::default(),
-    };
+    let unshaped = mpt_lab::netns::PathSpec::unshaped();
     let mut lab = Lab::new(&[unshaped]).expect("lab");
     lab.start_tunnel(&TunnelOpts::default()).expect("tunnel");
     const BYTES: usize = 200 << 20;
@@ -211,11 +207,7 @@ fn bulk_tcp_over_inner_ipv4_and_ipv6_is_intact() {
 #[test]
 fn fences_never_overtake_data_on_two_fast_paths() {
     need!("fences_never_overtake_data", "iperf3");
-    let unshaped = mpt_lab::netns::PathSpec {
-        rate_bps: None,
-        ab: Default::default(),
-        ba: Default::default(),
-    };
+    let unshaped = mpt_lab::netns::PathSpec::unshaped();
     let mut lab = Lab::new(&[unshaped.clone(), unshaped]).expect("lab");
     let opts = TunnelOpts {
         encryption: "none".into(),
@@ -253,11 +245,7 @@ fn fences_never_overtake_data_on_two_fast_paths() {
 #[test]
 fn a_multi_queue_tun_carries_several_flows() {
     need!("multi_queue_tun", "iperf3");
-    let unshaped = mpt_lab::netns::PathSpec {
-        rate_bps: None,
-        ab: Default::default(),
-        ba: Default::default(),
-    };
+    let unshaped = mpt_lab::netns::PathSpec::unshaped();
     let mut lab = Lab::new(&[unshaped]).expect("lab");
     let opts = TunnelOpts {
         queues: 2,
@@ -304,11 +292,7 @@ fn a_multi_queue_tun_carries_several_flows() {
 #[test]
 fn paths_that_carry_data_send_no_keepalives() {
     need!("no_keepalives_under_data", "iperf3");
-    let unshaped = mpt_lab::netns::PathSpec {
-        rate_bps: None,
-        ab: Default::default(),
-        ba: Default::default(),
-    };
+    let unshaped = mpt_lab::netns::PathSpec::unshaped();
     let mut lab = Lab::new(&[unshaped.clone(), unshaped]).expect("lab");
     let opts = TunnelOpts {
         keepalive_ms: 20,

@@ -28,14 +28,6 @@ struct Row {
     load_rtt_p99_us: f64,
 }
 
-fn unshaped() -> PathSpec {
-    PathSpec {
-        rate_bps: None,
-        ab: Default::default(),
-        ba: Default::default(),
-    }
-}
-
 /// utime + stime of `pid`, in seconds.
 fn cpu_seconds(pid: u32) -> Result<f64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
@@ -130,13 +122,13 @@ fn each_setup<R>(
 ) -> Result<Vec<R>> {
     let mut rows = Vec::new();
     {
-        let mut lab = Lab::new(&[unshaped()]).context("raw veth lab")?;
+        let mut lab = Lab::new(&[PathSpec::unshaped()]).context("raw veth lab")?;
         let addr = lab.path_addr(Side::B, 0);
         rows.push(measure(&mut lab, "raw veth".into(), &addr, &[])?);
     }
     for &paths in path_counts {
         for enc in encryptions {
-            let mut lab = Lab::new(&vec![unshaped(); paths]).context("tunnel lab")?;
+            let mut lab = Lab::new(&vec![PathSpec::unshaped(); paths]).context("tunnel lab")?;
             let opts = TunnelOpts {
                 encryption: enc.clone(),
                 ..TunnelOpts::default()
@@ -171,7 +163,7 @@ pub fn run_latency(out: &Path, encryptions: &[String]) -> Result<String> {
         (false, "minimal tunnel, blocking threads (the floor)"),
         (true, "minimal tunnel, spinning (a core per side)"),
     ] {
-        let lab = Lab::new(&[unshaped()]).context("minimal tunnel lab")?;
+        let lab = Lab::new(&[PathSpec::unshaped()]).context("minimal tunnel lab")?;
         let _tunnel = MinimalTunnel::start(&lab, spin)?;
         rows.push(idle_ping(&lab, setup.into(), &floor_addr(Side::B))?);
     }

@@ -141,6 +141,15 @@ impl PathSpec {
         }
     }
 
+    /// A bare veth path: no shaping, no impairment.
+    pub fn unshaped() -> PathSpec {
+        PathSpec {
+            rate_bps: None,
+            ab: Impair::default(),
+            ba: Impair::default(),
+        }
+    }
+
     /// The path's rate from a to b: `tbf`'s, or the emulator's serial link's.
     pub fn rate(&self) -> Option<u64> {
         self.rate_bps.or(self.ab.rate_bps)
