@@ -123,6 +123,9 @@ pub struct PathIo {
     /// Data datagrams sent (control messages not counted): a path that carried data since the
     /// last keepalive tick needs no keepalive.
     data_sent: AtomicU64,
+    /// The kernel refused a GSO send on this path (EIO: the device cannot segment): runs go
+    /// one datagram per call from then on.
+    gso_refused: std::sync::atomic::AtomicBool,
     /// Smoothed RTT in microseconds; `u64::MAX` until measured.
     srtt_us: AtomicU64,
 }
@@ -262,6 +265,7 @@ impl Shared {
                 tx_packets: AtomicU64::new(0),
                 tx_bytes: AtomicU64::new(0),
                 data_sent: AtomicU64::new(0),
+                gso_refused: std::sync::atomic::AtomicBool::new(false),
                 srtt_us: AtomicU64::new(u64::MAX),
             });
         }
@@ -612,10 +616,19 @@ async fn flush_run(sh: &Shared, i: usize, run: &mut GsoRun, bufs: &[Vec<u8>], re
     let (bytes, count) = (run.bytes(), run.count());
     sh.calls.udp_sends.fetch_add(1, Relaxed);
     p.data_sent.fetch_add(count as u64, Relaxed);
-    match p.io.send_run(run, bufs, remote).await {
+    let result = if count > 1 && p.gso_refused.load(Relaxed) {
+        Err(std::io::Error::from_raw_os_error(libc::EIO))
+    } else {
+        p.io.send_run(run, bufs, remote).await
+    };
+    match result {
         Ok(()) => p.sent(count, bytes),
         Err(e) if count > 1 => {
-            debug!(path = %p.cfg.name, error = %e, "GSO send failed; sending one by one");
+            if e.raw_os_error() == Some(libc::EIO) && !p.gso_refused.swap(true, Relaxed) {
+                warn!(path = %p.cfg.name, "the kernel refuses UDP GSO on this path; sending one datagram per call");
+            } else {
+                debug!(path = %p.cfg.name, error = %e, "GSO send failed; sending one by one");
+            }
             for d in run.datagrams(bufs) {
                 match p.io.send(d, None, remote).await {
                     Ok(()) => p.sent(1, d.len()),
@@ -809,7 +822,6 @@ pub async fn rx_task(sh: Arc<Shared>) -> Result<()> {
     let slice_len = cap.max(1500) * gro_segments.max(1);
     let mut slices: Vec<Vec<u8>> = (0..RX_SLICES).map(|_| vec![0u8; slice_len]).collect();
     let mut metas = [quinn_udp::RecvMeta::default(); RX_SLICES];
-
     let mut next_sock = 0usize;
     let tick_every = (sh.cfg.connection.keepalive / 4)
         .clamp(Duration::from_millis(5), Duration::from_millis(50));
