@@ -35,3 +35,25 @@ impl std::fmt::Display for PathId {
 
 /// Most paths one tunnel may have.
 pub const MAX_PATHS: usize = 64;
+
+/// The indices of the set bits of `mask`, lowest first: the paths of a per-path bit mask.
+pub fn bits(mut mask: u64) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        if mask == 0 {
+            return None;
+        }
+        let i = mask.trailing_zeros() as usize;
+        mask &= mask - 1;
+        Some(i)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn bits_lists_the_set_bits_lowest_first() {
+        assert_eq!(super::bits(0b1011).collect::<Vec<_>>(), vec![0, 1, 3]);
+        assert_eq!(super::bits(0).count(), 0);
+        assert_eq!(super::bits(1 << 63).collect::<Vec<_>>(), vec![63]);
+    }
+}

@@ -29,7 +29,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use mpt_core::wire::{seq16_diff, seq_diff};
-use mpt_core::{PathId, Time, MAX_PATHS};
+use mpt_core::{bits, PathId, Time, MAX_PATHS};
 
 use bitmap::SeqBitmap;
 use reorder::ReorderTracker;
@@ -235,17 +235,14 @@ impl<P> Resequencer<P> {
         if self.held == 0 {
             return None;
         }
-        let mut best: Option<(usize, u64)> = None;
-        let mut bits = self.counting;
-        while bits != 0 {
-            let p = bits.trailing_zeros() as usize;
-            bits &= bits - 1;
-            let progress = self.paths.get(p)?.progress;
-            if best.is_none_or(|(_, b)| progress < b) {
-                best = Some((p, progress));
-            }
-        }
-        best.map(|(p, _)| PathId(p as u8))
+        self.slowest().map(|(p, _)| PathId(p as u8))
+    }
+
+    /// The counting path with the least progress, and that progress.
+    fn slowest(&self) -> Option<(usize, u64)> {
+        bits(self.counting)
+            .filter_map(|p| Some((p, self.paths.get(p)?.progress)))
+            .min_by_key(|&(_, progress)| progress)
     }
 
     /// The global seq that will be delivered next (in passthrough mode: one past the highest
@@ -732,16 +729,10 @@ impl<P> Resequencer<P> {
                 None => return,
             }
         } else {
-            let mut min = u64::MAX;
-            let mut bits = self.counting;
-            while bits != 0 {
-                let p = bits.trailing_zeros() as usize;
-                bits &= bits - 1;
-                if let Some(ps) = self.paths.get(p) {
-                    min = min.min(ps.progress);
-                }
+            match self.slowest() {
+                Some((_, progress)) => progress,
+                None => return,
             }
-            min
         };
         if target > self.head && target != u64::MAX {
             self.release_to(now, target, Cause::Fence, deliver);

@@ -71,18 +71,6 @@ impl PathSet {
     }
 }
 
-/// Iterate over the indices of the set bits of `mask`, lowest first.
-pub(crate) fn bits(mut mask: u64) -> impl Iterator<Item = usize> {
-    std::iter::from_fn(move || {
-        if mask == 0 {
-            return None;
-        }
-        let i = mask.trailing_zeros() as usize;
-        mask &= mask - 1;
-        Some(i)
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,7 +90,6 @@ mod tests {
         assert_eq!(s.eligible(), 0);
         s.set_up(PathId(9), true);
         assert_eq!(s.eligible(), 0);
-        assert_eq!(bits(0b1011).collect::<Vec<_>>(), vec![0, 1, 3]);
     }
 
     #[test]

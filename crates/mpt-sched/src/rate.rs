@@ -1,6 +1,6 @@
 use mpt_core::{PathId, Time};
 
-use crate::paths::bits;
+use mpt_core::bits;
 use mpt_core::wire::ReportEntry;
 
 use crate::{PathSet, PathSpec, Scheduler};

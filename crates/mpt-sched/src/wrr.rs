@@ -1,7 +1,7 @@
 use mpt_core::{PathId, Time};
 
-use crate::paths::bits;
 use crate::{PathSet, PathSpec, Scheduler};
+use mpt_core::bits;
 
 /// Smooth weighted round-robin: each path gets a share of packets exactly proportional to its
 /// weight, interleaved as evenly as possible (weights 2:1:1 give A B A C A B A C …).

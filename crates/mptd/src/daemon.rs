@@ -27,7 +27,7 @@ use mpt_core::seal::{
 use mpt_core::wire::{
     self, AckRepr, Datagram, HeaderRepr, HelloRepr, Kind, Report, ReportEntry, HEADER_LEN,
 };
-use mpt_core::{PathId, Time};
+use mpt_core::{bits, PathId, Time};
 use mpt_reseq::feedback::ReportPacer;
 use mpt_reseq::{PacketMeta, PathStats, Resequencer};
 use mpt_sched::{PathSpec, Scheduler};
@@ -595,17 +595,6 @@ pub async fn tx_task(sh: Arc<Shared>, queue: usize) -> Result<()> {
             tx.unsent[i] -= 1;
         }
     }
-}
-
-/// The indices of the bits set in `mask`.
-fn bits(mut mask: u64) -> impl Iterator<Item = usize> {
-    std::iter::from_fn(move || {
-        (mask != 0).then(|| {
-            let i = mask.trailing_zeros() as usize;
-            mask &= mask - 1;
-            i
-        })
-    })
 }
 
 /// Send path `i`'s run of datagrams (in `bufs`): one GSO send, or one send each if the kernel
