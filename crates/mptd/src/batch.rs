@@ -40,22 +40,10 @@ impl BatchSocket {
         self.state.gro_segments()
     }
 
-    /// Send `contents` to `to`: one datagram, or with `segment` several of that size (the last
-    /// may be shorter). Waits while the socket buffer is full: the backpressure TCP inside the
-    /// tunnel needs.
-    pub async fn send(
-        &self,
-        contents: &[u8],
-        segment: Option<usize>,
-        to: SocketAddr,
-    ) -> io::Result<()> {
-        let t = Transmit {
-            destination: to,
-            ecn: None,
-            contents,
-            segment_size: segment.filter(|&s| s < contents.len()),
-            src_ip: None,
-        };
+    /// Send one datagram to `to`. Waits while the socket buffer is full: the backpressure TCP
+    /// inside the tunnel needs. (Runs of datagrams go with [`send_run`](Self::send_run).)
+    pub async fn send(&self, datagram: &[u8], to: SocketAddr) -> io::Result<()> {
+        let t = single(datagram, to);
         self.sock
             .async_io(Interest::WRITABLE, || {
                 self.state.try_send(UdpSockRef::from(&self.sock), &t)
@@ -126,13 +114,7 @@ impl BatchSocket {
 
     /// Send without waiting; `WouldBlock` when the socket buffer is full.
     pub fn try_send(&self, datagram: &[u8], to: SocketAddr) -> io::Result<()> {
-        let t = Transmit {
-            destination: to,
-            ecn: None,
-            contents: datagram,
-            segment_size: None,
-            src_ip: None,
-        };
+        let t = single(datagram, to);
         self.sock.try_io(Interest::WRITABLE, || {
             self.state.try_send(UdpSockRef::from(&self.sock), &t)
         })
@@ -148,6 +130,17 @@ impl BatchSocket {
         self.sock.try_io(Interest::READABLE, || {
             self.state.recv(UdpSockRef::from(&self.sock), bufs, meta)
         })
+    }
+}
+
+/// quinn-udp's description of one datagram to `to`.
+fn single(datagram: &[u8], to: SocketAddr) -> Transmit<'_> {
+    Transmit {
+        destination: to,
+        ecn: None,
+        contents: datagram,
+        segment_size: None,
+        src_ip: None,
     }
 }
 
@@ -201,11 +194,12 @@ impl GsoRun {
         self.bytes += len;
     }
 
-    /// Datagrams and bytes in the run.
+    /// Datagrams in the run.
     pub fn count(&self) -> usize {
         self.members.len()
     }
 
+    /// Bytes in the run.
     pub fn bytes(&self) -> usize {
         self.bytes
     }

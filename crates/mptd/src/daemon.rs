@@ -619,7 +619,7 @@ async fn flush_run(sh: &Shared, i: usize, run: &mut GsoRun, bufs: &[Vec<u8>], re
                 debug!(path = %p.cfg.name, error = %e, "GSO send failed; sending one by one");
             }
             for d in run.datagrams(bufs) {
-                match p.io.send(d, None, remote).await {
+                match p.io.send(d, remote).await {
                     Ok(()) => p.sent(1, d.len()),
                     Err(e) => sh.send_failed(p, &e),
                 }

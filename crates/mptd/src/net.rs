@@ -200,19 +200,18 @@ pub fn tun_device(t: &Tunnel) -> Result<Vec<tun_rs::AsyncDevice>> {
         dev.add_address_v4(n.addr(), n.prefix_len())
             .with_context(|| format!("cannot add {n} to {}", t.name))?;
     }
-    let mut queues = Vec::with_capacity(t.queues);
-    for q in 1..t.queues {
-        let more = dev.try_clone().with_context(|| {
-            format!(
-                "cannot open queue {q} of {} (tunnel.queues = {})",
-                t.name, t.queues
-            )
-        })?;
-        queues.push(more);
-    }
-    queues.insert(0, dev);
-    queues
-        .into_iter()
+    let more = (1..t.queues)
+        .map(|q| {
+            dev.try_clone().with_context(|| {
+                format!(
+                    "cannot open queue {q} of {} (tunnel.queues = {})",
+                    t.name, t.queues
+                )
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    std::iter::once(dev)
+        .chain(more)
         .map(|q| tun_rs::AsyncDevice::new(q).context("cannot register the TUN device"))
         .collect()
 }
