@@ -12,7 +12,9 @@ use mptd::status::Status;
 use crate::netns::{
     iperf3_bps, tbf_burst, tbf_with_burst, Impair, Lab, PathSpec, Side, TunnelOpts,
 };
-use crate::scenario::{self, builtin, f, ftp_download, paths_alone, stream_run, write, Sampler};
+use crate::scenario::{
+    self, builtin, f, ftp_download, paths_alone, stream_run, write, Sampler, Trace,
+};
 
 /// A scheduler setup to compare.
 #[derive(Debug, Clone, Copy)]
@@ -78,7 +80,7 @@ pub fn run_adaptive(out: &Path, only: Only) -> Result<String> {
     let mut md = String::from(
         "### Adaptive scheduling: nothing configured vs. configured rates and weights\n\n",
     );
-    md += &ftp_comparison(out, only)?;
+    md += &ftp_comparison(only)?;
     md += &stream_comparison(out, only)?;
     md += &rate_cut(out)?;
     md += &outage(out)?;
@@ -86,7 +88,8 @@ pub fn run_adaptive(out: &Path, only: Only) -> Result<String> {
     Ok(md)
 }
 
-fn ftp_comparison(_out: &Path, only: Only) -> Result<String> {
+/// Table I cases 5–10 with each scheduler; returns the markdown.
+pub fn ftp_comparison(only: Only) -> Result<String> {
     let suite = builtin("table1")?;
     let mut md = String::from(
         "#### Table I cases 5–10 (FTP download, B → A)\n\nEfficiency = FTP goodput / Σ iperf3 TCP on each path alone. Overhead = receiver reports / data received.\n\n\
@@ -103,7 +106,10 @@ fn ftp_comparison(_out: &Path, only: Only) -> Result<String> {
         for v in only.variants() {
             eprintln!("== adaptive/ftp case {}: {}", c.id, v.label);
             lab.start_tunnel(&opts(v, 1400).with_full_mtu())?;
-            let (time, size, _) = ftp_download(&mut lab, mb)?;
+            let trace = Trace::start(&lab, Side::B);
+            let download = ftp_download(&mut lab, mb);
+            trace.print();
+            let (time, size, _) = download?;
             let rx = lab.status(Side::A)?;
             lab.stop_mptd(Side::A)?;
             lab.stop_mptd(Side::B)?;

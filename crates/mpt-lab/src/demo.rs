@@ -57,7 +57,7 @@ pub fn run(scheduler: &str) -> Result<()> {
 
     println!("== iperf3 TCP through the tunnel, 10 s");
     let before = lab.status(Side::A)?;
-    let trace = Trace::start(&lab);
+    let trace = Trace::start(&lab, Side::A);
     let tcp = lab.iperf3(Side::A, &tunnel_addr(Side::B), 5201, &["-t", "10"])?;
     trace.print();
     let after = lab.status(Side::A)?;

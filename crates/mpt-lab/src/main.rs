@@ -24,15 +24,15 @@ enum Cmd {
         scheduler: String,
     },
     /// Run an experiment suite: table1 (FTP), table2 (UDP stream), delay (delay diversity),
-    /// adaptive (all of the adaptive scheduler's runs; adaptive-stream, adaptive-cut,
-    /// adaptive-outage: one),
+    /// adaptive (all of the adaptive scheduler's runs; adaptive-ftp, adaptive-stream,
+    /// adaptive-cut, adaptive-outage: one),
     /// or a scenario file.
     Run {
         suite: String,
         /// Only these case ids (default: all).
         #[arg(long, value_delimiter = ',')]
         cases: Vec<u32>,
-        /// adaptive and adaptive-stream only: only these schedulers of the comparison (wrr,
+        /// adaptive, adaptive-ftp and adaptive-stream only: only these schedulers of the comparison (wrr,
         /// rate, adaptive; default: all).
         #[arg(long, value_delimiter = ',')]
         schedulers: Vec<String>,
@@ -78,6 +78,10 @@ fn run(
         }
         "adaptive-stream" => {
             println!("{}", mpt_lab::adaptive::stream_comparison(out, only)?);
+            return Ok(());
+        }
+        "adaptive-ftp" => {
+            println!("{}", mpt_lab::adaptive::ftp_comparison(only)?);
             return Ok(());
         }
         "adaptive-outage" => {

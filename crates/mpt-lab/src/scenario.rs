@@ -430,12 +430,13 @@ pub(crate) struct StreamResult {
 pub(crate) struct Trace(Option<(Sampler, Sampler)>);
 
 impl Trace {
-    pub(crate) fn start(lab: &Lab) -> Trace {
+    /// Trace a run whose data goes from `sender` to the other side.
+    pub(crate) fn start(lab: &Lab, sender: Side) -> Trace {
         let every = Duration::from_millis(100);
         Trace(std::env::var("MPT_LAB_TRACE").is_ok().then(|| {
             (
-                Sampler::start(lab.control_socket(Side::A), every),
-                Sampler::start(lab.control_socket(Side::B), every),
+                Sampler::start(lab.control_socket(sender), every),
+                Sampler::start(lab.control_socket(sender.other()), every),
             )
         }))
     }
@@ -449,11 +450,13 @@ impl Trace {
 }
 
 /// `MPT_LAB_TRACE`: per sample, the receiver's resequencer skips and out-of-order deliveries,
-/// then per path the sender's scheduling rate, the packets it sent since the previous sample
-/// and the queue the receiver sees (smoothed minus minimum one-way delay).
+/// then per path the sender's scheduling rate, the packets it sent since the previous sample,
+/// the inner kbit/s the receiver got on it since its previous sample and the queue the
+/// receiver sees (smoothed minus minimum one-way delay).
 fn print_trace(sender: &[(f64, Status)], receiver: &[(f64, Status)]) {
-    for (s, (_, rx)) in sender.windows(2).zip(receiver.iter().skip(1)) {
+    for (s, r) in sender.windows(2).zip(receiver.windows(2)) {
         let ((t, now), (_, before)) = (&s[1], &s[0]);
+        let ((rt, rx), (rt0, rx0)) = (&r[1], &r[0]);
         let r = &rx.tunnel.reseq;
         let mut line = format!(
             "{t:5.2} skip {:4} ooo {:4}",
@@ -468,7 +471,14 @@ fn print_trace(sender: &[(f64, Status)], receiver: &[(f64, Status)]) {
                 .get(i)
                 .map_or(0.0, |q| (q.owd_us - q.owd_min_us) / 1000.0);
             let rate_k = p.rate_bps.unwrap_or(0) / 1000;
-            line += &format!(" | {rate_k:4}k tx{sent:3} q{queue_ms:4.0}ms");
+            // What the path delivered to the receiver since its previous sample (inner bytes).
+            let got = rx
+                .paths
+                .get(i)
+                .map_or(0, |q| q.rx_bytes)
+                .saturating_sub(rx0.paths.get(i).map_or(0, |q| q.rx_bytes));
+            let got_k = got as f64 * 8.0 / (rt - rt0).max(1e-3) / 1000.0;
+            line += &format!(" | {rate_k:4}k tx{sent:3} d{got_k:4.0}k q{queue_ms:4.0}ms");
         }
         eprintln!("{line}");
     }
@@ -488,7 +498,7 @@ pub(crate) fn stream_run(
     let secs = suite.duration_s.unwrap_or(20);
     let len = c.datagram.or(suite.datagram).unwrap_or(160);
     lab.start_tunnel(opts)?;
-    let trace = Trace::start(lab);
+    let trace = Trace::start(lab, Side::A);
     let v = lab.iperf3(
         Side::A,
         &tunnel_addr(Side::B),
