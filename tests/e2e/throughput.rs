@@ -322,3 +322,65 @@ fn paths_that_carry_data_send_no_keepalives() {
         after.paths
     );
 }
+
+#[test]
+fn keepalives_on_paths_that_carry_data_are_answered_once_a_second() {
+    need!("acks_under_data", "iperf3");
+    let unshaped = mpt_lab::netns::PathSpec::unshaped();
+    let mut lab = Lab::new(&[unshaped.clone(), unshaped]).expect("lab");
+    // Round-robin, so that both paths carry data (the adaptive scheduler would leave a path
+    // idle that the stream does not need).
+    let opts = TunnelOpts {
+        keepalive_ms: 20,
+        dead_ms: 100,
+        scheduler: "rr".into(),
+        ..TunnelOpts::default()
+    };
+    lab.start_tunnel(&opts).expect("tunnel");
+    let before = lab.status(Side::A).expect("status");
+    // A one-way stream: B receives on both paths and sends keepalives on them (it sends no
+    // data there), which A answers.
+    lab.iperf3(
+        Side::A,
+        &tunnel_addr(Side::B),
+        5201,
+        &["-u", "-b", "20M", "-l", "1200", "-t", "3"],
+    )
+    .expect("iperf3");
+    let (a, b) = (
+        lab.status(Side::A).expect("status"),
+        lab.status(Side::B).expect("status"),
+    );
+    let answered = a.tunnel.keepalive_acks_sent - before.tunnel.keepalive_acks_sent;
+    eprintln!(
+        "RESULT keepalives answered by the sending side in 3 s of UDP on two paths: {answered} \
+         (the receiving side sent {}; ~300 without the rule), B's RTTs {:?}, A's datagrams per path {:?}",
+        b.tunnel.keepalives_sent,
+        b.paths.iter().map(|p| p.rtt_us).collect::<Vec<_>>(),
+        a.paths.iter().map(|p| p.tx_packets).collect::<Vec<_>>()
+    );
+    assert!(
+        b.tunnel.keepalives_sent > 150,
+        "the receiving side sent only {} keepalives: the test does not test",
+        b.tunnel.keepalives_sent
+    );
+    // One a second per path, plus what came while a path carried nothing for a moment.
+    assert!(
+        answered < 40,
+        "{answered} keepalives answered on busy paths"
+    );
+    for st in [&a, &b] {
+        assert!(
+            st.paths
+                .iter()
+                .all(|p| p.state == "up" && p.down_events == 0),
+            "a path was taken for dead: {:?}",
+            st.paths
+        );
+    }
+    assert!(
+        b.paths.iter().all(|p| p.rtt_us.is_some()),
+        "the prober lost its RTT: {:?}",
+        b.paths
+    );
+}

@@ -49,6 +49,8 @@ const RECOVER_DATAGRAMS: u32 = 3;
 /// Least time between two hellos sent in answer to requests on one path: a flood of replayed
 /// requests costs the peer at most this many answers.
 const HELLO_REPLY_GAP: Duration = Duration::from_millis(20);
+/// On a path we send data on, keepalives are answered at most this often.
+const BUSY_ACK_INTERVAL: Duration = Duration::from_secs(1);
 
 /// The keys that do not change while the daemon runs (`encryption` other than `"none"`).
 pub struct Crypto {
@@ -94,6 +96,7 @@ pub struct Shared {
     /// Bytes of receiver reports sent (outer headers included).
     report_bytes: AtomicU64,
     keepalives_sent: AtomicU64,
+    keepalive_acks_sent: AtomicU64,
     /// Held by a tx task from numbering a batch until it has been sent (several TUN queues).
     send_turn: tokio::sync::Mutex<()>,
     /// System calls of the datapath, to show how well it batches.
@@ -128,6 +131,10 @@ pub struct PathIo {
     gso_refused: std::sync::atomic::AtomicBool,
     /// Smoothed RTT in microseconds; `u64::MAX` until measured.
     srtt_us: AtomicU64,
+    /// `data_sent` and the time (µs) when we last answered a keepalive on this path: see
+    /// [`PathIo::answer_keepalive`].
+    acked_data: AtomicU64,
+    acked_us: AtomicU64,
 }
 
 #[derive(Debug)]
@@ -211,6 +218,23 @@ impl PathIo {
         self.tx_bytes.fetch_add(bytes as u64, Relaxed);
     }
 
+    /// Whether to answer a keepalive the peer sent on this path at `now`. Always, unless we
+    /// sent data on the path since the last answer and that was less than
+    /// [`BUSY_ACK_INTERVAL`] ago: the peer hears the path alive from our data, and an answer
+    /// per keepalive would only cost the busy direction (on a 64 kbit/s line, a tenth of it);
+    /// one a second still gives the peer its RTT.
+    fn answer_keepalive(&self, now: Time) -> bool {
+        let data = self.data_sent.load(Relaxed);
+        let busy = self.acked_data.load(Relaxed) != data;
+        let since = now.as_micros().saturating_sub(self.acked_us.load(Relaxed));
+        if busy && since < BUSY_ACK_INTERVAL.as_micros() as u64 {
+            return false;
+        }
+        self.acked_data.store(data, Relaxed);
+        self.acked_us.store(now.as_micros(), Relaxed);
+        true
+    }
+
     /// Fold an RTT sample (µs) into the smoothed RTT; absurd values are ignored.
     fn rtt_sample(&self, rtt: u32) {
         if rtt >= 60_000_000 {
@@ -267,6 +291,8 @@ impl Shared {
                 data_sent: AtomicU64::new(0),
                 gso_refused: std::sync::atomic::AtomicBool::new(false),
                 srtt_us: AtomicU64::new(u64::MAX),
+                acked_data: AtomicU64::new(0),
+                acked_us: AtomicU64::new(0),
             });
         }
         let tun = crate::net::tun_device(&cfg.tunnel)?;
@@ -340,6 +366,7 @@ impl Shared {
             tx_bytes: AtomicU64::new(0),
             report_bytes: AtomicU64::new(0),
             keepalives_sent: AtomicU64::new(0),
+            keepalive_acks_sent: AtomicU64::new(0),
             send_turn: tokio::sync::Mutex::new(()),
             calls: Calls::default(),
             cfg,
@@ -1034,8 +1061,11 @@ fn handle_datagram(
             rx.reseq
                 .fence(now, h.path, h.seq, h.path_seq, &mut |p| out.push(p));
             drop(rx);
+            if !path.answer_keepalive(now) {
+                return None;
+            }
             let mut buf = [0u8; wire::ACK_LEN + SEAL_OVERHEAD];
-            sh.send_control(i, now, &mut buf, |sh, tx, b| {
+            let sent = sh.send_control(i, now, &mut buf, |sh, tx, b| {
                 AckRepr {
                     header: fence_header(sh, tx, Kind::KeepaliveAck, h.path, now),
                     echo: h.timestamp,
@@ -1043,6 +1073,9 @@ fn handle_datagram(
                 }
                 .emit(b)
             });
+            if sent.is_some() {
+                sh.keepalive_acks_sent.fetch_add(1, Relaxed);
+            }
         }
         Datagram::KeepaliveAck { echo, hold_us, .. } => {
             rx.reseq
@@ -1343,6 +1376,7 @@ impl Shared {
                 delivered: rx.delivered,
                 tx_report_bytes: self.report_bytes.load(Relaxed),
                 keepalives_sent: self.keepalives_sent.load(Relaxed),
+                keepalive_acks_sent: self.keepalive_acks_sent.load(Relaxed),
                 calls: crate::status::CallCounts {
                     tun_reads: self.calls.tun_reads.load(Relaxed),
                     tun_write_batches: self.calls.tun_write_batches.load(Relaxed),

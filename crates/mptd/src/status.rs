@@ -197,6 +197,9 @@ pub struct TunnelStatus {
     /// Keepalives sent, all paths (none on a path while it carries data).
     #[serde(default)]
     pub keepalives_sent: u64,
+    /// Keepalives answered; on a path we send data on, at most one a second.
+    #[serde(default)]
+    pub keepalive_acks_sent: u64,
     pub drops: DropCounts,
     pub reseq: ReseqStatus,
     /// Datapath system calls: with `tx_packets` and `delivered`, how many packets each one

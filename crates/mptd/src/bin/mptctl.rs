@@ -117,10 +117,11 @@ fn print_status(s: &Status) {
         );
     }
     println!(
-        "  reports sent: {} B (budget now {:.2} % of the bytes received); keepalives sent: {}",
+        "  reports sent: {} B (budget now {:.2} % of the bytes received); keepalives sent: {}, answered: {}",
         t.tx_report_bytes,
         t.report_fraction * 100.0,
-        t.keepalives_sent
+        t.keepalives_sent,
+        t.keepalive_acks_sent
     );
     println!();
     println!(
