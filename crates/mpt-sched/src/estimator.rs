@@ -13,13 +13,15 @@
 //!   lower than at the last report: that queue was answered already).
 //! * **Sending rate** for the scheduler: on congestion the path's rate is halved (not below
 //!   90 % of what it delivers, unless it delivered nothing; straight to 95 % of the sample when
-//!   it delivered under half its rate and clearly less than it was offered) and the difference
-//!   is spread over the other paths in proportion to their rates (Common Source Decrease) —
-//!   only to paths that carry traffic without congestion, each up to 10 % above the best rate
-//!   it has delivered, so when every path is overdriven the total falls; a path that is busy
+//!   it delivered under half its rate and clearly less than it was offered; set to 95 % of what
+//!   it carried while its queue stood since an earlier report — its capacity, up or down) and
+//!   the difference is spread over the other paths in proportion to their rates (Common
+//!   Source Decrease) — only to paths that carry traffic without congestion, each up to 10 %
+//!   above the best rate it has delivered, so when every path is overdriven the total falls;
+//!   a path that is busy
 //!   (offered ≥ 80 % of its rate) and not congested probes upwards by 10 % per delivery sample
 //!   (50 % while it is below the best rate it has delivered, which a path passed over since a
-//!   cut does too). Between delivery samples, what a path carried since it began to show a
+//!   cut does too, or shows no queue at all). Between delivery samples, what a path carried since it began to show a
 //!   queue (at least four packets) stands in for a sample when judging how far it is over.
 //! * **Cap**: the scheduler trusts a path with at most 25 % more than it carried in the last
 //!   report interval (or smoothed), and at least 64 kbit/s (or its configured rate): a light
@@ -70,6 +72,9 @@ pub const UNPROVEN_RATE: f64 = 64_000.0;
 /// [`SATURATED_MIN_US`]) is full: trusted with what it carries, not probed.
 pub const SATURATED_PACKETS: f64 = 4.0;
 pub const SATURATED_MIN_US: f64 = 2_000.0;
+/// A queue below this (smoothed minus minimum one-way delay) is no queue: a busy path that
+/// shows none probes with [`RECOVER`]'s step.
+pub const NO_QUEUE_US: f64 = 1_000.0;
 /// Queueing delay (smoothed minus minimum one-way delay) that counts as congestion, at least.
 pub const QUEUE_THRESHOLD_US: f64 = 10_000.0;
 
@@ -336,14 +341,33 @@ impl Estimator {
             });
             let far_over = measured
                 .filter(|&s| got_packets > 0.0 && s < p.rate_bps / 2.0 && offered >= 1.25 * s);
-            let new = if let Some(s) = far_over {
-                (CUT_TO_DELIVERED * s).max(MIN_RATE)
+            // A link whose queue stood (two packets deep) at the last report and stands now
+            // was busy in between (longer, if the queue has stood since an earlier report):
+            // what it carried is its capacity, measured without the idle time of a start or
+            // of a sender that backed off, which the smoothed delivery rate includes. The rate
+            // goes just under that — the queue drains, the link is not left idle afterwards —
+            // and up to it, when the link carries more than it was believed to (it was
+            // overdriven because every path was: a TCP flow starting).
+            let standing = (2.0 * packet_us).max(SATURATED_MIN_US);
+            let busy_since = queued_since.or((prev_queue_us > standing).then_some((t0, prev)));
+            let capacity = busy_since.and_then(|(t0, r0)| {
+                let packets = r.packets.wrapping_sub(r0.packets);
+                let bytes = r.bytes.wrapping_sub(r0.bytes) as f64;
+                (packets >= SHORT_SAMPLE_PACKETS && now > t0)
+                    .then(|| p.link_bps(bytes, f64::from(packets), (now - t0).as_secs_f64()))
+            });
+            let new = if let Some(c) = capacity {
+                (CUT_TO_DELIVERED * c).max(MIN_RATE)
+            } else if let Some(s) = far_over {
+                (CUT_TO_DELIVERED * s).max(MIN_RATE).min(p.rate_bps)
             } else if got_packets == 0.0 {
                 (p.rate_bps / 2.0).max(MIN_RATE)
             } else {
-                (p.rate_bps / 2.0).max((0.9 * p.delivery_bps).max(MIN_RATE))
-            }
-            .min(p.rate_bps);
+                (p.rate_bps / 2.0)
+                    .max(0.9 * p.delivery_bps)
+                    .max(MIN_RATE)
+                    .min(p.rate_bps)
+            };
             let freed = p.rate_bps - new;
             p.rate_bps = new;
             self.spread(i, freed, active);
@@ -357,7 +381,15 @@ impl Estimator {
             // traffic again to show its headroom. Once per delivery sample, not per report:
             // reports come every 20 ms on fast paths, and +10 % each would double a rate in
             // 150 ms.
-            let step = if p.rate_bps < 0.9 * p.best_delivery_bps {
+            // So does a busy one that shows no queue at all: nothing says it is near full, and
+            // the step goes from what it carried, when that was more than it was believed to
+            // carry. (Not on a path with a queue: a line the scheduler overdrives because
+            // every path is short carries its capacity, and a step above that builds a queue.)
+            let unqueued = busy && p.queue_us < NO_QUEUE_US && prev_queue_us < NO_QUEUE_US;
+            if unqueued {
+                p.rate_bps = p.rate_bps.max(sample.unwrap_or(0.0));
+            }
+            let step = if p.rate_bps < 0.9 * p.best_delivery_bps || unqueued {
                 RECOVER
             } else {
                 PROBE
@@ -543,14 +575,14 @@ mod tests {
         for i in 0..3 {
             e.on_report(Time::ZERO, i, &report(0, 0, 0, 0, 0, 0), 0b111);
         }
-        // Paths 1 and 2 delivered 1 and 3 Mbit/s cleanly, above their rates: they climb
-        // back ×1.5 (to 0.75 and 2.25 Mbit/s).
+        // Paths 1 and 2 delivered 1 and 3 Mbit/s cleanly (a 1.5 ms queue), above their rates:
+        // they climb back ×1.5 (to 0.75 and 2.25 Mbit/s).
         for (i, bytes) in [(1, 25_000), (2, 75_000)] {
             e.on_sent(i, bytes);
             e.on_report(
                 Time::from_millis(200),
                 i,
-                &report(20, 20, bytes as u64, 0, 0, 0),
+                &report(20, 20, bytes as u64, 0, 0, 1_500),
                 0b111,
             );
         }
@@ -586,6 +618,51 @@ mod tests {
             1,
         );
         assert!((e.path(0).unwrap().rate_bps - CUT_TO_DELIVERED * 1_680_000.0).abs() < 1.0);
+    }
+
+    #[test]
+    fn a_cut_keeps_what_the_path_carried_while_its_queue_stood() {
+        // A 1 Mbit/s line learned at 1.02 Mbit/s from a sample taken while TCP was still
+        // starting: 20 packets of 750 bytes in 200 ms, 600 kbit/s.
+        let mut e = Estimator::new(&[Some(1_020_000)]);
+        e.on_report(Time::ZERO, 0, &report(0, 0, 0, 0, 0, 0), 1);
+        e.on_sent(0, 15_000);
+        e.on_report(
+            Time::from_millis(200),
+            0,
+            &report(20, 20, 15_000, 0, 0, 0),
+            1,
+        );
+        assert!((e.path(0).unwrap().delivery_bps - 600_000.0).abs() < 1.0);
+        // TCP overshoots with 1250-byte packets (10 ms each): a 25 ms queue at one report
+        // (congestion: the threshold is two packets, 19.6 ms), cut to 90 % of the smoothed
+        // delivery; 40 ms at the next, 100 ms later, the line having carried 10 packets in
+        // between — its full rate.
+        e.on_sent(0, 13_750);
+        e.on_report(
+            Time::from_millis(300),
+            0,
+            &report(31, 30, 27_500, 0, 0, 25_000),
+            1,
+        );
+        let p = e.path(0).unwrap();
+        assert!(p.congested && (p.rate_bps - 540_000.0).abs() < 1.0, "{p:?}");
+        e.on_sent(0, 16_250);
+        e.on_report(
+            Time::from_millis(400),
+            0,
+            &report(44, 40, 40_000, 0, 0, 40_000),
+            1,
+        );
+        let p = e.path(0).unwrap();
+        assert!(p.congested);
+        // Held at 540 kbit/s the line would be half idle once the queue has drained; what it
+        // carried while the queue stood is its capacity.
+        assert!(
+            (p.rate_bps - CUT_TO_DELIVERED * 1_000_000.0).abs() < 1.0,
+            "{}",
+            p.rate_bps
+        );
     }
 
     #[test]
@@ -713,13 +790,14 @@ mod tests {
 
     #[test]
     fn a_busy_clean_path_probes_upwards() {
+        // Busy (1 Mbit over the second) with a small queue: +10 %.
         let mut e = Estimator::new(&[Some(1_000_000)]);
-        e.on_report(Time::ZERO, 0, &report(0, 0, 0, 0, 0, 0), 1);
-        e.on_sent(0, 125_000); // 1 Mbit over the second: busy
+        e.on_report(Time::ZERO, 0, &report(0, 0, 0, 0, 0, 1_500), 1);
+        e.on_sent(0, 125_000);
         e.on_report(
             Time::from_secs(1),
             0,
-            &report(100, 100, 125_000, 0, 0, 0),
+            &report(100, 100, 125_000, 0, 0, 1_500),
             1,
         );
         assert!((e.path(0).unwrap().rate_bps - 1_100_000.0).abs() < 1.0);
@@ -731,6 +809,18 @@ mod tests {
             1,
         );
         assert!((e.path(0).unwrap().rate_bps - 1_100_000.0).abs() < 1.0);
+        // Busy without any queue at either report: nothing says the link is near full, so the
+        // step is ×1.5, from what it carried (2 Mbit/s) when that is more than the rate.
+        let mut e = Estimator::new(&[Some(1_000_000)]);
+        e.on_report(Time::ZERO, 0, &report(0, 0, 0, 0, 0, 0), 1);
+        e.on_sent(0, 250_000);
+        e.on_report(
+            Time::from_secs(1),
+            0,
+            &report(200, 200, 250_000, 0, 0, 500),
+            1,
+        );
+        assert!((e.path(0).unwrap().rate_bps - 3_000_000.0).abs() < 1.0);
     }
 
     #[test]
