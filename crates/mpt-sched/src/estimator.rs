@@ -18,11 +18,12 @@
 //!   the difference is spread over the other paths in proportion to their rates (Common
 //!   Source Decrease) — only to paths that carry traffic without congestion, each up to 10 %
 //!   above the best rate it has delivered, so when every path is overdriven the total falls;
-//!   a path that is busy
-//!   (offered ≥ 80 % of its rate) and not congested probes upwards by 10 % per delivery sample
-//!   (50 % while it is below the best rate it has delivered, which a path passed over since a
-//!   cut does too, or shows no queue at all). Between delivery samples, what a path carried since it began to show a
-//!   queue (at least four packets) stands in for a sample when judging how far it is over.
+//!   a path that is busy (offered ≥ 80 % of its rate) and not congested probes upwards by
+//!   10 % per delivery sample (50 % while it is below the best rate it has delivered, which a
+//!   path passed over since a cut does too); one that shows no queue at all takes what it
+//!   carried in a report interval of [`MIN_SAMPLE_PACKETS`] or more, and doubles per sample.
+//!   Between delivery samples, what a path carried since it began to show a queue (at least
+//!   four packets) stands in for a sample when judging how far it is over.
 //! * **Cap**: the scheduler trusts a path with at most 25 % more than it carried in the last
 //!   report interval (or smoothed), and at least 64 kbit/s (or its configured rate): a light
 //!   stream then spreads over paths it has not measured instead of all going to the one that
@@ -51,6 +52,9 @@ pub const BUSY: f64 = 0.8;
 pub const PROBE: f64 = 1.10;
 /// Faster step while below the best delivery rate seen on the path.
 pub const RECOVER: f64 = 1.50;
+/// Step for a busy path that shows no queue at all (nothing says it is near full): doubling
+/// per sample, as a TCP sender doubles per round trip before it sees congestion.
+pub const UNQUEUED_PROBE: f64 = 2.0;
 /// A delivery sample spans at least this long and this many packets (delivered or lost), or
 /// [`MAX_SAMPLE_S`] on a path that carries fewer.
 pub const MIN_SAMPLE_S: f64 = 0.2;
@@ -73,7 +77,7 @@ pub const UNPROVEN_RATE: f64 = 64_000.0;
 pub const SATURATED_PACKETS: f64 = 4.0;
 pub const SATURATED_MIN_US: f64 = 2_000.0;
 /// A queue below this (smoothed minus minimum one-way delay) is no queue: a busy path that
-/// shows none probes with [`RECOVER`]'s step.
+/// shows none probes with [`UNQUEUED_PROBE`]'s step.
 pub const NO_QUEUE_US: f64 = 1_000.0;
 /// Queueing delay (smoothed minus minimum one-way delay) that counts as congestion, at least.
 pub const QUEUE_THRESHOLD_US: f64 = 10_000.0;
@@ -317,6 +321,7 @@ impl Estimator {
         } else {
             None
         };
+        let unqueued = busy && p.queue_us < NO_QUEUE_US && prev_queue_us < NO_QUEUE_US;
         p.congested = p.last_loss > 0.005
             || (got_packets > 0.0 && p.queue_us > threshold && !draining)
             || (sent_packets > 2.0 && got_packets == 0.0);
@@ -372,7 +377,31 @@ impl Estimator {
             p.rate_bps = new;
             self.spread(i, freed, active);
             true
-        } else if sample.is_some()
+        } else {
+            // A path that carried more than it is believed to, with no queue, in an interval
+            // of enough packets to measure: it carries that at least. (A 20 Mbit/s path would
+            // otherwise wait for its first 200 ms sample while TCP's start overran the paths
+            // already learned.)
+            let shown = unqueued && got_packets >= f64::from(MIN_SAMPLE_PACKETS);
+            let raised = shown && carried > p.rate_bps;
+            if raised {
+                p.rate_bps = carried;
+            }
+            self.probe(i, sample, busy, passed_over, unqueued) || raised
+        }
+    }
+
+    /// Probing, once per delivery `sample`, of path `i` that showed no congestion.
+    fn probe(
+        &mut self,
+        i: usize,
+        sample: Option<f64>,
+        busy: bool,
+        passed_over: bool,
+        unqueued: bool,
+    ) -> bool {
+        let p = &mut self.paths[i];
+        if sample.is_some()
             && !p.saturated
             && (busy || (passed_over && p.rate_bps < 0.9 * p.best_delivery_bps))
         {
@@ -385,11 +414,12 @@ impl Estimator {
             // the step goes from what it carried, when that was more than it was believed to
             // carry. (Not on a path with a queue: a line the scheduler overdrives because
             // every path is short carries its capacity, and a step above that builds a queue.)
-            let unqueued = busy && p.queue_us < NO_QUEUE_US && prev_queue_us < NO_QUEUE_US;
             if unqueued {
                 p.rate_bps = p.rate_bps.max(sample.unwrap_or(0.0));
             }
-            let step = if p.rate_bps < 0.9 * p.best_delivery_bps || unqueued {
+            let step = if unqueued {
+                UNQUEUED_PROBE
+            } else if p.rate_bps < 0.9 * p.best_delivery_bps {
                 RECOVER
             } else {
                 PROBE
@@ -810,7 +840,7 @@ mod tests {
         );
         assert!((e.path(0).unwrap().rate_bps - 1_100_000.0).abs() < 1.0);
         // Busy without any queue at either report: nothing says the link is near full, so the
-        // step is ×1.5, from what it carried (2 Mbit/s) when that is more than the rate.
+        // step doubles, from what it carried (2 Mbit/s) when that is more than the rate.
         let mut e = Estimator::new(&[Some(1_000_000)]);
         e.on_report(Time::ZERO, 0, &report(0, 0, 0, 0, 0, 0), 1);
         e.on_sent(0, 250_000);
@@ -820,7 +850,7 @@ mod tests {
             &report(200, 200, 250_000, 0, 0, 500),
             1,
         );
-        assert!((e.path(0).unwrap().rate_bps - 3_000_000.0).abs() < 1.0);
+        assert!((e.path(0).unwrap().rate_bps - UNQUEUED_PROBE * 2_000_000.0).abs() < 1.0);
     }
 
     #[test]
@@ -844,7 +874,8 @@ mod tests {
         );
         let cut = e.path(0).unwrap().rate_bps;
         assert!(cut < before, "{cut} vs {before}");
-        // Back: busy and clean again, below the best delivery rate: ×1.5 per report.
+        // Back: busy and clean again, below the best delivery rate: ×1.5 per report at least
+        // (with no queue at all, from the 8 Mbit/s it carried in the last 100 ms).
         e.on_sent(0, 100_000);
         e.on_report(
             Time::from_millis(1200),
@@ -852,6 +883,10 @@ mod tests {
             &report(1000, 900, 1_100_000, 0, 0, 0),
             1,
         );
-        assert!((e.path(0).unwrap().rate_bps - cut * RECOVER).abs() < 1.0);
+        let back = e.path(0).unwrap().rate_bps;
+        assert!(
+            back >= cut * RECOVER && back >= before,
+            "{back} vs {cut}, {before}"
+        );
     }
 }
