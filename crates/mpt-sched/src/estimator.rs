@@ -854,6 +854,25 @@ mod tests {
     }
 
     #[test]
+    fn a_path_without_a_queue_is_believed_what_it_carried() {
+        // 50 packets of 1000 bytes in 50 ms (8 Mbit/s), before any delivery sample: a path
+        // believed at 1 Mbit/s with no queue takes 8 at once; one with a 3 ms queue does not.
+        for (queue_us, want) in [(0, 8_000_000.0), (3_000, 1_000_000.0)] {
+            let mut e = Estimator::new(&[Some(1_000_000)]);
+            e.on_report(Time::ZERO, 0, &report(0, 0, 0, 0, 0, queue_us), 1);
+            e.on_sent(0, 50_000);
+            e.on_report(
+                Time::from_millis(50),
+                0,
+                &report(50, 50, 50_000, 0, 0, queue_us),
+                1,
+            );
+            let p = e.path(0).unwrap();
+            assert!((p.rate_bps - want).abs() < 1.0, "queue {queue_us}: {p:?}");
+        }
+    }
+
+    #[test]
     fn a_silent_path_is_congested_and_recovers_fast() {
         let mut e = Estimator::new(&[Some(8_000_000)]);
         e.on_report(Time::ZERO, 0, &report(0, 0, 0, 0, 0, 0), 1);
