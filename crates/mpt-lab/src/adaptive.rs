@@ -42,11 +42,13 @@ const VARIANTS: [Variant; 3] = [
     },
 ];
 
-/// Which cases and schedulers of the comparisons to run (empty: all).
+/// Which cases and schedulers of the comparisons to run (empty: all), and the tunnel's
+/// encryption (`None`: the lab's default).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Only<'a> {
     pub cases: &'a [u32],
     pub schedulers: &'a [String],
+    pub encryption: Option<&'a str>,
 }
 
 impl Only<'_> {
@@ -61,13 +63,22 @@ impl Only<'_> {
     }
 }
 
-fn opts(v: Variant, mtu: u16) -> TunnelOpts {
+fn opts(v: Variant, mtu: u16, encryption: Option<&str>) -> TunnelOpts {
+    let d = TunnelOpts::default();
     TunnelOpts {
         scheduler: v.scheduler.into(),
         configure_rates: v.configure_rates,
         mtu,
-        ..TunnelOpts::default()
+        encryption: encryption.map_or(d.encryption.clone(), str::to_owned),
+        ..d
     }
+}
+
+/// What a comparison's heading says of the encryption when it is not the default.
+fn sealing_note(only: Only) -> String {
+    only.encryption
+        .map(|e| format!(", encryption {e}"))
+        .unwrap_or_default()
 }
 
 /// Feedback overhead seen by a receiver: report bytes sent / data bytes received.
@@ -91,9 +102,10 @@ pub fn run_adaptive(out: &Path, only: Only) -> Result<String> {
 /// Table I cases 5–10 with each scheduler; returns the markdown.
 pub fn ftp_comparison(only: Only) -> Result<String> {
     let suite = builtin("table1")?;
-    let mut md = String::from(
-        "#### Table I cases 5–10 (FTP download, B → A)\n\nEfficiency = FTP goodput / Σ iperf3 TCP on each path alone. Overhead = receiver reports / data received.\n\n\
+    let mut md = format!(
+        "#### Table I cases 5–10 (FTP download, B → A{})\n\nEfficiency = FTP goodput / Σ iperf3 TCP on each path alone. Overhead = receiver reports / data received.\n\n\
          | case | paths Mbit/s | scheduler | time s | efficiency | report overhead |\n|---|---|---|---|---|---|\n",
+        sealing_note(only)
     );
     for c in suite
         .case
@@ -105,7 +117,7 @@ pub fn ftp_comparison(only: Only) -> Result<String> {
         let alone: f64 = paths_alone(&mut lab, 8)?.iter().sum();
         for v in only.variants() {
             eprintln!("== adaptive/ftp case {}: {}", c.id, v.label);
-            lab.start_tunnel(&opts(v, 1400).with_full_mtu())?;
+            lab.start_tunnel(&opts(v, 1400, only.encryption).with_full_mtu())?;
             let trace = Trace::start(&lab, Side::B);
             let download = ftp_download(&mut lab, mb);
             trace.print();
@@ -131,9 +143,10 @@ pub fn ftp_comparison(only: Only) -> Result<String> {
 
 pub fn stream_comparison(out: &Path, only: Only) -> Result<String> {
     let suite = builtin("table2")?;
-    let mut md = String::from(
-        "#### Table II cases 16–17 and 17b (UDP stream over 64/128/64/128 kbit/s serial lines, resequencing on; 17b = 17 with 400-byte datagrams, which the lines can carry)\n\n\
+    let mut md = format!(
+        "#### Table II cases 16–17 and 17b (UDP stream over 64/128/64/128 kbit/s serial lines, resequencing on; 17b = 17 with 400-byte datagrams, which the lines can carry{})\n\n\
          | case | stream kbit/s | scheduler | throughput kbit/s | jitter ms | loss % | reordered at app % | report overhead |\n|---|---|---|---|---|---|---|---|\n",
+        sealing_note(only)
     );
     let mut port = 5700;
     for c in suite
@@ -151,7 +164,7 @@ pub fn stream_comparison(out: &Path, only: Only) -> Result<String> {
                 v.scheduler
             ));
             std::fs::create_dir_all(out)?;
-            let mut o = opts(v, 1400);
+            let mut o = opts(v, 1400, only.encryption);
             o.reorder_window = 512;
             let (r, rx) = stream_run(&mut lab, &suite, c, &o, port, &j)?;
             let _ = writeln!(
@@ -182,7 +195,7 @@ pub fn rate_cut(out: &Path) -> Result<String> {
     let paths = vec![PathSpec::shaped(10_000_000), PathSpec::shaped(10_000_000)];
     let mut lab = Lab::new(&paths)?;
     let v = VARIANTS[2];
-    lab.start_tunnel(&opts(v, 1400))?;
+    lab.start_tunnel(&opts(v, 1400, None))?;
     let sampler = Sampler::start(lab.control_socket(Side::A), Duration::from_millis(100));
     let t0 = Instant::now();
     let (spid, client) = lab.tcp_transfer_in_background(5801, 20)?;
@@ -281,7 +294,7 @@ pub fn outage(out: &Path) -> Result<String> {
         },
     ];
     let mut lab = Lab::new(&paths)?;
-    let o = opts(VARIANTS[2], 1400);
+    let o = opts(VARIANTS[2], 1400, None);
     let dead = o.dead_ms as f64 / 1000.0;
     lab.start_tunnel(&o)?;
     let sampler = Sampler::start(lab.control_socket(Side::A), Duration::from_millis(50));

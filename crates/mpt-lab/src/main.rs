@@ -36,6 +36,10 @@ enum Cmd {
         /// rate, adaptive; default: all).
         #[arg(long, value_delimiter = ',')]
         schedulers: Vec<String>,
+        /// adaptive, adaptive-ftp and adaptive-stream only: the tunnel's encryption
+        /// (chacha20-poly1305, aes-256-gcm or none; default chacha20-poly1305).
+        #[arg(long)]
+        encryption: Option<String>,
         /// Where the markdown, CSV and PNG files go.
         #[arg(long, default_value = "lab-out")]
         out: std::path::PathBuf,
@@ -64,9 +68,14 @@ fn run(
     name: &str,
     cases: &[u32],
     schedulers: &[String],
+    encryption: Option<&str>,
     out: &std::path::Path,
 ) -> anyhow::Result<()> {
-    let only = mpt_lab::adaptive::Only { cases, schedulers };
+    let only = mpt_lab::adaptive::Only {
+        cases,
+        schedulers,
+        encryption,
+    };
     use mpt_lab::scenario;
     if !mpt_lab::netns::require_root("mpt-lab run") {
         anyhow::bail!("the lab needs root");
@@ -142,8 +151,9 @@ fn main() -> ExitCode {
             suite,
             cases,
             schedulers,
+            encryption,
             out,
-        } => run(&suite, &cases, &schedulers, &out),
+        } => run(&suite, &cases, &schedulers, encryption.as_deref(), &out),
         Cmd::Bench {
             what,
             encryption,
