@@ -110,8 +110,8 @@ pub struct PathEstimate {
     pub reports: u64,
     /// Times the rate was cut for congestion.
     pub cuts: u64,
-    /// Most the scheduler may assume the path carries now, bits per second: [`CAP_GROWTH`]
-    /// times what it carried lately, at least [`UNPROVEN_RATE`] or the configured rate.
+    /// Most the scheduler may assume the path carries now, bits per second: `CAP_GROWTH`
+    /// times what it carried lately, at least `UNPROVEN_RATE` (64 kbit/s) or the configured rate.
     pub cap_bps: f64,
     floor_bps: f64,
     // Previous report's counters and time.

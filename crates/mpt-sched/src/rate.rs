@@ -16,10 +16,10 @@ use crate::{PathSet, PathSpec, Scheduler};
 ///
 /// The one-way-delay offset starts at zero and follows the receiver's reports.
 ///
-/// A path whose virtual backlog exceeds [`MAX_BACKLOG`] is passed over while another path has
-/// room: a real bottleneck queue holds only so much, so "arrives earliest" must not mean
-/// "queue 260 ms on the fast path" when the other path is 260 ms slower (the packets would be
-/// dropped). Only when every path is that full does the earliest-delivery rule alone decide.
+/// A path whose virtual backlog exceeds `MAX_BACKLOG` (50 ms) is passed over while another
+/// path has room: a real bottleneck queue holds only so much, so "arrives earliest" must not
+/// mean "queue 260 ms on the fast path" when the other path is 260 ms slower (the packets would
+/// be dropped). Only when every path is that full does the earliest-delivery rule alone decide.
 #[derive(Debug, Clone)]
 pub struct RateScheduler {
     paths: PathSet,
