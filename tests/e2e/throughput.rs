@@ -294,9 +294,13 @@ fn paths_that_carry_data_send_no_keepalives() {
     need!("no_keepalives_under_data", "iperf3");
     let unshaped = mpt_lab::netns::PathSpec::unshaped();
     let mut lab = Lab::new(&[unshaped.clone(), unshaped]).expect("lab");
+    // Round-robin, so that both paths carry data: the adaptive scheduler may leave one of two
+    // unshaped paths idle when the other carries the flow, and an idle path rightly sends
+    // keepalives.
     let opts = TunnelOpts {
         keepalive_ms: 20,
         dead_ms: 100,
+        scheduler: "rr".into(),
         ..TunnelOpts::default()
     };
     lab.start_tunnel(&opts).expect("tunnel");
