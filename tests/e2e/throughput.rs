@@ -285,18 +285,12 @@ fn a_multi_queue_tun_carries_several_flows() {
     assert_eq!(rx.tunnel.reseq.delivered_out_of_order, 0);
 }
 
-/// A path that carries data sends no keepalives (the data keeps it alive, reports bring the
-/// RTT): on MPT's 64 kbit/s lines a keepalive and its answer every 100 ms took a fifth of the
-/// line. Two fast paths busy for 3 s at a 20 ms keepalive interval would take 300 keepalives
-/// otherwise; the receiving side, which sends only TCP's ACKs, keeps its own paths alive.
-#[test]
-fn paths_that_carry_data_send_no_keepalives() {
-    need!("no_keepalives_under_data", "iperf3");
+/// Two unshaped paths, a tunnel with a 20 ms keepalive (100 ms `dead_ms`), round-robin so that
+/// both paths carry data: the adaptive scheduler may leave one of two unshaped paths idle when
+/// the other carries the flow, and an idle path rightly sends keepalives.
+fn two_busy_paths() -> Lab {
     let unshaped = mpt_lab::netns::PathSpec::unshaped();
     let mut lab = Lab::new(&[unshaped.clone(), unshaped]).expect("lab");
-    // Round-robin, so that both paths carry data: the adaptive scheduler may leave one of two
-    // unshaped paths idle when the other carries the flow, and an idle path rightly sends
-    // keepalives.
     let opts = TunnelOpts {
         keepalive_ms: 20,
         dead_ms: 100,
@@ -304,6 +298,17 @@ fn paths_that_carry_data_send_no_keepalives() {
         ..TunnelOpts::default()
     };
     lab.start_tunnel(&opts).expect("tunnel");
+    lab
+}
+
+/// A path that carries data sends no keepalives (the data keeps it alive, reports bring the
+/// RTT): on MPT's 64 kbit/s lines a keepalive and its answer every 100 ms took a fifth of the
+/// line. Two fast paths busy for 3 s at a 20 ms keepalive interval would take 300 keepalives
+/// otherwise; the receiving side, which sends only TCP's ACKs, keeps its own paths alive.
+#[test]
+fn paths_that_carry_data_send_no_keepalives() {
+    need!("no_keepalives_under_data", "iperf3");
+    let mut lab = two_busy_paths();
     let before = lab.status(Side::A).expect("status");
     let v = lab
         .iperf3(Side::A, &tunnel_addr(Side::B), 5201, &["-t", "3"])
@@ -330,17 +335,7 @@ fn paths_that_carry_data_send_no_keepalives() {
 #[test]
 fn keepalives_on_paths_that_carry_data_are_answered_once_a_second() {
     need!("acks_under_data", "iperf3");
-    let unshaped = mpt_lab::netns::PathSpec::unshaped();
-    let mut lab = Lab::new(&[unshaped.clone(), unshaped]).expect("lab");
-    // Round-robin, so that both paths carry data (the adaptive scheduler would leave a path
-    // idle that the stream does not need).
-    let opts = TunnelOpts {
-        keepalive_ms: 20,
-        dead_ms: 100,
-        scheduler: "rr".into(),
-        ..TunnelOpts::default()
-    };
-    lab.start_tunnel(&opts).expect("tunnel");
+    let mut lab = two_busy_paths();
     let before = lab.status(Side::A).expect("status");
     // A one-way stream: B receives on both paths and sends keepalives on them (it sends no
     // data there), which A answers.
