@@ -163,6 +163,16 @@ impl PathEstimate {
         (bytes + packets * self.overhead as f64) * 8.0 / secs
     }
 
+    /// Link bits per second the path carried from the report `from` (its time and counters) to
+    /// `r` at `now`; `None` over fewer than [`SHORT_SAMPLE_PACKETS`] packets.
+    fn carried_since(&self, from: (Time, ReportEntry), r: &ReportEntry, now: Time) -> Option<f64> {
+        let (t0, r0) = from;
+        let packets = r.packets.wrapping_sub(r0.packets);
+        let bytes = r.bytes.wrapping_sub(r0.bytes) as f64;
+        (packets >= SHORT_SAMPLE_PACKETS && now > t0)
+            .then(|| self.link_bps(bytes, f64::from(packets), (now - t0).as_secs_f64()))
+    }
+
     /// The rate the scheduler should use: the learned rate, within what the path has shown.
     pub fn send_rate_bps(&self) -> f64 {
         self.rate_bps.min(self.cap_bps)
@@ -331,19 +341,14 @@ impl Estimator {
             // less than half its rate, was full for the interval: what it carried is its
             // capacity, so the rate goes just below that at once (on a 64 kbit/s line started
             // at 1 Mbit/s and offered a 128 kbit/s stream, halving took four samples of
-            // overload, 300 ms queues and late drops for eight seconds). A silent one is halved. Otherwise (a little
-            // overdriven, or offered little) the rate is halved, not below 90 % of what it
-            // delivered before: a TCP flow that just backed off delivers less than the link
-            // carries.
+            // overload, 300 ms queues and late drops for eight seconds). A silent one is
+            // halved. Otherwise (a little overdriven, or offered little) the rate is halved,
+            // not below 90 % of what it delivered before: a TCP flow that just backed off
+            // delivers less than the link carries.
             // Between delivery samples: a link that has held a queue since an earlier report
             // was busy ever since, so what it carried since then is its capacity too.
-            let measured = sample.or_else(|| {
-                let (t0, r0) = queued_since.unwrap_or((t0, prev));
-                let packets = r.packets.wrapping_sub(r0.packets);
-                let bytes = r.bytes.wrapping_sub(r0.bytes) as f64;
-                (packets >= SHORT_SAMPLE_PACKETS && now > t0)
-                    .then(|| p.link_bps(bytes, f64::from(packets), (now - t0).as_secs_f64()))
-            });
+            let measured =
+                sample.or_else(|| p.carried_since(queued_since.unwrap_or((t0, prev)), r, now));
             let far_over = measured
                 .filter(|&s| got_packets > 0.0 && s < p.rate_bps / 2.0 && offered >= 1.25 * s);
             // A link whose queue stood (two packets deep) at the last report and stands now
@@ -355,12 +360,7 @@ impl Estimator {
             // overdriven because every path was: a TCP flow starting).
             let standing = (2.0 * packet_us).max(SATURATED_MIN_US);
             let busy_since = queued_since.or((prev_queue_us > standing).then_some((t0, prev)));
-            let capacity = busy_since.and_then(|(t0, r0)| {
-                let packets = r.packets.wrapping_sub(r0.packets);
-                let bytes = r.bytes.wrapping_sub(r0.bytes) as f64;
-                (packets >= SHORT_SAMPLE_PACKETS && now > t0)
-                    .then(|| p.link_bps(bytes, f64::from(packets), (now - t0).as_secs_f64()))
-            });
+            let capacity = busy_since.and_then(|from| p.carried_since(from, r, now));
             let new = if let Some(c) = capacity {
                 (CUT_TO_DELIVERED * c).max(MIN_RATE)
             } else if let Some(s) = far_over {
