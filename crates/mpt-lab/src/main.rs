@@ -32,8 +32,8 @@ enum Cmd {
         /// Only these case ids (default: all).
         #[arg(long, value_delimiter = ',')]
         cases: Vec<u32>,
-        /// adaptive, adaptive-ftp and adaptive-stream only: only these schedulers of the comparison (wrr,
-        /// rate, adaptive; default: all).
+        /// adaptive, adaptive-ftp and adaptive-stream only: only these schedulers of the
+        /// comparison (wrr, rate, adaptive; default: all).
         #[arg(long, value_delimiter = ',')]
         schedulers: Vec<String>,
         /// adaptive, adaptive-ftp and adaptive-stream only: the tunnel's encryption
