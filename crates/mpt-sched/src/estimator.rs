@@ -63,6 +63,8 @@ pub const MAX_SAMPLE_S: f64 = 1.0;
 /// Packets a congested path must have carried since its queue appeared (or, on the first report
 /// that shows it, in the last interval) for that rate to stand in for a delivery sample.
 pub const SHORT_SAMPLE_PACKETS: u32 = 4;
+/// Reports remembered to measure what a path carried lately over enough packets.
+const RECENT_REPORTS: usize = 8;
 /// On congestion, the rate becomes this share of what the path delivered in the interval.
 pub const CUT_TO_DELIVERED: f64 = 0.95;
 /// The scheduler trusts a path with at most this much more than it carried lately (in the
@@ -120,6 +122,8 @@ pub struct PathEstimate {
     window: Option<(Time, ReportEntry)>,
     // Counters and time of the first report in the current run of reports showing a queue.
     queued_since: Option<(Time, ReportEntry)>,
+    // Time, packets and bytes of the last few reports, newest first.
+    recent: Vec<(Time, u32, u64)>,
     ewma: f64,
     history: [f64; KAPPA],
     filled: usize,
@@ -149,6 +153,7 @@ impl PathEstimate {
             last: None,
             window: None,
             queued_since: None,
+            recent: Vec::with_capacity(RECENT_REPORTS),
             ewma: 0.0,
             history: [0.0; KAPPA],
             filled: 0,
@@ -171,6 +176,25 @@ impl PathEstimate {
         let bytes = r.bytes.wrapping_sub(r0.bytes) as f64;
         (packets >= SHORT_SAMPLE_PACKETS && now > t0)
             .then(|| self.link_bps(bytes, f64::from(packets), (now - t0).as_secs_f64()))
+    }
+
+    /// Link bits per second over the shortest span of recent reports ending at `r` that holds
+    /// [`SHORT_SAMPLE_PACKETS`] packets, or over all of them; `None` without a recent report.
+    fn carried_lately(&self, now: Time, r: &ReportEntry) -> Option<f64> {
+        let &(t0, packets0, bytes0) = self
+            .recent
+            .iter()
+            .find(|(_, packets, _)| r.packets.wrapping_sub(*packets) >= SHORT_SAMPLE_PACKETS)
+            .or(self.recent.last())?;
+        let packets = r.packets.wrapping_sub(packets0);
+        let bytes = r.bytes.wrapping_sub(bytes0) as f64;
+        (now > t0).then(|| self.link_bps(bytes, f64::from(packets), (now - t0).as_secs_f64()))
+    }
+
+    /// Keep report `r`'s counters for [`Self::carried_lately`], newest first.
+    fn remember(&mut self, now: Time, r: &ReportEntry) {
+        self.recent.truncate(RECENT_REPORTS - 1);
+        self.recent.insert(0, (now, r.packets, r.bytes));
     }
 
     /// The rate the scheduler should use: the learned rate, within what the path has shown.
@@ -246,6 +270,7 @@ impl Estimator {
         let Some((t0, prev)) = p.last else {
             p.last = Some((now, *r));
             p.sent_bytes = 0;
+            p.remember(now, r);
             return false;
         };
         let dt = (now - t0).as_secs_f64();
@@ -258,6 +283,8 @@ impl Estimator {
             // Measure afresh from this report.
             p.window = None;
             p.sent_bytes = 0;
+            p.recent.clear();
+            p.remember(now, r);
             return false;
         }
         p.reports += 1;
@@ -305,20 +332,31 @@ impl Estimator {
         } else {
             1500.0
         };
+        // The minimum delay was seen by a packet of `owd_min_len` bytes and the smoothed delay
+        // by packets of the interval's size: on a line that serialises at its rate the
+        // difference is no queue (a 128 kbit/s line shows 400-byte datagrams 20 ms above the
+        // 40-byte TCP acknowledgement that set its minimum). It is taken out at the rate the
+        // path has shown, which is at most its capacity: at worst less than one packet's worth
+        // of real queue goes unseen.
+        if r.owd_min_len > 0 {
+            let shown = carried
+                .max(p.delivery_bps)
+                .max(p.best_delivery_bps)
+                .max(MIN_RATE);
+            let excess = packet - (f64::from(r.owd_min_len) + p.overhead as f64);
+            p.queue_us = (p.queue_us - excess.max(0.0) * 8.0 / shown * 1e6).max(0.0);
+        }
         // A link that holds a standing queue of a few packets is full: it carries what it can,
         // and trusting it with more only lengthens its queue (on a fast path that is a
         // millisecond or two, far below the congestion threshold, which slow lines set).
         let packet_us = packet * 8.0 / carried.max(p.delivery_bps).max(MIN_RATE) * 1e6;
         p.saturated =
             got_packets > 0.0 && p.queue_us > (SATURATED_PACKETS * packet_us).max(SATURATED_MIN_US);
-        // What the scheduler may trust the path with until the next report.
-        let growth = if p.saturated { 1.0 } else { CAP_GROWTH };
-        p.cap_bps = (growth * carried.max(p.delivery_bps)).max(p.floor_bps);
         // A queue is "building" when it holds more than the threshold or two packets'
         // serialisation at the current rate (on slow links one full-size packet is 100+ ms),
         // packets as large as those of the interval (small datagrams queue in less time).
         let threshold = QUEUE_THRESHOLD_US
-            .max(2.0 * packet * 8.0 / p.rate_bps * 1e6)
+            .max(1.0 * packet * 8.0 / p.rate_bps * 1e6)
             .min(200_000.0);
         // The smoothed delay only moves when packets arrive: a path that carried nothing in
         // the interval shows the queue of its last packets, which says nothing about now.
@@ -335,6 +373,18 @@ impl Estimator {
         p.congested = p.last_loss > 0.005
             || (got_packets > 0.0 && p.queue_us > threshold && !draining)
             || (sent_packets > 2.0 && got_packets == 0.0);
+        // What the scheduler may trust the path with until the next report: a step above what
+        // it carried lately, measured over a few packets (a 64 kbit/s line carries one or two
+        // 400-byte datagrams per 100 ms report, 39 or 78 kbit/s), and no step on a path that
+        // is full or congested.
+        let lately = p.carried_lately(now, r).unwrap_or(carried);
+        let growth = if p.saturated || p.congested {
+            1.0
+        } else {
+            CAP_GROWTH
+        };
+        p.cap_bps = (growth * lately.max(p.delivery_bps)).max(p.floor_bps);
+        p.remember(now, r);
         if p.congested {
             p.cuts += 1;
             // A congested link that was offered clearly more than it delivered, and delivered
@@ -870,6 +920,29 @@ mod tests {
             let p = e.path(0).unwrap();
             assert!((p.rate_bps - want).abs() < 1.0, "queue {queue_us}: {p:?}");
         }
+    }
+
+    #[test]
+    fn serialisation_of_larger_packets_is_no_queue() {
+        // A 128 kbit/s serial line carries 400-byte datagrams (486 on the wire) at 65 kbit/s;
+        // its minimum delay was set by a 52-byte packet, 27 ms faster to serialise at
+        // 128 kbit/s, so the smoothed delay stands 25 ms above the minimum with no queue.
+        let mut e = Estimator::new(&[None]);
+        e.set_overhead(0, 86);
+        let r = |seq: u16, owd_us: u32| ReportEntry {
+            owd_min_len: 52,
+            ..report(seq, u32::from(seq), u64::from(seq) * 400, 0, 0, owd_us)
+        };
+        e.on_report(Time::ZERO, 0, &r(0, 0), 1);
+        e.on_sent(0, 20 * 486);
+        e.on_report(Time::from_millis(1200), 0, &r(20, 25_000), 1);
+        let p = e.path(0).unwrap();
+        assert!(!p.congested && p.queue_us < NO_QUEUE_US, "{p:?}");
+        // A real queue on top of it still counts: 150 ms is congestion.
+        e.on_sent(0, 20 * 486);
+        e.on_report(Time::from_millis(2400), 0, &r(40, 175_000), 1);
+        let p = e.path(0).unwrap();
+        assert!(p.congested && p.queue_us > 100_000.0, "{p:?}");
     }
 
     #[test]
