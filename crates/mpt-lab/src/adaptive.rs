@@ -311,7 +311,7 @@ pub fn outage(out: &Path) -> Result<String> {
     lab.reap(spid);
     let v: serde_json::Value = serde_json::from_slice(&res.stdout).context("iperf3 JSON")?;
     let total_bps = iperf3_bps(&v);
-    let mut csv = String::from("t_s,tunnel_kbit,p0_kbit,p1_kbit\n");
+    let mut csv = String::from("t_s,tunnel_kbit,p0_kbit,p1_kbit,p0_rate_kbit,p1_rate_kbit\n");
     let mut left = None;
     let mut back = None;
     let mut longest_stall: f64 = 0.0;
@@ -326,13 +326,16 @@ pub fn outage(out: &Path) -> Result<String> {
         let (a, b) = (&w[0], &w[1]);
         let tun = rate_between(a, b, |s| s.tunnel.tx_bytes);
         let p1 = rate_between(a, b, |s| s.paths[1].tx_bytes);
+        let learned = |i: usize| b.1.paths[i].rate_bps.unwrap_or(0) as f64;
         let _ = writeln!(
             csv,
-            "{:.2},{:.0},{:.0},{:.0}",
+            "{:.2},{:.0},{:.0},{:.0},{:.0},{:.0}",
             b.0,
             tun / 1e3,
             rate_between(a, b, |s| s.paths[0].tx_bytes) / 1e3,
-            p1 / 1e3
+            p1 / 1e3,
+            learned(0) / 1e3,
+            learned(1) / 1e3
         );
         if b.0 > down_at && left.is_none() && p1 < 0.1 * p1_before {
             left = Some(b.0 - down_at);

@@ -49,11 +49,15 @@ impl Scheduler for AdaptiveScheduler {
 
     fn on_sent(&mut self, now: Time, path: PathId, len: usize) {
         self.inner.on_sent(now, path, len);
-        self.est.on_sent(path.index(), len);
+        self.est.on_sent(now, path.index(), len);
     }
 
     fn on_path_state(&mut self, now: Time, path: PathId, up: bool) {
         self.inner.on_path_state(now, path, up);
+        if up {
+            self.est.on_path_up(path.index());
+            self.inner.avoid(path, false);
+        }
     }
 
     fn on_report(&mut self, now: Time, path: PathId, report: &ReportEntry) {
@@ -62,17 +66,22 @@ impl Scheduler for AdaptiveScheduler {
             .filter(|&i| self.inner.is_up(PathId(i as u8)))
             .fold(0u64, |m, i| m | 1 << i);
         self.est.on_report(now, path.index(), report, active);
-        if let Some(p) = self.est.path(path.index()).filter(|p| p.congested) {
+        // Every report moves the caps, so every report sets the rates: the expected goodput,
+        // the rate the path may take scaled by how much of it arrives. A silent path is passed
+        // over until a report clears it (or it comes back up after it was found dead): new
+        // packets go elsewhere — a TCP flow's retransmission after its timeout included.
+        for (i, p) in self.est.paths().iter().enumerate() {
+            let rate = p.send_rate_bps() * p.reliability;
+            self.inner.set_rate(PathId(i as u8), rate.max(1.0) as u64);
+            self.inner.avoid(PathId(i as u8), p.silent);
+        }
+        // The queue the receiver saw on a path that carried packets in the interval stands in
+        // its virtual clock: while every path is overdriven (a stream faster than the rates
+        // learned so far), new packets go where the real queues are shortest, so they arrive
+        // in order, instead of in proportion to rates that the queues show are wrong.
+        if let Some(p) = self.est.path(path.index()).filter(|p| p.last_packets > 0) {
             let queue = std::time::Duration::from_micros(p.queue_us as u64);
             self.inner.hold_queue(now, path, queue);
-        }
-        // Every report moves the caps, so every report sets the rates.
-        for (i, p) in self.est.paths().iter().enumerate() {
-            // Expected goodput: the rate the path may take, scaled by how much of it arrives.
-            self.inner.set_rate(
-                PathId(i as u8),
-                (p.send_rate_bps() * p.reliability).max(1.0) as u64,
-            );
         }
     }
 
@@ -306,5 +315,53 @@ mod tests {
         let o = closed_loop(&sim, |_, _| {});
         let loss = o.lost_all as f64 / o.sent_all.max(1) as f64;
         assert!(loss <= 0.001, "lost or late {:.2} %: {o:?}", 100.0 * loss);
+    }
+
+    /// Two 10 Mbit/s paths; path 1 goes dead at 1 s while a TCP flow sends on both. The
+    /// report 30 ms later shows path 1 silent; the flow stalls and reports stop. The
+    /// retransmissions that follow 200 ms later must go to path 0.
+    #[test]
+    fn a_silent_path_gets_nothing_while_another_has_room() {
+        let spec = PathSpec::new(1, Some(10_000_000), false).with_overhead(OVERHEAD);
+        let mut s = AdaptiveScheduler::new(&[spec; 2]);
+        let len = 1400 + OVERHEAD;
+        let mut rx = [ReportEntry::default(); 2];
+        let mut last_arrival = [0u64; 2];
+        let mut echo = [0u32; 2];
+        // 12 Mbit/s in all, a packet a millisecond; reports every 20 ms.
+        for ms in 0..=1030u64 {
+            let now = Time::from_millis(ms);
+            {
+                let p = s.select(now, len).unwrap();
+                s.on_sent(now, p, len);
+                let i = p.index();
+                if i == 0 || ms < 1000 {
+                    rx[i].packets += 1;
+                    rx[i].path_seq = rx[i].path_seq.wrapping_add(1);
+                    rx[i].bytes += 1400;
+                    last_arrival[i] = ms;
+                    echo[i] = now.wire_micros();
+                }
+            }
+            if ms % 20 == 0 || ms == 1030 {
+                for i in 0..2 {
+                    let e = ReportEntry {
+                        path: PathId(i as u8),
+                        echo: echo[i],
+                        echo_age_us: ((ms - last_arrival[i]) * 1000) as u32,
+                        ..rx[i]
+                    };
+                    s.on_report(now, PathId(i as u8), &e);
+                }
+            }
+        }
+        assert!(s.estimator().path(1).unwrap().silent);
+        eprintln!("{:?}", s.inner);
+        for ms in [1230, 1231, 1232, 1235, 1240] {
+            let now = Time::from_millis(ms);
+            let p = s.select(now, len).unwrap();
+            s.on_sent(now, p, len);
+            assert_eq!(p, PathId(0), "at {ms} ms");
+        }
     }
 }

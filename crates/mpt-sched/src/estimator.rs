@@ -8,9 +8,13 @@
 //! * **Reliability**, as MPMTP-AR: `R ← α·R + (1−α)·(delivered / sent)` with α = 0.8, where
 //!   "sent" is the advance of the highest per-path sequence number between two reports (the
 //!   number of data packets the sender put on the path), so the ratio is exact.
-//! * **Congestion**: loss in the interval, or the smoothed one-way delay standing above the
-//!   path's floor by more than a threshold (a queue is building) and not draining (a quarter
-//!   lower than at the last report: that queue was answered already).
+//! * **Queue**: the smoothed one-way delay above the path's floor, less the serialisation of
+//!   the interval's packets beyond that of the packet that set the floor (the report names its
+//!   length), at the rate the path has shown: on a 128 kbit/s line 400-byte datagrams stand
+//!   20 ms above the TCP acknowledgement that set the floor, with nothing queued.
+//! * **Congestion**: loss in the interval, or the queue standing above a threshold (10 ms or
+//!   one packet's serialisation) and not draining (a quarter lower than at the last report:
+//!   that queue was answered already).
 //! * **Sending rate** for the scheduler: on congestion the path's rate is halved (not below
 //!   90 % of what it delivers, unless it delivered nothing; straight to 95 % of the sample when
 //!   it delivered under half its rate and clearly less than it was offered; set to 95 % of what
@@ -24,8 +28,9 @@
 //!   carried in a report interval of [`MIN_SAMPLE_PACKETS`] or more, and doubles per sample.
 //!   Between delivery samples, what a path carried since it began to show a queue (at least
 //!   four packets) stands in for a sample when judging how far it is over.
-//! * **Cap**: the scheduler trusts a path with at most 25 % more than it carried in the last
-//!   report interval (or smoothed), and at least 64 kbit/s (or its configured rate): a light
+//! * **Cap**: the scheduler trusts a path with at most 25 % more than it carried lately (over
+//!   the last reports that span four packets or more, or smoothed), none more while it is
+//!   congested, and at least 64 kbit/s (or its configured rate): a light
 //!   stream then spreads over paths it has not measured instead of all going to the one that
 //!   looks nearest, and a path's share grows by a step per report as it proves it carries it.
 //!   A path whose queue stands four packets deep (at least 2 ms) is full: it is trusted with
@@ -63,6 +68,19 @@ pub const MAX_SAMPLE_S: f64 = 1.0;
 /// Packets a congested path must have carried since its queue appeared (or, on the first report
 /// that shows it, in the last interval) for that rate to stand in for a delivery sample.
 pub const SHORT_SAMPLE_PACKETS: u32 = 4;
+/// A path is silent when a packet the sender put on it after the last one the receiver got
+/// should have arrived before the report by this much (and by eight packets' time at the rate
+/// the path carried lately) but did not: an outage that `dead_ms` has not yet confirmed. A TCP
+/// flow that lost a window there stalls until its retransmission timeout, and nothing more is
+/// reported until then; the retransmission must not go to the same dead path. (A sender that
+/// simply stopped sending leaves nothing that should have arrived.)
+pub const SILENT_MIN_US: f64 = 10_000.0;
+/// Sends older than this (microseconds) no longer make a path silent: a path found silent is
+/// sent nothing more, and must not stay silent for good on what it lost once.
+const SILENT_MAX_AGE_US: i32 = 1_000_000;
+/// Send times remembered per path (one a millisecond at most) to tell a silent path from one
+/// that was not sent to.
+const SEND_TIMES: usize = 64;
 /// Reports remembered to measure what a path carried lately over enough packets.
 const RECENT_REPORTS: usize = 8;
 /// On congestion, the rate becomes this share of what the path delivered in the interval.
@@ -97,10 +115,17 @@ pub struct PathEstimate {
     pub reliability: f64,
     /// Loss ratio of the last report interval.
     pub last_loss: f64,
+    /// Packets delivered in the last report interval.
+    pub last_packets: u32,
     /// Queueing delay in the last report, microseconds.
     pub queue_us: f64,
     /// Whether the last report showed congestion.
     pub congested: bool,
+    /// Whether the last report showed the path silent: the receiver has heard nothing on it
+    /// for a while although the sender kept sending (see [`SILENT_MIN_US`]). The rate is left
+    /// as it was (the scheduler sends nothing there meanwhile; a path that comes back carries
+    /// what it carried before).
+    pub silent: bool,
     /// Whether the last report showed a standing queue of a few packets: the link is full.
     pub saturated: bool,
     /// Whether the path carried at least half its rate in the last report interval: only
@@ -129,6 +154,10 @@ pub struct PathEstimate {
     filled: usize,
     /// Bytes the sender put on the path since the last report (busy test).
     sent_bytes: u64,
+    /// Send times (wire microseconds) of the last [`SEND_TIMES`] packets put on the path, a
+    /// ring; `sends` counts them all.
+    send_times: [u32; SEND_TIMES],
+    sends: u64,
     /// Bytes the path adds to each inner packet (headers, outer IP/UDP, framing).
     overhead: usize,
 }
@@ -143,8 +172,10 @@ impl PathEstimate {
             best_delivery_bps: 0.0,
             reliability: 1.0,
             last_loss: 0.0,
+            last_packets: 0,
             queue_us: 0.0,
             congested: false,
+            silent: false,
             saturated: false,
             busy: false,
             owd_offset_us: 0,
@@ -158,6 +189,8 @@ impl PathEstimate {
             history: [0.0; KAPPA],
             filled: 0,
             sent_bytes: 0,
+            send_times: [0; SEND_TIMES],
+            sends: 0,
             overhead: 0,
         }
     }
@@ -251,10 +284,27 @@ impl Estimator {
         &self.paths
     }
 
-    /// `len` bytes were sent on path `i`.
-    pub fn on_sent(&mut self, i: usize, len: usize) {
+    /// `len` bytes were sent on path `i` at `now`.
+    pub fn on_sent(&mut self, now: Time, i: usize, len: usize) {
         if let Some(p) = self.paths.get_mut(i) {
             p.sent_bytes += len as u64;
+            // At most one a millisecond, so that the ring spans 64 ms at any rate.
+            let t = now.wire_micros();
+            let last =
+                p.send_times[((p.sends + SEND_TIMES as u64 - 1) % SEND_TIMES as u64) as usize];
+            if p.sends == 0 || t.wrapping_sub(last) >= 1_000 {
+                p.send_times[(p.sends % SEND_TIMES as u64) as usize] = t;
+                p.sends += 1;
+            }
+        }
+    }
+
+    /// Path `i` came back up after it was found dead: what was sent on it before is lost, and
+    /// says nothing about whether it is silent now.
+    pub fn on_path_up(&mut self, i: usize) {
+        if let Some(p) = self.paths.get_mut(i) {
+            p.sends = 0;
+            p.silent = false;
         }
     }
 
@@ -289,7 +339,8 @@ impl Estimator {
         }
         p.reports += 1;
         let sent_packets = i64::from(seq16_diff(r.path_seq, prev.path_seq)).max(0) as f64;
-        let got_packets = f64::from(r.packets.wrapping_sub(prev.packets));
+        p.last_packets = r.packets.wrapping_sub(prev.packets);
+        let got_packets = f64::from(p.last_packets);
         let got_bytes = r.bytes.wrapping_sub(prev.bytes) as f64;
         let lost = f64::from(r.lost.wrapping_sub(prev.lost));
         let offered = p.sent_bytes as f64 * 8.0 / dt;
@@ -352,7 +403,7 @@ impl Estimator {
         let packet_us = packet * 8.0 / carried.max(p.delivery_bps).max(MIN_RATE) * 1e6;
         p.saturated =
             got_packets > 0.0 && p.queue_us > (SATURATED_PACKETS * packet_us).max(SATURATED_MIN_US);
-        // A queue is "building" when it holds more than the threshold or two packets'
+        // A queue is "building" when it holds more than the threshold or one packet's
         // serialisation at the current rate (on slow links one full-size packet is 100+ ms),
         // packets as large as those of the interval (small datagrams queue in less time).
         let threshold = QUEUE_THRESHOLD_US
@@ -370,6 +421,23 @@ impl Estimator {
             None
         };
         let unqueued = busy && p.queue_us < NO_QUEUE_US && prev_queue_us < NO_QUEUE_US;
+        // Silent: a packet sent after the last one that arrived (the echo is that one's send
+        // time) would have arrived by the margin before this report, had the path kept its
+        // delay.
+        let lately = p.carried_lately(now, r).unwrap_or(carried);
+        let lately_packet_us = packet * 8.0 / lately.max(p.delivery_bps).max(MIN_RATE) * 1e6;
+        let margin = SILENT_MIN_US.max(8.0 * lately_packet_us);
+        let overdue = f64::from(r.echo_age_us) - margin;
+        p.silent = r.packets > 0
+            && overdue > 0.0
+            && p.send_times
+                .iter()
+                .take(p.sends.min(SEND_TIMES as u64) as usize)
+                .any(|&s| {
+                    let after = s.wrapping_sub(r.echo) as i32;
+                    let age = now.wire_micros().wrapping_sub(s) as i32;
+                    after > 0 && f64::from(after) <= overdue && age <= SILENT_MAX_AGE_US
+                });
         p.congested = p.last_loss > 0.005
             || (got_packets > 0.0 && p.queue_us > threshold && !draining)
             || (sent_packets > 2.0 && got_packets == 0.0);
@@ -377,7 +445,6 @@ impl Estimator {
         // it carried lately, measured over a few packets (a 64 kbit/s line carries one or two
         // 400-byte datagrams per 100 ms report, 39 or 78 kbit/s), and no step on a path that
         // is full or congested.
-        let lately = p.carried_lately(now, r).unwrap_or(carried);
         let growth = if p.saturated || p.congested {
             1.0
         } else {
@@ -658,7 +725,7 @@ mod tests {
         // Paths 1 and 2 delivered 1 and 3 Mbit/s cleanly (a 1.5 ms queue), above their rates:
         // they climb back ×1.5 (to 0.75 and 2.25 Mbit/s).
         for (i, bytes) in [(1, 25_000), (2, 75_000)] {
-            e.on_sent(i, bytes);
+            e.on_sent(Time::ZERO, i, bytes);
             e.on_report(
                 Time::from_millis(200),
                 i,
@@ -669,7 +736,7 @@ mod tests {
         assert_eq!(e.path(1).unwrap().rate_bps, 750_000.0);
         // Path 0, offered 4 Mbit/s, shows a 50 ms queue while it delivered 40 000 bytes in
         // 200 ms: 1.6 Mbit/s, so it drops to 95 % of that at once.
-        e.on_sent(0, 100_000);
+        e.on_sent(Time::ZERO, 0, 100_000);
         e.on_report(
             Time::from_millis(200),
             0,
@@ -690,7 +757,7 @@ mod tests {
         let mut e = Estimator::new(&[Some(4_000_000)]);
         e.set_overhead(0, 100);
         e.on_report(Time::ZERO, 0, &report(0, 0, 0, 0, 0, 0), 1);
-        e.on_sent(0, 100_000);
+        e.on_sent(Time::ZERO, 0, 100_000);
         e.on_report(
             Time::from_millis(200),
             0,
@@ -706,7 +773,7 @@ mod tests {
         // starting: 20 packets of 750 bytes in 200 ms, 600 kbit/s.
         let mut e = Estimator::new(&[Some(1_020_000)]);
         e.on_report(Time::ZERO, 0, &report(0, 0, 0, 0, 0, 0), 1);
-        e.on_sent(0, 15_000);
+        e.on_sent(Time::ZERO, 0, 15_000);
         e.on_report(
             Time::from_millis(200),
             0,
@@ -715,10 +782,10 @@ mod tests {
         );
         assert!((e.path(0).unwrap().delivery_bps - 600_000.0).abs() < 1.0);
         // TCP overshoots with 1250-byte packets (10 ms each): a 25 ms queue at one report
-        // (congestion: the threshold is two packets, 19.6 ms), cut to 90 % of the smoothed
+        // (congestion: the threshold is one packet, 10 ms), cut to 90 % of the smoothed
         // delivery; 40 ms at the next, 100 ms later, the line having carried 10 packets in
         // between — its full rate.
-        e.on_sent(0, 13_750);
+        e.on_sent(Time::ZERO, 0, 13_750);
         e.on_report(
             Time::from_millis(300),
             0,
@@ -727,7 +794,7 @@ mod tests {
         );
         let p = e.path(0).unwrap();
         assert!(p.congested && (p.rate_bps - 540_000.0).abs() < 1.0, "{p:?}");
-        e.on_sent(0, 16_250);
+        e.on_sent(Time::ZERO, 0, 16_250);
         e.on_report(
             Time::from_millis(400),
             0,
@@ -753,7 +820,7 @@ mod tests {
         }
         // Path 1 carried traffic cleanly; path 2 carried none (the scheduler passed it over,
         // so nothing is known of its headroom).
-        e.on_sent(1, 25_000);
+        e.on_sent(Time::ZERO, 1, 25_000);
         e.on_report(
             Time::from_millis(200),
             1,
@@ -762,7 +829,7 @@ mod tests {
         );
         e.on_report(Time::from_millis(200), 2, &report(0, 0, 0, 0, 0, 0), 0b111);
         let before_1 = e.path(1).unwrap().rate_bps;
-        e.on_sent(0, 25_000);
+        e.on_sent(Time::ZERO, 0, 25_000);
         e.on_report(
             Time::from_millis(200),
             0,
@@ -775,7 +842,7 @@ mod tests {
         assert_eq!(r[1], before_1, "{r:?}");
         assert_eq!(r[2], 1_000_000.0, "the idle path gained nothing: {r:?}");
         // Now every path is congested or idle: a cut frees rate that nobody takes.
-        e.on_sent(1, 25_000);
+        e.on_sent(Time::ZERO, 1, 25_000);
         e.on_report(
             Time::from_millis(400),
             1,
@@ -793,7 +860,7 @@ mod tests {
         // the rate it is believed to have, but twice what it carries.
         let mut e = Estimator::new(&[None]);
         e.on_report(Time::ZERO, 0, &report(0, 0, 0, 0, 0, 0), 1);
-        e.on_sent(0, 3_200);
+        e.on_sent(Time::ZERO, 0, 3_200);
         e.on_report(
             Time::from_millis(200),
             0,
@@ -814,7 +881,7 @@ mod tests {
         let mut e = Estimator::new(&[Some(1_000_000)]);
         e.on_report(Time::ZERO, 0, &report(0, 0, 0, 0, 0, 0), 1);
         // Overdriven: 300 ms of queue, 8 kbyte delivered in the second (64 kbit/s).
-        e.on_sent(0, 125_000);
+        e.on_sent(Time::ZERO, 0, 125_000);
         e.on_report(
             Time::from_secs(1),
             0,
@@ -854,7 +921,7 @@ mod tests {
         // A restarted peer counts from zero again: every difference would wrap.
         let mut e = Estimator::new(&[Some(1_000_000)]);
         e.on_report(Time::ZERO, 0, &report(500, 500, 600_000, 40, 0, 0), 1);
-        e.on_sent(0, 50_000);
+        e.on_sent(Time::ZERO, 0, 50_000);
         e.on_report(Time::from_millis(300), 0, &report(3, 3, 300, 0, 0, 0), 1);
         e.on_report(
             Time::from_millis(600),
@@ -873,7 +940,7 @@ mod tests {
         // Busy (1 Mbit over the second) with a small queue: +10 %.
         let mut e = Estimator::new(&[Some(1_000_000)]);
         e.on_report(Time::ZERO, 0, &report(0, 0, 0, 0, 0, 1_500), 1);
-        e.on_sent(0, 125_000);
+        e.on_sent(Time::ZERO, 0, 125_000);
         e.on_report(
             Time::from_secs(1),
             0,
@@ -893,7 +960,7 @@ mod tests {
         // step doubles, from what it carried (2 Mbit/s) when that is more than the rate.
         let mut e = Estimator::new(&[Some(1_000_000)]);
         e.on_report(Time::ZERO, 0, &report(0, 0, 0, 0, 0, 0), 1);
-        e.on_sent(0, 250_000);
+        e.on_sent(Time::ZERO, 0, 250_000);
         e.on_report(
             Time::from_secs(1),
             0,
@@ -910,7 +977,7 @@ mod tests {
         for (queue_us, want) in [(0, 8_000_000.0), (3_000, 1_000_000.0)] {
             let mut e = Estimator::new(&[Some(1_000_000)]);
             e.on_report(Time::ZERO, 0, &report(0, 0, 0, 0, 0, queue_us), 1);
-            e.on_sent(0, 50_000);
+            e.on_sent(Time::ZERO, 0, 50_000);
             e.on_report(
                 Time::from_millis(50),
                 0,
@@ -934,22 +1001,69 @@ mod tests {
             ..report(seq, u32::from(seq), u64::from(seq) * 400, 0, 0, owd_us)
         };
         e.on_report(Time::ZERO, 0, &r(0, 0), 1);
-        e.on_sent(0, 20 * 486);
+        e.on_sent(Time::ZERO, 0, 20 * 486);
         e.on_report(Time::from_millis(1200), 0, &r(20, 25_000), 1);
         let p = e.path(0).unwrap();
         assert!(!p.congested && p.queue_us < NO_QUEUE_US, "{p:?}");
         // A real queue on top of it still counts: 150 ms is congestion.
-        e.on_sent(0, 20 * 486);
+        e.on_sent(Time::ZERO, 0, 20 * 486);
         e.on_report(Time::from_millis(2400), 0, &r(40, 175_000), 1);
         let p = e.path(0).unwrap();
         assert!(p.congested && p.queue_us > 100_000.0, "{p:?}");
     }
 
     #[test]
+    fn a_path_that_stops_delivering_while_sent_to_is_silent() {
+        // 10 Mbit/s of 1250-byte packets (one a millisecond), reported every 20 ms; the path
+        // delivers nothing sent after 60 ms.
+        let run = |sends: &dyn Fn(u64) -> bool| {
+            let mut e = Estimator::new(&[None]);
+            let mut delivered = 0u32;
+            let mut last = None;
+            for ms in 0..=100u64 {
+                let now = Time::from_millis(ms);
+                if sends(ms) {
+                    e.on_sent(now, 0, 1250);
+                }
+                if ms <= 60 && sends(ms) {
+                    delivered += 1;
+                    last = Some((ms, now.wire_micros()));
+                }
+                if ms % 20 == 0 {
+                    let (at, echo) = last.unwrap_or((0, 0));
+                    let r = ReportEntry {
+                        echo,
+                        echo_age_us: ((ms - at) * 1000) as u32,
+                        ..report(
+                            delivered as u16,
+                            delivered,
+                            u64::from(delivered) * 1250,
+                            0,
+                            0,
+                            0,
+                        )
+                    };
+                    e.on_report(now, 0, &r, 1);
+                }
+            }
+            e.path(0).unwrap().clone()
+        };
+        // Sent to throughout: the packets sent at 61–90 ms would have arrived by 100 ms.
+        let p = run(&|_| true);
+        assert!(p.silent, "{p:?}");
+        // The sender stopped at 60 ms (a TCP flow that stalled): nothing is missing.
+        let p = run(&|ms| ms <= 60);
+        assert!(!p.silent, "{p:?}");
+        // The sender paused from 40 to 95 ms: what it sent since would not have arrived yet.
+        let p = run(&|ms| !(40..95).contains(&ms));
+        assert!(!p.silent, "{p:?}");
+    }
+
+    #[test]
     fn a_silent_path_is_congested_and_recovers_fast() {
         let mut e = Estimator::new(&[Some(8_000_000)]);
         e.on_report(Time::ZERO, 0, &report(0, 0, 0, 0, 0, 0), 1);
-        e.on_sent(0, 1_000_000);
+        e.on_sent(Time::ZERO, 0, 1_000_000);
         e.on_report(
             Time::from_secs(1),
             0,
@@ -968,7 +1082,7 @@ mod tests {
         assert!(cut < before, "{cut} vs {before}");
         // Back: busy and clean again, below the best delivery rate: ×1.5 per report at least
         // (with no queue at all, from the 8 Mbit/s it carried in the last 100 ms).
-        e.on_sent(0, 100_000);
+        e.on_sent(Time::ZERO, 0, 100_000);
         e.on_report(
             Time::from_millis(1200),
             0,

@@ -36,6 +36,8 @@ pub struct RateScheduler {
     overhead: Vec<usize>,
     /// The path of the last packet sent (ties within [`STICKY`] go to it).
     last: Option<usize>,
+    /// Paths to pass over while another is eligible ([`Self::avoid`]).
+    avoided: u64,
 }
 
 /// Most queueing delay the scheduler builds on a path while another path has room.
@@ -59,6 +61,7 @@ impl RateScheduler {
             owd_reported: vec![None; paths.len()],
             overhead: paths.iter().map(|p| p.overhead).collect(),
             last: None,
+            avoided: 0,
         }
     }
 
@@ -95,6 +98,26 @@ impl RateScheduler {
         }
     }
 
+    /// Pass over `path` while another path is eligible (`avoid`), or no longer: a path found
+    /// silent is likely dead before its liveness says so, whatever its rate and virtual clock.
+    pub fn avoid(&mut self, path: PathId, avoid: bool) {
+        let bit = 1u64 << path.index().min(63);
+        if avoid {
+            self.avoided |= bit;
+        } else {
+            self.avoided &= !bit;
+        }
+    }
+
+    /// The paths a packet may go to: the eligible ones not avoided, or all eligible ones.
+    fn candidates(&self) -> u64 {
+        let eligible = self.paths.eligible();
+        match eligible & !self.avoided {
+            0 => eligible,
+            c => c,
+        }
+    }
+
     /// Change a path's rate (bits per second).
     pub fn set_rate(&mut self, path: PathId, rate_bps: u64) {
         if let Some(n) = self.ns_per_byte.get_mut(path.index()) {
@@ -127,8 +150,7 @@ impl Scheduler for RateScheduler {
         // alike, as every path does before anything is learned) take turns instead of all
         // going to the lowest-numbered path.
         let first = self.last.map_or(0, |l| (l + 1) as u32);
-        let order =
-            bits(self.paths.eligible().rotate_right(first)).map(|j| (j + first as usize) % 64);
+        let order = bits(self.candidates().rotate_right(first)).map(|j| (j + first as usize) % 64);
         for i in order {
             let start = self.busy[i].max(now);
             let arrival = start + self.serialisation(i, len) + self.owd[i];
@@ -148,7 +170,7 @@ impl Scheduler for RateScheduler {
         // first path chosen, however slow it really is.
         if let Some(l) = self
             .last
-            .filter(|&l| l != i && self.paths.eligible() & (1 << l) != 0 && self.busy[l] > now)
+            .filter(|&l| l != i && self.candidates() & (1 << l) != 0 && self.busy[l] > now)
         {
             let start = self.busy[l].max(now);
             let arrival_l = start + self.serialisation(l, len) + self.owd[l];

@@ -724,9 +724,24 @@ fn fence_header(sh: &Shared, tx: &TxState, kind: Kind, path: PathId, now: Time) 
     }
 }
 
+/// A path gone quiet this much longer than the last one heard from is passed over for reports.
+const REPORT_QUIET: Duration = Duration::from_millis(5);
+
+/// The path a report goes on: the one with the lowest RTT among those that are up and were
+/// heard from lately — within [`REPORT_QUIET`] of the last path heard from. A path that stopped
+/// delivering a moment ago (an outage `dead_ms` has not yet confirmed) would lose the very
+/// report that tells the sender, and a sender whose TCP flow stalls with it has nothing more to
+/// report for a while.
+fn report_path(sh: &Shared, rx: &RxState) -> Option<usize> {
+    let up = || (0..sh.paths.len()).filter(|&i| rx.live[i].state == LinkState::Up);
+    let heard = |i: usize| rx.live[i].last_heard;
+    let latest = up().filter_map(heard).max()?;
+    up().filter(|&i| heard(i).is_some_and(|h| latest - h <= REPORT_QUIET))
+        .min_by_key(|&i| sh.paths[i].srtt_us.load(Relaxed))
+}
+
 /// Receiver reports, paced by [`ReportPacer`] (a share of the received bandwidth, at least one
-/// a second while data arrives, at once when a queue grows), on the path with the lowest RTT
-/// among those that are up.
+/// a second while data arrives, at once when a queue grows), on [`report_path`].
 pub async fn report_task(sh: Arc<Shared>) -> Result<()> {
     let mut tick = tokio::time::interval(REPORT_TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -780,9 +795,7 @@ pub async fn report_task(sh: Arc<Shared>) -> Result<()> {
                 counts.push((ps.packets, ps.lost));
             }
             rx.pacer.sent(now, rx_bytes, report_bytes, &counts, &queues);
-            (0..n)
-                .filter(|&i| rx.live[i].state == LinkState::Up)
-                .min_by_key(|&i| sh.paths[i].srtt_us.load(Relaxed))
+            report_path(sh.as_ref(), rx)
         };
         let Some(best) = best else { continue };
         let p = &sh.paths[best];
