@@ -733,11 +733,24 @@ const REPORT_QUIET: Duration = Duration::from_millis(5);
 /// report that tells the sender, and a sender whose TCP flow stalls with it has nothing more to
 /// report for a while.
 fn report_path(sh: &Shared, rx: &RxState) -> Option<usize> {
-    let up = || (0..sh.paths.len()).filter(|&i| rx.live[i].state == LinkState::Up);
-    let heard = |i: usize| rx.live[i].last_heard;
-    let latest = up().filter_map(heard).max()?;
-    up().filter(|&i| heard(i).is_some_and(|h| latest - h <= REPORT_QUIET))
-        .min_by_key(|&i| sh.paths[i].srtt_us.load(Relaxed))
+    pick_report_path((0..sh.paths.len()).map(|i| {
+        let l = &rx.live[i];
+        let up = l.state == LinkState::Up;
+        (
+            up.then_some(l.last_heard).flatten(),
+            sh.paths[i].srtt_us.load(Relaxed),
+        )
+    }))
+}
+
+/// [`report_path`]'s rule over (when heard from, if up; RTT) per path.
+fn pick_report_path(paths: impl Iterator<Item = (Option<Time>, u64)> + Clone) -> Option<usize> {
+    let latest = paths.clone().filter_map(|(heard, _)| heard).max()?;
+    paths
+        .enumerate()
+        .filter(|(_, (heard, _))| heard.is_some_and(|h| latest - h <= REPORT_QUIET))
+        .min_by_key(|(_, (_, rtt))| *rtt)
+        .map(|(i, _)| i)
 }
 
 /// Receiver reports, paced by [`ReportPacer`] (a share of the received bandwidth, at least one
@@ -1422,5 +1435,23 @@ impl Shared {
             },
             paths,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reports_go_on_the_fastest_path_heard_from_lately() {
+        let at = Time::from_millis;
+        let pick = |p: &[(Option<Time>, u64)]| pick_report_path(p.iter().copied());
+        // Both heard from within 5 ms: the lower RTT.
+        assert_eq!(pick(&[(Some(at(100)), 900), (Some(at(97)), 300)]), Some(1));
+        // Path 1 has been quiet for 20 ms while path 0 delivers: path 0, though slower.
+        assert_eq!(pick(&[(Some(at(100)), 900), (Some(at(80)), 300)]), Some(0));
+        // Path 1 is down: never it.
+        assert_eq!(pick(&[(Some(at(100)), 900), (None, 300)]), Some(0));
+        assert_eq!(pick(&[(None, 900), (None, 300)]), None);
     }
 }
