@@ -102,6 +102,11 @@ pub const NO_QUEUE_US: f64 = 1_000.0;
 /// Queueing delay (smoothed minus minimum one-way delay) that counts as congestion, at least.
 pub const QUEUE_THRESHOLD_US: f64 = 10_000.0;
 
+/// Microseconds `bytes` take to serialise at `bps`.
+fn serial_us(bytes: f64, bps: f64) -> f64 {
+    bytes * 8.0 / bps * 1e6
+}
+
 /// The sender's picture of one path.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PathEstimate {
@@ -205,23 +210,33 @@ impl PathEstimate {
     /// `r` at `now`; `None` over fewer than [`SHORT_SAMPLE_PACKETS`] packets.
     fn carried_since(&self, from: (Time, ReportEntry), r: &ReportEntry, now: Time) -> Option<f64> {
         let (t0, r0) = from;
-        let packets = r.packets.wrapping_sub(r0.packets);
-        let bytes = r.bytes.wrapping_sub(r0.bytes) as f64;
-        (packets >= SHORT_SAMPLE_PACKETS && now > t0)
-            .then(|| self.link_bps(bytes, f64::from(packets), (now - t0).as_secs_f64()))
+        (r.packets.wrapping_sub(r0.packets) >= SHORT_SAMPLE_PACKETS)
+            .then(|| self.carried_from((t0, r0.packets, r0.bytes), r, now))
+            .flatten()
+    }
+
+    /// Link bits per second from the counters `(time, packets, bytes)` of an earlier report
+    /// to `r` at `now`; `None` if no time passed.
+    fn carried_from(
+        &self,
+        (t0, packets0, bytes0): (Time, u32, u64),
+        r: &ReportEntry,
+        now: Time,
+    ) -> Option<f64> {
+        let packets = r.packets.wrapping_sub(packets0);
+        let bytes = r.bytes.wrapping_sub(bytes0) as f64;
+        (now > t0).then(|| self.link_bps(bytes, f64::from(packets), (now - t0).as_secs_f64()))
     }
 
     /// Link bits per second over the shortest span of recent reports ending at `r` that holds
     /// [`SHORT_SAMPLE_PACKETS`] packets, or over all of them; `None` without a recent report.
     fn carried_lately(&self, now: Time, r: &ReportEntry) -> Option<f64> {
-        let &(t0, packets0, bytes0) = self
+        let &from = self
             .recent
             .iter()
             .find(|(_, packets, _)| r.packets.wrapping_sub(*packets) >= SHORT_SAMPLE_PACKETS)
             .or(self.recent.last())?;
-        let packets = r.packets.wrapping_sub(packets0);
-        let bytes = r.bytes.wrapping_sub(bytes0) as f64;
-        (now > t0).then(|| self.link_bps(bytes, f64::from(packets), (now - t0).as_secs_f64()))
+        self.carried_from(from, r, now)
     }
 
     /// Keep report `r`'s counters for [`Self::carried_lately`], newest first.
@@ -395,19 +410,19 @@ impl Estimator {
                 .max(p.best_delivery_bps)
                 .max(MIN_RATE);
             let excess = packet - (f64::from(r.owd_min_len) + p.overhead as f64);
-            p.queue_us = (p.queue_us - excess.max(0.0) * 8.0 / shown * 1e6).max(0.0);
+            p.queue_us = (p.queue_us - serial_us(excess.max(0.0), shown)).max(0.0);
         }
         // A link that holds a standing queue of a few packets is full: it carries what it can,
         // and trusting it with more only lengthens its queue (on a fast path that is a
         // millisecond or two, far below the congestion threshold, which slow lines set).
-        let packet_us = packet * 8.0 / carried.max(p.delivery_bps).max(MIN_RATE) * 1e6;
+        let packet_us = serial_us(packet, carried.max(p.delivery_bps).max(MIN_RATE));
         p.saturated =
             got_packets > 0.0 && p.queue_us > (SATURATED_PACKETS * packet_us).max(SATURATED_MIN_US);
         // A queue is "building" when it holds more than the threshold or one packet's
         // serialisation at the current rate (on slow links one full-size packet is 100+ ms),
         // packets as large as those of the interval (small datagrams queue in less time).
         let threshold = QUEUE_THRESHOLD_US
-            .max(1.0 * packet * 8.0 / p.rate_bps * 1e6)
+            .max(serial_us(packet, p.rate_bps))
             .min(200_000.0);
         // The smoothed delay only moves when packets arrive: a path that carried nothing in
         // the interval shows the queue of its last packets, which says nothing about now.
@@ -425,7 +440,7 @@ impl Estimator {
         // time) would have arrived by the margin before this report, had the path kept its
         // delay.
         let lately = p.carried_lately(now, r).unwrap_or(carried);
-        let lately_packet_us = packet * 8.0 / lately.max(p.delivery_bps).max(MIN_RATE) * 1e6;
+        let lately_packet_us = serial_us(packet, lately.max(p.delivery_bps).max(MIN_RATE));
         let margin = SILENT_MIN_US.max(8.0 * lately_packet_us);
         let overdue = f64::from(r.echo_age_us) - margin;
         p.silent = r.packets > 0

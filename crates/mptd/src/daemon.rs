@@ -735,11 +735,8 @@ const REPORT_QUIET: Duration = Duration::from_millis(5);
 fn report_path(sh: &Shared, rx: &RxState) -> Option<usize> {
     pick_report_path((0..sh.paths.len()).map(|i| {
         let l = &rx.live[i];
-        let up = l.state == LinkState::Up;
-        (
-            up.then_some(l.last_heard).flatten(),
-            sh.paths[i].srtt_us.load(Relaxed),
-        )
+        let heard_if_up = l.last_heard.filter(|_| l.state == LinkState::Up);
+        (heard_if_up, sh.paths[i].srtt_us.load(Relaxed))
     }))
 }
 
