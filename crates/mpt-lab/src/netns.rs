@@ -966,7 +966,9 @@ impl Drop for Lab {
         for ns in [self.ns(Side::A), self.ns(Side::B), self.ns_r(), self.ns_x()] {
             let _ = Command::new("ip").args(["netns", "del", &ns]).output();
         }
-        let _ = std::fs::remove_dir_all(&self.dir);
+        if std::env::var_os("MPT_LAB_KEEP").is_none() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
     }
 }
 

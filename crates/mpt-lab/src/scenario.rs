@@ -449,18 +449,26 @@ impl Trace {
     }
 }
 
-/// `MPT_LAB_TRACE`: per sample, the receiver's resequencer skips and out-of-order deliveries,
-/// then per path the sender's scheduling rate, the packets it sent since the previous sample,
-/// the inner kbit/s the receiver got on it since its previous sample and the queue the
-/// receiver sees (smoothed minus minimum one-way delay).
+/// `MPT_LAB_TRACE`: per sample, the receiver's resequencer skips, out-of-order deliveries and
+/// late packets (cumulative), the sender's control bytes and keepalives since the previous
+/// sample, then per path the sender's scheduling rate, the datagrams it sent since the previous
+/// sample, the inner kbit/s the receiver got on it since its previous sample, the queue the
+/// receiver sees (smoothed minus minimum one-way delay) and the packets it found missing on the
+/// path (cumulative).
 fn print_trace(sender: &[(f64, Status)], receiver: &[(f64, Status)]) {
     for (s, r) in sender.windows(2).zip(receiver.windows(2)) {
         let ((t, now), (_, before)) = (&s[1], &s[0]);
         let ((rt, rx), (rt0, rx0)) = (&r[1], &r[0]);
         let r = &rx.tunnel.reseq;
+        // Control datagrams the sender put on its paths: its own reports (bytes) and keepalives.
+        let (st, bt) = (&now.tunnel, &before.tunnel);
         let mut line = format!(
-            "{t:5.2} skip {:4} ooo {:4}",
-            r.skipped, r.delivered_out_of_order
+            "{t:5.2} skip {:4} ooo {:4} late {:3} ctl {:4}B {:2}ka",
+            r.skipped,
+            r.delivered_out_of_order,
+            rx.tunnel.drops.late,
+            st.tx_report_bytes.saturating_sub(bt.tx_report_bytes),
+            st.keepalives_sent.saturating_sub(bt.keepalives_sent)
         );
         for (i, p) in now.paths.iter().enumerate() {
             let sent = p
@@ -478,7 +486,9 @@ fn print_trace(sender: &[(f64, Status)], receiver: &[(f64, Status)]) {
                 .map_or(0, |q| q.rx_bytes)
                 .saturating_sub(rx0.paths.get(i).map_or(0, |q| q.rx_bytes));
             let got_k = got as f64 * 8.0 / (rt - rt0).max(1e-3) / 1000.0;
-            line += &format!(" | {rate_k:4}k tx{sent:3} d{got_k:4.0}k q{queue_ms:4.0}ms");
+            // Packets the receiver found missing on the path (sequence gaps), cumulative.
+            let lost = rx.paths.get(i).map_or(0, |q| q.lost);
+            line += &format!(" | {rate_k:4}k tx{sent:3} d{got_k:4.0}k q{queue_ms:4.0}ms l{lost:3}");
         }
         eprintln!("{line}");
     }

@@ -317,6 +317,27 @@ mod tests {
         assert!(loss <= 0.001, "lost or late {:.2} %: {o:?}", 100.0 * loss);
     }
 
+    /// Case 17b of the lab: the same lines carrying 400-byte datagrams at 85 % of their capacity
+    /// (reports every 300 ms, as on that small tunnel). Every line must carry close to its
+    /// rate, and nothing may be lost, from the start on.
+    #[test]
+    fn carries_a_heavy_stream_over_slow_lines_without_loss() {
+        let sim = Sim {
+            rates_bps: vec![64_000, 128_000, 64_000, 128_000],
+            len: 428,
+            offered: 0.85,
+            report_ns: 300_000_000,
+            queue_ns: 300_000_000,
+            prop_ns: 1_000_000,
+            skew_ns: 300_000,
+            secs: 30,
+            tail: 15,
+        };
+        let o = closed_loop(&sim, |_, _| {});
+        let loss = o.lost_all as f64 / o.sent_all.max(1) as f64;
+        assert!(loss <= 0.001, "lost or late {:.2} %: {o:?}", 100.0 * loss);
+    }
+
     /// Two 10 Mbit/s paths; path 1 goes dead at 1 s while a TCP flow sends on both. The
     /// report 30 ms later shows path 1 silent; the flow stalls and reports stop. The
     /// retransmissions that follow 200 ms later must go to path 0.

@@ -91,11 +91,22 @@ impl RateScheduler {
 
     /// The receiver saw `queue` waiting on `path`: its virtual clock runs at least that far
     /// ahead of `now`, so new packets go where they are not stuck behind it (a path whose rate
-    /// was overestimated holds a real queue that its virtual clock never showed).
+    /// was overestimated holds a real queue that its virtual clock never showed), and at most
+    /// [`MAX_BACKLOG`] further (what was sent since the receiver saw the queue): a clock built
+    /// at rates guessed too low would otherwise stand seconds ahead of every real queue, and
+    /// its differences between paths, not the queues, would decide where packets go.
     pub fn hold_queue(&mut self, now: Time, path: PathId, queue: std::time::Duration) {
         if let Some(b) = self.busy.get_mut(path.index()) {
-            *b = (*b).max(now.as_nanos() + queue.as_nanos() as u64);
+            let seen = now.as_nanos() + queue.as_nanos() as u64;
+            *b = (*b).clamp(seen, seen + MAX_BACKLOG.as_nanos() as u64);
         }
+    }
+
+    /// How far `path`'s virtual clock runs ahead of `now`: the queue the scheduler believes
+    /// the path holds.
+    pub fn backlog(&self, now: Time, path: PathId) -> std::time::Duration {
+        let busy = self.busy.get(path.index()).copied().unwrap_or(0);
+        std::time::Duration::from_nanos(busy.saturating_sub(now.as_nanos()))
     }
 
     /// Pass over `path` while another path is eligible (`avoid`), or no longer: a path found
@@ -312,6 +323,32 @@ mod tests {
         // Once it has drained, path 0 takes packets again.
         send_evenly(&mut s, 20..50, 2, 1000, &mut on);
         assert!(on[0] > 0, "{on:?}");
+    }
+
+    /// Clocks built at rates guessed far too low stand seconds ahead of the real queues; the
+    /// queues the receiver reports bring them back, and then the shorter real queue gets the
+    /// next packets, not the path whose clock happened to run less far ahead.
+    #[test]
+    fn reported_queues_bring_clocks_built_at_low_guesses_back() {
+        let mut s = RateScheduler::new(&[PathSpec::new(1, Some(64_000), false); 2]);
+        // A second of 8 Mbit/s: each 1000-byte packet adds 125 ms to its path's clock.
+        for ms in 0..1000 {
+            let now = Time::from_millis(ms);
+            let p = s.select(now, 1000).unwrap();
+            s.on_sent(now, p, 1000);
+        }
+        // Path 0 one packet further ahead.
+        s.on_sent(Time::from_millis(1000), PathId(0), 1000);
+        let now = Time::from_millis(1000);
+        assert!(s.backlog(now, PathId(1)) > std::time::Duration::from_secs(30));
+        // The paths really carry more: the receiver sees 20 ms queued on path 0, 200 on path 1.
+        s.hold_queue(now, PathId(0), std::time::Duration::from_millis(20));
+        s.hold_queue(now, PathId(1), std::time::Duration::from_millis(200));
+        for (p, q) in [(0, 20), (1, 200)] {
+            let b = s.backlog(now, PathId(p)).as_millis();
+            assert!((q..=q + 50).contains(&b), "path {p}: backlog {b} ms");
+        }
+        assert_eq!(s.select(now, 1000), Some(PathId(0)));
     }
 
     #[test]
