@@ -116,14 +116,21 @@ fn udp_at_80_percent_arrives_complete_and_in_order() {
     let jitter = sum["jitter_ms"].as_f64().unwrap_or(f64::NAN);
     let rx = lab.status(Side::B).expect("status");
     eprintln!(
-        "RESULT udp: {} packets, lost {:.3}%, out of order at iperf3 {}, jitter {:.3} ms; mptd reordered on arrival {} (max extent {}), delivered out of order {}, hold p99 {} us",
+        "RESULT udp: {} packets, lost {:.3}%, out of order at iperf3 {}, jitter {:.3} ms; mptd reordered on arrival {} (max extent {}), late {}, delivered out of order {}, hold p99 {} us",
         packets, lost_pct, ooo, jitter, rx.tunnel.reseq.reordered, rx.tunnel.reseq.reorder_extent_max,
-        rx.tunnel.reseq.delivered_out_of_order, rx.tunnel.reseq.hold_p99_us
+        rx.tunnel.reseq.late, rx.tunnel.reseq.delivered_out_of_order, rx.tunnel.reseq.hold_p99_us
     );
     assert!(packets > 40_000, "too few packets: {packets}");
     assert!(lost_pct <= 1.0, "lost {lost_pct}%");
-    assert_eq!(ooo, 0, "iperf3 saw {ooo} datagrams out of order");
-    assert_eq!(rx.tunnel.reseq.delivered_out_of_order, 0);
+    // In order but for late packets (given up by the resequencer, then arrived), which are
+    // delivered at once and counted; at most 1 %.
+    let late = rx.tunnel.reseq.late;
+    assert!(
+        ooo <= late,
+        "iperf3 saw {ooo} datagrams out of order, {late} late"
+    );
+    assert!(rx.tunnel.reseq.delivered_out_of_order <= late);
+    assert!(late * 100 <= packets, "{late} late of {packets}");
 }
 
 /// Bulk TCP over the inner IPv4 and IPv6 addresses through one unshaped path: the offload
@@ -226,12 +233,12 @@ fn fences_never_overtake_data_on_two_fast_paths() {
         v["end"]["sum_sent"]["retransmits"],
         rx.tunnel.delivered,
         rx.tunnel.reseq.skipped,
-        rx.tunnel.drops.late,
+        rx.tunnel.reseq.late,
         rx.tunnel.reseq.released_by_fence
     );
     assert!(rx.tunnel.delivered > 100_000, "too little traffic to tell");
     assert_eq!(
-        rx.tunnel.drops.late, 0,
+        rx.tunnel.reseq.late, 0,
         "packets given up while still on their way"
     );
 }
@@ -278,10 +285,10 @@ fn a_multi_queue_tun_carries_several_flows() {
         tx.tunnel.tx_packets,
         tx.tunnel.calls.tun_reads,
         rx.tunnel.delivered,
-        rx.tunnel.drops.late
+        rx.tunnel.reseq.late
     );
     assert!(iperf3_bps(&v) > 100e6, "too slow: {}", iperf3_bps(&v));
-    assert_eq!(rx.tunnel.drops.late, 0);
+    assert_eq!(rx.tunnel.reseq.late, 0);
     assert_eq!(rx.tunnel.reseq.delivered_out_of_order, 0);
 }
 

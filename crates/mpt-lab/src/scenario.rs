@@ -466,7 +466,7 @@ fn print_trace(sender: &[(f64, Status)], receiver: &[(f64, Status)]) {
             "{t:5.2} skip {:4} ooo {:4} late {:3} ctl {:4}B {:2}ka",
             r.skipped,
             r.delivered_out_of_order,
-            rx.tunnel.drops.late,
+            r.late,
             st.tx_report_bytes.saturating_sub(bt.tx_report_bytes),
             st.keepalives_sent.saturating_sub(bt.keepalives_sent)
         );

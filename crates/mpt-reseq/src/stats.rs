@@ -204,13 +204,16 @@ pub struct Totals {
     pub bytes: u64,
     /// Packets passed to the caller.
     pub delivered: u64,
-    /// Passthrough mode only: packets delivered with a seq below the highest delivered one.
-    /// Always 0 while the window is non-zero.
+    /// Packets delivered with a seq below one delivered before: in passthrough mode every
+    /// reordered one, with a window only late ones.
     pub delivered_out_of_order: u64,
     /// Packets dropped because the same global seq had already been received.
     pub duplicates: u64,
-    /// Packets dropped because their seq had already been given up (or is too old to tell).
+    /// Packets that arrived after their seq had been given up (with a window): delivered at
+    /// once, out of order, unless too old to tell from a duplicate.
     pub late: u64,
+    /// Packets dropped because their seq is too old to tell from a duplicate.
+    pub too_old: u64,
     /// Global seqs given up as lost (released past without having arrived).
     pub skipped: u64,
     /// RFC 4737 reordered packets (seq below the highest seq received before).
@@ -283,6 +286,8 @@ pub struct PathStats {
     pub duplicates: u64,
     /// Late packets that arrived on this path.
     pub late: u64,
+    /// Packets too old to tell from a duplicate that arrived on this path (dropped).
+    pub too_old: u64,
     /// RFC 4737 reordered packets that arrived on this path.
     pub reordered: u64,
     /// Largest reordering extent of those.

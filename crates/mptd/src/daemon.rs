@@ -1326,7 +1326,7 @@ impl Shared {
         let t = &st.total;
         let mut drops = self.drops.snapshot();
         drops.duplicate = t.duplicates;
-        drops.late = t.late;
+        drops.too_old = t.too_old;
         let paths = self
             .paths
             .iter()
@@ -1416,6 +1416,7 @@ impl Shared {
                     reorder_extent_max: t.reorder_extent_max,
                     delivered_out_of_order: t.delivered_out_of_order,
                     skipped: t.skipped,
+                    late: t.late,
                     released_by_timeout: t.released_by_timeout,
                     released_by_fence: t.released_by_fence,
                     released_by_overflow: t.released_by_overflow,

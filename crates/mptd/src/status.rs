@@ -90,7 +90,7 @@ impl Drops {
             no_session: g(&self.no_session),
             unexpected: g(&self.unexpected),
             duplicate: 0,
-            late: 0,
+            too_old: 0,
         }
     }
 }
@@ -137,8 +137,10 @@ pub struct DropCounts {
     pub unexpected: u64,
     /// Data packets received twice (resequencer).
     pub duplicate: u64,
-    /// Data packets that arrived after the resequencer had given up on them.
-    pub late: u64,
+    /// Data packets too old to tell from a duplicate (far behind the resequencer's release
+    /// point).
+    #[serde(default)]
+    pub too_old: u64,
 }
 
 impl DropCounts {
@@ -236,6 +238,10 @@ pub struct ReseqStatus {
     pub delivered_out_of_order: u64,
     /// Sequence numbers given up as lost.
     pub skipped: u64,
+    /// Packets that arrived after their sequence number was given up, delivered out of order
+    /// (also in `delivered_out_of_order`) unless too old.
+    #[serde(default)]
+    pub late: u64,
     pub released_by_timeout: u64,
     pub released_by_fence: u64,
     pub released_by_overflow: u64,

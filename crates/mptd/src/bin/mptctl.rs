@@ -92,9 +92,9 @@ fn print_status(s: &Status) {
     );
     let r = &t.reseq;
     println!(
-        "  reseq window {} timeout {}ms held {}  reordered {} (max extent {})  out-of-order {}  skipped {}  released: timeout {} fence {} overflow {}",
+        "  reseq window {} timeout {}ms held {}  reordered {} (max extent {})  out-of-order {}  skipped {}  late {}  released: timeout {} fence {} overflow {}",
         r.window, r.timeout_ms, r.held, r.reordered, r.reorder_extent_max, r.delivered_out_of_order,
-        r.skipped, r.released_by_timeout, r.released_by_fence, r.released_by_overflow
+        r.skipped, r.late, r.released_by_timeout, r.released_by_fence, r.released_by_overflow
     );
     println!(
         "  hold p50 {}us p99 {}us max {}us   occupancy mean {:.1} p99 {} max {}",
@@ -107,8 +107,8 @@ fn print_status(s: &Status) {
     );
     let d = &t.drops;
     println!(
-        "  drops: no-path {} send {} tun {} unknown-source {} path-mismatch {} malformed {} duplicate {} late {}",
-        d.no_path, d.send_error, d.tun_write_error, d.unknown_source, d.path_mismatch, d.malformed(), d.duplicate, d.late
+        "  drops: no-path {} send {} tun {} unknown-source {} path-mismatch {} malformed {} duplicate {} too-old {}",
+        d.no_path, d.send_error, d.tun_write_error, d.unknown_source, d.path_mismatch, d.malformed(), d.duplicate, d.too_old
     );
     if t.encryption != "none" {
         println!(
