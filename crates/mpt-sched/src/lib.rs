@@ -71,8 +71,14 @@ pub trait Scheduler: Send + std::fmt::Debug {
     /// The path for a packet of `len` bytes to be sent at `now`; `None` when no path is up.
     fn select(&mut self, now: Time, len: usize) -> Option<PathId>;
 
-    /// A datagram of `len` bytes (outer payload) was sent on `path` at `now`.
+    /// A data datagram of `len` bytes (outer payload) was sent on `path` at `now`.
     fn on_sent(&mut self, _now: Time, _path: PathId, _len: usize) {}
+
+    /// A control datagram (keepalive, report, hello answer) of `len` bytes was sent on `path`
+    /// at `now`: it takes the link's time like data, but the receiver does not count it as data.
+    fn on_control_sent(&mut self, now: Time, path: PathId, len: usize) {
+        self.on_sent(now, path, len);
+    }
 
     /// `path` went up (`true`) or down (`false`).
     fn on_path_state(&mut self, now: Time, path: PathId, up: bool);

@@ -413,7 +413,7 @@ impl Shared {
             } else {
                 plain
             };
-            tx.sched.on_sent(now, p.cfg.id, len + p.overhead);
+            tx.sched.on_control_sent(now, p.cfg.id, len + p.overhead);
             (len, tx.remote[i])
         };
         self.send(p, &buf[..len], remote);
