@@ -450,7 +450,7 @@ impl Trace {
 }
 
 /// `MPT_LAB_TRACE`: per sample, the receiver's resequencer skips, out-of-order deliveries and
-/// late packets (cumulative), the sender's control bytes and keepalives since the previous
+/// late packets (cumulative), the sender's report bytes and keepalives since the previous
 /// sample, then per path the sender's scheduling rate, the datagrams it sent since the previous
 /// sample, the inner kbit/s the receiver got on it since its previous sample, the queue the
 /// receiver sees (smoothed minus minimum one-way delay) and the packets it found missing on the

@@ -209,8 +209,9 @@ pub struct Totals {
     pub delivered_out_of_order: u64,
     /// Packets dropped because the same global seq had already been received.
     pub duplicates: u64,
-    /// Packets that arrived after their seq had been given up (with a window): delivered at
-    /// once, out of order, unless too old to tell from a duplicate.
+    /// Packets that arrived after their seq had been given up (with a window), delivered at
+    /// once, out of order (also counted in `delivered_out_of_order`). One too old to tell from
+    /// a duplicate counts in `too_old` instead.
     pub late: u64,
     /// Packets dropped because their seq is too old to tell from a duplicate.
     pub too_old: u64,
@@ -284,7 +285,7 @@ pub struct PathStats {
     pub path_seq_errors: u64,
     /// Duplicates that arrived on this path.
     pub duplicates: u64,
-    /// Late packets that arrived on this path.
+    /// Late packets (delivered out of order) that arrived on this path.
     pub late: u64,
     /// Packets too old to tell from a duplicate that arrived on this path (dropped).
     pub too_old: u64,

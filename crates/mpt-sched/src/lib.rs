@@ -1,8 +1,9 @@
 //! Path schedulers for mptd: which path carries the next packet.
 //!
 //! Every algorithm implements [`Scheduler`]. The caller asks [`Scheduler::select`] for a path
-//! for each packet, then reports every datagram it actually sent (data and control) with
-//! [`Scheduler::on_sent`]; path liveness changes arrive through
+//! for each packet, then reports every datagram it actually sent: data with
+//! [`Scheduler::on_sent`], control (keepalives, their answers, reports) with
+//! [`Scheduler::on_control_sent`]; path liveness changes arrive through
 //! [`Scheduler::on_path_state`] and receiver feedback through [`Scheduler::on_report`].
 //! Nothing here reads the clock: `now` is always an argument.
 //!
@@ -74,7 +75,7 @@ pub trait Scheduler: Send + std::fmt::Debug {
     /// A data datagram of `len` bytes (outer payload) was sent on `path` at `now`.
     fn on_sent(&mut self, _now: Time, _path: PathId, _len: usize) {}
 
-    /// A control datagram (keepalive, report, hello answer) of `len` bytes was sent on `path`
+    /// A control datagram (keepalive, keepalive answer, report) of `len` bytes was sent on `path`
     /// at `now`: it takes the link's time like data, but the receiver does not count it as data.
     fn on_control_sent(&mut self, now: Time, path: PathId, len: usize) {
         self.on_sent(now, path, len);

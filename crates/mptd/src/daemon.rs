@@ -1380,7 +1380,7 @@ impl Shared {
             .collect();
         let c = &self.cfg.connection;
         Status {
-            version: 1,
+            version: 2,
             tunnel: TunnelStatus {
                 name: self.cfg.tunnel.name.clone(),
                 scheduler: c.scheduler.to_string(),

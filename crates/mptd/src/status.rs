@@ -239,7 +239,8 @@ pub struct ReseqStatus {
     /// Sequence numbers given up as lost.
     pub skipped: u64,
     /// Packets that arrived after their sequence number was given up, delivered out of order
-    /// (also in `delivered_out_of_order`) unless too old.
+    /// (also in `delivered_out_of_order`); one too old to tell from a duplicate is dropped and
+    /// counted in `drops.too_old` instead.
     #[serde(default)]
     pub late: u64,
     pub released_by_timeout: u64,
