@@ -300,18 +300,16 @@ mod tests {
         );
     }
 
-    /// Table II of the MPT paper, case 16: a 128 kbit/s stream of 160-byte datagrams over
-    /// 64/128/64/128 kbit/s serial lines (300 ms queues, paths 0.3 ms apart), nothing
-    /// configured, reports every 250 ms (and at once when a queue grows). 56 % of the capacity
-    /// is offered, more than any one line carries: nothing may be lost, from the start on —
-    /// counting what a resequencer holding 100 ms would give up on.
-    #[test]
-    fn carries_a_light_stream_over_slow_lines_without_loss() {
+    /// MPT's serial lines (Table II): 64/128/64/128 kbit/s, 300 ms queues, paths 0.3 ms apart,
+    /// `len`-byte inner packets offered at `offered` of the capacity, reports every
+    /// `report_ms`. Returns the share of packets lost or late over the whole run, start
+    /// included — counting what a resequencer holding 100 ms would give up on.
+    fn serial_lines_loss(len: usize, offered: f64, report_ms: u64) -> (f64, Outcome) {
         let sim = Sim {
             rates_bps: vec![64_000, 128_000, 64_000, 128_000],
-            len: 188,
-            offered: 0.56,
-            report_ns: 250_000_000,
+            len,
+            offered,
+            report_ns: report_ms * 1_000_000,
             queue_ns: 300_000_000,
             prop_ns: 1_000_000,
             skew_ns: 300_000,
@@ -319,29 +317,84 @@ mod tests {
             tail: 15,
         };
         let o = closed_loop(&sim, |_, _| {});
-        let loss = o.lost_all as f64 / o.sent_all.max(1) as f64;
+        (o.lost_all as f64 / o.sent_all.max(1) as f64, o)
+    }
+
+    /// Table II of the MPT paper, case 16: a 128 kbit/s stream of 160-byte datagrams, nothing
+    /// configured, reports every 250 ms (and at once when a queue grows). 56 % of the capacity
+    /// is offered, more than any one line carries: nothing may be lost, from the start on.
+    #[test]
+    fn carries_a_light_stream_over_slow_lines_without_loss() {
+        let (loss, o) = serial_lines_loss(188, 0.56, 250);
         assert!(loss <= 0.001, "lost or late {:.2} %: {o:?}", 100.0 * loss);
     }
 
     /// Case 17b of the lab: the same lines carrying 400-byte datagrams at 85 % of their capacity
-    /// (reports every 300 ms, as on that small tunnel). Every line must carry close to its
-    /// rate, and nothing may be lost, from the start on.
+    /// (reports every 300 ms, as on that small tunnel). Nothing may be lost, from the start on.
     #[test]
     fn carries_a_heavy_stream_over_slow_lines_without_loss() {
-        let sim = Sim {
-            rates_bps: vec![64_000, 128_000, 64_000, 128_000],
-            len: 428,
-            offered: 0.85,
-            report_ns: 300_000_000,
-            queue_ns: 300_000_000,
-            prop_ns: 1_000_000,
-            skew_ns: 300_000,
-            secs: 30,
-            tail: 15,
-        };
-        let o = closed_loop(&sim, |_, _| {});
-        let loss = o.lost_all as f64 / o.sent_all.max(1) as f64;
+        let (loss, o) = serial_lines_loss(428, 0.85, 300);
         assert!(loss <= 0.001, "lost or late {:.2} %: {o:?}", 100.0 * loss);
+    }
+
+    /// Two 10 Mbit/s paths under an adaptive scheduler, fed a packet a millisecond (12 Mbit/s)
+    /// and a receiver report on both paths every 20 ms.
+    struct TwoPaths {
+        s: AdaptiveScheduler,
+        rx: [ReportEntry; 2],
+        last_arrival: [u64; 2],
+        echo: [u32; 2],
+    }
+
+    impl TwoPaths {
+        const LEN: usize = 1400 + OVERHEAD;
+
+        fn new() -> Self {
+            let spec = PathSpec::new(1, Some(10_000_000), false).with_overhead(OVERHEAD);
+            TwoPaths {
+                s: AdaptiveScheduler::new(&[spec; 2]),
+                rx: [ReportEntry::default(); 2],
+                last_arrival: [0; 2],
+                echo: [0; 2],
+            }
+        }
+
+        /// Send over `ms`; `arrives(ms, path)` says whether that packet reaches the receiver,
+        /// `also(scheduler, ms, path)` runs after each send.
+        fn run(
+            &mut self,
+            ms: std::ops::RangeInclusive<u64>,
+            arrives: impl Fn(u64, usize) -> bool,
+            mut also: impl FnMut(&mut AdaptiveScheduler, u64, usize),
+        ) {
+            let last = *ms.end();
+            for ms in ms {
+                let now = Time::from_millis(ms);
+                let p = self.s.select(now, Self::LEN).unwrap();
+                self.s.on_sent(now, p, Self::LEN);
+                let i = p.index();
+                if arrives(ms, i) {
+                    let r = &mut self.rx[i];
+                    r.packets += 1;
+                    r.path_seq = r.path_seq.wrapping_add(1);
+                    r.bytes += 1400;
+                    self.last_arrival[i] = ms;
+                    self.echo[i] = now.wire_micros();
+                }
+                also(&mut self.s, ms, i);
+                if ms % 20 == 0 || ms == last {
+                    for i in 0..2 {
+                        let e = ReportEntry {
+                            path: PathId(i as u8),
+                            echo: self.echo[i],
+                            echo_age_us: ((ms - self.last_arrival[i]) * 1000) as u32,
+                            ..self.rx[i]
+                        };
+                        self.s.on_report(now, PathId(i as u8), &e);
+                    }
+                }
+            }
+        }
     }
 
     /// A path found silent is sent no data, only control datagrams (keepalives: they advance no
@@ -351,93 +404,42 @@ mod tests {
     /// UDP stream on the other paths.)
     #[test]
     fn control_datagrams_do_not_keep_a_path_silent() {
-        let spec = PathSpec::new(1, Some(10_000_000), false).with_overhead(OVERHEAD);
-        let mut s = AdaptiveScheduler::new(&[spec; 2]);
-        let len = 1400 + OVERHEAD;
-        let mut rx = [ReportEntry::default(); 2];
-        let mut last_arrival = [0u64; 2];
-        let mut echo = [0u32; 2];
-        // 12 Mbit/s, a packet a millisecond, reports every 20 ms; path 1 loses 50 ms of data
-        // at 1 s (a short outage), then works again.
-        for ms in 0..=3000u64 {
-            let now = Time::from_millis(ms);
-            let p = s.select(now, len).unwrap();
-            s.on_sent(now, p, len);
-            let i = p.index();
-            if i == 0 || !(1000..1050).contains(&ms) {
-                rx[i].packets += 1;
-                rx[i].path_seq = rx[i].path_seq.wrapping_add(1);
-                rx[i].bytes += 1400;
-                last_arrival[i] = ms;
-                echo[i] = now.wire_micros();
-            }
-            // A keepalive on path 1 every 100 ms (the daemon sends one only while the path
-            // carries no data; more of them here can only make the test harder).
-            if ms % 100 == 0 && i == 0 {
-                s.on_control_sent(now, PathId(1), 60);
-            }
-            if ms % 20 == 0 {
-                for i in 0..2 {
-                    let e = ReportEntry {
-                        path: PathId(i as u8),
-                        echo: echo[i],
-                        echo_age_us: ((ms - last_arrival[i]) * 1000) as u32,
-                        ..rx[i]
-                    };
-                    s.on_report(now, PathId(i as u8), &e);
+        let mut t = TwoPaths::new();
+        // Path 1 loses 50 ms of data at 1 s (a short outage), then works again; a keepalive
+        // goes on it every 100 ms (the daemon sends one only while the path carries no data;
+        // more of them here can only make the test harder).
+        t.run(
+            0..=3000,
+            |ms, i| i == 0 || !(1000..1050).contains(&ms),
+            |s, ms, i| {
+                if ms % 100 == 0 && i == 0 {
+                    s.on_control_sent(Time::from_millis(ms), PathId(1), 60);
                 }
-            }
-        }
+            },
+        );
+        let s = &mut t.s;
         assert!(!s.estimator().path(1).unwrap().silent);
         // Path 0 (reported to carry all of it without a queue) is busy for a while: the next
         // packet goes to path 1.
         let now = Time::from_millis(3001);
         s.inner
             .hold_queue(now, PathId(0), std::time::Duration::from_millis(20));
-        assert_eq!(s.select(now, len), Some(PathId(1)));
+        assert_eq!(s.select(now, TwoPaths::LEN), Some(PathId(1)));
     }
 
-    /// Two 10 Mbit/s paths; path 1 goes dead at 1 s while a TCP flow sends on both. The
-    /// report 30 ms later shows path 1 silent; the flow stalls and reports stop. The
-    /// retransmissions that follow 200 ms later must go to path 0.
+    /// Path 1 goes dead at 1 s while a TCP flow sends on both. The report 30 ms later shows
+    /// path 1 silent; the flow stalls and reports stop. The retransmissions that follow 200 ms
+    /// later must go to path 0.
     #[test]
     fn a_silent_path_gets_nothing_while_another_has_room() {
-        let spec = PathSpec::new(1, Some(10_000_000), false).with_overhead(OVERHEAD);
-        let mut s = AdaptiveScheduler::new(&[spec; 2]);
-        let len = 1400 + OVERHEAD;
-        let mut rx = [ReportEntry::default(); 2];
-        let mut last_arrival = [0u64; 2];
-        let mut echo = [0u32; 2];
-        // 12 Mbit/s in all, a packet a millisecond; reports every 20 ms.
-        for ms in 0..=1030u64 {
-            let now = Time::from_millis(ms);
-            let p = s.select(now, len).unwrap();
-            s.on_sent(now, p, len);
-            let i = p.index();
-            if i == 0 || ms < 1000 {
-                rx[i].packets += 1;
-                rx[i].path_seq = rx[i].path_seq.wrapping_add(1);
-                rx[i].bytes += 1400;
-                last_arrival[i] = ms;
-                echo[i] = now.wire_micros();
-            }
-            if ms % 20 == 0 || ms == 1030 {
-                for i in 0..2 {
-                    let e = ReportEntry {
-                        path: PathId(i as u8),
-                        echo: echo[i],
-                        echo_age_us: ((ms - last_arrival[i]) * 1000) as u32,
-                        ..rx[i]
-                    };
-                    s.on_report(now, PathId(i as u8), &e);
-                }
-            }
-        }
+        let mut t = TwoPaths::new();
+        t.run(0..=1030, |ms, i| i == 0 || ms < 1000, |_, _, _| {});
+        let s = &mut t.s;
         assert!(s.estimator().path(1).unwrap().silent);
         for ms in [1230, 1231, 1232, 1235, 1240] {
             let now = Time::from_millis(ms);
-            let p = s.select(now, len).unwrap();
-            s.on_sent(now, p, len);
+            let p = s.select(now, TwoPaths::LEN).unwrap();
+            s.on_sent(now, p, TwoPaths::LEN);
             assert_eq!(p, PathId(0), "at {ms} ms");
         }
     }
