@@ -36,6 +36,8 @@ pub struct RateScheduler {
     overhead: Vec<usize>,
     /// The path of the last packet sent (ties within [`STICKY`] go to it).
     last: Option<usize>,
+    /// Per path: the length of the last datagram sent on it.
+    last_len: Vec<usize>,
     /// Paths to pass over while another is eligible ([`Self::avoid`]).
     avoided: u64,
 }
@@ -61,6 +63,7 @@ impl RateScheduler {
             owd_reported: vec![None; paths.len()],
             overhead: paths.iter().map(|p| p.overhead).collect(),
             last: None,
+            last_len: vec![0; paths.len()],
             avoided: 0,
         }
     }
@@ -92,13 +95,17 @@ impl RateScheduler {
     /// The receiver saw `queue` waiting on `path`: its virtual clock runs at least that far
     /// ahead of `now`, so new packets go where they are not stuck behind it (a path whose rate
     /// was overestimated holds a real queue that its virtual clock never showed), and at most
-    /// [`MAX_BACKLOG`] further (what was sent since the receiver saw the queue): a clock built
-    /// at rates guessed too low would otherwise stand seconds ahead of every real queue, and
-    /// its differences between paths, not the queues, would decide where packets go.
+    /// [`MAX_BACKLOG`] further, or two of the path's last datagrams on a slow line (what was
+    /// sent since the receiver saw the queue): a clock built at rates guessed too low would
+    /// otherwise stand seconds ahead of every real queue, and its differences between paths,
+    /// not the queues, would decide where packets go.
     pub fn hold_queue(&mut self, now: Time, path: PathId, queue: std::time::Duration) {
-        if let Some(b) = self.busy.get_mut(path.index()) {
+        let i = path.index();
+        if i < self.busy.len() {
             let seen = now.as_nanos() + queue.as_nanos() as u64;
-            *b = (*b).clamp(seen, seen + MAX_BACKLOG.as_nanos() as u64);
+            let slack =
+                (MAX_BACKLOG.as_nanos() as u64).max(2 * self.serialisation(i, self.last_len[i]));
+            self.busy[i] = self.busy[i].clamp(seen, seen + slack);
         }
     }
 
@@ -197,6 +204,7 @@ impl Scheduler for RateScheduler {
         if i < self.busy.len() {
             self.busy[i] = self.busy[i].max(now.as_nanos()) + self.serialisation(i, len);
             self.last = Some(i);
+            self.last_len[i] = len;
         }
     }
 
@@ -344,11 +352,25 @@ mod tests {
         // The paths really carry more: the receiver sees 20 ms queued on path 0, 200 on path 1.
         s.hold_queue(now, PathId(0), std::time::Duration::from_millis(20));
         s.hold_queue(now, PathId(1), std::time::Duration::from_millis(200));
+        // (at most two of the last packets above it: 250 ms at the guessed 64 kbit/s)
         for (p, q) in [(0, 20), (1, 200)] {
             let b = s.backlog(now, PathId(p)).as_millis();
-            assert!((q..=q + 50).contains(&b), "path {p}: backlog {b} ms");
+            assert!((q..=q + 250).contains(&b), "path {p}: backlog {b} ms");
         }
         assert_eq!(s.select(now, 1000), Some(PathId(0)));
+    }
+
+    /// On a 64 kbit/s line one 500-byte datagram takes 62.5 ms, more than MAX_BACKLOG: a report
+    /// that shows no queue yet (its packets left before these two) must not take the two just
+    /// sent off the clock, or the next packets go to the slow line too and arrive after their
+    /// successors on faster ones.
+    #[test]
+    fn a_report_leaves_the_packets_just_sent_on_a_slow_line_on_its_clock() {
+        let mut s = RateScheduler::new(&[PathSpec::new(1, Some(64_000), false)]);
+        s.on_sent(Time::ZERO, PathId(0), 500);
+        s.on_sent(Time::ZERO, PathId(0), 500);
+        s.hold_queue(Time::ZERO, PathId(0), std::time::Duration::ZERO);
+        assert_eq!(s.backlog(Time::ZERO, PathId(0)).as_micros(), 125_000);
     }
 
     #[test]
