@@ -104,18 +104,21 @@ fn udp_at_80_percent_arrives_complete_and_in_order() {
             Side::A,
             &tunnel_addr(Side::B),
             5202,
-            &["-u", "-b", &rate.to_string(), "-l", "1200", "-t", "10"],
+            &[
+                "-u",
+                "-b",
+                &rate.to_string(),
+                "-l",
+                "1200",
+                "-t",
+                "10",
+                "--get-server-output",
+            ],
         )
         .expect("iperf3 udp");
-    let sum = &v["end"]["sum"];
-    let lost_pct = sum["lost_percent"].as_f64().expect("lost_percent");
-    let packets = sum["packets"].as_u64().unwrap_or(0);
-    let ooo = sum["out_of_order"].as_u64().unwrap_or_else(|| {
-        v["end"]["streams"][0]["udp"]["out_of_order"]
-            .as_u64()
-            .expect("out_of_order in iperf3 JSON")
-    });
-    let jitter = sum["jitter_ms"].as_f64().unwrap_or(f64::NAN);
+    // The receiving iperf3's figures (the client's own JSON counts nothing out of order).
+    let (packets, lost_pct, ooo) = udp_receiver(&v);
+    let jitter = v["end"]["sum"]["jitter_ms"].as_f64().unwrap_or(f64::NAN);
     let rx = lab.status(Side::B).expect("status");
     eprintln!(
         "RESULT udp: {} packets, lost {:.3}%, out of order at iperf3 {}, jitter {:.3} ms; mptd reordered on arrival {} (max extent {}), late {}, delivered out of order {}, hold p99 {} us",
@@ -391,4 +394,78 @@ fn keepalives_on_paths_that_carry_data_are_answered_once_a_second() {
         "the prober lost its RTT: {:?}",
         b.paths
     );
+}
+
+/// A packet the resequencer gave up on and that arrives after all reaches the application,
+/// out of order, instead of being dropped. Round-robin over two paths, one 60 ms further away,
+/// with a 20 ms hold: every other packet arrives well after its gap was given up.
+#[test]
+fn late_packets_are_delivered_not_dropped() {
+    need!("late_packets_delivered", "iperf3");
+    let far = mpt_lab::netns::Impair {
+        delay_ms: 60.0,
+        ..mpt_lab::netns::Impair::default()
+    };
+    let paths = [
+        mpt_lab::netns::PathSpec::unshaped(),
+        mpt_lab::netns::PathSpec {
+            rate_bps: None,
+            ab: far,
+            ba: mpt_lab::netns::Impair::default(),
+        },
+    ];
+    let mut lab = Lab::new(&paths).expect("lab");
+    let opts = TunnelOpts {
+        scheduler: "rr".into(),
+        reorder_timeout_ms: 20,
+        ..TunnelOpts::default()
+    };
+    lab.start_tunnel(&opts).expect("tunnel");
+    let v = lab
+        .iperf3(
+            Side::A,
+            &tunnel_addr(Side::B),
+            5204,
+            &[
+                "-u",
+                "-b",
+                "2M",
+                "-l",
+                "1000",
+                "-t",
+                "3",
+                "--get-server-output",
+            ],
+        )
+        .expect("iperf3 udp");
+    let (packets, lost_pct, ooo) = udp_receiver(&v);
+    let rx = lab.status(Side::B).expect("status");
+    let r = &rx.tunnel.reseq;
+    eprintln!(
+        "RESULT late packets: {packets} datagrams, lost {lost_pct:.2} %, out of order at iperf3 {ooo}; mptd skipped {}, late {}, delivered out of order {}, too old {}",
+        r.skipped, r.late, r.delivered_out_of_order, rx.tunnel.drops.too_old
+    );
+    assert!(packets > 500, "too few packets: {packets}");
+    // Half the datagrams go the far way, and arrive 60 ms after their gap was given up.
+    assert!(r.late * 4 > packets, "only {} late of {packets}", r.late);
+    assert_eq!(r.delivered_out_of_order, r.late);
+    assert_eq!(rx.tunnel.drops.too_old, 0);
+    assert!(ooo > 0, "iperf3 saw nothing out of order");
+    assert!(
+        lost_pct <= 1.0,
+        "lost {lost_pct} %: late packets were dropped"
+    );
+}
+
+/// The receiving iperf3's figures of a UDP run made with `--get-server-output`: datagrams,
+/// lost percent, datagrams out of order.
+fn udp_receiver(v: &serde_json::Value) -> (u64, f64, u64) {
+    let srv = &v["server_output_json"]["end"];
+    let udp = &srv["streams"][0]["udp"];
+    let packets = udp["packets"]
+        .as_u64()
+        .expect("packets in the server's JSON");
+    let lost = udp["lost_percent"].as_f64().expect("lost_percent");
+    let ooo = udp["out_of_order"].as_u64().expect("out_of_order");
+    (packets, lost, ooo)
 }

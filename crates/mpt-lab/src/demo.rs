@@ -95,11 +95,21 @@ pub fn run(scheduler: &str) -> Result<()> {
         Side::A,
         &tunnel_addr(Side::B),
         5202,
-        &["-u", "-b", "48000000", "-l", "1200", "-t", "10"],
+        &[
+            "-u",
+            "-b",
+            "48000000",
+            "-l",
+            "1200",
+            "-t",
+            "10",
+            "--get-server-output",
+        ],
     )?;
-    // The receiver's view: `sum_received`, and the stream's out-of-order count.
+    // The receiver's view: `sum_received`, and the receiving iperf3's out-of-order count (the
+    // client's own stream figures count none).
     let s = &udp["end"]["sum_received"];
-    let ooo = &udp["end"]["streams"][0]["udp"]["out_of_order"];
+    let ooo = &udp["server_output_json"]["end"]["streams"][0]["udp"]["out_of_order"];
     let rx = lab.status(Side::B)?;
     println!(
         "received {:.2} Mbit/s, lost {:.3} %, jitter {:.3} ms, out of order at iperf3: {}",
