@@ -99,23 +99,7 @@ fn udp_at_80_percent_arrives_complete_and_in_order() {
     lab.start_tunnel(&TunnelOpts::default()).expect("tunnel");
     // 80 % of the 60 Mbit/s the paths are shaped to, in 1200-byte datagrams.
     let rate = 48_000_000;
-    let v = lab
-        .iperf3(
-            Side::A,
-            &tunnel_addr(Side::B),
-            5202,
-            &[
-                "-u",
-                "-b",
-                &rate.to_string(),
-                "-l",
-                "1200",
-                "-t",
-                "10",
-                "--get-server-output",
-            ],
-        )
-        .expect("iperf3 udp");
+    let v = udp_through_tunnel(&mut lab, 5202, &rate.to_string(), "1200", "10");
     // The receiving iperf3's figures (the client's own JSON counts nothing out of order).
     let (packets, lost_pct, ooo) = udp_receiver(&v);
     let jitter = v["end"]["sum"]["jitter_ms"].as_f64().unwrap_or(f64::NAN);
@@ -421,23 +405,7 @@ fn late_packets_are_delivered_not_dropped() {
         ..TunnelOpts::default()
     };
     lab.start_tunnel(&opts).expect("tunnel");
-    let v = lab
-        .iperf3(
-            Side::A,
-            &tunnel_addr(Side::B),
-            5204,
-            &[
-                "-u",
-                "-b",
-                "2M",
-                "-l",
-                "1000",
-                "-t",
-                "3",
-                "--get-server-output",
-            ],
-        )
-        .expect("iperf3 udp");
+    let v = udp_through_tunnel(&mut lab, 5204, "2M", "1000", "3");
     let (packets, lost_pct, ooo) = udp_receiver(&v);
     let rx = lab.status(Side::B).expect("status");
     let r = &rx.tunnel.reseq;
@@ -455,6 +423,29 @@ fn late_packets_are_delivered_not_dropped() {
         lost_pct <= 1.0,
         "lost {lost_pct} %: late packets were dropped"
     );
+}
+
+/// iperf3 UDP from A to B's tunnel address: `rate` (iperf3's `-b`), datagrams of `len` bytes,
+/// for `secs`; the receiving iperf3's JSON comes along (`--get-server-output`).
+fn udp_through_tunnel(
+    lab: &mut Lab,
+    port: u16,
+    rate: &str,
+    len: &str,
+    secs: &str,
+) -> serde_json::Value {
+    let args = [
+        "-u",
+        "-b",
+        rate,
+        "-l",
+        len,
+        "-t",
+        secs,
+        "--get-server-output",
+    ];
+    lab.iperf3(Side::A, &tunnel_addr(Side::B), port, &args)
+        .expect("iperf3 udp")
 }
 
 /// The receiving iperf3's figures of a UDP run made with `--get-server-output`: datagrams,
