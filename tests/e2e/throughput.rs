@@ -457,6 +457,6 @@ fn udp_receiver(v: &serde_json::Value) -> (u64, f64, u64) {
         .as_u64()
         .expect("packets in the server's JSON");
     let lost = udp["lost_packets"].as_u64().expect("lost_packets");
-    let ooo = udp["out_of_order"].as_u64().expect("out_of_order");
+    let ooo = mpt_lab::netns::iperf3_receiver_out_of_order(v).expect("out_of_order");
     (packets, 100.0 * lost as f64 / packets.max(1) as f64, ooo)
 }

@@ -109,14 +109,14 @@ pub fn run(scheduler: &str) -> Result<()> {
     // The receiver's view: `sum_received`, and the receiving iperf3's out-of-order count (the
     // client's own stream figures count none).
     let s = &udp["end"]["sum_received"];
-    let ooo = &udp["server_output_json"]["end"]["streams"][0]["udp"]["out_of_order"];
+    let ooo = crate::netns::iperf3_receiver_out_of_order(&udp);
     let rx = lab.status(Side::B)?;
     println!(
         "received {:.2} Mbit/s, lost {:.3} %, jitter {:.3} ms, out of order at iperf3: {}",
         s["bits_per_second"].as_f64().unwrap_or(0.0) / 1e6,
         s["lost_percent"].as_f64().unwrap_or(f64::NAN),
         s["jitter_ms"].as_f64().unwrap_or(f64::NAN),
-        ooo.as_u64().map_or("?".to_owned(), |n| n.to_string())
+        ooo.map_or("?".to_owned(), |n| n.to_string())
     );
     println!(
         "mptd on B: {} packets reordered on arrival across paths (max extent {}), {} delivered out of order, hold p50 {} us p99 {} us",

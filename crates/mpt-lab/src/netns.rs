@@ -1043,6 +1043,12 @@ pub fn sibling_bin(name: &str) -> Result<PathBuf> {
     )
 }
 
+/// Datagrams the receiving iperf3 saw out of order in a UDP run made with
+/// `--get-server-output` (the client's own JSON counts none); `None` without the server's JSON.
+pub fn iperf3_receiver_out_of_order(v: &serde_json::Value) -> Option<u64> {
+    v["server_output_json"]["end"]["streams"][0]["udp"]["out_of_order"].as_u64()
+}
+
 /// Throughput in bits per second that an iperf3 JSON result reports at the receiver.
 pub fn iperf3_bps(v: &serde_json::Value) -> f64 {
     let end = &v["end"];

@@ -535,8 +535,7 @@ pub(crate) fn stream_run(
     let srv = &v["server_output_json"];
     let rcv = &v["end"]["sum_received"];
     let packets = rcv["packets"].as_u64().unwrap_or(0);
-    let ooo = srv["end"]["streams"][0]["udp"]["out_of_order"]
-        .as_u64()
+    let ooo = crate::netns::iperf3_receiver_out_of_order(&v)
         .or_else(|| v["end"]["streams"][0]["udp"]["out_of_order"].as_u64())
         .unwrap_or(0);
     let mut series = String::from("t_s,jitter_ms\n");
