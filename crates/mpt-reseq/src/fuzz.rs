@@ -8,10 +8,20 @@ use mpt_core::{PathId, Time};
 
 use crate::{Config, PacketMeta, Resequencer};
 
+/// The delivery callback for every call but a push: what comes out was held, so it must have
+/// been kept.
+fn held_out(out: &mut Vec<u32>) -> impl FnMut((u32, bool)) + '_ {
+    move |(s, kept)| {
+        assert!(kept, "seq {s} was held without being kept");
+        out.push(s)
+    }
+}
+
 /// Interpret `data` as a configuration and a sequence of operations; panics when an invariant
 /// breaks: more held than the window, a packet delivered twice, or out of order within a
 /// session without being counted late, a deadline in the past left pending, counters that do
-/// not add up.
+/// not add up, a packet held without being [kept](Resequencer::push_keeping) (each payload is
+/// its seq and whether it was kept: a borrowed one may only come out of its own push).
 pub fn run_ops(data: &[u8]) {
     let mut bytes = data.iter().copied();
     let mut next = move || bytes.next();
@@ -21,7 +31,7 @@ pub fn run_ops(data: &[u8]) {
     let window = usize::from(w) * 4;
     let paths = usize::from(p % 8) + 1;
     let timeout = Duration::from_micros(u64::from(t) * 100 + 1);
-    let mut r: Resequencer<u32> = Resequencer::new(Config {
+    let mut r: Resequencer<(u32, bool)> = Resequencer::new(Config {
         window,
         timeout,
         paths,
@@ -49,7 +59,8 @@ pub fn run_ops(data: &[u8]) {
                 if let Some(s) = path_seq.get_mut(path) {
                     *s = s.wrapping_add(1);
                 }
-                r.push(
+                let mut borrowed_out = 0;
+                r.push_keeping(
                     now,
                     PacketMeta {
                         path: PathId(path as u8),
@@ -58,9 +69,17 @@ pub fn run_ops(data: &[u8]) {
                         sent_us: now.wire_micros(),
                         len: 100,
                     },
-                    seq,
-                    &mut |s| out.push(s),
+                    (seq, false),
+                    |(s, _)| (s, true),
+                    &mut |(s, kept)| {
+                        if !kept {
+                            assert_eq!(s, seq, "a borrowed payload came out of another push");
+                            borrowed_out += 1;
+                        }
+                        out.push(s)
+                    },
                 );
+                assert!(borrowed_out <= 1, "one borrowed payload delivered twice");
                 pushed += 1;
                 invalid += u64::from(path >= paths);
             }
@@ -71,15 +90,15 @@ pub fn run_ops(data: &[u8]) {
                     PathId(path as u8),
                     seq.wrapping_add(u32::from(arg >> 4)),
                     ps,
-                    &mut |s| out.push(s),
+                    &mut held_out(&mut out),
                 );
             }
-            5 => r.path_down(now, PathId(path as u8), &mut |s| out.push(s)),
+            5 => r.path_down(now, PathId(path as u8), &mut held_out(&mut out)),
             6 => {
                 now = now + Duration::from_micros(u64::from(arg) * 37);
                 if let Some(d) = r.poll_timeout() {
                     if d <= now {
-                        r.handle_timeout(now, &mut |s| out.push(s));
+                        r.handle_timeout(now, &mut held_out(&mut out));
                         assert!(
                             r.poll_timeout().is_none_or(|d| d > now),
                             "a deadline not after now is still pending"

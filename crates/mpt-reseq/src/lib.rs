@@ -261,6 +261,21 @@ impl<P> Resequencer<P> {
     /// this one) are passed to `deliver` in order. Held packets whose deadline is not after
     /// `now` are released first.
     pub fn push(&mut self, now: Time, meta: PacketMeta, payload: P, deliver: &mut impl FnMut(P)) {
+        self.push_keeping(now, meta, payload, |p| p, deliver);
+    }
+
+    /// [`push`](Self::push) for a payload that may borrow the caller's short-lived storage
+    /// (a receive buffer about to be reused): `keep` is called on it exactly when this packet
+    /// is held, and must return a payload that owns its bytes. A packet delivered or dropped
+    /// within this call is never kept, so in-order packets need no copy of their own.
+    pub fn push_keeping(
+        &mut self,
+        now: Time,
+        meta: PacketMeta,
+        payload: P,
+        keep: impl FnOnce(P) -> P,
+        deliver: &mut impl FnMut(P),
+    ) {
         let p = meta.path.index();
         if p >= self.paths.len() {
             self.stats.total.invalid_path += 1;
@@ -298,7 +313,7 @@ impl<P> Resequencer<P> {
             if self.window == 0 {
                 self.passthrough(now, p, ext, payload, deliver);
             } else {
-                self.resequence(now, p, ext, payload, deliver);
+                self.resequence(now, p, ext, payload, keep, deliver);
                 if self.held > 0 {
                     self.progress_check(now, deliver);
                 }
@@ -550,6 +565,7 @@ impl<P> Resequencer<P> {
         p: usize,
         ext: u64,
         payload: P,
+        keep: impl FnOnce(P) -> P,
         deliver: &mut impl FnMut(P),
     ) {
         if ext < self.head {
@@ -584,7 +600,8 @@ impl<P> Resequencer<P> {
             let slot = (ext & self.mask) as usize;
             if let Some(s) = self.ring.get_mut(slot) {
                 if s.replace(Entry {
-                    payload,
+                    payload: keep(payload),
+
                     arrival: now,
                 })
                 .is_none()
@@ -976,6 +993,48 @@ mod tests {
         assert_eq!(&tot.occupancy.buckets[..5], &[0, 1, 1, 1, 0]);
         assert!((tot.occupancy.mean() - 2.0).abs() < 1e-12);
         assert_eq!(tot.occupancy.percentile(0.5), 2);
+    }
+
+    #[test]
+    fn only_held_packets_are_kept() {
+        let mut r: Resequencer<(u32, bool)> = Resequencer::new(config(16, 10, 2));
+        let mut kept = Vec::new();
+        let mut out = Vec::new();
+        let mut path_seq = [0u16; 2];
+        for (path, seq) in [
+            (0, 0),
+            (1, 1),
+            (0, 3),
+            (0, 4),
+            (1, 2),
+            (0, 5),
+            (0, 5),
+            (1, 1),
+        ] {
+            path_seq[path] += 1;
+            let meta = PacketMeta {
+                path: PathId(path as u8),
+                seq,
+                path_seq: path_seq[path],
+                sent_us: 0,
+                len: 100,
+            };
+            r.push_keeping(
+                t(0),
+                meta,
+                (seq, false),
+                |(s, _)| {
+                    kept.push(s);
+                    (s, true)
+                },
+                &mut |p| out.push(p),
+            );
+        }
+        // 3 and 4 waited for 2; the rest went straight through (or were duplicates)
+        assert_eq!(kept, [3, 4]);
+        let order: Vec<u32> = out.iter().map(|&(s, _)| s).collect();
+        assert_eq!(order, [0, 1, 2, 3, 4, 5]);
+        assert!(out.iter().all(|&(s, k)| k == (s == 3 || s == 4)));
     }
 
     #[test]
