@@ -2,7 +2,7 @@
 //! bare veth it runs over; with and without encryption. A benchmark, not a test: it reports.
 
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -175,6 +175,73 @@ pub fn run_latency(out: &Path, encryptions: &[String]) -> Result<String> {
         writeln!(md, "| {setup} | {p50:.0} | {p99:.0} | {:.0} |", p50 - raw)?;
     }
     std::fs::write(out.join("latency.md"), &md)?;
+    Ok(md)
+}
+
+/// `mpt-lab bench compare --mptd OLD,NEW`: single-stream TCP over `paths` unshaped paths
+/// through each build in turn, `rounds` times, per encryption setting; for telling a datapath
+/// change from this machine's drift, which moves single runs by ±25 % between hours.
+/// Returns the markdown table (also written to `out`): Gbit/s per run and mean, and the
+/// daemons' CPU seconds per GB.
+pub fn run_compare(
+    out: &Path,
+    encryptions: &[String],
+    builds: &[PathBuf],
+    paths: usize,
+    rounds: usize,
+) -> Result<String> {
+    std::fs::create_dir_all(out)?;
+    anyhow::ensure!(!builds.is_empty(), "--mptd names no build to compare");
+    // (encryption, build) -> (Gbit/s, CPU s/GB) per round
+    let mut runs = vec![vec![Vec::new(); builds.len()]; encryptions.len()];
+    for round in 0..rounds {
+        for (e, enc) in encryptions.iter().enumerate() {
+            for (b, bin) in builds.iter().enumerate() {
+                let mut lab = Lab::new(&vec![PathSpec::unshaped(); paths]).context("tunnel lab")?;
+                let opts = TunnelOpts {
+                    encryption: enc.clone(),
+                    mptd: Some(bin.clone()),
+                    ..TunnelOpts::default()
+                };
+                let pids = [
+                    lab.start_mptd(Side::A, &opts)?,
+                    lab.start_mptd(Side::B, &opts)?,
+                ];
+                lab.wait_for_tunnel(Duration::from_secs(10))?;
+                let cpu = || -> f64 { pids.iter().map(|&p| cpu_seconds(p).unwrap_or(0.0)).sum() };
+                let cpu0 = cpu();
+                let v = lab.iperf3(Side::A, &tunnel_addr(Side::B), 5201, &["-t", "5"])?;
+                let bytes = v["end"]["sum_received"]["bytes"].as_f64().unwrap_or(0.0);
+                let gbps = iperf3_bps(&v) / 1e9;
+                let cpu_per_gb = (cpu() - cpu0) / (bytes / 1e9).max(1e-9);
+                eprintln!(
+                    "round {}, {enc}, {}: {gbps:.2} Gbit/s, {cpu_per_gb:.2} CPU s/GB",
+                    round + 1,
+                    bin.display()
+                );
+                runs[e][b].push((gbps, cpu_per_gb));
+            }
+        }
+    }
+    let mut md = String::new();
+    writeln!(md, "| encryption | mptd build | TCP 1 stream Gbit/s, each run | mean | daemons' CPU s/GB, mean |")?;
+    writeln!(md, "|---|---|---|---|---|")?;
+    for (e, enc) in encryptions.iter().enumerate() {
+        for (b, bin) in builds.iter().enumerate() {
+            let r = &runs[e][b];
+            let n = r.len().max(1) as f64;
+            let each: Vec<String> = r.iter().map(|(g, _)| format!("{g:.2}")).collect();
+            writeln!(
+                md,
+                "| {enc} | {} | {} | {:.2} | {:.2} |",
+                bin.display(),
+                each.join(", "),
+                r.iter().map(|(g, _)| g).sum::<f64>() / n,
+                r.iter().map(|(_, c)| c).sum::<f64>() / n
+            )?;
+        }
+    }
+    std::fs::write(out.join("compare.md"), &md)?;
     Ok(md)
 }
 

@@ -46,7 +46,7 @@ enum Cmd {
     },
     /// Benchmarks: `throughput` (raw veth against mptd over 1 and 2 unshaped paths, with and
     /// without encryption; TCP, UDP, ping), `latency` (idle ping only, bare veth against one
-    /// path).
+    /// path), `compare` (single-stream TCP through several mptd builds in turn: `--mptd`).
     Bench {
         what: String,
         /// Encryption settings to measure.
@@ -58,6 +58,15 @@ enum Cmd {
         encryption: Vec<String>,
         #[arg(long, default_value = "lab-out")]
         out: std::path::PathBuf,
+        /// compare only: the mptd binaries to run in turn.
+        #[arg(long, value_delimiter = ',')]
+        mptd: Vec<std::path::PathBuf>,
+        /// compare only: unshaped paths.
+        #[arg(long, default_value_t = 1)]
+        paths: usize,
+        /// compare only: runs of each build.
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
     },
     /// Internal: run the link emulator (started by the lab inside its middle namespace).
     #[command(hide = true)]
@@ -118,7 +127,12 @@ fn run(
     Ok(())
 }
 
-fn bench(what: &str, encryption: &[String], out: &std::path::Path) -> anyhow::Result<()> {
+fn bench(
+    what: &str,
+    encryption: &[String],
+    out: &std::path::Path,
+    compare: (&[std::path::PathBuf], usize, usize),
+) -> anyhow::Result<()> {
     if !mpt_lab::netns::require_root("mpt-lab bench") {
         anyhow::bail!("the lab needs root");
     }
@@ -134,7 +148,15 @@ fn bench(what: &str, encryption: &[String], out: &std::path::Path) -> anyhow::Re
             println!("{md}");
             Ok(())
         }
-        other => anyhow::bail!("unknown benchmark {other:?}, expected throughput or latency"),
+        "compare" => {
+            let (builds, paths, rounds) = compare;
+            let md = mpt_lab::bench::run_compare(out, encryption, builds, paths, rounds)?;
+            println!("{md}");
+            Ok(())
+        }
+        other => {
+            anyhow::bail!("unknown benchmark {other:?}, expected throughput, latency or compare")
+        }
     }
 }
 
@@ -158,7 +180,10 @@ fn main() -> ExitCode {
             what,
             encryption,
             out,
-        } => bench(&what, &encryption, &out),
+            mptd,
+            paths,
+            rounds,
+        } => bench(&what, &encryption, &out, (&mptd, paths, rounds)),
         Cmd::Emulate { spec } => serde_json::from_str(&spec)
             .map_err(anyhow::Error::from)
             .and_then(|links: Vec<mpt_lab::emulator::Link>| mpt_lab::emulator::run(&links)),

@@ -190,6 +190,8 @@ pub struct TunnelOpts {
     /// `[security] encryption`: "chacha20-poly1305", "aes-256-gcm" or "none". Both sides
     /// share one key file in the lab's directory.
     pub encryption: String,
+    /// The mptd binary to run (default [`mptd_bin`]): `mpt-lab bench compare` runs several.
+    pub mptd: Option<PathBuf>,
 }
 
 impl TunnelOpts {
@@ -217,6 +219,7 @@ impl Default for TunnelOpts {
             queues: 1,
             configure_rates: true,
             encryption: "chacha20-poly1305".into(),
+            mptd: None,
         }
     }
 }
@@ -514,7 +517,10 @@ impl Lab {
     /// Start mptd on one side with a config written from `o`.
     pub fn start_mptd(&mut self, side: Side, o: &TunnelOpts) -> Result<u32> {
         let cfg = self.write_config(side, o)?;
-        let bin = mptd_bin()?;
+        let bin = match &o.mptd {
+            Some(b) => b.clone(),
+            None => mptd_bin()?,
+        };
         let mut cmd = self.cmd(side, bin.to_str().ok_or_else(|| anyhow!("bad path"))?);
         cmd.args(["-c", cfg.to_str().unwrap_or_default()]);
         let name = format!("mptd-{}", self.ns(side));

@@ -158,13 +158,39 @@ struct TxState {
     counter: u64,
 }
 
-/// A received datagram held by the resequencer: the whole buffer, the inner packet at
-/// `start..end`.
+/// A received data datagram on its way to the TUN device, the inner packet at `start..end` of
+/// it. In order, it stays in the receive slice it arrived in and is written out before that
+/// slice is reused; only a datagram the resequencer holds is copied into a buffer of its own.
 #[derive(Debug)]
-struct RxBuf {
-    buf: Vec<u8>,
-    start: usize,
-    end: usize,
+enum RxBuf {
+    /// At `at` in receive slice `slice`.
+    Slice {
+        slice: usize,
+        at: usize,
+        start: usize,
+        end: usize,
+    },
+    Own {
+        buf: Vec<u8>,
+        start: usize,
+        end: usize,
+    },
+}
+
+impl RxBuf {
+    /// The datagram up to the inner packet's end (the prefix before the packet included).
+    fn bytes<'a>(&'a self, slices: &'a [Vec<u8>]) -> &'a [u8] {
+        match self {
+            RxBuf::Slice { slice, at, end, .. } => &slices[*slice][*at..*at + *end],
+            RxBuf::Own { buf, end, .. } => &buf[..*end],
+        }
+    }
+
+    fn start(&self) -> usize {
+        match self {
+            RxBuf::Slice { start, .. } | RxBuf::Own { start, .. } => *start,
+        }
+    }
 }
 
 /// Receive-side sealing state.
@@ -844,9 +870,8 @@ pub async fn rx_task(sh: Arc<Shared>) -> Result<()> {
     let cap = sh.max_datagram() + 1;
     let alloc = || vec![0u8; cap];
     let window = sh.cfg.connection.reorder_window;
-    // Enough buffers for a full resequencer plus what is in flight to the TUN device.
+    // Buffers for the datagrams the resequencer holds, enough for a full window.
     let mut pool: Vec<Vec<u8>> = (0..window + 8).map(|_| alloc()).collect();
-    let mut cur = alloc();
     let mut out: Vec<RxBuf> = Vec::with_capacity(window + 8);
     let mut to_tun: Vec<Vec<u8>> = (0..TUN_WRITE_BATCH)
         .map(|_| Vec::with_capacity(2 * sh.prefix + 65_535 + 64))
@@ -900,28 +925,36 @@ pub async fn rx_task(sh: Arc<Shared>) -> Result<()> {
                         }
                     };
                     let now = sh.clock.now();
-                    for (meta, slice) in metas.iter().zip(&slices).take(n) {
+                    for (slice, meta) in metas.iter().enumerate().take(n) {
                         let stride = meta.stride.max(1);
-                        // (an empty datagram yields no chunk: take it as one of length 0)
-                        let empty: &[u8] = &[];
-                        let whole = &slice[..meta.len];
-                        let datagrams =
-                            whole.chunks(stride).chain((meta.len == 0).then_some(empty));
-                        for d in datagrams {
-                            // Each datagram gets a buffer of its own: the resequencer may hold it.
-                            // (a datagram too large for it is cut to `cap` and refused as oversize)
-                            let len = d.len().min(cap);
-                            cur[..len].copy_from_slice(&d[..len]);
+                        let mut at = 0;
+                        // each datagram of the slice (an empty one counts as one of length 0)
+                        loop {
+                            let len = (meta.len - at).min(stride);
+                            let d = &mut slices[slice][at..at + len];
                             if let Some((data, start, end)) =
-                                handle_datagram(&sh, now, path, &mut cur, len, meta.addr, &mut out)
+                                handle_datagram(&sh, now, path, d, len, meta.addr, &mut out)
                             {
-                                let next = pool.pop().unwrap_or_else(alloc);
-                                let buf = std::mem::replace(&mut cur, next);
-                                let mut rx = lock(&sh.rx);
-                                rx.reseq
-                                    .push(now, data, RxBuf { buf, start, end }, &mut |p| {
-                                        out.push(p)
-                                    });
+                                let here = RxBuf::Slice {
+                                    slice,
+                                    at,
+                                    start,
+                                    end,
+                                };
+                                // held: copied out of the slice, which the next batch reuses
+                                let keep = |p: RxBuf| {
+                                    let mut buf = pool.pop().unwrap_or_else(alloc);
+                                    let bytes = p.bytes(&slices);
+                                    buf[..bytes.len()].copy_from_slice(bytes);
+                                    RxBuf::Own { buf, start, end }
+                                };
+                                lock(&sh.rx)
+                                    .reseq
+                                    .push_keeping(now, data, here, keep, &mut |p| out.push(p));
+                            }
+                            at += len;
+                            if at >= meta.len {
+                                break;
                             }
                         }
                     }
@@ -936,6 +969,8 @@ pub async fn rx_task(sh: Arc<Shared>) -> Result<()> {
                     if let Some(p) = lagging {
                         next_sock = p;
                     }
+                    // what came out may lie in the slices the next batch is received into
+                    write_tun(&sh, &mut out, &slices, &mut to_tun, &mut gro, &mut pool).await?;
                     if n < RX_SLICES || lagging.is_some_and(|p| p != path) {
                         break;
                     }
@@ -947,33 +982,50 @@ pub async fn rx_task(sh: Arc<Shared>) -> Result<()> {
             }
             RxEvent::Tick => check_liveness(&sh, sh.clock.now(), &mut out),
         }
-        if out.is_empty() {
-            continue;
-        }
-        lock(&sh.rx).delivered += out.len() as u64;
-        // Each packet is copied into a write buffer large enough for GRO to append the
-        // packets that follow it in its flow (a super-packet of up to 64 KiB); every inner
-        // packet starts at the same offset (`prefix`), after room for the virtio header.
-        for chunk in out.chunks(TUN_WRITE_BATCH) {
-            for (w, p) in to_tun.iter_mut().zip(chunk) {
-                debug_assert_eq!(p.start, sh.prefix);
-                w.clear();
-                w.extend_from_slice(&p.buf[..p.end]);
-            }
-            sh.calls.tun_write_batches.fetch_add(1, Relaxed);
-            let batch = &mut to_tun[..chunk.len()];
-            if let Err(e) = sh.tun[0].send_multiple(&mut gro, batch, sh.prefix).await {
-                if e.raw_os_error() == Some(libc::EBADFD) {
-                    return Err(e).context("writing to the TUN device");
-                }
-                let n = sh.drops.tun_write_error.fetch_add(1, Relaxed);
-                if n % 1000 == 0 {
-                    warn!(error = %e, dropped = n + 1, "writing to the TUN device failed");
-                }
-            }
-        }
-        pool.extend(out.drain(..).map(|p| p.buf));
+        write_tun(&sh, &mut out, &slices, &mut to_tun, &mut gro, &mut pool).await?;
     }
+}
+
+/// Write the packets the resequencer released (`out`, emptied) to the TUN device in batches;
+/// the buffers of held ones go back to `pool`. Each packet is copied into a write buffer large
+/// enough for GRO to append the packets that follow it in its flow (a super-packet of up to
+/// 64 KiB); every inner packet starts at the same offset (`prefix`), after room for the virtio
+/// header.
+async fn write_tun(
+    sh: &Shared,
+    out: &mut Vec<RxBuf>,
+    slices: &[Vec<u8>],
+    to_tun: &mut [Vec<u8>],
+    gro: &mut tun_rs::GROTable,
+    pool: &mut Vec<Vec<u8>>,
+) -> Result<()> {
+    if out.is_empty() {
+        return Ok(());
+    }
+    lock(&sh.rx).delivered += out.len() as u64;
+    for chunk in out.chunks(TUN_WRITE_BATCH) {
+        for (w, p) in to_tun.iter_mut().zip(chunk) {
+            debug_assert_eq!(p.start(), sh.prefix);
+            w.clear();
+            w.extend_from_slice(p.bytes(slices));
+        }
+        sh.calls.tun_write_batches.fetch_add(1, Relaxed);
+        let batch = &mut to_tun[..chunk.len()];
+        if let Err(e) = sh.tun[0].send_multiple(gro, batch, sh.prefix).await {
+            if e.raw_os_error() == Some(libc::EBADFD) {
+                return Err(e).context("writing to the TUN device");
+            }
+            let n = sh.drops.tun_write_error.fetch_add(1, Relaxed);
+            if n % 1000 == 0 {
+                warn!(error = %e, dropped = n + 1, "writing to the TUN device failed");
+            }
+        }
+    }
+    pool.extend(out.drain(..).filter_map(|p| match p {
+        RxBuf::Own { buf, .. } => Some(buf),
+        RxBuf::Slice { .. } => None,
+    }));
+    Ok(())
 }
 
 /// Wait until some path socket has datagrams; returns its index. The scan starts after the
