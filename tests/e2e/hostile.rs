@@ -180,6 +180,7 @@ fn a_stranger_spraying_the_path_ports_gets_nothing_into_tun0() {
     let st = lab.status(Side::B).expect("status");
     assert_eq!(st.tunnel.encryption, "chacha20-poly1305");
     assert!(st.tunnel.keys_agreed);
+    assert_eq!(st.tunnel.cipher.as_deref(), Some("chacha20-poly1305"));
 
     let (server, client) = lab.tcp_transfer_in_background(5301, 12).expect("iperf3");
     std::thread::sleep(Duration::from_secs(1));
@@ -442,4 +443,53 @@ fn the_peer_address_follows_a_nat_rebinding() {
         "RESULT rebinding: B now sends path 0 to {}; 2 s later A last heard B on it {heard} ms ago, never down",
         st.paths[0].remote
     );
+}
+
+/// `encryption = "auto"` (the default) takes AES-256-GCM where both ends have AES in hardware
+/// and ChaCha20-Poly1305 otherwise; it meets an end configured with ChaCha20-Poly1305, and an
+/// end fixed on AES-256-GCM (another hello key) never gets keys with it.
+#[test]
+fn auto_encryption_agrees_on_one_cipher_with_each_kind_of_peer() {
+    need!("auto_encryption");
+    let hw = if mpt_core::seal::aes_in_hardware() {
+        "aes-256-gcm"
+    } else {
+        "chacha20-poly1305"
+    };
+    let with = |a: &str, b: &str| {
+        let mut lab = Lab::new(&[PathSpec::unshaped()]).expect("lab");
+        for (side, enc) in [(Side::A, a), (Side::B, b)] {
+            let opts = TunnelOpts {
+                encryption: enc.into(),
+                ..TunnelOpts::default()
+            };
+            lab.start_mptd(side, &opts).expect("mptd");
+        }
+        lab
+    };
+    for (a, b, agreed) in [
+        ("auto", "auto", hw),
+        ("auto", "chacha20-poly1305", "chacha20-poly1305"),
+        ("chacha20-poly1305", "auto", "chacha20-poly1305"),
+    ] {
+        let lab = with(a, b);
+        lab.wait_for_tunnel(Duration::from_secs(10))
+            .unwrap_or_else(|e| panic!("{a} with {b}: {e:#}"));
+        for (side, enc) in [(Side::A, a), (Side::B, b)] {
+            let t = lab.status(side).expect("status").tunnel;
+            assert_eq!(t.encryption, enc);
+            assert!(t.keys_agreed, "{a} with {b}: {side:?} has no keys");
+            assert_eq!(t.cipher.as_deref(), Some(agreed), "{a} with {b}: {side:?}");
+        }
+    }
+    let lab = with("auto", "aes-256-gcm");
+    std::thread::sleep(Duration::from_secs(2));
+    for side in [Side::A, Side::B] {
+        let t = lab.status(side).expect("status").tunnel;
+        assert!(!t.keys_agreed && t.cipher.is_none(), "{side:?}: {t:?}");
+        assert!(
+            t.drops.bad_tag > 0,
+            "{side:?}: the peer's hellos were not refused"
+        );
+    }
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 pub use ipnet::IpNet;
 use serde::Deserialize;
 
-use crate::seal::{Cipher, Psk};
+use crate::seal::{Cipher, CipherChoice, Psk};
 use crate::{PathId, MAX_PATHS};
 
 /// A validated configuration.
@@ -28,7 +28,7 @@ pub struct Config {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Security {
     /// `None`: datagrams travel in the clear and unauthenticated (`encryption = "none"`).
-    pub cipher: Option<Cipher>,
+    pub cipher: Option<CipherChoice>,
     /// The pre-shared key file (relative paths are resolved against the config file's
     /// directory); always set when `cipher` is.
     pub key_file: Option<PathBuf>,
@@ -390,14 +390,15 @@ impl Validator<'_> {
             .map(str::to_ascii_lowercase)
             .as_deref()
         {
-            None | Some("chacha20-poly1305") => Some(Cipher::ChaCha20Poly1305),
-            Some("aes-256-gcm") => Some(Cipher::Aes256Gcm),
+            None | Some("auto") => Some(CipherChoice::Auto),
+            Some("chacha20-poly1305") => Some(CipherChoice::Only(Cipher::ChaCha20Poly1305)),
+            Some("aes-256-gcm") => Some(CipherChoice::Only(Cipher::Aes256Gcm)),
             Some("none") => None,
             Some(other) => {
                 return Err(self.err(
                     "security.encryption",
                     format!(
-                        "unknown {other:?}, expected \"chacha20-poly1305\" (default), \
+                        "unknown {other:?}, expected \"auto\" (default), \"chacha20-poly1305\", \
                          \"aes-256-gcm\" or \"none\""
                     ),
                 ))
@@ -753,7 +754,7 @@ backup = true
         assert_eq!(c.paths[1].weight, 1);
         assert!(c.paths[1].backup);
         assert_eq!(c.control.socket, PathBuf::from("/run/mptd/tun0.sock"));
-        assert_eq!(c.security.cipher, Some(Cipher::ChaCha20Poly1305));
+        assert_eq!(c.security.cipher, Some(CipherChoice::Auto));
         // relative to the config file's directory
         assert_eq!(c.security.key_file, Some(PathBuf::from("keys/mpt.key")));
         let c = Config::parse(GOOD, Path::new("/etc/mptd/a.toml")).expect("valid");
@@ -778,8 +779,21 @@ backup = true
         let aes = GOOD.replace("[security]\n", "[security]\nencryption = \"AES-256-GCM\"\n");
         assert_eq!(
             parse(&aes).expect("valid").security.cipher,
-            Some(Cipher::Aes256Gcm)
+            Some(CipherChoice::Only(Cipher::Aes256Gcm))
         );
+        for (name, choice) in [
+            ("auto", CipherChoice::Auto),
+            (
+                "chacha20-poly1305",
+                CipherChoice::Only(Cipher::ChaCha20Poly1305),
+            ),
+        ] {
+            let text = GOOD.replace(
+                "[security]\n",
+                &format!("[security]\nencryption = \"{name}\"\n"),
+            );
+            assert_eq!(parse(&text).expect("valid").security.cipher, Some(choice));
+        }
         let bad = GOOD.replace("[security]\n", "[security]\nencryption = \"rot13\"\n");
         assert_eq!(invalid_key(&bad), "security.encryption");
         let empty = GOOD.replace("keys/mpt.key", " ");

@@ -11,6 +11,8 @@
 //! * [`ReplayWindow`]: a sliding bitmap over the counters of one session.
 //! * [`Handshake`]: the hello exchange that agrees on the randoms (sans-IO; randomness comes
 //!   from the caller).
+//! * [`CipherChoice`]: a fixed cipher, or `auto`: AES-256-GCM where both ends have it in
+//!   hardware, agreed through a hello flag.
 //!
 //! No cryptography is written here: ring does the AEAD and the HKDF.
 
@@ -65,6 +67,80 @@ impl Cipher {
 impl fmt::Display for Cipher {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+/// What the config's `encryption` asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CipherChoice {
+    /// AES-256-GCM when both ends have AES in hardware ([`aes_in_hardware`]), ChaCha20-Poly1305
+    /// otherwise: each side says in its hellos whether it would take AES ([`offers_aes`](
+    /// Self::offers_aes)), and both pick the same from the two answers ([`agree`](Self::agree)).
+    /// The default. Meets a peer configured with `auto` or with ChaCha20-Poly1305.
+    Auto,
+    /// This cipher whatever the hardware; the peer must say the same (or, for
+    /// ChaCha20-Poly1305, `auto`).
+    Only(Cipher),
+}
+
+impl CipherChoice {
+    /// The name used in the config.
+    pub fn name(self) -> &'static str {
+        match self {
+            CipherChoice::Auto => "auto",
+            CipherChoice::Only(c) => c.name(),
+        }
+    }
+
+    /// The cipher of the hello key. ChaCha20-Poly1305 for `auto`, so that `auto` and an end
+    /// configured with ChaCha20-Poly1305 open each other's hellos.
+    pub fn hello_cipher(self) -> Cipher {
+        match self {
+            CipherChoice::Auto => Cipher::ChaCha20Poly1305,
+            CipherChoice::Only(c) => c,
+        }
+    }
+
+    /// Whether this end's hellos offer AES-256-GCM ([`HelloRepr::FLAG_AES`]), given whether
+    /// this CPU has AES in hardware.
+    pub fn offers_aes(self, aes_in_hardware: bool) -> bool {
+        self == CipherChoice::Auto && aes_in_hardware
+    }
+
+    /// The session's cipher, from whether our hellos and the peer's offered AES-256-GCM.
+    /// Both ends reach the same answer: a fixed cipher never offers AES, and `auto` takes AES
+    /// only when both offered it.
+    pub fn agree(self, we_offer: bool, peer_offers: bool) -> Cipher {
+        match self {
+            CipherChoice::Only(c) => c,
+            CipherChoice::Auto if we_offer && peer_offers => Cipher::Aes256Gcm,
+            CipherChoice::Auto => Cipher::ChaCha20Poly1305,
+        }
+    }
+}
+
+impl fmt::Display for CipherChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Whether this CPU runs AES-GCM in hardware (AES and carry-less multiply instructions), where
+/// it is faster than ChaCha20-Poly1305; without them AES is slow in constant time.
+pub fn aes_in_hardware() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("aes")
+            && std::arch::is_x86_feature_detected!("pclmulqdq")
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        std::arch::is_aarch64_feature_detected!("aes")
+            && std::arch::is_aarch64_feature_detected!("pmull")
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        false
     }
 }
 
@@ -480,6 +556,42 @@ mod tests {
         ));
         assert_eq!(Psk::parse("AAAA"), Err(KeyError::Length(3)));
         assert_eq!(format!("{k:?}"), "Psk(..)");
+    }
+
+    #[test]
+    fn ends_that_can_meet_agree_on_one_cipher() {
+        use Cipher::*;
+        let choices = [
+            CipherChoice::Auto,
+            CipherChoice::Only(ChaCha20Poly1305),
+            CipherChoice::Only(Aes256Gcm),
+        ];
+        for a in choices {
+            for b in choices {
+                // ends with different hello keys never get as far as agreeing
+                if a.hello_cipher() != b.hello_cipher() {
+                    continue;
+                }
+                for (hw_a, hw_b) in [(false, false), (false, true), (true, false), (true, true)] {
+                    let (offer_a, offer_b) = (a.offers_aes(hw_a), b.offers_aes(hw_b));
+                    let at_a = a.agree(offer_a, offer_b);
+                    let at_b = b.agree(offer_b, offer_a);
+                    assert_eq!(at_a, at_b, "{a} (AES hw {hw_a}) with {b} (AES hw {hw_b})");
+                    let both_auto_hw = a == CipherChoice::Auto && b == a && hw_a && hw_b;
+                    if a == CipherChoice::Auto || b == CipherChoice::Auto {
+                        let want = if both_auto_hw {
+                            Aes256Gcm
+                        } else {
+                            ChaCha20Poly1305
+                        };
+                        assert_eq!(at_a, want, "{a} (AES hw {hw_a}) with {b} (AES hw {hw_b})");
+                    }
+                }
+            }
+        }
+        // auto meets a fixed ChaCha20-Poly1305 end, not a fixed AES one
+        assert_eq!(CipherChoice::Auto.hello_cipher(), ChaCha20Poly1305);
+        assert_eq!(CipherChoice::Only(Aes256Gcm).hello_cipher(), Aes256Gcm);
     }
 
     #[test]

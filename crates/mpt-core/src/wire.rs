@@ -442,13 +442,16 @@ pub struct HelloRepr {
     pub challenge: [u8; 16],
     /// The last challenge the sender received from its peer (zeros if none).
     pub echo: [u8; 16],
-    /// Bit 0: [`HelloRepr::FLAG_REQUEST`].
+    /// Bit 0: [`HelloRepr::FLAG_REQUEST`]; bit 1: [`HelloRepr::FLAG_AES`].
     pub flags: u8,
 }
 
 impl HelloRepr {
     /// The sender has no keys for the receiver's random yet: answer with a hello.
     pub const FLAG_REQUEST: u8 = 1;
+    /// The sender runs `encryption = "auto"` and has AES in hardware: the session uses
+    /// AES-256-GCM if the receiver's hellos say so too, ChaCha20-Poly1305 otherwise.
+    pub const FLAG_AES: u8 = 2;
 
     /// Write the header and the body into `buf`; returns [`HELLO_LEN`].
     pub fn emit(&self, header: &HeaderRepr, buf: &mut [u8]) -> usize {
@@ -476,6 +479,10 @@ impl HelloRepr {
 
     pub fn request(&self) -> bool {
         self.flags & Self::FLAG_REQUEST != 0
+    }
+
+    pub fn offers_aes(&self) -> bool {
+        self.flags & Self::FLAG_AES != 0
     }
 }
 

@@ -21,8 +21,8 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use mpt_core::config::{Config, PathConfig};
 use mpt_core::seal::{
-    self, Cipher, Handshake, HelloOutcome, Psk, ReplayWindow, SealError, SealKey, COUNTER_LEN,
-    SEALED_HEADER_LEN, SEAL_OVERHEAD, TAG_LEN,
+    self, Cipher, CipherChoice, Handshake, HelloOutcome, Psk, ReplayWindow, SealError, SealKey,
+    COUNTER_LEN, SEALED_HEADER_LEN, SEAL_OVERHEAD, TAG_LEN,
 };
 use mpt_core::wire::{
     self, AckRepr, Datagram, HeaderRepr, HelloRepr, Kind, Report, ReportEntry, HEADER_LEN,
@@ -55,14 +55,16 @@ const BUSY_ACK_INTERVAL: Duration = Duration::from_secs(1);
 /// The keys that do not change while the daemon runs (`encryption` other than `"none"`).
 pub struct Crypto {
     psk: Psk,
-    cipher: Cipher,
+    choice: CipherChoice,
+    /// Our hellos offer AES-256-GCM (`auto`, and this CPU has AES in hardware).
+    offer_aes: bool,
     /// Seals and opens hellos.
     hello_key: SealKey,
 }
 
 impl std::fmt::Debug for Crypto {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Crypto({})", self.cipher)
+        write!(f, "Crypto({}, offer AES {})", self.choice, self.offer_aes)
     }
 }
 
@@ -199,6 +201,8 @@ struct RxCrypto {
     hs: Handshake,
     /// Opens the agreed peer's datagrams.
     open: Option<SealKey>,
+    /// The cipher agreed with that peer.
+    cipher: Option<Cipher>,
     replay: ReplayWindow,
     /// When a hello was last sent in answer on each path.
     hello_sent: Vec<Option<Time>>,
@@ -295,10 +299,11 @@ impl Shared {
     /// `psk` is required unless the config says `encryption = "none"`.
     pub fn new(cfg: Config, psk: Option<Psk>) -> Result<Shared> {
         let crypto = match (cfg.security.cipher, psk) {
-            (Some(cipher), Some(psk)) => Some(Crypto {
-                hello_key: seal::handshake_key(&psk, cipher),
+            (Some(choice), Some(psk)) => Some(Crypto {
+                hello_key: seal::handshake_key(&psk, choice.hello_cipher()),
                 psk,
-                cipher,
+                choice,
+                offer_aes: choice.offers_aes(seal::aes_in_hardware()),
             }),
             (Some(_), None) => anyhow::bail!("encryption is on but no pre-shared key was loaded"),
             (None, _) => None,
@@ -344,6 +349,7 @@ impl Shared {
         let rx_crypto = crypto.as_ref().map(|_| RxCrypto {
             hs: Handshake::new(random(), random()),
             open: None,
+            cipher: None,
             replay: ReplayWindow::default(),
             hello_sent: vec![None; n],
         });
@@ -400,8 +406,8 @@ impl Shared {
     }
 
     /// Whether datagrams are sealed.
-    pub fn sealing(&self) -> Option<Cipher> {
-        self.crypto.as_ref().map(|c| c.cipher)
+    pub fn sealing(&self) -> Option<CipherChoice> {
+        self.crypto.as_ref().map(|c| c.choice)
     }
 
     fn send(&self, p: &PathIo, datagram: &[u8], remote: SocketAddr) {
@@ -456,6 +462,11 @@ impl Shared {
                 fence_header(self, &tx, Kind::Hello, p.cfg.id, now),
                 tx.remote[i],
             )
+        };
+        let offer = if c.offer_aes { HelloRepr::FLAG_AES } else { 0 };
+        let hello = HelloRepr {
+            flags: hello.flags | offer,
+            ..*hello
         };
         let plain = hello.emit(&header, &mut buf);
         match c
@@ -1264,8 +1275,10 @@ fn take_hello(sh: &Shared, c: &Crypto, now: Time, i: usize, buf: &mut [u8]) {
         HelloOutcome::Accepted { install, reply } => {
             if install {
                 if let Some(peer) = rc.hs.peer() {
-                    let keys = seal::session_keys(&c.psk, c.cipher, rc.hs.random(), &peer.random);
+                    let cipher = c.choice.agree(c.offer_aes, hello.offers_aes());
+                    let keys = seal::session_keys(&c.psk, cipher, rc.hs.random(), &peer.random);
                     rc.open = Some(keys.rx);
+                    rc.cipher = Some(cipher);
                     rc.replay = ReplayWindow::default();
                     {
                         let mut tx = lock(&sh.tx);
@@ -1275,12 +1288,13 @@ fn take_hello(sh: &Shared, c: &Crypto, now: Time, i: usize, buf: &mut [u8]) {
                     if rx.peer_session.is_some() {
                         info!(
                             session = format_args!("{:08x}", peer.session),
+                            %cipher,
                             "peer restarted: new session keys, resetting the resequencer"
                         );
                         rx.reseq.reset();
                         rx.peer_restarts += 1;
                     } else {
-                        info!(path = %sh.paths[i].cfg.name, session = format_args!("{:08x}", peer.session), cipher = %c.cipher, "peer authenticated: session keys agreed");
+                        info!(path = %sh.paths[i].cfg.name, session = format_args!("{:08x}", peer.session), %cipher, "peer authenticated: session keys agreed");
                     }
                     rx.peer_session = Some(peer.session);
                 }
@@ -1439,6 +1453,11 @@ impl Shared {
                 encryption: self
                     .sealing()
                     .map_or_else(|| "none".to_owned(), |c| c.name().to_owned()),
+                cipher: rx
+                    .crypto
+                    .as_ref()
+                    .and_then(|rc| rc.cipher)
+                    .map(|c| c.name().to_owned()),
                 keys_agreed: tx.seal.is_some(),
                 uptime_ms: now.as_nanos() / 1_000_000,
                 session: format!("{:08x}", self.session),

@@ -171,9 +171,12 @@ pub struct Status {
 pub struct TunnelStatus {
     pub name: String,
     pub scheduler: String,
-    /// The AEAD sealing every datagram, or "none".
+    /// The configured `encryption`: "auto", a cipher, or "none".
     #[serde(default)]
     pub encryption: String,
+    /// The cipher agreed with the peer for this session, once keys are agreed.
+    #[serde(default)]
+    pub cipher: Option<String>,
     /// Sealing: the handshake has agreed on session keys with the peer.
     #[serde(default)]
     pub keys_agreed: bool,

@@ -71,7 +71,10 @@ fn print_status(s: &Status) {
         "tunnel {}  scheduler {}  encryption {}{}  up {:.1}s  session {}  peer {}{}",
         t.name,
         t.scheduler,
-        t.encryption,
+        match &t.cipher {
+            Some(c) if *c != t.encryption => format!("{} ({c})", t.encryption),
+            _ => t.encryption.clone(),
+        },
         if t.encryption != "none" && !t.keys_agreed {
             " (no keys agreed yet)"
         } else {

@@ -135,6 +135,7 @@ async fn run(cfg: Config, psk: Option<Psk>) -> Result<()> {
         paths = sh.paths.len(),
         scheduler = %sh.cfg.connection.scheduler,
         encryption = sh.sealing().map_or("none", |c| c.name()),
+        aes_in_hardware = mpt_core::seal::aes_in_hardware(),
         session = format_args!("{:08x}", sh.session),
         control = %control_path.display(),
         "mptd running"
