@@ -936,46 +936,49 @@ pub async fn rx_task(sh: Arc<Shared>) -> Result<()> {
                         }
                     };
                     let now = sh.clock.now();
-                    for (slice, meta) in metas.iter().enumerate().take(n) {
-                        let stride = meta.stride.max(1);
-                        let mut at = 0;
-                        // each datagram of the slice (an empty one counts as one of length 0)
-                        loop {
-                            let len = (meta.len - at).min(stride);
-                            let d = &mut slices[slice][at..at + len];
-                            if let Some((data, start, end)) =
-                                handle_datagram(&sh, now, path, d, len, meta.addr, &mut out)
-                            {
-                                let here = RxBuf::Slice {
-                                    slice,
-                                    at,
-                                    start,
-                                    end,
-                                };
-                                // held: copied out of the slice, which the next batch reuses
-                                let keep = |p: RxBuf| {
-                                    let mut buf = pool.pop().unwrap_or_else(alloc);
-                                    let bytes = p.bytes(&slices);
-                                    buf[..bytes.len()].copy_from_slice(bytes);
-                                    RxBuf::Own { buf, start, end }
-                                };
-                                lock(&sh.rx)
-                                    .reseq
-                                    .push_keeping(now, data, here, keep, &mut |p| out.push(p));
-                            }
-                            at += len;
-                            if at >= meta.len {
-                                break;
+                    // one lock of the receive state for the whole batch
+                    let lagging = {
+                        let mut rx = lock(&sh.rx);
+                        for (slice, meta) in metas.iter().enumerate().take(n) {
+                            let stride = meta.stride.max(1);
+                            let mut at = 0;
+                            // each datagram of the slice (an empty one counts as one of length 0)
+                            loop {
+                                let len = (meta.len - at).min(stride);
+                                let d = &mut slices[slice][at..at + len];
+                                if let Some((data, start, end)) = handle_datagram(
+                                    &sh, &mut rx, now, path, d, len, meta.addr, &mut out,
+                                ) {
+                                    let here = RxBuf::Slice {
+                                        slice,
+                                        at,
+                                        start,
+                                        end,
+                                    };
+                                    // held: copied out of the slice, which the next batch reuses
+                                    let keep = |p: RxBuf| {
+                                        let mut buf = pool.pop().unwrap_or_else(alloc);
+                                        let bytes = p.bytes(&slices);
+                                        buf[..bytes.len()].copy_from_slice(bytes);
+                                        RxBuf::Own { buf, start, end }
+                                    };
+                                    rx.reseq
+                                        .push_keeping(now, data, here, keep, &mut |p| out.push(p));
+                                }
+                                at += len;
+                                if at >= meta.len {
+                                    break;
+                                }
                             }
                         }
-                    }
-                    // A gap waits for another path's datagrams, which sit in that path's
-                    // socket: the turn goes to the path the resequencer waits for, or the
-                    // window overflows and gives up the gap (two unshaped paths at Gbit/s lost
-                    // 3 % of their packets so, reading the sockets in turn).
-                    let lagging = match sh.paths.len() {
-                        1 => None,
-                        _ => lock(&sh.rx).reseq.lagging_path().map(PathId::index),
+                        // A gap waits for another path's datagrams, which sit in that path's
+                        // socket: the turn goes to the path the resequencer waits for, or the
+                        // window overflows and gives up the gap (two unshaped paths at Gbit/s lost
+                        // 3 % of their packets so, reading the sockets in turn).
+                        match sh.paths.len() {
+                            1 => None,
+                            _ => rx.reseq.lagging_path().map(PathId::index),
+                        }
                     };
                     if let Some(p) = lagging {
                         next_sock = p;
@@ -1056,11 +1059,14 @@ async fn readable_any(paths: &[PathIo], next: &mut usize) -> usize {
     .await
 }
 
-/// Validate (open, when sealing) and act on one datagram of `len` bytes in `buf`. Returns the
-/// resequencer metadata and where the inner packet lies in `buf` when it is data to be queued
-/// (the caller hands over the buffer); control messages are handled here.
+/// Validate (open in place, when sealing) and act on one datagram of `len` bytes in `buf`, with
+/// the receive state locked by the caller (once per batch). Returns the resequencer metadata
+/// and where the inner packet lies in `buf` when it is data to be queued (by the caller);
+/// control messages are handled here.
+#[allow(clippy::too_many_arguments)]
 fn handle_datagram(
     sh: &Shared,
+    rx: &mut RxState,
     now: Time,
     i: usize,
     buf: &mut [u8],
@@ -1085,7 +1091,7 @@ fn handle_datagram(
             }
             (0, len)
         }
-        Some(c) => open_datagram(sh, c, now, i, &mut buf[..len])?,
+        Some(c) => open_datagram(sh, rx, c, now, i, &mut buf[..len])?,
     };
     let d = match Datagram::parse(&buf[start..end]) {
         Ok(d) => d,
@@ -1100,7 +1106,6 @@ fn handle_datagram(
         sh.drops.path_mismatch.fetch_add(1, Relaxed);
         return None;
     }
-    let mut rx = lock(&sh.rx);
     if sh.crypto.is_some() {
         // Authenticated, from the agreed session: the peer may have moved. The receive side
         // keeps its own copy of the addresses, so the send state is locked only on a change.
@@ -1128,7 +1133,7 @@ fn handle_datagram(
             }
         }
     }
-    heard(sh, &mut rx, i, now);
+    heard(sh, rx, i, now);
     match d {
         Datagram::Data { packet, .. } => {
             return Some((
@@ -1146,7 +1151,6 @@ fn handle_datagram(
         Datagram::Keepalive { .. } => {
             rx.reseq
                 .fence(now, h.path, h.seq, h.path_seq, &mut |p| out.push(p));
-            drop(rx);
             if !path.answer_keepalive(now) {
                 return None;
             }
@@ -1171,7 +1175,7 @@ fn handle_datagram(
         Datagram::Report { report, .. } => {
             rx.reseq
                 .fence(now, h.path, h.seq, h.path_seq, &mut |p| out.push(p));
-            take_report(sh, &mut rx, now, &report);
+            take_report(sh, rx, now, &report);
         }
         Datagram::Hello { .. } => {
             // Only valid sealed with the handshake key, handled in `open_datagram`.
@@ -1185,6 +1189,7 @@ fn handle_datagram(
 /// was dropped (and counted) or was a hello (handled here).
 fn open_datagram(
     sh: &Shared,
+    rx: &mut RxState,
     c: &Crypto,
     now: Time,
     i: usize,
@@ -1202,11 +1207,9 @@ fn open_datagram(
         return None;
     }
     if h.kind == Kind::Hello {
-        take_hello(sh, c, now, i, buf);
+        take_hello(sh, rx, c, now, i, buf);
         return None;
     }
-    let mut guard = lock(&sh.rx);
-    let rx = &mut *guard;
     let peer_session = rx.peer_session;
     let rc = rx.crypto.as_mut()?;
     let Some(key) = rc.open.as_ref().filter(|_| peer_session == Some(h.session)) else {
@@ -1241,7 +1244,7 @@ fn open_datagram(
 }
 
 /// A sealed hello arrived on path `i`: run the handshake, install new session keys, answer.
-fn take_hello(sh: &Shared, c: &Crypto, now: Time, i: usize, buf: &mut [u8]) {
+fn take_hello(sh: &Shared, rx: &mut RxState, c: &Crypto, now: Time, i: usize, buf: &mut [u8]) {
     let body = match c.hello_key.open(buf) {
         Ok(n) => n,
         Err(_) => {
@@ -1265,8 +1268,6 @@ fn take_hello(sh: &Shared, c: &Crypto, now: Time, i: usize, buf: &mut [u8]) {
         sh.drops.path_mismatch.fetch_add(1, Relaxed);
         return;
     }
-    let mut guard = lock(&sh.rx);
-    let rx = &mut *guard;
     let Some(rc) = rx.crypto.as_mut() else { return };
     match rc.hs.on_hello(header.session, &hello, random()) {
         HelloOutcome::Reflected => {
@@ -1304,7 +1305,6 @@ fn take_hello(sh: &Shared, c: &Crypto, now: Time, i: usize, buf: &mut [u8]) {
                 let due = rc.hello_sent[i].is_none_or(|t| now - t >= HELLO_REPLY_GAP);
                 if due {
                     rc.hello_sent[i] = Some(now);
-                    drop(guard);
                     sh.send_hello(c, i, now, &reply);
                 }
             }
