@@ -37,7 +37,8 @@ enum Cmd {
         #[arg(long, value_delimiter = ',')]
         schedulers: Vec<String>,
         /// adaptive, adaptive-ftp and adaptive-stream only: the tunnel's encryption
-        /// (chacha20-poly1305, aes-256-gcm or none; default chacha20-poly1305).
+        /// (chacha20-poly1305, aes-256-gcm, auto or none; default chacha20-poly1305, fixed so
+        /// that runs compare across machines).
         #[arg(long)]
         encryption: Option<String>,
         /// Where the markdown, CSV and PNG files go.
