@@ -72,10 +72,18 @@ fn main() -> ExitCode {
                 return ExitCode::from(2);
             }
         };
-    let encryption = cfg
-        .security
-        .cipher
-        .map_or("none (unauthenticated)", |c| c.name());
+    let encryption = match cfg.security.cipher {
+        None => "none (unauthenticated)".to_owned(),
+        Some(c @ mpt_core::seal::CipherChoice::Auto) => format!(
+            "{c}: {}",
+            if mpt_core::seal::aes_in_hardware() {
+                "AES-256-GCM if the peer has AES in hardware too, else ChaCha20-Poly1305"
+            } else {
+                "ChaCha20-Poly1305, this CPU has no AES in hardware"
+            }
+        ),
+        Some(c) => c.name().to_owned(),
+    };
     if args.check {
         println!(
             "{}: ok ({} paths, scheduler {}, encryption {encryption})",
