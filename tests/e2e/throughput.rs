@@ -231,13 +231,17 @@ fn fences_never_overtake_data_on_two_fast_paths() {
         .expect("iperf3");
     let rx = lab.status(Side::B).expect("status");
     eprintln!(
-        "RESULT two fast paths: {:.2} Gbit/s, {} retransmits, B: {} delivered, {} skipped, {} late, {} released by fence",
+        "RESULT two fast paths: {:.2} Gbit/s, {} retransmits, B: {} delivered, {} skipped, {} late, {} released by fence, {} arrived out of order (max extent {}), held mean {:.1} p99 {}",
         iperf3_bps(&v) / 1e9,
         v["end"]["sum_sent"]["retransmits"],
         rx.tunnel.delivered,
         rx.tunnel.reseq.skipped,
         rx.tunnel.reseq.late,
-        rx.tunnel.reseq.released_by_fence
+        rx.tunnel.reseq.released_by_fence,
+        rx.tunnel.reseq.reordered,
+        rx.tunnel.reseq.reorder_extent_max,
+        rx.tunnel.reseq.occupancy_mean,
+        rx.tunnel.reseq.occupancy_p99
     );
     assert!(rx.tunnel.delivered > 100_000, "too little traffic to tell");
     assert_eq!(
