@@ -884,9 +884,11 @@ pub async fn rx_task(sh: Arc<Shared>) -> Result<()> {
     // Buffers for the datagrams the resequencer holds, enough for a full window.
     let mut pool: Vec<Vec<u8>> = (0..window + 8).map(|_| alloc()).collect();
     let mut out: Vec<RxBuf> = Vec::with_capacity(window + 8);
-    let mut to_tun: Vec<Vec<u8>> = (0..TUN_WRITE_BATCH)
+    // where GRO builds its super-packets
+    let mut spares: Vec<Vec<u8>> = (0..TUN_WRITE_BATCH)
         .map(|_| Vec::with_capacity(2 * sh.prefix + 65_535 + 64))
         .collect();
+    let mut places = Vec::with_capacity(TUN_WRITE_BATCH);
     let mut gro = tun_rs::GROTable::default();
     let gro_segments = sh
         .paths
@@ -984,7 +986,16 @@ pub async fn rx_task(sh: Arc<Shared>) -> Result<()> {
                         next_sock = p;
                     }
                     // what came out may lie in the slices the next batch is received into
-                    write_tun(&sh, &mut out, &slices, &mut to_tun, &mut gro, &mut pool).await?;
+                    write_tun(
+                        &sh,
+                        &mut out,
+                        &mut slices,
+                        &mut spares,
+                        &mut places,
+                        &mut gro,
+                        &mut pool,
+                    )
+                    .await?;
                     if n < RX_SLICES || lagging.is_some_and(|p| p != path) {
                         break;
                     }
@@ -996,20 +1007,129 @@ pub async fn rx_task(sh: Arc<Shared>) -> Result<()> {
             }
             RxEvent::Tick => check_liveness(&sh, sh.clock.now(), &mut out),
         }
-        write_tun(&sh, &mut out, &slices, &mut to_tun, &mut gro, &mut pool).await?;
+        write_tun(
+            &sh,
+            &mut out,
+            &mut slices,
+            &mut spares,
+            &mut places,
+            &mut gro,
+            &mut pool,
+        )
+        .await?;
     }
 }
 
-/// Write the packets the resequencer released (`out`, emptied) to the TUN device in batches;
-/// the buffers of held ones go back to `pool`. Each packet is copied into a write buffer large
-/// enough for GRO to append the packets that follow it in its flow (a super-packet of up to
-/// 64 KiB); every inner packet starts at the same offset (`prefix`), after room for the virtio
-/// header.
+/// A packet on its way to tun0, written from where it lies (its receive slice, or the buffer
+/// the resequencer held it in), unless GRO makes it the head of a super-packet: then it moves
+/// to `spare`, a buffer with room for 64 KiB, where the packets of its flow are appended. So
+/// only one packet per super-packet is copied here.
+struct TunBuf<'a> {
+    data: &'a mut [u8],
+    spare: &'a mut Vec<u8>,
+    moved: bool,
+}
+
+impl TunBuf<'_> {
+    fn move_to_spare(&mut self) {
+        if !self.moved {
+            self.spare.clear();
+            self.spare.extend_from_slice(self.data);
+            self.moved = true;
+        }
+    }
+}
+
+impl AsRef<[u8]> for TunBuf<'_> {
+    fn as_ref(&self) -> &[u8] {
+        if self.moved {
+            self.spare
+        } else {
+            self.data
+        }
+    }
+}
+
+impl AsMut<[u8]> for TunBuf<'_> {
+    fn as_mut(&mut self) -> &mut [u8] {
+        if self.moved {
+            self.spare
+        } else {
+            self.data
+        }
+    }
+}
+
+impl tun_rs::ExpandBuffer for TunBuf<'_> {
+    /// What the packet can grow to: the spare's room.
+    fn buf_capacity(&self) -> usize {
+        self.spare.capacity()
+    }
+
+    fn buf_resize(&mut self, new_len: usize, value: u8) {
+        self.move_to_spare();
+        self.spare.resize(new_len, value);
+    }
+
+    fn buf_extend_from_slice(&mut self, src: &[u8]) {
+        self.move_to_spare();
+        self.spare.extend_from_slice(src);
+    }
+}
+
+/// The packets of `chunk` as [`TunBuf`]s, in order: the held ones in their own buffers, the
+/// others cut out of the receive slices (disjoint pieces: each datagram is in `chunk` once).
+/// `places` is scratch space.
+fn tun_bufs<'a>(
+    chunk: &'a mut [RxBuf],
+    slices: &'a mut [Vec<u8>],
+    spares: &'a mut [Vec<u8>],
+    places: &mut Vec<(usize, usize, usize, usize)>,
+) -> Vec<TunBuf<'a>> {
+    let mut data: Vec<&'a mut [u8]> = Vec::with_capacity(chunk.len());
+    places.clear();
+    for (k, p) in chunk.iter_mut().enumerate() {
+        match p {
+            RxBuf::Own { buf, end, .. } => data.push(&mut buf[..*end]),
+            RxBuf::Slice { slice, at, end, .. } => {
+                places.push((*slice, *at, *end, k));
+                data.push(&mut []);
+            }
+        }
+    }
+    // each slice cut front to back
+    places.sort_unstable();
+    let mut rest: Vec<(&'a mut [u8], usize)> = slices.iter_mut().map(|s| (&mut s[..], 0)).collect();
+    for &(slice, at, end, k) in places.iter() {
+        let (left, base) = &mut rest[slice];
+        let piece = std::mem::take(left);
+        let (_, tail) = piece.split_at_mut(at - *base);
+        let (mine, tail) = tail.split_at_mut(end);
+        *left = tail;
+        *base = at + end;
+        data[k] = mine;
+    }
+    data.into_iter()
+        .zip(spares.iter_mut())
+        .map(|(data, spare)| TunBuf {
+            data,
+            spare,
+            moved: false,
+        })
+        .collect()
+}
+
+/// Write the packets the resequencer released (`out`, emptied) to the TUN device in batches,
+/// coalesced by GRO into super-packets where the device takes them, from where they lie (see
+/// [`TunBuf`]); every inner packet starts at the same offset (`prefix`), after room for the
+/// virtio header. The buffers of held ones go back to `pool`.
+#[allow(clippy::too_many_arguments)]
 async fn write_tun(
     sh: &Shared,
     out: &mut Vec<RxBuf>,
-    slices: &[Vec<u8>],
-    to_tun: &mut [Vec<u8>],
+    slices: &mut [Vec<u8>],
+    spares: &mut [Vec<u8>],
+    places: &mut Vec<(usize, usize, usize, usize)>,
     gro: &mut tun_rs::GROTable,
     pool: &mut Vec<Vec<u8>>,
 ) -> Result<()> {
@@ -1017,15 +1137,11 @@ async fn write_tun(
         return Ok(());
     }
     lock(&sh.rx).delivered += out.len() as u64;
-    for chunk in out.chunks(TUN_WRITE_BATCH) {
-        for (w, p) in to_tun.iter_mut().zip(chunk) {
-            debug_assert_eq!(p.start(), sh.prefix);
-            w.clear();
-            w.extend_from_slice(p.bytes(slices));
-        }
+    for chunk in out.chunks_mut(TUN_WRITE_BATCH) {
+        debug_assert!(chunk.iter().all(|p| p.start() == sh.prefix));
+        let mut batch = tun_bufs(chunk, slices, spares, places);
         sh.calls.tun_write_batches.fetch_add(1, Relaxed);
-        let batch = &mut to_tun[..chunk.len()];
-        if let Err(e) = sh.tun[0].send_multiple(gro, batch, sh.prefix).await {
+        if let Err(e) = sh.tun[0].send_multiple(gro, &mut batch, sh.prefix).await {
             if e.raw_os_error() == Some(libc::EBADFD) {
                 return Err(e).context("writing to the TUN device");
             }
