@@ -884,12 +884,7 @@ pub async fn rx_task(sh: Arc<Shared>) -> Result<()> {
     // Buffers for the datagrams the resequencer holds, enough for a full window.
     let mut pool: Vec<Vec<u8>> = (0..window + 8).map(|_| alloc()).collect();
     let mut out: Vec<RxBuf> = Vec::with_capacity(window + 8);
-    // where GRO builds its super-packets
-    let mut spares: Vec<Vec<u8>> = (0..TUN_WRITE_BATCH)
-        .map(|_| Vec::with_capacity(2 * sh.prefix + 65_535 + 64))
-        .collect();
-    let mut places = Vec::with_capacity(TUN_WRITE_BATCH);
-    let mut gro = tun_rs::GROTable::default();
+    let mut writer = TunWriter::new(sh.prefix);
     let gro_segments = sh
         .paths
         .iter()
@@ -986,16 +981,7 @@ pub async fn rx_task(sh: Arc<Shared>) -> Result<()> {
                         next_sock = p;
                     }
                     // what came out may lie in the slices the next batch is received into
-                    write_tun(
-                        &sh,
-                        &mut out,
-                        &mut slices,
-                        &mut spares,
-                        &mut places,
-                        &mut gro,
-                        &mut pool,
-                    )
-                    .await?;
+                    writer.write(&sh, &mut out, &mut slices, &mut pool).await?;
                     if n < RX_SLICES || lagging.is_some_and(|p| p != path) {
                         break;
                     }
@@ -1007,16 +993,7 @@ pub async fn rx_task(sh: Arc<Shared>) -> Result<()> {
             }
             RxEvent::Tick => check_liveness(&sh, sh.clock.now(), &mut out),
         }
-        write_tun(
-            &sh,
-            &mut out,
-            &mut slices,
-            &mut spares,
-            &mut places,
-            &mut gro,
-            &mut pool,
-        )
-        .await?;
+        writer.write(&sh, &mut out, &mut slices, &mut pool).await?;
     }
 }
 
@@ -1119,43 +1096,64 @@ fn tun_bufs<'a>(
         .collect()
 }
 
-/// Write the packets the resequencer released (`out`, emptied) to the TUN device in batches,
-/// coalesced by GRO into super-packets where the device takes them, from where they lie (see
-/// [`TunBuf`]); every inner packet starts at the same offset (`prefix`), after room for the
-/// virtio header. The buffers of held ones go back to `pool`.
-#[allow(clippy::too_many_arguments)]
-async fn write_tun(
-    sh: &Shared,
-    out: &mut Vec<RxBuf>,
-    slices: &mut [Vec<u8>],
-    spares: &mut [Vec<u8>],
-    places: &mut Vec<(usize, usize, usize, usize)>,
-    gro: &mut tun_rs::GROTable,
-    pool: &mut Vec<Vec<u8>>,
-) -> Result<()> {
-    if out.is_empty() {
-        return Ok(());
-    }
-    lock(&sh.rx).delivered += out.len() as u64;
-    for chunk in out.chunks_mut(TUN_WRITE_BATCH) {
-        debug_assert!(chunk.iter().all(|p| p.start() == sh.prefix));
-        let mut batch = tun_bufs(chunk, slices, spares, places);
-        sh.calls.tun_write_batches.fetch_add(1, Relaxed);
-        if let Err(e) = sh.tun[0].send_multiple(gro, &mut batch, sh.prefix).await {
-            if e.raw_os_error() == Some(libc::EBADFD) {
-                return Err(e).context("writing to the TUN device");
-            }
-            let n = sh.drops.tun_write_error.fetch_add(1, Relaxed);
-            if n % 1000 == 0 {
-                warn!(error = %e, dropped = n + 1, "writing to the TUN device failed");
-            }
+/// The rx task's state for writing to the TUN device.
+struct TunWriter {
+    /// Where GRO builds its super-packets, one per packet of a batch.
+    spares: Vec<Vec<u8>>,
+    /// Scratch for [`tun_bufs`].
+    places: Vec<(usize, usize, usize, usize)>,
+    gro: tun_rs::GROTable,
+}
+
+impl TunWriter {
+    fn new(prefix: usize) -> TunWriter {
+        TunWriter {
+            spares: (0..TUN_WRITE_BATCH)
+                .map(|_| Vec::with_capacity(2 * prefix + 65_535 + 64))
+                .collect(),
+            places: Vec::with_capacity(TUN_WRITE_BATCH),
+            gro: tun_rs::GROTable::default(),
         }
     }
-    pool.extend(out.drain(..).filter_map(|p| match p {
-        RxBuf::Own { buf, .. } => Some(buf),
-        RxBuf::Slice { .. } => None,
-    }));
-    Ok(())
+
+    /// Write the packets the resequencer released (`out`, emptied) to the TUN device in
+    /// batches, coalesced by GRO into super-packets where the device takes them, from where
+    /// they lie (see [`TunBuf`]); every inner packet starts at the same offset (`prefix`),
+    /// after room for the virtio header. The buffers of held ones go back to `pool`.
+    async fn write(
+        &mut self,
+        sh: &Shared,
+        out: &mut Vec<RxBuf>,
+        slices: &mut [Vec<u8>],
+        pool: &mut Vec<Vec<u8>>,
+    ) -> Result<()> {
+        if out.is_empty() {
+            return Ok(());
+        }
+        lock(&sh.rx).delivered += out.len() as u64;
+        for chunk in out.chunks_mut(TUN_WRITE_BATCH) {
+            debug_assert!(chunk.iter().all(|p| p.start() == sh.prefix));
+            let mut batch = tun_bufs(chunk, slices, &mut self.spares, &mut self.places);
+            sh.calls.tun_write_batches.fetch_add(1, Relaxed);
+            if let Err(e) = sh.tun[0]
+                .send_multiple(&mut self.gro, &mut batch, sh.prefix)
+                .await
+            {
+                if e.raw_os_error() == Some(libc::EBADFD) {
+                    return Err(e).context("writing to the TUN device");
+                }
+                let n = sh.drops.tun_write_error.fetch_add(1, Relaxed);
+                if n % 1000 == 0 {
+                    warn!(error = %e, dropped = n + 1, "writing to the TUN device failed");
+                }
+            }
+        }
+        pool.extend(out.drain(..).filter_map(|p| match p {
+            RxBuf::Own { buf, .. } => Some(buf),
+            RxBuf::Slice { .. } => None,
+        }));
+        Ok(())
+    }
 }
 
 /// Wait until some path socket has datagrams; returns its index. The scan starts after the
