@@ -943,9 +943,9 @@ pub async fn rx_task(sh: Arc<Shared>) -> Result<()> {
                             loop {
                                 let len = (meta.len - at).min(stride);
                                 let d = &mut slices[slice][at..at + len];
-                                if let Some((data, start, end)) = handle_datagram(
-                                    &sh, &mut rx, now, path, d, len, meta.addr, &mut out,
-                                ) {
+                                if let Some((data, start, end)) =
+                                    handle_datagram(&sh, &mut rx, now, path, d, meta.addr, &mut out)
+                                {
                                     let here = RxBuf::Slice {
                                         slice,
                                         at,
@@ -1063,16 +1063,21 @@ fn tun_bufs<'a>(
     spares: &'a mut [Vec<u8>],
     places: &mut Vec<(usize, usize, usize, usize)>,
 ) -> Vec<TunBuf<'a>> {
-    let mut data: Vec<&'a mut [u8]> = Vec::with_capacity(chunk.len());
     places.clear();
-    for (k, p) in chunk.iter_mut().enumerate() {
-        match p {
-            RxBuf::Own { buf, end, .. } => data.push(&mut buf[..*end]),
+    let mut bufs: Vec<TunBuf<'a>> = Vec::with_capacity(chunk.len());
+    for ((k, p), spare) in chunk.iter_mut().enumerate().zip(spares.iter_mut()) {
+        let data: &'a mut [u8] = match p {
+            RxBuf::Own { buf, end, .. } => &mut buf[..*end],
             RxBuf::Slice { slice, at, end, .. } => {
                 places.push((*slice, *at, *end, k));
-                data.push(&mut []);
+                &mut [] // cut out of its slice below
             }
-        }
+        };
+        bufs.push(TunBuf {
+            data,
+            spare,
+            moved: false,
+        });
     }
     // each slice cut front to back
     places.sort_unstable();
@@ -1084,16 +1089,9 @@ fn tun_bufs<'a>(
         let (mine, tail) = tail.split_at_mut(end);
         *left = tail;
         *base = at + end;
-        data[k] = mine;
+        bufs[k].data = mine;
     }
-    data.into_iter()
-        .zip(spares.iter_mut())
-        .map(|(data, spare)| TunBuf {
-            data,
-            spare,
-            moved: false,
-        })
-        .collect()
+    bufs
 }
 
 /// The rx task's state for writing to the TUN device.
@@ -1173,22 +1171,21 @@ async fn readable_any(paths: &[PathIo], next: &mut usize) -> usize {
     .await
 }
 
-/// Validate (open in place, when sealing) and act on one datagram of `len` bytes in `buf`, with
+/// Validate (open in place, when sealing) and act on one datagram, `buf`, with
 /// the receive state locked by the caller (once per batch). Returns the resequencer metadata
 /// and where the inner packet lies in `buf` when it is data to be queued (by the caller);
 /// control messages are handled here.
-#[allow(clippy::too_many_arguments)]
 fn handle_datagram(
     sh: &Shared,
     rx: &mut RxState,
     now: Time,
     i: usize,
     buf: &mut [u8],
-    len: usize,
     from: SocketAddr,
     out: &mut Vec<RxBuf>,
 ) -> Option<(PacketMeta, usize, usize)> {
     let path = &sh.paths[i];
+    let len = buf.len();
     if len > sh.max_datagram() {
         sh.drops.oversize.fetch_add(1, Relaxed);
         return None;
@@ -1205,7 +1202,7 @@ fn handle_datagram(
             }
             (0, len)
         }
-        Some(c) => open_datagram(sh, rx, c, now, i, &mut buf[..len])?,
+        Some(c) => open_datagram(sh, rx, c, now, i, buf)?,
     };
     let d = match Datagram::parse(&buf[start..end]) {
         Ok(d) => d,
