@@ -41,6 +41,23 @@ fn cpu_seconds(pid: u32) -> Result<f64> {
     Ok(ticks / hz.max(1.0))
 }
 
+/// utime + stime of all of `pids`, in seconds (a process that is gone counts 0).
+fn cpu_seconds_of(pids: &[u32]) -> f64 {
+    pids.iter().map(|&p| cpu_seconds(p).unwrap_or(0.0)).sum()
+}
+
+/// A lab of `paths` unshaped paths with mptd running on both sides with `opts`; the
+/// daemons' pids.
+fn tunnel_lab(paths: usize, opts: &TunnelOpts) -> Result<(Lab, [u32; 2])> {
+    let mut lab = Lab::new(&vec![PathSpec::unshaped(); paths]).context("tunnel lab")?;
+    let pids = [
+        lab.start_mptd(Side::A, opts)?,
+        lab.start_mptd(Side::B, opts)?,
+    ];
+    lab.wait_for_tunnel(Duration::from_secs(10))?;
+    Ok((lab, pids))
+}
+
 /// `n` pings from A to `addr`, 10 ms apart, started in the background after `delay_s`.
 fn start_ping(lab: &Lab, addr: &str, n: u32, delay_s: u32) -> Result<std::process::Child> {
     Ok(lab
@@ -76,11 +93,11 @@ fn ping_percentiles(ping: std::process::Child, addr: &str) -> Result<(f64, f64)>
 fn measure(lab: &mut Lab, setup: String, addr: &str, pids: &[u32]) -> Result<Row> {
     let secs = "5";
     let (p50, p99) = ping_percentiles(start_ping(lab, addr, 200, 0)?, addr)?;
-    let cpu0: f64 = pids.iter().map(|&p| cpu_seconds(p).unwrap_or(0.0)).sum();
+    let cpu0 = cpu_seconds_of(pids);
     // 200 pings (2 s) from the second second of the transfer on
     let loaded_ping = start_ping(lab, addr, 200, 1)?;
     let v = lab.iperf3(Side::A, addr, 5201, &["-t", secs])?;
-    let cpu1: f64 = pids.iter().map(|&p| cpu_seconds(p).unwrap_or(0.0)).sum();
+    let cpu1 = cpu_seconds_of(pids);
     let (lp50, lp99) = ping_percentiles(loaded_ping, addr)?;
     let tcp1 = iperf3_bps(&v);
     let bytes = v["end"]["sum_received"]["bytes"].as_f64().unwrap_or(0.0);
@@ -128,19 +145,16 @@ fn each_setup<R>(
     }
     for &paths in path_counts {
         for enc in encryptions {
-            let mut lab = Lab::new(&vec![PathSpec::unshaped(); paths]).context("tunnel lab")?;
             let opts = TunnelOpts {
                 encryption: enc.clone(),
                 ..TunnelOpts::default()
             };
-            let pa = lab.start_mptd(Side::A, &opts)?;
-            let pb = lab.start_mptd(Side::B, &opts)?;
-            lab.wait_for_tunnel(Duration::from_secs(10))?;
+            let (mut lab, pids) = tunnel_lab(paths, &opts)?;
             let setup = format!(
                 "mptd, {paths} path{}, {enc}",
                 if paths > 1 { "s" } else { "" }
             );
-            rows.push(measure(&mut lab, setup, &tunnel_addr(Side::B), &[pa, pb])?);
+            rows.push(measure(&mut lab, setup, &tunnel_addr(Side::B), &pids)?);
         }
     }
     Ok(rows)
@@ -197,23 +211,17 @@ pub fn run_compare(
     for round in 0..rounds {
         for (e, enc) in encryptions.iter().enumerate() {
             for (b, bin) in builds.iter().enumerate() {
-                let mut lab = Lab::new(&vec![PathSpec::unshaped(); paths]).context("tunnel lab")?;
                 let opts = TunnelOpts {
                     encryption: enc.clone(),
                     mptd: Some(bin.clone()),
                     ..TunnelOpts::default()
                 };
-                let pids = [
-                    lab.start_mptd(Side::A, &opts)?,
-                    lab.start_mptd(Side::B, &opts)?,
-                ];
-                lab.wait_for_tunnel(Duration::from_secs(10))?;
-                let cpu = || -> f64 { pids.iter().map(|&p| cpu_seconds(p).unwrap_or(0.0)).sum() };
-                let cpu0 = cpu();
+                let (mut lab, pids) = tunnel_lab(paths, &opts)?;
+                let cpu0 = cpu_seconds_of(&pids);
                 let v = lab.iperf3(Side::A, &tunnel_addr(Side::B), 5201, &["-t", "5"])?;
                 let bytes = v["end"]["sum_received"]["bytes"].as_f64().unwrap_or(0.0);
                 let gbps = iperf3_bps(&v) / 1e9;
-                let cpu_per_gb = (cpu() - cpu0) / (bytes / 1e9).max(1e-9);
+                let cpu_per_gb = (cpu_seconds_of(&pids) - cpu0) / (bytes / 1e9).max(1e-9);
                 eprintln!(
                     "round {}, {enc}, {}: {gbps:.2} Gbit/s, {cpu_per_gb:.2} CPU s/GB",
                     round + 1,
