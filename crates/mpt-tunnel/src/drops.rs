@@ -1,0 +1,184 @@
+//! Why a datagram or packet was dropped: every reason is spelled once, in [`drop_reasons!`],
+//! which makes the [`DropReason`] enum, the counter array [`Drops`] indexed by it and the
+//! status document's [`DropCounts`].
+
+use mpt_core::wire::WireError;
+use serde::{Deserialize, Serialize};
+
+macro_rules! drop_reasons {
+    ($( $(#[doc = $doc:literal])* $variant:ident => $field:ident, )*) => {
+        /// Why a datagram (or an inner packet) was dropped.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum DropReason {
+            $( $(#[doc = $doc])* $variant, )*
+        }
+
+        impl DropReason {
+            /// Every reason, in counter order.
+            pub const ALL: &'static [DropReason] = &[$(DropReason::$variant,)*];
+            /// Number of reasons (the length of a counter array).
+            pub const COUNT: usize = Self::ALL.len();
+
+            /// The reason's name in the status document (`drops.NAME`).
+            pub fn name(self) -> &'static str {
+                match self {
+                    $( DropReason::$variant => stringify!($field), )*
+                }
+            }
+        }
+
+        /// Drop counters by reason, as the status document shows them.
+        #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+        #[serde(default)]
+        pub struct DropCounts {
+            $( $(#[doc = $doc])* pub $field: u64, )*
+        }
+
+        impl DropCounts {
+            /// The counts of a counter array.
+            pub fn from_counts(c: &[u64; DropReason::COUNT]) -> DropCounts {
+                let mut it = c.iter().copied();
+                DropCounts {
+                    $( $field: it.next().unwrap_or(0), )*
+                }
+            }
+
+            /// The count of one reason.
+            pub fn get(&self, reason: DropReason) -> u64 {
+                match reason {
+                    $( DropReason::$variant => self.$field, )*
+                }
+            }
+        }
+    };
+}
+
+drop_reasons! {
+    /// Outbound packets with no path up.
+    NoPath => no_path,
+    /// Outbound datagrams the kernel refused to send.
+    SendError => send_error,
+    /// Inner packets the TUN device refused.
+    TunWriteError => tun_write_error,
+    /// Reads from the TUN device that failed (e.g. a super-packet that could not be split).
+    TunReadError => tun_read_error,
+    /// Datagrams from an address other than the path's `remote` (without encryption).
+    UnknownSource => unknown_source,
+    /// Datagrams whose path id is not the path they arrived on.
+    PathMismatch => path_mismatch,
+    /// Datagrams larger than the largest valid one (tunnel MTU + header).
+    Oversize => oversize,
+    /// Datagrams shorter than their header or their contents say.
+    Truncated => truncated,
+    /// Datagrams of another protocol version.
+    BadVersion => bad_version,
+    /// Sealed datagrams given to the plain parser.
+    Sealed => sealed,
+    /// Datagrams of an unknown kind.
+    UnknownKind => unknown_kind,
+    /// Data datagrams without an inner packet.
+    Empty => empty,
+    /// Data datagrams whose inner packet is not IPv4 or IPv6.
+    NotIp => not_ip,
+    /// Data datagrams whose inner packet's length field disagrees with the datagram.
+    InnerLength => inner_length,
+    /// Control messages of a wrong length.
+    BadControl => bad_control,
+    /// Plain datagrams while sealing is required.
+    Unauthenticated => unauthenticated,
+    /// Sealed datagrams of a session we have no keys for (before the handshake, or a peer's
+    /// old or forged session).
+    UnknownSession => unknown_session,
+    /// Sealed datagrams whose counter was seen before or is too old (replay window).
+    Replayed => replayed,
+    /// Sealed datagrams (hellos included) that failed authentication.
+    BadTag => bad_tag,
+    /// Authenticated hellos carrying our own random (reflected back at us).
+    BadHello => bad_hello,
+    /// Outbound packets dropped because the handshake has not agreed on keys yet.
+    NoSession => no_session,
+    /// Valid datagrams of a kind not expected here (a plain hello).
+    Unexpected => unexpected,
+    /// Data packets received twice (resequencer).
+    Duplicate => duplicate,
+    /// Data packets too old to tell from a duplicate (far behind the resequencer's release
+    /// point).
+    TooOld => too_old,
+}
+
+impl DropReason {
+    /// The reason a datagram refused by the parser is counted under.
+    pub fn malformed(e: &WireError) -> DropReason {
+        match e {
+            WireError::Truncated { .. } => DropReason::Truncated,
+            WireError::BadVersion(_) => DropReason::BadVersion,
+            WireError::Sealed => DropReason::Sealed,
+            WireError::UnknownKind(_) => DropReason::UnknownKind,
+            WireError::EmptyPayload => DropReason::Empty,
+            WireError::NotIp(_) => DropReason::NotIp,
+            WireError::InnerLength { .. } => DropReason::InnerLength,
+            WireError::ReportEntryLen(_) | WireError::ControlLength { .. } => {
+                DropReason::BadControl
+            }
+        }
+    }
+}
+
+/// One counter per [`DropReason`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Drops([u64; DropReason::COUNT]);
+
+impl Default for Drops {
+    fn default() -> Self {
+        Drops([0; DropReason::COUNT])
+    }
+}
+
+impl Drops {
+    pub fn add(&mut self, reason: DropReason, n: u64) {
+        self.0[reason as usize] += n;
+    }
+
+    pub fn get(&self, reason: DropReason) -> u64 {
+        self.0[reason as usize]
+    }
+
+    pub fn counts(&self) -> &[u64; DropReason::COUNT] {
+        &self.0
+    }
+}
+
+impl DropCounts {
+    /// Datagrams refused as malformed, all reasons together.
+    pub fn malformed(&self) -> u64 {
+        self.oversize
+            + self.truncated
+            + self.bad_version
+            + self.sealed
+            + self.unknown_kind
+            + self.empty
+            + self.not_ip
+            + self.inner_length
+            + self.bad_control
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_follow_the_reasons_in_order() {
+        let mut d = Drops::default();
+        d.add(DropReason::BadTag, 3);
+        d.add(DropReason::TooOld, 1);
+        let c = DropCounts::from_counts(d.counts());
+        assert_eq!(c.bad_tag, 3);
+        assert_eq!(c.too_old, 1);
+        for &r in DropReason::ALL {
+            assert_eq!(c.get(r), d.get(r), "{}", r.name());
+        }
+        assert_eq!(DropReason::COUNT, 24);
+        assert_eq!(DropReason::NoPath.name(), "no_path");
+    }
+}

@@ -1,0 +1,390 @@
+//! The [`Endpoint`]: one peer session's protocol state, and what it shows of itself.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mpt_core::seal::{
+    self, Cipher, Handshake, ReplayWindow, SealKey, SEALED_HEADER_LEN, SEAL_OVERHEAD,
+};
+use mpt_core::wire::{ReportEntry, HEADER_LEN};
+use mpt_core::{PathId, Time};
+use mpt_reseq::feedback::ReportPacer;
+use mpt_reseq::{Resequencer, Stats};
+use mpt_sched::{PathSpec, Scheduler};
+
+use crate::liveness::{LinkState, Liveness};
+use crate::send::Pending;
+use crate::{DropCounts, DropReason, Drops, EndpointConfig, Event, Random, Transmit};
+
+/// One peer session: see the crate documentation. `P` is how the caller holds a received
+/// inner packet while the resequencer may keep it (a buffer, or where it lies).
+pub struct Endpoint<P> {
+    pub(crate) cfg: EndpointConfig,
+    pub(crate) random: Random,
+    /// Our session id, random per endpoint.
+    pub(crate) session: u32,
+    pub(crate) paths: Vec<PathState>,
+    // send side
+    pub(crate) sched: Box<dyn Scheduler>,
+    /// Next global sequence number.
+    pub(crate) seq: u32,
+    /// This session's send key once the handshake agreed (sealing only).
+    pub(crate) seal: Option<Arc<SealKey>>,
+    /// Next counter (nonce) under `seal`.
+    pub(crate) counter: u64,
+    // receive side
+    pub(crate) reseq: Resequencer<P>,
+    pub(crate) peer_session: Option<u32>,
+    pub(crate) peer_restarts: u64,
+    pub(crate) pacer: ReportPacer,
+    pub(crate) crypto: Option<CryptoState>,
+    /// Packets the resequencer released, for [`Endpoint::take_delivered`].
+    pub(crate) released: Vec<P>,
+    // outputs
+    pub(crate) pending: VecDeque<Pending>,
+    pub(crate) events: VecDeque<Event>,
+    pub(crate) counts: Counts,
+    pub(crate) timers: Timers,
+}
+
+/// Sealing state: the long-term keys and the handshake with the current peer.
+pub(crate) struct CryptoState {
+    pub(crate) psk: seal::Psk,
+    pub(crate) choice: seal::CipherChoice,
+    /// Our hellos offer AES-256-GCM (`auto`, and this CPU has AES in hardware).
+    pub(crate) offer_aes: bool,
+    /// Seals and opens hellos.
+    pub(crate) hello_key: SealKey,
+    pub(crate) hs: Handshake,
+    /// Opens the agreed peer's datagrams.
+    pub(crate) open: Option<SealKey>,
+    /// The cipher agreed with that peer.
+    pub(crate) cipher: Option<Cipher>,
+    pub(crate) replay: ReplayWindow,
+}
+
+/// Everything the endpoint keeps per path.
+#[derive(Debug, Clone)]
+pub(crate) struct PathState {
+    /// Where we send: configured, then wherever authenticated datagrams come from.
+    pub(crate) remote: SocketAddr,
+    /// Next per-path sequence number.
+    pub(crate) path_seq: u16,
+    /// Batches numbered for this path that the driver has not yet handed to the socket, and
+    /// the fence that held before the oldest of them (see [`Endpoint::fence_header`]).
+    pub(crate) unsent: u16,
+    pub(crate) fence_before: (u32, u16),
+    /// Data datagrams numbered for the path; and as of the last keepalive tick.
+    pub(crate) data_sent: u64,
+    pub(crate) data_at_tick: u64,
+    /// `data_sent` and the time when we last answered a keepalive on this path.
+    pub(crate) acked_data: u64,
+    pub(crate) acked_at: Option<Time>,
+    /// Smoothed RTT in microseconds, once measured.
+    pub(crate) srtt_us: Option<u64>,
+    pub(crate) live: Liveness,
+    /// The peer's last report about our sending on this path, and when it came.
+    pub(crate) peer_report: Option<(Time, ReportEntry)>,
+    /// When a hello was last sent in answer on this path.
+    pub(crate) hello_sent: Option<Time>,
+}
+
+/// Counters other than drops.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Counts {
+    pub(crate) drops: Drops,
+    pub(crate) tx_packets: u64,
+    pub(crate) tx_bytes: u64,
+    pub(crate) delivered: u64,
+    pub(crate) report_bytes: u64,
+    pub(crate) keepalives_sent: u64,
+    pub(crate) keepalive_acks_sent: u64,
+}
+
+/// When each periodic job is next due.
+#[derive(Debug, Clone)]
+pub(crate) struct Timers {
+    pub(crate) keepalive: Time,
+    pub(crate) report: Time,
+    pub(crate) liveness: Time,
+}
+
+impl<P> std::fmt::Debug for Endpoint<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("session", &format_args!("{:08x}", self.session))
+            .field("paths", &self.paths.len())
+            .field("peer_session", &self.peer_session)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the status document shows of a path.
+#[derive(Debug, Clone)]
+pub struct PathInfo {
+    pub state: LinkState,
+    pub remote: SocketAddr,
+    pub last_heard: Option<Time>,
+    pub srtt_us: Option<u64>,
+    /// The rate the scheduler assumes (learned, or configured).
+    pub rate_bps: Option<u64>,
+    pub peer_report: Option<(Time, ReportEntry)>,
+    pub down_events: u64,
+}
+
+impl<P> Endpoint<P> {
+    /// A new session at `now`.
+    pub fn new(cfg: EndpointConfig, now: Time, mut random: Random) -> Endpoint<P> {
+        let sealing = cfg.crypto.is_some();
+        let header = HEADER_LEN + if sealing { SEAL_OVERHEAD } else { 0 };
+        let specs: Vec<PathSpec> = cfg
+            .paths
+            .iter()
+            .map(|p| {
+                PathSpec::new(p.weight, p.rate_bps, p.backup).with_overhead(header + p.overhead)
+            })
+            .collect();
+        let sched = mpt_sched::build(cfg.scheduler, &specs);
+        let reseq = Resequencer::new(mpt_reseq::Config {
+            window: cfg.reorder_window,
+            timeout: cfg.reorder_timeout,
+            paths: cfg.paths.len(),
+        });
+        let mut bytes = [0u8; 4 + 32 + 16];
+        random(&mut bytes);
+        let session = u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+        let crypto = cfg.crypto.as_ref().map(|c| {
+            let mut hs_random = [0u8; 32];
+            hs_random.copy_from_slice(&bytes[4..36]);
+            let mut challenge = [0u8; 16];
+            challenge.copy_from_slice(&bytes[36..]);
+            CryptoState {
+                hello_key: seal::handshake_key(&c.psk, c.choice.hello_cipher()),
+                psk: c.psk.clone(),
+                choice: c.choice,
+                offer_aes: c.choice.offers_aes(c.aes_in_hardware),
+                hs: Handshake::new(hs_random, challenge),
+                open: None,
+                cipher: None,
+                replay: ReplayWindow::default(),
+            }
+        });
+        let paths = cfg
+            .paths
+            .iter()
+            .map(|p| PathState {
+                remote: p.remote,
+                path_seq: 0,
+                unsent: 0,
+                fence_before: (0, 0),
+                data_sent: 0,
+                data_at_tick: 0,
+                acked_data: 0,
+                acked_at: Some(now),
+                srtt_us: None,
+                live: Liveness::default(),
+                peer_report: None,
+                hello_sent: None,
+            })
+            .collect();
+        Endpoint {
+            random,
+            session,
+            paths,
+            sched,
+            seq: 0,
+            seal: None,
+            counter: 0,
+            reseq,
+            peer_session: None,
+            peer_restarts: 0,
+            pacer: ReportPacer::default(),
+            crypto,
+            released: Vec::new(),
+            pending: VecDeque::new(),
+            events: VecDeque::new(),
+            counts: Counts::default(),
+            timers: Timers {
+                keepalive: now,
+                report: now,
+                liveness: now,
+            },
+            cfg,
+        }
+    }
+
+    pub fn config(&self) -> &EndpointConfig {
+        &self.cfg
+    }
+
+    /// Our session id.
+    pub fn session(&self) -> u32 {
+        self.session
+    }
+
+    pub fn peer_session(&self) -> Option<u32> {
+        self.peer_session
+    }
+
+    pub fn peer_restarts(&self) -> u64 {
+        self.peer_restarts
+    }
+
+    /// Datagrams are sealed.
+    pub fn sealing(&self) -> bool {
+        self.crypto.is_some()
+    }
+
+    /// The handshake has agreed on session keys (sealing only).
+    pub fn keys_agreed(&self) -> bool {
+        self.seal.is_some()
+    }
+
+    /// The cipher agreed with the peer, once keys are agreed.
+    pub fn cipher(&self) -> Option<Cipher> {
+        self.crypto.as_ref().and_then(|c| c.cipher)
+    }
+
+    /// Where the prefix before an inner packet ends, in datagrams we build and in the buffers
+    /// [`Endpoint::handle_datagram`] opens: [`HEADER_LEN`], or [`SEALED_HEADER_LEN`] when
+    /// sealing.
+    pub fn prefix(&self) -> usize {
+        if self.sealing() {
+            SEALED_HEADER_LEN
+        } else {
+            HEADER_LEN
+        }
+    }
+
+    /// Bytes sealing adds to every datagram (counter and tag), 0 without encryption.
+    pub fn seal_overhead(&self) -> usize {
+        if self.sealing() {
+            SEAL_OVERHEAD
+        } else {
+            0
+        }
+    }
+
+    /// The largest datagram a valid peer sends: a full inner packet with its header (and
+    /// counter and tag).
+    pub fn max_datagram(&self) -> usize {
+        HEADER_LEN + usize::from(self.cfg.mtu) + self.seal_overhead()
+    }
+
+    /// Where datagrams for `path` go now.
+    pub fn remote(&self, path: PathId) -> SocketAddr {
+        self.paths[path.index()].remote
+    }
+
+    pub fn path_info(&self, path: PathId) -> PathInfo {
+        let p = &self.paths[path.index()];
+        PathInfo {
+            state: p.live.state,
+            remote: p.remote,
+            last_heard: p.live.last_heard,
+            srtt_us: p.srtt_us,
+            rate_bps: self
+                .sched
+                .learned_rate(path)
+                .or(self.cfg.paths[path.index()].rate_bps),
+            peer_report: p.peer_report,
+            down_events: p.live.down_events,
+        }
+    }
+
+    /// The resequencer's statistics (what arrived, per path and in all).
+    pub fn stats(&self) -> &Stats {
+        self.reseq.stats()
+    }
+
+    /// Packets the resequencer holds now.
+    pub fn held(&self) -> usize {
+        self.reseq.held()
+    }
+
+    /// The path whose datagrams the resequencer waits for, when it waits (with more than
+    /// one path): the driver should read that path's socket next.
+    pub fn lagging_path(&self) -> Option<PathId> {
+        match self.paths.len() {
+            1 => None,
+            _ => self.reseq.lagging_path(),
+        }
+    }
+
+    /// Drops by reason, the resequencer's duplicates and too-old packets included.
+    pub fn drops(&self) -> DropCounts {
+        let mut c = *self.counts.drops.counts();
+        let t = &self.reseq.stats().total;
+        c[DropReason::Duplicate as usize] = t.duplicates;
+        c[DropReason::TooOld as usize] = t.too_old;
+        DropCounts::from_counts(&c)
+    }
+
+    pub fn drop_count(&self, reason: DropReason) -> u64 {
+        self.drops().get(reason)
+    }
+
+    /// Inner packets numbered for sending, and their bytes.
+    pub fn tx_counts(&self) -> (u64, u64) {
+        (self.counts.tx_packets, self.counts.tx_bytes)
+    }
+
+    /// Inner packets released for delivery so far.
+    pub fn delivered(&self) -> u64 {
+        self.counts.delivered
+    }
+
+    /// Bytes of receiver reports sent (outer headers included).
+    pub fn report_bytes(&self) -> u64 {
+        self.counts.report_bytes
+    }
+
+    /// Keepalives sent, and keepalives answered.
+    pub fn keepalive_counts(&self) -> (u64, u64) {
+        (self.counts.keepalives_sent, self.counts.keepalive_acks_sent)
+    }
+
+    /// Share of the received bandwidth the report pacer spends on reports.
+    pub fn report_fraction(&self) -> f64 {
+        self.pacer.fraction()
+    }
+
+    /// The packets the resequencer released, in the order to deliver them, appended to `out`.
+    pub fn take_delivered(&mut self, out: &mut Vec<P>) {
+        self.counts.delivered += self.released.len() as u64;
+        out.append(&mut self.released);
+    }
+
+    /// The next event, if any.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// The next control datagram to send at `now`, if any (built and sealed now).
+    pub fn poll_transmit(&mut self, now: Time) -> Option<Transmit> {
+        while let Some(p) = self.pending.pop_front() {
+            if let Some(t) = self.build(now, p) {
+                return Some(t);
+            }
+        }
+        None
+    }
+
+    /// `N` random bytes.
+    pub(crate) fn random<const N: usize>(&mut self) -> [u8; N] {
+        let mut b = [0u8; N];
+        (self.random)(&mut b);
+        b
+    }
+
+    pub(crate) fn count(&mut self, reason: DropReason) -> DropReason {
+        self.counts.drops.add(reason, 1);
+        reason
+    }
+
+    pub(crate) fn keepalive(&self) -> Duration {
+        self.cfg.keepalive
+    }
+}

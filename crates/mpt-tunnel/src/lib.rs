@@ -1,0 +1,196 @@
+//! The mptd protocol as a sans-IO engine, in the shape of quinn-proto: an [`Endpoint`] is one
+//! peer session. It numbers and seals what we send, opens and checks what arrives, runs the
+//! handshake, the replay window, per-path liveness, fences, address learning, receiver
+//! reports both ways, the scheduler and the resequencer.
+//!
+//! It does no I/O, starts no thread and never reads the clock: every input is a call that
+//! takes `now` ([`Endpoint::handle_datagram`], [`Endpoint::number_batch`],
+//! [`Endpoint::handle_timeout`]), and every output is polled ([`Endpoint::poll_transmit`],
+//! [`Endpoint::poll_timeout`], [`Endpoint::poll_event`], [`Endpoint::take_delivered`]).
+//! Randomness comes from the caller too ([`Random`]). The daemon (`mptd`) drives it with real
+//! sockets and a TUN device; the tests drive two of them over simulated links.
+#![forbid(unsafe_code)]
+
+mod drops;
+mod endpoint;
+mod liveness;
+mod recv;
+mod send;
+mod timers;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+pub use drops::{DropCounts, DropReason, Drops};
+pub use endpoint::{Endpoint, PathInfo};
+pub use liveness::LinkState;
+pub use send::Sealer;
+
+use mpt_core::config::{Config, SchedulerKind};
+use mpt_core::seal::{CipherChoice, Psk};
+use mpt_core::PathId;
+use mpt_reseq::PacketMeta;
+
+/// Link-layer framing counted per datagram (an Ethernet header, as `tbf` counts it): a
+/// configured path rate is a link rate, and a 200-byte packet is 7 % more on the wire.
+pub const FRAMING: usize = 14;
+
+/// Bytes of the outer IP and UDP headers around a datagram sent from `local`.
+pub fn outer_header_len(local: &SocketAddr) -> usize {
+    if local.is_ipv4() {
+        28
+    } else {
+        48
+    }
+}
+
+/// Where randomness comes from: fills the buffer with unpredictable bytes (the kernel's
+/// random source in the daemon, a seeded generator in tests).
+pub type Random = Box<dyn FnMut(&mut [u8]) + Send>;
+
+/// What an endpoint needs to know about one path.
+#[derive(Debug, Clone)]
+pub struct PathSettings {
+    pub name: String,
+    /// Where the peer's socket for this path is, until authenticated datagrams say otherwise.
+    pub remote: SocketAddr,
+    pub weight: u32,
+    pub rate_bps: Option<u64>,
+    pub backup: bool,
+    /// Bytes a datagram costs on the link beyond its UDP payload: outer IP + UDP and
+    /// [`FRAMING`].
+    pub overhead: usize,
+}
+
+/// Sealing settings (`encryption` other than `"none"`).
+#[derive(Debug, Clone)]
+pub struct CryptoSettings {
+    pub psk: Psk,
+    pub choice: CipherChoice,
+    /// This CPU has AES in hardware (an `auto` endpoint then offers AES-256-GCM).
+    pub aes_in_hardware: bool,
+}
+
+/// An endpoint's settings.
+#[derive(Debug, Clone)]
+pub struct EndpointConfig {
+    pub paths: Vec<PathSettings>,
+    pub scheduler: SchedulerKind,
+    pub reorder_window: usize,
+    pub reorder_timeout: Duration,
+    pub keepalive: Duration,
+    pub dead: Duration,
+    /// Largest inner packet.
+    pub mtu: u16,
+    /// `None`: plain datagrams, neither authenticated nor encrypted.
+    pub crypto: Option<CryptoSettings>,
+}
+
+impl EndpointConfig {
+    /// The settings a daemon configuration gives, with the pre-shared key loaded (required
+    /// unless `encryption = "none"`).
+    pub fn from_config(cfg: &Config, psk: Option<Psk>, aes_in_hardware: bool) -> EndpointConfig {
+        EndpointConfig {
+            paths: cfg
+                .paths
+                .iter()
+                .map(|p| PathSettings {
+                    name: p.name.clone(),
+                    remote: p.remote,
+                    weight: p.weight,
+                    rate_bps: p.rate_bps,
+                    backup: p.backup,
+                    overhead: FRAMING + outer_header_len(&p.local),
+                })
+                .collect(),
+            scheduler: cfg.connection.scheduler,
+            reorder_window: cfg.connection.reorder_window,
+            reorder_timeout: cfg.connection.reorder_timeout,
+            keepalive: cfg.connection.keepalive,
+            dead: cfg.connection.dead,
+            mtu: cfg.tunnel.mtu,
+            crypto: match (cfg.security.cipher, psk) {
+                (Some(choice), Some(psk)) => Some(CryptoSettings {
+                    psk,
+                    choice,
+                    aes_in_hardware,
+                }),
+                _ => None,
+            },
+        }
+    }
+}
+
+/// What became of a datagram given to [`Endpoint::handle_datagram`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// A data datagram, authentic and well formed: its inner packet lies at `packet` in the
+    /// buffer. Give it to [`Endpoint::push_data`].
+    Data(Incoming),
+    /// A control message (or a hello), acted on.
+    Handled,
+    /// Dropped and counted.
+    Dropped(DropReason),
+}
+
+/// A received data packet on its way to the resequencer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Incoming {
+    pub meta: PacketMeta,
+    /// Where the inner packet lies in the datagram's buffer (it always starts at
+    /// [`Endpoint::prefix`]).
+    pub packet: std::ops::Range<usize>,
+}
+
+/// A control datagram to send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Transmit {
+    pub path: PathId,
+    pub destination: SocketAddr,
+    pub contents: Vec<u8>,
+}
+
+/// Why a path went down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DownReason {
+    /// Nothing valid arrived on it for this long (`dead_ms` or more).
+    Silent(Duration),
+}
+
+/// Something the daemon may want to log or act on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// A path delivers: for the first time (`again` false) or after being down.
+    PathUp {
+        path: PathId,
+        again: bool,
+    },
+    PathDown {
+        path: PathId,
+        reason: DownReason,
+    },
+    /// Without encryption: the peer's session id was first seen.
+    PeerHeard {
+        path: PathId,
+        session: u32,
+    },
+    /// The handshake agreed on session keys with a peer for the first time.
+    PeerAuthenticated {
+        path: PathId,
+        session: u32,
+        cipher: mpt_core::seal::Cipher,
+    },
+    /// The peer restarted: a new session (and, sealing, new keys). The resequencer was reset.
+    PeerRestarted {
+        old: Option<u32>,
+        session: u32,
+        cipher: Option<mpt_core::seal::Cipher>,
+    },
+    /// Authenticated datagrams of a path come from a new address (NAT rebinding,
+    /// renumbering); what we send on the path goes there from now on.
+    AddressChanged {
+        path: PathId,
+        old: SocketAddr,
+        new: SocketAddr,
+    },
+}

@@ -1,0 +1,146 @@
+//! Per-path liveness as the receiver sees it: a path is up while something valid arrives on
+//! it, down after `dead` of silence, and up again only after a run of datagrams (hold-down
+//! against flapping).
+
+use std::time::Duration;
+
+use mpt_core::Time;
+
+/// Datagrams a path must deliver, over at least one keepalive interval, before a path that
+/// was down is used again.
+pub const RECOVER_DATAGRAMS: u32 = 3;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkState {
+    /// Not heard from since start; used optimistically.
+    Unknown,
+    Up,
+    Down,
+}
+
+impl LinkState {
+    /// The state's name in the status document.
+    pub fn name(self) -> &'static str {
+        match self {
+            LinkState::Unknown => "unknown",
+            LinkState::Up => "up",
+            LinkState::Down => "down",
+        }
+    }
+}
+
+/// What hearing from a path changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    None,
+    /// Up for the first time.
+    Up,
+    /// Up again after being down.
+    Recovered,
+}
+
+#[derive(Debug, Clone)]
+pub struct Liveness {
+    pub state: LinkState,
+    pub last_heard: Option<Time>,
+    /// While down: when the current run of datagrams began, and how many it has.
+    recovering_since: Option<Time>,
+    recover_count: u32,
+    pub down_events: u64,
+}
+
+impl Default for Liveness {
+    fn default() -> Self {
+        Liveness {
+            state: LinkState::Unknown,
+            last_heard: None,
+            recovering_since: None,
+            recover_count: 0,
+            down_events: 0,
+        }
+    }
+}
+
+impl Liveness {
+    /// Something valid arrived at `now`.
+    pub fn heard(&mut self, now: Time, keepalive: Duration) -> Change {
+        let prev = self.last_heard.replace(now);
+        match self.state {
+            LinkState::Up => Change::None,
+            LinkState::Unknown => {
+                self.state = LinkState::Up;
+                Change::Up
+            }
+            LinkState::Down => {
+                let continuing = prev.is_some_and(|p| now - p <= keepalive * 2);
+                match self.recovering_since {
+                    Some(_) if continuing => self.recover_count += 1,
+                    _ => {
+                        self.recovering_since = Some(now);
+                        self.recover_count = 1;
+                    }
+                }
+                let since = self.recovering_since.unwrap_or(now);
+                if self.recover_count >= RECOVER_DATAGRAMS && now - since >= keepalive {
+                    self.state = LinkState::Up;
+                    self.recovering_since = None;
+                    Change::Recovered
+                } else {
+                    Change::None
+                }
+            }
+        }
+    }
+
+    /// At `now`, a path not already down that has been silent for `dead` goes down: returns
+    /// for how long it was silent.
+    pub fn check(&mut self, now: Time, dead: Duration) -> Option<Duration> {
+        let silent = now - self.last_heard.unwrap_or(Time::ZERO);
+        if self.state == LinkState::Down || silent < dead {
+            return None;
+        }
+        self.state = LinkState::Down;
+        self.recovering_since = None;
+        self.down_events += 1;
+        Some(silent)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KA: Duration = Duration::from_millis(100);
+    const DEAD: Duration = Duration::from_millis(500);
+
+    #[test]
+    fn down_after_silence_and_up_after_a_run_of_datagrams() {
+        let at = Time::from_millis;
+        let mut l = Liveness::default();
+        assert_eq!(l.heard(at(0), KA), Change::Up);
+        assert_eq!(l.check(at(499), DEAD), None);
+        assert_eq!(l.check(at(500), DEAD), Some(DEAD));
+        assert_eq!(l.check(at(900), DEAD), None, "down once");
+        // three datagrams over less than a keepalive interval: still down
+        for t in [1000, 1010, 1020] {
+            assert_eq!(l.heard(at(t), KA), Change::None);
+        }
+        assert_eq!(l.heard(at(1100), KA), Change::Recovered);
+        assert_eq!(l.state, LinkState::Up);
+        assert_eq!(l.down_events, 1);
+    }
+
+    #[test]
+    fn a_run_broken_by_a_gap_starts_again() {
+        let at = Time::from_millis;
+        let mut l = Liveness::default();
+        l.heard(at(0), KA);
+        l.check(at(600), DEAD);
+        l.heard(at(1000), KA);
+        l.heard(at(1050), KA);
+        // 250 ms of silence (more than two keepalive intervals) breaks the run
+        assert_eq!(l.heard(at(1300), KA), Change::None);
+        assert_eq!(l.heard(at(1350), KA), Change::None);
+        assert_eq!(l.heard(at(1400), KA), Change::Recovered);
+    }
+}

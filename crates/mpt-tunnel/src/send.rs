@@ -1,0 +1,279 @@
+//! The send side: numbering data packets in batches, sealing them, and building control
+//! datagrams with fences.
+
+use std::sync::Arc;
+
+use mpt_core::seal::{SealError, SealKey, SEAL_OVERHEAD};
+use mpt_core::wire::{self, AckRepr, HeaderRepr, HelloRepr, Kind, ReportEntry, HEADER_LEN};
+use mpt_core::{PathId, Time};
+
+use crate::{DropReason, Endpoint, Transmit, FRAMING};
+
+/// Outer IP + UDP bytes assumed when choosing a path for a packet (the path, and with it the
+/// address family, is not known yet): IPv4's.
+const SELECT_OUTER: usize = 28;
+
+/// A control datagram queued for [`Endpoint::poll_transmit`], built when polled (so that an
+/// answer says how long it was held, and fences are current).
+#[derive(Debug, Clone)]
+pub(crate) enum Pending {
+    Keepalive(PathId),
+    /// The answer to a keepalive that arrived at `arrived` carrying timestamp `echo`.
+    Ack {
+        path: PathId,
+        echo: u32,
+        arrived: Time,
+    },
+    Report {
+        path: PathId,
+        entries: Vec<ReportEntry>,
+    },
+    Hello {
+        path: PathId,
+        hello: HelloRepr,
+    },
+}
+
+/// Seals the packets of one numbered batch, outside any lock the driver holds around the
+/// endpoint: the batch's key and first counter. Hand [`Sealer::used`] back to
+/// [`Endpoint::batch_sent`] once the batch has left.
+#[derive(Debug, Clone)]
+pub struct Sealer {
+    key: Option<Arc<SealKey>>,
+    first_counter: u64,
+    used: u64,
+}
+
+impl Sealer {
+    /// Seal packet `k` of the batch in place (`buf` as numbered, the inner packet of `inner`
+    /// bytes after the prefix); returns the datagram's length.
+    pub fn seal(&self, k: usize, buf: &mut [u8], inner: usize) -> Result<usize, SealError> {
+        match &self.key {
+            Some(key) => key.seal(self.first_counter + k as u64, buf, inner),
+            None => Ok(HEADER_LEN + inner),
+        }
+    }
+
+    /// The paths the batch uses, one bit each.
+    pub fn used(&self) -> u64 {
+        self.used
+    }
+}
+
+impl<P> Endpoint<P> {
+    /// Number a batch of packets read from the TUN device: `bufs[k]` holds an inner packet of
+    /// `sizes[k]` bytes at [`Endpoint::prefix`] (0: none). For each, the scheduler picks a path
+    /// and its header is written; `plan[k]` says the path, or `None` when the packet is
+    /// dropped (counted). Returns the batch's [`Sealer`], or `None` while sealing has no
+    /// session key (every packet counted as [`DropReason::NoSession`]).
+    ///
+    /// Until [`Endpoint::batch_sent`], control messages on the batch's paths carry the fences
+    /// from before it: they may leave first.
+    pub fn number_batch<B: AsMut<[u8]>>(
+        &mut self,
+        now: Time,
+        sizes: &[usize],
+        bufs: &mut [B],
+        plan: &mut [Option<PathId>],
+    ) -> Option<Sealer> {
+        let n = sizes.len();
+        plan[..n].fill(None);
+        let key = match (&self.seal, self.sealing()) {
+            (Some(k), _) => Some(k.clone()),
+            (None, false) => None,
+            (None, true) => {
+                self.counts.drops.add(DropReason::NoSession, n as u64);
+                return None;
+            }
+        };
+        let wire_extra = self.seal_overhead();
+        let first_counter = self.counter;
+        let mut used = 0u64;
+        for k in 0..n {
+            let inner = sizes[k];
+            if inner == 0 {
+                continue;
+            }
+            let len = HEADER_LEN + inner + wire_extra;
+            let Some(path) = self.sched.select(now, len + FRAMING + SELECT_OUTER) else {
+                self.count(DropReason::NoPath);
+                continue;
+            };
+            let i = path.index();
+            let p = &mut self.paths[i];
+            if used & (1 << i) == 0 {
+                used |= 1 << i;
+                if p.unsent == 0 {
+                    p.fence_before = (self.seq, p.path_seq);
+                }
+                p.unsent += 1;
+            }
+            HeaderRepr {
+                kind: Kind::Data,
+                path,
+                path_seq: p.path_seq,
+                session: self.session,
+                seq: self.seq,
+                timestamp: now.wire_micros(),
+            }
+            .emit(bufs[k].as_mut());
+            self.seq = self.seq.wrapping_add(1);
+            p.path_seq = p.path_seq.wrapping_add(1);
+            p.data_sent += 1;
+            let overhead = self.cfg.paths[i].overhead;
+            self.sched.on_sent(now, path, len + overhead);
+            self.counts.tx_packets += 1;
+            self.counts.tx_bytes += inner as u64;
+            plan[k] = Some(path);
+        }
+        // one counter per packet of the batch, planned or not: simple, and never reused
+        if key.is_some() {
+            self.counter += n as u64;
+        }
+        Some(Sealer {
+            key,
+            first_counter,
+            used,
+        })
+    }
+
+    /// The batch that used the paths of `used` (from [`Sealer::used`]) has left: control
+    /// messages may fence it now.
+    pub fn batch_sent(&mut self, used: u64) {
+        for i in mpt_core::bits(used) {
+            self.paths[i].unsent -= 1;
+        }
+    }
+
+    /// Number, seal and account one packet (`buf` as for [`Endpoint::number_batch`]): the
+    /// path it goes on, where to, and the datagram's length. For drivers that send one packet
+    /// at a time.
+    pub fn send_one(
+        &mut self,
+        now: Time,
+        buf: &mut [u8],
+        inner: usize,
+    ) -> Result<(PathId, std::net::SocketAddr, usize), DropReason> {
+        let mut plan = [None];
+        let sealer = self
+            .number_batch(now, &[inner], &mut [&mut *buf], &mut plan)
+            .ok_or(DropReason::NoSession)?;
+        self.batch_sent(sealer.used());
+        let path = plan[0].ok_or(DropReason::NoPath)?;
+        let len = sealer
+            .seal(0, buf, inner)
+            .map_err(|_| DropReason::Truncated)?;
+        Ok((path, self.remote(path), len))
+    }
+
+    /// A control header: the sequence fields are our fences on `path` — the next global and
+    /// per-path numbers, which tell the peer that every data datagram sent on the path before
+    /// has lower ones. While a numbered batch for the path has not been handed to its socket,
+    /// the fence is the one from before it: the control message may leave first, and a fence
+    /// that overtook the batch would make the peer give its datagrams up as lost.
+    pub(crate) fn fence_header(&self, kind: Kind, path: PathId, now: Time) -> HeaderRepr {
+        let p = &self.paths[path.index()];
+        let (seq, path_seq) = if p.unsent > 0 {
+            p.fence_before
+        } else {
+            (self.seq, p.path_seq)
+        };
+        HeaderRepr {
+            kind,
+            path,
+            path_seq,
+            session: self.session,
+            seq,
+            timestamp: now.wire_micros(),
+        }
+    }
+
+    /// Build a pending control datagram at `now`: sealed under the session key (not built
+    /// while sealing has none), a hello under the handshake key.
+    pub(crate) fn build(&mut self, now: Time, pending: Pending) -> Option<Transmit> {
+        let mut buf = Vec::new();
+        let path = match pending {
+            Pending::Hello { path, hello } => return self.build_hello(now, path, hello),
+            Pending::Keepalive(path) => {
+                buf.resize(HEADER_LEN + SEAL_OVERHEAD, 0);
+                self.fence_header(Kind::Keepalive, path, now).emit(&mut buf);
+                self.seal_control(now, path, &mut buf, HEADER_LEN)?;
+                self.counts.keepalives_sent += 1;
+                path
+            }
+            Pending::Ack {
+                path,
+                echo,
+                arrived,
+            } => {
+                buf.resize(wire::ACK_LEN + SEAL_OVERHEAD, 0);
+                let plain = AckRepr {
+                    header: self.fence_header(Kind::KeepaliveAck, path, now),
+                    echo,
+                    hold_us: now.wire_micros().wrapping_sub(arrived.wire_micros()),
+                }
+                .emit(&mut buf);
+                self.seal_control(now, path, &mut buf, plain)?;
+                self.counts.keepalive_acks_sent += 1;
+                path
+            }
+            Pending::Report { path, entries } => {
+                buf.resize(wire::report_len(entries.len()) + SEAL_OVERHEAD, 0);
+                let h = self.fence_header(Kind::Report, path, now);
+                let plain = wire::emit_report(&h, &entries, &mut buf);
+                let len = self.seal_control(now, path, &mut buf, plain)?;
+                self.counts.report_bytes += (len + self.cfg.paths[path.index()].overhead) as u64;
+                path
+            }
+        };
+        Some(Transmit {
+            path,
+            destination: self.remote(path),
+            contents: buf,
+        })
+    }
+
+    /// Seal a control message built in `buf[..plain]` (with room for the seal after it) and
+    /// give its time on the link to the scheduler; truncates `buf` to the datagram.
+    fn seal_control(
+        &mut self,
+        now: Time,
+        path: PathId,
+        buf: &mut Vec<u8>,
+        plain: usize,
+    ) -> Option<usize> {
+        let len = if self.sealing() {
+            let key = self.seal.clone()?;
+            let counter = self.counter;
+            self.counter += 1;
+            key.seal_plain(counter, buf, plain).ok()?
+        } else {
+            plain
+        };
+        buf.truncate(len);
+        let overhead = self.cfg.paths[path.index()].overhead;
+        self.sched.on_control_sent(now, path, len + overhead);
+        Some(len)
+    }
+
+    /// Our hello on `path`, sealed with the handshake key under a random counter.
+    fn build_hello(&mut self, now: Time, path: PathId, hello: HelloRepr) -> Option<Transmit> {
+        let header = self.fence_header(Kind::Hello, path, now);
+        let counter = u64::from_be_bytes(self.random());
+        let c = self.crypto.as_ref()?;
+        let offer = if c.offer_aes { HelloRepr::FLAG_AES } else { 0 };
+        let hello = HelloRepr {
+            flags: hello.flags | offer,
+            ..hello
+        };
+        let mut buf = vec![0u8; wire::HELLO_LEN + SEAL_OVERHEAD];
+        let plain = hello.emit(&header, &mut buf);
+        let len = c.hello_key.seal_plain(counter, &mut buf, plain).ok()?;
+        buf.truncate(len);
+        Some(Transmit {
+            path,
+            destination: self.remote(path),
+            contents: buf,
+        })
+    }
+}

@@ -1,0 +1,191 @@
+//! Time-driven work: the resequencer's hold timer, path liveness, keepalives (or hellos while
+//! no keys are agreed) and receiver reports.
+
+use std::time::Duration;
+
+use mpt_core::wire::{self, ReportEntry};
+use mpt_core::{PathId, Time};
+use mpt_reseq::PathStats;
+
+use crate::liveness::LinkState;
+use crate::send::Pending;
+use crate::{DownReason, Endpoint, Event};
+
+/// How often the pacer is asked whether a report is due.
+pub const REPORT_TICK: Duration = Duration::from_millis(10);
+/// A path gone quiet this much longer than the last one heard from is passed over for reports.
+pub const REPORT_QUIET: Duration = Duration::from_millis(5);
+
+impl<P> Endpoint<P> {
+    /// When [`Endpoint::handle_timeout`] should next be called.
+    pub fn poll_timeout(&self) -> Option<Time> {
+        let t = &self.timers;
+        let mut next = t.keepalive.min(t.report).min(t.liveness);
+        if let Some(r) = self.reseq.poll_timeout() {
+            next = next.min(r);
+        }
+        Some(next)
+    }
+
+    /// Do what is due at `now`.
+    pub fn handle_timeout(&mut self, now: Time) {
+        if self.reseq.poll_timeout().is_some_and(|t| t <= now) {
+            let out = &mut self.released;
+            self.reseq.handle_timeout(now, &mut |p| out.push(p));
+        }
+        if self.timers.liveness <= now {
+            self.timers.liveness = now + self.liveness_tick();
+            self.check_liveness(now);
+        }
+        if self.timers.keepalive <= now {
+            self.timers.keepalive = now + self.keepalive();
+            self.keepalive_tick();
+        }
+        if self.timers.report <= now {
+            self.timers.report = now + REPORT_TICK;
+            self.report_tick(now);
+        }
+    }
+
+    /// How often liveness is checked.
+    fn liveness_tick(&self) -> Duration {
+        (self.keepalive() / 4).clamp(Duration::from_millis(5), Duration::from_millis(50))
+    }
+
+    /// Mark paths down that have been silent for `dead`.
+    fn check_liveness(&mut self, now: Time) {
+        let dead = self.cfg.dead;
+        for i in 0..self.paths.len() {
+            let Some(silent) = self.paths[i].live.check(now, dead) else {
+                continue;
+            };
+            let path = PathId(i as u8);
+            self.sched.on_path_state(now, path, false);
+            let out = &mut self.released;
+            self.reseq.path_down(now, path, &mut |p| out.push(p));
+            self.events.push_back(Event::PathDown {
+                path,
+                reason: DownReason::Silent(silent),
+            });
+        }
+    }
+
+    /// A keepalive on every path that carried no data since the last tick, carrying our
+    /// fences. A path that carries data needs none: the data keeps the path alive at the peer
+    /// (and through NATs) and advances its resequencer, reports bring the RTT, and the
+    /// keepalive after the data stops fences its tail. On MPT's 64 kbit/s lines a keepalive
+    /// and its answer every 100 ms took a fifth of each line. While sealing has no session
+    /// key, a hello asking for an answer on every path instead.
+    fn keepalive_tick(&mut self) {
+        if self.sealing() && self.seal.is_none() {
+            if let Some(hello) = self.crypto.as_ref().map(|c| c.hs.hello(true)) {
+                for i in 0..self.paths.len() {
+                    let path = PathId(i as u8);
+                    self.pending.push_back(Pending::Hello { path, hello });
+                }
+            }
+            return;
+        }
+        for i in 0..self.paths.len() {
+            let p = &mut self.paths[i];
+            if std::mem::replace(&mut p.data_at_tick, p.data_sent) != p.data_sent {
+                continue;
+            }
+            self.pending.push_back(Pending::Keepalive(PathId(i as u8)));
+        }
+    }
+
+    /// A receiver report, when the pacer says one is due (a share of the received
+    /// bandwidth, at least one a second while data arrives, at once when a queue grows), on
+    /// [`Endpoint::report_path`].
+    fn report_tick(&mut self, now: Time) {
+        let n = self.paths.len();
+        let stats = self.reseq.stats();
+        let rx_bytes = stats.total.bytes;
+        // Counted as `report_bytes` counts them: outer headers and framing included.
+        let outer = self.cfg.paths.iter().map(|p| p.overhead).max().unwrap_or(0);
+        let report_bytes = wire::report_len(n) + self.seal_overhead() + outer;
+        // The queue building on each path: a growing one is reported at once.
+        let queues: Vec<f64> = stats
+            .paths
+            .iter()
+            .take(n)
+            .map(PathStats::queue_us)
+            .collect();
+        if !self.pacer.urgent(now, rx_bytes, report_bytes, &queues)
+            && !self.pacer.due(now, rx_bytes, report_bytes)
+        {
+            return;
+        }
+        let mut entries = Vec::with_capacity(n);
+        let mut counts = Vec::with_capacity(n);
+        for (i, ps) in stats.paths.iter().enumerate().take(n) {
+            let clamp = |v: i64| v.clamp(0, i64::from(u32::MAX)) as u32;
+            entries.push(ReportEntry {
+                path: PathId(i as u8),
+                flags: if self.paths[i].live.state == LinkState::Up {
+                    ReportEntry::FLAG_UP
+                } else {
+                    0
+                },
+                path_seq: ps.highest_path_seq.unwrap_or(0),
+                packets: ps.packets as u32,
+                bytes: ps.bytes,
+                lost: ps.lost as u32,
+                owd_min_us: clamp(ps.owd_min_us.unwrap_or(0)),
+                jitter_us: ps.jitter_us.max(0.0) as u32,
+                owd_us: clamp(ps.owd_us.unwrap_or(0.0) as i64),
+                echo: ps.last_sent_us.unwrap_or(0),
+                echo_age_us: ps.last_arrival.map_or(0, |a| (now - a).as_micros() as u32),
+                owd_min_len: ps.owd_min_len.unwrap_or(0).min(usize::from(u16::MAX)) as u16,
+            });
+            counts.push((ps.packets, ps.lost));
+        }
+        self.pacer
+            .sent(now, rx_bytes, report_bytes, &counts, &queues);
+        if let Some(path) = self.report_path() {
+            self.pending.push_back(Pending::Report { path, entries });
+        }
+    }
+
+    /// The path a report goes on: the one with the lowest RTT among those that are up and
+    /// were heard from lately — within [`REPORT_QUIET`] of the last path heard from. A path
+    /// that stopped delivering a moment ago (an outage `dead` has not yet confirmed) would
+    /// lose the very report that tells the sender, and a sender whose TCP flow stalls with it
+    /// has nothing more to report for a while.
+    fn report_path(&self) -> Option<PathId> {
+        pick_report_path(self.paths.iter().map(|p| {
+            let heard_if_up = p.live.last_heard.filter(|_| p.live.state == LinkState::Up);
+            (heard_if_up, p.srtt_us.unwrap_or(u64::MAX))
+        }))
+        .map(|i| PathId(i as u8))
+    }
+}
+
+/// [`Endpoint::report_path`]'s rule over (when heard from, if up; RTT) per path.
+fn pick_report_path(paths: impl Iterator<Item = (Option<Time>, u64)> + Clone) -> Option<usize> {
+    let latest = paths.clone().filter_map(|(heard, _)| heard).max()?;
+    paths
+        .enumerate()
+        .filter(|(_, (heard, _))| heard.is_some_and(|h| latest - h <= REPORT_QUIET))
+        .min_by_key(|(_, (_, rtt))| *rtt)
+        .map(|(i, _)| i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reports_go_on_the_fastest_path_heard_from_lately() {
+        let at = Time::from_millis;
+        let pick = |p: &[(Option<Time>, u64)]| pick_report_path(p.iter().copied());
+        // Both heard from within 5 ms: the lower RTT.
+        assert_eq!(pick(&[(Some(at(100)), 900), (Some(at(97)), 300)]), Some(1));
+        // Path 1 has been quiet for 20 ms while path 0 delivers: path 0, though slower.
+        assert_eq!(pick(&[(Some(at(100)), 900), (Some(at(80)), 300)]), Some(0));
+        // Path 1 is down: never it.
+        assert_eq!(pick(&[(Some(at(100)), 900), (None, 300)]), Some(0));
+        assert_eq!(pick(&[(None, 900), (None, 300)]), None);
+    }
+}

@@ -1,0 +1,537 @@
+//! The protocol's rules, each driven deterministically through a simulated pair of
+//! endpoints (`sim`): handshake, replayed and reflected hellos, peer restart, liveness seen by
+//! both ends, failover, keepalive suppression, fences, NAT rebinding, report pacing and
+//! hostile input.
+
+mod sim;
+
+use std::time::Duration;
+
+use mpt_core::wire::{HeaderRepr, Kind};
+use mpt_core::PathId;
+use mpt_tunnel::{DownReason, DropReason, Event, Outcome};
+use sim::{packet, Pair, Side, LEN};
+
+const MS: Duration = Duration::from_millis(1);
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// A sealed pair with keys agreed.
+fn agreed_pair(default_seed: u64, paths: usize) -> Pair {
+    let mut p = Pair::new(sim::seed(default_seed), paths, true);
+    p.run_until(ms(500), Pair::agreed)
+        .expect("keys agreed within 500 ms");
+    p
+}
+
+fn kind_of(datagram: &[u8]) -> Kind {
+    HeaderRepr::parse_outer(datagram)
+        .expect("a valid header")
+        .0
+        .kind
+}
+
+// ---- handshake
+
+#[test]
+fn handshake_agrees_within_one_round_trip_and_data_flows_both_ways() {
+    let mut p = Pair::new(sim::seed(1), 2, true);
+    let took = p.run_until(ms(500), Pair::agreed).expect("keys agreed");
+    // hellos go at start on every path; a hello and its answer take one RTT (20 ms)
+    assert!(took <= ms(25), "took {took:?}");
+    assert_eq!(p.ep(Side::A).cipher(), p.ep(Side::B).cipher());
+    assert_eq!(p.ep(Side::A).peer_session(), Some(p.ep(Side::B).session()));
+    assert_eq!(p.ep(Side::B).peer_session(), Some(p.ep(Side::A).session()));
+    p.stream(Side::A, ms(100), ms(5), LEN, 0);
+    p.stream(Side::B, ms(100), ms(5), LEN, 1000);
+    p.run(ms(200));
+    assert_eq!(p.delivered_numbers(Side::B), (0..20).collect::<Vec<_>>());
+    assert_eq!(
+        p.delivered_numbers(Side::A),
+        (1000..1020).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn nothing_is_sent_before_keys_are_agreed() {
+    let mut p = Pair::new(sim::seed(2), 1, true);
+    // every path down: no hello gets through
+    p.set_up(0, false);
+    assert_eq!(p.send(Side::A, &packet(1, LEN)), Err(DropReason::NoSession));
+    p.run(ms(300));
+    assert!(!p.agreed());
+    assert_eq!(p.ep(Side::A).drop_count(DropReason::NoSession), 1);
+    // while waiting, hellos (asking for an answer) go every keepalive interval, nothing else
+    let sent = &p.node(Side::A).sent_log;
+    assert!(sent.iter().all(|(_, d)| kind_of(d) == Kind::Hello));
+    assert!(
+        (3..=4).contains(&sent.len()),
+        "{} hellos in 300 ms",
+        sent.len()
+    );
+}
+
+#[test]
+fn a_replayed_hello_changes_nothing() {
+    let mut p = agreed_pair(3, 1);
+    let hello = p
+        .node(Side::A)
+        .sent_log
+        .iter()
+        .find(|(_, d)| kind_of(d) == Kind::Hello);
+    let (_, hello) = hello.expect("A sent a hello").clone();
+    let session = p.ep(Side::B).peer_session();
+    let from = p.source(Side::A, 0);
+    for _ in 0..50 {
+        p.inject(Side::B, 0, from, hello.clone());
+    }
+    p.run(ms(50));
+    assert_eq!(p.ep(Side::B).peer_restarts(), 0);
+    assert_eq!(p.ep(Side::B).peer_session(), session);
+    // answers to the replayed requests are rate-limited: at most one per 20 ms
+    let answers = p
+        .node(Side::B)
+        .sent_log
+        .iter()
+        .filter(|(_, d)| kind_of(d) == Kind::Hello)
+        .count();
+    assert!(answers <= 3, "{answers} hellos from B");
+    // and the session still carries data
+    p.stream(Side::A, ms(50), ms(5), LEN, 0);
+    p.run(ms(50));
+    assert_eq!(p.delivered_numbers(Side::B).len(), 10);
+}
+
+#[test]
+fn a_reflected_hello_is_dropped_and_counted() {
+    let mut p = Pair::new(sim::seed(4), 1, true);
+    p.run(ms(1));
+    let (_, own) = p.node(Side::B).sent_log[0].clone();
+    assert_eq!(kind_of(&own), Kind::Hello);
+    let from = p.source(Side::A, 0);
+    assert_eq!(
+        p.inject(Side::B, 0, from, own),
+        Outcome::Dropped(DropReason::BadHello)
+    );
+    assert_eq!(p.ep(Side::B).drop_count(DropReason::BadHello), 1);
+}
+
+#[test]
+fn a_restarted_peer_gets_new_keys_and_a_fresh_resequencer() {
+    let mut p = agreed_pair(5, 2);
+    p.stream(Side::A, ms(100), ms(5), LEN, 0);
+    let old = p.ep(Side::A).session();
+    p.restart(Side::A);
+    let new = p.ep(Side::A).session();
+    assert_ne!(old, new);
+    let took = p.run_until(ms(1000), |p| p.node(Side::B).ep.peer_session() == Some(new));
+    let took = took.expect("B took up the restarted peer");
+    assert!(took <= ms(150), "took {took:?}");
+    assert_eq!(p.ep(Side::B).peer_restarts(), 1);
+    assert!(p.events_since(Side::B, sim_time(0)).iter().any(|e| matches!(e,
+        Event::PeerRestarted { old: Some(o), session, cipher: Some(_) } if *o == old && *session == new)));
+    // numbering starts again at 0 and is delivered (a stale resequencer would drop it as old)
+    p.run_until(ms(500), Pair::agreed)
+        .expect("keys agreed again");
+    p.stream(Side::A, ms(100), ms(5), LEN, 5000);
+    p.run(ms(100));
+    let got = p.delivered_numbers(Side::B);
+    assert_eq!(
+        &got[got.len() - 20..],
+        &(5000..5020).collect::<Vec<_>>()[..]
+    );
+}
+
+fn sim_time(ms: u64) -> mpt_core::Time {
+    mpt_core::Time::from_millis(ms)
+}
+
+// ---- liveness and failover
+
+fn down_at(p: &Pair, side: Side, path: u8) -> Option<mpt_core::Time> {
+    p.node(side).events.iter().find_map(|(t, e)| {
+        matches!(e, Event::PathDown { path: q, .. } if *q == PathId(path)).then_some(*t)
+    })
+}
+
+fn up_again_at(p: &Pair, side: Side, path: u8) -> Option<mpt_core::Time> {
+    p.node(side).events.iter().find_map(|(t, e)| {
+        matches!(e, Event::PathUp { path: q, again: true } if *q == PathId(path)).then_some(*t)
+    })
+}
+
+#[test]
+fn both_ends_see_a_path_go_down_and_come_back() {
+    let mut p = agreed_pair(6, 2);
+    p.run(ms(300));
+    let cut = p.now;
+    p.set_up(1, false);
+    p.run(ms(1000));
+    for side in [Side::A, Side::B] {
+        let at = down_at(&p, side, 1).unwrap_or_else(|| panic!("{side:?} saw path 1 down"));
+        // silent for dead (500 ms) after the last datagram heard, checked every 25 ms
+        let after = at - cut;
+        assert!(after <= ms(550), "{side:?}: down {after:?} after the cut");
+        assert!(down_at(&p, side, 0).is_none(), "{side:?}: path 0 stays up");
+        assert!(p.events_since(side, cut).iter().any(|e| matches!(e,
+            Event::PathDown { reason: DownReason::Silent(s), .. } if *s >= ms(500))));
+        assert_eq!(
+            p.ep(side).path_info(PathId(1)).state,
+            mpt_tunnel::LinkState::Down
+        );
+    }
+    let back = p.now;
+    p.set_up(1, true);
+    p.run(ms(1000));
+    for side in [Side::A, Side::B] {
+        let at = up_again_at(&p, side, 1).unwrap_or_else(|| panic!("{side:?} saw path 1 up"));
+        // hold-down: three datagrams over at least one keepalive interval
+        assert!(
+            at - back >= ms(100) && at - back <= ms(400),
+            "{side:?}: up {:?} after",
+            at - back
+        );
+        assert_eq!(
+            p.ep(side).path_info(PathId(1)).state,
+            mpt_tunnel::LinkState::Up
+        );
+    }
+}
+
+#[test]
+fn traffic_leaves_a_dead_path_within_dead_ms_and_nothing_after_is_lost() {
+    let mut p = agreed_pair(7, 2);
+    p.stream(Side::A, ms(300), ms(2), LEN, 0);
+    let cut = p.now;
+    p.set_up(1, false);
+    let sent_before = p.node(Side::A).sent_log.len();
+    let n = p.stream(Side::A, ms(1500), ms(2), LEN, 150);
+    p.run(ms(300));
+    let down = down_at(&p, Side::A, 1).expect("A took path 1 down") - cut;
+    assert!(
+        down <= ms(550),
+        "A stopped using path 1 {down:?} after the cut"
+    );
+    // after A took it down, no data goes on path 1
+    let after: Vec<_> = p.node(Side::A).sent_log[sent_before..]
+        .iter()
+        .filter(|(path, d)| *path == 1 && kind_of(d) == Kind::Data)
+        .collect();
+    // round-robin put every other packet on path 1 until the path went down
+    let expected = (down.as_millis() as usize).div_ceil(4);
+    assert!(
+        after.len().abs_diff(expected) <= 2,
+        "{} data datagrams on path 1, expected ~{expected}",
+        after.len()
+    );
+    // every packet sent once path 1 was down arrived, in order
+    let got = p.delivered_numbers(Side::B);
+    let first_after = 150 + (down.as_millis() as u32) / 2 + 2;
+    let tail: Vec<u32> = got.iter().copied().filter(|&k| k >= first_after).collect();
+    assert_eq!(tail, (first_after..150 + n).collect::<Vec<_>>());
+}
+
+// ---- keepalives
+
+#[test]
+fn busy_paths_send_no_keepalives_and_answer_them_once_a_second() {
+    let mut p = agreed_pair(8, 2);
+    let (ka_a, _) = p.ep(Side::A).keepalive_counts();
+    let (_, acks_a) = p.ep(Side::A).keepalive_counts();
+    let (ka_b, _) = p.ep(Side::B).keepalive_counts();
+    // A sends data on both paths for 3 s; B sends none
+    p.stream(Side::A, ms(3000), ms(2), LEN, 0);
+    let (ka_a2, acks_a2) = p.ep(Side::A).keepalive_counts();
+    let (ka_b2, _) = p.ep(Side::B).keepalive_counts();
+    // the tick just after the keys were agreed may still find a path idle
+    assert!(
+        ka_a2 - ka_a <= 2,
+        "A sent {} keepalives while busy",
+        ka_a2 - ka_a
+    );
+    // B's paths are idle: a keepalive per path every 100 ms
+    let b = ka_b2 - ka_b;
+    assert!((58..=62).contains(&b), "B sent {b} keepalives in 3 s");
+    // A answers them on its busy paths at most once a second per path
+    let acks = acks_a2 - acks_a;
+    assert!(
+        (4..=8).contains(&acks),
+        "A answered {acks} keepalives in 3 s"
+    );
+    // the RTT is still measured on both paths at A
+    for i in 0..2 {
+        assert!(p.ep(Side::A).path_info(PathId(i)).srtt_us.is_some());
+    }
+}
+
+#[test]
+fn an_idle_tunnel_keeps_every_path_alive_with_keepalives_and_measures_the_rtt() {
+    let mut p = agreed_pair(9, 3);
+    p.run(ms(2000));
+    for side in [Side::A, Side::B] {
+        for i in 0..3 {
+            let info = p.ep(side).path_info(PathId(i));
+            assert_eq!(info.state, mpt_tunnel::LinkState::Up);
+            let rtt = info.srtt_us.expect("RTT measured");
+            assert!(
+                (19_000..=21_000).contains(&rtt),
+                "{side:?} path {i}: RTT {rtt} µs"
+            );
+        }
+        assert!(down_at(&p, side, 0).is_none());
+    }
+}
+
+// ---- fences
+
+#[test]
+fn a_fence_releases_packets_held_behind_a_loss_long_before_the_hold_time() {
+    let mut a = sim::config(Side::A, 2, true);
+    let mut b = sim::config(Side::B, 2, true);
+    a.reorder_timeout = ms(2000);
+    b.reorder_timeout = ms(2000);
+    let mut p = Pair::with(sim::seed(10), a, b);
+    p.run_until(ms(500), Pair::agreed).expect("keys agreed");
+    p.run(ms(200));
+    // the next data datagram on path 1 is lost; then A goes quiet
+    p.drop_next(Side::A, 1, 1);
+    let start = p.now;
+    for k in 0..10 {
+        p.send(Side::A, &packet(k, LEN)).expect("sent");
+    }
+    p.run(ms(400));
+    let got = p.node(Side::B).delivered.clone();
+    let numbers: Vec<u32> = got.iter().map(|(_, d)| sim::number(d)).collect();
+    // packet 0 went on path 0 and arrived; 1 (path 1) was lost; 2..10 were held behind it
+    assert_eq!(numbers, [0, 2, 3, 4, 5, 6, 7, 8, 9]);
+    let released = got.last().expect("delivered").0 - start;
+    // the keepalive on path 1 after the data stopped (ticks every 100 ms) fences the gap
+    assert!(released <= ms(200), "held for {released:?}");
+    let total = &p.ep(Side::B).stats().total;
+    assert_eq!((total.released_by_fence, total.released_by_timeout), (1, 0));
+}
+
+#[test]
+fn a_fence_sent_while_a_batch_is_numbered_does_not_overtake_it() {
+    let mut p = agreed_pair(11, 1);
+    p.run(ms(150));
+    // number a batch of three but do not send it yet
+    let now = p.now;
+    let ep = p.ep(Side::A);
+    let prefix = ep.prefix();
+    let mut bufs: Vec<Vec<u8>> = (0..3)
+        .map(|k| {
+            let mut b = vec![0u8; prefix + LEN + 16];
+            b[prefix..prefix + LEN].copy_from_slice(&packet(k, LEN));
+            b
+        })
+        .collect();
+    let mut plan = [None; 3];
+    let sealer = ep
+        .number_batch(now, &[LEN; 3], &mut bufs, &mut plan)
+        .expect("keys");
+    // a keepalive built now carries the fence from before the batch
+    p.run(ms(120));
+    let keepalive = p
+        .node(Side::A)
+        .sent_log
+        .iter()
+        .rev()
+        .find(|(_, d)| kind_of(d) == Kind::Keepalive);
+    let (_, keepalive) = keepalive.expect("a keepalive went out").clone();
+    let fence = HeaderRepr::parse_outer(&keepalive).expect("header").0;
+    let first = HeaderRepr::parse_outer(&bufs[0]).expect("header").0;
+    assert_eq!((fence.seq, fence.path_seq), (first.seq, first.path_seq));
+    // the batch leaves after the keepalive and is still delivered, in order
+    let ep = p.ep(Side::A);
+    let mut datagrams = Vec::new();
+    for (k, b) in bufs.iter_mut().enumerate() {
+        let len = sealer.seal(k, b, LEN).expect("sealed");
+        datagrams.push(b[..len].to_vec());
+    }
+    ep.batch_sent(sealer.used());
+    let from = p.source(Side::A, 0);
+    for d in datagrams {
+        p.inject(Side::B, 0, from, d);
+    }
+    p.run(ms(10));
+    assert_eq!(p.delivered_numbers(Side::B), [0, 1, 2]);
+}
+
+// ---- addresses
+
+#[test]
+fn a_nat_rebinding_moves_the_peer_address_and_answers_follow() {
+    let mut p = agreed_pair(12, 2);
+    p.stream(Side::B, ms(100), ms(5), LEN, 0);
+    let new = "198.19.0.9:61000".parse().expect("address");
+    p.nat[0] = Some(new);
+    // A keeps sending; B learns the new address from the first authenticated datagram
+    p.stream(Side::A, ms(100), ms(5), LEN, 100);
+    assert_eq!(p.ep(Side::B).remote(PathId(0)), new);
+    assert!(p
+        .events_since(Side::B, sim_time(0))
+        .iter()
+        .any(|e| matches!(e,
+        Event::AddressChanged { path: PathId(0), new: n, .. } if *n == new)));
+    // B's traffic on path 0 reaches A at the new address: nothing lost
+    let undeliverable = p.undeliverable;
+    p.stream(Side::B, ms(200), ms(5), LEN, 1000);
+    p.run(ms(100));
+    let got: Vec<u32> = p
+        .delivered_numbers(Side::A)
+        .into_iter()
+        .filter(|&k| k >= 1000)
+        .collect();
+    assert_eq!(got, (1000..1040).collect::<Vec<_>>());
+    assert!(p.undeliverable - undeliverable <= 1);
+}
+
+#[test]
+fn a_forged_source_address_cannot_move_the_peer() {
+    let mut p = agreed_pair(13, 1);
+    let forger = "198.19.6.6:6666".parse().expect("address");
+    // a copy of a real datagram from a stranger's address is a replay: dropped, no move
+    let (_, d) = p.node(Side::A).sent_log.last().expect("sent").clone();
+    let out = p.inject(Side::B, 0, forger, d);
+    assert!(
+        matches!(
+            out,
+            Outcome::Dropped(DropReason::Replayed) | Outcome::Handled
+        ),
+        "{out:?}"
+    );
+    assert_ne!(p.ep(Side::B).remote(PathId(0)), forger);
+    // garbage from anyone moves nothing either
+    let out = p.inject(Side::B, 0, forger, vec![0x11; 80]);
+    assert!(matches!(out, Outcome::Dropped(_)), "{out:?}");
+    assert_ne!(p.ep(Side::B).remote(PathId(0)), forger);
+}
+
+#[test]
+fn without_encryption_only_the_configured_address_is_heard() {
+    let mut p = Pair::new(sim::seed(14), 1, false);
+    p.stream(Side::A, ms(50), ms(5), LEN, 0);
+    p.run(ms(20));
+    assert_eq!(p.delivered_numbers(Side::B).len(), 10);
+    let (_, d) = p.node(Side::A).sent_log.last().expect("sent").clone();
+    let out = p.inject(Side::B, 0, "198.19.6.6:6666".parse().expect("address"), d);
+    assert_eq!(out, Outcome::Dropped(DropReason::UnknownSource));
+    // a plain peer restart is seen from the session id
+    p.restart(Side::A);
+    p.stream(Side::A, ms(50), ms(5), LEN, 100);
+    p.run(ms(20));
+    assert_eq!(p.ep(Side::B).peer_restarts(), 1);
+    let got = p.delivered_numbers(Side::B);
+    assert_eq!(&got[10..], &(100..110).collect::<Vec<_>>()[..]);
+}
+
+// ---- reports
+
+#[test]
+fn reports_are_paced_within_their_budget_and_feed_the_rtt() {
+    let mut p = agreed_pair(15, 2);
+    // 1 Mbit/s of 1000-byte packets for 5 s
+    p.stream(Side::A, ms(5000), ms(8), 1000, 0);
+    let rx = p.ep(Side::B).stats().total.bytes;
+    let spent = p.ep(Side::B).report_bytes();
+    let reports = p
+        .node(Side::B)
+        .sent_log
+        .iter()
+        .filter(|(_, d)| kind_of(d) == Kind::Report)
+        .count();
+    // at least one a second, within 5 % of what was received (2.5 % on a steady link)
+    assert!(reports >= 5, "{reports} reports");
+    let share = spent as f64 / rx as f64;
+    assert!(
+        share <= 0.05,
+        "reports cost {:.1} % of the data",
+        share * 100.0
+    );
+    // A heard them: the peer's view of each path
+    for i in 0..2 {
+        let info = p.ep(Side::A).path_info(PathId(i));
+        let (_, e) = info.peer_report.expect("a report about the path");
+        assert!(e.packets > 200, "path {i}: {} packets reported", e.packets);
+    }
+}
+
+#[test]
+fn nothing_is_reported_while_nothing_arrives() {
+    let mut p = agreed_pair(16, 2);
+    p.run(ms(3000));
+    let reports = p
+        .node(Side::B)
+        .sent_log
+        .iter()
+        .filter(|(_, d)| kind_of(d) == Kind::Report)
+        .count();
+    assert_eq!(reports, 0);
+}
+
+// ---- hostile input
+
+#[test]
+fn garbage_is_dropped_by_reason_and_never_delivered() {
+    let mut p = agreed_pair(17, 1);
+    let from = p.source(Side::A, 0);
+    let cases: Vec<(Vec<u8>, DropReason)> = vec![
+        (vec![], DropReason::Truncated),
+        (vec![0x10; 3], DropReason::Truncated),
+        (vec![0x01; 40], DropReason::BadVersion),
+        // version 1, a keepalive, not sealed
+        (vec![0x21; 40], DropReason::Unauthenticated),
+        (vec![0x11; 2000], DropReason::Oversize),
+    ];
+    for (d, reason) in cases {
+        assert_eq!(p.inject(Side::B, 0, from, d), Outcome::Dropped(reason));
+    }
+    // a sealed datagram of our session with a flipped byte fails authentication
+    p.send(Side::A, &packet(1, LEN)).expect("sent");
+    let (_, mut d) = p.node(Side::A).sent_log.last().expect("sent").clone();
+    let last = d.len() - 1;
+    d[last] ^= 1;
+    assert_eq!(
+        p.inject(Side::B, 0, from, d),
+        Outcome::Dropped(DropReason::BadTag)
+    );
+    // random bytes with the sealed flag, many of them
+    let mut rng = sim::Rng::new(99);
+    for _ in 0..1000 {
+        let mut d = vec![0u8; 20 + (rng.next_u64() % 1400) as usize];
+        rng.fill(&mut d);
+        d[0] = 0x30 | (d[0] & 0x0f); // version 1, sealed
+        assert!(matches!(p.inject(Side::B, 0, from, d), Outcome::Dropped(_)));
+    }
+    p.run(ms(50));
+    assert_eq!(p.delivered_numbers(Side::B), [1]);
+}
+
+// ---- replay of a whole run
+
+#[test]
+fn a_seed_replays_the_same_run() {
+    let run = |seed| {
+        let mut p = Pair::new(seed, 3, true);
+        for i in 0..3 {
+            p.link(Side::A, i).jitter = ms(5 * i as u64);
+            p.link(Side::A, i).loss = 0.02;
+        }
+        p.run_until(ms(500), Pair::agreed);
+        p.stream(Side::A, ms(500), MS, LEN, 0);
+        p.run(ms(300));
+        (p.delivered_numbers(Side::B), p.node(Side::A).sent_log.len())
+    };
+    let first = run(42);
+    assert_eq!(first, run(42));
+    assert_ne!(first, run(43));
+    // with 2 % loss and jitter, most of it still arrives, each packet once
+    let mut got = first.0;
+    assert!(got.len() >= 450, "{} of 500", got.len());
+    got.sort_unstable();
+    got.dedup();
+    assert!(got.len() >= 450);
+}

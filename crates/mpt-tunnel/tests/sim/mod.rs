@@ -1,0 +1,502 @@
+//! An in-memory pair of endpoints joined by simulated links (rate, delay, jitter, loss, up or
+//! down), on a virtual clock: seeded and replayable. `MPT_SIM_SEED=N` replays a seed; every
+//! test prints the seed it ran with.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use mpt_core::config::SchedulerKind;
+use mpt_core::seal::{Cipher, CipherChoice, Psk, KEY_LEN};
+use mpt_core::{PathId, Time};
+use mpt_tunnel::{CryptoSettings, Endpoint, EndpointConfig, Event, Outcome, PathSettings, FRAMING};
+
+/// xorshift64*: small, seeded, good enough for link behaviour.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.max(1))
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// Uniform in [0, 1).
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    pub fn fill(&mut self, b: &mut [u8]) {
+        for chunk in b.chunks_mut(8) {
+            let r = self.next_u64().to_le_bytes();
+            chunk.copy_from_slice(&r[..chunk.len()]);
+        }
+    }
+}
+
+/// The seed of this run: `MPT_SIM_SEED`, or `default`.
+pub fn seed(default: u64) -> u64 {
+    let s = std::env::var("MPT_SIM_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default);
+    eprintln!("simulator seed {s} (replay with MPT_SIM_SEED={s})");
+    s
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Side {
+    A,
+    B,
+}
+
+impl Side {
+    fn other(self) -> Side {
+        match self {
+            Side::A => Side::B,
+            Side::B => Side::A,
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// One direction of one path.
+#[derive(Debug, Clone)]
+pub struct LinkSpec {
+    /// Serialisation rate (with [`FRAMING`] and 28 bytes of IP/UDP per datagram); `None`:
+    /// infinite.
+    pub rate_bps: Option<u64>,
+    pub delay: Duration,
+    /// Each datagram gets up to this much more delay (uniform): reordering.
+    pub jitter: Duration,
+    /// Probability that a datagram is lost.
+    pub loss: f64,
+    pub up: bool,
+}
+
+impl Default for LinkSpec {
+    fn default() -> Self {
+        LinkSpec {
+            rate_bps: None,
+            delay: Duration::from_millis(10),
+            jitter: Duration::ZERO,
+            loss: 0.0,
+            up: true,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Link {
+    spec: LinkSpec,
+    busy_until: Time,
+    /// Lose this many of the next datagrams (targeted loss).
+    drop_next: usize,
+}
+
+/// A datagram on its way.
+#[derive(Debug, Clone)]
+struct Flight {
+    to: Side,
+    path: usize,
+    from: SocketAddr,
+    dest: SocketAddr,
+    bytes: Vec<u8>,
+}
+
+/// One end: its endpoint and what came out of it.
+pub struct Node {
+    pub ep: Endpoint<Vec<u8>>,
+    /// Inner packets delivered, with when.
+    pub delivered: Vec<(Time, Vec<u8>)>,
+    pub events: Vec<(Time, Event)>,
+    /// Control datagrams sent, per path.
+    pub control_sent: Vec<u64>,
+    /// Every datagram this end sent, as it left (for replays).
+    pub sent_log: Vec<(usize, Vec<u8>)>,
+}
+
+pub struct Pair {
+    pub now: Time,
+    pub rng: Rng,
+    pub nodes: [Node; 2],
+    /// links[side][path]: the direction from `side`.
+    links: [Vec<Link>; 2],
+    /// By arrival time (and a sequence for ties: arrival order).
+    flights: BTreeMap<(Time, u64), Flight>,
+    order: u64,
+    /// Per path: the address A's datagrams appear to come from at B (a NAT), when set.
+    pub nat: Vec<Option<SocketAddr>>,
+    /// Datagrams the network could not deliver (sent to an address nobody has).
+    pub undeliverable: u64,
+    sealing: bool,
+}
+
+fn addr(side: Side, path: usize) -> SocketAddr {
+    let host = match side {
+        Side::A => 1,
+        Side::B => 2,
+    };
+    SocketAddr::from(([198, 18, path as u8, host], 4000 + path as u16))
+}
+
+/// Endpoint settings for `paths` paths toward `side`'s peer.
+pub fn config(side: Side, paths: usize, sealing: bool) -> EndpointConfig {
+    EndpointConfig {
+        paths: (0..paths)
+            .map(|i| PathSettings {
+                name: format!("p{i}"),
+                remote: addr(side.other(), i),
+                weight: 1,
+                rate_bps: None,
+                backup: false,
+                overhead: FRAMING + 28,
+            })
+            .collect(),
+        scheduler: SchedulerKind::RoundRobin,
+        reorder_window: 64,
+        reorder_timeout: Duration::from_millis(100),
+        keepalive: Duration::from_millis(100),
+        dead: Duration::from_millis(500),
+        mtu: 1400,
+        crypto: sealing.then(|| CryptoSettings {
+            psk: Psk::from_bytes([7; KEY_LEN]),
+            choice: CipherChoice::Only(Cipher::ChaCha20Poly1305),
+            aes_in_hardware: false,
+        }),
+    }
+}
+
+/// A minimal IPv4 packet of `len` bytes carrying `n`.
+pub fn packet(n: u32, len: usize) -> Vec<u8> {
+    let mut p = vec![0u8; len.max(24)];
+    p[0] = 0x45;
+    let total = p.len() as u16;
+    p[2..4].copy_from_slice(&total.to_be_bytes());
+    p[20..24].copy_from_slice(&n.to_be_bytes());
+    p
+}
+
+/// The number a [`packet`] carries.
+pub fn number(p: &[u8]) -> u32 {
+    u32::from_be_bytes([p[20], p[21], p[22], p[23]])
+}
+
+impl Pair {
+    /// Two endpoints with `paths` paths of default links; sealed or plain.
+    pub fn new(seed: u64, paths: usize, sealing: bool) -> Pair {
+        Pair::with(
+            seed,
+            config(Side::A, paths, sealing),
+            config(Side::B, paths, sealing),
+        )
+    }
+
+    pub fn with(seed: u64, a: EndpointConfig, b: EndpointConfig) -> Pair {
+        let mut rng = Rng::new(seed);
+        let paths = a.paths.len();
+        let sealing = a.crypto.is_some();
+        let node = |cfg: EndpointConfig, rng: &mut Rng| Node {
+            ep: endpoint(cfg, Time::ZERO, rng.next_u64()),
+            delivered: Vec::new(),
+            events: Vec::new(),
+            control_sent: vec![0; paths],
+            sent_log: Vec::new(),
+        };
+        let nodes = [node(a, &mut rng), node(b, &mut rng)];
+        let link = || Link {
+            spec: LinkSpec::default(),
+            busy_until: Time::ZERO,
+            drop_next: 0,
+        };
+        let mut pair = Pair {
+            now: Time::ZERO,
+            rng,
+            nodes,
+            links: [
+                (0..paths).map(|_| link()).collect(),
+                (0..paths).map(|_| link()).collect(),
+            ],
+            flights: BTreeMap::new(),
+            order: 0,
+            nat: vec![None; paths],
+            undeliverable: 0,
+            sealing,
+        };
+        pair.drive(Side::A);
+        pair.drive(Side::B);
+        pair
+    }
+
+    pub fn node(&self, side: Side) -> &Node {
+        &self.nodes[side.index()]
+    }
+
+    pub fn ep(&mut self, side: Side) -> &mut Endpoint<Vec<u8>> {
+        &mut self.nodes[side.index()].ep
+    }
+
+    /// The link of `path` in the direction from `side`.
+    pub fn link(&mut self, side: Side, path: usize) -> &mut LinkSpec {
+        &mut self.links[side.index()][path].spec
+    }
+
+    /// Both directions of `path` up or down.
+    pub fn set_up(&mut self, path: usize, up: bool) {
+        self.link(Side::A, path).up = up;
+        self.link(Side::B, path).up = up;
+    }
+
+    /// Lose the next `n` datagrams `side` sends on `path`.
+    pub fn drop_next(&mut self, side: Side, path: usize, n: usize) {
+        self.links[side.index()][path].drop_next = n;
+    }
+
+    /// Replace `side`'s endpoint by a new one (a restart).
+    pub fn restart(&mut self, side: Side) {
+        let cfg = self.nodes[side.index()].ep.config().clone();
+        let seed = self.rng.next_u64();
+        self.nodes[side.index()].ep = endpoint(cfg, self.now, seed);
+        self.drive(side);
+    }
+
+    /// `side`'s application sends an inner packet into the tunnel now.
+    pub fn send(&mut self, side: Side, inner: &[u8]) -> Result<PathId, mpt_tunnel::DropReason> {
+        let now = self.now;
+        let node = &mut self.nodes[side.index()];
+        let prefix = node.ep.prefix();
+        let mut buf = vec![0u8; prefix + inner.len() + 16];
+        buf[prefix..prefix + inner.len()].copy_from_slice(inner);
+        let (path, dest, len) = node.ep.send_one(now, &mut buf, inner.len())?;
+        buf.truncate(len);
+        self.put_on_link(side, path.index(), dest, buf);
+        self.drive(side);
+        Ok(path)
+    }
+
+    /// Inject a datagram as if it arrived now at `to` on `path` from `from`.
+    pub fn inject(
+        &mut self,
+        to: Side,
+        path: usize,
+        from: SocketAddr,
+        mut bytes: Vec<u8>,
+    ) -> Outcome {
+        let now = self.now;
+        let out = self.receive(to, path, from, &mut bytes, now);
+        self.drive(to);
+        out
+    }
+
+    /// The address `side`'s datagrams on `path` appear to come from.
+    pub fn source(&self, side: Side, path: usize) -> SocketAddr {
+        match side {
+            Side::A => self.nat[path].unwrap_or(addr(Side::A, path)),
+            Side::B => addr(Side::B, path),
+        }
+    }
+
+    fn put_on_link(&mut self, from: Side, path: usize, dest: SocketAddr, bytes: Vec<u8>) {
+        self.nodes[from.index()]
+            .sent_log
+            .push((path, bytes.clone()));
+        let now = self.now;
+        let src = self.source(from, path);
+        let link = &mut self.links[from.index()][path];
+        if !link.spec.up {
+            return;
+        }
+        if link.drop_next > 0 {
+            link.drop_next -= 1;
+            return;
+        }
+        if link.spec.loss > 0.0 && self.rng.unit() < link.spec.loss {
+            return;
+        }
+        let ser = link.spec.rate_bps.map_or(Duration::ZERO, |r| {
+            Duration::from_nanos((bytes.len() + FRAMING + 28) as u64 * 8 * 1_000_000_000 / r)
+        });
+        let depart = if link.busy_until > now {
+            link.busy_until
+        } else {
+            now
+        } + ser;
+        link.busy_until = depart;
+        let jitter = link.spec.jitter.mul_f64(self.rng.unit());
+        let at = depart + link.spec.delay + jitter;
+        self.order += 1;
+        self.flights.insert(
+            (at, self.order),
+            Flight {
+                to: from.other(),
+                path,
+                from: src,
+                dest,
+                bytes,
+            },
+        );
+    }
+
+    fn receive(
+        &mut self,
+        to: Side,
+        path: usize,
+        from: SocketAddr,
+        bytes: &mut [u8],
+        now: Time,
+    ) -> Outcome {
+        let node = &mut self.nodes[to.index()];
+        let out = node
+            .ep
+            .handle_datagram(now, PathId(path as u8), from, bytes);
+        if let Outcome::Data(data) = &out {
+            let payload = bytes[data.packet.clone()].to_vec();
+            node.ep.push_data(now, data, payload, |p| p);
+        }
+        out
+    }
+
+    /// Collect what `side`'s endpoint has to give: control datagrams onto the links, events,
+    /// delivered packets.
+    fn drive(&mut self, side: Side) {
+        let now = self.now;
+        while let Some(t) = self.nodes[side.index()].ep.poll_transmit(now) {
+            self.nodes[side.index()].control_sent[t.path.index()] += 1;
+            self.put_on_link(side, t.path.index(), t.destination, t.contents);
+        }
+        let node = &mut self.nodes[side.index()];
+        while let Some(e) = node.ep.poll_event() {
+            node.events.push((now, e));
+        }
+        let mut out = Vec::new();
+        node.ep.take_delivered(&mut out);
+        node.delivered.extend(out.into_iter().map(|p| (now, p)));
+    }
+
+    /// Advance to the next thing that happens, if it is no later than `until`.
+    fn step(&mut self, until: Time) -> bool {
+        let arrival = self.flights.keys().next().map(|k| k.0);
+        let timeouts = [Side::A, Side::B].map(|s| self.nodes[s.index()].ep.poll_timeout());
+        let next = [arrival, timeouts[0], timeouts[1]]
+            .into_iter()
+            .flatten()
+            .min();
+        let Some(next) = next.filter(|&t| t <= until) else {
+            self.now = until;
+            return false;
+        };
+        self.now = self.now.max(next);
+        let now = self.now;
+        if arrival == Some(next) {
+            let Some((_, f)) = self.flights.pop_first() else {
+                return true;
+            };
+            let to = f.to;
+            // a datagram reaches the end that owns the address it was sent to
+            let owner = match to {
+                Side::A => self.nat[f.path].unwrap_or(addr(Side::A, f.path)),
+                Side::B => addr(Side::B, f.path),
+            };
+            if f.dest != owner {
+                self.undeliverable += 1;
+                return true;
+            }
+            let mut bytes = f.bytes;
+            self.receive(to, f.path, f.from, &mut bytes, now);
+            self.drive(to);
+        }
+        for s in [Side::A, Side::B] {
+            if timeouts[s.index()].is_some_and(|t| t <= now) {
+                self.nodes[s.index()].ep.handle_timeout(now);
+                self.drive(s);
+            }
+        }
+        true
+    }
+
+    /// Run for `d` with no application traffic.
+    pub fn run(&mut self, d: Duration) {
+        let until = self.now + d;
+        while self.step(until) {}
+    }
+
+    /// Run for `d` while `side` sends a packet of `len` bytes every `every`, numbered from
+    /// `first`; returns how many were sent.
+    pub fn stream(
+        &mut self,
+        side: Side,
+        d: Duration,
+        every: Duration,
+        len: usize,
+        first: u32,
+    ) -> u32 {
+        let until = self.now + d;
+        let mut n = 0;
+        while self.now < until {
+            let _ = self.send(side, &packet(first + n, len));
+            n += 1;
+            let next = (self.now + every).min(until);
+            while self.step(next) {}
+        }
+        n
+    }
+
+    /// Run until `cond` holds, for at most `limit`; returns the time it took, or `None`.
+    pub fn run_until(
+        &mut self,
+        limit: Duration,
+        mut cond: impl FnMut(&Pair) -> bool,
+    ) -> Option<Duration> {
+        let start = self.now;
+        let until = start + limit;
+        loop {
+            if cond(self) {
+                return Some(self.now - start);
+            }
+            if !self.step(until) {
+                return cond(self).then(|| self.now - start);
+            }
+        }
+    }
+
+    /// Whether both ends agreed on keys (always, without sealing).
+    pub fn agreed(&self) -> bool {
+        !self.sealing || (self.nodes[0].ep.keys_agreed() && self.nodes[1].ep.keys_agreed())
+    }
+
+    /// The numbers of the packets `side` delivered, in delivery order.
+    pub fn delivered_numbers(&self, side: Side) -> Vec<u32> {
+        self.node(side)
+            .delivered
+            .iter()
+            .map(|(_, p)| number(p))
+            .collect()
+    }
+
+    /// Events of `side` since `since`.
+    pub fn events_since(&self, side: Side, since: Time) -> Vec<Event> {
+        self.node(side)
+            .events
+            .iter()
+            .filter(|(t, _)| *t >= since)
+            .map(|(_, e)| e.clone())
+            .collect()
+    }
+}
+
+fn endpoint(cfg: EndpointConfig, now: Time, seed: u64) -> Endpoint<Vec<u8>> {
+    let mut rng = Rng::new(seed);
+    Endpoint::new(cfg, now, Box::new(move |b: &mut [u8]| rng.fill(b)))
+}
+
+/// Length of the inner packets the tests send.
+pub const LEN: usize = 200;
