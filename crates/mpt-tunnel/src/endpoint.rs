@@ -314,12 +314,17 @@ impl<P> Endpoint<P> {
     }
 
     /// Drops by reason, the resequencer's duplicates and too-old packets included.
-    pub fn drops(&self) -> DropCounts {
+    pub fn drop_counts(&self) -> [u64; DropReason::COUNT] {
         let mut c = *self.counts.drops.counts();
         let t = &self.reseq.stats().total;
         c[DropReason::Duplicate as usize] = t.duplicates;
         c[DropReason::TooOld as usize] = t.too_old;
-        DropCounts::from_counts(&c)
+        c
+    }
+
+    /// [`Endpoint::drop_counts`] by name.
+    pub fn drops(&self) -> DropCounts {
+        DropCounts::from_counts(&self.drop_counts())
     }
 
     pub fn drop_count(&self, reason: DropReason) -> u64 {

@@ -12,8 +12,8 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tracing::{debug, warn};
 
-use crate::daemon::Shared;
 use crate::status::Status;
+use crate::tunnel::Tunnel;
 
 /// Bind the control socket, replacing a stale one left by a daemon that died.
 pub fn bind(path: &Path) -> Result<UnixListener> {
@@ -41,7 +41,7 @@ pub fn bind(path: &Path) -> Result<UnixListener> {
 }
 
 /// Answer requests until the task is aborted.
-pub async fn serve(listener: UnixListener, sh: Arc<Shared>) -> Result<()> {
+pub async fn serve(listener: UnixListener, sh: Arc<Tunnel>) -> Result<()> {
     loop {
         let (stream, _) = listener.accept().await.context("control socket accept")?;
         let sh = sh.clone();
@@ -54,7 +54,7 @@ pub async fn serve(listener: UnixListener, sh: Arc<Shared>) -> Result<()> {
     }
 }
 
-async fn answer(stream: UnixStream, sh: &Shared) {
+async fn answer(stream: UnixStream, sh: &Tunnel) {
     let (r, mut w) = stream.into_split();
     let mut line = String::new();
     let mut r = BufReader::new(r).take(256);

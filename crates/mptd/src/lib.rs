@@ -1,12 +1,18 @@
-//! The mptd daemon: TUN device, one UDP socket per path, and the tasks that move packets
-//! between them through the scheduler (`mpt-sched`) and the resequencer (`mpt-reseq`).
+//! The mptd daemon: the I/O around the protocol engine (`mpt-tunnel`): the TUN device, one
+//! UDP socket per path, the clock, and the tasks that move packets between them.
 //!
-//! All I/O, the clock, tokio and signals live here; the protocol logic lives in the core
-//! crates. `mptctl` talks to the daemon over the unix control socket ([`control`]).
+//! * [`tunnel`]: the state the tasks share (the endpoint behind one lock, the sockets, the
+//!   TUN device, I/O counters).
+//! * [`datapath`]: the tx and rx tasks and the TUN writer.
+//! * [`net`], [`batch`]: creating the sockets and the device; batched UDP I/O.
+//! * [`control`], [`status`]: the unix socket `mptctl` talks to, and what it answers.
+//! * [`clock`], [`log`]: the one place the clock is read; rate-limited logging.
 
 pub mod batch;
 pub mod clock;
 pub mod control;
-pub mod daemon;
+pub mod datapath;
+pub mod log;
 pub mod net;
 pub mod status;
+pub mod tunnel;

@@ -102,11 +102,7 @@ pub fn seal_overhead(sealing: bool) -> usize {
 
 /// Bytes of the outer IP and UDP headers around path `p`'s datagrams.
 pub fn outer_header_len(p: &PathConfig) -> usize {
-    if p.local.is_ipv4() {
-        28
-    } else {
-        48
-    }
+    mpt_tunnel::outer_header_len(&p.local)
 }
 
 /// Bytes of the largest datagram path `p` sends: a full tunnel-MTU packet, the mptd header,

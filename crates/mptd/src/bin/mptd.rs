@@ -9,7 +9,8 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use mpt_core::config::Config;
 use mpt_core::seal::{Psk, KEY_LEN};
-use mptd::daemon::{self, Shared};
+use mptd::datapath::{rx::rx_task, tx::tx_task};
+use mptd::tunnel::Tunnel;
 use tracing::{error, info, warn};
 
 /// Multipath UDP tunnel daemon.
@@ -136,7 +137,7 @@ async fn run(cfg: Config, psk: Option<Psk>) -> Result<()> {
     let mut sigint = signal(SignalKind::interrupt()).context("cannot watch SIGINT")?;
 
     let control_path = cfg.control.socket.clone();
-    let sh = Arc::new(Shared::new(cfg, psk)?);
+    let sh = Arc::new(Tunnel::new(cfg, psk)?);
     let listener = mptd::control::bind(&control_path)?;
     info!(
         tunnel = %sh.cfg.tunnel.name,
@@ -153,12 +154,10 @@ async fn run(cfg: Config, psk: Option<Psk>) -> Result<()> {
     }
 
     let mut tasks = tokio::task::JoinSet::new();
-    tasks.spawn(daemon::rx_task(sh.clone()));
+    tasks.spawn(rx_task(sh.clone()));
     for q in 0..sh.tun.len() {
-        tasks.spawn(daemon::tx_task(sh.clone(), q));
+        tasks.spawn(tx_task(sh.clone(), q));
     }
-    tasks.spawn(daemon::keepalive_task(sh.clone()));
-    tasks.spawn(daemon::report_task(sh.clone()));
     tasks.spawn(mptd::control::serve(listener, sh.clone()));
     // systemd Type=notify: the TUN device and every socket are up.
     let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);

@@ -1,0 +1,151 @@
+//! TUN → endpoint → path sockets.
+
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use mpt_core::seal::TAG_LEN;
+use mpt_core::PathId;
+use mpt_tunnel::DropReason;
+use tracing::{debug, warn};
+
+use crate::batch::GsoRun;
+use crate::tunnel::Tunnel;
+
+/// Packets the tx task gathers from the TUN device per batch.
+const TX_BATCH: usize = 256;
+
+/// TUN → scheduler → path socket, a batch at a time: one TUN read (a TCP super-packet from
+/// TSO is split into tunnel-MTU packets), one lock of the endpoint to schedule and number the
+/// whole batch, sealing in place without the lock, and per path one GSO send for each run of
+/// datagrams.
+pub async fn tx_task(t: Arc<Tunnel>, queue: usize) -> Result<()> {
+    let tun = &t.tun[queue];
+    let mtu = usize::from(t.cfg.tunnel.mtu);
+    let prefix = t.prefix;
+    // Each packet is read after room for the header (and counter), and sealed in place.
+    let mut original = vec![0u8; tun_rs::VIRTIO_NET_HDR_LEN + 65535];
+    // Room one TUN read may need: a 64 KiB TSO super-packet split into MTU-sized packets.
+    let read_room = 65_535 / mtu.saturating_sub(40).max(1) + 2;
+    let batch = TX_BATCH.max(2 * read_room);
+    let mut bufs: Vec<Vec<u8>> = (0..batch)
+        .map(|_| vec![0u8; prefix + mtu + TAG_LEN])
+        .collect();
+    let mut sizes = vec![0usize; batch];
+    // per packet of the batch: its path, or none (dropped)
+    let mut plan: Vec<Option<PathId>> = vec![None; batch];
+    let mut remotes: Vec<SocketAddr> = Vec::with_capacity(t.paths.len());
+    let mut runs: Vec<GsoRun> = t
+        .paths
+        .iter()
+        .map(|p| GsoRun::new(p.io.max_gso_segments()))
+        .collect();
+    loop {
+        let n = match tun
+            .recv_multiple(&mut original, &mut bufs, &mut sizes, prefix)
+            .await
+        {
+            Ok(n) => n,
+            Err(e) => {
+                // A malformed super-packet or a full batch: counted, not fatal; a device that
+                // is gone ends the daemon.
+                if e.raw_os_error() == Some(libc::EBADFD) {
+                    return Err(e).context("reading from the TUN device");
+                }
+                if let Some(n) = t.io_drop(DropReason::TunReadError, 1) {
+                    warn!(error = %e, failed = n, "reading from the TUN device failed");
+                }
+                continue;
+            }
+        };
+        t.calls.tun_reads.fetch_add(1, Relaxed);
+        // Gather what else is waiting (small packets such as TCP ACKs come one per read), so
+        // that runs to a path leave in one GSO send.
+        let mut n = n;
+        while batch - n >= read_room {
+            match tun.try_recv_multiple(&mut original, &mut bufs[n..], &mut sizes[n..], prefix) {
+                Ok(more) => {
+                    t.calls.tun_reads.fetch_add(1, Relaxed);
+                    n += more;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) => {
+                    t.io_drop(DropReason::TunReadError, 1);
+                    debug!(error = %e, "reading from the TUN device failed");
+                    break;
+                }
+            }
+        }
+        // With several TUN queues the tx tasks take turns from numbering to sending, so that
+        // each path's datagrams leave in the order of their numbers (the peer takes a
+        // per-path number that jumps ahead as loss). The reads above run in parallel.
+        let _turn = match t.tun.len() {
+            1 => None,
+            _ => Some(t.send_turn.lock().await),
+        };
+        let now = t.clock.now();
+        let sealer = {
+            let mut ep = t.lock();
+            let sealer = ep.number_batch(now, &sizes[..n], &mut bufs[..n], &mut plan[..n]);
+            remotes.clear();
+            remotes.extend((0..t.paths.len()).map(|i| ep.remote(PathId(i as u8))));
+            sealer
+        };
+        let Some(sealer) = sealer else { continue };
+        for k in 0..n {
+            let Some(path) = plan[k] else { continue };
+            let i = path.index();
+            let len = match sealer.seal(k, &mut bufs[k], sizes[k]) {
+                Ok(len) => len,
+                Err(e) => {
+                    warn!(error = %e, "cannot seal a packet");
+                    continue;
+                }
+            };
+            if !runs[i].fits(len) {
+                flush_run(&t, i, &mut runs[i], &bufs, remotes[i]).await;
+            }
+            runs[i].push(k, len);
+        }
+        for (i, run) in runs.iter_mut().enumerate() {
+            if !run.is_empty() {
+                flush_run(&t, i, run, &bufs, remotes[i]).await;
+            }
+        }
+        // This batch has left: control messages may fence it now.
+        t.lock().batch_sent(sealer.used());
+    }
+}
+
+/// Send path `i`'s run of datagrams (in `bufs`): one GSO send, or one send each if the kernel
+/// refuses GSO. Waits for room in the socket buffer rather than drop (the backpressure TCP
+/// inside the tunnel needs); a hard error (link down) is counted and the datagrams dropped.
+async fn flush_run(t: &Tunnel, i: usize, run: &mut GsoRun, bufs: &[Vec<u8>], remote: SocketAddr) {
+    let p = &t.paths[i];
+    let (bytes, count) = (run.bytes(), run.count());
+    t.calls.udp_sends.fetch_add(1, Relaxed);
+    let result = if count > 1 && p.gso_refused.load(Relaxed) {
+        Err(std::io::Error::from_raw_os_error(libc::EIO))
+    } else {
+        p.io.send_run(run, bufs, remote).await
+    };
+    match result {
+        Ok(()) => p.sent(count, bytes),
+        Err(e) if count > 1 => {
+            if e.raw_os_error() == Some(libc::EIO) && !p.gso_refused.swap(true, Relaxed) {
+                warn!(path = %p.cfg.name, "the kernel refuses UDP GSO on this path; sending one datagram per call");
+            } else {
+                debug!(path = %p.cfg.name, error = %e, "GSO send failed; sending one by one");
+            }
+            for d in run.datagrams(bufs) {
+                match p.io.send(d, remote).await {
+                    Ok(()) => p.sent(1, d.len()),
+                    Err(e) => t.send_failed(p, &e),
+                }
+            }
+        }
+        Err(e) => t.send_failed(p, &e),
+    }
+    run.clear();
+}

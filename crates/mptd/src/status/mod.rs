@@ -1,0 +1,156 @@
+//! Counters and the status document `mptctl status --json` prints (documented in
+//! `docs/status.md`; fields are only ever added).
+
+mod build;
+
+pub use mpt_tunnel::DropCounts;
+use serde::{Deserialize, Serialize};
+
+/// `mptctl status --json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Status {
+    /// Version of this document's layout.
+    pub version: u32,
+    pub tunnel: TunnelStatus,
+    pub paths: Vec<PathStatus>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TunnelStatus {
+    pub name: String,
+    pub scheduler: String,
+    /// The configured `encryption`: "auto", a cipher, or "none".
+    #[serde(default)]
+    pub encryption: String,
+    /// The cipher agreed with the peer for this session, once keys are agreed.
+    #[serde(default)]
+    pub cipher: Option<String>,
+    /// Sealing: the handshake has agreed on session keys with the peer.
+    #[serde(default)]
+    pub keys_agreed: bool,
+    pub uptime_ms: u64,
+    /// This daemon's session id (hex).
+    pub session: String,
+    /// The peer's session id, once heard (hex).
+    pub peer_session: Option<String>,
+    /// Times the peer was seen restarting (new session id).
+    pub peer_restarts: u64,
+    /// Inner packets read from the TUN device and sent.
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+    /// Inner packets received from the paths.
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    /// Inner packets written to the TUN device.
+    pub delivered: u64,
+    /// Bytes of receiver reports sent (outer headers included): the feedback overhead.
+    pub tx_report_bytes: u64,
+    /// Share of the received bandwidth the report pacer currently spends on reports.
+    pub report_fraction: f64,
+    /// Keepalives sent, all paths (none on a path while it carries data).
+    #[serde(default)]
+    pub keepalives_sent: u64,
+    /// Keepalives answered; on a path we send data on, at most one a second.
+    #[serde(default)]
+    pub keepalive_acks_sent: u64,
+    pub drops: DropCounts,
+    pub reseq: ReseqStatus,
+    /// Datapath system calls: with `tx_packets` and `delivered`, how many packets each one
+    /// carried (batching, offloads).
+    #[serde(default)]
+    pub calls: CallCounts,
+}
+
+/// Datapath system calls, cumulative.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct CallCounts {
+    /// Reads from the TUN device (a TSO super-packet is one read).
+    pub tun_reads: u64,
+    /// Batches written to the TUN device (each coalesced into as few super-packets as
+    /// GRO allows, one write each).
+    pub tun_write_batches: u64,
+    /// Sends on the path sockets (a GSO run is one send).
+    pub udp_sends: u64,
+    /// Batched receives on the path sockets (recvmmsg, each buffer possibly GRO-coalesced).
+    pub udp_recvs: u64,
+}
+
+/// Resequencer figures, all cumulative.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ReseqStatus {
+    pub window: usize,
+    pub timeout_ms: u64,
+    /// Packets held right now.
+    pub held: usize,
+    /// Packets that arrived out of order across paths (RFC 4737).
+    pub reordered: u64,
+    pub reorder_extent_max: u64,
+    /// Packets written to tun0 out of order (0 while resequencing is on).
+    pub delivered_out_of_order: u64,
+    /// Sequence numbers given up as lost.
+    pub skipped: u64,
+    /// Packets that arrived after their sequence number was given up, delivered out of order
+    /// (also in `delivered_out_of_order`); one too old to tell from a duplicate is dropped and
+    /// counted in `drops.too_old` instead.
+    #[serde(default)]
+    pub late: u64,
+    pub released_by_timeout: u64,
+    pub released_by_fence: u64,
+    pub released_by_overflow: u64,
+    pub hold_p50_us: u64,
+    pub hold_p90_us: u64,
+    pub hold_p99_us: u64,
+    pub hold_max_us: u64,
+    pub occupancy_mean: f64,
+    pub occupancy_p50: u64,
+    pub occupancy_p90: u64,
+    pub occupancy_p99: u64,
+    pub occupancy_max: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PathStatus {
+    pub id: u8,
+    pub name: String,
+    /// "up", "down" or "unknown" (not heard yet).
+    pub state: String,
+    pub backup: bool,
+    pub local: String,
+    pub remote: String,
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    /// Milliseconds since anything valid arrived on this path.
+    pub last_heard_ms: Option<u64>,
+    /// Smoothed round-trip time from keepalives and reports, microseconds.
+    pub rtt_us: Option<u64>,
+    /// The rate the scheduler assumes for this path (adaptive: learned), bits per second.
+    pub rate_bps: Option<u64>,
+    /// Packets lost on the way in (per-path sequence gaps).
+    pub lost: u64,
+    pub loss_pct: f64,
+    /// RFC 3550 interarrival jitter, microseconds.
+    pub jitter_us: f64,
+    /// One-way delay relative to the fastest path, microseconds (smoothed / minimum).
+    pub owd_us: f64,
+    pub owd_min_us: f64,
+    /// Packets of this path that arrived behind a later-sent packet (RFC 4737).
+    pub reordered: u64,
+    pub reorder_extent_max: u64,
+    /// What the peer last reported about our sending on this path.
+    pub peer: Option<PeerReport>,
+    /// Times this path went down.
+    pub down_events: u64,
+}
+
+/// The peer's view of one of our paths (from its receiver reports).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct PeerReport {
+    pub age_ms: u64,
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    pub lost: u64,
+    pub jitter_us: u64,
+    pub owd_us: u64,
+}

@@ -1,0 +1,258 @@
+//! The state the daemon's tasks share: the protocol engine ([`Endpoint`], behind one lock),
+//! the path sockets, the TUN device, and the counters of the I/O around them.
+//!
+//! Lock rule: the endpoint's lock is held only to call into it, never across a system call
+//! or an await. What it asks for (control datagrams to send, events to log) is gathered
+//! into an [`Outputs`] under the lock and acted on after.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Mutex, MutexGuard};
+
+use anyhow::{Context, Result};
+use mpt_core::config::{Config, PathConfig};
+use mpt_core::seal::{CipherChoice, Psk};
+use mpt_core::{PathId, Time};
+use mpt_tunnel::{DownReason, DropReason, Endpoint, EndpointConfig, Event, Transmit};
+use tracing::{debug, info, warn};
+
+use crate::batch::BatchSocket;
+use crate::clock::Clock;
+use crate::datapath::RxBuf;
+use crate::log::RateLimit;
+
+/// Everything the tasks share.
+pub struct Tunnel {
+    pub cfg: Config,
+    pub clock: Clock,
+    endpoint: Mutex<Endpoint<RxBuf>>,
+    pub paths: Vec<PathIo>,
+    /// The TUN device's queues (one unless `tunnel.queues` says more): the tx task of each
+    /// reads its own; the rx task writes to the first.
+    pub tun: Vec<tun_rs::AsyncDevice>,
+    /// Our session id (the endpoint's, kept here to be read without the lock).
+    pub session: u32,
+    /// Where the prefix before an inner packet ends (the endpoint's).
+    pub prefix: usize,
+    /// The largest datagram a valid peer sends.
+    pub max_datagram: usize,
+    /// Drops in the I/O around the endpoint (TUN reads and writes, sends), counted and
+    /// rate-limited for the log.
+    io_drops: [RateLimit; DropReason::COUNT],
+    /// Rate limits for logging the endpoint's drops (it counts them itself).
+    drop_logs: [RateLimit; DropReason::COUNT],
+    /// Receive errors on the path sockets (not a drop: nothing was received).
+    pub recv_errors: RateLimit,
+    pub calls: Calls,
+    /// Held by a tx task from numbering a batch until it has been sent (several TUN queues).
+    pub send_turn: tokio::sync::Mutex<()>,
+}
+
+/// Datapath system calls (each may carry many packets).
+#[derive(Debug, Default)]
+pub struct Calls {
+    pub tun_reads: AtomicU64,
+    pub tun_write_batches: AtomicU64,
+    pub udp_sends: AtomicU64,
+    pub udp_recvs: AtomicU64,
+}
+
+/// One path's socket and what it sent.
+#[derive(Debug)]
+pub struct PathIo {
+    pub cfg: PathConfig,
+    /// The path's socket, with GSO/GRO batching.
+    pub io: BatchSocket,
+    pub tx_packets: AtomicU64,
+    pub tx_bytes: AtomicU64,
+    /// The kernel refused a GSO send on this path (EIO: the device cannot segment): runs go
+    /// one datagram per call from then on.
+    pub gso_refused: AtomicBool,
+}
+
+impl PathIo {
+    /// `datagrams` datagrams of `bytes` bytes in all left on this path.
+    pub fn sent(&self, datagrams: usize, bytes: usize) {
+        self.tx_packets.fetch_add(datagrams as u64, Relaxed);
+        self.tx_bytes.fetch_add(bytes as u64, Relaxed);
+    }
+}
+
+/// What the endpoint asked for while locked, to be done once the lock is released.
+#[derive(Debug, Default)]
+pub struct Outputs {
+    pub transmits: Vec<Transmit>,
+    pub events: Vec<Event>,
+}
+
+impl std::fmt::Debug for Tunnel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tunnel")
+            .field("tunnel", &self.cfg.tunnel.name)
+            .field("session", &format_args!("{:08x}", self.session))
+            .finish_non_exhaustive()
+    }
+}
+
+/// `N` bytes from the kernel's random source. Without it nothing can be sealed safely.
+fn random(b: &mut [u8]) {
+    getrandom::fill(b).expect("the kernel's random source failed");
+}
+
+impl Tunnel {
+    /// Set up the sockets and the TUN device. Fails with a message naming what is wrong.
+    /// `psk` is required unless the config says `encryption = "none"`.
+    pub fn new(cfg: Config, psk: Option<Psk>) -> Result<Tunnel> {
+        if cfg.security.cipher.is_some() && psk.is_none() {
+            anyhow::bail!("encryption is on but no pre-shared key was loaded");
+        }
+        let mut paths = Vec::with_capacity(cfg.paths.len());
+        for p in &cfg.paths {
+            let sock = crate::net::path_socket(p)?;
+            let io = BatchSocket::new(sock)
+                .with_context(|| format!("path {:?}: cannot set up batched I/O", p.name))?;
+            paths.push(PathIo {
+                cfg: p.clone(),
+                io,
+                tx_packets: AtomicU64::new(0),
+                tx_bytes: AtomicU64::new(0),
+                gso_refused: AtomicBool::new(false),
+            });
+        }
+        let tun = crate::net::tun_device(&cfg.tunnel)?;
+        let mut probe = [0u8; 1];
+        getrandom::fill(&mut probe).map_err(|e| anyhow::anyhow!("no randomness: {e}"))?;
+        let clock = Clock::new();
+        let ecfg = EndpointConfig::from_config(&cfg, psk, mpt_core::seal::aes_in_hardware());
+        let endpoint = Endpoint::new(ecfg, clock.now(), Box::new(random));
+        Ok(Tunnel {
+            session: endpoint.session(),
+            prefix: endpoint.prefix(),
+            max_datagram: endpoint.max_datagram(),
+            endpoint: Mutex::new(endpoint),
+            clock,
+            paths,
+            tun,
+            io_drops: Default::default(),
+            drop_logs: Default::default(),
+            recv_errors: RateLimit::default(),
+            calls: Calls::default(),
+            send_turn: tokio::sync::Mutex::new(()),
+            cfg,
+        })
+    }
+
+    /// The endpoint, locked: see the module's lock rule.
+    pub fn lock(&self) -> MutexGuard<'_, Endpoint<RxBuf>> {
+        // A panic while holding the lock is a bug elsewhere; the state is still usable.
+        self.endpoint.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether (and how) datagrams are sealed.
+    pub fn sealing(&self) -> Option<CipherChoice> {
+        self.cfg.security.cipher
+    }
+
+    /// Gather what the endpoint asks for at `now` (under the lock).
+    pub fn gather(ep: &mut Endpoint<RxBuf>, now: Time, out: &mut Outputs) {
+        while let Some(t) = ep.poll_transmit(now) {
+            out.transmits.push(t);
+        }
+        while let Some(e) = ep.poll_event() {
+            out.events.push(e);
+        }
+    }
+
+    /// Send the gathered control datagrams and log the events (without the lock).
+    pub fn act(&self, out: &mut Outputs) {
+        for t in out.transmits.drain(..) {
+            let p = &self.paths[t.path.index()];
+            self.send(p, &t.contents, t.destination);
+        }
+        for e in out.events.drain(..) {
+            self.log_event(&e);
+        }
+    }
+
+    /// Send one datagram now, or count it as lost (a full socket buffer drops a control
+    /// datagram rather than wait).
+    pub fn send(&self, p: &PathIo, datagram: &[u8], remote: SocketAddr) {
+        match p.io.try_send(datagram, remote) {
+            Ok(()) => p.sent(1, datagram.len()),
+            Err(e) => self.send_failed(p, &e),
+        }
+    }
+
+    pub fn send_failed(&self, p: &PathIo, e: &std::io::Error) {
+        if let Some(n) = self.io_drop(DropReason::SendError, 1) {
+            warn!(path = %p.cfg.name, error = %e, dropped = n, "send failed");
+        }
+    }
+
+    /// Count `n` drops for `reason` in the I/O; `Some(count)` when one should be logged.
+    pub fn io_drop(&self, reason: DropReason, n: u64) -> Option<u64> {
+        self.io_drops[reason as usize].hit_n(n)
+    }
+
+    /// I/O drops by reason.
+    pub fn io_drop_counts(&self) -> [u64; DropReason::COUNT] {
+        std::array::from_fn(|i| self.io_drops[i].count())
+    }
+
+    /// Log, rate-limited, a datagram the endpoint dropped.
+    pub fn log_drop(&self, path: usize, reason: DropReason) {
+        let Some(n) = self.drop_logs[reason as usize].hit() else {
+            return;
+        };
+        let name = &self.paths[path].cfg.name;
+        match reason {
+            DropReason::BadTag => warn!(path = %name, dropped = n,
+                "a datagram failed authentication: is the peer's key (and encryption) the same as ours?"),
+            _ => debug!(path = %name, reason = reason.name(), dropped = n, "datagram dropped"),
+        }
+    }
+
+    fn log_event(&self, e: &Event) {
+        let name = |p: &PathId| self.paths[p.index()].cfg.name.as_str();
+        match e {
+            Event::PathUp { path, again: false } => info!(path = name(path), "path up"),
+            Event::PathUp { path, again: true } => info!(path = name(path), "path up again"),
+            Event::PathDown {
+                path,
+                reason: DownReason::Silent(d),
+            } => warn!(
+                path = name(path),
+                silent_ms = d.as_millis() as u64,
+                "path down"
+            ),
+            Event::PeerHeard { path, session } => info!(
+                path = name(path),
+                session = format_args!("{session:08x}"),
+                "peer heard"
+            ),
+            Event::PeerAuthenticated {
+                path,
+                session,
+                cipher,
+            } => info!(
+                path = name(path),
+                session = format_args!("{session:08x}"),
+                %cipher,
+                "peer authenticated: session keys agreed"
+            ),
+            Event::PeerRestarted {
+                old,
+                session,
+                cipher,
+            } => info!(
+                old = format_args!("{:08x}", old.unwrap_or(0)),
+                new = format_args!("{session:08x}"),
+                cipher = cipher.map_or("none", |c| c.name()),
+                "peer restarted: new session, resetting the resequencer"
+            ),
+            Event::AddressChanged { path, old, new } => {
+                info!(path = name(path), %old, %new, "peer address changed")
+            }
+        }
+    }
+}
