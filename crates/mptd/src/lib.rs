@@ -6,7 +6,8 @@
 //! * [`datapath`]: the tx and rx tasks and the TUN writer.
 //! * [`net`], [`batch`]: creating the sockets and the device; batched UDP I/O.
 //! * [`control`], [`status`]: the unix socket `mptctl` talks to, and what it answers.
-//! * [`clock`], [`log`]: the one place the clock is read; rate-limited logging.
+//! * [`clock`], [`log`], [`random`]: the one place the clock is read; rate-limited logging;
+//!   randomness without a system call under the lock.
 
 pub mod batch;
 pub mod clock;
@@ -14,5 +15,6 @@ pub mod control;
 pub mod datapath;
 pub mod log;
 pub mod net;
+pub mod random;
 pub mod status;
 pub mod tunnel;

@@ -20,6 +20,7 @@ use crate::batch::BatchSocket;
 use crate::clock::Clock;
 use crate::datapath::RxBuf;
 use crate::log::RateLimit;
+use crate::random::KeyStream;
 
 /// Everything the tasks share.
 pub struct Tunnel {
@@ -94,11 +95,6 @@ impl std::fmt::Debug for Tunnel {
     }
 }
 
-/// `N` bytes from the kernel's random source. Without it nothing can be sealed safely.
-fn random(b: &mut [u8]) {
-    getrandom::fill(b).expect("the kernel's random source failed");
-}
-
 impl Tunnel {
     /// Set up the sockets and the TUN device. Fails with a message naming what is wrong.
     /// `psk` is required unless the config says `encryption = "none"`.
@@ -120,11 +116,10 @@ impl Tunnel {
             });
         }
         let tun = crate::net::tun_device(&cfg.tunnel)?;
-        let mut probe = [0u8; 1];
-        getrandom::fill(&mut probe).map_err(|e| anyhow::anyhow!("no randomness: {e}"))?;
+        let mut random = KeyStream::from_kernel()?;
         let clock = Clock::new();
         let ecfg = EndpointConfig::from_config(&cfg, psk, mpt_core::seal::aes_in_hardware());
-        let endpoint = Endpoint::new(ecfg, clock.now(), Box::new(random));
+        let endpoint = Endpoint::new(ecfg, clock.now(), Box::new(move |b| random.fill(b)));
         Ok(Tunnel {
             session: endpoint.session(),
             prefix: endpoint.prefix(),
