@@ -24,7 +24,10 @@
 
 use std::time::Duration;
 
-use mpt_core::Time;
+use mpt_core::wire::ReportEntry;
+use mpt_core::{PathId, Time};
+
+use crate::PathStats;
 
 pub const DEFAULT_FRACTION: f64 = 0.025;
 pub const MIN_FRACTION: f64 = 0.01;
@@ -45,6 +48,30 @@ pub const URGENT_START_SLACK: u64 = 4;
 pub const URGENT_START_REPORTS: u32 = 10;
 /// Change of a path's delivery ratio that counts as "changing".
 pub const STEADY_DELTA: f64 = 0.05;
+
+impl PathStats {
+    /// What a receiver report says at `now` about this path, `path`, from these statistics;
+    /// `up` is whether the receiver has the path up.
+    pub fn report_entry(&self, path: PathId, now: Time, up: bool) -> ReportEntry {
+        let clamp = |v: i64| v.clamp(0, i64::from(u32::MAX)) as u32;
+        ReportEntry {
+            path,
+            flags: if up { ReportEntry::FLAG_UP } else { 0 },
+            path_seq: self.highest_path_seq.unwrap_or(0),
+            packets: self.packets as u32,
+            bytes: self.bytes,
+            lost: self.lost as u32,
+            owd_min_us: clamp(self.owd_min_us.unwrap_or(0)),
+            jitter_us: self.jitter_us.max(0.0) as u32,
+            owd_us: clamp(self.owd_us.unwrap_or(0.0) as i64),
+            echo: self.last_sent_us.unwrap_or(0),
+            echo_age_us: self
+                .last_arrival
+                .map_or(0, |a| (now - a).as_micros() as u32),
+            owd_min_len: self.owd_min_len.unwrap_or(0).min(usize::from(u16::MAX)) as u16,
+        }
+    }
+}
 
 /// Paces receiver reports (sans-IO).
 #[derive(Debug, Clone)]
@@ -175,6 +202,35 @@ impl ReportPacer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_report_entry_says_what_the_statistics_say() {
+        let st = PathStats {
+            packets: 10,
+            bytes: 12_000,
+            lost: 2,
+            highest_path_seq: Some(11),
+            jitter_us: 150.7,
+            owd_us: Some(2_500.9),
+            owd_min_us: Some(-5), // never below the fastest path: clamped to 0
+            owd_min_len: Some(70_000),
+            last_sent_us: Some(9_000),
+            last_arrival: Some(Time::from_millis(100)),
+            ..PathStats::default()
+        };
+        let e = st.report_entry(PathId(3), Time::from_millis(130), true);
+        assert_eq!(e.path, PathId(3));
+        assert_eq!(e.flags, ReportEntry::FLAG_UP);
+        assert_eq!(
+            (e.packets, e.bytes, e.lost, e.path_seq),
+            (10, 12_000, 2, 11)
+        );
+        assert_eq!((e.jitter_us, e.owd_us, e.owd_min_us), (150, 2_500, 0));
+        assert_eq!(e.owd_min_len, u16::MAX);
+        // the echo of the last packet's timestamp, and how long ago it arrived
+        assert_eq!((e.echo, e.echo_age_us), (9_000, 30_000));
+        assert_eq!(st.report_entry(PathId(0), Time::ZERO, false).flags, 0);
+    }
 
     #[test]
     fn spends_the_budget_and_no_more() {

@@ -28,16 +28,18 @@ mod bitmap;
 pub mod feedback;
 #[doc(hidden)]
 pub mod fuzz;
+mod measure;
 mod reorder;
 mod stats;
 
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use mpt_core::wire::{seq16_diff, seq_diff};
+use mpt_core::wire::seq_diff;
 use mpt_core::{bits, PathId, Time, MAX_PATHS};
 
 use bitmap::SeqBitmap;
+use measure::Measure;
 use reorder::ReorderTracker;
 
 pub use reorder::REORDER_HISTORY;
@@ -49,10 +51,7 @@ pub use stats::{
 /// Largest accepted [`Config::window`]; larger values are clamped.
 pub const MAX_WINDOW: usize = 1 << 20;
 
-/// Gain of the smoothed one-way delay per packet. The sender reads a building queue from it,
-/// so it must follow within a few packets: on a 64 kbit/s line packets come 30 ms apart, and
-/// a gain of 1/16 lagged a queue by half a second.
-pub const OWD_GAIN: f64 = 0.25;
+pub use measure::OWD_GAIN;
 
 /// The received-bitmap always reaches at least this far on each side of the release point, so
 /// duplicates up to this many seqs old are told from late packets even with small windows.
@@ -100,29 +99,11 @@ struct Entry<P> {
     arrival: Time,
 }
 
-/// Receive state of one path (the counters live in [`PathStats`]).
+/// Resequencing state of one path (its measurement lives in [`measure`]).
 #[derive(Debug, Clone, Default)]
 struct PathState {
     /// One past the highest extended seq known to have been sent on the path.
     progress: u64,
-    /// The `path_seq` expected next, once known.
-    expected_path_seq: Option<u16>,
-    /// Transit time (arrival wire µs − send µs, wrapping) of the previous packet, for jitter.
-    last_transit: Option<u32>,
-    /// Relative one-way delay (vs the session base): last, min and EWMA; valid once a packet of
-    /// this session arrived on the path.
-    owd_valid: bool,
-    owd_last: i64,
-    owd_min: i64,
-    /// Length of the packet that saw `owd_min`: its serialisation is part of that delay.
-    owd_min_len: usize,
-    owd_ewma: f64,
-}
-
-impl PathState {
-    fn new_session(&mut self) {
-        *self = PathState::default();
-    }
 }
 
 /// Why a gap was given up.
@@ -160,10 +141,7 @@ pub struct Resequencer<P> {
     /// Bit per path: the path counts for the progress rule.
     counting: u64,
     reorder: ReorderTracker,
-    /// Transit time of the first packet of the session: the zero of relative delays.
-    owd_base: Option<u32>,
-    /// Smallest relative delay of any path this session.
-    owd_min: i64,
+    measure: Measure,
     rebase_at: u64,
     stats: Stats,
 }
@@ -204,8 +182,7 @@ impl<P> Resequencer<P> {
             paths: vec![PathState::default(); npaths],
             counting: 0,
             reorder: ReorderTracker::new(),
-            owd_base: None,
-            owd_min: i64::MAX,
+            measure: Measure::new(npaths),
             rebase_at: REBASE_AT,
             stats: Stats {
                 total: Totals {
@@ -284,7 +261,7 @@ impl<P> Resequencer<P> {
         if self.held > 0 {
             self.expire(now, deliver);
         }
-        self.measure(now, p, &meta);
+        self.measure.arrival(now, p, &meta, &mut self.stats);
         self.counting |= 1u64 << p;
         if !self.started {
             self.start(meta.seq);
@@ -346,18 +323,7 @@ impl<P> Resequencer<P> {
             self.expire(now, deliver);
         }
         self.stats.paths[p].fences += 1;
-        let ps = &mut self.paths[p];
-        if let Some(expected) = ps.expected_path_seq {
-            let d = seq16_diff(next_path_seq, expected);
-            if d > 0 {
-                self.stats.paths[p].lost += d as u64;
-                self.stats.total.lost += d as u64;
-            } else if d < 0 {
-                self.stats.paths[p].path_seq_errors += 1;
-                self.stats.total.path_seq_errors += 1;
-            }
-        }
-        ps.expected_path_seq = Some(next_path_seq);
+        self.measure.fence(p, next_path_seq, &mut self.stats);
         self.counting |= 1u64 << p;
         if self.started {
             self.maybe_rebase();
@@ -418,17 +384,11 @@ impl<P> Resequencer<P> {
         self.received.clear_all();
         self.deadlines.clear();
         for ps in self.paths.iter_mut() {
-            ps.new_session();
+            *ps = PathState::default();
         }
-        for s in self.stats.paths.iter_mut() {
-            s.owd_us = None;
-            s.owd_min_us = None;
-            s.owd_last_us = None;
-        }
+        self.measure.reset(&mut self.stats);
         self.counting = 0;
         self.reorder.clear();
-        self.owd_base = None;
-        self.owd_min = i64::MAX;
         self.stats.total.resets += 1;
     }
 
@@ -454,77 +414,6 @@ impl<P> Resequencer<P> {
     fn is_duplicate(&self, ext: u64) -> bool {
         let h = self.received.half();
         ext + h >= self.head && ext < self.head + h && self.received.get(ext)
-    }
-
-    /// Per-path counters, loss from `path_seq`, jitter and one-way delay (every arrival,
-    /// duplicates included).
-    #[inline]
-    fn measure(&mut self, now: Time, p: usize, meta: &PacketMeta) {
-        let len = meta.len as u64;
-        self.stats.total.packets += 1;
-        self.stats.total.bytes += len;
-        let st = &mut self.stats.paths[p];
-        st.packets += 1;
-        st.bytes += len;
-        let ps = &mut self.paths[p];
-
-        if let Some(expected) = ps.expected_path_seq {
-            let d = seq16_diff(meta.path_seq, expected);
-            if d != 0 {
-                if d > 0 && d < i16::MAX {
-                    st.lost += d as u64;
-                    self.stats.total.lost += d as u64;
-                } else {
-                    st.path_seq_errors += 1;
-                    self.stats.total.path_seq_errors += 1;
-                }
-            }
-        }
-        ps.expected_path_seq = Some(meta.path_seq.wrapping_add(1));
-        st.highest_path_seq = Some(meta.path_seq);
-        st.last_sent_us = Some(meta.sent_us);
-        st.last_arrival = Some(now);
-
-        let transit = now.wire_micros().wrapping_sub(meta.sent_us);
-        if let Some(prev) = ps.last_transit {
-            let d = f64::from(seq_diff(transit, prev)).abs();
-            st.jitter_us += (d - st.jitter_us) / 16.0;
-        }
-        ps.last_transit = Some(transit);
-
-        let base = *self.owd_base.get_or_insert(transit);
-        let rel = i64::from(seq_diff(transit, base));
-        ps.owd_last = rel;
-        if ps.owd_valid {
-            if rel < ps.owd_min {
-                ps.owd_min = rel;
-                ps.owd_min_len = meta.len;
-            }
-            ps.owd_ewma += (rel as f64 - ps.owd_ewma) * OWD_GAIN;
-        } else {
-            ps.owd_valid = true;
-            ps.owd_min = rel;
-            ps.owd_min_len = meta.len;
-            ps.owd_ewma = rel as f64;
-        }
-        if rel < self.owd_min {
-            self.owd_min = rel;
-            for (ps, st) in self.paths.iter().zip(self.stats.paths.iter_mut()) {
-                if ps.owd_valid {
-                    Self::export_owd(ps, st, rel);
-                }
-            }
-        } else {
-            Self::export_owd(&self.paths[p], &mut self.stats.paths[p], self.owd_min);
-        }
-    }
-
-    #[inline]
-    fn export_owd(ps: &PathState, st: &mut PathStats, global_min: i64) {
-        st.owd_us = Some(ps.owd_ewma - global_min as f64);
-        st.owd_min_us = Some(ps.owd_min - global_min);
-        st.owd_min_len = Some(ps.owd_min_len);
-        st.owd_last_us = Some(ps.owd_last - global_min);
     }
 
     /// Window 0: deliver at once unless too old to tell from a duplicate.

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use mpt_core::wire::{self, ReportEntry};
+use mpt_core::wire;
 use mpt_core::{PathId, Time};
 use mpt_reseq::PathStats;
 
@@ -120,25 +120,8 @@ impl<P> Endpoint<P> {
         let mut entries = Vec::with_capacity(n);
         let mut counts = Vec::with_capacity(n);
         for (i, ps) in stats.paths.iter().enumerate().take(n) {
-            let clamp = |v: i64| v.clamp(0, i64::from(u32::MAX)) as u32;
-            entries.push(ReportEntry {
-                path: PathId(i as u8),
-                flags: if self.paths[i].live.state == LinkState::Up {
-                    ReportEntry::FLAG_UP
-                } else {
-                    0
-                },
-                path_seq: ps.highest_path_seq.unwrap_or(0),
-                packets: ps.packets as u32,
-                bytes: ps.bytes,
-                lost: ps.lost as u32,
-                owd_min_us: clamp(ps.owd_min_us.unwrap_or(0)),
-                jitter_us: ps.jitter_us.max(0.0) as u32,
-                owd_us: clamp(ps.owd_us.unwrap_or(0.0) as i64),
-                echo: ps.last_sent_us.unwrap_or(0),
-                echo_age_us: ps.last_arrival.map_or(0, |a| (now - a).as_micros() as u32),
-                owd_min_len: ps.owd_min_len.unwrap_or(0).min(usize::from(u16::MAX)) as u16,
-            });
+            let up = self.paths[i].live.state == LinkState::Up;
+            entries.push(ps.report_entry(PathId(i as u8), now, up));
             counts.push((ps.packets, ps.lost));
         }
         self.pacer

@@ -39,11 +39,9 @@ impl KeyStream {
         self.next += 1;
         out.fill(0);
         // encrypting zeros yields the keystream; the tag is not needed
-        let sealed = self.key.seal_in_place_separate_tag(
-            Nonce::assume_unique_for_key(n),
-            Aad::empty(),
-            out,
-        );
+        let sealed =
+            self.key
+                .seal_in_place_separate_tag(Nonce::assume_unique_for_key(n), Aad::empty(), out);
         debug_assert!(sealed.is_ok(), "ChaCha20 takes any length up to 256 GiB");
     }
 }
