@@ -206,9 +206,9 @@ pub mod defaults {
     pub const MTU: u16 = 1400;
     /// One TUN queue: on a 2-core host the two directions already take a core each.
     pub const QUEUES: usize = 1;
-    /// Packets: two unshaped paths at 4-6 Gbit/s reorder by up to 3 800 datagrams (one
-    /// path's datagrams reach their socket ~3 ms after the other's), and smaller windows
-    /// overflowed there and gave up packets still on their way. ~6 MB of receive buffers.
+    /// Packets: enough for two unshaped multi-Gbit/s paths, whose datagrams can reach their
+    /// sockets milliseconds apart (`docs/results.md`, "Reorder window"). ~6 MB of receive
+    /// buffers.
     pub const REORDER_WINDOW: usize = 4096;
     pub const REORDER_TIMEOUT_MS: u64 = 100;
     pub const KEEPALIVE_MS: u64 = 100;

@@ -177,8 +177,7 @@ fn receive_batch(
         Tunnel::gather(&mut ep, t.clock.now(), outputs);
         // A gap waits for another path's datagrams, which sit in that path's socket: the turn
         // goes to the path the resequencer waits for, or the window overflows and gives up the
-        // gap (two unshaped paths at Gbit/s lost 3 % of their packets so, reading the sockets
-        // in turn).
+        // gap (`docs/results.md`, "Two unshaped fast paths").
         ep.lagging_path().map(PathId::index)
     };
     for reason in dropped {
