@@ -1,9 +1,9 @@
 //! Scheduler decision time: one `select` + `on_sent` per packet, per algorithm and path count.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use mpt_core::config::SchedulerKind;
 use mpt_core::Time;
 use mpt_sched::PathSpec;
+use mpt_sched::SchedulerKind;
 use std::hint::black_box;
 
 const BATCH: u64 = 1024;

@@ -211,7 +211,7 @@ impl Default for TunnelOpts {
     fn default() -> Self {
         TunnelOpts {
             scheduler: "rate".into(),
-            reorder_window: mpt_core::config::defaults::REORDER_WINDOW,
+            reorder_window: mptd::config::defaults::REORDER_WINDOW,
             reorder_timeout_ms: 100,
             keepalive_ms: 100,
             dead_ms: 500,

@@ -77,7 +77,7 @@ impl Case {
         self.rates
             .iter()
             .map(|r| {
-                mpt_core::config::parse_rate(r)
+                mptd::config::parse_rate(r)
                     .with_context(|| format!("case {}: bad rate {r:?}", self.id))
             })
             .collect()

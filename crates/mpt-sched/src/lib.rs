@@ -14,6 +14,7 @@
 
 mod adaptive;
 mod estimator;
+mod kind;
 mod paths;
 mod rate;
 mod rr;
@@ -22,6 +23,7 @@ mod wrr;
 
 pub use adaptive::AdaptiveScheduler;
 pub use estimator::{Estimator, PathEstimate};
+pub use kind::SchedulerKind;
 pub use paths::PathSet;
 pub use rate::RateScheduler;
 pub use rr::RoundRobin;

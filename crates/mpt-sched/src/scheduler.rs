@@ -1,11 +1,10 @@
 //! The scheduler contract: what a scheduler knows of a path ([`PathSpec`]), the [`Scheduler`]
 //! trait every algorithm implements, and [`build`], the factory the configuration names.
 
-use mpt_core::config::SchedulerKind;
 use mpt_core::wire::ReportEntry;
 use mpt_core::{PathId, Time};
 
-use crate::{AdaptiveScheduler, RateScheduler, RoundRobin, WeightedRoundRobin};
+use crate::{AdaptiveScheduler, RateScheduler, RoundRobin, SchedulerKind, WeightedRoundRobin};
 
 /// What a scheduler knows about a path from the configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

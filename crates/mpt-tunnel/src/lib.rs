@@ -26,10 +26,10 @@ pub use endpoint::{Endpoint, PathInfo};
 pub use liveness::LinkState;
 pub use send::Sealer;
 
-use mpt_core::config::{Config, SchedulerKind};
 use mpt_core::seal::{CipherChoice, Psk};
 use mpt_core::PathId;
 use mpt_reseq::PacketMeta;
+use mpt_sched::SchedulerKind;
 
 /// Link-layer framing counted per datagram (an Ethernet header, as `tbf` counts it): a
 /// configured path rate is a link rate, and a 200-byte packet is 7 % more on the wire.
@@ -84,41 +84,6 @@ pub struct EndpointConfig {
     pub mtu: u16,
     /// `None`: plain datagrams, neither authenticated nor encrypted.
     pub crypto: Option<CryptoSettings>,
-}
-
-impl EndpointConfig {
-    /// The settings a daemon configuration gives, with the pre-shared key loaded (required
-    /// unless `encryption = "none"`).
-    pub fn from_config(cfg: &Config, psk: Option<Psk>, aes_in_hardware: bool) -> EndpointConfig {
-        EndpointConfig {
-            paths: cfg
-                .paths
-                .iter()
-                .map(|p| PathSettings {
-                    name: p.name.clone(),
-                    remote: p.remote,
-                    weight: p.weight,
-                    rate_bps: p.rate_bps,
-                    backup: p.backup,
-                    overhead: FRAMING + outer_header_len(&p.local),
-                })
-                .collect(),
-            scheduler: cfg.connection.scheduler,
-            reorder_window: cfg.connection.reorder_window,
-            reorder_timeout: cfg.connection.reorder_timeout,
-            keepalive: cfg.connection.keepalive,
-            dead: cfg.connection.dead,
-            mtu: cfg.tunnel.mtu,
-            crypto: match (cfg.security.cipher, psk) {
-                (Some(choice), Some(psk)) => Some(CryptoSettings {
-                    psk,
-                    choice,
-                    aes_in_hardware,
-                }),
-                _ => None,
-            },
-        }
-    }
 }
 
 /// What became of a datagram given to [`Endpoint::handle_datagram`].

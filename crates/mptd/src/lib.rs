@@ -4,6 +4,8 @@
 //! * [`tunnel`]: the state the tasks share (the endpoint behind one lock, the sockets, the
 //!   TUN device, I/O counters).
 //! * [`datapath`]: the tx and rx tasks and the TUN writer.
+//! * [`config`]: the TOML configuration, validated, with errors naming file, key and what
+//!   was expected.
 //! * [`net`], [`batch`]: creating the sockets and the device; batched UDP I/O.
 //! * [`control`], [`status`]: the unix socket `mptctl` talks to, and what it answers.
 //! * [`clock`], [`log`], [`random`]: the one place the clock is read; rate-limited logging;
@@ -11,6 +13,7 @@
 
 pub mod batch;
 pub mod clock;
+pub mod config;
 pub mod control;
 pub mod datapath;
 pub mod log;

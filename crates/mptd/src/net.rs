@@ -3,8 +3,8 @@
 use std::io;
 use std::path::Path;
 
+use crate::config::{IpNet, PathConfig, Tunnel};
 use anyhow::{anyhow, Context, Result};
-use mpt_core::config::{IpNet, PathConfig, Tunnel};
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::net::UdpSocket;
 
@@ -114,7 +114,7 @@ pub fn max_datagram_on_wire(mtu: u16, sealing: bool, p: &PathConfig) -> usize {
 /// Paths bound to an interface whose MTU cannot carry a full tunnel packet: such datagrams
 /// would fail with "message too long" (they are sent with DF), a silent black hole for the
 /// applications. One message per path, naming what to change.
-pub fn check_path_mtus(cfg: &mpt_core::config::Config) -> Vec<String> {
+pub fn check_path_mtus(cfg: &crate::config::Config) -> Vec<String> {
     let sealing = cfg.security.cipher.is_some();
     let mut problems = Vec::new();
     for p in &cfg.paths {

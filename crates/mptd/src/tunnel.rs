@@ -9,11 +9,14 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Mutex, MutexGuard};
 
+use crate::config::{Config, PathConfig};
 use anyhow::{Context, Result};
-use mpt_core::config::{Config, PathConfig};
 use mpt_core::seal::{CipherChoice, Psk};
 use mpt_core::{PathId, Time};
-use mpt_tunnel::{DownReason, DropReason, Endpoint, EndpointConfig, Event, Transmit};
+use mpt_tunnel::{
+    CryptoSettings, DownReason, DropReason, Endpoint, EndpointConfig, Event, PathSettings,
+    Transmit, FRAMING,
+};
 use tracing::{debug, info, warn};
 
 use crate::batch::BatchSocket;
@@ -95,6 +98,39 @@ impl std::fmt::Debug for Tunnel {
     }
 }
 
+/// The endpoint's settings from the daemon's configuration and its pre-shared key (required
+/// unless `encryption = "none"`).
+pub fn endpoint_config(cfg: &Config, psk: Option<Psk>, aes_in_hardware: bool) -> EndpointConfig {
+    EndpointConfig {
+        paths: cfg
+            .paths
+            .iter()
+            .map(|p| PathSettings {
+                name: p.name.clone(),
+                remote: p.remote,
+                weight: p.weight,
+                rate_bps: p.rate_bps,
+                backup: p.backup,
+                overhead: FRAMING + mpt_tunnel::outer_header_len(&p.local),
+            })
+            .collect(),
+        scheduler: cfg.connection.scheduler,
+        reorder_window: cfg.connection.reorder_window,
+        reorder_timeout: cfg.connection.reorder_timeout,
+        keepalive: cfg.connection.keepalive,
+        dead: cfg.connection.dead,
+        mtu: cfg.tunnel.mtu,
+        crypto: match (cfg.security.cipher, psk) {
+            (Some(choice), Some(psk)) => Some(CryptoSettings {
+                psk,
+                choice,
+                aes_in_hardware,
+            }),
+            _ => None,
+        },
+    }
+}
+
 impl Tunnel {
     /// Set up the sockets and the TUN device. Fails with a message naming what is wrong.
     /// `psk` is required unless the config says `encryption = "none"`.
@@ -118,7 +154,7 @@ impl Tunnel {
         let tun = crate::net::tun_device(&cfg.tunnel)?;
         let mut random = KeyStream::from_kernel()?;
         let clock = Clock::new();
-        let ecfg = EndpointConfig::from_config(&cfg, psk, mpt_core::seal::aes_in_hardware());
+        let ecfg = endpoint_config(&cfg, psk, mpt_core::seal::aes_in_hardware());
         let endpoint = Endpoint::new(ecfg, clock.now(), Box::new(move |b| random.fill(b)));
         Ok(Tunnel {
             session: endpoint.session(),

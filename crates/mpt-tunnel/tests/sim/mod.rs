@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use mpt_core::config::SchedulerKind;
 use mpt_core::seal::{Cipher, CipherChoice, Psk, KEY_LEN};
 use mpt_core::{PathId, Time};
+use mpt_sched::SchedulerKind;
 use mpt_tunnel::{CryptoSettings, Endpoint, EndpointConfig, Event, Outcome, PathSettings, FRAMING};
 
 /// xorshift64*: small, seeded, good enough for link behaviour.

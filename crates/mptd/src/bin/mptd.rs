@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
-use mpt_core::config::Config;
 use mpt_core::seal::{Psk, KEY_LEN};
+use mptd::config::Config;
 use mptd::datapath::{rx::rx_task, tx::tx_task};
 use mptd::tunnel::Tunnel;
 use tracing::{error, info, warn};

@@ -1,7 +1,6 @@
 //! The daemon's configuration: TOML parsed into raw structs, then validated into the types
 //! below. Every error names the file, the key and what was expected.
 
-use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -10,8 +9,9 @@ use std::time::Duration;
 pub use ipnet::IpNet;
 use serde::Deserialize;
 
-use crate::seal::{Cipher, CipherChoice, Psk};
-use crate::{PathId, MAX_PATHS};
+use mpt_core::seal::{Cipher, CipherChoice, Psk};
+use mpt_core::{PathId, MAX_PATHS};
+pub use mpt_sched::SchedulerKind;
 
 /// A validated configuration.
 #[derive(Debug, Clone, PartialEq)]
@@ -116,56 +116,6 @@ pub struct PathConfig {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Control {
     pub socket: PathBuf,
-}
-
-/// The scheduling algorithms, by their config names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SchedulerKind {
-    /// Round-robin over the paths that are up.
-    RoundRobin,
-    /// Smooth weighted round-robin by `weight`.
-    WeightedRoundRobin,
-    /// Earliest delivery by `rate` (and one-way delay when known).
-    Rate,
-    /// Earliest delivery by rates and delays learned from the receiver's reports; `rate`
-    /// keys are optional starting points.
-    Adaptive,
-}
-
-impl SchedulerKind {
-    pub const NAMES: &'static str = "rr | wrr | rate | adaptive";
-
-    pub fn name(self) -> &'static str {
-        match self {
-            SchedulerKind::RoundRobin => "rr",
-            SchedulerKind::WeightedRoundRobin => "wrr",
-            SchedulerKind::Rate => "rate",
-            SchedulerKind::Adaptive => "adaptive",
-        }
-    }
-}
-
-impl fmt::Display for SchedulerKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for SchedulerKind {
-    type Err = String;
-    /// Case-insensitive.
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s.to_ascii_lowercase().as_str() {
-            "rr" | "round-robin" => Ok(SchedulerKind::RoundRobin),
-            "wrr" | "weighted-round-robin" => Ok(SchedulerKind::WeightedRoundRobin),
-            "rate" => Ok(SchedulerKind::Rate),
-            "adaptive" => Ok(SchedulerKind::Adaptive),
-            _ => Err(format!(
-                "unknown scheduler {s:?}, expected one of {}",
-                Self::NAMES
-            )),
-        }
-    }
 }
 
 /// A configuration that could not be loaded.
