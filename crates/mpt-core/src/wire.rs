@@ -17,9 +17,65 @@ pub const ACK_LEN: usize = HEADER_LEN + 8;
 pub const REPORT_FIXED_LEN: usize = HEADER_LEN + 4;
 /// Length of a hello body: random, challenge, echo, flags, reserved.
 pub const HELLO_BODY_LEN: usize = 68;
-/// Length of a plain hello datagram (header + body); sealed it is [`crate::seal::SEAL_OVERHEAD`]
-/// longer.
+/// Length of a plain hello datagram (header + body); sealed it is [`SEAL_OVERHEAD`] longer.
 pub const HELLO_LEN: usize = HEADER_LEN + HELLO_BODY_LEN;
+/// Length of the counter that follows the header of a sealed datagram.
+pub const COUNTER_LEN: usize = 8;
+/// Length of the authentication tag at the end of a sealed datagram.
+pub const TAG_LEN: usize = 16;
+/// Header and counter: the associated data, before the encrypted body.
+pub const SEALED_HEADER_LEN: usize = HEADER_LEN + COUNTER_LEN;
+/// Bytes a sealed datagram has beyond its plain form.
+pub const SEAL_OVERHEAD: usize = COUNTER_LEN + TAG_LEN;
+/// Link-layer framing counted per datagram (an Ethernet header, as `tbf` counts it): a
+/// configured path rate is a link rate, and a 200-byte packet is 7 % more on the wire.
+pub const FRAMING: usize = 14;
+
+/// What a datagram adds to the inner packet it carries: all the overhead arithmetic in one
+/// place. The cipher does not matter (both add [`SEAL_OVERHEAD`]); sealing and the outer
+/// address family do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Overhead {
+    sealed: bool,
+    ipv6: bool,
+}
+
+impl Overhead {
+    pub const fn new(sealed: bool, ipv6: bool) -> Overhead {
+        Overhead { sealed, ipv6 }
+    }
+
+    /// UDP payload beyond the inner packet: the header, and the counter and tag when sealed.
+    pub const fn datagram(self) -> usize {
+        HEADER_LEN + if self.sealed { SEAL_OVERHEAD } else { 0 }
+    }
+
+    /// The outer IP and UDP headers.
+    pub const fn outer(self) -> usize {
+        if self.ipv6 {
+            48
+        } else {
+            28
+        }
+    }
+
+    /// What the path adds around a datagram on the wire: outer IP + UDP and [`FRAMING`].
+    pub const fn outer_link(self) -> usize {
+        self.outer() + FRAMING
+    }
+
+    /// Beyond the inner packet, in the path's IP MTU: [`datagram`](Self::datagram) +
+    /// [`outer`](Self::outer).
+    pub const fn ip(self) -> usize {
+        self.datagram() + self.outer()
+    }
+
+    /// Beyond the inner packet on the wire, framing included: what a path's rate carries.
+    pub const fn link(self) -> usize {
+        self.ip() + FRAMING
+    }
+}
+
 /// Length of one report entry in this version. Receivers accept longer entries (and ignore the
 /// extra bytes) so that later versions can append fields.
 pub const REPORT_ENTRY_LEN: usize = 44;
@@ -539,6 +595,31 @@ pub fn seq16_diff(a: u16, b: u16) -> i16 {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn overhead_adds_up_for_each_kind_of_datagram() {
+        let plain4 = Overhead::new(false, false);
+        assert_eq!(
+            (
+                plain4.datagram(),
+                plain4.outer(),
+                plain4.ip(),
+                plain4.link()
+            ),
+            (16, 28, 44, 58)
+        );
+        let sealed6 = Overhead::new(true, true);
+        assert_eq!(
+            (
+                sealed6.datagram(),
+                sealed6.outer(),
+                sealed6.ip(),
+                sealed6.link()
+            ),
+            (40, 48, 88, 102)
+        );
+        assert_eq!(sealed6.outer_link(), 62);
+    }
 
     /// A minimal IPv4 packet of `len` bytes (header + zero payload).
     fn ipv4(len: u16) -> Vec<u8> {

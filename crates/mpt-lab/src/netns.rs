@@ -198,8 +198,7 @@ impl TunnelOpts {
     /// These options with the largest tunnel MTU the lab's 1500-byte links carry: 1500 minus
     /// the outer IPv4/UDP header (28), mptd's header (16) and, when sealed, counter and tag (24).
     pub fn with_full_mtu(self) -> Self {
-        let seal = mptd::net::seal_overhead(self.encryption != "none");
-        let mtu = 1500 - 28 - mpt_core::wire::HEADER_LEN - seal;
+        let mtu = 1500 - mpt_core::wire::Overhead::new(self.encryption != "none", false).ip();
         TunnelOpts {
             mtu: mtu as u16,
             ..self

@@ -22,7 +22,7 @@ pub struct PathSpec {
 }
 
 /// [`PathSpec::overhead`] of a plain datagram over IPv4 and Ethernet framing.
-pub const DEFAULT_OVERHEAD: usize = mpt_core::wire::HEADER_LEN + 28 + 14;
+pub const DEFAULT_OVERHEAD: usize = mpt_core::wire::Overhead::new(false, false).link();
 
 impl PathSpec {
     pub fn new(weight: u32, rate_bps: Option<u64>, backup: bool) -> Self {

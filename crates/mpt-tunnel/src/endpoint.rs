@@ -5,9 +5,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mpt_core::seal::{
-    self, Cipher, Handshake, ReplayWindow, SealKey, SEALED_HEADER_LEN, SEAL_OVERHEAD,
-};
+use mpt_core::seal::{self, Cipher, Handshake, ReplayWindow, SealKey, SEALED_HEADER_LEN};
 use mpt_core::wire::{ReportEntry, HEADER_LEN};
 use mpt_core::{PathId, Time};
 use mpt_reseq::feedback::ReportPacer;
@@ -16,7 +14,7 @@ use mpt_sched::{PathSpec, Scheduler};
 
 use crate::liveness::{LinkState, Liveness};
 use crate::send::Pending;
-use crate::{DropCounts, DropReason, Drops, EndpointConfig, Event, Random, Transmit};
+use crate::{DropCounts, DropReason, Drops, EndpointConfig, Event, Overhead, Random, Transmit};
 
 /// One peer session: see the crate documentation. `P` is how the caller holds a received
 /// inner packet while the resequencer may keep it (a buffer, or where it lies).
@@ -137,8 +135,7 @@ pub struct PathInfo {
 impl<P> Endpoint<P> {
     /// A new session at `now`.
     pub fn new(cfg: EndpointConfig, now: Time, mut random: Random) -> Endpoint<P> {
-        let sealing = cfg.crypto.is_some();
-        let header = HEADER_LEN + if sealing { SEAL_OVERHEAD } else { 0 };
+        let header = Overhead::new(cfg.crypto.is_some(), false).datagram();
         let specs: Vec<PathSpec> = cfg
             .paths
             .iter()
@@ -258,19 +255,15 @@ impl<P> Endpoint<P> {
         }
     }
 
-    /// Bytes sealing adds to every datagram (counter and tag), 0 without encryption.
-    pub fn seal_overhead(&self) -> usize {
-        if self.sealing() {
-            SEAL_OVERHEAD
-        } else {
-            0
-        }
+    /// What a datagram adds to its inner packet, outer headers as over IPv4.
+    pub fn overhead(&self) -> Overhead {
+        Overhead::new(self.sealing(), false)
     }
 
     /// The largest datagram a valid peer sends: a full inner packet with its header (and
     /// counter and tag).
     pub fn max_datagram(&self) -> usize {
-        HEADER_LEN + usize::from(self.cfg.mtu) + self.seal_overhead()
+        usize::from(self.cfg.mtu) + self.overhead().datagram()
     }
 
     /// Where datagrams for `path` go now.

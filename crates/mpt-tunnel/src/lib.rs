@@ -31,18 +31,7 @@ use mpt_core::PathId;
 use mpt_reseq::PacketMeta;
 use mpt_sched::SchedulerKind;
 
-/// Link-layer framing counted per datagram (an Ethernet header, as `tbf` counts it): a
-/// configured path rate is a link rate, and a 200-byte packet is 7 % more on the wire.
-pub const FRAMING: usize = 14;
-
-/// Bytes of the outer IP and UDP headers around a datagram sent from `local`.
-pub fn outer_header_len(local: &SocketAddr) -> usize {
-    if local.is_ipv4() {
-        28
-    } else {
-        48
-    }
-}
+pub use mpt_core::wire::{Overhead, FRAMING};
 
 /// Where randomness comes from: fills the buffer with unpredictable bytes (the kernel's
 /// random source in the daemon, a seeded generator in tests).
@@ -58,7 +47,7 @@ pub struct PathSettings {
     pub rate_bps: Option<u64>,
     pub backup: bool,
     /// Bytes a datagram costs on the link beyond its UDP payload: outer IP + UDP and
-    /// [`FRAMING`].
+    /// [`FRAMING`] ([`Overhead::outer_link`]).
     pub overhead: usize,
 }
 

@@ -7,11 +7,7 @@ use mpt_core::seal::{SealError, SealKey, SEAL_OVERHEAD};
 use mpt_core::wire::{self, AckRepr, HeaderRepr, HelloRepr, Kind, ReportEntry, HEADER_LEN};
 use mpt_core::{PathId, Time};
 
-use crate::{DropReason, Endpoint, Transmit, FRAMING};
-
-/// Outer IP + UDP bytes assumed when choosing a path for a packet (the path, and with it the
-/// address family, is not known yet): IPv4's.
-const SELECT_OUTER: usize = 28;
+use crate::{DropReason, Endpoint, Transmit};
 
 /// A control datagram queued for [`Endpoint::poll_transmit`], built when polled (so that an
 /// answer says how long it was held, and fences are current).
@@ -86,7 +82,9 @@ impl<P> Endpoint<P> {
                 return None;
             }
         };
-        let wire_extra = self.seal_overhead();
+        // what a packet costs on the link, as the scheduler counts it before it has chosen
+        // the path (and with it the outer address family): as over IPv4
+        let overhead = self.overhead();
         let first_counter = self.counter;
         let mut used = 0u64;
         for k in 0..n {
@@ -94,8 +92,8 @@ impl<P> Endpoint<P> {
             if inner == 0 {
                 continue;
             }
-            let len = HEADER_LEN + inner + wire_extra;
-            let Some(path) = self.sched.select(now, len + FRAMING + SELECT_OUTER) else {
+            let len = inner + overhead.datagram();
+            let Some(path) = self.sched.select(now, inner + overhead.link()) else {
                 self.count(DropReason::NoPath);
                 continue;
             };
@@ -120,8 +118,8 @@ impl<P> Endpoint<P> {
             self.seq = self.seq.wrapping_add(1);
             p.path_seq = p.path_seq.wrapping_add(1);
             p.data_sent += 1;
-            let overhead = self.cfg.paths[i].overhead;
-            self.sched.on_sent(now, path, len + overhead);
+            let outer = self.cfg.paths[i].overhead;
+            self.sched.on_sent(now, path, len + outer);
             self.counts.tx_packets += 1;
             self.counts.tx_bytes += inner as u64;
             plan[k] = Some(path);

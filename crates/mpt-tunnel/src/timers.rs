@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use mpt_core::wire;
+use mpt_core::wire::{self, HEADER_LEN};
 use mpt_core::{PathId, Time};
 use mpt_reseq::PathStats;
 
@@ -104,7 +104,7 @@ impl<P> Endpoint<P> {
         let rx_bytes = stats.total.bytes;
         // Counted as `report_bytes` counts them: outer headers and framing included.
         let outer = self.cfg.paths.iter().map(|p| p.overhead).max().unwrap_or(0);
-        let report_bytes = wire::report_len(n) + self.seal_overhead() + outer;
+        let report_bytes = wire::report_len(n) - HEADER_LEN + self.overhead().datagram() + outer;
         // The queue building on each path: a growing one is reported at once.
         let queues: Vec<f64> = stats
             .paths

@@ -5,6 +5,7 @@ use std::path::Path;
 
 use crate::config::{IpNet, PathConfig, Tunnel};
 use anyhow::{anyhow, Context, Result};
+use mpt_core::wire::Overhead;
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::net::UdpSocket;
 
@@ -91,24 +92,10 @@ pub fn set_int_option(
     }
 }
 
-/// Bytes sealing adds to every datagram (counter and tag), 0 without encryption.
-pub fn seal_overhead(sealing: bool) -> usize {
-    if sealing {
-        mpt_core::seal::SEAL_OVERHEAD
-    } else {
-        0
-    }
-}
-
-/// Bytes of the outer IP and UDP headers around path `p`'s datagrams.
-pub fn outer_header_len(p: &PathConfig) -> usize {
-    mpt_tunnel::outer_header_len(&p.local)
-}
-
-/// Bytes of the largest datagram path `p` sends: a full tunnel-MTU packet, the mptd header,
-/// sealing when on, and the outer UDP/IP header.
+/// Bytes of the largest datagram path `p` sends on its IP link: a full tunnel-MTU packet, the
+/// mptd header, sealing when on, and the outer UDP/IP header.
 pub fn max_datagram_on_wire(mtu: u16, sealing: bool, p: &PathConfig) -> usize {
-    usize::from(mtu) + mpt_core::wire::HEADER_LEN + seal_overhead(sealing) + outer_header_len(p)
+    usize::from(mtu) + Overhead::new(sealing, p.local.is_ipv6()).ip()
 }
 
 /// Paths bound to an interface whose MTU cannot carry a full tunnel packet: such datagrams

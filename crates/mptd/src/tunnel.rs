@@ -14,8 +14,8 @@ use anyhow::{Context, Result};
 use mpt_core::seal::{CipherChoice, Psk};
 use mpt_core::{PathId, Time};
 use mpt_tunnel::{
-    CryptoSettings, DownReason, DropReason, Endpoint, EndpointConfig, Event, PathSettings,
-    Transmit, FRAMING,
+    CryptoSettings, DownReason, DropReason, Endpoint, EndpointConfig, Event, Overhead,
+    PathSettings, Transmit,
 };
 use tracing::{debug, info, warn};
 
@@ -111,7 +111,8 @@ pub fn endpoint_config(cfg: &Config, psk: Option<Psk>, aes_in_hardware: bool) ->
                 weight: p.weight,
                 rate_bps: p.rate_bps,
                 backup: p.backup,
-                overhead: FRAMING + mpt_tunnel::outer_header_len(&p.local),
+                overhead: Overhead::new(cfg.security.cipher.is_some(), p.local.is_ipv6())
+                    .outer_link(),
             })
             .collect(),
         scheduler: cfg.connection.scheduler,

@@ -28,16 +28,8 @@ pub use handshake::{Handshake, HelloOutcome, Peer};
 pub use key::{handshake_key, session_keys, KeyError, Psk, SessionKeys};
 pub use replay::{Replay, ReplayWindow, REPLAY_WINDOW};
 
-use crate::wire::HEADER_LEN;
+pub use crate::wire::{COUNTER_LEN, SEALED_HEADER_LEN, SEAL_OVERHEAD, TAG_LEN};
 
-/// Length of the counter that follows the header of a sealed datagram.
-pub const COUNTER_LEN: usize = 8;
-/// Length of the authentication tag at the end of a sealed datagram.
-pub const TAG_LEN: usize = 16;
-/// Header and counter: the associated data, before the encrypted body.
-pub const SEALED_HEADER_LEN: usize = HEADER_LEN + COUNTER_LEN;
-/// Bytes a sealed datagram has beyond its plain form.
-pub const SEAL_OVERHEAD: usize = COUNTER_LEN + TAG_LEN;
 /// Length of the pre-shared key and of every derived key.
 pub const KEY_LEN: usize = 32;
 

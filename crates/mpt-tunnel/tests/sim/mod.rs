@@ -9,7 +9,9 @@ use std::time::Duration;
 use mpt_core::seal::{Cipher, CipherChoice, Psk, KEY_LEN};
 use mpt_core::{PathId, Time};
 use mpt_sched::SchedulerKind;
-use mpt_tunnel::{CryptoSettings, Endpoint, EndpointConfig, Event, Outcome, PathSettings, FRAMING};
+use mpt_tunnel::{
+    CryptoSettings, Endpoint, EndpointConfig, Event, Outcome, Overhead, PathSettings,
+};
 
 /// xorshift64*: small, seeded, good enough for link behaviour.
 #[derive(Debug, Clone)]
@@ -72,7 +74,7 @@ impl Side {
 /// One direction of one path.
 #[derive(Debug, Clone)]
 pub struct LinkSpec {
-    /// Serialisation rate (with [`FRAMING`] and 28 bytes of IP/UDP per datagram); `None`:
+    /// Serialisation rate (with framing and the outer IPv4/UDP headers); `None`:
     /// infinite.
     pub rate_bps: Option<u64>,
     pub delay: Duration,
@@ -159,7 +161,7 @@ pub fn config(side: Side, paths: usize, sealing: bool) -> EndpointConfig {
                 weight: 1,
                 rate_bps: None,
                 backup: false,
-                overhead: FRAMING + 28,
+                overhead: Overhead::new(sealing, false).outer_link(),
             })
             .collect(),
         scheduler: SchedulerKind::RoundRobin,
@@ -323,7 +325,8 @@ impl Pair {
             return;
         }
         let ser = link.spec.rate_bps.map_or(Duration::ZERO, |r| {
-            Duration::from_nanos((bytes.len() + FRAMING + 28) as u64 * 8 * 1_000_000_000 / r)
+            let bits = (bytes.len() + Overhead::new(false, false).outer_link()) as u64 * 8;
+            Duration::from_nanos(bits * 1_000_000_000 / r)
         });
         let depart = if link.busy_until > now {
             link.busy_until
