@@ -8,7 +8,7 @@ use std::net::{Ipv4Addr, UdpSocket};
 use std::time::{Duration, Instant};
 
 use mpt_core::seal::{SEALED_HEADER_LEN, TAG_LEN};
-use mpt_core::wire::{HeaderRepr, Kind, HEADER_LEN, SEALED_FLAG};
+use mpt_core::wire::{Header, HeaderRepr, Kind, HEADER_LEN};
 use mpt_core::PathId;
 use mpt_lab::netns::{iperf3_bps, Lab, PathSpec, Side, TunnelOpts, STRANGER_ADDR};
 use mptd::status::{DropCounts, Status};
@@ -62,7 +62,9 @@ fn capture(n: usize, from: Ipv4Addr, to: Ipv4Addr, limit: Duration) -> Vec<Vec<u
         };
         for d in payload.chunks(seg) {
             // sealed data datagrams only
-            if d.len() > 100 && d[0] & SEALED_FLAG != 0 && d[0] & 0x0f == 0 {
+            let sealed_data =
+                Header::new_checked(d).is_ok_and(|h| h.sealed() && h.kind() == Kind::Data);
+            if d.len() > 100 && sealed_data {
                 out.push(d.to_vec());
             }
         }
@@ -76,15 +78,15 @@ const VNET_HDR_LEN: usize = 10;
 const ETH_HLEN: usize = 14;
 
 fn counter(d: &[u8]) -> u64 {
-    u64::from_be_bytes(
-        d[HEADER_LEN..SEALED_HEADER_LEN]
-            .try_into()
-            .expect("8 bytes"),
-    )
+    Header::new_unchecked(d)
+        .counter()
+        .expect("a sealed datagram")
 }
 
 fn set_counter(d: &mut [u8], c: u64) {
-    d[HEADER_LEN..SEALED_HEADER_LEN].copy_from_slice(&c.to_be_bytes());
+    Header::new_unchecked(d)
+        .set_counter(c)
+        .expect("a sealed datagram");
 }
 
 /// Resident memory of `pid` in KiB.
@@ -245,8 +247,8 @@ fn a_stranger_spraying_the_path_ports_gets_nothing_into_tun0() {
             .map(|k| {
                 let mut d = pick(&mut rng);
                 set_counter(&mut d, top + (1 << 40) + k);
-                let seq = u32::from_be_bytes(d[8..12].try_into().expect("4"));
-                d[8..12].copy_from_slice(&seq.wrapping_add(1 << 31).to_be_bytes());
+                let mut h = Header::new_unchecked(&mut d[..]);
+                h.set_seq(h.seq().wrapping_add(1 << 31));
                 d
             })
             .collect(),
@@ -257,7 +259,8 @@ fn a_stranger_spraying_the_path_ports_gets_nothing_into_tun0() {
         (0..n)
             .map(|_| {
                 let mut d = pick(&mut rng);
-                d[4] ^= 0x80;
+                let mut h = Header::new_unchecked(&mut d[..]);
+                h.set_session(h.session() ^ 0x8000_0000);
                 d
             })
             .collect(),
@@ -268,7 +271,7 @@ fn a_stranger_spraying_the_path_ports_gets_nothing_into_tun0() {
         (0..n as u32)
             .map(|k| {
                 let mut h = vec![0u8; HEADER_LEN];
-                let session = u32::from_be_bytes(genuine[0][4..8].try_into().expect("4"));
+                let session = Header::new_unchecked(&genuine[0][..]).session();
                 HeaderRepr {
                     kind: Kind::Keepalive,
                     path: PathId(0),

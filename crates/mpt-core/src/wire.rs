@@ -88,6 +88,8 @@ mod field {
     pub const SESSION: Range<usize> = 4..8;
     pub const SEQ: Range<usize> = 8..12;
     pub const TIMESTAMP: Range<usize> = 12..16;
+    // sealed: the counter after the header
+    pub const COUNTER: Range<usize> = 16..24;
     // keepalive-ack body
     pub const ACK_ECHO: Range<usize> = 16..20;
     pub const ACK_HOLD: Range<usize> = 20..24;
@@ -190,19 +192,170 @@ pub struct HeaderRepr {
     pub timestamp: u32,
 }
 
+/// A view of a datagram's common header (and, when sealed, the counter after it) in a buffer,
+/// in the manner of smoltcp's packet types: [`Header::new_checked`] validates once (length,
+/// version, kind), after which no accessor can panic. Setters need a mutable buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header<T: AsRef<[u8]>> {
+    buffer: T,
+}
+
+impl<T: AsRef<[u8]>> Header<T> {
+    /// A view without checks: for building a header in a buffer of at least [`HEADER_LEN`]
+    /// bytes (accessors panic on a shorter one).
+    pub const fn new_unchecked(buffer: T) -> Header<T> {
+        Header { buffer }
+    }
+
+    /// A view of a received datagram: at least [`HEADER_LEN`] bytes, our version, a known
+    /// kind. (A sealed datagram's header is authenticated only once it is opened.)
+    pub fn new_checked(buffer: T) -> Result<Header<T>, WireError> {
+        let b = buffer.as_ref();
+        if b.len() < HEADER_LEN {
+            return Err(WireError::Truncated {
+                need: HEADER_LEN,
+                got: b.len(),
+            });
+        }
+        let vt = b[field::VER_TYPE];
+        if vt >> 5 != VERSION {
+            return Err(WireError::BadVersion(vt >> 5));
+        }
+        Kind::from_u8(vt & 0x0f).ok_or(WireError::UnknownKind(vt & 0x0f))?;
+        Ok(Header { buffer })
+    }
+
+    pub fn into_inner(self) -> T {
+        self.buffer
+    }
+
+    fn b(&self) -> &[u8] {
+        self.buffer.as_ref()
+    }
+
+    pub fn kind(&self) -> Kind {
+        // checked in new_checked; an unchecked view built by emit holds a valid kind too
+        Kind::from_u8(self.b()[field::VER_TYPE] & 0x0f).unwrap_or(Kind::Data)
+    }
+
+    /// The sealed flag: a counter follows the header and the body is encrypted.
+    pub fn sealed(&self) -> bool {
+        self.b()[field::VER_TYPE] & SEALED_FLAG != 0
+    }
+
+    pub fn path(&self) -> PathId {
+        PathId(self.b()[field::PATH])
+    }
+
+    pub fn path_seq(&self) -> u16 {
+        be16(&self.b()[field::PATH_SEQ])
+    }
+
+    pub fn session(&self) -> u32 {
+        be32(&self.b()[field::SESSION])
+    }
+
+    pub fn seq(&self) -> u32 {
+        be32(&self.b()[field::SEQ])
+    }
+
+    pub fn timestamp(&self) -> u32 {
+        be32(&self.b()[field::TIMESTAMP])
+    }
+
+    /// The counter after the header of a sealed datagram; `None` when the buffer is too short
+    /// to hold one (not yet authenticated either way).
+    pub fn counter(&self) -> Option<u64> {
+        let c: [u8; COUNTER_LEN] = self.b().get(field::COUNTER)?.try_into().ok()?;
+        Some(u64::from_be_bytes(c))
+    }
+
+    /// The header's fields.
+    pub fn repr(&self) -> HeaderRepr {
+        HeaderRepr {
+            kind: self.kind(),
+            path: self.path(),
+            path_seq: self.path_seq(),
+            session: self.session(),
+            seq: self.seq(),
+            timestamp: self.timestamp(),
+        }
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> Header<T> {
+    fn b_mut(&mut self) -> &mut [u8] {
+        self.buffer.as_mut()
+    }
+
+    /// Our version and `kind`, the sealed flag cleared.
+    pub fn set_kind(&mut self, kind: Kind) {
+        self.b_mut()[field::VER_TYPE] = (VERSION << 5) | (kind as u8);
+    }
+
+    pub fn set_sealed(&mut self, sealed: bool) {
+        let b = &mut self.b_mut()[field::VER_TYPE];
+        if sealed {
+            *b |= SEALED_FLAG;
+        } else {
+            *b &= !SEALED_FLAG;
+        }
+    }
+
+    pub fn set_path(&mut self, path: PathId) {
+        self.b_mut()[field::PATH] = path.0;
+    }
+
+    pub fn set_path_seq(&mut self, v: u16) {
+        self.b_mut()[field::PATH_SEQ].copy_from_slice(&v.to_be_bytes());
+    }
+
+    pub fn set_session(&mut self, v: u32) {
+        self.b_mut()[field::SESSION].copy_from_slice(&v.to_be_bytes());
+    }
+
+    pub fn set_seq(&mut self, v: u32) {
+        self.b_mut()[field::SEQ].copy_from_slice(&v.to_be_bytes());
+    }
+
+    pub fn set_timestamp(&mut self, v: u32) {
+        self.b_mut()[field::TIMESTAMP].copy_from_slice(&v.to_be_bytes());
+    }
+
+    /// Write the counter of a sealed datagram; refused when the buffer cannot hold one.
+    pub fn set_counter(&mut self, counter: u64) -> Result<(), WireError> {
+        let got = self.b_mut().len();
+        let c = self
+            .b_mut()
+            .get_mut(field::COUNTER)
+            .ok_or(WireError::Truncated {
+                need: SEALED_HEADER_LEN,
+                got,
+            })?;
+        c.copy_from_slice(&counter.to_be_bytes());
+        Ok(())
+    }
+}
+
 impl HeaderRepr {
-    /// Write the header into the first [`HEADER_LEN`] bytes of `buf`.
+    /// Bytes [`emit`](Self::emit) writes.
+    pub const fn buffer_len(&self) -> usize {
+        HEADER_LEN
+    }
+
+    /// Write the header into the first [`HEADER_LEN`] bytes of `buf`; returns [`HEADER_LEN`].
     ///
     /// # Panics
     /// If `buf` is shorter than [`HEADER_LEN`]; buffers are the caller's, sized once.
-    pub fn emit(&self, buf: &mut [u8]) {
-        let b = &mut buf[..HEADER_LEN];
-        b[field::VER_TYPE] = (VERSION << 5) | (self.kind as u8);
-        b[field::PATH] = self.path.0;
-        b[field::PATH_SEQ].copy_from_slice(&self.path_seq.to_be_bytes());
-        b[field::SESSION].copy_from_slice(&self.session.to_be_bytes());
-        b[field::SEQ].copy_from_slice(&self.seq.to_be_bytes());
-        b[field::TIMESTAMP].copy_from_slice(&self.timestamp.to_be_bytes());
+    pub fn emit(&self, buf: &mut [u8]) -> usize {
+        let mut h = Header::new_unchecked(&mut buf[..HEADER_LEN]);
+        h.set_kind(self.kind);
+        h.set_path(self.path);
+        h.set_path_seq(self.path_seq);
+        h.set_session(self.session);
+        h.set_seq(self.seq);
+        h.set_timestamp(self.timestamp);
+        HEADER_LEN
     }
 
     fn parse(b: &[u8]) -> Result<HeaderRepr, WireError> {
@@ -215,26 +368,8 @@ impl HeaderRepr {
     /// Validate the header of a datagram that may be sealed; returns it and the sealed flag.
     /// The header of a sealed datagram is authenticated only once the datagram is opened.
     pub fn parse_outer(b: &[u8]) -> Result<(HeaderRepr, bool), WireError> {
-        if b.len() < HEADER_LEN {
-            return Err(WireError::Truncated {
-                need: HEADER_LEN,
-                got: b.len(),
-            });
-        }
-        let vt = b[field::VER_TYPE];
-        if vt >> 5 != VERSION {
-            return Err(WireError::BadVersion(vt >> 5));
-        }
-        let kind = Kind::from_u8(vt & 0x0f).ok_or(WireError::UnknownKind(vt & 0x0f))?;
-        let h = HeaderRepr {
-            kind,
-            path: PathId(b[field::PATH]),
-            path_seq: be16(&b[field::PATH_SEQ]),
-            session: be32(&b[field::SESSION]),
-            seq: be32(&b[field::SEQ]),
-            timestamp: be32(&b[field::TIMESTAMP]),
-        };
-        Ok((h, vt & SEALED_FLAG != 0))
+        let h = Header::new_checked(b)?;
+        Ok((h.repr(), h.sealed()))
     }
 }
 
@@ -480,6 +615,11 @@ pub struct AckRepr {
 }
 
 impl AckRepr {
+    /// Bytes [`emit`](Self::emit) writes.
+    pub const fn buffer_len(&self) -> usize {
+        ACK_LEN
+    }
+
     /// Write the ack into `buf` and return its length ([`ACK_LEN`]).
     pub fn emit(&self, buf: &mut [u8]) -> usize {
         self.header.emit(buf);
@@ -509,15 +649,12 @@ impl HelloRepr {
     /// AES-256-GCM if the receiver's hellos say so too, ChaCha20-Poly1305 otherwise.
     pub const FLAG_AES: u8 = 2;
 
-    /// Write the header and the body into `buf`; returns [`HELLO_LEN`].
-    pub fn emit(&self, header: &HeaderRepr, buf: &mut [u8]) -> usize {
-        header.emit(buf);
-        buf[field::H_RANDOM].copy_from_slice(&self.random);
-        buf[field::H_CHALLENGE].copy_from_slice(&self.challenge);
-        buf[field::H_ECHO].copy_from_slice(&self.echo);
-        buf[field::H_FLAGS] = self.flags;
-        buf[field::H_RESERVED].fill(0);
-        HELLO_LEN
+    /// This body behind `header`: a hello datagram to emit.
+    pub fn with(self, header: HeaderRepr) -> HelloDatagram {
+        HelloDatagram {
+            header,
+            hello: self,
+        }
     }
 
     fn parse(b: &[u8]) -> HelloRepr {
@@ -542,23 +679,63 @@ impl HelloRepr {
     }
 }
 
-/// Write a report with `entries` into `buf`; returns the datagram length.
-///
-/// # Panics
-/// If more than 255 entries are given or `buf` is too short; at most [`crate::MAX_PATHS`]
-/// entries exist and the daemon sizes its buffers for them.
-pub fn emit_report(header: &HeaderRepr, entries: &[ReportEntry], buf: &mut [u8]) -> usize {
-    let count = u8::try_from(entries.len()).expect("at most 255 report entries");
-    header.emit(buf);
-    buf[field::REPORT_COUNT] = count;
-    buf[field::REPORT_ENTRY_LEN] = REPORT_ENTRY_LEN as u8;
-    buf[field::REPORT_RESERVED].fill(0);
-    let mut off = REPORT_FIXED_LEN;
-    for e in entries {
-        e.emit(&mut buf[off..off + REPORT_ENTRY_LEN]);
-        off += REPORT_ENTRY_LEN;
+/// Builds a hello datagram: the header and a [`HelloRepr`] body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HelloDatagram {
+    pub header: HeaderRepr,
+    pub hello: HelloRepr,
+}
+
+impl HelloDatagram {
+    /// Bytes [`emit`](Self::emit) writes.
+    pub const fn buffer_len(&self) -> usize {
+        HELLO_LEN
     }
-    off
+
+    /// Write the header and the body into `buf`; returns [`HELLO_LEN`].
+    pub fn emit(&self, buf: &mut [u8]) -> usize {
+        self.header.emit(buf);
+        let h = &self.hello;
+        buf[field::H_RANDOM].copy_from_slice(&h.random);
+        buf[field::H_CHALLENGE].copy_from_slice(&h.challenge);
+        buf[field::H_ECHO].copy_from_slice(&h.echo);
+        buf[field::H_FLAGS] = h.flags;
+        buf[field::H_RESERVED].fill(0);
+        HELLO_LEN
+    }
+}
+
+/// Builds a receiver report: the header and one entry per path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReportRepr<'a> {
+    pub header: HeaderRepr,
+    pub entries: &'a [ReportEntry],
+}
+
+impl ReportRepr<'_> {
+    /// Bytes [`emit`](Self::emit) writes: [`report_len`] of the entries.
+    pub const fn buffer_len(&self) -> usize {
+        report_len(self.entries.len())
+    }
+
+    /// Write the report into `buf`; returns its length.
+    ///
+    /// # Panics
+    /// If more than 255 entries are given or `buf` is too short; at most [`crate::MAX_PATHS`]
+    /// entries exist and buffers are sized by [`buffer_len`](Self::buffer_len).
+    pub fn emit(&self, buf: &mut [u8]) -> usize {
+        let count = u8::try_from(self.entries.len()).expect("at most 255 report entries");
+        self.header.emit(buf);
+        buf[field::REPORT_COUNT] = count;
+        buf[field::REPORT_ENTRY_LEN] = REPORT_ENTRY_LEN as u8;
+        buf[field::REPORT_RESERVED].fill(0);
+        let mut off = REPORT_FIXED_LEN;
+        for e in self.entries {
+            e.emit(&mut buf[off..off + REPORT_ENTRY_LEN]);
+            off += REPORT_ENTRY_LEN;
+        }
+        off
+    }
 }
 
 /// Length of a report with `n` entries.
@@ -595,6 +772,85 @@ pub fn seq16_diff(a: u16, b: u16) -> i16 {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn the_header_view_reads_and_writes_the_fields_in_place() {
+        // version 1, sealed, keepalive; path 2, path_seq 0x0304, session, seq, timestamp,
+        // then the counter
+        let mut b = [
+            0x31, 2, 3, 4, 0xca, 0xfe, 0xba, 0xbe, 0, 0, 1, 0, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 7,
+        ];
+        let h = Header::new_checked(&b[..]).expect("valid");
+        assert_eq!(
+            (h.kind(), h.sealed(), h.path()),
+            (Kind::Keepalive, true, PathId(2))
+        );
+        assert_eq!(
+            (h.path_seq(), h.session(), h.seq(), h.timestamp()),
+            (0x0304, 0xcafe_babe, 256, 9)
+        );
+        assert_eq!(h.counter(), Some(7));
+        let mut h = Header::new_checked(&mut b[..]).expect("valid");
+        h.set_sealed(false);
+        h.set_seq(257);
+        h.set_counter(8).expect("room");
+        assert_eq!(&b[..1], &[0x21]);
+        assert_eq!(&b[8..12], &[0, 0, 1, 1]);
+        assert_eq!(b[23], 8);
+        // a plain header alone has no room for a counter
+        let mut short = [0x21u8; HEADER_LEN];
+        assert_eq!(Header::new_unchecked(&short[..]).counter(), None);
+        assert!(Header::new_unchecked(&mut short[..])
+            .set_counter(1)
+            .is_err());
+        // checked once: too short, another version, an unknown kind
+        assert_eq!(
+            Header::new_checked(&b[..15]),
+            Err(WireError::Truncated { need: 16, got: 15 })
+        );
+        assert_eq!(
+            Header::new_checked(&[0x41u8; 16][..]),
+            Err(WireError::BadVersion(2))
+        );
+        assert_eq!(
+            Header::new_checked(&[0x2fu8; 16][..]),
+            Err(WireError::UnknownKind(15))
+        );
+    }
+
+    #[test]
+    fn every_message_emits_what_buffer_len_says() {
+        let h = HeaderRepr {
+            kind: Kind::Report,
+            path: PathId(1),
+            path_seq: 5,
+            session: 6,
+            seq: 7,
+            timestamp: 8,
+        };
+        let mut buf = [0u8; 256];
+        assert_eq!(h.emit(&mut buf), h.buffer_len());
+        let ack = AckRepr {
+            header: h,
+            echo: 1,
+            hold_us: 2,
+        };
+        assert_eq!(ack.emit(&mut buf), ack.buffer_len());
+        let entries = [ReportEntry::default(); 3];
+        let r = ReportRepr {
+            header: h,
+            entries: &entries,
+        };
+        assert_eq!(r.emit(&mut buf), r.buffer_len());
+        let hello = HelloRepr {
+            random: [1; 32],
+            challenge: [2; 16],
+            echo: [3; 16],
+            flags: 1,
+        }
+        .with(h);
+        assert_eq!(hello.emit(&mut buf), hello.buffer_len());
+    }
 
     #[test]
     fn overhead_adds_up_for_each_kind_of_datagram() {
@@ -754,7 +1010,11 @@ mod tests {
             ..Default::default()
         };
         let mut buf = vec![0u8; report_len(1)];
-        emit_report(&header(Kind::Report), &[e], &mut buf);
+        ReportRepr {
+            header: header(Kind::Report),
+            entries: &[e],
+        }
+        .emit(&mut buf);
         // Rewrite as a "version 1.x" report whose entries carry 4 extra bytes.
         buf[field::REPORT_ENTRY_LEN] = (REPORT_ENTRY_LEN + 4) as u8;
         buf.extend([0xEE; 4]);
@@ -829,7 +1089,7 @@ mod tests {
                     prop_assert_eq!(Datagram::parse(&buf[..n]), Ok(Datagram::KeepaliveAck { header: h, echo, hold_us }));
                 }
                 Kind::Report => {
-                    let n = emit_report(&h, &entries, &mut buf);
+                    let n = ReportRepr { header: h, entries: &entries }.emit(&mut buf);
                     prop_assert_eq!(n, report_len(entries.len()));
                     let Ok(Datagram::Report { header, report }) = Datagram::parse(&buf[..n]) else {
                         return Err(TestCaseError::fail("report refused"));
@@ -839,7 +1099,7 @@ mod tests {
                 }
                 Kind::Hello => {
                     let hello = HelloRepr { random, challenge, echo: hecho, flags };
-                    let n = hello.emit(&h, &mut buf);
+                    let n = hello.with(h).emit(&mut buf);
                     prop_assert_eq!(Datagram::parse(&buf[..n]), Ok(Datagram::Hello { header: h, hello }));
                     prop_assert!(Datagram::parse(&buf[..n - 1]).is_err());
                 }

@@ -4,7 +4,9 @@
 use std::sync::Arc;
 
 use mpt_core::seal::{SealError, SealKey, SEAL_OVERHEAD};
-use mpt_core::wire::{self, AckRepr, HeaderRepr, HelloRepr, Kind, ReportEntry, HEADER_LEN};
+use mpt_core::wire::{
+    self, AckRepr, HeaderRepr, HelloRepr, Kind, ReportEntry, ReportRepr, HEADER_LEN,
+};
 use mpt_core::{PathId, Time};
 
 use crate::{DropReason, Endpoint, Transmit};
@@ -218,7 +220,11 @@ impl<P> Endpoint<P> {
             Pending::Report { path, entries } => {
                 buf.resize(wire::report_len(entries.len()) + SEAL_OVERHEAD, 0);
                 let h = self.fence_header(Kind::Report, path, now);
-                let plain = wire::emit_report(&h, &entries, &mut buf);
+                let plain = ReportRepr {
+                    header: h,
+                    entries: &entries,
+                }
+                .emit(&mut buf);
                 let len = self.seal_control(now, path, &mut buf, plain)?;
                 self.counts.report_bytes += (len + self.cfg.paths[path.index()].overhead) as u64;
                 path
@@ -265,7 +271,7 @@ impl<P> Endpoint<P> {
             ..hello
         };
         let mut buf = vec![0u8; wire::HELLO_LEN + SEAL_OVERHEAD];
-        let plain = hello.emit(&header, &mut buf);
+        let plain = hello.with(header).emit(&mut buf);
         let len = c.hello_key.seal_plain(counter, &mut buf, plain).ok()?;
         buf.truncate(len);
         Some(Transmit {

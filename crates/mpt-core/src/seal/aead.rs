@@ -6,7 +6,7 @@ use std::fmt;
 use ring::aead::{self, Aad, LessSafeKey, Nonce};
 
 use super::{COUNTER_LEN, SEALED_HEADER_LEN, SEAL_OVERHEAD, TAG_LEN};
-use crate::wire::{HEADER_LEN, SEALED_FLAG};
+use crate::wire::{Header, HEADER_LEN};
 
 /// Why a sealed datagram could not be opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -50,8 +50,9 @@ impl SealKey {
         if buf.len() < total {
             return Err(SealError::NoRoom);
         }
-        buf[0] |= SEALED_FLAG;
-        buf[HEADER_LEN..SEALED_HEADER_LEN].copy_from_slice(&counter.to_be_bytes());
+        let mut h = Header::new_unchecked(&mut *buf);
+        h.set_sealed(true);
+        h.set_counter(counter).map_err(|_| SealError::NoRoom)?;
         let (aad, rest) = buf.split_at_mut(SEALED_HEADER_LEN);
         let (body, tail) = rest.split_at_mut(body_len);
         let tag = self
@@ -95,8 +96,7 @@ impl SealKey {
 
 /// The counter of a sealed datagram (not yet authenticated).
 pub fn counter_of(buf: &[u8]) -> Option<u64> {
-    let b: [u8; COUNTER_LEN] = buf.get(HEADER_LEN..SEALED_HEADER_LEN)?.try_into().ok()?;
-    Some(u64::from_be_bytes(b))
+    Header::new_unchecked(buf).counter()
 }
 
 /// Turn an opened datagram into its plain form for [`crate::wire::Datagram::parse`]: the
@@ -104,5 +104,5 @@ pub fn counter_of(buf: &[u8]) -> Option<u64> {
 /// `buf[COUNTER_LEN..SEALED_HEADER_LEN + body_len]`.
 pub fn unseal_in_place(buf: &mut [u8]) {
     buf.copy_within(..HEADER_LEN, COUNTER_LEN);
-    buf[COUNTER_LEN] &= !SEALED_FLAG;
+    Header::new_unchecked(&mut buf[COUNTER_LEN..]).set_sealed(false);
 }

@@ -176,7 +176,7 @@ mod tests {
             echo: [7; 16],
             flags: 1,
         };
-        let plain = hello.emit(&header(Kind::Hello, 0), &mut buf);
+        let plain = hello.with(header(Kind::Hello, 0)).emit(&mut buf);
         let n = hk.seal_plain(77, &mut buf, plain).expect("room");
         assert_eq!(n, plain + SEAL_OVERHEAD);
         assert!(
