@@ -3,22 +3,8 @@
 use mpt_core::{PathId, Time};
 use mpt_reseq::PacketMeta;
 
-/// A small deterministic generator (xorshift64*), so every run sees the same input.
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Rng(seed.max(1))
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-}
+/// The shared seeded generator, so every run sees the same input.
+pub use mpt_core::rng::Rng;
 
 /// One arrival for the resequencer benchmarks.
 #[derive(Debug, Clone, Copy)]

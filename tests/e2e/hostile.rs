@@ -7,6 +7,7 @@ use std::io::Read;
 use std::net::{Ipv4Addr, UdpSocket};
 use std::time::{Duration, Instant};
 
+use mpt_core::rng::Rng;
 use mpt_core::seal::{SEALED_HEADER_LEN, TAG_LEN};
 use mpt_core::wire::{Header, HeaderRepr, Kind, HEADER_LEN};
 use mpt_core::PathId;
@@ -154,16 +155,6 @@ fn stranger_arrivals(lab: &Lab) -> u64 {
         .expect("nft packet counter")
 }
 
-struct Xorshift(u64);
-impl Xorshift {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
-
 #[test]
 fn a_stranger_spraying_the_path_ports_gets_nothing_into_tun0() {
     need!("hostile_spray", "iperf3", "nft");
@@ -202,17 +193,17 @@ fn a_stranger_spraying_the_path_ports_gets_nothing_into_tun0() {
     let rss0 = rss_kib(pid_b);
     let delivered0 = lab.status(Side::B).expect("status").tunnel.delivered;
 
-    let mut rng = Xorshift(0x2545_F491_4F6C_DD1D);
+    let mut rng = Rng::new(0x2545_F491_4F6C_DD1D);
     let n = 3000usize;
-    let pick = |rng: &mut Xorshift| genuine[(rng.next() % genuine.len() as u64) as usize].clone();
+    let pick = |rng: &mut Rng| genuine[(rng.next_u64() % genuine.len() as u64) as usize].clone();
     type Kind2 = (&'static str, Vec<Vec<u8>>, fn(&DropCounts) -> u64);
     let mut kinds: Vec<Kind2> = Vec::new();
     kinds.push((
         "random bytes",
         (0..n)
             .map(|_| {
-                let len = (rng.next() % 400) as usize;
-                (0..len).map(|_| rng.next() as u8).collect()
+                let len = (rng.next_u64() % 400) as usize;
+                (0..len).map(|_| rng.next_u64() as u8).collect()
             })
             .collect(),
         hostile_total,
@@ -222,7 +213,7 @@ fn a_stranger_spraying_the_path_ports_gets_nothing_into_tun0() {
         (0..n)
             .map(|_| {
                 let d = pick(&mut rng);
-                d[..(rng.next() % HEADER_LEN as u64) as usize].to_vec()
+                d[..(rng.next_u64() % HEADER_LEN as u64) as usize].to_vec()
             })
             .collect(),
         |d| d.truncated,
@@ -233,7 +224,8 @@ fn a_stranger_spraying_the_path_ports_gets_nothing_into_tun0() {
             .map(|k| {
                 let mut d = pick(&mut rng);
                 set_counter(&mut d, top + 1_000_000 + k);
-                let i = SEALED_HEADER_LEN + (rng.next() as usize % (d.len() - SEALED_HEADER_LEN));
+                let i =
+                    SEALED_HEADER_LEN + (rng.next_u64() as usize % (d.len() - SEALED_HEADER_LEN));
                 d[i] ^= 0x5a;
                 d
             })

@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use mpt_core::rng::Rng;
 use serde::{Deserialize, Serialize};
 
 /// Impairments of one direction of a path.
@@ -94,7 +95,7 @@ fn read_loop(
     down: &AtomicBool,
     tx: mpsc::Sender<(Instant, Vec<u8>)>,
 ) -> Result<()> {
-    let mut rng = Rng(link.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let mut rng = Rng::new(link.seed);
     let mut buf = vec![0u8; 65536];
     let mut last = Instant::now();
     // When the serial link finishes sending what it has queued.
@@ -174,30 +175,5 @@ fn write_loop(dev: &tun_rs::SyncDevice, rx: mpsc::Receiver<(Instant, Vec<u8>)>) 
                 let _ = dev.send(&p);
             }
         }
-    }
-}
-
-/// xorshift64*: deterministic per link, good enough for loss and jitter draws.
-struct Rng(u64);
-
-impl Rng {
-    fn unit(&mut self) -> f64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rng_is_uniform_enough() {
-        let mut r = Rng(12345);
-        let n = 100_000;
-        let below = (0..n).filter(|_| r.unit() < 0.05).count();
-        assert!((4_500..5_500).contains(&below), "{below}");
     }
 }

@@ -666,6 +666,7 @@ impl<P> Resequencer<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mpt_core::rng::Rng;
     use proptest::prelude::*;
 
     fn t(us: u64) -> Time {
@@ -1288,29 +1289,9 @@ mod tests {
         }
     }
 
-    /// A small deterministic generator for the simulations.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            // splitmix64
-            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^ (z >> 31)
-        }
-        fn below(&mut self, n: u64) -> u64 {
-            if n == 0 {
-                0
-            } else {
-                self.next() % n
-            }
-        }
-    }
-
     fn hostile_flood(window: usize, seed: u64) {
         let mut h = H::new(config(window, 5, 4));
-        let mut rng = Rng(seed);
+        let mut rng = Rng::new(seed);
         let mut now = 0u64;
         let mut delivered = 0u64;
         let mut sink = |_p: u32| delivered += 1;
@@ -1319,7 +1300,7 @@ mod tests {
             now += rng.below(200);
             let r = rng.below(100);
             let seq = match r {
-                0..=49 => rng.next() as u32,
+                0..=49 => rng.next_u64() as u32,
                 50..=79 => base.wrapping_add(rng.below(2 * window as u64 + 10) as u32),
                 80..=89 => base.wrapping_sub(rng.below(3000) as u32), // replays
                 _ => {
@@ -1330,8 +1311,8 @@ mod tests {
             let meta = PacketMeta {
                 path: PathId(rng.below(5) as u8), // path 4 is invalid
                 seq,
-                path_seq: rng.next() as u16,
-                sent_us: rng.next() as u32,
+                path_seq: rng.next_u64() as u16,
+                sent_us: rng.next_u64() as u32,
                 len: rng.below(1500) as usize,
             };
             h.r.push(t(now), meta, i, &mut sink);
@@ -1339,8 +1320,8 @@ mod tests {
                 0 => h.r.fence(
                     t(now),
                     PathId(rng.below(5) as u8),
-                    rng.next() as u32,
-                    rng.next() as u16,
+                    rng.next_u64() as u32,
+                    rng.next_u64() as u16,
                     &mut sink,
                 ),
                 1 => h.r.path_down(t(now), PathId(rng.below(5) as u8), &mut sink),
@@ -1436,7 +1417,7 @@ mod tests {
         fence_every: u32,
         seed: u64,
     ) -> Result<(), TestCaseError> {
-        let mut rng = Rng(seed);
+        let mut rng = Rng::new(seed);
         let delay: Vec<u64> = (0..npaths).map(|_| rng.below(50_000)).collect();
         let jitter: Vec<u64> = (0..npaths).map(|_| rng.below(5_000)).collect();
         let loss: Vec<u64> = (0..npaths).map(|_| rng.below(30)).collect(); // percent

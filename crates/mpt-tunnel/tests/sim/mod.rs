@@ -13,34 +13,7 @@ use mpt_tunnel::{
     CryptoSettings, Endpoint, EndpointConfig, Event, Outcome, Overhead, PathSettings,
 };
 
-/// xorshift64*: small, seeded, good enough for link behaviour.
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed.max(1))
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    /// Uniform in [0, 1).
-    pub fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    pub fn fill(&mut self, b: &mut [u8]) {
-        for chunk in b.chunks_mut(8) {
-            let r = self.next_u64().to_le_bytes();
-            chunk.copy_from_slice(&r[..chunk.len()]);
-        }
-    }
-}
+pub use mpt_core::rng::Rng;
 
 /// The seed of this run: `MPT_SIM_SEED`, or `default`.
 pub fn seed(default: u64) -> u64 {
