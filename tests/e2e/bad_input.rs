@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use mpt_core::wire::{Datagram, HeaderRepr, Kind, HEADER_LEN};
 use mpt_core::PathId;
-use mpt_lab::netns::{mptd_bin, tunnel_addr, Lab, Side, TunnelOpts};
+use mpt_lab::harness::{mptd_bin, tunnel_addr, Lab, Side, TunnelOpts};
 
 use crate::{four_paths, need};
 

@@ -1,4 +1,4 @@
-use mpt_lab::netns::{Impair, Lab, PathSpec, Side};
+use mpt_lab::harness::{Impair, Lab, LinkSpec, Side};
 
 use crate::need;
 
@@ -24,12 +24,12 @@ fn link_emulator_is_accurate_once() {
         ..Impair::default()
     };
     let paths = vec![
-        PathSpec {
+        LinkSpec {
             rate_bps: None,
             ab: delay,
             ba: delay,
         },
-        PathSpec {
+        LinkSpec {
             rate_bps: Some(20_000_000),
             ab: Impair {
                 delay_ms: 10.0,
@@ -37,12 +37,12 @@ fn link_emulator_is_accurate_once() {
             },
             ba: Impair::default(),
         },
-        PathSpec {
+        LinkSpec {
             rate_bps: None,
             ab: lossy,
             ba: Impair::default(),
         },
-        PathSpec {
+        LinkSpec {
             rate_bps: None,
             ab: serial,
             ba: serial,

@@ -1,6 +1,6 @@
 use std::time::{Duration, Instant};
 
-use mpt_lab::netns::{iperf3_bps, Lab, Side, TunnelOpts};
+use mpt_lab::harness::{iperf3_bps, Lab, Side, TunnelOpts};
 
 use crate::{four_paths, need};
 

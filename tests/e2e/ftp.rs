@@ -1,6 +1,6 @@
 use std::process::Command;
 
-use mpt_lab::netns::{run, Lab, Side, TunnelOpts};
+use mpt_lab::harness::{run, Lab, Side, TunnelOpts};
 
 use crate::{four_paths, need};
 

@@ -11,7 +11,7 @@ use mpt_core::rng::Rng;
 use mpt_core::seal::{SEALED_HEADER_LEN, TAG_LEN};
 use mpt_core::wire::{Header, HeaderRepr, Kind, HEADER_LEN};
 use mpt_core::PathId;
-use mpt_lab::netns::{iperf3_bps, Lab, PathSpec, Side, TunnelOpts, STRANGER_ADDR};
+use mpt_lab::harness::{iperf3_bps, Lab, LinkSpec, Side, TunnelOpts, STRANGER_ADDR};
 use mptd::status::{DropCounts, Status};
 use socket2::{Domain, Protocol, Socket, Type};
 
@@ -159,7 +159,7 @@ fn stranger_arrivals(lab: &Lab) -> u64 {
 fn a_stranger_spraying_the_path_ports_gets_nothing_into_tun0() {
     need!("hostile_spray", "iperf3", "nft");
     // Unshaped: the spray reaches B at full rate, beside a transfer as fast as the machine goes.
-    let unshaped = PathSpec::unshaped();
+    let unshaped = LinkSpec::unshaped();
     let paths = vec![unshaped.clone(), unshaped];
     let mut lab = Lab::new(&paths).expect("lab");
     lab.add_stranger().expect("stranger namespace");
@@ -418,7 +418,7 @@ fn the_peer_address_follows_a_nat_rebinding() {
             "20",
             "-i",
             "0.05",
-            &mpt_lab::netns::tunnel_addr(Side::B),
+            &mpt_lab::harness::tunnel_addr(Side::B),
         ])
         .output()
         .expect("ping");
@@ -452,7 +452,7 @@ fn auto_encryption_agrees_on_one_cipher_with_each_kind_of_peer() {
         "chacha20-poly1305"
     };
     let with = |a: &str, b: &str| {
-        let mut lab = Lab::new(&[PathSpec::unshaped()]).expect("lab");
+        let mut lab = Lab::new(&[LinkSpec::unshaped()]).expect("lab");
         for (side, enc) in [(Side::A, a), (Side::B, b)] {
             let opts = TunnelOpts {
                 encryption: enc.into(),

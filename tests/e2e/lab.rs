@@ -1,4 +1,4 @@
-use mpt_lab::scenario;
+use mpt_lab::experiments::scenario;
 
 use crate::need;
 

@@ -14,13 +14,13 @@ mod hostile;
 mod lab;
 mod throughput;
 
-use mpt_lab::netns::PathSpec;
+use mpt_lab::harness::LinkSpec;
 
 /// The 4-path lab of the daemon issue: 20/20/10/10 Mbit/s.
-pub fn four_paths() -> Vec<PathSpec> {
+pub fn four_paths() -> Vec<LinkSpec> {
     [20, 20, 10, 10]
         .iter()
-        .map(|&m| PathSpec::shaped(m * 1_000_000))
+        .map(|&m| LinkSpec::shaped(m * 1_000_000))
         .collect()
 }
 
@@ -43,11 +43,11 @@ pub fn measured_twice(name: &str, once: fn()) {
 #[macro_export]
 macro_rules! need {
     ($test:expr $(, $tool:expr)*) => {
-        if !mpt_lab::netns::require_root($test) {
+        if !mpt_lab::harness::require_root($test) {
             return;
         }
         $(
-            if !mpt_lab::netns::have($tool) {
+            if !mpt_lab::harness::have($tool) {
                 if std::env::var("CI").is_ok_and(|v| v == "true") {
                     panic!("{}: {} is not installed (the test script installs it)", $test, $tool);
                 }

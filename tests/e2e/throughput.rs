@@ -1,4 +1,4 @@
-use mpt_lab::netns::{iperf3_bps, tunnel_addr, Lab, Side, TunnelOpts};
+use mpt_lab::harness::{iperf3_bps, tunnel_addr, Lab, Side, TunnelOpts};
 
 use crate::{four_paths, need};
 
@@ -143,7 +143,7 @@ fn udp_at_80_percent_arrives_complete_and_in_order_once() {
 fn bulk_tcp_over_inner_ipv4_and_ipv6_is_intact() {
     use std::io::{Read, Write};
     need!("bulk_tcp_v4_v6");
-    let unshaped = mpt_lab::netns::PathSpec::unshaped();
+    let unshaped = mpt_lab::harness::LinkSpec::unshaped();
     let mut lab = Lab::new(&[unshaped]).expect("lab");
     lab.start_tunnel(&TunnelOpts::default()).expect("tunnel");
     const BYTES: usize = 200 << 20;
@@ -156,7 +156,7 @@ fn bulk_tcp_over_inner_ipv4_and_ipv6_is_intact() {
         let ns_b = lab.ns(Side::B);
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let server = std::thread::spawn(move || {
-            mpt_lab::netns::in_netns(&ns_b, move || {
+            mpt_lab::harness::in_netns(&ns_b, move || {
                 let l = std::net::TcpListener::bind(&listen).expect("listen");
                 ready_tx.send(()).expect("ready");
                 let (mut s, _) = l.accept().expect("accept");
@@ -217,7 +217,7 @@ fn bulk_tcp_over_inner_ipv4_and_ipv6_is_intact() {
 #[test]
 fn fences_never_overtake_data_on_two_fast_paths() {
     need!("fences_never_overtake_data", "iperf3");
-    let unshaped = mpt_lab::netns::PathSpec::unshaped();
+    let unshaped = mpt_lab::harness::LinkSpec::unshaped();
     let mut lab = Lab::new(&[unshaped.clone(), unshaped]).expect("lab");
     let opts = TunnelOpts {
         encryption: "none".into(),
@@ -259,7 +259,7 @@ fn fences_never_overtake_data_on_two_fast_paths() {
 #[test]
 fn a_multi_queue_tun_carries_several_flows() {
     need!("multi_queue_tun", "iperf3");
-    let unshaped = mpt_lab::netns::PathSpec::unshaped();
+    let unshaped = mpt_lab::harness::LinkSpec::unshaped();
     let mut lab = Lab::new(&[unshaped]).expect("lab");
     let opts = TunnelOpts {
         queues: 2,
@@ -303,7 +303,7 @@ fn a_multi_queue_tun_carries_several_flows() {
 /// both paths carry data: the adaptive scheduler may leave one of two unshaped paths idle when
 /// the other carries the flow, and an idle path rightly sends keepalives.
 fn two_busy_paths() -> Lab {
-    let unshaped = mpt_lab::netns::PathSpec::unshaped();
+    let unshaped = mpt_lab::harness::LinkSpec::unshaped();
     let mut lab = Lab::new(&[unshaped.clone(), unshaped]).expect("lab");
     let opts = TunnelOpts {
         keepalive_ms: 20,
@@ -404,16 +404,16 @@ fn keepalives_on_paths_that_carry_data_are_answered_once_a_second() {
 #[test]
 fn late_packets_are_delivered_not_dropped() {
     need!("late_packets_delivered", "iperf3");
-    let far = mpt_lab::netns::Impair {
+    let far = mpt_lab::harness::Impair {
         delay_ms: 60.0,
-        ..mpt_lab::netns::Impair::default()
+        ..mpt_lab::harness::Impair::default()
     };
     let paths = [
-        mpt_lab::netns::PathSpec::unshaped(),
-        mpt_lab::netns::PathSpec {
+        mpt_lab::harness::LinkSpec::unshaped(),
+        mpt_lab::harness::LinkSpec {
             rate_bps: None,
             ab: far,
-            ba: mpt_lab::netns::Impair::default(),
+            ba: mpt_lab::harness::Impair::default(),
         },
     ];
     let mut lab = Lab::new(&paths).expect("lab");
@@ -475,6 +475,6 @@ fn udp_receiver(v: &serde_json::Value) -> (u64, f64, u64) {
         .as_u64()
         .expect("packets in the server's JSON");
     let lost = udp["lost_packets"].as_u64().expect("lost_packets");
-    let ooo = mpt_lab::netns::iperf3_receiver_out_of_order(v).expect("out_of_order");
+    let ooo = mpt_lab::harness::iperf3_receiver_out_of_order(v).expect("out_of_order");
     (packets, 100.0 * lost as f64 / packets.max(1) as f64, ooo)
 }

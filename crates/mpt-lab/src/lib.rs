@@ -1,16 +1,12 @@
 //! mpt-lab: build two-host topologies in network namespaces, run mptd on both ends, run
-//! traffic and collect the applications' and mptd's figures.
+//! traffic and collect the applications' and mptd's figures. Two layers:
 //!
-//! * [`netns`]: the lab itself (namespaces, shaped paths, processes, teardown on drop);
-//! * [`emulator`]: the userspace delay / jitter / loss element (this kernel has no netem);
-//! * [`scenario`]: experiment descriptions and the runners for the MPT paper's tables;
-//! * [`demo`]: the README's main job.
+//! * [`harness`]: topology, processes, mptd configs and daemons, tool wrappers, the stranger
+//!   and the link emulator — what the experiments and the end-to-end tests build on;
+//! * [`experiments`]: the paper's tables, the adaptive runs, the benchmarks and the demo;
+//! * [`report`]: the CSV files and plots they write.
 #![allow(clippy::disallowed_methods)] // the lab runs real processes on the wall clock
 
-pub mod adaptive;
-pub mod bench;
-pub mod demo;
-pub mod emulator;
-pub mod floor;
-pub mod netns;
-pub mod scenario;
+pub mod experiments;
+pub mod harness;
+pub mod report;

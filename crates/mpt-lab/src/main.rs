@@ -81,30 +81,33 @@ fn run(
     encryption: Option<&str>,
     out: &std::path::Path,
 ) -> anyhow::Result<()> {
-    let only = mpt_lab::adaptive::Only {
+    let only = mpt_lab::experiments::adaptive::Only {
         cases,
         schedulers,
         encryption,
     };
-    use mpt_lab::scenario;
-    if !mpt_lab::netns::require_root("mpt-lab run") {
+    use mpt_lab::experiments::scenario;
+    if !mpt_lab::harness::require_root("mpt-lab run") {
         anyhow::bail!("the lab needs root");
     }
     match name {
         "adaptive-cut" => {
-            println!("{}", mpt_lab::adaptive::rate_cut(out)?);
+            println!("{}", mpt_lab::experiments::adaptive::rate_cut(out)?);
             return Ok(());
         }
         "adaptive-stream" => {
-            println!("{}", mpt_lab::adaptive::stream_comparison(out, only)?);
+            println!(
+                "{}",
+                mpt_lab::experiments::adaptive::stream_comparison(out, only)?
+            );
             return Ok(());
         }
         "adaptive-ftp" => {
-            println!("{}", mpt_lab::adaptive::ftp_comparison(only)?);
+            println!("{}", mpt_lab::experiments::adaptive::ftp_comparison(only)?);
             return Ok(());
         }
         "adaptive-outage" => {
-            println!("{}", mpt_lab::adaptive::outage(out)?);
+            println!("{}", mpt_lab::experiments::adaptive::outage(out)?);
             return Ok(());
         }
         _ => {}
@@ -117,7 +120,7 @@ fn run(
     let md = match name {
         "table1" => scenario::run_table1(&suite, cases, out)?,
         "delay" => scenario::run_delay(&suite, out)?,
-        "adaptive" => mpt_lab::adaptive::run_adaptive(out, only)?,
+        "adaptive" => mpt_lab::experiments::adaptive::run_adaptive(out, only)?,
         _ if suite.case.iter().all(|c| c.ftp_mb.is_some()) => {
             scenario::run_table1(&suite, cases, out)?
         }
@@ -134,24 +137,25 @@ fn bench(
     out: &std::path::Path,
     compare: (&[std::path::PathBuf], usize, usize),
 ) -> anyhow::Result<()> {
-    if !mpt_lab::netns::require_root("mpt-lab bench") {
+    if !mpt_lab::harness::require_root("mpt-lab bench") {
         anyhow::bail!("the lab needs root");
     }
     match what {
         "throughput" => {
-            let md = mpt_lab::bench::run_throughput(out, encryption)?;
+            let md = mpt_lab::experiments::bench::run_throughput(out, encryption)?;
             println!("{md}");
             eprintln!("results in {}", out.display());
             Ok(())
         }
         "latency" => {
-            let md = mpt_lab::bench::run_latency(out, encryption)?;
+            let md = mpt_lab::experiments::bench::run_latency(out, encryption)?;
             println!("{md}");
             Ok(())
         }
         "compare" => {
             let (builds, paths, rounds) = compare;
-            let md = mpt_lab::bench::run_compare(out, encryption, builds, paths, rounds)?;
+            let md =
+                mpt_lab::experiments::bench::run_compare(out, encryption, builds, paths, rounds)?;
             println!("{md}");
             Ok(())
         }
@@ -164,12 +168,12 @@ fn bench(
 fn main() -> ExitCode {
     let args = Args::parse();
     if !matches!(args.command, Cmd::Emulate { .. }) {
-        if let Err(e) = mpt_lab::netns::cleanup_on_signal() {
+        if let Err(e) = mpt_lab::harness::cleanup_on_signal() {
             eprintln!("mpt-lab: cannot watch SIGINT/SIGTERM ({e}); an interrupted run leaves its namespaces");
         }
     }
     let r = match args.command {
-        Cmd::Demo { scheduler } => mpt_lab::demo::run(&scheduler),
+        Cmd::Demo { scheduler } => mpt_lab::experiments::demo::run(&scheduler),
         Cmd::Run {
             suite,
             cases,
@@ -187,7 +191,9 @@ fn main() -> ExitCode {
         } => bench(&what, &encryption, &out, (&mptd, paths, rounds)),
         Cmd::Emulate { spec } => serde_json::from_str(&spec)
             .map_err(anyhow::Error::from)
-            .and_then(|links: Vec<mpt_lab::emulator::Link>| mpt_lab::emulator::run(&links)),
+            .and_then(|links: Vec<mpt_lab::harness::emulator::Link>| {
+                mpt_lab::harness::emulator::run(&links)
+            }),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

@@ -7,7 +7,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 pub use ipnet::IpNet;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use mpt_core::seal::{Cipher, CipherChoice, Psk};
 use mpt_core::{PathId, MAX_PATHS};
@@ -185,7 +185,7 @@ impl Config {
 
     /// Validate configuration `text`; `file` is only used in error messages.
     pub fn parse(text: &str, file: &Path) -> Result<Config, ConfigError> {
-        let raw: RawConfig = toml::from_str(text).map_err(|e| {
+        let raw: ConfigFile = toml::from_str(text).map_err(|e| {
             let (line, column) = e.span().map(|s| line_col(text, s.start)).unwrap_or((1, 1));
             ConfigError::Syntax {
                 file: file.to_owned(),
@@ -205,70 +205,100 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, column)
 }
 
-#[derive(Deserialize)]
+/// The configuration file as written: every key optional, nothing validated yet. Parsing
+/// reads into this, and [`Config`] is validated from it; the lab writes its configs by
+/// serialising one, so that they follow the same schema.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-struct RawConfig {
-    tunnel: Option<RawTunnel>,
+pub struct ConfigFile {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tunnel: Option<TunnelFile>,
     #[serde(default)]
-    connection: RawConnection,
+    pub connection: ConnectionFile,
     #[serde(default)]
-    path: Vec<RawPath>,
+    pub control: ControlFile,
     #[serde(default)]
-    control: RawControl,
+    pub security: SecurityFile,
     #[serde(default)]
-    security: RawSecurity,
+    pub path: Vec<PathFile>,
 }
 
-#[derive(Deserialize, Default)]
+/// `[security]` as written.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-struct RawSecurity {
-    key_file: Option<String>,
-    encryption: Option<String>,
+pub struct SecurityFile {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub encryption: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_file: Option<String>,
 }
 
-#[derive(Deserialize)]
+/// `[tunnel]` as written.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-struct RawTunnel {
-    name: Option<String>,
-    address: Option<String>,
-    addresses: Option<Vec<String>>,
-    mtu: Option<i64>,
-    queues: Option<i64>,
+pub struct TunnelFile {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub address: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub addresses: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mtu: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queues: Option<i64>,
 }
 
-#[derive(Deserialize, Default)]
+/// `[connection]` as written.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-struct RawConnection {
-    scheduler: Option<String>,
-    reorder_window: Option<i64>,
-    reorder_timeout_ms: Option<i64>,
-    keepalive_ms: Option<i64>,
-    dead_ms: Option<i64>,
+pub struct ConnectionFile {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scheduler: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reorder_window: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reorder_timeout_ms: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keepalive_ms: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dead_ms: Option<i64>,
 }
 
-#[derive(Deserialize)]
+/// One `[[path]]` as written.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-struct RawPath {
-    name: Option<String>,
-    interface: Option<String>,
-    local: Option<String>,
-    remote: Option<String>,
-    weight: Option<i64>,
-    rate: Option<RawRate>,
-    backup: Option<bool>,
+pub struct PathFile {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interface: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub local: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub weight: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate: Option<RateFile>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backup: Option<bool>,
 }
 
-#[derive(Deserialize)]
+/// A path's `rate`: bits per second, or text such as `"20mbit"`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(untagged)]
-enum RawRate {
+pub enum RateFile {
     Bits(i64),
     Text(String),
 }
 
-#[derive(Deserialize, Default)]
+/// `[control]` as written.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-struct RawControl {
-    socket: Option<String>,
+pub struct ControlFile {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub socket: Option<String>,
 }
 
 struct Validator<'a> {
@@ -299,7 +329,7 @@ impl Validator<'_> {
         T::try_from(v).map_err(|_| self.err(key, format!("{v} does not fit")))
     }
 
-    fn config(&self, raw: RawConfig) -> Result<Config, ConfigError> {
+    fn config(&self, raw: ConfigFile) -> Result<Config, ConfigError> {
         let raw_tunnel = raw.tunnel.ok_or_else(|| {
             self.err(
                 "tunnel",
@@ -333,7 +363,7 @@ impl Validator<'_> {
         })
     }
 
-    fn security(&self, raw: RawSecurity) -> Result<Security, ConfigError> {
+    fn security(&self, raw: SecurityFile) -> Result<Security, ConfigError> {
         let cipher = match raw
             .encryption
             .as_deref()
@@ -383,7 +413,7 @@ impl Validator<'_> {
         }
     }
 
-    fn tunnel(&self, raw: RawTunnel) -> Result<Tunnel, ConfigError> {
+    fn tunnel(&self, raw: TunnelFile) -> Result<Tunnel, ConfigError> {
         let name = raw.name.ok_or_else(|| {
             self.err(
                 "tunnel.name",
@@ -444,7 +474,7 @@ impl Validator<'_> {
         })
     }
 
-    fn connection(&self, raw: RawConnection) -> Result<Connection, ConfigError> {
+    fn connection(&self, raw: ConnectionFile) -> Result<Connection, ConfigError> {
         let scheduler = match raw.scheduler {
             None => SchedulerKind::Adaptive,
             Some(s) => s
@@ -503,7 +533,7 @@ impl Validator<'_> {
 
     fn paths(
         &self,
-        raw: Vec<RawPath>,
+        raw: Vec<PathFile>,
         scheduler: SchedulerKind,
     ) -> Result<Vec<PathConfig>, ConfigError> {
         if raw.is_empty() {
@@ -608,10 +638,10 @@ impl Validator<'_> {
         }
     }
 
-    fn rate(&self, key: &str, v: RawRate) -> Result<u64, ConfigError> {
+    fn rate(&self, key: &str, v: RateFile) -> Result<u64, ConfigError> {
         let bps = match v {
-            RawRate::Bits(b) => u64::try_from(b).ok(),
-            RawRate::Text(t) => parse_rate(&t),
+            RateFile::Bits(b) => u64::try_from(b).ok(),
+            RateFile::Text(t) => parse_rate(&t),
         };
         match bps {
             Some(b) if (1_000..=1_000_000_000_000).contains(&b) => Ok(b),
@@ -684,6 +714,47 @@ backup = true
             Err(ConfigError::Invalid { key, .. }) => key,
             other => panic!("expected a validation error, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_config_file_written_by_serialising_parses_back() {
+        let file = ConfigFile {
+            tunnel: Some(TunnelFile {
+                name: Some("mpt0".into()),
+                addresses: Some(vec!["198.19.0.1/24".into(), "2001:db8:19::1/64".into()]),
+                mtu: Some(1400),
+                ..TunnelFile::default()
+            }),
+            connection: ConnectionFile {
+                scheduler: Some("wrr".into()),
+                keepalive_ms: Some(50),
+                ..ConnectionFile::default()
+            },
+            security: SecurityFile {
+                encryption: Some("none".into()),
+                key_file: None,
+            },
+            path: vec![PathFile {
+                name: Some("p0".into()),
+                local: Some("198.18.1.1:4754".into()),
+                remote: Some("198.18.1.2:4754".into()),
+                weight: Some(2),
+                rate: Some(RateFile::Bits(20_000_000)),
+                ..PathFile::default()
+            }],
+            ..ConfigFile::default()
+        };
+        let text = toml::to_string(&file).expect("serialises");
+        let c = parse(&text).expect("the serialised file is valid");
+        assert_eq!(c.tunnel.mtu, 1400);
+        assert_eq!(c.tunnel.addresses.len(), 2);
+        assert_eq!(c.connection.scheduler, SchedulerKind::WeightedRoundRobin);
+        assert_eq!(c.connection.keepalive, Duration::from_millis(50));
+        assert_eq!(c.security.cipher, None);
+        assert_eq!(
+            (c.paths[0].weight, c.paths[0].rate_bps),
+            (2, Some(20_000_000))
+        );
     }
 
     #[test]

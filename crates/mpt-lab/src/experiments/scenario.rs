@@ -7,7 +7,6 @@
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,7 +15,8 @@ use anyhow::{bail, Context, Result};
 use mptd::status::Status;
 use serde::Deserialize;
 
-use crate::netns::{iperf3_bps, tunnel_addr, Impair, Lab, PathSpec, Side, TunnelOpts};
+use crate::harness::{iperf3_bps, tunnel_addr, Impair, Lab, LinkSpec, Side, TunnelOpts};
+use crate::report::{plot, throughput_csv, write};
 
 /// A set of cases (one TOML file).
 #[derive(Debug, Clone, Deserialize)]
@@ -34,7 +34,7 @@ pub struct Suite {
     #[serde(default)]
     pub reorder_timeout_ms: Option<u64>,
     /// Model the rates as serial links in the emulator instead of `tbf` (see
-    /// [`crate::emulator`]): needed where a lone small packet must take its serialisation
+    /// [`crate::harness::emulator`]): needed where a lone small packet must take its serialisation
     /// time, as on the paper's 64–128 kbit/s lines.
     #[serde(default)]
     pub serial: bool,
@@ -84,7 +84,7 @@ impl Case {
     }
 
     /// The lab's paths; with `serial`, the rates are the emulator's serial links.
-    pub fn paths(&self, serial: bool) -> Result<Vec<PathSpec>> {
+    pub fn paths(&self, serial: bool) -> Result<Vec<LinkSpec>> {
         let rates = self.rates_bps()?;
         Ok(rates
             .iter()
@@ -97,7 +97,7 @@ impl Case {
                     rate_bps: serial.then_some(r),
                     queue_ms: 0.0,
                 };
-                PathSpec {
+                LinkSpec {
                     rate_bps: (!serial).then_some(r),
                     ab: imp,
                     ba: imp,
@@ -132,9 +132,9 @@ impl Case {
 /// The suites shipped in `scenarios/`.
 pub fn builtin(name: &str) -> Result<Suite> {
     let text = match name {
-        "table1" => include_str!("../scenarios/table1.toml"),
-        "table2" => include_str!("../scenarios/table2.toml"),
-        "delay" => include_str!("../scenarios/delay.toml"),
+        "table1" => include_str!("../../scenarios/table1.toml"),
+        "table2" => include_str!("../../scenarios/table2.toml"),
+        "delay" => include_str!("../../scenarios/delay.toml"),
         other => {
             let p = Path::new(other);
             if p.is_file() {
@@ -187,80 +187,6 @@ impl Sampler {
         self.stop.store(true, Ordering::Relaxed);
         self.handle.join().unwrap_or_default()
     }
-}
-
-/// Per-path and tunnel throughput over time from status samples, as CSV
-/// (`t,tunnel,path0,path1,…` in kbit/s; tunnel = inner bytes, paths = datagram bytes).
-pub(crate) fn throughput_csv(samples: &[(f64, Status)]) -> String {
-    let mut csv = String::new();
-    let Some((_, first)) = samples.first() else {
-        return csv;
-    };
-    let _ = write!(csv, "t_s,tunnel_kbit");
-    for p in &first.paths {
-        let _ = write!(csv, ",{}_kbit", p.name);
-    }
-    csv.push('\n');
-    for w in samples.windows(2) {
-        let ((t0, a), (t1, b)) = (&w[0], &w[1]);
-        let dt = (t1 - t0).max(1e-3);
-        let rate = |x: u64, y: u64| (y.saturating_sub(x)) as f64 * 8.0 / dt / 1000.0;
-        let _ = write!(
-            csv,
-            "{:.2},{:.1}",
-            t1 - samples[0].0,
-            rate(a.tunnel.tx_bytes, b.tunnel.tx_bytes)
-        );
-        for (pa, pb) in a.paths.iter().zip(&b.paths) {
-            let _ = write!(csv, ",{:.1}", rate(pa.tx_bytes, pb.tx_bytes));
-        }
-        csv.push('\n');
-    }
-    csv
-}
-
-/// Draw `csv` (first column x, the rest series) into a PNG with gnuplot, if it is installed.
-pub(crate) fn plot(csv_path: &Path, png: &Path, title: &str, ylabel: &str) {
-    let Ok(text) = std::fs::read_to_string(csv_path) else {
-        return;
-    };
-    let ncols = text.lines().next().map_or(0, |l| l.split(',').count());
-    if ncols < 2 {
-        return;
-    }
-    let series: Vec<String> = (2..=ncols)
-        .map(|c| {
-            format!(
-                "'{}' using 1:{c} with lines lw 2 title columnheader({c})",
-                csv_path.display()
-            )
-        })
-        .collect();
-    let script = format!(
-        "set datafile separator ','; set terminal png size 900,500 noenhanced; set output '{}'; \
-         set title '{}'; set xlabel 'time (s)'; set ylabel '{}'; set grid; set key outside right; \
-         set yrange [0:*]; plot {}",
-        png.display(),
-        title.replace('\'', ""),
-        ylabel,
-        series.join(", ")
-    );
-    match Command::new("gnuplot").args(["-e", &script]).output() {
-        Ok(o) if o.status.success() => {}
-        Ok(o) => eprintln!(
-            "gnuplot failed for {}: {}",
-            png.display(),
-            String::from_utf8_lossy(&o.stderr)
-        ),
-        Err(_) => eprintln!("gnuplot not installed: no {}", png.display()),
-    }
-}
-
-pub(crate) fn write(out: &Path, name: &str, text: &str) -> Result<PathBuf> {
-    std::fs::create_dir_all(out)?;
-    let p = out.join(name);
-    std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))?;
-    Ok(p)
 }
 
 /// iperf3 TCP on every path alone, all at once; goodput per path in bit/s.
@@ -535,7 +461,7 @@ pub(crate) fn stream_run(
     let srv = &v["server_output_json"];
     let rcv = &v["end"]["sum_received"];
     let packets = rcv["packets"].as_u64().unwrap_or(0);
-    let ooo = crate::netns::iperf3_receiver_out_of_order(&v)
+    let ooo = crate::harness::iperf3_receiver_out_of_order(&v)
         .or_else(|| v["end"]["streams"][0]["udp"]["out_of_order"].as_u64())
         .unwrap_or(0);
     let mut series = String::from("t_s,jitter_ms\n");

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use crate::floor::{floor_addr, MinimalTunnel};
-use crate::netns::{iperf3_bps, tunnel_addr, Lab, PathSpec, Side, TunnelOpts};
+use crate::experiments::floor::{floor_addr, MinimalTunnel};
+use crate::harness::{iperf3_bps, tunnel_addr, Lab, LinkSpec, Side, TunnelOpts};
 
 /// One measured configuration.
 #[derive(Debug, Clone)]
@@ -49,7 +49,7 @@ fn cpu_seconds_of(pids: &[u32]) -> f64 {
 /// A lab of `paths` unshaped paths with mptd running on both sides with `opts`; the
 /// daemons' pids.
 fn tunnel_lab(paths: usize, opts: &TunnelOpts) -> Result<(Lab, [u32; 2])> {
-    let mut lab = Lab::new(&vec![PathSpec::unshaped(); paths]).context("tunnel lab")?;
+    let mut lab = Lab::new(&vec![LinkSpec::unshaped(); paths]).context("tunnel lab")?;
     let pids = [
         lab.start_mptd(Side::A, opts)?,
         lab.start_mptd(Side::B, opts)?,
@@ -139,7 +139,7 @@ fn each_setup<R>(
 ) -> Result<Vec<R>> {
     let mut rows = Vec::new();
     {
-        let mut lab = Lab::new(&[PathSpec::unshaped()]).context("raw veth lab")?;
+        let mut lab = Lab::new(&[LinkSpec::unshaped()]).context("raw veth lab")?;
         let addr = lab.path_addr(Side::B, 0);
         rows.push(measure(&mut lab, "raw veth".into(), &addr, &[])?);
     }
@@ -177,7 +177,7 @@ pub fn run_latency(out: &Path, encryptions: &[String]) -> Result<String> {
         (false, "minimal tunnel, blocking threads (the floor)"),
         (true, "minimal tunnel, spinning (a core per side)"),
     ] {
-        let lab = Lab::new(&[PathSpec::unshaped()]).context("minimal tunnel lab")?;
+        let lab = Lab::new(&[LinkSpec::unshaped()]).context("minimal tunnel lab")?;
         let _tunnel = MinimalTunnel::start(&lab, spin)?;
         rows.push(idle_ping(&lab, setup.into(), &floor_addr(Side::B))?);
     }

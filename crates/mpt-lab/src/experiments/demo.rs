@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use crate::netns::{iperf3_bps, tunnel_addr, Lab, PathSpec, Side, TunnelOpts};
-use crate::scenario::Trace;
+use crate::experiments::scenario::Trace;
+use crate::harness::{iperf3_bps, tunnel_addr, Lab, LinkSpec, Side, TunnelOpts};
 use anyhow::{Context, Result};
 
 /// Run the demo with `scheduler` (`adaptive`: no rates or weights configured).
@@ -13,13 +13,13 @@ pub fn run(scheduler: &str) -> Result<()> {
     if !["rate", "adaptive", "wrr", "rr"].contains(&scheduler) {
         anyhow::bail!("unknown scheduler {scheduler:?}, expected rate, adaptive, wrr or rr");
     }
-    if !crate::netns::require_root("mpt-lab demo") {
+    if !crate::harness::require_root("mpt-lab demo") {
         anyhow::bail!("the demo needs root");
     }
     let rates = [20u64, 20, 10, 10];
-    let paths: Vec<PathSpec> = rates
+    let paths: Vec<LinkSpec> = rates
         .iter()
-        .map(|&m| PathSpec::shaped(m * 1_000_000))
+        .map(|&m| LinkSpec::shaped(m * 1_000_000))
         .collect();
     println!(
         "== building the lab: namespaces A and B joined by {} paths shaped {:?} Mbit/s (tbf)",
@@ -109,7 +109,7 @@ pub fn run(scheduler: &str) -> Result<()> {
     // The receiver's view: `sum_received`, and the receiving iperf3's out-of-order count (the
     // client's own stream figures count none).
     let s = &udp["end"]["sum_received"];
-    let ooo = crate::netns::iperf3_receiver_out_of_order(&udp);
+    let ooo = crate::harness::iperf3_receiver_out_of_order(&udp);
     let rx = lab.status(Side::B)?;
     println!(
         "received {:.2} Mbit/s, lost {:.3} %, jitter {:.3} ms, out of order at iperf3: {}",
@@ -124,7 +124,7 @@ pub fn run(scheduler: &str) -> Result<()> {
     );
     println!();
     println!("== mptctl status on A");
-    let out = std::process::Command::new(crate::netns::mptd_bin()?.with_file_name("mptctl"))
+    let out = std::process::Command::new(crate::harness::mptd_bin()?.with_file_name("mptctl"))
         .args([
             "-s",
             lab.control_socket(Side::A).to_str().unwrap_or_default(),

@@ -9,12 +9,13 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use mptd::status::Status;
 
-use crate::netns::{
-    iperf3_bps, tbf_burst, tbf_with_burst, Impair, Lab, PathSpec, Side, TunnelOpts,
+use crate::experiments::scenario::{
+    builtin, f, ftp_download, paths_alone, stream_run, Sampler, Trace,
 };
-use crate::scenario::{
-    self, builtin, f, ftp_download, paths_alone, stream_run, write, Sampler, Trace,
+use crate::harness::{
+    iperf3_bps, tbf_burst, tbf_with_burst, Impair, Lab, LinkSpec, Side, TunnelOpts,
 };
+use crate::report::write;
 
 /// A scheduler setup to compare.
 #[derive(Debug, Clone, Copy)]
@@ -192,7 +193,7 @@ fn rate_between(a: &(f64, Status), b: &(f64, Status), bytes: impl Fn(&Status) ->
 
 pub fn rate_cut(out: &Path) -> Result<String> {
     eprintln!("== adaptive/rate cut");
-    let paths = vec![PathSpec::shaped(10_000_000), PathSpec::shaped(10_000_000)];
+    let paths = vec![LinkSpec::shaped(10_000_000), LinkSpec::shaped(10_000_000)];
     let mut lab = Lab::new(&paths)?;
     let v = VARIANTS[2];
     lab.start_tunnel(&opts(v, 1400, None))?;
@@ -248,7 +249,7 @@ pub fn rate_cut(out: &Path) -> Result<String> {
         }
     }
     let series = write(out, "adaptive-rate-cut.csv", &csv)?;
-    scenario::plot(
+    crate::report::plot(
         &series,
         &out.join("adaptive-rate-cut.png"),
         "adaptive: path p1 cut from 10 to 5 Mbit/s at t = 8 s",
@@ -282,12 +283,12 @@ pub fn outage(out: &Path) -> Result<String> {
         ..Impair::default()
     };
     let paths = vec![
-        PathSpec {
+        LinkSpec {
             rate_bps: Some(10_000_000),
             ab: link,
             ba: link,
         },
-        PathSpec {
+        LinkSpec {
             rate_bps: Some(10_000_000),
             ab: link,
             ba: link,
@@ -352,7 +353,7 @@ pub fn outage(out: &Path) -> Result<String> {
         }
     }
     let series = write(out, "adaptive-outage.csv", &csv)?;
-    scenario::plot(
+    crate::report::plot(
         &series,
         &out.join("adaptive-outage.png"),
         "adaptive: path p1 drops everything from t = 3 s to 4 s",

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use crate::netns::{in_netns, Lab, Side};
+use crate::harness::{in_netns, Lab, Side};
 
 /// How long a blocked thread waits before it looks at the stop flag.
 const STOP_CHECK: Duration = Duration::from_millis(100);

@@ -1,0 +1,259 @@
+//! mptd in the lab: its configuration (written in the daemon's own file schema), starting and
+//! stopping the daemons, and reading their status.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Result};
+
+use super::*;
+use ::mptd::config::{
+    ConfigFile, ConnectionFile, ControlFile, PathFile, RateFile, SecurityFile, TunnelFile,
+};
+
+/// Options for the daemons' configuration files.
+#[derive(Debug, Clone)]
+pub struct TunnelOpts {
+    pub scheduler: String,
+    pub reorder_window: usize,
+    pub reorder_timeout_ms: u64,
+    pub keepalive_ms: u64,
+    pub dead_ms: u64,
+    pub mtu: u16,
+    /// `tunnel.queues`.
+    pub queues: usize,
+    /// Write each path's `rate` and `weight` (false: leave them for `adaptive` to learn).
+    pub configure_rates: bool,
+    /// `[security] encryption`: "chacha20-poly1305", "aes-256-gcm" or "none". Both sides
+    /// share one key file in the lab's directory.
+    pub encryption: String,
+    /// The mptd binary to run (default [`mptd_bin`]): `mpt-lab bench compare` runs several.
+    pub mptd: Option<PathBuf>,
+}
+
+impl TunnelOpts {
+    /// These options with the largest tunnel MTU the lab's 1500-byte links carry: 1500 minus
+    /// the outer IPv4/UDP header (28), mptd's header (16) and, when sealed, counter and tag (24).
+    pub fn with_full_mtu(self) -> Self {
+        let mtu = 1500 - mpt_core::wire::Overhead::new(self.encryption != "none", false).ip();
+        TunnelOpts {
+            mtu: mtu as u16,
+            ..self
+        }
+    }
+}
+
+impl Default for TunnelOpts {
+    fn default() -> Self {
+        TunnelOpts {
+            scheduler: "rate".into(),
+            reorder_window: mptd::config::defaults::REORDER_WINDOW,
+            reorder_timeout_ms: 100,
+            keepalive_ms: 100,
+            dead_ms: 500,
+            mtu: 1400,
+            queues: 1,
+            configure_rates: true,
+            encryption: "chacha20-poly1305".into(),
+            mptd: None,
+        }
+    }
+}
+
+/// The mptd binary: `$MPTD_BIN`, or the one built next to this program.
+pub fn mptd_bin() -> Result<PathBuf> {
+    if let Ok(p) = std::env::var("MPTD_BIN") {
+        return Ok(PathBuf::from(p));
+    }
+    sibling_bin("mptd")
+}
+
+impl Lab {
+    /// The config of `side`, in the daemon's own file schema ([`ConfigFile`]).
+    pub fn config_file(&self, side: Side, o: &TunnelOpts) -> Result<ConfigFile> {
+        // wrr weights in proportion to the rates, as MPT configured them
+        let rate_of = |p: &LinkSpec| p.rate().unwrap_or(10_000_000_000);
+        let unit = self.paths.iter().map(rate_of).fold(0, gcd).max(1);
+        let security = match o.encryption.as_str() {
+            "none" => SecurityFile {
+                encryption: Some("none".into()),
+                key_file: None,
+            },
+            e => SecurityFile {
+                encryption: Some(e.into()),
+                key_file: Some(self.key_file()?.display().to_string()),
+            },
+        };
+        Ok(ConfigFile {
+            tunnel: Some(TunnelFile {
+                name: Some("mpt0".into()),
+                addresses: Some(vec![
+                    format!("{}/24", tunnel_addr(side)),
+                    format!("2001:db8:19::{}/64", side.octet()),
+                ]),
+                mtu: Some(i64::from(o.mtu)),
+                queues: Some(o.queues as i64),
+                ..TunnelFile::default()
+            }),
+            connection: ConnectionFile {
+                scheduler: Some(o.scheduler.clone()),
+                reorder_window: Some(o.reorder_window as i64),
+                reorder_timeout_ms: Some(o.reorder_timeout_ms as i64),
+                keepalive_ms: Some(o.keepalive_ms as i64),
+                dead_ms: Some(o.dead_ms as i64),
+            },
+            control: ControlFile {
+                socket: Some(self.control_socket(side).display().to_string()),
+            },
+            security,
+            path: self
+                .paths
+                .iter()
+                .enumerate()
+                .map(|(i, p)| PathFile {
+                    name: Some(format!("p{i}")),
+                    interface: Some(Self::link(i)),
+                    local: Some(format!("{}:4754", self.path_addr(side, i))),
+                    remote: Some(format!("{}:4754", self.path_addr(side.other(), i))),
+                    weight: o
+                        .configure_rates
+                        .then(|| (rate_of(p) / unit).clamp(1, 10_000) as i64),
+                    rate: o.configure_rates.then(|| RateFile::Bits(rate_of(p) as i64)),
+                    backup: None,
+                })
+                .collect(),
+        })
+    }
+
+    /// Write the config of `side` and return its path.
+    pub fn write_config(&self, side: Side, o: &TunnelOpts) -> Result<PathBuf> {
+        let text = toml::to_string(&self.config_file(side, o)?)?;
+        let path = self.dir.join(format!("{}.toml", self.ns(side)));
+        std::fs::write(&path, text)?;
+        Ok(path)
+    }
+
+    /// The lab's pre-shared key file (mode 0600), made on first use.
+    pub fn key_file(&self) -> Result<PathBuf> {
+        use std::io::{Read, Write};
+        use std::os::unix::fs::OpenOptionsExt;
+        let path = self.dir.join("mpt.key");
+        if !path.exists() {
+            let mut key = [0u8; mpt_core::seal::KEY_LEN];
+            std::fs::File::open("/dev/urandom")?.read_exact(&mut key)?;
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path)?;
+            writeln!(f, "{}", mpt_core::seal::Psk::from_bytes(key).encode())?;
+        }
+        Ok(path)
+    }
+
+    pub fn control_socket(&self, side: Side) -> PathBuf {
+        self.dir.join(format!("{}.sock", self.ns(side)))
+    }
+
+    /// Start mptd on both sides and wait until the tunnel carries a ping.
+    pub fn start_tunnel(&mut self, o: &TunnelOpts) -> Result<()> {
+        for side in [Side::A, Side::B] {
+            self.start_mptd(side, o)?;
+        }
+        self.wait_for_tunnel(Duration::from_secs(10))
+    }
+
+    /// Start mptd on one side with a config written from `o`.
+    pub fn start_mptd(&mut self, side: Side, o: &TunnelOpts) -> Result<u32> {
+        let cfg = self.write_config(side, o)?;
+        let bin = match &o.mptd {
+            Some(b) => b.clone(),
+            None => mptd_bin()?,
+        };
+        let mut cmd = self.cmd(side, bin.to_str().ok_or_else(|| anyhow!("bad path"))?);
+        cmd.args(["-c", cfg.to_str().unwrap_or_default()]);
+        let name = format!("mptd-{}", self.ns(side));
+        let pid = self.spawn(side, &name, &mut cmd)?;
+        self.mptd.push((side, pid));
+        // Ready when the control socket answers.
+        let sock = self.control_socket(side);
+        let t0 = Instant::now();
+        while mptd::control::status(&sock).is_err() {
+            if t0.elapsed() > Duration::from_secs(10) {
+                bail!(
+                    "mptd on {side:?} did not come up; log:\n{}",
+                    self.log(&name)
+                );
+            }
+            if self.exited(pid) {
+                bail!("mptd on {side:?} exited; log:\n{}", self.log(&name));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(pid)
+    }
+
+    /// Stop one of the daemons this lab started (SIGTERM, then SIGKILL after 5 s) and return
+    /// its exit code.
+    pub fn stop_mptd(&mut self, side: Side) -> Result<Option<i32>> {
+        let Some(k) = self.mptd.iter().position(|(s, _)| *s == side) else {
+            bail!("no mptd running on {side:?}");
+        };
+        let (_, pid) = self.mptd.remove(k);
+        let idx = self
+            .children
+            .iter()
+            .position(|(_, c)| c.id() == pid)
+            .ok_or_else(|| anyhow!("lost child"))?;
+        let (_, mut child) = self.children.remove(idx);
+        terminate(&mut child);
+        Ok(child.wait()?.code())
+    }
+
+    pub fn mptd_log(&self, side: Side) -> String {
+        self.log(&format!("mptd-{}", self.ns(side)))
+    }
+
+    /// Ping across the tunnel until it answers.
+    pub fn wait_for_tunnel(&self, limit: Duration) -> Result<()> {
+        let t0 = Instant::now();
+        loop {
+            let ok = self
+                .cmd(Side::A, "ping")
+                .args(["-c1", "-W1", &tunnel_addr(Side::B)])
+                .output()
+                .is_ok_and(|o| o.status.success());
+            if ok {
+                return Ok(());
+            }
+            if t0.elapsed() > limit {
+                bail!(
+                    "no ping through the tunnel after {limit:?}\n--- a ---\n{}\n--- b ---\n{}",
+                    self.mptd_log(Side::A),
+                    self.mptd_log(Side::B)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// What the lab's links look like now (for an error message): each side's addresses,
+    /// qdiscs with their counters, neighbours and TCP sockets.
+    pub fn diagnostics(&self) -> String {
+        let mut out = String::new();
+        for side in [Side::A, Side::B] {
+            let script = "ip -br addr; tc -s qdisc show; ip neigh; ss -tan";
+            let text = self.sh(side, script).map_or_else(
+                |e| format!("{e:#}"),
+                |o| String::from_utf8_lossy(&o.stdout).into_owned(),
+            );
+            out += &format!("--- {side:?} ---\n{text}");
+        }
+        out
+    }
+
+    /// mptd's status on `side`.
+    pub fn status(&self, side: Side) -> Result<mptd::status::Status> {
+        mptd::control::status(&self.control_socket(side))
+    }
+}

@@ -1,0 +1,403 @@
+//! The lab's topology: two namespaces (`a` and `b`) joined by N paths, each shaped with `tbf`
+//! at the sending side in both directions; the tunnel uses `198.19.0.1`/`.2` and
+//! `2001:db8:19::1`/`::2`.
+//!
+//! * Without impairments a path is one veth pair: `198.18.(i+1).1` (a) — `198.18.(i+1).2` (b).
+//! * When any path has a delay, jitter or loss, every path goes through a third namespace `r`
+//!   that routes it through the userspace link emulator ([`super::emulator`]):
+//!   `198.18.(i+1).1` (a) — r — `198.18.(101+i).2` (b).
+//!
+//! Everything the lab creates — the namespaces (and with them their links) and every process
+//! it started — is removed when the [`Lab`] is dropped, also when a test fails. Processes are
+//! stopped by their own pid only.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::{Child, Command};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use super::*;
+
+/// Labs made by this process so far: part of each lab's unique tag.
+static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+/// Which end of the lab.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    A,
+    B,
+}
+
+impl Side {
+    pub fn octet(self) -> u8 {
+        match self {
+            Side::A => 1,
+            Side::B => 2,
+        }
+    }
+
+    pub fn other(self) -> Side {
+        match self {
+            Side::A => Side::B,
+            Side::B => Side::A,
+        }
+    }
+}
+
+/// Tunnel address of a side.
+pub fn tunnel_addr(side: Side) -> String {
+    format!("198.19.0.{}", side.octet())
+}
+
+/// Address of a side on path `i` (0-based) in a lab without impairments.
+pub fn path_addr(side: Side, i: usize) -> String {
+    format!("198.18.{}.{}", i + 1, side.octet())
+}
+
+/// Address of a side on path `i` in an emulated lab (a and b sit on different subnets, with
+/// the emulator's namespace routing between them).
+pub(crate) fn emulated_path_addr(side: Side, i: usize) -> String {
+    match side {
+        Side::A => format!("198.18.{}.1", i + 1),
+        Side::B => format!("198.18.{}.2", 101 + i),
+    }
+}
+
+/// One shaped path.
+#[derive(Debug, Clone)]
+pub struct LinkSpec {
+    /// Egress rate in both directions, bits per second; `None` = unshaped.
+    pub rate_bps: Option<u64>,
+    /// Impairments from a to b.
+    pub ab: Impair,
+    /// Impairments from b to a.
+    pub ba: Impair,
+}
+
+impl LinkSpec {
+    /// A path shaped to `rate_bps` both ways, with no other impairment.
+    pub fn shaped(rate_bps: u64) -> LinkSpec {
+        LinkSpec {
+            rate_bps: Some(rate_bps),
+            ab: Impair::default(),
+            ba: Impair::default(),
+        }
+    }
+
+    /// A bare veth path: no shaping, no impairment.
+    pub fn unshaped() -> LinkSpec {
+        LinkSpec {
+            rate_bps: None,
+            ab: Impair::default(),
+            ba: Impair::default(),
+        }
+    }
+
+    /// The path's rate from a to b: `tbf`'s, or the emulator's serial link's.
+    pub fn rate(&self) -> Option<u64> {
+        self.rate_bps.or(self.ab.rate_bps)
+    }
+
+    fn impaired(&self) -> bool {
+        self.ab != Impair::default() || self.ba != Impair::default()
+    }
+}
+
+pub use crate::harness::emulator::Impair;
+
+/// A two-namespace lab. Dropping it tears everything down.
+#[derive(Debug)]
+pub struct Lab {
+    pub tag: String,
+    pub paths: Vec<LinkSpec>,
+    pub dir: PathBuf,
+    pub(crate) children: Vec<(String, Child)>,
+    pub(crate) mptd: Vec<(Side, u32)>,
+    /// Paths go through the emulator namespace.
+    pub emulated: bool,
+}
+
+pub(crate) fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+/// `tbf` parameters that deliver the configured rate: a burst of at least 4 ms of data and
+/// 3000 bytes, and a queue of 50 ms.
+pub fn tbf(rate_bps: u64) -> String {
+    tbf_with_burst(rate_bps, tbf_burst(rate_bps))
+}
+
+/// The bucket [`tbf`] gives a rate: 4 ms of it, at least two full-size packets.
+pub fn tbf_burst(rate_bps: u64) -> u64 {
+    (rate_bps / 8 * 4 / 1000).max(3000)
+}
+
+/// `tbf` with a given bucket. A qdisc re-shaped with `tc qdisc change` must keep a bucket at
+/// least as large as before: tbf takes a GSO packet whole when it fits the bucket, and one
+/// that fitted the old bucket but not the new one stays at the head of the queue for ever
+/// (the link then carries nothing at all).
+pub fn tbf_with_burst(rate_bps: u64, burst: u64) -> String {
+    format!("tbf rate {rate_bps}bit burst {burst} latency 50ms")
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        for (_, c) in &mut self.children {
+            terminate(c);
+        }
+        for ns in [self.ns(Side::A), self.ns(Side::B), self.ns_r(), self.ns_x()] {
+            let _ = Command::new("ip").args(["netns", "del", &ns]).output();
+        }
+        if std::env::var_os("MPT_LAB_KEEP").is_none() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// The prefix of every namespace this process creates.
+pub fn tag_prefix() -> String {
+    format!("mpt{}x", std::process::id())
+}
+
+/// Remove every namespace this process created and stop the processes running in them (they
+/// are ours: we started them there). For a signal handler: `Drop` does not run on SIGTERM.
+pub fn cleanup_own_namespaces() {
+    let prefix = tag_prefix();
+    let Ok(entries) = std::fs::read_dir("/run/netns") else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !name.starts_with(&prefix) {
+            continue;
+        }
+        if let Ok(out) = Command::new("ip").args(["netns", "pids", &name]).output() {
+            for pid in String::from_utf8_lossy(&out.stdout).split_whitespace() {
+                if let Ok(pid) = pid.parse::<i32>() {
+                    // SAFETY: kill(2) with a pid listed in a namespace this process created.
+                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                }
+            }
+        }
+        let _ = Command::new("ip").args(["netns", "del", &name]).output();
+    }
+}
+
+/// On SIGINT or SIGTERM: clean up this process's namespaces and exit with 130.
+///
+/// The signals are caught by a handler (signal-hook), not blocked: a blocked signal would be
+/// inherited, blocked, by every process the lab starts (mptd would then ignore the SIGTERM
+/// that stops it).
+pub fn cleanup_on_signal() -> Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
+    std::thread::spawn(move || {
+        if let Some(sig) = signals.forever().next() {
+            eprintln!("signal {sig}: removing the lab");
+            cleanup_own_namespaces();
+            std::process::exit(130);
+        }
+    });
+    Ok(())
+}
+
+impl Lab {
+    /// Build the namespaces, links, addresses and shaping.
+    pub fn new(paths: &[LinkSpec]) -> Result<Lab> {
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let tag = format!("{}{n}", tag_prefix());
+        let dir = std::env::temp_dir().join(&tag);
+        std::fs::create_dir_all(&dir)?;
+        let emulated = paths.iter().any(LinkSpec::impaired);
+        let mut lab = Lab {
+            tag,
+            paths: paths.to_vec(),
+            dir,
+            children: Vec::new(),
+            mptd: Vec::new(),
+            emulated,
+        };
+        // Dropping `lab` removes whatever part was built if building fails.
+        lab.build()
+            .with_context(|| format!("building lab {}", lab.tag))?;
+        if emulated {
+            lab.start_emulator()
+                .with_context(|| format!("starting the link emulator of lab {}", lab.tag))?;
+        }
+        Ok(lab)
+    }
+
+    pub fn ns(&self, side: Side) -> String {
+        match side {
+            Side::A => format!("{}a", self.tag),
+            Side::B => format!("{}b", self.tag),
+        }
+    }
+
+    /// The emulator's namespace (only in an emulated lab).
+    pub fn ns_r(&self) -> String {
+        format!("{}r", self.tag)
+    }
+
+    /// Address of `side` on path `i`.
+    pub fn path_addr(&self, side: Side, i: usize) -> String {
+        if self.emulated {
+            emulated_path_addr(side, i)
+        } else {
+            path_addr(side, i)
+        }
+    }
+
+    /// Name of path `i`'s link inside either namespace.
+    pub fn link(i: usize) -> String {
+        format!("p{i}")
+    }
+
+    pub(crate) fn build(&self) -> Result<()> {
+        let (a, b, r) = (self.ns(Side::A), self.ns(Side::B), self.ns_r());
+        let mut s = format!("ip netns add {a}\nip netns add {b}\n");
+        if self.emulated {
+            writeln!(s, "ip netns add {r}\nip -n {r} link set lo up")?;
+            writeln!(s, "ip netns exec {r} sysctl -qw net.ipv4.ip_forward=1 net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0")?;
+        }
+        for ns in [&a, &b] {
+            writeln!(s, "ip -n {ns} link set lo up")?;
+            // No IPv6 duplicate address detection delay on the test links.
+            writeln!(s, "ip netns exec {ns} sysctl -qw net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.default.accept_dad=0 || true")?;
+        }
+        for (i, p) in self.paths.iter().enumerate() {
+            let l = Self::link(i);
+            if self.emulated {
+                writeln!(
+                    s,
+                    "ip -n {r} link add a{i} type veth peer name {l} netns {a}"
+                )?;
+                writeln!(
+                    s,
+                    "ip -n {r} link add b{i} type veth peer name {l} netns {b}"
+                )?;
+                writeln!(s, "ip -n {r} addr add 198.18.{}.254/24 dev a{i}", i + 1)?;
+                writeln!(s, "ip -n {r} addr add 198.18.{}.254/24 dev b{i}", 101 + i)?;
+                writeln!(s, "ip -n {r} link set a{i} up\nip -n {r} link set b{i} up")?;
+            } else {
+                writeln!(
+                    s,
+                    "ip link add {l} netns {a} type veth peer name {l} netns {b}"
+                )?;
+            }
+            for side in [Side::A, Side::B] {
+                let ns = self.ns(side);
+                writeln!(
+                    s,
+                    "ip -n {ns} addr add {}/24 dev {l}",
+                    self.path_addr(side, i)
+                )?;
+                writeln!(s, "ip -n {ns} link set {l} up")?;
+                if self.emulated {
+                    let (gw, peer_net) = match side {
+                        Side::A => (
+                            format!("198.18.{}.254", i + 1),
+                            format!("198.18.{}.0/24", 101 + i),
+                        ),
+                        Side::B => (
+                            format!("198.18.{}.254", 101 + i),
+                            format!("198.18.{}.0/24", i + 1),
+                        ),
+                    };
+                    writeln!(s, "ip -n {ns} route add {peer_net} via {gw} dev {l}")?;
+                }
+                if let Some(rate) = p.rate_bps {
+                    writeln!(s, "tc -n {ns} qdisc add dev {l} root {}", tbf(rate))?;
+                }
+            }
+        }
+        sh(&s)?;
+        Ok(())
+    }
+
+    /// Start the link emulator in the emulator namespace and route every path through it:
+    /// what arrives from a on `a<i>` goes into the TUN device `e<i>ab`, the emulator holds or
+    /// drops it and writes it back, and the kernel forwards it to b on `b<i>` (and the other
+    /// way through `e<i>ba`).
+    pub(crate) fn start_emulator(&mut self) -> Result<()> {
+        let r = self.ns_r();
+        let links: Vec<crate::harness::emulator::Link> = self
+            .paths
+            .iter()
+            .enumerate()
+            .flat_map(|(i, p)| {
+                [
+                    crate::harness::emulator::Link {
+                        device: format!("e{i}ab"),
+                        impair: p.ab,
+                        seed: 2 * i as u64 + 1,
+                        outage_flag: Some(self.outage_flag(i)),
+                    },
+                    crate::harness::emulator::Link {
+                        device: format!("e{i}ba"),
+                        impair: p.ba,
+                        seed: 2 * i as u64 + 2,
+                        outage_flag: Some(self.outage_flag(i)),
+                    },
+                ]
+            })
+            .collect();
+        let spec = serde_json::to_string(&links)?;
+        let bin = sibling_bin("mpt-lab")?;
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", &r])
+            .arg(&bin)
+            .args(["emulate", &spec]);
+        let pid = self.spawn(Side::A, "emulator", &mut cmd)?;
+        let t0 = Instant::now();
+        let last = format!("e{}ba", self.paths.len() - 1);
+        while run(Command::new("ip").args(["-n", &r, "link", "show", &last])).is_err() {
+            if self.exited(pid) || t0.elapsed() > Duration::from_secs(10) {
+                bail!("the emulator did not start:\n{}", self.log("emulator"));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let mut s = String::new();
+        for i in 0..self.paths.len() {
+            for (from, dev, table) in [
+                (format!("a{i}"), format!("e{i}ab"), 100 + i),
+                (format!("b{i}"), format!("e{i}ba"), 200 + i),
+            ] {
+                writeln!(
+                    s,
+                    "ip netns exec {r} sysctl -qw net.ipv4.conf.{dev}.rp_filter=0"
+                )?;
+                writeln!(s, "ip -n {r} link set {dev} up")?;
+                writeln!(s, "ip -n {r} route add default dev {dev} table {table}")?;
+                writeln!(s, "ip -n {r} rule add iif {from} table {table}")?;
+            }
+        }
+        sh(&s)?;
+        Ok(())
+    }
+
+    pub(crate) fn outage_flag(&self, i: usize) -> PathBuf {
+        self.dir.join(format!("outage-{i}"))
+    }
+
+    /// Make path `i` drop everything in both directions (`on`), or carry traffic again.
+    /// Only in an emulated lab.
+    pub fn set_outage(&self, i: usize, on: bool) -> Result<()> {
+        if !self.emulated {
+            bail!("outages need the emulator (a lab with impairments)");
+        }
+        if on {
+            std::fs::write(self.outage_flag(i), b"")?;
+        } else {
+            let _ = std::fs::remove_file(self.outage_flag(i));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,82 @@
+//! What the experiments write: CSV files, and plots of them where gnuplot is installed.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result};
+use mptd::status::Status;
+
+/// Per-path and tunnel throughput over time from status samples, as CSV
+/// (`t,tunnel,path0,path1,…` in kbit/s; tunnel = inner bytes, paths = datagram bytes).
+pub fn throughput_csv(samples: &[(f64, Status)]) -> String {
+    let mut csv = String::new();
+    let Some((_, first)) = samples.first() else {
+        return csv;
+    };
+    let _ = write!(csv, "t_s,tunnel_kbit");
+    for p in &first.paths {
+        let _ = write!(csv, ",{}_kbit", p.name);
+    }
+    csv.push('\n');
+    for w in samples.windows(2) {
+        let ((t0, a), (t1, b)) = (&w[0], &w[1]);
+        let dt = (t1 - t0).max(1e-3);
+        let rate = |x: u64, y: u64| (y.saturating_sub(x)) as f64 * 8.0 / dt / 1000.0;
+        let _ = write!(
+            csv,
+            "{:.2},{:.1}",
+            t1 - samples[0].0,
+            rate(a.tunnel.tx_bytes, b.tunnel.tx_bytes)
+        );
+        for (pa, pb) in a.paths.iter().zip(&b.paths) {
+            let _ = write!(csv, ",{:.1}", rate(pa.tx_bytes, pb.tx_bytes));
+        }
+        csv.push('\n');
+    }
+    csv
+}
+
+/// Draw `csv` (first column x, the rest series) into a PNG with gnuplot, if it is installed.
+pub fn plot(csv_path: &Path, png: &Path, title: &str, ylabel: &str) {
+    let Ok(text) = std::fs::read_to_string(csv_path) else {
+        return;
+    };
+    let ncols = text.lines().next().map_or(0, |l| l.split(',').count());
+    if ncols < 2 {
+        return;
+    }
+    let series: Vec<String> = (2..=ncols)
+        .map(|c| {
+            format!(
+                "'{}' using 1:{c} with lines lw 2 title columnheader({c})",
+                csv_path.display()
+            )
+        })
+        .collect();
+    let script = format!(
+        "set datafile separator ','; set terminal png size 900,500 noenhanced; set output '{}'; \
+         set title '{}'; set xlabel 'time (s)'; set ylabel '{}'; set grid; set key outside right; \
+         set yrange [0:*]; plot {}",
+        png.display(),
+        title.replace('\'', ""),
+        ylabel,
+        series.join(", ")
+    );
+    match Command::new("gnuplot").args(["-e", &script]).output() {
+        Ok(o) if o.status.success() => {}
+        Ok(o) => eprintln!(
+            "gnuplot failed for {}: {}",
+            png.display(),
+            String::from_utf8_lossy(&o.stderr)
+        ),
+        Err(_) => eprintln!("gnuplot not installed: no {}", png.display()),
+    }
+}
+
+pub fn write(out: &Path, name: &str, text: &str) -> Result<PathBuf> {
+    std::fs::create_dir_all(out)?;
+    let p = out.join(name);
+    std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))?;
+    Ok(p)
+}
