@@ -33,6 +33,15 @@ fn kind_of(datagram: &[u8]) -> Kind {
         .kind
 }
 
+/// Datagrams of `kind` that `side` has sent.
+fn sent(p: &Pair, side: Side, kind: Kind) -> usize {
+    p.node(side)
+        .sent_log
+        .iter()
+        .filter(|(_, d)| kind_of(d) == kind)
+        .count()
+}
+
 // ---- handshake
 
 #[test]
@@ -91,12 +100,7 @@ fn a_replayed_hello_changes_nothing() {
     assert_eq!(p.ep(Side::B).peer_restarts(), 0);
     assert_eq!(p.ep(Side::B).peer_session(), session);
     // answers to the replayed requests are rate-limited: at most one per 20 ms
-    let answers = p
-        .node(Side::B)
-        .sent_log
-        .iter()
-        .filter(|(_, d)| kind_of(d) == Kind::Hello)
-        .count();
+    let answers = sent(&p, Side::B, Kind::Hello);
     assert!(answers <= 3, "{answers} hellos from B");
     // and the session still carries data
     p.stream(Side::A, ms(50), ms(5), LEN, 0);
@@ -437,12 +441,7 @@ fn reports_are_paced_within_their_budget_and_feed_the_rtt() {
     p.stream(Side::A, ms(5000), ms(8), 1000, 0);
     let rx = p.ep(Side::B).stats().total.bytes;
     let spent = p.ep(Side::B).report_bytes();
-    let reports = p
-        .node(Side::B)
-        .sent_log
-        .iter()
-        .filter(|(_, d)| kind_of(d) == Kind::Report)
-        .count();
+    let reports = sent(&p, Side::B, Kind::Report);
     // at least one a second, within 5 % of what was received (2.5 % on a steady link)
     assert!(reports >= 5, "{reports} reports");
     let share = spent as f64 / rx as f64;
@@ -463,12 +462,7 @@ fn reports_are_paced_within_their_budget_and_feed_the_rtt() {
 fn nothing_is_reported_while_nothing_arrives() {
     let mut p = agreed_pair(16, 2);
     p.run(ms(3000));
-    let reports = p
-        .node(Side::B)
-        .sent_log
-        .iter()
-        .filter(|(_, d)| kind_of(d) == Kind::Report)
-        .count();
+    let reports = sent(&p, Side::B, Kind::Report);
     assert_eq!(reports, 0);
 }
 

@@ -5,28 +5,47 @@
 //! their own small bodies. [`Datagram::parse`] validates a buffer once; after that no accessor
 //! can panic. The `*Repr` types build datagrams into caller-provided buffers.
 
-use crate::PathId;
+mod datagram;
+mod header;
+mod hello;
+mod report;
+
+pub(crate) use datagram::exact_len;
+pub use datagram::{check_inner_packet, AckRepr, Datagram};
+pub use header::{Header, HeaderRepr};
+pub use hello::{HelloDatagram, HelloRepr};
+pub use report::{report_len, Report, ReportEntry, ReportRepr};
 
 /// Protocol version carried in the top three bits of byte 0.
 pub const VERSION: u8 = 1;
+
 /// Length of the common header.
 pub const HEADER_LEN: usize = 16;
+
 /// Length of a keepalive-ack (header + echoed timestamp + hold time).
 pub const ACK_LEN: usize = HEADER_LEN + 8;
+
 /// Length of the fixed part of a receiver report, before its entries.
 pub const REPORT_FIXED_LEN: usize = HEADER_LEN + 4;
+
 /// Length of a hello body: random, challenge, echo, flags, reserved.
 pub const HELLO_BODY_LEN: usize = 68;
+
 /// Length of a plain hello datagram (header + body); sealed it is [`SEAL_OVERHEAD`] longer.
 pub const HELLO_LEN: usize = HEADER_LEN + HELLO_BODY_LEN;
+
 /// Length of the counter that follows the header of a sealed datagram.
 pub const COUNTER_LEN: usize = 8;
+
 /// Length of the authentication tag at the end of a sealed datagram.
 pub const TAG_LEN: usize = 16;
+
 /// Header and counter: the associated data, before the encrypted body.
 pub const SEALED_HEADER_LEN: usize = HEADER_LEN + COUNTER_LEN;
+
 /// Bytes a sealed datagram has beyond its plain form.
 pub const SEAL_OVERHEAD: usize = COUNTER_LEN + TAG_LEN;
+
 /// Link-layer framing counted per datagram (an Ethernet header, as `tbf` counts it): a
 /// configured path rate is a link rate, and a 200-byte packet is 7 % more on the wire.
 pub const FRAMING: usize = 14;
@@ -80,7 +99,7 @@ impl Overhead {
 /// extra bytes) so that later versions can append fields.
 pub const REPORT_ENTRY_LEN: usize = 44;
 
-mod field {
+pub(crate) mod field {
     use std::ops::Range;
     pub const VER_TYPE: usize = 0;
     pub const PATH: usize = 1;
@@ -140,7 +159,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    fn from_u8(v: u8) -> Option<Kind> {
+    pub(crate) fn from_u8(v: u8) -> Option<Kind> {
         match v {
             0 => Some(Kind::Data),
             1 => Some(Kind::Keepalive),
@@ -175,583 +194,15 @@ pub enum WireError {
     ControlLength { expected: usize, got: usize },
 }
 
-/// The fields of the common header.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HeaderRepr {
-    pub kind: Kind,
-    pub path: PathId,
-    /// Data: this datagram's sequence number on its path. Control: the next one the sender
-    /// will use on this path (so the receiver can count loss at the tail of a burst).
-    pub path_seq: u16,
-    /// Random per daemon start; a new value tells the peer to reset its receive state.
-    pub session: u32,
-    /// Data: the global sequence number. Control: the next global sequence number the sender
-    /// will assign — every data datagram sent on this path before it has a lower one.
-    pub seq: u32,
-    /// Send time, microseconds on the sender's clock (wrapping).
-    pub timestamp: u32,
-}
-
-/// A view of a datagram's common header (and, when sealed, the counter after it) in a buffer,
-/// in the manner of smoltcp's packet types: [`Header::new_checked`] validates once (length,
-/// version, kind), after which no accessor can panic. Setters need a mutable buffer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Header<T: AsRef<[u8]>> {
-    buffer: T,
-}
-
-impl<T: AsRef<[u8]>> Header<T> {
-    /// A view without checks: for building a header in a buffer of at least [`HEADER_LEN`]
-    /// bytes (accessors panic on a shorter one).
-    pub const fn new_unchecked(buffer: T) -> Header<T> {
-        Header { buffer }
-    }
-
-    /// A view of a received datagram: at least [`HEADER_LEN`] bytes, our version, a known
-    /// kind. (A sealed datagram's header is authenticated only once it is opened.)
-    pub fn new_checked(buffer: T) -> Result<Header<T>, WireError> {
-        let b = buffer.as_ref();
-        if b.len() < HEADER_LEN {
-            return Err(WireError::Truncated {
-                need: HEADER_LEN,
-                got: b.len(),
-            });
-        }
-        let vt = b[field::VER_TYPE];
-        if vt >> 5 != VERSION {
-            return Err(WireError::BadVersion(vt >> 5));
-        }
-        Kind::from_u8(vt & 0x0f).ok_or(WireError::UnknownKind(vt & 0x0f))?;
-        Ok(Header { buffer })
-    }
-
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
-    fn b(&self) -> &[u8] {
-        self.buffer.as_ref()
-    }
-
-    pub fn kind(&self) -> Kind {
-        // checked in new_checked; an unchecked view built by emit holds a valid kind too
-        Kind::from_u8(self.b()[field::VER_TYPE] & 0x0f).unwrap_or(Kind::Data)
-    }
-
-    /// The sealed flag: a counter follows the header and the body is encrypted.
-    pub fn sealed(&self) -> bool {
-        self.b()[field::VER_TYPE] & SEALED_FLAG != 0
-    }
-
-    pub fn path(&self) -> PathId {
-        PathId(self.b()[field::PATH])
-    }
-
-    pub fn path_seq(&self) -> u16 {
-        be16(&self.b()[field::PATH_SEQ])
-    }
-
-    pub fn session(&self) -> u32 {
-        be32(&self.b()[field::SESSION])
-    }
-
-    pub fn seq(&self) -> u32 {
-        be32(&self.b()[field::SEQ])
-    }
-
-    pub fn timestamp(&self) -> u32 {
-        be32(&self.b()[field::TIMESTAMP])
-    }
-
-    /// The counter after the header of a sealed datagram; `None` when the buffer is too short
-    /// to hold one (not yet authenticated either way).
-    pub fn counter(&self) -> Option<u64> {
-        let c: [u8; COUNTER_LEN] = self.b().get(field::COUNTER)?.try_into().ok()?;
-        Some(u64::from_be_bytes(c))
-    }
-
-    /// The header's fields.
-    pub fn repr(&self) -> HeaderRepr {
-        HeaderRepr {
-            kind: self.kind(),
-            path: self.path(),
-            path_seq: self.path_seq(),
-            session: self.session(),
-            seq: self.seq(),
-            timestamp: self.timestamp(),
-        }
-    }
-}
-
-impl<T: AsRef<[u8]> + AsMut<[u8]>> Header<T> {
-    fn b_mut(&mut self) -> &mut [u8] {
-        self.buffer.as_mut()
-    }
-
-    /// Our version and `kind`, the sealed flag cleared.
-    pub fn set_kind(&mut self, kind: Kind) {
-        self.b_mut()[field::VER_TYPE] = (VERSION << 5) | (kind as u8);
-    }
-
-    pub fn set_sealed(&mut self, sealed: bool) {
-        let b = &mut self.b_mut()[field::VER_TYPE];
-        if sealed {
-            *b |= SEALED_FLAG;
-        } else {
-            *b &= !SEALED_FLAG;
-        }
-    }
-
-    pub fn set_path(&mut self, path: PathId) {
-        self.b_mut()[field::PATH] = path.0;
-    }
-
-    pub fn set_path_seq(&mut self, v: u16) {
-        self.b_mut()[field::PATH_SEQ].copy_from_slice(&v.to_be_bytes());
-    }
-
-    pub fn set_session(&mut self, v: u32) {
-        self.b_mut()[field::SESSION].copy_from_slice(&v.to_be_bytes());
-    }
-
-    pub fn set_seq(&mut self, v: u32) {
-        self.b_mut()[field::SEQ].copy_from_slice(&v.to_be_bytes());
-    }
-
-    pub fn set_timestamp(&mut self, v: u32) {
-        self.b_mut()[field::TIMESTAMP].copy_from_slice(&v.to_be_bytes());
-    }
-
-    /// Write the counter of a sealed datagram; refused when the buffer cannot hold one.
-    pub fn set_counter(&mut self, counter: u64) -> Result<(), WireError> {
-        let got = self.b_mut().len();
-        let c = self
-            .b_mut()
-            .get_mut(field::COUNTER)
-            .ok_or(WireError::Truncated {
-                need: SEALED_HEADER_LEN,
-                got,
-            })?;
-        c.copy_from_slice(&counter.to_be_bytes());
-        Ok(())
-    }
-}
-
-impl HeaderRepr {
-    /// Bytes [`emit`](Self::emit) writes.
-    pub const fn buffer_len(&self) -> usize {
-        HEADER_LEN
-    }
-
-    /// Write the header into the first [`HEADER_LEN`] bytes of `buf`; returns [`HEADER_LEN`].
-    ///
-    /// # Panics
-    /// If `buf` is shorter than [`HEADER_LEN`]; buffers are the caller's, sized once.
-    pub fn emit(&self, buf: &mut [u8]) -> usize {
-        let mut h = Header::new_unchecked(&mut buf[..HEADER_LEN]);
-        h.set_kind(self.kind);
-        h.set_path(self.path);
-        h.set_path_seq(self.path_seq);
-        h.set_session(self.session);
-        h.set_seq(self.seq);
-        h.set_timestamp(self.timestamp);
-        HEADER_LEN
-    }
-
-    fn parse(b: &[u8]) -> Result<HeaderRepr, WireError> {
-        match HeaderRepr::parse_outer(b)? {
-            (_, true) => Err(WireError::Sealed),
-            (h, false) => Ok(h),
-        }
-    }
-
-    /// Validate the header of a datagram that may be sealed; returns it and the sealed flag.
-    /// The header of a sealed datagram is authenticated only once the datagram is opened.
-    pub fn parse_outer(b: &[u8]) -> Result<(HeaderRepr, bool), WireError> {
-        let h = Header::new_checked(b)?;
-        Ok((h.repr(), h.sealed()))
-    }
-}
-
-/// One path's figures in a receiver report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct ReportEntry {
-    pub path: PathId,
-    /// Bit 0: the reporter has heard from this path within its dead interval.
-    pub flags: u8,
-    /// Highest per-path sequence number received (wrapping).
-    pub path_seq: u16,
-    /// Data packets received on the path since the session began (wrapping).
-    pub packets: u32,
-    /// Data bytes (inner packets) received on the path since the session began (wrapping).
-    pub bytes: u64,
-    /// Packets found missing from the per-path sequence since the session began (wrapping).
-    pub lost: u32,
-    /// Smallest one-way delay of this path minus the smallest over all paths, microseconds:
-    /// the path's delay offset.
-    pub owd_min_us: u32,
-    /// RFC 3550 interarrival jitter on this path, microseconds.
-    pub jitter_us: u32,
-    /// Smoothed one-way delay of this path minus the smallest over all paths, microseconds;
-    /// above `owd_min_us` by the queue building on the path.
-    pub owd_us: u32,
-    /// Send timestamp of the newest data packet received on the path (the sender's clock).
-    pub echo: u32,
-    /// How long before this report that packet arrived, microseconds (`now - echo - age` is
-    /// the sender's RTT sample).
-    pub echo_age_us: u32,
-    /// Inner length of the packet that saw `owd_min_us`: its serialisation at the path's rate
-    /// is part of that delay, so the sender can take it out.
-    pub owd_min_len: u16,
-}
-
-impl ReportEntry {
-    pub const FLAG_UP: u8 = 1;
-
-    fn emit(&self, b: &mut [u8]) {
-        b[field::E_PATH] = self.path.0;
-        b[field::E_FLAGS] = self.flags;
-        b[field::E_PATH_SEQ].copy_from_slice(&self.path_seq.to_be_bytes());
-        b[field::E_PACKETS].copy_from_slice(&self.packets.to_be_bytes());
-        b[field::E_BYTES].copy_from_slice(&self.bytes.to_be_bytes());
-        b[field::E_LOST].copy_from_slice(&self.lost.to_be_bytes());
-        b[field::E_OWD_MIN].copy_from_slice(&self.owd_min_us.to_be_bytes());
-        b[field::E_JITTER].copy_from_slice(&self.jitter_us.to_be_bytes());
-        b[field::E_OWD].copy_from_slice(&self.owd_us.to_be_bytes());
-        b[field::E_ECHO].copy_from_slice(&self.echo.to_be_bytes());
-        b[field::E_ECHO_AGE].copy_from_slice(&self.echo_age_us.to_be_bytes());
-        b[field::E_OWD_MIN_LEN].copy_from_slice(&self.owd_min_len.to_be_bytes());
-        b[field::E_RESERVED].fill(0);
-    }
-
-    fn parse(b: &[u8]) -> ReportEntry {
-        ReportEntry {
-            path: PathId(b[field::E_PATH]),
-            flags: b[field::E_FLAGS],
-            path_seq: be16(&b[field::E_PATH_SEQ]),
-            packets: be32(&b[field::E_PACKETS]),
-            bytes: be64(&b[field::E_BYTES]),
-            lost: be32(&b[field::E_LOST]),
-            owd_min_us: be32(&b[field::E_OWD_MIN]),
-            jitter_us: be32(&b[field::E_JITTER]),
-            owd_us: be32(&b[field::E_OWD]),
-            echo: be32(&b[field::E_ECHO]),
-            echo_age_us: be32(&b[field::E_ECHO_AGE]),
-            owd_min_len: be16(&b[field::E_OWD_MIN_LEN]),
-        }
-    }
-}
-
-/// A validated datagram borrowed from a receive buffer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Datagram<'a> {
-    Data {
-        header: HeaderRepr,
-        packet: &'a [u8],
-    },
-    Keepalive {
-        header: HeaderRepr,
-    },
-    KeepaliveAck {
-        header: HeaderRepr,
-        echo: u32,
-        hold_us: u32,
-    },
-    Report {
-        header: HeaderRepr,
-        report: Report<'a>,
-    },
-    Hello {
-        header: HeaderRepr,
-        hello: HelloRepr,
-    },
-}
-
-impl<'a> Datagram<'a> {
-    /// Validate `buf` (one UDP payload) completely.
-    pub fn parse(buf: &'a [u8]) -> Result<Datagram<'a>, WireError> {
-        let header = HeaderRepr::parse(buf)?;
-        let body = &buf[HEADER_LEN..];
-        match header.kind {
-            Kind::Data => {
-                check_inner_packet(body)?;
-                Ok(Datagram::Data {
-                    header,
-                    packet: body,
-                })
-            }
-            Kind::Keepalive => {
-                exact_len(buf, HEADER_LEN)?;
-                Ok(Datagram::Keepalive { header })
-            }
-            Kind::KeepaliveAck => {
-                exact_len(buf, ACK_LEN)?;
-                Ok(Datagram::KeepaliveAck {
-                    header,
-                    echo: be32(&buf[field::ACK_ECHO]),
-                    hold_us: be32(&buf[field::ACK_HOLD]),
-                })
-            }
-            Kind::Report => Ok(Datagram::Report {
-                header,
-                report: Report::parse(buf)?,
-            }),
-            Kind::Hello => {
-                exact_len(buf, HELLO_LEN)?;
-                Ok(Datagram::Hello {
-                    header,
-                    hello: HelloRepr::parse(buf),
-                })
-            }
-        }
-    }
-
-    pub fn header(&self) -> &HeaderRepr {
-        match self {
-            Datagram::Data { header, .. }
-            | Datagram::Keepalive { header }
-            | Datagram::KeepaliveAck { header, .. }
-            | Datagram::Report { header, .. }
-            | Datagram::Hello { header, .. } => header,
-        }
-    }
-}
-
-fn exact_len(buf: &[u8], expected: usize) -> Result<(), WireError> {
-    if buf.len() == expected {
-        Ok(())
-    } else {
-        Err(WireError::ControlLength {
-            expected,
-            got: buf.len(),
-        })
-    }
-}
-
-/// Check that `p` is a whole IPv4 or IPv6 packet whose length field matches its size.
-pub fn check_inner_packet(p: &[u8]) -> Result<(), WireError> {
-    let Some(&first) = p.first() else {
-        return Err(WireError::EmptyPayload);
-    };
-    let (min, claimed) = match first >> 4 {
-        4 if p.len() >= 20 => (20, usize::from(be16(&p[2..4]))),
-        6 if p.len() >= 40 => (40, 40 + usize::from(be16(&p[4..6]))),
-        4 => {
-            return Err(WireError::Truncated {
-                need: 20,
-                got: p.len(),
-            })
-        }
-        6 => {
-            return Err(WireError::Truncated {
-                need: 40,
-                got: p.len(),
-            })
-        }
-        v => return Err(WireError::NotIp(v)),
-    };
-    if claimed < min || claimed != p.len() {
-        return Err(WireError::InnerLength {
-            claimed,
-            got: p.len(),
-        });
-    }
-    Ok(())
-}
-
-/// A validated receiver report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Report<'a> {
-    count: u8,
-    entry_len: u8,
-    entries: &'a [u8],
-}
-
-impl<'a> Report<'a> {
-    fn parse(buf: &'a [u8]) -> Result<Report<'a>, WireError> {
-        if buf.len() < REPORT_FIXED_LEN {
-            return Err(WireError::Truncated {
-                need: REPORT_FIXED_LEN,
-                got: buf.len(),
-            });
-        }
-        let count = buf[field::REPORT_COUNT];
-        let entry_len = buf[field::REPORT_ENTRY_LEN];
-        if usize::from(entry_len) < REPORT_ENTRY_LEN {
-            return Err(WireError::ReportEntryLen(entry_len));
-        }
-        let expected = REPORT_FIXED_LEN + usize::from(count) * usize::from(entry_len);
-        exact_len(buf, expected)?;
-        Ok(Report {
-            count,
-            entry_len,
-            entries: &buf[REPORT_FIXED_LEN..],
-        })
-    }
-
-    pub fn len(&self) -> usize {
-        usize::from(self.count)
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.count == 0
-    }
-
-    /// The entries, in the order the reporter wrote them.
-    pub fn entries(&self) -> impl Iterator<Item = ReportEntry> + 'a {
-        self.entries
-            .chunks_exact(usize::from(self.entry_len))
-            .map(ReportEntry::parse)
-    }
-}
-
-/// Builds a keepalive-ack: the header, the timestamp of the keepalive it answers and how long
-/// the answering side held it (so the prober can subtract it from the RTT).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AckRepr {
-    pub header: HeaderRepr,
-    pub echo: u32,
-    pub hold_us: u32,
-}
-
-impl AckRepr {
-    /// Bytes [`emit`](Self::emit) writes.
-    pub const fn buffer_len(&self) -> usize {
-        ACK_LEN
-    }
-
-    /// Write the ack into `buf` and return its length ([`ACK_LEN`]).
-    pub fn emit(&self, buf: &mut [u8]) -> usize {
-        self.header.emit(buf);
-        buf[field::ACK_ECHO].copy_from_slice(&self.echo.to_be_bytes());
-        buf[field::ACK_HOLD].copy_from_slice(&self.hold_us.to_be_bytes());
-        ACK_LEN
-    }
-}
-
-/// The body of a hello (handshake, see `docs/protocol.md`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HelloRepr {
-    /// The sender's random for this daemon start; the session keys derive from both sides'.
-    pub random: [u8; 32],
-    /// The sender's current challenge; a hello that echoes it is fresh.
-    pub challenge: [u8; 16],
-    /// The last challenge the sender received from its peer (zeros if none).
-    pub echo: [u8; 16],
-    /// Bit 0: [`HelloRepr::FLAG_REQUEST`]; bit 1: [`HelloRepr::FLAG_AES`].
-    pub flags: u8,
-}
-
-impl HelloRepr {
-    /// The sender has no keys for the receiver's random yet: answer with a hello.
-    pub const FLAG_REQUEST: u8 = 1;
-    /// The sender runs `encryption = "auto"` and has AES in hardware: the session uses
-    /// AES-256-GCM if the receiver's hellos say so too, ChaCha20-Poly1305 otherwise.
-    pub const FLAG_AES: u8 = 2;
-
-    /// This body behind `header`: a hello datagram to emit.
-    pub fn with(self, header: HeaderRepr) -> HelloDatagram {
-        HelloDatagram {
-            header,
-            hello: self,
-        }
-    }
-
-    fn parse(b: &[u8]) -> HelloRepr {
-        let mut h = HelloRepr {
-            random: [0; 32],
-            challenge: [0; 16],
-            echo: [0; 16],
-            flags: b[field::H_FLAGS],
-        };
-        h.random.copy_from_slice(&b[field::H_RANDOM]);
-        h.challenge.copy_from_slice(&b[field::H_CHALLENGE]);
-        h.echo.copy_from_slice(&b[field::H_ECHO]);
-        h
-    }
-
-    pub fn request(&self) -> bool {
-        self.flags & Self::FLAG_REQUEST != 0
-    }
-
-    pub fn offers_aes(&self) -> bool {
-        self.flags & Self::FLAG_AES != 0
-    }
-}
-
-/// Builds a hello datagram: the header and a [`HelloRepr`] body.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HelloDatagram {
-    pub header: HeaderRepr,
-    pub hello: HelloRepr,
-}
-
-impl HelloDatagram {
-    /// Bytes [`emit`](Self::emit) writes.
-    pub const fn buffer_len(&self) -> usize {
-        HELLO_LEN
-    }
-
-    /// Write the header and the body into `buf`; returns [`HELLO_LEN`].
-    pub fn emit(&self, buf: &mut [u8]) -> usize {
-        self.header.emit(buf);
-        let h = &self.hello;
-        buf[field::H_RANDOM].copy_from_slice(&h.random);
-        buf[field::H_CHALLENGE].copy_from_slice(&h.challenge);
-        buf[field::H_ECHO].copy_from_slice(&h.echo);
-        buf[field::H_FLAGS] = h.flags;
-        buf[field::H_RESERVED].fill(0);
-        HELLO_LEN
-    }
-}
-
-/// Builds a receiver report: the header and one entry per path.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ReportRepr<'a> {
-    pub header: HeaderRepr,
-    pub entries: &'a [ReportEntry],
-}
-
-impl ReportRepr<'_> {
-    /// Bytes [`emit`](Self::emit) writes: [`report_len`] of the entries.
-    pub const fn buffer_len(&self) -> usize {
-        report_len(self.entries.len())
-    }
-
-    /// Write the report into `buf`; returns its length.
-    ///
-    /// # Panics
-    /// If more than 255 entries are given or `buf` is too short; at most [`crate::MAX_PATHS`]
-    /// entries exist and buffers are sized by [`buffer_len`](Self::buffer_len).
-    pub fn emit(&self, buf: &mut [u8]) -> usize {
-        let count = u8::try_from(self.entries.len()).expect("at most 255 report entries");
-        self.header.emit(buf);
-        buf[field::REPORT_COUNT] = count;
-        buf[field::REPORT_ENTRY_LEN] = REPORT_ENTRY_LEN as u8;
-        buf[field::REPORT_RESERVED].fill(0);
-        let mut off = REPORT_FIXED_LEN;
-        for e in self.entries {
-            e.emit(&mut buf[off..off + REPORT_ENTRY_LEN]);
-            off += REPORT_ENTRY_LEN;
-        }
-        off
-    }
-}
-
-/// Length of a report with `n` entries.
-pub const fn report_len(n: usize) -> usize {
-    REPORT_FIXED_LEN + n * REPORT_ENTRY_LEN
-}
-
-fn be16(b: &[u8]) -> u16 {
+pub(crate) fn be16(b: &[u8]) -> u16 {
     u16::from_be_bytes([b[0], b[1]])
 }
 
-fn be32(b: &[u8]) -> u32 {
+pub(crate) fn be32(b: &[u8]) -> u32 {
     u32::from_be_bytes([b[0], b[1], b[2], b[3]])
 }
 
-fn be64(b: &[u8]) -> u64 {
+pub(crate) fn be64(b: &[u8]) -> u64 {
     let mut a = [0u8; 8];
     a.copy_from_slice(&b[..8]);
     u64::from_be_bytes(a)
@@ -771,6 +222,7 @@ pub fn seq16_diff(a: u16, b: u16) -> i16 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::PathId;
     use proptest::prelude::*;
 
     #[test]

@@ -1,0 +1,144 @@
+//! A whole datagram, validated once ([`Datagram::parse`]); keepalive answers; inner packets.
+
+use super::*;
+
+/// A validated datagram borrowed from a receive buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Datagram<'a> {
+    Data {
+        header: HeaderRepr,
+        packet: &'a [u8],
+    },
+    Keepalive {
+        header: HeaderRepr,
+    },
+    KeepaliveAck {
+        header: HeaderRepr,
+        echo: u32,
+        hold_us: u32,
+    },
+    Report {
+        header: HeaderRepr,
+        report: Report<'a>,
+    },
+    Hello {
+        header: HeaderRepr,
+        hello: HelloRepr,
+    },
+}
+
+impl<'a> Datagram<'a> {
+    /// Validate `buf` (one UDP payload) completely.
+    pub fn parse(buf: &'a [u8]) -> Result<Datagram<'a>, WireError> {
+        let header = HeaderRepr::parse(buf)?;
+        let body = &buf[HEADER_LEN..];
+        match header.kind {
+            Kind::Data => {
+                check_inner_packet(body)?;
+                Ok(Datagram::Data {
+                    header,
+                    packet: body,
+                })
+            }
+            Kind::Keepalive => {
+                exact_len(buf, HEADER_LEN)?;
+                Ok(Datagram::Keepalive { header })
+            }
+            Kind::KeepaliveAck => {
+                exact_len(buf, ACK_LEN)?;
+                Ok(Datagram::KeepaliveAck {
+                    header,
+                    echo: be32(&buf[field::ACK_ECHO]),
+                    hold_us: be32(&buf[field::ACK_HOLD]),
+                })
+            }
+            Kind::Report => Ok(Datagram::Report {
+                header,
+                report: Report::parse(buf)?,
+            }),
+            Kind::Hello => {
+                exact_len(buf, HELLO_LEN)?;
+                Ok(Datagram::Hello {
+                    header,
+                    hello: HelloRepr::parse(buf),
+                })
+            }
+        }
+    }
+
+    pub fn header(&self) -> &HeaderRepr {
+        match self {
+            Datagram::Data { header, .. }
+            | Datagram::Keepalive { header }
+            | Datagram::KeepaliveAck { header, .. }
+            | Datagram::Report { header, .. }
+            | Datagram::Hello { header, .. } => header,
+        }
+    }
+}
+
+pub(crate) fn exact_len(buf: &[u8], expected: usize) -> Result<(), WireError> {
+    if buf.len() == expected {
+        Ok(())
+    } else {
+        Err(WireError::ControlLength {
+            expected,
+            got: buf.len(),
+        })
+    }
+}
+
+/// Check that `p` is a whole IPv4 or IPv6 packet whose length field matches its size.
+pub fn check_inner_packet(p: &[u8]) -> Result<(), WireError> {
+    let Some(&first) = p.first() else {
+        return Err(WireError::EmptyPayload);
+    };
+    let (min, claimed) = match first >> 4 {
+        4 if p.len() >= 20 => (20, usize::from(be16(&p[2..4]))),
+        6 if p.len() >= 40 => (40, 40 + usize::from(be16(&p[4..6]))),
+        4 => {
+            return Err(WireError::Truncated {
+                need: 20,
+                got: p.len(),
+            })
+        }
+        6 => {
+            return Err(WireError::Truncated {
+                need: 40,
+                got: p.len(),
+            })
+        }
+        v => return Err(WireError::NotIp(v)),
+    };
+    if claimed < min || claimed != p.len() {
+        return Err(WireError::InnerLength {
+            claimed,
+            got: p.len(),
+        });
+    }
+    Ok(())
+}
+
+/// Builds a keepalive-ack: the header, the timestamp of the keepalive it answers and how long
+/// the answering side held it (so the prober can subtract it from the RTT).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AckRepr {
+    pub header: HeaderRepr,
+    pub echo: u32,
+    pub hold_us: u32,
+}
+
+impl AckRepr {
+    /// Bytes [`emit`](Self::emit) writes.
+    pub const fn buffer_len(&self) -> usize {
+        ACK_LEN
+    }
+
+    /// Write the ack into `buf` and return its length ([`ACK_LEN`]).
+    pub fn emit(&self, buf: &mut [u8]) -> usize {
+        self.header.emit(buf);
+        buf[field::ACK_ECHO].copy_from_slice(&self.echo.to_be_bytes());
+        buf[field::ACK_HOLD].copy_from_slice(&self.hold_us.to_be_bytes());
+        ACK_LEN
+    }
+}

@@ -1,0 +1,99 @@
+//! The configuration file's schema as written: every key optional, nothing validated.
+
+use serde::{Deserialize, Serialize};
+
+/// The configuration file as written: every key optional, nothing validated yet. Parsing
+/// reads into this, and [`Config`] is validated from it; the lab writes its configs by
+/// serialising one, so that they follow the same schema.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tunnel: Option<TunnelFile>,
+    #[serde(default)]
+    pub connection: ConnectionFile,
+    #[serde(default)]
+    pub control: ControlFile,
+    #[serde(default)]
+    pub security: SecurityFile,
+    #[serde(default)]
+    pub path: Vec<PathFile>,
+}
+
+/// `[security]` as written.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SecurityFile {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub encryption: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_file: Option<String>,
+}
+
+/// `[tunnel]` as written.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TunnelFile {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub address: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub addresses: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mtu: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queues: Option<i64>,
+}
+
+/// `[connection]` as written.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConnectionFile {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scheduler: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reorder_window: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reorder_timeout_ms: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keepalive_ms: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dead_ms: Option<i64>,
+}
+
+/// One `[[path]]` as written.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PathFile {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interface: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub local: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub weight: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate: Option<RateFile>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backup: Option<bool>,
+}
+
+/// A path's `rate`: bits per second, or text such as `"20mbit"`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum RateFile {
+    Bits(i64),
+    Text(String),
+}
+
+/// `[control]` as written.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ControlFile {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub socket: Option<String>,
+}
