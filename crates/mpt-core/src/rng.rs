@@ -15,6 +15,12 @@ impl Rng {
         Rng((z ^ (z >> 31)) | 1)
     }
 
+    /// A generator in exactly this state (0, the one state xorshift never leaves, becomes 1):
+    /// for callers that must draw the very sequence an earlier version of them drew.
+    pub const fn from_state(state: u64) -> Rng {
+        Rng(if state == 0 { 1 } else { state })
+    }
+
     pub fn next_u64(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;

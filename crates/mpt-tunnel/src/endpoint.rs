@@ -74,7 +74,9 @@ pub(crate) struct PathState {
     /// the fence that held before the oldest of them (see [`Endpoint::fence_header`]).
     pub(crate) unsent: u16,
     pub(crate) fence_before: (u32, u16),
-    /// Data datagrams numbered for the path; and as of the last keepalive tick.
+    /// Data datagrams numbered for the path whose batch has not been sent yet.
+    pub(crate) data_unsent: u64,
+    /// Data datagrams sent on the path; and as of the last keepalive tick.
     pub(crate) data_sent: u64,
     pub(crate) data_at_tick: u64,
     /// `data_sent` and the time when we last answered a keepalive on this path.
@@ -134,7 +136,15 @@ pub struct PathInfo {
 
 impl<P> Endpoint<P> {
     /// A new session at `now`.
+    ///
+    /// # Panics
+    /// With no path or more than [`mpt_core::MAX_PATHS`] (the configuration refuses both).
     pub fn new(cfg: EndpointConfig, now: Time, mut random: Random) -> Endpoint<P> {
+        assert!(
+            (1..=mpt_core::MAX_PATHS).contains(&cfg.paths.len()),
+            "an endpoint has 1 to {} paths",
+            mpt_core::MAX_PATHS
+        );
         let header = Overhead::new(cfg.crypto.is_some(), false).datagram();
         let specs: Vec<PathSpec> = cfg
             .paths
@@ -176,6 +186,7 @@ impl<P> Endpoint<P> {
                 path_seq: 0,
                 unsent: 0,
                 fence_before: (0, 0),
+                data_unsent: 0,
                 data_sent: 0,
                 data_at_tick: 0,
                 acked_data: 0,
@@ -321,7 +332,7 @@ impl<P> Endpoint<P> {
     }
 
     pub fn drop_count(&self, reason: DropReason) -> u64 {
-        self.drops().get(reason)
+        self.drop_counts()[reason as usize]
     }
 
     /// Inner packets numbered for sending, and their bytes.

@@ -24,7 +24,7 @@ use std::time::Duration;
 pub use drops::{DropCounts, DropReason, Drops};
 pub use endpoint::{Endpoint, PathInfo};
 pub use liveness::LinkState;
-pub use send::Sealer;
+pub use send::{Sealer, SendError};
 
 use mpt_core::seal::{CipherChoice, Psk};
 use mpt_core::PathId;

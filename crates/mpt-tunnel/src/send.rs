@@ -32,6 +32,15 @@ pub(crate) enum Pending {
     },
 }
 
+/// Why [`Endpoint::send_one`] sent nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendError {
+    /// Dropped and counted: no session key yet, or no path up.
+    Dropped(DropReason),
+    /// The buffer had no room for the seal (the caller's bug).
+    Seal(SealError),
+}
+
 /// Seals the packets of one numbered batch, outside any lock the driver holds around the
 /// endpoint: the batch's key and first counter. Hand [`Sealer::used`] back to
 /// [`Endpoint::batch_sent`] once the batch has left.
@@ -119,7 +128,7 @@ impl<P> Endpoint<P> {
             .emit(bufs[k].as_mut());
             self.seq = self.seq.wrapping_add(1);
             p.path_seq = p.path_seq.wrapping_add(1);
-            p.data_sent += 1;
+            p.data_unsent += 1;
             let outer = self.cfg.paths[i].overhead;
             self.sched.on_sent(now, path, len + outer);
             self.counts.tx_packets += 1;
@@ -137,32 +146,33 @@ impl<P> Endpoint<P> {
         })
     }
 
-    /// The batch that used the paths of `used` (from [`Sealer::used`]) has left: control
-    /// messages may fence it now.
+    /// The batch that used the paths of `used` (from [`Sealer::used`]) has left: its data
+    /// counts as sent on those paths (a path that carried data since the last keepalive tick
+    /// needs no keepalive), and control messages may fence it now.
     pub fn batch_sent(&mut self, used: u64) {
         for i in mpt_core::bits(used) {
-            self.paths[i].unsent -= 1;
+            let p = &mut self.paths[i];
+            p.unsent -= 1;
+            p.data_sent += std::mem::take(&mut p.data_unsent);
         }
     }
 
-    /// Number, seal and account one packet (`buf` as for [`Endpoint::number_batch`]): the
-    /// path it goes on, where to, and the datagram's length. For drivers that send one packet
-    /// at a time.
+    /// Number, seal and account one packet (`buf` as for [`Endpoint::number_batch`], with
+    /// [`mpt_core::seal::TAG_LEN`] bytes of room after the packet): the path it goes on,
+    /// where to, and the datagram's length. For drivers that send one packet at a time.
     pub fn send_one(
         &mut self,
         now: Time,
         buf: &mut [u8],
         inner: usize,
-    ) -> Result<(PathId, std::net::SocketAddr, usize), DropReason> {
+    ) -> Result<(PathId, std::net::SocketAddr, usize), SendError> {
         let mut plan = [None];
         let sealer = self
             .number_batch(now, &[inner], &mut [&mut *buf], &mut plan)
-            .ok_or(DropReason::NoSession)?;
+            .ok_or(SendError::Dropped(DropReason::NoSession))?;
         self.batch_sent(sealer.used());
-        let path = plan[0].ok_or(DropReason::NoPath)?;
-        let len = sealer
-            .seal(0, buf, inner)
-            .map_err(|_| DropReason::Truncated)?;
+        let path = plan[0].ok_or(SendError::Dropped(DropReason::NoPath))?;
+        let len = sealer.seal(0, buf, inner).map_err(SendError::Seal)?;
         Ok((path, self.remote(path), len))
     }
 

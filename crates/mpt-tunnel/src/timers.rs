@@ -17,32 +17,32 @@ pub const REPORT_TICK: Duration = Duration::from_millis(10);
 pub const REPORT_QUIET: Duration = Duration::from_millis(5);
 
 impl<P> Endpoint<P> {
-    /// When [`Endpoint::handle_timeout`] should next be called.
-    pub fn poll_timeout(&self) -> Option<Time> {
+    /// When [`Endpoint::handle_timeout`] should next be called: the periodic jobs always have
+    /// a next time.
+    pub fn poll_timeout(&self) -> Time {
         let t = &self.timers;
-        let mut next = t.keepalive.min(t.report).min(t.liveness);
-        if let Some(r) = self.reseq.poll_timeout() {
-            next = next.min(r);
-        }
-        Some(next)
+        let next = t.keepalive.min(t.report).min(t.liveness);
+        self.reseq.poll_timeout().map_or(next, |r| next.min(r))
     }
 
-    /// Do what is due at `now`.
+    /// Do what is due at `now`. A driver that is busy receiving calls this between batches
+    /// when [`Endpoint::poll_timeout`] has passed, so that keepalives, reports and liveness
+    /// never wait for the sockets to fall quiet.
     pub fn handle_timeout(&mut self, now: Time) {
         if self.reseq.poll_timeout().is_some_and(|t| t <= now) {
             let out = &mut self.released;
             self.reseq.handle_timeout(now, &mut |p| out.push(p));
         }
         if self.timers.liveness <= now {
-            self.timers.liveness = now + self.liveness_tick();
+            self.timers.liveness = next_tick(self.timers.liveness, now, self.liveness_tick());
             self.check_liveness(now);
         }
         if self.timers.keepalive <= now {
-            self.timers.keepalive = now + self.keepalive();
+            self.timers.keepalive = next_tick(self.timers.keepalive, now, self.keepalive());
             self.keepalive_tick();
         }
         if self.timers.report <= now {
-            self.timers.report = now + REPORT_TICK;
+            self.timers.report = next_tick(self.timers.report, now, REPORT_TICK);
             self.report_tick(now);
         }
     }
@@ -145,6 +145,20 @@ impl<P> Endpoint<P> {
     }
 }
 
+/// A periodic job that was due at `due` and runs at `now`: next due one `period` later, on its
+/// grid, unless it ran more than [`LATE`] late (then one `period` from now), as tokio's
+/// intervals with `MissedTickBehavior::Delay` do.
+fn next_tick(due: Time, now: Time, period: Duration) -> Time {
+    if now > due + LATE {
+        now + period
+    } else {
+        due + period
+    }
+}
+
+/// How late a periodic job may run and stay on its grid.
+const LATE: Duration = Duration::from_millis(5);
+
 /// [`Endpoint::report_path`]'s rule over (when heard from, if up; RTT) per path.
 fn pick_report_path(paths: impl Iterator<Item = (Option<Time>, u64)> + Clone) -> Option<usize> {
     let latest = paths.clone().filter_map(|(heard, _)| heard).max()?;
@@ -158,6 +172,15 @@ fn pick_report_path(paths: impl Iterator<Item = (Option<Time>, u64)> + Clone) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn periodic_jobs_stay_on_their_grid_unless_far_late() {
+        let at = Time::from_millis;
+        let p = Duration::from_millis(10);
+        assert_eq!(next_tick(at(100), at(101), p), at(110));
+        assert_eq!(next_tick(at(100), at(105), p), at(110));
+        assert_eq!(next_tick(at(100), at(106), p), at(116));
+    }
 
     #[test]
     fn reports_go_on_the_fastest_path_heard_from_lately() {

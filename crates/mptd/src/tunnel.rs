@@ -100,8 +100,21 @@ impl std::fmt::Debug for Tunnel {
 
 /// The endpoint's settings from the daemon's configuration and its pre-shared key (required
 /// unless `encryption = "none"`).
-pub fn endpoint_config(cfg: &Config, psk: Option<Psk>, aes_in_hardware: bool) -> EndpointConfig {
-    EndpointConfig {
+pub fn endpoint_config(
+    cfg: &Config,
+    psk: Option<Psk>,
+    aes_in_hardware: bool,
+) -> Result<EndpointConfig> {
+    let crypto = match (cfg.security.cipher, psk) {
+        (Some(choice), Some(psk)) => Some(CryptoSettings {
+            psk,
+            choice,
+            aes_in_hardware,
+        }),
+        (Some(_), None) => anyhow::bail!("encryption is on but no pre-shared key was loaded"),
+        (None, _) => None,
+    };
+    Ok(EndpointConfig {
         paths: cfg
             .paths
             .iter()
@@ -121,24 +134,15 @@ pub fn endpoint_config(cfg: &Config, psk: Option<Psk>, aes_in_hardware: bool) ->
         keepalive: cfg.connection.keepalive,
         dead: cfg.connection.dead,
         mtu: cfg.tunnel.mtu,
-        crypto: match (cfg.security.cipher, psk) {
-            (Some(choice), Some(psk)) => Some(CryptoSettings {
-                psk,
-                choice,
-                aes_in_hardware,
-            }),
-            _ => None,
-        },
-    }
+        crypto,
+    })
 }
 
 impl Tunnel {
     /// Set up the sockets and the TUN device. Fails with a message naming what is wrong.
     /// `psk` is required unless the config says `encryption = "none"`.
     pub fn new(cfg: Config, psk: Option<Psk>) -> Result<Tunnel> {
-        if cfg.security.cipher.is_some() && psk.is_none() {
-            anyhow::bail!("encryption is on but no pre-shared key was loaded");
-        }
+        let ecfg = endpoint_config(&cfg, psk, mpt_core::seal::aes_in_hardware())?;
         let mut paths = Vec::with_capacity(cfg.paths.len());
         for p in &cfg.paths {
             let sock = crate::net::path_socket(p)?;
@@ -155,7 +159,6 @@ impl Tunnel {
         let tun = crate::net::tun_device(&cfg.tunnel)?;
         let mut random = KeyStream::from_kernel()?;
         let clock = Clock::new();
-        let ecfg = endpoint_config(&cfg, psk, mpt_core::seal::aes_in_hardware());
         let endpoint = Endpoint::new(ecfg, clock.now(), Box::new(move |b| random.fill(b)));
         Ok(Tunnel {
             session: endpoint.session(),

@@ -245,7 +245,7 @@ impl Pair {
     }
 
     /// `side`'s application sends an inner packet into the tunnel now.
-    pub fn send(&mut self, side: Side, inner: &[u8]) -> Result<PathId, mpt_tunnel::DropReason> {
+    pub fn send(&mut self, side: Side, inner: &[u8]) -> Result<PathId, mpt_tunnel::SendError> {
         let now = self.now;
         let node = &mut self.nodes[side.index()];
         let prefix = node.ep.prefix();
@@ -362,7 +362,7 @@ impl Pair {
     fn step(&mut self, until: Time) -> bool {
         let arrival = self.flights.keys().next().map(|k| k.0);
         let timeouts = [Side::A, Side::B].map(|s| self.nodes[s.index()].ep.poll_timeout());
-        let next = [arrival, timeouts[0], timeouts[1]]
+        let next = [arrival, Some(timeouts[0]), Some(timeouts[1])]
             .into_iter()
             .flatten()
             .min();
@@ -391,7 +391,7 @@ impl Pair {
             self.drive(to);
         }
         for s in [Side::A, Side::B] {
-            if timeouts[s.index()].is_some_and(|t| t <= now) {
+            if timeouts[s.index()] <= now {
                 self.nodes[s.index()].ep.handle_timeout(now);
                 self.drive(s);
             }

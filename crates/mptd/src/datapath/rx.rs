@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::task::Poll;
 
 use anyhow::Result;
-use mpt_core::{PathId, Time};
+use mpt_core::PathId;
 use mpt_tunnel::Outcome;
 use tracing::warn;
 
@@ -66,11 +66,11 @@ pub async fn rx_task(t: Arc<Tunnel>) -> Result<()> {
     let mut next_sock = 0usize;
     loop {
         let deadline = t.lock().poll_timeout();
-        let sleep_to = t.clock.instant(deadline.unwrap_or(Time::ZERO));
+        let sleep_to = t.clock.instant(deadline);
         let ev = tokio::select! {
             biased;
             i = readable_any(&t.paths, &mut next_sock) => RxEvent::Readable(i),
-            _ = tokio::time::sleep_until(sleep_to), if deadline.is_some() => RxEvent::Timeout,
+            _ = tokio::time::sleep_until(sleep_to) => RxEvent::Timeout,
         };
         match ev {
             RxEvent::Readable(path) => {
@@ -172,6 +172,11 @@ fn receive_batch(
                     break;
                 }
             }
+        }
+        // timers due while the sockets kept us busy: keepalives, reports and liveness do not
+        // wait for the paths to fall quiet
+        if ep.poll_timeout() <= now {
+            ep.handle_timeout(now);
         }
         ep.take_delivered(&mut b.out);
         Tunnel::gather(&mut ep, t.clock.now(), outputs);

@@ -71,8 +71,9 @@ pub async fn tx_task(t: Arc<Tunnel>, queue: usize) -> Result<()> {
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                 Err(e) => {
-                    t.io_drop(DropReason::TunReadError, 1);
-                    debug!(error = %e, "reading from the TUN device failed");
+                    if let Some(n) = t.io_drop(DropReason::TunReadError, 1) {
+                        warn!(error = %e, failed = n, "reading from the TUN device failed");
+                    }
                     break;
                 }
             }
