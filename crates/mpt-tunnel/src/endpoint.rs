@@ -56,8 +56,10 @@ pub(crate) struct CryptoState {
     /// Seals and opens hellos.
     pub(crate) hello_key: SealKey,
     pub(crate) hs: Handshake,
-    /// Opens the agreed peer's datagrams.
-    pub(crate) open: Option<SealKey>,
+    /// Opens the agreed peer's datagrams (shared with [`crate::Opener`]s).
+    pub(crate) open: Option<Arc<SealKey>>,
+    /// Counts key installations: an [`crate::Opener`] of an earlier one is stale.
+    pub(crate) epoch: u64,
     /// The cipher agreed with that peer.
     pub(crate) cipher: Option<Cipher>,
     pub(crate) replay: ReplayWindow,
@@ -174,6 +176,7 @@ impl<P> Endpoint<P> {
                 offer_aes: c.choice.offers_aes(c.aes_in_hardware),
                 hs: Handshake::new(hs_random, challenge),
                 open: None,
+                epoch: 0,
                 cipher: None,
                 replay: ReplayWindow::default(),
             }
@@ -192,7 +195,7 @@ impl<P> Endpoint<P> {
                 acked_data: 0,
                 acked_at: Some(now),
                 srtt_us: None,
-                live: Liveness::default(),
+                live: Liveness::new(now),
                 peer_report: None,
                 hello_sent: None,
             })

@@ -7,13 +7,16 @@
 //! takes `now` ([`Endpoint::handle_datagram`], [`Endpoint::number_batch`],
 //! [`Endpoint::handle_timeout`]), and every output is polled ([`Endpoint::poll_transmit`],
 //! [`Endpoint::poll_timeout`], [`Endpoint::poll_event`], [`Endpoint::take_delivered`]).
-//! Randomness comes from the caller too ([`Random`]). The daemon (`mptd`) drives it with real
+//! Randomness comes from the caller too ([`Random`]). A driver that keeps the endpoint
+//! behind a lock shared by its sending and receiving tasks can seal ([`Sealer`]) and open
+//! ([`Opener`]) outside it. The daemon (`mptd`) drives it with real
 //! sockets and a TUN device; the tests drive two of them over simulated links.
 #![forbid(unsafe_code)]
 
 mod drops;
 mod endpoint;
 mod liveness;
+mod open;
 mod recv;
 mod send;
 mod timers;
@@ -24,6 +27,7 @@ use std::time::Duration;
 pub use drops::{DropCounts, DropReason, Drops};
 pub use endpoint::{Endpoint, PathInfo};
 pub use liveness::LinkState;
+pub use open::{Opened, Opener};
 pub use send::{Sealer, SendError};
 
 use mpt_core::seal::{CipherChoice, Psk};

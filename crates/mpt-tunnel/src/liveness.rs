@@ -43,25 +43,27 @@ pub enum Change {
 pub struct Liveness {
     pub state: LinkState,
     pub last_heard: Option<Time>,
+    /// When the path began to be watched: silence counts from here until it is first heard.
+    since: Time,
     /// While down: when the current run of datagrams began, and how many it has.
     recovering_since: Option<Time>,
     recover_count: u32,
     pub down_events: u64,
 }
 
-impl Default for Liveness {
-    fn default() -> Self {
+impl Liveness {
+    /// A path watched from `now` on, not heard from yet.
+    pub fn new(now: Time) -> Liveness {
         Liveness {
             state: LinkState::Unknown,
             last_heard: None,
+            since: now,
             recovering_since: None,
             recover_count: 0,
             down_events: 0,
         }
     }
-}
 
-impl Liveness {
     /// Something valid arrived at `now`.
     pub fn heard(&mut self, now: Time, keepalive: Duration) -> Change {
         let prev = self.last_heard.replace(now);
@@ -95,7 +97,7 @@ impl Liveness {
     /// At `now`, a path not already down that has been silent for `dead` goes down: returns
     /// for how long it was silent.
     pub fn check(&mut self, now: Time, dead: Duration) -> Option<Duration> {
-        let silent = now - self.last_heard.unwrap_or(Time::ZERO);
+        let silent = now - self.last_heard.unwrap_or(self.since);
         if self.state == LinkState::Down || silent < dead {
             return None;
         }
@@ -116,7 +118,7 @@ mod tests {
     #[test]
     fn down_after_silence_and_up_after_a_run_of_datagrams() {
         let at = Time::from_millis;
-        let mut l = Liveness::default();
+        let mut l = Liveness::new(Time::ZERO);
         assert_eq!(l.heard(at(0), KA), Change::Up);
         assert_eq!(l.check(at(499), DEAD), None);
         assert_eq!(l.check(at(500), DEAD), Some(DEAD));
@@ -131,9 +133,18 @@ mod tests {
     }
 
     #[test]
+    fn silence_counts_from_when_the_path_began_to_be_watched() {
+        let at = Time::from_millis;
+        // an endpoint made at 10 s (a peer session that starts late)
+        let mut l = Liveness::new(at(10_000));
+        assert_eq!(l.check(at(10_100), DEAD), None);
+        assert_eq!(l.check(at(10_500), DEAD), Some(DEAD));
+    }
+
+    #[test]
     fn a_run_broken_by_a_gap_starts_again() {
         let at = Time::from_millis;
-        let mut l = Liveness::default();
+        let mut l = Liveness::new(Time::ZERO);
         l.heard(at(0), KA);
         l.check(at(600), DEAD);
         l.heard(at(1000), KA);

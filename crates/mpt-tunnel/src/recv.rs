@@ -74,6 +74,21 @@ impl<P> Endpoint<P> {
             }
             (0, buf.len())
         };
+        self.dispatch(now, path, from, buf, start, end)
+    }
+
+    /// An authentic (or, without encryption, accepted) datagram, its plain form at
+    /// `buf[start..end]`: parse it and act on it.
+    pub(crate) fn dispatch(
+        &mut self,
+        now: Time,
+        path: PathId,
+        from: SocketAddr,
+        buf: &[u8],
+        start: usize,
+        end: usize,
+    ) -> Result<Option<Incoming>, DropReason> {
+        let i = path.index();
         let d = match Datagram::parse(&buf[start..end]) {
             Ok(d) => d,
             Err(e) => return Err(self.count(DropReason::malformed(&e))),
@@ -247,7 +262,8 @@ impl<P> Endpoint<P> {
         let Some(peer) = c.hs.peer() else { return };
         let cipher = c.choice.agree(c.offer_aes, hello.offers_aes());
         let keys = seal::session_keys(&c.psk, cipher, c.hs.random(), &peer.random);
-        c.open = Some(keys.rx);
+        c.open = Some(Arc::new(keys.rx));
+        c.epoch += 1;
         c.cipher = Some(cipher);
         c.replay = ReplayWindow::default();
         self.seal = Some(Arc::new(keys.tx));

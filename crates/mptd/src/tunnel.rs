@@ -2,7 +2,7 @@
 //! the path sockets, the TUN device, and the counters of the I/O around them.
 //!
 //! Lock rule: the endpoint's lock is held only to call into it, never across a system call
-//! or an await. What it asks for (control datagrams to send, events to log) is gathered
+//! or an await; the AEAD work is done outside it (the endpoint's `Sealer` and `Opener`). What it asks for (control datagrams to send, events to log) is gathered
 //! into an [`Outputs`] under the lock and acted on after.
 
 use std::net::SocketAddr;

@@ -113,6 +113,9 @@ pub struct Pair {
     pub nat: Vec<Option<SocketAddr>>,
     /// Datagrams the network could not deliver (sent to an address nobody has).
     pub undeliverable: u64,
+    /// Receive as a locking driver does: open with an [`mpt_tunnel::Opener`] first, then
+    /// hand the result in ([`Endpoint::handle_opened`]).
+    pub split_open: bool,
     sealing: bool,
 }
 
@@ -205,6 +208,7 @@ impl Pair {
             order: 0,
             nat: vec![None; paths],
             undeliverable: 0,
+            split_open: false,
             sealing,
         };
         pair.drive(Side::A);
@@ -331,9 +335,15 @@ impl Pair {
         now: Time,
     ) -> Outcome {
         let node = &mut self.nodes[to.index()];
-        let out = node
-            .ep
-            .handle_datagram(now, PathId(path as u8), from, bytes);
+        let id = PathId(path as u8);
+        let opened = match self.split_open {
+            true => node.ep.opener().and_then(|o| o.open(bytes)),
+            false => None,
+        };
+        let out = match opened {
+            Some(o) => node.ep.handle_opened(now, id, from, bytes, o),
+            None => node.ep.handle_datagram(now, id, from, bytes),
+        };
         if let Outcome::Data(data) = &out {
             let payload = bytes[data.packet.clone()].to_vec();
             node.ep.push_data(now, data, payload, |p| p);

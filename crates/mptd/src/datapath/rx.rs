@@ -39,6 +39,10 @@ struct RxBufs {
     cap: usize,
     /// Released packets on their way to the TUN device.
     out: Vec<RxBuf>,
+    /// Where each datagram of the current batch lies: (slice, offset, length, sender).
+    places: Vec<(usize, usize, usize, std::net::SocketAddr)>,
+    /// What opening each of them outside the lock gave.
+    opened: Vec<Option<mpt_tunnel::Opened>>,
 }
 
 /// All path sockets → endpoint → TUN; the endpoint's timers. Datagrams arrive in batches
@@ -60,6 +64,8 @@ pub async fn rx_task(t: Arc<Tunnel>) -> Result<()> {
         pool: (0..window + 8).map(|_| vec![0u8; cap]).collect(),
         cap,
         out: Vec::with_capacity(window + 8),
+        places: Vec::with_capacity(RX_SLICES * gro_segments.max(1)),
+        opened: Vec::with_capacity(RX_SLICES * gro_segments.max(1)),
     };
     let mut writer = TunWriter::new(t.prefix);
     let mut outputs = Outputs::default();
@@ -106,8 +112,8 @@ pub async fn rx_task(t: Arc<Tunnel>) -> Result<()> {
     }
 }
 
-/// Receive one batch from path `path`'s socket and give its datagrams to the endpoint, with
-/// one lock for the whole batch. Returns how many receive slices it filled and, with several
+/// Receive one batch from path `path`'s socket, open it (without the lock) and give its
+/// datagrams to the endpoint with one lock for the whole batch. Returns how many receive slices it filled and, with several
 /// paths, the path the resequencer waits for; `None` when nothing was waiting.
 fn receive_batch(
     t: &Tunnel,
@@ -135,42 +141,58 @@ fn receive_batch(
     };
     let now = t.clock.now();
     let id = PathId(path as u8);
+    // where each datagram of the batch lies (an empty one counts as one of length 0)
+    b.places.clear();
+    for (slice, meta) in b.metas.iter().enumerate().take(n) {
+        let stride = meta.stride.max(1);
+        let mut at = 0;
+        loop {
+            let len = (meta.len - at).min(stride);
+            b.places.push((slice, at, len, meta.addr));
+            at += len;
+            if at >= meta.len {
+                break;
+            }
+        }
+    }
+    // Open the batch without the endpoint's lock: the AEAD is the costly part of receiving,
+    // and the tx task numbers its batches under that lock meanwhile.
+    let opener = t.lock().opener();
+    b.opened.clear();
+    for &(slice, at, len, _) in &b.places {
+        let d = &mut b.slices[slice][at..at + len];
+        b.opened.push(opener.as_ref().and_then(|o| o.open(d)));
+    }
     let mut dropped = Vec::new();
     let lagging = {
         let mut ep = t.lock();
-        for (slice, meta) in b.metas.iter().enumerate().take(n) {
-            let stride = meta.stride.max(1);
-            let mut at = 0;
-            // each datagram of the slice (an empty one counts as one of length 0)
-            loop {
-                let len = (meta.len - at).min(stride);
-                let d = &mut b.slices[slice][at..at + len];
-                match ep.handle_datagram(now, id, meta.addr, d) {
-                    Outcome::Data(data) => {
-                        let (start, end) = (data.packet.start, data.packet.end);
-                        let here = RxBuf::Slice {
-                            slice,
-                            at,
-                            start,
-                            end,
-                        };
-                        // held: copied out of the slice, which the next batch reuses
-                        let (pool, slices, cap) = (&mut b.pool, &b.slices, b.cap);
-                        let keep = |p: RxBuf| {
-                            let mut buf = pool.pop().unwrap_or_else(|| vec![0u8; cap]);
-                            let bytes = p.bytes(slices);
-                            buf[..bytes.len()].copy_from_slice(bytes);
-                            RxBuf::Own { buf, start, end }
-                        };
-                        ep.push_data(now, &data, here, keep);
-                    }
-                    Outcome::Handled => {}
-                    Outcome::Dropped(reason) => dropped.push(reason),
+        for (&(slice, at, len, from), opened) in b.places.iter().zip(b.opened.drain(..)) {
+            let d = &mut b.slices[slice][at..at + len];
+            let outcome = match opened {
+                Some(o) => ep.handle_opened(now, id, from, d, o),
+                None => ep.handle_datagram(now, id, from, d),
+            };
+            match outcome {
+                Outcome::Data(data) => {
+                    let (start, end) = (data.packet.start, data.packet.end);
+                    let here = RxBuf::Slice {
+                        slice,
+                        at,
+                        start,
+                        end,
+                    };
+                    // held: copied out of the slice, which the next batch reuses
+                    let (pool, slices, cap) = (&mut b.pool, &b.slices, b.cap);
+                    let keep = |p: RxBuf| {
+                        let mut buf = pool.pop().unwrap_or_else(|| vec![0u8; cap]);
+                        let bytes = p.bytes(slices);
+                        buf[..bytes.len()].copy_from_slice(bytes);
+                        RxBuf::Own { buf, start, end }
+                    };
+                    ep.push_data(now, &data, here, keep);
                 }
-                at += len;
-                if at >= meta.len {
-                    break;
-                }
+                Outcome::Handled => {}
+                Outcome::Dropped(reason) => dropped.push(reason),
             }
         }
         // timers due while the sockets kept us busy: keepalives, reports and liveness do not
