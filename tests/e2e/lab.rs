@@ -1,4 +1,4 @@
-use mpt_lab::experiments::scenario;
+use mpt_lab::experiments::{paper, scenario};
 
 use crate::need;
 
@@ -20,7 +20,7 @@ fn table2_case16_rate_scheduler_delivers_in_order_once() {
     let mut suite = scenario::builtin("table2").expect("suite");
     suite.duration_s = Some(12);
     let out = std::env::temp_dir().join(format!("mpt-lab-test-{}", std::process::id()));
-    let md = scenario::run_table2(&suite, &[16], &out).expect("run");
+    let md = paper::run_table2(&suite, &[16], &out).expect("run");
     let csv = std::fs::read_to_string(out.join("table2.csv")).expect("csv");
     eprintln!("{md}");
     let _ = std::fs::remove_dir_all(&out);

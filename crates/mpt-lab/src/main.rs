@@ -86,7 +86,7 @@ fn run(
         schedulers,
         encryption,
     };
-    use mpt_lab::experiments::scenario;
+    use mpt_lab::experiments::{paper, scenario};
     if !mpt_lab::harness::require_root("mpt-lab run") {
         anyhow::bail!("the lab needs root");
     }
@@ -118,13 +118,13 @@ fn run(
         scenario::builtin(name)?
     };
     let md = match name {
-        "table1" => scenario::run_table1(&suite, cases, out)?,
-        "delay" => scenario::run_delay(&suite, out)?,
+        "table1" => paper::run_table1(&suite, cases, out)?,
+        "delay" => paper::run_delay(&suite, out)?,
         "adaptive" => mpt_lab::experiments::adaptive::run_adaptive(out, only)?,
         _ if suite.case.iter().all(|c| c.ftp_mb.is_some()) => {
-            scenario::run_table1(&suite, cases, out)?
+            paper::run_table1(&suite, cases, out)?
         }
-        _ => scenario::run_table2(&suite, cases, out)?,
+        _ => paper::run_table2(&suite, cases, out)?,
     };
     println!("{md}");
     eprintln!("results in {}", out.display());

@@ -9,9 +9,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use mptd::status::Status;
 
-use crate::experiments::scenario::{
-    builtin, f, ftp_download, paths_alone, stream_run, Sampler, Trace,
-};
+use crate::experiments::runs::{f, ftp_download, paths_alone, stream_run, Sampler, Trace};
+use crate::experiments::scenario::builtin;
 use crate::harness::{
     iperf3_bps, tbf_burst, tbf_with_burst, Impair, Lab, LinkSpec, Side, TunnelOpts,
 };

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::experiments::scenario::Trace;
+use crate::experiments::runs::Trace;
 use crate::harness::{iperf3_bps, tunnel_addr, Lab, LinkSpec, Side, TunnelOpts};
 use anyhow::{Context, Result};
 

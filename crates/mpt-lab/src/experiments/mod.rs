@@ -1,6 +1,8 @@
 //! The lab's upper layer: the experiments, each built on [`crate::harness`].
 //!
-//! * [`scenario`]: experiment descriptions and the runners for the MPT paper's tables;
+//! * [`scenario`]: experiment descriptions (the paper's setups as TOML suites);
+//! * [`runs`]: sampling, the paths alone, FTP downloads and UDP streams through the tunnel;
+//! * [`paper`]: the runners for the MPT paper's tables;
 //! * [`adaptive`]: the adaptive scheduler with nothing configured, on the paper's setups;
 //! * [`bench`]: throughput, latency and build-against-build benchmarks;
 //! * [`floor`]: the minimal blocking tunnel that sets the machine's latency floor;
@@ -10,4 +12,6 @@ pub mod adaptive;
 pub mod bench;
 pub mod demo;
 pub mod floor;
+pub mod paper;
+pub mod runs;
 pub mod scenario;

@@ -1,0 +1,269 @@
+//! The building blocks of the experiments: sampling the daemons' status, the paths alone,
+//! an FTP download and a UDP stream through the tunnel, with an optional trace.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use mptd::status::Status;
+
+use super::scenario::{Case, Suite};
+use crate::harness::{iperf3_bps, tunnel_addr, Lab, Side, TunnelOpts};
+
+/// Status snapshots with their time in seconds since sampling began.
+pub(crate) type Samples = Vec<(f64, Status)>;
+
+/// Samples a daemon's status every `every` on a thread until stopped.
+pub(crate) struct Sampler {
+    stop: Arc<AtomicBool>,
+    handle: std::thread::JoinHandle<Vec<(f64, Status)>>,
+}
+
+impl Sampler {
+    pub(crate) fn start(socket: PathBuf, every: Duration) -> Sampler {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::spawn(move || {
+            let t0 = Instant::now();
+            let mut out = Vec::new();
+            while !flag.load(Ordering::Relaxed) {
+                if let Ok(s) = mptd::control::status(&socket) {
+                    out.push((t0.elapsed().as_secs_f64(), s));
+                }
+                std::thread::sleep(every);
+            }
+            if let Ok(s) = mptd::control::status(&socket) {
+                out.push((t0.elapsed().as_secs_f64(), s));
+            }
+            out
+        });
+        Sampler { stop, handle }
+    }
+
+    pub(crate) fn finish(self) -> Vec<(f64, Status)> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.handle.join().unwrap_or_default()
+    }
+}
+
+/// iperf3 TCP on every path alone, all at once; goodput per path in bit/s.
+pub(crate) fn paths_alone(lab: &mut Lab, secs: u64) -> Result<Vec<f64>> {
+    let targets: Vec<(String, u16)> = (0..lab.paths.len())
+        .map(|i| (lab.path_addr(Side::B, i), 5300 + i as u16))
+        .collect();
+    Ok(lab
+        .iperf3_many(Side::A, &targets, &["-t", &secs.to_string()])?
+        .iter()
+        .map(iperf3_bps)
+        .collect())
+}
+
+pub(crate) fn f(v: Option<f64>, digits: usize) -> String {
+    v.map_or("—".into(), |x| format!("{x:.digits$}"))
+}
+
+/// Serve `mb` MiB from B over the tunnel, download it on A with curl while sampling B's
+/// status every 500 ms; returns (seconds, bytes, samples).
+pub(crate) fn ftp_download(lab: &mut Lab, mb: u64) -> Result<(f64, f64, Samples)> {
+    let ftp = lab.ftp_server(Side::B, mb * 1024 * 1024)?;
+    let sampler = Sampler::start(lab.control_socket(Side::B), Duration::from_millis(500));
+    let o = lab
+        .cmd(Side::A, "curl")
+        .args([
+            "-sS",
+            "--max-time",
+            "300",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{time_total} %{size_download}",
+        ])
+        .arg(format!("{}/random.bin", ftp.url))
+        .output()?;
+    let samples = sampler.finish();
+    lab.reap(ftp.pid);
+    if !o.status.success() {
+        bail!("download failed: {}", String::from_utf8_lossy(&o.stderr));
+    }
+    let text = String::from_utf8_lossy(&o.stdout);
+    let mut it = text.split_whitespace();
+    let time: f64 = it
+        .next()
+        .and_then(|v| v.parse().ok())
+        .context("curl time")?;
+    let size: f64 = it
+        .next()
+        .and_then(|v| v.parse().ok())
+        .context("curl size")?;
+    Ok((time, size, samples))
+}
+
+/// One UDP stream run; returns the row's figures.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StreamResult {
+    pub(crate) kbit: f64,
+    pub(crate) jitter_ms: f64,
+    pub(crate) loss_pct: f64,
+    pub(crate) reordered_pct: f64,
+    pub(crate) packets: u64,
+    pub(crate) mptd_reordered: u64,
+    pub(crate) hold_p99_ms: f64,
+    pub(crate) occupancy: String,
+    pub(crate) hold: String,
+}
+
+/// With `MPT_LAB_TRACE` set, both sides' status sampled every 100 ms while it runs.
+pub(crate) struct Trace(Option<(Sampler, Sampler)>);
+
+impl Trace {
+    /// Trace a run whose data goes from `sender` to the other side.
+    pub(crate) fn start(lab: &Lab, sender: Side) -> Trace {
+        let every = Duration::from_millis(100);
+        Trace(std::env::var("MPT_LAB_TRACE").is_ok().then(|| {
+            (
+                Sampler::start(lab.control_socket(sender), every),
+                Sampler::start(lab.control_socket(sender.other()), every),
+            )
+        }))
+    }
+
+    /// Stop sampling and print the trace (nothing when not tracing).
+    pub(crate) fn print(self) {
+        if let Some((a, b)) = self.0 {
+            print_trace(&a.finish(), &b.finish());
+        }
+    }
+}
+
+/// `MPT_LAB_TRACE`: per sample, the receiver's resequencer skips, out-of-order deliveries and
+/// late packets (cumulative), the sender's report bytes and keepalives since the previous
+/// sample, then per path the sender's scheduling rate, the datagrams it sent since the previous
+/// sample, the inner kbit/s the receiver got on it since its previous sample, the queue the
+/// receiver sees (smoothed minus minimum one-way delay) and the packets it found missing on the
+/// path (cumulative).
+fn print_trace(sender: &[(f64, Status)], receiver: &[(f64, Status)]) {
+    for (s, r) in sender.windows(2).zip(receiver.windows(2)) {
+        let ((t, now), (_, before)) = (&s[1], &s[0]);
+        let ((rt, rx), (rt0, rx0)) = (&r[1], &r[0]);
+        let r = &rx.tunnel.reseq;
+        // Control datagrams the sender put on its paths: its own reports (bytes) and keepalives.
+        let (st, bt) = (&now.tunnel, &before.tunnel);
+        let mut line = format!(
+            "{t:5.2} skip {:4} ooo {:4} late {:3} ctl {:4}B {:2}ka",
+            r.skipped,
+            r.delivered_out_of_order,
+            r.late,
+            st.tx_report_bytes.saturating_sub(bt.tx_report_bytes),
+            st.keepalives_sent.saturating_sub(bt.keepalives_sent)
+        );
+        for (i, p) in now.paths.iter().enumerate() {
+            let sent = p
+                .tx_packets
+                .saturating_sub(before.paths.get(i).map_or(0, |b| b.tx_packets));
+            let queue_ms = rx
+                .paths
+                .get(i)
+                .map_or(0.0, |q| (q.owd_us - q.owd_min_us) / 1000.0);
+            let rate_k = p.rate_bps.unwrap_or(0) / 1000;
+            // What the path delivered to the receiver since its previous sample (inner bytes).
+            let got = rx
+                .paths
+                .get(i)
+                .map_or(0, |q| q.rx_bytes)
+                .saturating_sub(rx0.paths.get(i).map_or(0, |q| q.rx_bytes));
+            let got_k = got as f64 * 8.0 / (rt - rt0).max(1e-3) / 1000.0;
+            // Packets the receiver found missing on the path (sequence gaps), cumulative.
+            let lost = rx.paths.get(i).map_or(0, |q| q.lost);
+            line += &format!(" | {rate_k:4}k tx{sent:3} d{got_k:4.0}k q{queue_ms:4.0}ms l{lost:3}");
+        }
+        eprintln!("{line}");
+    }
+}
+
+pub(crate) fn stream_run(
+    lab: &mut Lab,
+    suite: &Suite,
+    c: &Case,
+    opts: &TunnelOpts,
+    port: u16,
+    jitter_csv: &Path,
+) -> Result<(StreamResult, Status)> {
+    let kbit = c
+        .udp_kbit
+        .with_context(|| format!("case {} has no udp_kbit", c.id))?;
+    let secs = suite.duration_s.unwrap_or(20);
+    let len = c.datagram.or(suite.datagram).unwrap_or(160);
+    lab.start_tunnel(opts)?;
+    let trace = Trace::start(lab, Side::A);
+    let v = lab.iperf3(
+        Side::A,
+        &tunnel_addr(Side::B),
+        port,
+        &[
+            "-u",
+            "-b",
+            &format!("{kbit}k"),
+            "-l",
+            &len.to_string(),
+            "-t",
+            &secs.to_string(),
+            "--get-server-output",
+        ],
+    );
+    trace.print();
+    let st = lab.status(Side::B);
+    lab.stop_mptd(Side::A)?;
+    lab.stop_mptd(Side::B)?;
+    let v = v?;
+    let st = st?;
+    // The receiver's figures: iperf3 3.x puts them in `sum_received` (and the server's own
+    // JSON when the server runs with -J).
+    let srv = &v["server_output_json"];
+    let rcv = &v["end"]["sum_received"];
+    let packets = rcv["packets"].as_u64().unwrap_or(0);
+    let ooo = crate::harness::iperf3_receiver_out_of_order(&v)
+        .or_else(|| v["end"]["streams"][0]["udp"]["out_of_order"].as_u64())
+        .unwrap_or(0);
+    let mut series = String::from("t_s,jitter_ms\n");
+    if let Some(iv) = srv["intervals"].as_array() {
+        for i in iv {
+            let s = &i["sum"];
+            let _ = writeln!(
+                series,
+                "{:.1},{:.3}",
+                s["end"].as_f64().unwrap_or(0.0),
+                s["jitter_ms"].as_f64().unwrap_or(0.0)
+            );
+        }
+    }
+    std::fs::write(jitter_csv, series)?;
+    let r = &st.tunnel.reseq;
+    let result = StreamResult {
+        kbit: rcv["bits_per_second"].as_f64().unwrap_or(0.0) / 1000.0,
+        jitter_ms: rcv["jitter_ms"].as_f64().unwrap_or(f64::NAN),
+        loss_pct: rcv["lost_percent"].as_f64().unwrap_or(f64::NAN),
+        reordered_pct: if packets == 0 {
+            0.0
+        } else {
+            100.0 * ooo as f64 / packets as f64
+        },
+        packets,
+        mptd_reordered: r.reordered,
+        hold_p99_ms: r.hold_p99_us as f64 / 1000.0,
+        occupancy: format!(
+            "mean {:.1}, p50 {}, p90 {}, p99 {}, max {}",
+            r.occupancy_mean, r.occupancy_p50, r.occupancy_p90, r.occupancy_p99, r.occupancy_max
+        ),
+        hold: format!(
+            "p50 {:.1}, p90 {:.1}, p99 {:.1}, max {:.1}",
+            r.hold_p50_us as f64 / 1e3,
+            r.hold_p90_us as f64 / 1e3,
+            r.hold_p99_us as f64 / 1e3,
+            r.hold_max_us as f64 / 1e3
+        ),
+    };
+    Ok((result, st))
+}

@@ -1,0 +1,289 @@
+//! The resequencer's inner workings: extended sequence numbers, holding and releasing packets,
+//! the deadlines, the progress (fence) rule and the rebase that keeps numbers bounded.
+
+use mpt_core::wire::seq_diff;
+use mpt_core::Time;
+
+use super::*;
+
+impl<P> Resequencer<P> {
+    /// Anchors the extended seq space on the first seq of a session: start from 0 if the seq is
+    /// small (a fresh sender, earlier packets may still be in flight), else resync to it.
+    pub(crate) fn start(&mut self, seq: u32) {
+        self.started = true;
+        let small = self.window.max(MIN_HISTORY) as u64;
+        let first = u64::from(seq);
+        self.head = EXT_OFFSET + if first < small { 0 } else { first };
+    }
+
+    /// The extended seq nearest to the release point with these low 32 bits.
+    #[inline]
+    pub(crate) fn extend(&self, seq: u32) -> u64 {
+        self.head
+            .wrapping_add_signed(i64::from(seq_diff(seq, self.head as u32)))
+    }
+
+    #[inline]
+    pub(crate) fn is_duplicate(&self, ext: u64) -> bool {
+        let h = self.received.half();
+        ext + h >= self.head && ext < self.head + h && self.received.get(ext)
+    }
+
+    /// Window 0: deliver at once unless too old to tell from a duplicate.
+    pub(crate) fn passthrough(
+        &mut self,
+        now: Time,
+        p: usize,
+        ext: u64,
+        payload: P,
+        deliver: &mut impl FnMut(P),
+    ) {
+        if ext >= self.head {
+            self.set_head(ext + 1);
+        } else if !self.behind(p, ext) {
+            return;
+        }
+        self.received.set(ext);
+        self.emit(now, now, payload, deliver);
+    }
+
+    /// A packet below the release point that is no duplicate: whether it is recent enough to
+    /// be told from one (then it is delivered out of order, and counted so), or is dropped as
+    /// too old.
+    pub(crate) fn behind(&mut self, p: usize, ext: u64) -> bool {
+        if ext + self.received.half() < self.head {
+            self.stats.total.too_old += 1;
+            self.stats.paths[p].too_old += 1;
+            return false;
+        }
+        self.stats.total.delivered_out_of_order += 1;
+        true
+    }
+
+    /// Window > 0: deliver, hold or drop one new (non-duplicate) packet.
+    pub(crate) fn resequence(
+        &mut self,
+        now: Time,
+        p: usize,
+        ext: u64,
+        payload: P,
+        keep: impl FnOnce(P) -> P,
+        deliver: &mut impl FnMut(P),
+    ) {
+        if ext < self.head {
+            // Its gap was given up: late, delivered now unless too old to tell.
+            if self.behind(p, ext) {
+                self.stats.total.late += 1;
+                self.stats.paths[p].late += 1;
+                self.received.set(ext);
+                self.emit(now, now, payload, deliver);
+            }
+            return;
+        }
+        if ext > self.head {
+            if ext - self.head >= self.cap {
+                // beyond the ring: flush (in order) what lies too far back, O(cap)
+                self.release_to(now, ext - self.cap + 1, Cause::Overflow, deliver);
+            }
+            if ext > self.head && self.held >= self.window {
+                // full: give up the oldest gap (or the gap before this packet, if earlier)
+                let first = self.first_held().unwrap_or(ext);
+                self.release_to(now, first.min(ext), Cause::Overflow, deliver);
+            }
+        }
+        self.received.set(ext);
+        if ext == self.head {
+            self.set_head(ext + 1);
+            self.emit(now, now, payload, deliver);
+            if self.held > 0 {
+                self.deliver_consecutive(now, deliver);
+            }
+        } else {
+            let slot = (ext & self.mask) as usize;
+            if let Some(s) = self.ring.get_mut(slot) {
+                if s.replace(Entry {
+                    payload: keep(payload),
+
+                    arrival: now,
+                })
+                .is_none()
+                {
+                    self.held += 1;
+                }
+            }
+            self.deadlines.push_back((ext, now + self.timeout));
+            if self.deadlines.len() > 2 * self.cap as usize {
+                let head = self.head;
+                self.deadlines.retain(|&(e, _)| e >= head);
+            }
+        }
+    }
+
+    /// Hands one packet to the caller.
+    #[inline]
+    pub(crate) fn emit(
+        &mut self,
+        now: Time,
+        arrival: Time,
+        payload: P,
+        deliver: &mut impl FnMut(P),
+    ) {
+        let t = &mut self.stats.total;
+        t.delivered += 1;
+        t.hold_time_ns
+            .record(now.as_nanos().saturating_sub(arrival.as_nanos()));
+        deliver(payload);
+    }
+
+    /// Moves the release point forward, keeping the received-bitmap in step.
+    #[inline]
+    pub(crate) fn set_head(&mut self, new: u64) {
+        self.received.advance(self.head, new);
+        self.head = new;
+    }
+
+    /// Lowers every extended seq by a multiple of 2^32 (ring and bitmap indices unchanged)
+    /// once the release point has gone far. Called only at the start of an operation, when no
+    /// extended seq is held in a local. One operation moves the head by less than 2^32, so
+    /// nothing overflows in between.
+    #[inline]
+    pub(crate) fn maybe_rebase(&mut self) {
+        if self.head < self.rebase_at {
+            return;
+        }
+        let delta = ((self.head - EXT_OFFSET) >> 32) << 32;
+        if delta == 0 {
+            return;
+        }
+        self.head -= delta;
+        for ps in self.paths.iter_mut() {
+            ps.progress = ps.progress.saturating_sub(delta);
+        }
+        for d in self.deadlines.iter_mut() {
+            d.0 = d.0.saturating_sub(delta);
+        }
+        self.reorder.rebase(delta);
+    }
+
+    /// Delivers the held packets from the head on while there is no gap.
+    pub(crate) fn deliver_consecutive(&mut self, now: Time, deliver: &mut impl FnMut(P)) {
+        while self.held > 0 {
+            let slot = (self.head & self.mask) as usize;
+            let Some(entry) = self.ring.get_mut(slot).and_then(Option::take) else {
+                break;
+            };
+            self.held -= 1;
+            self.set_head(self.head + 1);
+            self.emit(now, entry.arrival, entry.payload, deliver);
+        }
+        self.tidy_deadlines();
+    }
+
+    /// Drops deadline entries of packets already delivered from the front of the queue.
+    #[inline]
+    pub(crate) fn tidy_deadlines(&mut self) {
+        while let Some(&(e, _)) = self.deadlines.front() {
+            if e >= self.head {
+                break;
+            }
+            self.deadlines.pop_front();
+        }
+    }
+
+    /// Gives up every missing seq below `target`: delivers the held packets below it in order,
+    /// moves the head to `target`, then delivers what follows without a gap.
+    /// O(min(target - head, cap)).
+    pub(crate) fn release_to(
+        &mut self,
+        now: Time,
+        target: u64,
+        cause: Cause,
+        deliver: &mut impl FnMut(P),
+    ) {
+        if target <= self.head {
+            return;
+        }
+        let span = target - self.head;
+        let mut delivered = 0u64;
+        if self.held > 0 {
+            // Held packets all lie in [head, head + cap): when span >= cap, all are below target.
+            for k in 0..span.min(self.cap) {
+                let slot = ((self.head + k) & self.mask) as usize;
+                if let Some(entry) = self.ring.get_mut(slot).and_then(Option::take) {
+                    self.held -= 1;
+                    delivered += 1;
+                    self.emit(now, entry.arrival, entry.payload, deliver);
+                }
+            }
+        }
+        let skipped = span - delivered;
+        if skipped > 0 {
+            self.stats.total.skipped += skipped;
+            let t = &mut self.stats.total;
+            match cause {
+                Cause::Timeout => t.released_by_timeout += 1,
+                Cause::Fence => t.released_by_fence += 1,
+                Cause::Overflow => t.released_by_overflow += 1,
+            }
+        }
+        self.set_head(target);
+        self.deliver_consecutive(now, deliver);
+    }
+
+    /// The lowest held extended seq.
+    pub(crate) fn first_held(&self) -> Option<u64> {
+        if self.held == 0 {
+            return None;
+        }
+        (0..self.cap)
+            .map(|k| self.head + k)
+            .find(|&s| matches!(self.ring.get((s & self.mask) as usize), Some(Some(_))))
+    }
+
+    /// The highest held extended seq.
+    pub(crate) fn last_held(&self) -> Option<u64> {
+        if self.held == 0 {
+            return None;
+        }
+        (0..self.cap)
+            .rev()
+            .map(|k| self.head + k)
+            .find(|&s| matches!(self.ring.get((s & self.mask) as usize), Some(Some(_))))
+    }
+
+    /// Releases the held packets whose deadline is not after `now`.
+    pub(crate) fn expire(&mut self, now: Time, deliver: &mut impl FnMut(P)) {
+        loop {
+            self.tidy_deadlines();
+            match self.deadlines.front() {
+                Some(&(ext, deadline)) if self.held > 0 && deadline <= now => {
+                    self.release_to(now, ext + 1, Cause::Timeout, deliver);
+                }
+                _ => break,
+            }
+        }
+    }
+
+    /// The progress rule: a missing seq below the progress of every counting path can no
+    /// longer arrive, so give it up. With no counting path at all, nothing can arrive: release
+    /// everything held.
+    pub(crate) fn progress_check(&mut self, now: Time, deliver: &mut impl FnMut(P)) {
+        if self.held == 0 {
+            return;
+        }
+        let target = if self.counting == 0 {
+            match self.last_held() {
+                Some(last) => last + 1,
+                None => return,
+            }
+        } else {
+            match self.slowest() {
+                Some((_, progress)) => progress,
+                None => return,
+            }
+        };
+        if target > self.head && target != u64::MAX {
+            self.release_to(now, target, Cause::Fence, deliver);
+        }
+    }
+}
