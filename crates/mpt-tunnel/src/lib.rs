@@ -91,6 +91,17 @@ pub enum Outcome {
     Dropped(DropReason),
 }
 
+impl Outcome {
+    /// What a receive step's result comes to.
+    pub(crate) fn of(r: Result<Option<Incoming>, DropReason>) -> Outcome {
+        match r {
+            Ok(Some(data)) => Outcome::Data(data),
+            Ok(None) => Outcome::Handled,
+            Err(reason) => Outcome::Dropped(reason),
+        }
+    }
+}
+
 /// A received data packet on its way to the resequencer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Incoming {

@@ -92,12 +92,7 @@ impl<P> Endpoint<P> {
         buf: &mut [u8],
         opened: Opened,
     ) -> Outcome {
-        let done = self.take_opened(now, path, from, buf, opened);
-        match done {
-            Ok(Some(data)) => Outcome::Data(data),
-            Ok(None) => Outcome::Handled,
-            Err(reason) => Outcome::Dropped(reason),
-        }
+        Outcome::of(self.take_opened(now, path, from, buf, opened))
     }
 
     fn take_opened(

@@ -32,11 +32,7 @@ impl<P> Endpoint<P> {
         from: SocketAddr,
         buf: &mut [u8],
     ) -> Outcome {
-        match self.receive(now, path, from, buf) {
-            Ok(Some(data)) => Outcome::Data(data),
-            Ok(None) => Outcome::Handled,
-            Err(reason) => Outcome::Dropped(reason),
-        }
+        Outcome::of(self.receive(now, path, from, buf))
     }
 
     /// A data packet from [`Outcome::Data`] goes to the resequencer as `payload`, which
