@@ -83,3 +83,46 @@ fn a_path_failing_mid_transfer_is_dropped_and_readopted_once() {
     );
     assert_eq!(st.paths[0].down_events, 1);
 }
+
+/// A daemon stopped cleanly (SIGTERM) says goodbye on every path: the peer takes them down at
+/// once instead of after `dead_ms` of silence, and takes the daemon back as fast as before
+/// when it starts again.
+#[test]
+fn a_stopping_daemon_says_goodbye_and_the_peer_knows_at_once() {
+    need!("goodbye");
+    let mut lab = Lab::new(&four_paths()[..2]).expect("lab");
+    let opts = TunnelOpts {
+        dead_ms: 2_000,
+        ..TunnelOpts::default()
+    };
+    lab.start_tunnel(&opts).expect("tunnel");
+    let t0 = Instant::now();
+    lab.stop_mptd(Side::A).expect("stop A");
+    let mut down = None;
+    while t0.elapsed() < Duration::from_millis(1_500) {
+        let st = lab.status(Side::B).expect("B's status");
+        if st.paths.iter().all(|p| p.state == "down") {
+            down = Some(t0.elapsed());
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let log = lab.mptd_log(Side::B);
+    println!(
+        "RESULT goodbye: B took both paths down {down:?} after A's SIGTERM (dead_ms {})",
+        opts.dead_ms
+    );
+    let down = down.unwrap_or_else(|| panic!("B never took A's paths down; B's log:\n{log}"));
+    // well inside dead_ms: the goodbye, not silence, took them down
+    assert!(down < Duration::from_millis(500), "down after {down:?}");
+    assert!(log.contains("the peer is stopping"), "{log}");
+    // back: the tunnel carries a ping again as soon as the keys are agreed
+    let t1 = Instant::now();
+    lab.start_mptd(Side::A, &opts).expect("restart A");
+    lab.wait_for_tunnel(Duration::from_secs(5))
+        .expect("the tunnel carries traffic again");
+    println!(
+        "RESULT goodbye: the restarted daemon carried a ping {:?} after it was started",
+        t1.elapsed()
+    );
+}

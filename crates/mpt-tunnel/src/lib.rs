@@ -124,6 +124,8 @@ pub struct Transmit {
 pub enum DownReason {
     /// Nothing valid arrived on it for this long (`dead_ms` or more).
     Silent(Duration),
+    /// The peer said goodbye: it is stopping.
+    PeerClosed,
 }
 
 /// Something the daemon may want to log or act on.

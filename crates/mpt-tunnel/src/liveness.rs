@@ -45,6 +45,8 @@ pub struct Liveness {
     pub last_heard: Option<Time>,
     /// When the path began to be watched: silence counts from here until it is first heard.
     since: Time,
+    /// Down because the peer said goodbye (not because it fell silent).
+    closed: bool,
     /// While down: when the current run of datagrams began, and how many it has.
     recovering_since: Option<Time>,
     recover_count: u32,
@@ -58,6 +60,7 @@ impl Liveness {
             state: LinkState::Unknown,
             last_heard: None,
             since: now,
+            closed: false,
             recovering_since: None,
             recover_count: 0,
             down_events: 0,
@@ -101,10 +104,35 @@ impl Liveness {
         if self.state == LinkState::Down || silent < dead {
             return None;
         }
+        self.go_down();
+        Some(silent)
+    }
+
+    /// The peer said it is stopping: down at once, unless down already.
+    pub fn peer_closed(&mut self) -> bool {
+        if self.state == LinkState::Down {
+            return false;
+        }
+        self.go_down();
+        self.closed = true;
+        true
+    }
+
+    /// A new peer session began: a path closed by the old one's goodbye is used again at once,
+    /// as at start (it was not a link that failed). Returns whether it was.
+    pub fn reopen(&mut self) -> bool {
+        if !self.closed {
+            return false;
+        }
+        self.closed = false;
+        self.state = LinkState::Unknown;
+        true
+    }
+
+    fn go_down(&mut self) {
         self.state = LinkState::Down;
         self.recovering_since = None;
         self.down_events += 1;
-        Some(silent)
     }
 }
 
@@ -130,6 +158,22 @@ mod tests {
         assert_eq!(l.heard(at(1100), KA), Change::Recovered);
         assert_eq!(l.state, LinkState::Up);
         assert_eq!(l.down_events, 1);
+    }
+
+    #[test]
+    fn a_goodbye_takes_a_path_down_until_the_next_session() {
+        let at = Time::from_millis;
+        let mut l = Liveness::new(Time::ZERO);
+        l.heard(at(10), KA);
+        assert!(l.peer_closed());
+        assert!(!l.peer_closed(), "down once");
+        assert_eq!((l.state, l.down_events), (LinkState::Down, 1));
+        assert!(l.reopen());
+        assert_eq!(l.state, LinkState::Unknown);
+        assert!(!l.reopen());
+        // a path down for silence is not reopened by a new session
+        l.check(at(2_000), DEAD);
+        assert!(!l.reopen());
     }
 
     #[test]

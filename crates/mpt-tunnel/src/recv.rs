@@ -105,7 +105,7 @@ impl<P> Endpoint<P> {
                 });
             }
         } else {
-            self.plain_session(path, h.session);
+            self.plain_session(now, path, h.session);
         }
         self.heard(now, path);
         let out = &mut self.released;
@@ -122,6 +122,10 @@ impl<P> Endpoint<P> {
                     },
                     packet: start + HEADER_LEN..end,
                 }));
+            }
+            Datagram::Goodbye { .. } => {
+                self.reseq.fence(now, path, h.seq, h.path_seq, &mut release);
+                self.peer_closed(now);
             }
             Datagram::Keepalive { .. } => {
                 self.reseq.fence(now, path, h.seq, h.path_seq, &mut release);
@@ -153,10 +157,11 @@ impl<P> Endpoint<P> {
     }
 
     /// Without encryption, the session id in the headers tells a peer that restarted.
-    fn plain_session(&mut self, path: PathId, session: u32) {
+    fn plain_session(&mut self, now: Time, path: PathId, session: u32) {
         match self.peer_session {
             Some(s) if s == session => {}
             Some(s) => {
+                self.reopen_closed(now);
                 self.reseq.reset();
                 self.peer_session = Some(session);
                 self.peer_restarts += 1;
@@ -240,7 +245,7 @@ impl<P> Endpoint<P> {
             seal::HelloOutcome::Reflected => Err(self.count(DropReason::BadHello)),
             seal::HelloOutcome::Accepted { install, reply } => {
                 if install {
-                    self.install_keys(path, &hello);
+                    self.install_keys(now, path, &hello);
                 }
                 if let Some(reply) = reply {
                     self.answer_hello(now, path, reply);
@@ -251,7 +256,7 @@ impl<P> Endpoint<P> {
     }
 
     /// The handshake agreed on a new peer: derive and install its session keys.
-    fn install_keys(&mut self, path: PathId, hello: &HelloRepr) {
+    fn install_keys(&mut self, now: Time, path: PathId, hello: &HelloRepr) {
         let Some(c) = self.crypto.as_mut() else {
             return;
         };
@@ -282,6 +287,7 @@ impl<P> Endpoint<P> {
         };
         self.events.push_back(event);
         self.peer_session = Some(peer.session);
+        self.reopen_closed(now);
     }
 
     /// Answer a hello that asked for one, at most once per [`HELLO_REPLY_GAP`] per path.
@@ -336,6 +342,34 @@ impl<P> Endpoint<P> {
         let p = &mut self.paths[path.index()];
         let rtt = u64::from(rtt);
         p.srtt_us = Some(p.srtt_us.map_or(rtt, |old| (old * 7 + rtt) / 8));
+    }
+
+    /// The peer said goodbye: every path is down at once.
+    fn peer_closed(&mut self, now: Time) {
+        for i in 0..self.paths.len() {
+            if !self.paths[i].live.peer_closed() {
+                continue;
+            }
+            let path = PathId(i as u8);
+            self.sched.on_path_state(now, path, false);
+            let out = &mut self.released;
+            self.reseq.path_down(now, path, &mut |p| out.push(p));
+            self.events.push_back(Event::PathDown {
+                path,
+                reason: crate::DownReason::PeerClosed,
+            });
+        }
+    }
+
+    /// A new peer session: paths its predecessor closed with a goodbye are used again.
+    fn reopen_closed(&mut self, now: Time) {
+        for i in 0..self.paths.len() {
+            if self.paths[i].live.reopen() {
+                let path = PathId(i as u8);
+                self.sched.on_path_state(now, path, true);
+                self.events.push_back(Event::PathUp { path, again: true });
+            }
+        }
     }
 
     /// Something valid arrived on `path`.

@@ -16,6 +16,7 @@ use crate::{DropReason, Endpoint, Transmit};
 #[derive(Debug, Clone)]
 pub(crate) enum Pending {
     Keepalive(PathId),
+    Goodbye(PathId),
     /// The answer to a keepalive that arrived at `arrived` carrying timestamp `echo`.
     Ack {
         path: PathId,
@@ -176,6 +177,15 @@ impl<P> Endpoint<P> {
         Ok((path, self.remote(path), len))
     }
 
+    /// We are stopping: a goodbye on every path (sealed, once keys are agreed), for
+    /// [`Endpoint::poll_transmit`]. The peer takes our paths down at once instead of after
+    /// `dead` of silence; its fences also release what it held of ours.
+    pub fn close(&mut self) {
+        for i in 0..self.paths.len() {
+            self.pending.push_back(Pending::Goodbye(PathId(i as u8)));
+        }
+    }
+
     /// A control header: the sequence fields are our fences on `path` — the next global and
     /// per-path numbers, which tell the peer that every data datagram sent on the path before
     /// has lower ones. While a numbered batch for the path has not been handed to its socket,
@@ -209,6 +219,12 @@ impl<P> Endpoint<P> {
                 self.fence_header(Kind::Keepalive, path, now).emit(&mut buf);
                 self.seal_control(now, path, &mut buf, HEADER_LEN)?;
                 self.counts.keepalives_sent += 1;
+                path
+            }
+            Pending::Goodbye(path) => {
+                buf.resize(HEADER_LEN + SEAL_OVERHEAD, 0);
+                self.fence_header(Kind::Goodbye, path, now).emit(&mut buf);
+                self.seal_control(now, path, &mut buf, HEADER_LEN)?;
                 path
             }
             Pending::Ack {

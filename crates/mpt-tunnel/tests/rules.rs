@@ -240,6 +240,60 @@ fn traffic_leaves_a_dead_path_within_dead_ms_and_nothing_after_is_lost() {
     assert_eq!(tail, (first_after..150 + n).collect::<Vec<_>>());
 }
 
+#[test]
+fn a_stopping_peer_says_goodbye_and_its_paths_go_down_at_once() {
+    let mut p = agreed_pair(20, 2);
+    p.stream(Side::A, ms(100), ms(5), LEN, 0);
+    let stop = p.now;
+    p.close(Side::A);
+    let goodbye = p.node(Side::A).sent_log.last().expect("sent").1.clone();
+    assert_eq!(kind_of(&goodbye), Kind::Goodbye);
+    p.run(ms(30));
+    // down on the first goodbye's arrival (10 ms), not after dead_ms (500 ms)
+    for i in 0..2 {
+        let at = down_at(&p, Side::B, i).expect("path down at B") - stop;
+        assert!(at <= ms(11), "path {i} down {at:?} after the goodbye");
+        assert_eq!(
+            p.ep(Side::B).path_info(PathId(i)).state,
+            mpt_tunnel::LinkState::Down
+        );
+    }
+    assert!(p.events_since(Side::B, stop).iter().all(|e| !matches!(
+        e,
+        Event::PathDown {
+            reason: DownReason::Silent(_),
+            ..
+        }
+    )));
+    assert_eq!(
+        p.send(Side::B, &packet(1, LEN)),
+        Err(SendError::Dropped(DropReason::NoPath)),
+        "no path to a peer that left"
+    );
+    // it comes back: its paths are used again as soon as the new session's keys are agreed
+    let back = p.now;
+    restart_and_rekey(&mut p);
+    let took = p.now - back;
+    assert!(took <= ms(30), "rekeyed after {took:?}");
+    for i in 0..2 {
+        assert_ne!(
+            p.ep(Side::B).path_info(PathId(i)).state,
+            mpt_tunnel::LinkState::Down
+        );
+    }
+    p.stream(Side::B, ms(50), ms(5), LEN, 100);
+    p.run(ms(20));
+    assert_eq!(p.delivered_numbers(Side::A), (100..110).collect::<Vec<_>>());
+    // the old session's goodbye, replayed now, changes nothing
+    let from = p.source(Side::A, 0);
+    let out = p.inject(Side::B, 0, from, goodbye);
+    assert_eq!(out, Outcome::Dropped(DropReason::UnknownSession));
+    assert_eq!(
+        p.ep(Side::B).path_info(PathId(0)).state,
+        mpt_tunnel::LinkState::Up
+    );
+}
+
 // ---- keepalives
 
 #[test]

@@ -209,6 +209,19 @@ impl Tunnel {
         }
     }
 
+    /// We are stopping: a goodbye on every path, so that the peer takes our paths down at once
+    /// rather than after `dead_ms` of silence.
+    pub fn say_goodbye(&self) {
+        let mut out = Outputs::default();
+        {
+            let now = self.clock.now();
+            let mut ep = self.lock();
+            ep.close();
+            Tunnel::gather(&mut ep, now, &mut out);
+        }
+        self.act(&mut out);
+    }
+
     /// Send one datagram now, or count it as lost (a full socket buffer drops a control
     /// datagram rather than wait).
     pub fn send(&self, p: &PathIo, datagram: &[u8], remote: SocketAddr) {
@@ -260,6 +273,10 @@ impl Tunnel {
                 silent_ms = d.as_millis() as u64,
                 "path down"
             ),
+            Event::PathDown {
+                path,
+                reason: DownReason::PeerClosed,
+            } => info!(path = name(path), "path down: the peer is stopping"),
             Event::PeerHeard { path, session } => info!(
                 path = name(path),
                 session = format_args!("{session:08x}"),

@@ -9,6 +9,9 @@ pub enum Datagram<'a> {
         header: HeaderRepr,
         packet: &'a [u8],
     },
+    Goodbye {
+        header: HeaderRepr,
+    },
     Keepalive {
         header: HeaderRepr,
     },
@@ -44,6 +47,10 @@ impl<'a> Datagram<'a> {
                 exact_len(buf, HEADER_LEN)?;
                 Ok(Datagram::Keepalive { header })
             }
+            Kind::Goodbye => {
+                exact_len(buf, HEADER_LEN)?;
+                Ok(Datagram::Goodbye { header })
+            }
             Kind::KeepaliveAck => {
                 exact_len(buf, ACK_LEN)?;
                 Ok(Datagram::KeepaliveAck {
@@ -70,6 +77,7 @@ impl<'a> Datagram<'a> {
         match self {
             Datagram::Data { header, .. }
             | Datagram::Keepalive { header }
+            | Datagram::Goodbye { header }
             | Datagram::KeepaliveAck { header, .. }
             | Datagram::Report { header, .. }
             | Datagram::Hello { header, .. } => header,

@@ -156,6 +156,8 @@ pub enum Kind {
     Report = 3,
     /// Handshake: the sender's random and challenge, always sealed with the handshake key.
     Hello = 4,
+    /// The sender is stopping: its paths are down at once. The header alone.
+    Goodbye = 5,
 }
 
 impl Kind {
@@ -166,6 +168,7 @@ impl Kind {
             2 => Some(Kind::KeepaliveAck),
             3 => Some(Kind::Report),
             4 => Some(Kind::Hello),
+            5 => Some(Kind::Goodbye),
             _ => None,
         }
     }
@@ -491,7 +494,8 @@ mod tests {
             Just(Kind::Keepalive),
             Just(Kind::KeepaliveAck),
             Just(Kind::Report),
-            Just(Kind::Hello)
+            Just(Kind::Hello),
+            Just(Kind::Goodbye)
         ]
     }
 
@@ -535,6 +539,11 @@ mod tests {
                 Kind::Keepalive => {
                     h.emit(&mut buf);
                     prop_assert_eq!(Datagram::parse(&buf[..HEADER_LEN]), Ok(Datagram::Keepalive { header: h }));
+                }
+                Kind::Goodbye => {
+                    h.emit(&mut buf);
+                    prop_assert_eq!(Datagram::parse(&buf[..HEADER_LEN]), Ok(Datagram::Goodbye { header: h }));
+                    prop_assert!(Datagram::parse(&buf[..HEADER_LEN + 1]).is_err());
                 }
                 Kind::KeepaliveAck => {
                     let n = AckRepr { header: h, echo, hold_us }.emit(&mut buf);

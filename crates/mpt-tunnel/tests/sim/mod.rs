@@ -240,6 +240,12 @@ impl Pair {
         self.links[side.index()][path].drop_next = n;
     }
 
+    /// `side` stops cleanly: its goodbyes go out now.
+    pub fn close(&mut self, side: Side) {
+        self.nodes[side.index()].ep.close();
+        self.drive(side);
+    }
+
     /// Replace `side`'s endpoint by a new one (a restart).
     pub fn restart(&mut self, side: Side) {
         let cfg = self.nodes[side.index()].ep.config().clone();

@@ -173,6 +173,8 @@ async fn run(cfg: Config, psk: Option<Psk>) -> Result<()> {
     };
     let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Stopping]);
     tasks.shutdown().await;
+    // the tasks are stopped: the goodbyes are the last datagrams we send
+    sh.say_goodbye();
     let name = sh.cfg.tunnel.name.clone();
     // The last reference closes the TUN device, which removes the interface.
     drop(sh);
