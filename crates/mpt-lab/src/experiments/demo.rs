@@ -39,14 +39,17 @@ pub fn run(scheduler: &str) -> Result<()> {
         .collect();
     let sum: f64 = alone.iter().sum();
 
+    // the product's defaults: encryption "auto" (AES-256-GCM where both ends have it in
+    // hardware, ChaCha20-Poly1305 otherwise)
     let opts = TunnelOpts {
         scheduler: scheduler.into(),
         configure_rates: scheduler != "adaptive",
+        encryption: "auto".into(),
         ..TunnelOpts::default()
     };
     println!(
-        "== starting mptd on both ends (scheduler {}, reorder window {}, timeout {} ms)",
-        opts.scheduler, opts.reorder_window, opts.reorder_timeout_ms
+        "== starting mptd on both ends (scheduler {}, encryption {}, reorder window {}, timeout {} ms)",
+        opts.scheduler, opts.encryption, opts.reorder_window, opts.reorder_timeout_ms
     );
     lab.start_tunnel(&opts)?;
     println!(
