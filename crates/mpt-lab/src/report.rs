@@ -7,8 +7,9 @@ use std::process::Command;
 use anyhow::{Context, Result};
 use mptd::status::Status;
 
-/// Per-path and tunnel throughput over time from status samples, as CSV
-/// (`t,tunnel,path0,path1,…` in kbit/s; tunnel = inner bytes, paths = datagram bytes).
+/// Per-path and tunnel throughput over time from the receiver's status samples, as CSV
+/// (`t,tunnel,path0,path1,…` in kbit/s of inner bytes): what arrived, so what the paths
+/// carried (what a sender puts on a path can outrun the link while its queue fills).
 pub fn throughput_csv(samples: &[(f64, Status)]) -> String {
     let mut csv = String::new();
     let Some((_, first)) = samples.first() else {
@@ -27,10 +28,10 @@ pub fn throughput_csv(samples: &[(f64, Status)]) -> String {
             csv,
             "{:.2},{:.1}",
             t1 - samples[0].0,
-            rate(a.tunnel.tx_bytes, b.tunnel.tx_bytes)
+            rate(a.tunnel.rx_bytes, b.tunnel.rx_bytes)
         );
         for (pa, pb) in a.paths.iter().zip(&b.paths) {
-            let _ = write!(csv, ",{:.1}", rate(pa.tx_bytes, pb.tx_bytes));
+            let _ = write!(csv, ",{:.1}", rate(pa.rx_bytes, pb.rx_bytes));
         }
         csv.push('\n');
     }

@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use mptd::status::Status;
 
-use crate::experiments::runs::{f, ftp_download, paths_alone, stream_run, Sampler, Trace};
+use crate::experiments::runs::{
+    f, ftp_download, paths_alone, stream_run, Download, Sampler, Trace,
+};
 use crate::experiments::scenario::builtin;
 use crate::harness::{
     iperf3_bps, tbf_burst, tbf_with_burst, Impair, Lab, LinkSpec, Side, TunnelOpts,
@@ -121,7 +123,11 @@ pub fn ftp_comparison(only: Only) -> Result<String> {
             let trace = Trace::start(&lab, Side::B);
             let download = ftp_download(&mut lab, mb);
             trace.print();
-            let (time, size, _) = download?;
+            let Download {
+                seconds: time,
+                bytes: size,
+                ..
+            } = download?;
             let rx = lab.status(Side::A)?;
             lab.stop_mptd(Side::A)?;
             lab.stop_mptd(Side::B)?;

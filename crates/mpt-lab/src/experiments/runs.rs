@@ -65,11 +65,23 @@ pub(crate) fn f(v: Option<f64>, digits: usize) -> String {
     v.map_or("—".into(), |x| format!("{x:.digits$}"))
 }
 
-/// Serve `mb` MiB from B over the tunnel, download it on A with curl while sampling B's
-/// status every 500 ms; returns (seconds, bytes, samples).
-pub(crate) fn ftp_download(lab: &mut Lab, mb: u64) -> Result<(f64, f64, Samples)> {
+/// A download through the tunnel, and both daemons' status while it ran.
+pub(crate) struct Download {
+    pub(crate) seconds: f64,
+    pub(crate) bytes: f64,
+    /// The sender's (B's) status every 500 ms: what it put on each path.
+    pub(crate) sent: Samples,
+    /// The receiver's (A's) status every 500 ms: what arrived.
+    pub(crate) arrived: Samples,
+}
+
+/// Serve `mb` MiB from B over the tunnel and download it on A with curl, sampling both
+/// daemons' status every 500 ms.
+pub(crate) fn ftp_download(lab: &mut Lab, mb: u64) -> Result<Download> {
     let ftp = lab.ftp_server(Side::B, mb * 1024 * 1024)?;
-    let sampler = Sampler::start(lab.control_socket(Side::B), Duration::from_millis(500));
+    let every = Duration::from_millis(500);
+    let sampler = Sampler::start(lab.control_socket(Side::B), every);
+    let receiver = Sampler::start(lab.control_socket(Side::A), every);
     let o = lab
         .cmd(Side::A, "curl")
         .args([
@@ -83,7 +95,8 @@ pub(crate) fn ftp_download(lab: &mut Lab, mb: u64) -> Result<(f64, f64, Samples)
         ])
         .arg(format!("{}/random.bin", ftp.url))
         .output()?;
-    let samples = sampler.finish();
+    let sent = sampler.finish();
+    let arrived = receiver.finish();
     lab.reap(ftp.pid);
     if !o.status.success() {
         bail!("download failed: {}", String::from_utf8_lossy(&o.stderr));
@@ -98,7 +111,12 @@ pub(crate) fn ftp_download(lab: &mut Lab, mb: u64) -> Result<(f64, f64, Samples)
         .next()
         .and_then(|v| v.parse().ok())
         .context("curl size")?;
-    Ok((time, size, samples))
+    Ok(Download {
+        seconds: time,
+        bytes: size,
+        sent,
+        arrived,
+    })
 }
 
 /// One UDP stream run; returns the row's figures.
