@@ -350,15 +350,17 @@ impl<P> Endpoint<P> {
             if !self.paths[i].live.peer_closed() {
                 continue;
             }
-            let path = PathId(i as u8);
-            self.sched.on_path_state(now, path, false);
-            let out = &mut self.released;
-            self.reseq.path_down(now, path, &mut |p| out.push(p));
-            self.events.push_back(Event::PathDown {
-                path,
-                reason: crate::DownReason::PeerClosed,
-            });
+            self.path_went_down(now, PathId(i as u8), crate::DownReason::PeerClosed);
         }
+    }
+
+    /// `path` went down (its liveness says so already): the scheduler leaves it, the
+    /// resequencer stops waiting for it, and the driver hears why.
+    pub(crate) fn path_went_down(&mut self, now: Time, path: PathId, reason: crate::DownReason) {
+        self.sched.on_path_state(now, path, false);
+        let out = &mut self.released;
+        self.reseq.path_down(now, path, &mut |p| out.push(p));
+        self.events.push_back(Event::PathDown { path, reason });
     }
 
     /// A new peer session: paths its predecessor closed with a goodbye are used again.

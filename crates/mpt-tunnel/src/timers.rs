@@ -59,14 +59,7 @@ impl<P> Endpoint<P> {
             let Some(silent) = self.paths[i].live.check(now, dead) else {
                 continue;
             };
-            let path = PathId(i as u8);
-            self.sched.on_path_state(now, path, false);
-            let out = &mut self.released;
-            self.reseq.path_down(now, path, &mut |p| out.push(p));
-            self.events.push_back(Event::PathDown {
-                path,
-                reason: DownReason::Silent(silent),
-            });
+            self.path_went_down(now, PathId(i as u8), DownReason::Silent(silent));
         }
     }
 
