@@ -9,7 +9,7 @@ use mpt_reseq::PathStats;
 
 use crate::liveness::LinkState;
 use crate::send::Pending;
-use crate::{DownReason, Endpoint, Event};
+use crate::{DownReason, Endpoint};
 
 /// How often the pacer is asked whether a report is due.
 pub const REPORT_TICK: Duration = Duration::from_millis(10);
