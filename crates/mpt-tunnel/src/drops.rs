@@ -107,6 +107,14 @@ drop_reasons! {
 }
 
 impl DropReason {
+    /// The reason a sealed datagram that did not open is counted under.
+    pub fn unsealed(e: &mpt_core::seal::SealError) -> DropReason {
+        match e {
+            mpt_core::seal::SealError::BadTag => DropReason::BadTag,
+            _ => DropReason::Truncated,
+        }
+    }
+
     /// The reason a datagram refused by the parser is counted under.
     pub fn malformed(e: &WireError) -> DropReason {
         match e {

@@ -11,7 +11,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use mpt_core::seal::{self, SealError, SealKey, COUNTER_LEN, SEALED_HEADER_LEN};
+use mpt_core::seal::{self, SealKey, COUNTER_LEN, SEALED_HEADER_LEN};
 use mpt_core::wire::{Header, Kind};
 use mpt_core::{PathId, Time};
 
@@ -56,11 +56,11 @@ impl Opener {
         }
         let result = match h.counter() {
             None => Err(DropReason::Truncated),
-            Some(counter) => match self.key.open(buf) {
-                Ok(body) => Ok((counter, body)),
-                Err(SealError::BadTag) => Err(DropReason::BadTag),
-                Err(_) => Err(DropReason::Truncated),
-            },
+            Some(counter) => self
+                .key
+                .open(buf)
+                .map(|body| (counter, body))
+                .map_err(|e| DropReason::unsealed(&e)),
         };
         Some(Opened {
             epoch: self.epoch,

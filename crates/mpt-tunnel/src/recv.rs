@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mpt_core::seal::{self, ReplayWindow, SealError, COUNTER_LEN, SEALED_HEADER_LEN};
+use mpt_core::seal::{self, ReplayWindow, COUNTER_LEN, SEALED_HEADER_LEN};
 use mpt_core::wire::{Datagram, HeaderRepr, HelloRepr, Kind, Report, HEADER_LEN};
 use mpt_core::{PathId, Time};
 use mpt_reseq::PacketMeta;
@@ -211,8 +211,7 @@ impl<P> Endpoint<P> {
         }
         let body = match key.open(buf) {
             Ok(n) => n,
-            Err(SealError::BadTag) => return Err(self.count(DropReason::BadTag)),
-            Err(_) => return Err(self.count(DropReason::Truncated)),
+            Err(e) => return Err(self.count(DropReason::unsealed(&e))),
         };
         c.replay.mark(counter);
         seal::unseal_in_place(buf);
