@@ -16,6 +16,11 @@ address = "198.19.0.1/24"
 scheduler = "wrr"
 [security]
 encryption = "none"
+private_key_file = "host.key"
+[[peer]]
+name = "b"
+public_key = "HIgo9xNzJMWLKASShiTqIybxZ0U3wGLiUeJ1PKf8ykw="
+allowed = ["198.19.0.2/32"]
 [[path]]
 name = "a"
 local = "198.18.1.1:4754"
@@ -26,7 +31,15 @@ local = "198.18.2.1:4754"
 remote = "198.18.2.2:4754"
 "#;
 
-/// Run `mptd --check` on `text`; returns (exit code, stderr).
+/// Write a secret to `path`, mode 0600.
+fn write_private(path: &std::path::Path, text: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, text).expect("write key");
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+}
+
+/// Run `mptd --check` on `text` (with a private key `host.key` beside it); returns (exit
+/// code, stderr).
 fn check(text: Option<&str>) -> (i32, String) {
     let bin = match mptd_bin() {
         Ok(b) => b,
@@ -35,6 +48,12 @@ fn check(text: Option<&str>) -> (i32, String) {
     let dir = std::env::temp_dir().join(format!("mpt-check-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
     let file = dir.join("mpt.toml");
+    write_private(
+        &dir.join("host.key"),
+        &mpt_core::seal::PrivateKey::generate()
+            .expect("key")
+            .encode(),
+    );
     match text {
         Some(t) => std::fs::write(&file, t).expect("write"),
         None => {
@@ -79,15 +98,37 @@ fn invalid_configs_are_refused_naming_the_problem() {
         ),
         (None, "cannot read"),
         (
-            Some(GOOD.replace("encryption = \"none\"", "")),
-            "security.key_file",
+            Some(GOOD.replace("private_key_file = \"host.key\"", "")),
+            "security.private_key_file",
         ),
         (
-            Some(GOOD.replace(
-                "encryption = \"none\"",
-                "key_file = \"/nonexistent/mpt.key\"",
-            )),
-            "security.key_file",
+            Some(GOOD.replace("\"host.key\"", "\"/nonexistent/mpt.key\"")),
+            "security.private_key_file",
+        ),
+        (
+            Some(GOOD.replace("HIgo9xNzJMWLKASShiTqIybxZ0U3wGLiUeJ1PKf8ykw=", "c2hvcnQ=")),
+            "peer[0].public_key",
+        ),
+        (
+            Some(GOOD.replace("allowed = [\"198.19.0.2/32\"]", "endpoint = \"vps.example.net\"")),
+            "peer[0].endpoint",
+        ),
+        (
+            Some(GOOD.replace("198.19.0.2/32", "198.19.0.300/32")),
+            "peer[0].allowed[0]",
+        ),
+        (
+            Some(GOOD.replace("[[peer]]", "[[peer]]\npreshared_key_file = \"/nonexistent/psk\"")),
+            "peer[0].preshared_key_file",
+        ),
+        (
+            Some(GOOD.replacen("local = \"198.18.1.1:4754\"\nremote = \"198.18.1.2:4754\"", "", 1)),
+            "path[0].local",
+        ),
+        (Some(GOOD.replace("[[peer]]", "[[peerz]]")), "peerz"),
+        (
+            Some(GOOD.to_owned() + "[[peer]]\nname = \"c\"\npublic_key = \"HIgo9xNzJMWLKASShiTqIybxZ0U3wGLiUeJ1PKf8ykw=\"\n"),
+            "peer",
         ),
     ];
     for (text, needle) in cases {
@@ -105,32 +146,61 @@ fn invalid_configs_are_refused_naming_the_problem() {
 }
 
 #[test]
-fn genkey_makes_a_key_that_check_accepts_only_when_private() {
+fn genkey_and_pubkey_make_keys_that_check_accepts_only_when_private() {
+    use std::io::Write;
     use std::os::unix::fs::PermissionsExt;
     let bin = mptd_bin().expect("mptd built");
-    let out = Command::new(&bin)
+    let dir = std::env::temp_dir().join(format!("mpt-genkey-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    // `mptd genkey > host.key` leaves a file only its owner may read
+    let key_file = dir.join("host.key");
+    let status = Command::new(&bin)
         .arg("genkey")
-        .output()
+        .stdout(std::fs::File::create(&key_file).expect("create"))
+        .status()
         .expect("mptd genkey");
-    assert!(out.status.success());
-    let key = String::from_utf8(out.stdout).expect("utf-8");
+    assert!(status.success());
+    let mode = std::fs::metadata(&key_file)
+        .expect("key file")
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(mode, 0o600, "genkey's file is mode {mode:o}");
+    let key = std::fs::read_to_string(&key_file).expect("read");
     assert_eq!(key.trim().len(), 44, "32 bytes in base64: {key:?}");
     let again = Command::new(&bin)
         .arg("genkey")
         .output()
         .expect("mptd genkey");
     assert_ne!(again.stdout, key.as_bytes(), "two keys alike");
+    // `mptd pubkey < host.key` prints the public key the library computes
+    let mut child = Command::new(&bin)
+        .arg("pubkey")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("mptd pubkey");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(key.as_bytes())
+        .expect("write");
+    let out = child.wait_with_output().expect("pubkey");
+    assert!(out.status.success());
+    let public = mpt_core::seal::PrivateKey::parse(&key)
+        .expect("key")
+        .public()
+        .encode();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), public);
+    let psk = Command::new(&bin)
+        .arg("genpsk")
+        .output()
+        .expect("mptd genpsk");
+    assert_eq!(String::from_utf8_lossy(&psk.stdout).trim().len(), 44);
 
-    let dir = std::env::temp_dir().join(format!("mpt-genkey-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let key_file = dir.join("mpt.key");
-    std::fs::write(&key_file, &key).expect("write key");
     let cfg = dir.join("mpt.toml");
-    std::fs::write(
-        &cfg,
-        GOOD.replace("encryption = \"none\"", "key_file = \"mpt.key\""),
-    )
-    .expect("write config");
+    std::fs::write(&cfg, GOOD.replace("encryption = \"none\"", "")).expect("write config");
     let check = || {
         let out = Command::new(&bin)
             .args(["-c", cfg.to_str().expect("utf-8"), "--check"])
@@ -146,21 +216,27 @@ fn genkey_makes_a_key_that_check_accepts_only_when_private() {
     let (code, msg) = check();
     assert_eq!(code, Some(2), "{msg}");
     assert!(
-        msg.contains("mpt.toml") && msg.contains("security.key_file") && msg.contains("0644"),
+        msg.contains("mpt.toml")
+            && msg.contains("security.private_key_file")
+            && msg.contains("0644"),
         "{msg}"
     );
     std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
     let (code, msg) = check();
     assert_eq!(code, Some(0), "{msg}");
-    assert!(msg.contains("encryption auto"), "{msg}");
+    assert!(
+        msg.contains("encryption auto") && msg.contains(&public),
+        "{msg}"
+    );
     std::fs::write(&key_file, "bm90IGEga2V5").expect("write");
     let (code, msg) = check();
     assert_eq!(code, Some(2), "{msg}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Datagrams that must all be refused, each paired with its expected parse error.
-fn junk(n: usize, seed: &mut u64) -> Vec<Vec<u8>> {
+/// Datagrams that must all be refused; those with a plausible header carry `session` (the
+/// receiver's index: the one that passes the session check reaches the parser).
+fn junk(n: usize, seed: &mut u64, session: u32) -> Vec<Vec<u8>> {
     let mut next = || {
         *seed ^= *seed << 13;
         *seed ^= *seed >> 7;
@@ -183,7 +259,7 @@ fn junk(n: usize, seed: &mut u64) -> Vec<Vec<u8>> {
                     kind: Kind::Data,
                     path: PathId(0),
                     path_seq: 0,
-                    session: 1,
+                    session,
                     seq: 5,
                     timestamp: 0,
                 }
@@ -194,7 +270,7 @@ fn junk(n: usize, seed: &mut u64) -> Vec<Vec<u8>> {
             // sealed flag / unknown version / unknown type in an otherwise plausible header
             _ => {
                 d.resize(HEADER_LEN + 20, 0);
-                d[0] = [0x30, 0x2f, 0x60, 0xe0][(next() % 4) as usize];
+                d[0] = [0x50, 0x4f, 0x20, 0xe0][(next() % 4) as usize];
             }
         }
         if Datagram::parse(&d).is_err() {
@@ -251,10 +327,10 @@ fn hostile_datagrams_are_dropped_and_counted_and_the_daemon_keeps_running() {
     lab.start_tunnel(&opts).expect("tunnel");
     let target = format!("{}:4754", lab.path_addr(Side::B, 0));
 
-    // 1. From a stranger's port: unknown source.
+    // 1. From a stranger's port: refused by the parser, or as of no session.
     let before = lab.status(Side::B).expect("status").tunnel.drops;
     let mut seed = 0x9E37_79B9_7F4A_7C15;
-    let stranger = junk(500, &mut seed);
+    let stranger = junk(500, &mut seed, 1);
     let t = target.clone();
     let a0 = lab.path_addr(Side::A, 0);
     lab.in_ns(Side::A, move || {
@@ -266,13 +342,18 @@ fn hostile_datagrams_are_dropped_and_counted_and_the_daemon_keeps_running() {
     .expect("ns");
     std::thread::sleep(Duration::from_millis(300));
     let after = lab.status(Side::B).expect("status").tunnel.drops;
-    assert_eq!(
-        after.unknown_source - before.unknown_source,
-        500,
-        "unknown-source drops"
-    );
+    let refused = |d: &mptd::status::DropCounts| {
+        d.malformed()
+            + d.unknown_session
+            + d.bad_handshake
+            + d.stale_handshake
+            + d.unknown_key
+            + d.unexpected
+    };
+    assert_eq!(refused(&after) - refused(&before), 500, "drops: {after:?}");
 
-    // 2. From the peer's own address and port (its daemon stopped): malformed and mismatched.
+    // 2. From the peer's own address and port (its daemon stopped), with B's session index:
+    // malformed and mismatched.
     assert_eq!(
         lab.stop_mptd(Side::A).expect("stop a"),
         Some(0),
@@ -283,7 +364,8 @@ fn hostile_datagrams_are_dropped_and_counted_and_the_daemon_keeps_running() {
         "the TUN interface outlived mptd"
     );
     let before = lab.status(Side::B).expect("status");
-    let bad = junk(2000, &mut seed);
+    let session = u32::from_str_radix(&before.tunnel.session, 16).expect("hex session");
+    let bad = junk(2000, &mut seed, session);
     let n_bad = bad.len() as u64;
     let t = target.clone();
     let a0 = lab.path_addr(Side::A, 0);
@@ -301,7 +383,7 @@ fn hostile_datagrams_are_dropped_and_counted_and_the_daemon_keeps_running() {
             kind: Kind::Keepalive,
             path: PathId(3),
             path_seq: 0,
-            session: 7,
+            session,
             seq: 0,
             timestamp: 0,
         }
@@ -315,7 +397,7 @@ fn hostile_datagrams_are_dropped_and_counted_and_the_daemon_keeps_running() {
     let after = lab.status(Side::B).expect("mptd on b still answers");
     let (d0, d1) = (&before.tunnel.drops, &after.tunnel.drops);
     eprintln!("RESULT hostile: drops after {d1:?}");
-    assert_eq!(d1.malformed() - d0.malformed(), n_bad, "malformed drops");
+    assert_eq!(refused(d1) - refused(d0), n_bad, "refused: {d1:?}");
     assert!(
         d1.not_ip > d0.not_ip && d1.truncated > d0.truncated && d1.bad_version > d0.bad_version
     );

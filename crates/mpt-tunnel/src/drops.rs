@@ -62,8 +62,9 @@ drop_reasons! {
     TunWriteError => tun_write_error,
     /// Reads from the TUN device that failed (e.g. a super-packet that could not be split).
     TunReadError => tun_read_error,
-    /// Datagrams from an address other than the path's `remote` (without encryption).
-    UnknownSource => unknown_source,
+    /// Initiations from a key that is not our peer's (a stranger, or a host configured for
+    /// another server).
+    UnknownKey => unknown_key,
     /// Datagrams whose path id is not the path they arrived on.
     PathMismatch => path_mismatch,
     /// Datagrams larger than the largest valid one (tunnel MTU + header).
@@ -86,18 +87,24 @@ drop_reasons! {
     BadControl => bad_control,
     /// Plain datagrams while sealing is required.
     Unauthenticated => unauthenticated,
-    /// Sealed datagrams of a session we have no keys for (before the handshake, or a peer's
-    /// old or forged session).
+    /// Datagrams for a session we do not have: before the handshake, for an earlier session
+    /// of ours, or forged.
     UnknownSession => unknown_session,
     /// Sealed datagrams whose counter was seen before or is too old (replay window).
     Replayed => replayed,
-    /// Sealed datagrams (hellos included) that failed authentication.
+    /// Sealed datagrams that failed authentication.
     BadTag => bad_tag,
-    /// Authenticated hellos carrying our own random (reflected back at us).
-    BadHello => bad_hello,
+    /// Handshake messages that did not decrypt (not for our key, or forged) or whose payload
+    /// is malformed.
+    BadHandshake => bad_handshake,
+    /// Initiations no later than the last one taken from the peer (replays, or a copy that
+    /// came on another path), and responses to no initiation of ours.
+    StaleHandshake => stale_handshake,
+    /// Handshakes with a peer whose encryption setting cannot meet ours.
+    CipherMismatch => cipher_mismatch,
     /// Outbound packets dropped because the handshake has not agreed on keys yet.
     NoSession => no_session,
-    /// Valid datagrams of a kind not expected here (a plain hello).
+    /// Valid datagrams of a kind not expected here.
     Unexpected => unexpected,
     /// Data packets received twice (resequencer).
     Duplicate => duplicate,
@@ -186,7 +193,7 @@ mod tests {
         for &r in DropReason::ALL {
             assert_eq!(c.get(r), d.get(r), "{}", r.name());
         }
-        assert_eq!(DropReason::COUNT, 24);
+        assert_eq!(DropReason::COUNT, 26);
         assert_eq!(DropReason::NoPath.name(), "no_path");
     }
 }

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mpt_core::seal::{self, Cipher, Handshake, ReplayWindow, SealKey, SEALED_HEADER_LEN};
+use mpt_core::seal::{Cipher, ReplayWindow, SealKey, SEALED_HEADER_LEN};
 use mpt_core::wire::{ReportEntry, HEADER_LEN};
 use mpt_core::{PathId, Time};
 use mpt_reseq::feedback::ReportPacer;
@@ -21,23 +21,27 @@ use crate::{DropCounts, DropReason, Drops, EndpointConfig, Event, Overhead, Rand
 pub struct Endpoint<P> {
     pub(crate) cfg: EndpointConfig,
     pub(crate) random: Random,
-    /// Our session id, random per endpoint.
+    /// Our index for the current session (random per handshake): the peer puts it in the
+    /// `session` field of what it sends us.
     pub(crate) session: u32,
     pub(crate) paths: Vec<PathState>,
     // send side
     pub(crate) sched: Box<dyn Scheduler>,
     /// Next global sequence number.
     pub(crate) seq: u32,
-    /// This session's send key once the handshake agreed (sealing only).
+    /// This session's send key once the handshake made one (sealing only).
     pub(crate) seal: Option<Arc<SealKey>>,
     /// Next counter (nonce) under `seal`.
     pub(crate) counter: u64,
     // receive side
     pub(crate) reseq: Resequencer<P>,
+    /// The peer's index for the current session, once a handshake made one: what we put in
+    /// the `session` field.
     pub(crate) peer_session: Option<u32>,
+    /// Sessions made after the first.
     pub(crate) peer_restarts: u64,
     pub(crate) pacer: ReportPacer,
-    pub(crate) crypto: Option<CryptoState>,
+    pub(crate) crypto: CryptoState,
     /// Packets the resequencer released, for [`Endpoint::take_delivered`].
     pub(crate) released: Vec<P>,
     // outputs
@@ -47,29 +51,38 @@ pub struct Endpoint<P> {
     pub(crate) timers: Timers,
 }
 
-/// Sealing state: the long-term keys and the handshake with the current peer.
+/// The handshake and the session's keys.
 pub(crate) struct CryptoState {
-    pub(crate) psk: seal::Psk,
-    pub(crate) choice: seal::CipherChoice,
-    /// Our hellos offer AES-256-GCM (`auto`, and this CPU has AES in hardware).
-    pub(crate) offer_aes: bool,
-    /// Seals and opens hellos.
-    pub(crate) hello_key: SealKey,
-    pub(crate) hs: Handshake,
-    /// Opens the agreed peer's datagrams (shared with [`crate::Opener`]s).
+    /// Our [`mpt_core::wire::CipherFlags`].
+    pub(crate) flags: u8,
+    /// Our initiation in flight: its state and our index in it.
+    pub(crate) initiating: Option<(mpt_core::seal::Initiator, u32)>,
+    /// Initiations sent since the last session was made, and when the next is due.
+    pub(crate) attempts: u32,
+    pub(crate) next_initiation: Option<Time>,
+    /// The last initiation we sent: its timestamp (ours only ever grow).
+    pub(crate) sent_timestamp: u64,
+    /// The latest initiation taken from the peer: its timestamp, and its first 32 bytes (the
+    /// ephemeral key), so that its copies on other paths cost no key exchange.
+    pub(crate) taken_timestamp: u64,
+    pub(crate) taken_ephemeral: [u8; 32],
+    /// Opens the peer's datagrams in this session (shared with [`crate::Opener`]s).
     pub(crate) open: Option<Arc<SealKey>>,
-    /// Counts key installations: an [`crate::Opener`] of an earlier one is stale.
+    /// Counts sessions: an [`crate::Opener`] of an earlier one is stale.
     pub(crate) epoch: u64,
-    /// The cipher agreed with that peer.
+    /// How this session seals data (`None` in the clear, or before the first session).
     pub(crate) cipher: Option<Cipher>,
     pub(crate) replay: ReplayWindow,
+    /// Anything authentic last arrived, on any path.
+    pub(crate) last_heard: Option<Time>,
 }
 
 /// Everything the endpoint keeps per path.
 #[derive(Debug, Clone)]
 pub(crate) struct PathState {
-    /// Where we send: configured, then wherever authenticated datagrams come from.
-    pub(crate) remote: SocketAddr,
+    /// Where we send: configured, then wherever authenticated datagrams come from; `None`
+    /// until known.
+    pub(crate) remote: Option<SocketAddr>,
     /// Next per-path sequence number.
     pub(crate) path_seq: u16,
     /// Batches numbered for this path that the driver has not yet handed to the socket, and
@@ -89,8 +102,6 @@ pub(crate) struct PathState {
     pub(crate) live: Liveness,
     /// The peer's last report about our sending on this path, and when it came.
     pub(crate) peer_report: Option<(Time, ReportEntry)>,
-    /// When a hello was last sent in answer on this path.
-    pub(crate) hello_sent: Option<Time>,
 }
 
 /// Counters other than drops.
@@ -127,7 +138,7 @@ impl<P> std::fmt::Debug for Endpoint<P> {
 #[derive(Debug, Clone)]
 pub struct PathInfo {
     pub state: LinkState,
-    pub remote: SocketAddr,
+    pub remote: Option<SocketAddr>,
     pub last_heard: Option<Time>,
     pub srtt_us: Option<u64>,
     /// The rate the scheduler assumes (learned, or configured).
@@ -147,7 +158,7 @@ impl<P> Endpoint<P> {
             "an endpoint has 1 to {} paths",
             mpt_core::MAX_PATHS
         );
-        let header = Overhead::new(cfg.crypto.is_some(), false).datagram();
+        let header = Overhead::new(cfg.keys.encryption.is_some(), false).datagram();
         let specs: Vec<PathSpec> = cfg
             .paths
             .iter()
@@ -161,26 +172,24 @@ impl<P> Endpoint<P> {
             timeout: cfg.reorder_timeout,
             paths: cfg.paths.len(),
         });
-        let mut bytes = [0u8; 4 + 32 + 16];
+        let mut bytes = [0u8; 4];
         random(&mut bytes);
-        let session = u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
-        let crypto = cfg.crypto.as_ref().map(|c| {
-            let mut hs_random = [0u8; 32];
-            hs_random.copy_from_slice(&bytes[4..36]);
-            let mut challenge = [0u8; 16];
-            challenge.copy_from_slice(&bytes[36..]);
-            CryptoState {
-                hello_key: seal::handshake_key(&c.psk, c.choice.hello_cipher()),
-                psk: c.psk.clone(),
-                choice: c.choice,
-                offer_aes: c.choice.offers_aes(c.aes_in_hardware),
-                hs: Handshake::new(hs_random, challenge),
-                open: None,
-                epoch: 0,
-                cipher: None,
-                replay: ReplayWindow::default(),
-            }
-        });
+        let session = u32::from_be_bytes(bytes);
+        let k = &cfg.keys;
+        let crypto = CryptoState {
+            flags: mpt_core::seal::cipher_flags(k.encryption, k.aes_in_hardware),
+            initiating: None,
+            attempts: 0,
+            next_initiation: k.initiate.then_some(now),
+            sent_timestamp: 0,
+            taken_timestamp: 0,
+            taken_ephemeral: [0; 32],
+            open: None,
+            epoch: 0,
+            cipher: None,
+            replay: ReplayWindow::default(),
+            last_heard: None,
+        };
         let paths = cfg
             .paths
             .iter()
@@ -197,9 +206,15 @@ impl<P> Endpoint<P> {
                 srtt_us: None,
                 live: Liveness::new(now),
                 peer_report: None,
-                hello_sent: None,
             })
             .collect();
+        let mut sched = sched;
+        for (i, p) in cfg.paths.iter().enumerate() {
+            if p.remote.is_none() {
+                // not used until the peer is heard on it
+                sched.on_path_state(now, PathId(i as u8), false);
+            }
+        }
         Endpoint {
             random,
             session,
@@ -243,19 +258,24 @@ impl<P> Endpoint<P> {
         self.peer_restarts
     }
 
-    /// Datagrams are sealed.
+    /// Data is sealed (the configuration says so).
     pub fn sealing(&self) -> bool {
-        self.crypto.is_some()
+        self.cfg.keys.encryption.is_some()
     }
 
-    /// The handshake has agreed on session keys (sealing only).
+    /// A handshake has made a session with the peer.
     pub fn keys_agreed(&self) -> bool {
-        self.seal.is_some()
+        self.peer_session.is_some()
     }
 
-    /// The cipher agreed with the peer, once keys are agreed.
+    /// How the session seals data, once there is one (`None` in the clear).
     pub fn cipher(&self) -> Option<Cipher> {
-        self.crypto.as_ref().and_then(|c| c.cipher)
+        self.crypto.cipher
+    }
+
+    /// When anything authentic last arrived from the peer, on any path.
+    pub fn last_heard(&self) -> Option<Time> {
+        self.crypto.last_heard
     }
 
     /// Where the prefix before an inner packet ends, in datagrams we build and in the buffers
@@ -280,8 +300,8 @@ impl<P> Endpoint<P> {
         usize::from(self.cfg.mtu) + self.overhead().datagram()
     }
 
-    /// Where datagrams for `path` go now.
-    pub fn remote(&self, path: PathId) -> SocketAddr {
+    /// Where datagrams for `path` go now, once known.
+    pub fn remote(&self, path: PathId) -> Option<SocketAddr> {
         self.paths[path.index()].remote
     }
 

@@ -15,6 +15,7 @@
 
 mod drops;
 mod endpoint;
+mod handshake;
 mod liveness;
 mod open;
 mod recv;
@@ -30,7 +31,7 @@ pub use liveness::LinkState;
 pub use open::{Opened, Opener};
 pub use send::{Sealer, SendError};
 
-use mpt_core::seal::{CipherChoice, Psk};
+use mpt_core::seal::{CipherChoice, PrivateKey, Psk, PublicKey};
 use mpt_core::PathId;
 use mpt_reseq::PacketMeta;
 use mpt_sched::SchedulerKind;
@@ -45,8 +46,9 @@ pub type Random = Box<dyn FnMut(&mut [u8]) + Send>;
 #[derive(Debug, Clone)]
 pub struct PathSettings {
     pub name: String,
-    /// Where the peer's socket for this path is, until authenticated datagrams say otherwise.
-    pub remote: SocketAddr,
+    /// Where the peer's socket for this path is, until authenticated datagrams say otherwise;
+    /// `None`: unknown until the peer is heard on the path (the path is not used until then).
+    pub remote: Option<SocketAddr>,
     pub weight: u32,
     pub rate_bps: Option<u64>,
     pub backup: bool,
@@ -55,13 +57,26 @@ pub struct PathSettings {
     pub overhead: usize,
 }
 
-/// Sealing settings (`encryption` other than `"none"`).
+/// Who we are, who the peer is, and how the session is sealed.
 #[derive(Debug, Clone)]
-pub struct CryptoSettings {
-    pub psk: Psk,
-    pub choice: CipherChoice,
+pub struct KeySettings {
+    /// Our host's private key.
+    pub private: PrivateKey,
+    /// The peer's public key: the only one whose handshakes we take.
+    pub peer: PublicKey,
+    /// The peer's pre-shared key, mixed into the handshake.
+    pub psk: Option<Psk>,
+    /// How data is sealed; `None`: in the clear (`encryption = "none"`; the handshake still
+    /// authenticates both hosts).
+    pub encryption: Option<CipherChoice>,
     /// This CPU has AES in hardware (an `auto` endpoint then offers AES-256-GCM).
     pub aes_in_hardware: bool,
+    /// We start handshakes (we know where the peer is), and start again when the peer falls
+    /// silent; otherwise we wait for the peer's.
+    pub initiate: bool,
+    /// Nanoseconds since the Unix epoch at `Time::ZERO`: handshake timestamps are wall-clock
+    /// time, so that a restarted initiator's are later than its previous life's.
+    pub unix_nanos_at_zero: u64,
 }
 
 /// An endpoint's settings.
@@ -75,8 +90,17 @@ pub struct EndpointConfig {
     pub dead: Duration,
     /// Largest inner packet.
     pub mtu: u16,
-    /// `None`: plain datagrams, neither authenticated nor encrypted.
-    pub crypto: Option<CryptoSettings>,
+    pub keys: KeySettings,
+    /// A driver with many endpoints behind one socket finds a datagram's endpoint by the index
+    /// in its `session` field: with `Some(slot)`, the low 16 bits of every index this
+    /// endpoint draws are `slot` ([`index_slot`]).
+    pub index_slot: Option<u16>,
+}
+
+/// The slot of the endpoint a datagram's `session` field (an index drawn with
+/// [`EndpointConfig::index_slot`]) is for.
+pub fn index_slot(session: u32) -> u16 {
+    session as u16
 }
 
 /// What became of a datagram given to [`Endpoint::handle_datagram`].
@@ -85,7 +109,7 @@ pub enum Outcome {
     /// A data datagram, authentic and well formed: its inner packet lies at `packet` in the
     /// buffer. Give it to [`Endpoint::push_data`].
     Data(Incoming),
-    /// A control message (or a hello), acted on.
+    /// A control message (or a handshake message), acted on.
     Handled,
     /// Dropped and counted.
     Dropped(DropReason),
@@ -140,22 +164,30 @@ pub enum Event {
         path: PathId,
         reason: DownReason,
     },
-    /// Without encryption: the peer's session id was first seen.
-    PeerHeard {
-        path: PathId,
-        session: u32,
+    /// We sent an initiation on every path whose remote we know (`attempt` counts from 1 since
+    /// the last session was made).
+    HandshakeSent {
+        attempt: u32,
     },
-    /// The handshake agreed on session keys with a peer for the first time.
+    /// A handshake made the first session with the peer: `session` is our index, `cipher` how
+    /// data is sealed (`None`: in the clear).
     PeerAuthenticated {
         path: PathId,
         session: u32,
-        cipher: mpt_core::seal::Cipher,
+        cipher: Option<mpt_core::seal::Cipher>,
     },
-    /// The peer restarted: a new session (and, sealing, new keys). The resequencer was reset.
-    PeerRestarted {
-        old: Option<u32>,
+    /// A handshake replaced the session (the peer restarted, or one end had heard nothing for
+    /// a while). The resequencer was reset.
+    NewSession {
+        path: PathId,
+        old: u32,
         session: u32,
         cipher: Option<mpt_core::seal::Cipher>,
+    },
+    /// A handshake with the peer failed in a way the operator should hear about.
+    HandshakeRefused {
+        path: PathId,
+        reason: DropReason,
     },
     /// Authenticated datagrams of a path come from a new address (NAT rebinding,
     /// renumbering); what we send on the path goes there from now on.

@@ -67,6 +67,14 @@ impl Liveness {
         }
     }
 
+    /// The first session was made at `now`: a path not heard from yet counts its silence from
+    /// here.
+    pub fn session_made(&mut self, now: Time) {
+        if self.state == LinkState::Unknown && self.last_heard.is_none() {
+            self.since = now;
+        }
+    }
+
     /// Something valid arrived at `now`.
     pub fn heard(&mut self, now: Time, keepalive: Duration) -> Change {
         let prev = self.last_heard.replace(now);
@@ -126,6 +134,19 @@ impl Liveness {
         }
         self.closed = false;
         self.state = LinkState::Unknown;
+        true
+    }
+
+    /// A handshake crossed the path: it works now, so a path down for silence (the peer had
+    /// restarted, or a NAT forgot us) is up at once, without the run of datagrams a flapping
+    /// link must show. Returns whether it was down.
+    pub fn handshake_crossed(&mut self) -> bool {
+        if self.state != LinkState::Down {
+            return false;
+        }
+        self.state = LinkState::Up;
+        self.closed = false;
+        self.recovering_since = None;
         true
     }
 

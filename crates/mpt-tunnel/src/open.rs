@@ -3,7 +3,7 @@
 //! a whole batch first, without the lock, and hand the results in under it.
 //!
 //! [`Endpoint::opener`] gives the current session's key; [`Opener::open`] opens in place
-//! what is sealed data or control of that session, and leaves everything else (hellos, other
+//! what is sealed data or control of that session, and leaves everything else (handshakes, other
 //! sessions, malformed input) to [`Endpoint::handle_datagram`]; [`Endpoint::handle_opened`]
 //! takes what it opened. The replay window is checked there, after authentication: a replay
 //! is opened for nothing, which a forgery with a fresh counter costs anyway.
@@ -12,7 +12,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use mpt_core::seal::{self, SealKey, COUNTER_LEN, SEALED_HEADER_LEN};
-use mpt_core::wire::{Header, Kind};
+use mpt_core::wire::Header;
 use mpt_core::{PathId, Time};
 
 use crate::{DropReason, Endpoint, Outcome};
@@ -44,14 +44,14 @@ pub struct Opened {
 }
 
 impl Opener {
-    /// Open `buf` in place if it is a sealed datagram (not a hello) of this session that fits;
+    /// Open `buf` in place if it is a sealed datagram of this session that fits;
     /// `None` leaves it untouched for [`Endpoint::handle_datagram`].
     pub fn open(&self, buf: &mut [u8]) -> Option<Opened> {
         if buf.len() > self.max_datagram {
             return None;
         }
         let h = Header::new_checked(&*buf).ok()?;
-        if !h.sealed() || h.kind() == Kind::Hello || h.session() != self.session {
+        if !h.sealed() || h.session() != self.session {
             return None;
         }
         let result = match h.counter() {
@@ -72,10 +72,10 @@ impl Opener {
 impl<P> Endpoint<P> {
     /// The current session's [`Opener`], once keys are agreed (sealing only).
     pub fn opener(&self) -> Option<Opener> {
-        let c = self.crypto.as_ref()?;
+        let c = &self.crypto;
         Some(Opener {
             key: c.open.clone()?,
-            session: self.peer_session?,
+            session: self.session,
             epoch: c.epoch,
             max_datagram: self.max_datagram(),
         })
@@ -107,9 +107,10 @@ impl<P> Endpoint<P> {
             return Err(self.count(DropReason::PathMismatch));
         }
         let (counter, body) = opened.result.map_err(|r| self.count(r))?;
-        let Some(c) = self.crypto.as_mut().filter(|c| c.epoch == opened.epoch) else {
+        let c = &mut self.crypto;
+        if c.epoch != opened.epoch {
             return Err(self.count(DropReason::UnknownSession));
-        };
+        }
         if c.replay.check(counter).is_err() {
             return Err(self.count(DropReason::Replayed));
         }

@@ -2,11 +2,10 @@
 //! restarts, fences, keepalive answers and the peer's reports.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
-use mpt_core::seal::{self, ReplayWindow, COUNTER_LEN, SEALED_HEADER_LEN};
-use mpt_core::wire::{Datagram, HeaderRepr, HelloRepr, Kind, Report, HEADER_LEN};
+use mpt_core::seal::{self, COUNTER_LEN, SEALED_HEADER_LEN};
+use mpt_core::wire::{Datagram, HeaderRepr, Kind, Report, HEADER_LEN};
 use mpt_core::{PathId, Time};
 use mpt_reseq::PacketMeta;
 
@@ -14,15 +13,12 @@ use crate::liveness::Change;
 use crate::send::Pending;
 use crate::{DropReason, Endpoint, Event, Incoming, Outcome};
 
-/// Least time between two hellos sent in answer to requests on one path: a flood of replayed
-/// requests costs the peer at most this many answers.
-pub const HELLO_REPLY_GAP: Duration = Duration::from_millis(20);
 /// On a path we send data on, keepalives are answered at most this often.
 pub const BUSY_ACK_INTERVAL: Duration = Duration::from_secs(1);
 
 impl<P> Endpoint<P> {
     /// A datagram arrived at `now` on `path` from `from`, in `buf` (opened in place when
-    /// sealed). Control messages and hellos are acted on here (answers are queued for
+    /// sealed). Control messages and handshakes are acted on here (answers are queued for
     /// [`Endpoint::poll_transmit`], packets a fence releases for
     /// [`Endpoint::take_delivered`]); data is returned for [`Endpoint::push_data`].
     pub fn handle_datagram(
@@ -58,17 +54,24 @@ impl<P> Endpoint<P> {
         if buf.len() > self.max_datagram() {
             return Err(self.count(DropReason::Oversize));
         }
-        let (start, end) = if self.sealing() {
-            match self.open(now, path, buf)? {
-                Some(range) => range,
-                None => return Ok(None), // a hello
-            }
-        } else {
-            // Plain mode never moves a path's peer: the configured address is the only one.
-            if from != self.cfg.paths[i].remote {
-                return Err(self.count(DropReason::UnknownSource));
-            }
-            (0, buf.len())
+        let (h, sealed) = match HeaderRepr::parse_outer(buf) {
+            Ok(x) => x,
+            Err(e) => return Err(self.count(DropReason::malformed(&e))),
+        };
+        if matches!(h.kind, Kind::Initiation | Kind::Response) && !sealed {
+            return self.take_handshake(now, path, from, buf).map(|()| None);
+        }
+        match (self.sealing(), sealed) {
+            (true, false) => return Err(self.count(DropReason::Unauthenticated)),
+            (false, true) => return Err(self.count(DropReason::Sealed)),
+            _ => {}
+        }
+        if self.peer_session.is_none() || h.session != self.session {
+            return Err(self.count(DropReason::UnknownSession));
+        }
+        let (start, end) = match sealed {
+            true => self.open(buf)?,
+            false => (0, buf.len()),
         };
         self.dispatch(now, path, from, buf, start, end)
     }
@@ -84,7 +87,6 @@ impl<P> Endpoint<P> {
         start: usize,
         end: usize,
     ) -> Result<Option<Incoming>, DropReason> {
-        let i = path.index();
         let d = match Datagram::parse(&buf[start..end]) {
             Ok(d) => d,
             Err(e) => return Err(self.count(DropReason::malformed(&e))),
@@ -93,20 +95,8 @@ impl<P> Endpoint<P> {
         if h.path != path {
             return Err(self.count(DropReason::PathMismatch));
         }
-        if self.sealing() {
-            // Authenticated, from the agreed session: the peer may have moved.
-            let old = self.paths[i].remote;
-            if old != from {
-                self.paths[i].remote = from;
-                self.events.push_back(Event::AddressChanged {
-                    path,
-                    old,
-                    new: from,
-                });
-            }
-        } else {
-            self.plain_session(now, path, h.session);
-        }
+        // Of the session (authenticated, when sealing): the peer may have moved.
+        self.learn_address(path, from);
         self.heard(now, path);
         let out = &mut self.released;
         let mut release = |p| out.push(p);
@@ -148,59 +138,19 @@ impl<P> Endpoint<P> {
                 self.reseq.fence(now, path, h.seq, h.path_seq, &mut release);
                 self.take_report(now, &report);
             }
-            Datagram::Hello { .. } => {
-                // Only valid sealed with the handshake key, handled in `open`.
+            Datagram::Handshake { .. } => {
+                // Only valid plain, handled in `receive`.
                 return Err(self.count(DropReason::Unexpected));
             }
         }
         Ok(None)
     }
 
-    /// Without encryption, the session id in the headers tells a peer that restarted.
-    fn plain_session(&mut self, now: Time, path: PathId, session: u32) {
-        match self.peer_session {
-            Some(s) if s == session => {}
-            Some(s) => {
-                self.reopen_closed(now);
-                self.reseq.reset();
-                self.peer_session = Some(session);
-                self.peer_restarts += 1;
-                self.events.push_back(Event::PeerRestarted {
-                    old: Some(s),
-                    session,
-                    cipher: None,
-                });
-            }
-            None => {
-                self.peer_session = Some(session);
-                self.events.push_back(Event::PeerHeard { path, session });
-            }
-        }
-    }
-
-    /// Open a sealed datagram in place. Returns where its plain form lies in `buf`, or `None`
-    /// for a hello (handled here).
-    fn open(
-        &mut self,
-        now: Time,
-        path: PathId,
-        buf: &mut [u8],
-    ) -> Result<Option<(usize, usize)>, DropReason> {
-        let (h, sealed) = match HeaderRepr::parse_outer(buf) {
-            Ok(x) => x,
-            Err(e) => return Err(self.count(DropReason::malformed(&e))),
-        };
-        if !sealed {
-            return Err(self.count(DropReason::Unauthenticated));
-        }
-        if h.kind == Kind::Hello {
-            return self.take_hello(now, path, buf).map(|()| None);
-        }
-        let peer_session = self.peer_session;
-        let Some(c) = self.crypto.as_mut() else {
-            return Err(self.count(DropReason::Unauthenticated));
-        };
-        let Some(key) = c.open.as_ref().filter(|_| peer_session == Some(h.session)) else {
+    /// Open a sealed datagram of the session in place. Returns where its plain form lies in
+    /// `buf`.
+    fn open(&mut self, buf: &mut [u8]) -> Result<(usize, usize), DropReason> {
+        let c = &mut self.crypto;
+        let Some(key) = c.open.as_ref() else {
             return Err(self.count(DropReason::UnknownSession));
         };
         let Some(counter) = seal::counter_of(buf) else {
@@ -215,87 +165,20 @@ impl<P> Endpoint<P> {
         };
         c.replay.mark(counter);
         seal::unseal_in_place(buf);
-        Ok(Some((COUNTER_LEN, SEALED_HEADER_LEN + body)))
+        Ok((COUNTER_LEN, SEALED_HEADER_LEN + body))
     }
 
-    /// A sealed hello arrived on `path`: run the handshake, install new session keys, answer.
-    fn take_hello(&mut self, now: Time, path: PathId, buf: &mut [u8]) -> Result<(), DropReason> {
-        let Some(c) = self.crypto.as_ref() else {
-            return Err(self.count(DropReason::Unexpected));
-        };
-        let body = match c.hello_key.open(buf) {
-            Ok(n) => n,
-            Err(_) => return Err(self.count(DropReason::BadTag)),
-        };
-        seal::unseal_in_place(buf);
-        let (header, hello) = match Datagram::parse(&buf[COUNTER_LEN..SEALED_HEADER_LEN + body]) {
-            Ok(Datagram::Hello { header, hello }) => (header, hello),
-            Ok(_) => return Ok(()),
-            Err(e) => return Err(self.count(DropReason::malformed(&e))),
-        };
-        if header.path != path {
-            return Err(self.count(DropReason::PathMismatch));
-        }
-        let next_challenge = self.random();
-        let Some(c) = self.crypto.as_mut() else {
-            return Ok(());
-        };
-        match c.hs.on_hello(header.session, &hello, next_challenge) {
-            seal::HelloOutcome::Reflected => Err(self.count(DropReason::BadHello)),
-            seal::HelloOutcome::Accepted { install, reply } => {
-                if install {
-                    self.install_keys(now, path, &hello);
-                }
-                if let Some(reply) = reply {
-                    self.answer_hello(now, path, reply);
-                }
-                Ok(())
-            }
-        }
-    }
-
-    /// The handshake agreed on a new peer: derive and install its session keys.
-    fn install_keys(&mut self, now: Time, path: PathId, hello: &HelloRepr) {
-        let Some(c) = self.crypto.as_mut() else {
-            return;
-        };
-        let Some(peer) = c.hs.peer() else { return };
-        let cipher = c.choice.agree(c.offer_aes, hello.offers_aes());
-        let keys = seal::session_keys(&c.psk, cipher, c.hs.random(), &peer.random);
-        c.open = Some(Arc::new(keys.rx));
-        c.epoch += 1;
-        c.cipher = Some(cipher);
-        c.replay = ReplayWindow::default();
-        self.seal = Some(Arc::new(keys.tx));
-        self.counter = 0;
-        let event = match self.peer_session {
-            Some(old) => {
-                self.reseq.reset();
-                self.peer_restarts += 1;
-                Event::PeerRestarted {
-                    old: Some(old),
-                    session: peer.session,
-                    cipher: Some(cipher),
-                }
-            }
-            None => Event::PeerAuthenticated {
+    /// What we send on `path` goes to `from` from now on (an authentic datagram of the
+    /// session, or a handshake, came from there).
+    pub(crate) fn learn_address(&mut self, path: PathId, from: SocketAddr) {
+        let p = &mut self.paths[path.index()];
+        match p.remote.replace(from) {
+            Some(old) if old != from => self.events.push_back(Event::AddressChanged {
                 path,
-                session: peer.session,
-                cipher,
-            },
-        };
-        self.events.push_back(event);
-        self.peer_session = Some(peer.session);
-        self.reopen_closed(now);
-    }
-
-    /// Answer a hello that asked for one, at most once per [`HELLO_REPLY_GAP`] per path.
-    fn answer_hello(&mut self, now: Time, path: PathId, reply: HelloRepr) {
-        let sent = &mut self.paths[path.index()].hello_sent;
-        if sent.is_none_or(|t| now - t >= HELLO_REPLY_GAP) {
-            *sent = Some(now);
-            self.pending
-                .push_back(Pending::Hello { path, hello: reply });
+                old,
+                new: from,
+            }),
+            _ => {}
         }
     }
 
@@ -363,7 +246,7 @@ impl<P> Endpoint<P> {
     }
 
     /// A new peer session: paths its predecessor closed with a goodbye are used again.
-    fn reopen_closed(&mut self, now: Time) {
+    pub(crate) fn reopen_closed(&mut self, now: Time) {
         for i in 0..self.paths.len() {
             if self.paths[i].live.reopen() {
                 let path = PathId(i as u8);
@@ -374,11 +257,16 @@ impl<P> Endpoint<P> {
     }
 
     /// Something valid arrived on `path`.
-    fn heard(&mut self, now: Time, path: PathId) {
+    pub(crate) fn heard(&mut self, now: Time, path: PathId) {
+        self.crypto.last_heard = Some(now);
         let keepalive = self.keepalive();
         match self.paths[path.index()].live.heard(now, keepalive) {
             Change::None => {}
-            Change::Up => self.events.push_back(Event::PathUp { path, again: false }),
+            Change::Up => {
+                // a path whose remote was unknown is used from now on
+                self.sched.on_path_state(now, path, true);
+                self.events.push_back(Event::PathUp { path, again: false });
+            }
             Change::Recovered => {
                 self.sched.on_path_state(now, path, true);
                 self.events.push_back(Event::PathUp { path, again: true });

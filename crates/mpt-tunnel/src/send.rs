@@ -4,9 +4,7 @@
 use std::sync::Arc;
 
 use mpt_core::seal::{SealError, SealKey, SEAL_OVERHEAD};
-use mpt_core::wire::{
-    self, AckRepr, HeaderRepr, HelloRepr, Kind, ReportEntry, ReportRepr, HEADER_LEN,
-};
+use mpt_core::wire::{self, AckRepr, HeaderRepr, Kind, ReportEntry, ReportRepr, HEADER_LEN};
 use mpt_core::{PathId, Time};
 
 use crate::{DropReason, Endpoint, Transmit};
@@ -27,9 +25,11 @@ pub(crate) enum Pending {
         path: PathId,
         entries: Vec<ReportEntry>,
     },
-    Hello {
+    /// A datagram built already (a handshake message).
+    Raw {
         path: PathId,
-        hello: HelloRepr,
+        destination: std::net::SocketAddr,
+        contents: Vec<u8>,
     },
 }
 
@@ -86,14 +86,11 @@ impl<P> Endpoint<P> {
     ) -> Option<Sealer> {
         let n = sizes.len();
         plan[..n].fill(None);
-        let key = match (&self.seal, self.sealing()) {
-            (Some(k), _) => Some(k.clone()),
-            (None, false) => None,
-            (None, true) => {
-                self.counts.drops.add(DropReason::NoSession, n as u64);
-                return None;
-            }
+        let Some(peer_session) = self.peer_session else {
+            self.counts.drops.add(DropReason::NoSession, n as u64);
+            return None;
         };
+        let key = self.seal.clone();
         // what a packet costs on the link, as the scheduler counts it before it has chosen
         // the path (and with it the outer address family): as over IPv4
         let overhead = self.overhead();
@@ -122,7 +119,7 @@ impl<P> Endpoint<P> {
                 kind: Kind::Data,
                 path,
                 path_seq: p.path_seq,
-                session: self.session,
+                session: peer_session,
                 seq: self.seq,
                 timestamp: now.wire_micros(),
             }
@@ -174,7 +171,10 @@ impl<P> Endpoint<P> {
         self.batch_sent(sealer.used());
         let path = plan[0].ok_or(SendError::Dropped(DropReason::NoPath))?;
         let len = sealer.seal(0, buf, inner).map_err(SendError::Seal)?;
-        Ok((path, self.remote(path), len))
+        let to = self
+            .remote(path)
+            .ok_or(SendError::Dropped(DropReason::NoPath))?;
+        Ok((path, to, len))
     }
 
     /// We are stopping: a goodbye on every path (sealed, once keys are agreed), for
@@ -202,18 +202,28 @@ impl<P> Endpoint<P> {
             kind,
             path,
             path_seq,
-            session: self.session,
+            session: self.peer_session.unwrap_or(0),
             seq,
             timestamp: now.wire_micros(),
         }
     }
 
     /// Build a pending control datagram at `now`: sealed under the session key (not built
-    /// while sealing has none), a hello under the handshake key.
+    /// while there is no session), or a handshake message as it is.
     pub(crate) fn build(&mut self, now: Time, pending: Pending) -> Option<Transmit> {
         let mut buf = Vec::new();
         let path = match pending {
-            Pending::Hello { path, hello } => return self.build_hello(now, path, hello),
+            Pending::Raw {
+                path,
+                destination,
+                contents,
+            } => {
+                return Some(Transmit {
+                    path,
+                    destination,
+                    contents,
+                })
+            }
             Pending::Keepalive(path) => {
                 buf.resize(HEADER_LEN + SEAL_OVERHEAD, 0);
                 self.fence_header(Kind::Keepalive, path, now).emit(&mut buf);
@@ -258,7 +268,7 @@ impl<P> Endpoint<P> {
         };
         Some(Transmit {
             path,
-            destination: self.remote(path),
+            destination: self.remote(path)?,
             contents: buf,
         })
     }
@@ -284,26 +294,5 @@ impl<P> Endpoint<P> {
         let overhead = self.cfg.paths[path.index()].overhead;
         self.sched.on_control_sent(now, path, len + overhead);
         Some(len)
-    }
-
-    /// Our hello on `path`, sealed with the handshake key under a random counter.
-    fn build_hello(&mut self, now: Time, path: PathId, hello: HelloRepr) -> Option<Transmit> {
-        let header = self.fence_header(Kind::Hello, path, now);
-        let counter = u64::from_be_bytes(self.random());
-        let c = self.crypto.as_ref()?;
-        let offer = if c.offer_aes { HelloRepr::FLAG_AES } else { 0 };
-        let hello = HelloRepr {
-            flags: hello.flags | offer,
-            ..hello
-        };
-        let mut buf = vec![0u8; wire::HELLO_LEN + SEAL_OVERHEAD];
-        let plain = hello.with(header).emit(&mut buf);
-        let len = c.hello_key.seal_plain(counter, &mut buf, plain).ok()?;
-        buf.truncate(len);
-        Some(Transmit {
-            path,
-            destination: self.remote(path),
-            contents: buf,
-        })
     }
 }

@@ -1,5 +1,5 @@
-//! Time-driven work: the resequencer's hold timer, path liveness, keepalives (or hellos while
-//! no keys are agreed) and receiver reports.
+//! Time-driven work: the resequencer's hold timer, path liveness, handshakes, keepalives and
+//! receiver reports.
 
 use std::time::Duration;
 
@@ -36,6 +36,7 @@ impl<P> Endpoint<P> {
         if self.timers.liveness <= now {
             self.timers.liveness = next_tick(self.timers.liveness, now, self.liveness_tick());
             self.check_liveness(now);
+            self.handshake_tick(now);
         }
         if self.timers.keepalive <= now {
             self.timers.keepalive = next_tick(self.timers.keepalive, now, self.keepalive());
@@ -52,8 +53,12 @@ impl<P> Endpoint<P> {
         (self.keepalive() / 4).clamp(Duration::from_millis(5), Duration::from_millis(50))
     }
 
-    /// Mark paths down that have been silent for `dead`.
+    /// Mark paths down that have been silent for `dead`. Not before the first session: there
+    /// is nothing to hear before it (the peer may not have started yet).
     fn check_liveness(&mut self, now: Time) {
+        if self.peer_session.is_none() {
+            return;
+        }
         let dead = self.cfg.dead;
         for i in 0..self.paths.len() {
             let Some(silent) = self.paths[i].live.check(now, dead) else {
@@ -67,20 +72,17 @@ impl<P> Endpoint<P> {
     /// fences. A path that carries data needs none: the data keeps the path alive at the peer
     /// (and through NATs) and advances its resequencer, reports bring the RTT, and the
     /// keepalive after the data stops fences its tail. On MPT's 64 kbit/s lines a keepalive
-    /// and its answer every 100 ms took a fifth of each line. While sealing has no session
-    /// key, a hello asking for an answer on every path instead.
+    /// and its answer every 100 ms took a fifth of each line. Nothing before there is a
+    /// session, nor on a path whose remote is unknown.
     fn keepalive_tick(&mut self) {
-        if self.sealing() && self.seal.is_none() {
-            if let Some(hello) = self.crypto.as_ref().map(|c| c.hs.hello(true)) {
-                for i in 0..self.paths.len() {
-                    let path = PathId(i as u8);
-                    self.pending.push_back(Pending::Hello { path, hello });
-                }
-            }
+        if self.peer_session.is_none() {
             return;
         }
         for i in 0..self.paths.len() {
             let p = &mut self.paths[i];
+            if p.remote.is_none() {
+                continue;
+            }
             if std::mem::replace(&mut p.data_at_tick, p.data_sent) != p.data_sent {
                 continue;
             }

@@ -64,90 +64,177 @@ fn handshake_agrees_within_one_round_trip_and_data_flows_both_ways() {
 }
 
 #[test]
-fn nothing_is_sent_before_keys_are_agreed() {
+fn nothing_is_sent_before_keys_are_agreed_and_initiations_back_off() {
     let mut p = Pair::new(sim::seed(2), 1, true);
-    // every path down: no hello gets through
+    // every path down: no initiation gets through
     p.set_up(0, false);
     assert_eq!(
         p.send(Side::A, &packet(1, LEN)),
         Err(SendError::Dropped(DropReason::NoSession))
     );
-    p.run(ms(300));
+    p.run(ms(13_500));
     assert!(!p.agreed());
     assert_eq!(p.ep(Side::A).drop_count(DropReason::NoSession), 1);
-    // while waiting, hellos (asking for an answer) go every keepalive interval, nothing else
+    // while waiting, initiations only, at 0, 1, 3, 7 and 12 s: the first retry within 1 s,
+    // then backing off to 5 s; the responder sends nothing
     let sent = &p.node(Side::A).sent_log;
-    assert!(sent.iter().all(|(_, d)| kind_of(d) == Kind::Hello));
-    assert!(
-        (3..=4).contains(&sent.len()),
-        "{} hellos in 300 ms",
-        sent.len()
-    );
+    assert!(sent.iter().all(|(_, d)| kind_of(d) == Kind::Initiation));
+    let at: Vec<u64> = p
+        .node(Side::A)
+        .events
+        .iter()
+        .filter(|(_, e)| matches!(e, Event::HandshakeSent { .. }))
+        .map(|(t, _)| t.as_micros() / 1000)
+        .collect();
+    assert_eq!(at, vec![0, 1000, 3000, 7000, 12000]);
+    assert_eq!(sent.len(), 5);
+    assert!(p.node(Side::B).sent_log.is_empty());
 }
 
 #[test]
-fn a_replayed_hello_changes_nothing() {
+fn a_replayed_initiation_changes_nothing() {
     let mut p = agreed_pair(3, 1);
-    let hello = p
+    let (_, init) = p
         .node(Side::A)
         .sent_log
         .iter()
-        .find(|(_, d)| kind_of(d) == Kind::Hello);
-    let (_, hello) = hello.expect("A sent a hello").clone();
-    let session = p.ep(Side::B).peer_session();
+        .find(|(_, d)| kind_of(d) == Kind::Initiation)
+        .expect("A sent an initiation")
+        .clone();
+    let session = p.ep(Side::B).session();
+    let answers = sent(&p, Side::B, Kind::Response);
     let from = p.source(Side::A, 0);
     for _ in 0..50 {
-        p.inject(Side::B, 0, from, hello.clone());
+        assert_eq!(
+            p.inject(Side::B, 0, from, init.clone()),
+            Outcome::Dropped(DropReason::StaleHandshake)
+        );
     }
     p.run(ms(50));
     assert_eq!(p.ep(Side::B).peer_restarts(), 0);
-    assert_eq!(p.ep(Side::B).peer_session(), session);
-    // answers to the replayed requests are rate-limited: at most one per 20 ms
-    let answers = sent(&p, Side::B, Kind::Hello);
-    assert!(answers <= 3, "{answers} hellos from B");
+    assert_eq!(p.ep(Side::B).session(), session);
+    assert_eq!(
+        sent(&p, Side::B, Kind::Response),
+        answers,
+        "replays answered"
+    );
     // and the session still carries data
     p.stream(Side::A, ms(50), ms(5), LEN, 0);
     p.run(ms(50));
     assert_eq!(p.delivered_numbers(Side::B).len(), 10);
 }
 
-#[test]
-fn a_reflected_hello_is_dropped_and_counted() {
-    let mut p = Pair::new(sim::seed(4), 1, true);
-    p.run(ms(1));
-    let (_, own) = p.node(Side::B).sent_log[0].clone();
-    assert_eq!(kind_of(&own), Kind::Hello);
-    let from = p.source(Side::A, 0);
-    assert_eq!(
-        p.inject(Side::B, 0, from, own),
-        Outcome::Dropped(DropReason::BadHello)
-    );
-    assert_eq!(p.ep(Side::B).drop_count(DropReason::BadHello), 1);
+/// An initiation datagram from the key `from` to B on path 0.
+fn initiation(from: &mpt_core::seal::PrivateKey, to: &mpt_core::seal::PublicKey) -> Vec<u8> {
+    use mpt_core::wire::{Initiation, HEADER_LEN, INITIATION_LEN};
+    let payload = Initiation {
+        index: 9,
+        timestamp: u64::MAX / 2,
+        flags: 2,
+        paths: 1,
+    }
+    .emit();
+    let mut d = vec![0u8; INITIATION_LEN];
+    HeaderRepr {
+        kind: Kind::Initiation,
+        path: PathId(0),
+        path_seq: 0,
+        session: 0,
+        seq: 0,
+        timestamp: 0,
+    }
+    .emit(&mut d);
+    mpt_core::seal::Initiator::start(from, to, None, &payload, &mut d[HEADER_LEN..])
+        .expect("initiation");
+    d
 }
 
 #[test]
-fn a_restarted_peer_gets_new_keys_and_a_fresh_resequencer() {
+fn a_stranger_key_gets_no_answer_and_is_counted() {
+    let mut p = agreed_pair(4, 1);
+    let session = p.ep(Side::B).session();
+    let stranger = mpt_core::seal::PrivateKey::from_bytes([77; 32]);
+    let b_public = sim::private_key(Side::B).public();
+    let from = "198.19.6.6:6666".parse().expect("address");
+    let out = p.inject(Side::B, 0, from, initiation(&stranger, &b_public));
+    assert_eq!(out, Outcome::Dropped(DropReason::UnknownKey));
+    // a message for another host's key does not even decrypt
+    let other = mpt_core::seal::PrivateKey::from_bytes([78; 32]).public();
+    let out = p.inject(
+        Side::B,
+        0,
+        from,
+        initiation(&sim::private_key(Side::A), &other),
+    );
+    assert_eq!(out, Outcome::Dropped(DropReason::BadHandshake));
+    p.run(ms(10));
+    assert_eq!(
+        sent(&p, Side::B, Kind::Response),
+        1,
+        "only the real one answered"
+    );
+    assert_eq!(p.ep(Side::B).session(), session);
+    assert_ne!(p.ep(Side::B).remote(PathId(0)), Some(from));
+}
+
+#[test]
+fn a_restarted_initiator_makes_a_new_session_and_a_fresh_resequencer() {
     let mut p = agreed_pair(5, 2);
     p.stream(Side::A, ms(100), ms(5), LEN, 0);
-    let old = p.ep(Side::A).session();
+    let old = p.ep(Side::B).session();
     p.restart(Side::A);
-    let new = p.ep(Side::A).session();
-    assert_ne!(old, new);
-    let took = p.run_until(ms(1000), |p| p.node(Side::B).ep.peer_session() == Some(new));
+    let took = p.run_until(ms(1000), |p| {
+        p.agreed() && p.node(Side::B).ep.peer_restarts() == 1
+    });
     let took = took.expect("B took up the restarted peer");
-    assert!(took <= ms(150), "took {took:?}");
-    assert_eq!(p.ep(Side::B).peer_restarts(), 1);
+    assert!(took <= ms(25), "took {took:?}");
+    let new = p.ep(Side::B).session();
+    assert_ne!(old, new);
     assert!(p.events_since(Side::B, sim_time(0)).iter().any(|e| matches!(e,
-        Event::PeerRestarted { old: Some(o), session, cipher: Some(_) } if *o == old && *session == new)));
+        Event::NewSession { old: o, session, cipher: Some(_), .. } if *o == old && *session == new)));
     // numbering starts again at 0 and is delivered (a stale resequencer would drop it as old)
-    p.run_until(ms(500), Pair::agreed)
-        .expect("keys agreed again");
     p.stream(Side::A, ms(100), ms(5), LEN, 5000);
     p.run(ms(100));
     let got = p.delivered_numbers(Side::B);
     assert_eq!(
         &got[got.len() - 20..],
         &(5000..5020).collect::<Vec<_>>()[..]
+    );
+}
+
+#[test]
+fn a_restarted_responder_is_found_again_by_the_initiator_within_a_second_and_a_half() {
+    let mut p = agreed_pair(6, 2);
+    p.stream(Side::A, ms(100), ms(5), LEN, 0);
+    let start = p.now;
+    p.restart(Side::B);
+    // B knows no session: A's datagrams are dropped until A, hearing nothing for `dead`
+    // (500 ms), starts a handshake
+    let took = p
+        .run_until(ms(3000), Pair::agreed)
+        .expect("the tunnel healed");
+    assert!(took <= ms(600), "healed after {took:?}");
+    assert!(p
+        .events_since(Side::A, start)
+        .iter()
+        .any(|e| matches!(e, Event::NewSession { .. })));
+    // the path the handshake crossed is up at once; the other after its keepalives
+    let up: Vec<_> = (0..2)
+        .map(|i| p.ep(Side::A).path_info(PathId(i)).state)
+        .collect();
+    assert!(up.contains(&mpt_tunnel::LinkState::Up), "{up:?}");
+    p.run(ms(200));
+    p.stream(Side::A, ms(100), ms(5), LEN, 7000);
+    p.stream(Side::B, ms(100), ms(5), LEN, 8000);
+    p.run(ms(100));
+    let (to_b, to_a) = (p.delivered_numbers(Side::B), p.delivered_numbers(Side::A));
+    assert!(
+        to_b.ends_with(&(7000..7020).collect::<Vec<_>>()),
+        "{to_b:?}"
+    );
+    assert!(
+        to_a.ends_with(&(8000..8020).collect::<Vec<_>>()),
+        "{to_a:?}"
     );
 }
 
@@ -441,7 +528,7 @@ fn a_nat_rebinding_moves_the_peer_address_and_answers_follow() {
     p.nat[0] = Some(new);
     // A keeps sending; B learns the new address from the first authenticated datagram
     p.stream(Side::A, ms(100), ms(5), LEN, 100);
-    assert_eq!(p.ep(Side::B).remote(PathId(0)), new);
+    assert_eq!(p.ep(Side::B).remote(PathId(0)), Some(new));
     assert!(p
         .events_since(Side::B, sim_time(0))
         .iter()
@@ -477,28 +564,32 @@ fn a_forged_source_address_cannot_move_the_peer() {
         .clone();
     let out = p.inject(Side::B, 0, forger, d);
     assert_eq!(out, Outcome::Dropped(DropReason::Replayed));
-    assert_ne!(p.ep(Side::B).remote(PathId(0)), forger);
+    assert_ne!(p.ep(Side::B).remote(PathId(0)), Some(forger));
     assert_eq!(p.delivered_numbers(Side::B).len(), 10, "delivered once");
     // garbage from anyone moves nothing either
     let out = p.inject(Side::B, 0, forger, vec![0x11; 80]);
     assert!(matches!(out, Outcome::Dropped(_)), "{out:?}");
-    assert_ne!(p.ep(Side::B).remote(PathId(0)), forger);
+    assert_ne!(p.ep(Side::B).remote(PathId(0)), Some(forger));
 }
 
 #[test]
-fn without_encryption_only_the_configured_address_is_heard() {
+fn without_encryption_the_handshake_still_authenticates_and_data_flows() {
     let mut p = Pair::new(sim::seed(14), 1, false);
+    p.run_until(ms(500), Pair::agreed).expect("a session");
+    assert_eq!(p.ep(Side::B).cipher(), None);
     p.stream(Side::A, ms(50), ms(5), LEN, 0);
     p.run(ms(20));
     assert_eq!(p.delivered_numbers(Side::B).len(), 10);
     let (_, d) = p.node(Side::A).sent_log.last().expect("sent").clone();
-    let out = p.inject(Side::B, 0, "198.19.6.6:6666".parse().expect("address"), d);
-    assert_eq!(out, Outcome::Dropped(DropReason::UnknownSource));
-    // a plain peer restart is seen from the session id
+    assert_eq!(d.len(), 16 + LEN, "data in the clear");
+    // a peer restart is a new handshake, and a new session
     p.restart(Side::A);
+    p.run_until(ms(500), |p| {
+        p.agreed() && p.node(Side::B).ep.peer_restarts() == 1
+    })
+    .expect("a new session");
     p.stream(Side::A, ms(50), ms(5), LEN, 100);
     p.run(ms(20));
-    assert_eq!(p.ep(Side::B).peer_restarts(), 1);
     let got = p.delivered_numbers(Side::B);
     assert_eq!(&got[10..], &(100..110).collect::<Vec<_>>()[..]);
 }
@@ -508,6 +599,8 @@ fn without_encryption_only_the_configured_address_is_heard() {
 #[test]
 fn reports_are_paced_within_their_budget_and_feed_the_rtt() {
     let mut p = agreed_pair(15, 2);
+    // (the keepalives the initiator sends on every path once the handshake is done)
+    let keepalives = p.ep(Side::A).keepalive_counts().0;
     // 1 Mbit/s of 1000-byte packets for 5 s
     p.stream(Side::A, ms(5000), ms(8), 1000, 0);
     let rx = p.ep(Side::B).stats().total.bytes;
@@ -530,7 +623,7 @@ fn reports_are_paced_within_their_budget_and_feed_the_rtt() {
         let rtt = info.srtt_us.expect("RTT from the reports");
         assert!((19_000..=25_000).contains(&rtt), "path {i}: RTT {rtt} µs");
     }
-    assert_eq!(p.ep(Side::A).keepalive_counts().0, 0);
+    assert_eq!(p.ep(Side::A).keepalive_counts().0, keepalives);
 }
 
 #[test]
@@ -551,8 +644,8 @@ fn garbage_is_dropped_by_reason_and_never_delivered() {
         (vec![], DropReason::Truncated),
         (vec![0x10; 3], DropReason::Truncated),
         (vec![0x01; 40], DropReason::BadVersion),
-        // version 1, a keepalive, not sealed
-        (vec![0x21; 40], DropReason::Unauthenticated),
+        // version 2, a keepalive, not sealed
+        (vec![0x41; 40], DropReason::Unauthenticated),
         (vec![0x11; 2000], DropReason::Oversize),
     ];
     for (d, reason) in cases {
@@ -636,10 +729,12 @@ fn opening_outside_the_endpoint_gives_the_same_results() {
 
 /// Restart A and run until B has taken up its new session.
 fn restart_and_rekey(p: &mut Pair) {
+    let before = p.ep(Side::B).peer_restarts();
     p.restart(Side::A);
-    let new = p.ep(Side::A).session();
-    p.run_until(ms(500), |p| p.node(Side::B).ep.peer_session() == Some(new))
-        .expect("B took up the restarted peer");
+    p.run_until(ms(500), |p| {
+        p.agreed() && p.node(Side::B).ep.peer_restarts() > before
+    })
+    .expect("B took up the restarted peer");
 }
 
 #[test]

@@ -9,13 +9,13 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Mutex, MutexGuard};
 
-use crate::config::{Config, PathConfig};
+use crate::config::{Config, Keys, PathConfig};
 use anyhow::{Context, Result};
-use mpt_core::seal::{CipherChoice, Psk};
+use mpt_core::seal::CipherChoice;
 use mpt_core::{PathId, Time};
 use mpt_tunnel::{
-    CryptoSettings, DownReason, DropReason, Endpoint, EndpointConfig, Event, Overhead,
-    PathSettings, Transmit,
+    DownReason, DropReason, Endpoint, EndpointConfig, Event, KeySettings, Overhead, PathSettings,
+    Transmit,
 };
 use tracing::{debug, info, warn};
 
@@ -34,8 +34,6 @@ pub struct Tunnel {
     /// The TUN device's queues (one unless `tunnel.queues` says more): the tx task of each
     /// reads its own; the rx task writes to the first.
     pub tun: Vec<tun_rs::AsyncDevice>,
-    /// Our session id (the endpoint's, kept here to be read without the lock).
-    pub session: u32,
     /// Where the prefix before an inner packet ends (the endpoint's).
     pub prefix: usize,
     /// The largest datagram a valid peer sends.
@@ -93,56 +91,85 @@ impl std::fmt::Debug for Tunnel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Tunnel")
             .field("tunnel", &self.cfg.tunnel.name)
-            .field("session", &format_args!("{:08x}", self.session))
             .finish_non_exhaustive()
     }
 }
 
-/// The endpoint's settings from the daemon's configuration and its pre-shared key (required
-/// unless `encryption = "none"`).
+/// The endpoint's settings from the daemon's configuration and its keys. The peer's
+/// endpoint is resolved now (a path without a `remote` of its own sends there);
+/// `unix_nanos_at_zero` is the wall clock at the endpoint's `Time::ZERO`.
 pub fn endpoint_config(
     cfg: &Config,
-    psk: Option<Psk>,
+    keys: &Keys,
     aes_in_hardware: bool,
+    unix_nanos_at_zero: u64,
 ) -> Result<EndpointConfig> {
-    let crypto = match (cfg.security.cipher, psk) {
-        (Some(choice), Some(psk)) => Some(CryptoSettings {
-            psk,
-            choice,
-            aes_in_hardware,
-        }),
-        (Some(_), None) => anyhow::bail!("encryption is on but no pre-shared key was loaded"),
-        (None, _) => None,
+    let peer = &cfg.peers[0];
+    let resolved = match &peer.endpoint {
+        Some(e) => e
+            .resolve()
+            .with_context(|| format!("peer {:?}: cannot resolve its endpoint {e}", peer.name))?,
+        None => Vec::new(),
     };
+    let mut paths = Vec::with_capacity(cfg.paths.len());
+    for p in &cfg.paths {
+        let remote = match (p.remote, &peer.endpoint) {
+            (Some(r), _) => Some(r),
+            (None, Some(e)) => Some(
+                resolved
+                    .iter()
+                    .find(|a| a.is_ipv6() == p.local.is_ipv6())
+                    .copied()
+                    .with_context(|| {
+                        format!(
+                            "path {:?}: the peer's endpoint {e} has no {} address",
+                            p.name,
+                            if p.local.is_ipv6() { "IPv6" } else { "IPv4" }
+                        )
+                    })?,
+            ),
+            (None, None) => None,
+        };
+        paths.push(PathSettings {
+            name: p.name.clone(),
+            remote,
+            weight: p.weight,
+            rate_bps: p.rate_bps,
+            backup: p.backup,
+            overhead: Overhead::new(cfg.security.cipher.is_some(), p.local.is_ipv6()).outer_link(),
+        });
+    }
     Ok(EndpointConfig {
-        paths: cfg
-            .paths
-            .iter()
-            .map(|p| PathSettings {
-                name: p.name.clone(),
-                remote: p.remote,
-                weight: p.weight,
-                rate_bps: p.rate_bps,
-                backup: p.backup,
-                overhead: Overhead::new(cfg.security.cipher.is_some(), p.local.is_ipv6())
-                    .outer_link(),
-            })
-            .collect(),
+        paths,
         scheduler: cfg.connection.scheduler,
         reorder_window: cfg.connection.reorder_window,
         reorder_timeout: cfg.connection.reorder_timeout,
         keepalive: cfg.connection.keepalive,
         dead: cfg.connection.dead,
         mtu: cfg.tunnel.mtu,
-        crypto,
+        keys: KeySettings {
+            private: keys.private.clone(),
+            peer: peer.public_key,
+            psk: keys.psks.first().cloned().flatten(),
+            encryption: cfg.security.cipher,
+            aes_in_hardware,
+            initiate: peer.endpoint.is_some(),
+            unix_nanos_at_zero,
+        },
+        index_slot: None,
     })
 }
 
 impl Tunnel {
     /// Set up the sockets and the TUN device. Fails with a message naming what is wrong.
-    /// `psk` is required unless the config says `encryption = "none"`.
-    pub fn new(cfg: Config, psk: Option<Psk>) -> Result<Tunnel> {
-        let ecfg = endpoint_config(&cfg, psk, mpt_core::seal::aes_in_hardware())?;
+    pub fn new(cfg: Config, keys: &Keys) -> Result<Tunnel> {
+        let clock = Clock::new();
+        let ecfg = endpoint_config(
+            &cfg,
+            keys,
+            mpt_core::seal::aes_in_hardware(),
+            clock.unix_nanos_at_zero(),
+        )?;
         let mut paths = Vec::with_capacity(cfg.paths.len());
         for p in &cfg.paths {
             let sock = crate::net::path_socket(p)?;
@@ -158,10 +185,8 @@ impl Tunnel {
         }
         let tun = crate::net::tun_device(&cfg.tunnel)?;
         let mut random = KeyStream::from_kernel()?;
-        let clock = Clock::new();
         let endpoint = Endpoint::new(ecfg, clock.now(), Box::new(move |b| random.fill(b)));
         Ok(Tunnel {
-            session: endpoint.session(),
             prefix: endpoint.prefix(),
             max_datagram: endpoint.max_datagram(),
             endpoint: Mutex::new(endpoint),
@@ -277,30 +302,45 @@ impl Tunnel {
                 path,
                 reason: DownReason::PeerClosed,
             } => info!(path = name(path), "path down: the peer is stopping"),
-            Event::PeerHeard { path, session } => info!(
-                path = name(path),
-                session = format_args!("{session:08x}"),
-                "peer heard"
-            ),
+            Event::HandshakeSent { attempt } => {
+                let peer = &self.cfg.peers[0];
+                let to = peer.endpoint.as_ref().map(ToString::to_string);
+                if *attempt <= 1 {
+                    info!(peer = %peer.name, endpoint = to.as_deref().unwrap_or("-"), "handshake sent");
+                } else {
+                    warn!(peer = %peer.name, endpoint = to.as_deref().unwrap_or("-"), attempt,
+                        "no answer from the peer: handshake sent again");
+                }
+            }
             Event::PeerAuthenticated {
                 path,
                 session,
                 cipher,
             } => info!(
+                peer = %self.cfg.peers[0].name,
                 path = name(path),
                 session = format_args!("{session:08x}"),
-                %cipher,
-                "peer authenticated: session keys agreed"
+                encryption = cipher.map_or("none", |c| c.name()),
+                "peer authenticated: session made"
             ),
-            Event::PeerRestarted {
+            Event::NewSession {
+                path,
                 old,
                 session,
                 cipher,
             } => info!(
-                old = format_args!("{:08x}", old.unwrap_or(0)),
+                peer = %self.cfg.peers[0].name,
+                path = name(path),
+                old = format_args!("{old:08x}"),
                 new = format_args!("{session:08x}"),
-                cipher = cipher.map_or("none", |c| c.name()),
-                "peer restarted: new session, resetting the resequencer"
+                encryption = cipher.map_or("none", |c| c.name()),
+                "new session with the peer (it restarted, or had not been heard): resequencer reset"
+            ),
+            Event::HandshakeRefused { path, reason } => warn!(
+                peer = %self.cfg.peers[0].name,
+                path = name(path),
+                reason = reason.name(),
+                "handshake refused: the peer's encryption setting cannot meet ours"
             ),
             Event::AddressChanged { path, old, new } => {
                 info!(path = name(path), %old, %new, "peer address changed")

@@ -5,6 +5,8 @@ use std::fmt;
 
 use ring::aead;
 
+use crate::wire::CipherFlags;
+
 /// The AEAD that seals datagrams. Both ends must use the same one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Cipher {
@@ -41,12 +43,11 @@ impl fmt::Display for Cipher {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CipherChoice {
     /// AES-256-GCM when both ends have AES in hardware ([`aes_in_hardware`]), ChaCha20-Poly1305
-    /// otherwise: each side says in its hellos whether it would take AES ([`offers_aes`](
-    /// Self::offers_aes)), and both pick the same from the two answers ([`agree`](Self::agree)).
-    /// The default. Meets a peer configured with `auto` or with ChaCha20-Poly1305.
+    /// otherwise: each side says in its handshake message whether it would take AES
+    /// ([`cipher_flags`]), and both pick the same ([`negotiate`]). The default. Meets any
+    /// peer that seals.
     Auto,
-    /// This cipher whatever the hardware; the peer must say the same (or, for
-    /// ChaCha20-Poly1305, `auto`).
+    /// This cipher whatever the hardware; the peer must say the same, or `auto`.
     Only(Cipher),
 }
 
@@ -58,31 +59,67 @@ impl CipherChoice {
             CipherChoice::Only(c) => c.name(),
         }
     }
+}
 
-    /// The cipher of the hello key. ChaCha20-Poly1305 for `auto`, so that `auto` and an end
-    /// configured with ChaCha20-Poly1305 open each other's hellos.
-    pub fn hello_cipher(self) -> Cipher {
-        match self {
-            CipherChoice::Auto => Cipher::ChaCha20Poly1305,
-            CipherChoice::Only(c) => c,
-        }
+/// The [`CipherFlags`] our handshake messages carry for `encryption` (`None`: data in the
+/// clear), given whether this CPU has AES in hardware.
+pub fn cipher_flags(encryption: Option<CipherChoice>, aes_in_hardware: bool) -> u8 {
+    match encryption {
+        None => CipherFlags::PLAIN,
+        Some(CipherChoice::Auto) if aes_in_hardware => CipherFlags::AES,
+        Some(CipherChoice::Auto) => 0,
+        Some(CipherChoice::Only(Cipher::Aes256Gcm)) => CipherFlags::FIXED | CipherFlags::AES,
+        Some(CipherChoice::Only(Cipher::ChaCha20Poly1305)) => CipherFlags::FIXED,
     }
+}
 
-    /// Whether this end's hellos offer AES-256-GCM ([`HelloRepr::FLAG_AES`]), given whether
-    /// this CPU has AES in hardware.
-    pub fn offers_aes(self, aes_in_hardware: bool) -> bool {
-        self == CipherChoice::Auto && aes_in_hardware
+/// Two ends whose settings cannot meet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the ends' encryption settings differ: {ours} here, {theirs} at the peer")]
+pub struct CipherMismatch {
+    pub ours: &'static str,
+    pub theirs: &'static str,
+}
+
+fn describe(flags: u8) -> &'static str {
+    if flags & CipherFlags::PLAIN != 0 {
+        "none"
+    } else if flags & CipherFlags::FIXED == 0 {
+        "auto"
+    } else if flags & CipherFlags::AES != 0 {
+        "aes-256-gcm"
+    } else {
+        "chacha20-poly1305"
     }
+}
 
-    /// The session's cipher, from whether our hellos and the peer's offered AES-256-GCM.
-    /// Both ends reach the same answer: a fixed cipher never offers AES, and `auto` takes AES
-    /// only when both offered it.
-    pub fn agree(self, we_offer: bool, peer_offers: bool) -> Cipher {
-        match self {
-            CipherChoice::Only(c) => c,
-            CipherChoice::Auto if we_offer && peer_offers => Cipher::Aes256Gcm,
-            CipherChoice::Auto => Cipher::ChaCha20Poly1305,
+/// How the session seals data, from both ends' [`CipherFlags`]: the same answer at both ends
+/// (the rule is symmetric). `Ok(None)`: both send in the clear. A fixed cipher wins over
+/// `auto`; two `auto` ends take AES-256-GCM only when both have it in hardware. Two different
+/// fixed ciphers, or one end in the clear, cannot meet.
+pub fn negotiate(ours: u8, theirs: u8) -> Result<Option<Cipher>, CipherMismatch> {
+    let mismatch = CipherMismatch {
+        ours: describe(ours),
+        theirs: describe(theirs),
+    };
+    let plain = |f: u8| f & CipherFlags::PLAIN != 0;
+    let fixed = |f: u8| (f & CipherFlags::FIXED != 0).then_some(f & CipherFlags::AES != 0);
+    let cipher = |aes: bool| {
+        if aes {
+            Cipher::Aes256Gcm
+        } else {
+            Cipher::ChaCha20Poly1305
         }
+    };
+    match (plain(ours), plain(theirs)) {
+        (true, true) => return Ok(None),
+        (false, false) => {}
+        _ => return Err(mismatch),
+    }
+    match (fixed(ours), fixed(theirs)) {
+        (Some(a), Some(b)) if a != b => Err(mismatch),
+        (Some(a), _) | (None, Some(a)) => Ok(Some(cipher(a))),
+        (None, None) => Ok(Some(cipher(ours & theirs & CipherFlags::AES != 0))),
     }
 }
 

@@ -1,15 +1,16 @@
-//! Keys: the pre-shared key and its key-file text, and the keys derived from it with
-//! HKDF-SHA256 (the hello key; the session keys, one per direction).
+//! Keys and their key-file text: a host's X25519 key pair ([`PrivateKey`], [`PublicKey`]), the
+//! optional pre-shared key of a peer ([`Psk`]), and the session keys the handshake yields
+//! ([`SessionKeys`]).
 
 use std::fmt;
 
 use base64::Engine as _;
 use ring::aead::{LessSafeKey, UnboundKey};
-use ring::hkdf;
+use snow::resolvers::{CryptoResolver, DefaultResolver};
 
 use super::{Cipher, SealKey, KEY_LEN};
 
-/// Why a key file's contents were refused.
+/// Why a key's text was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum KeyError {
     #[error("not base64: {0}")]
@@ -18,7 +19,23 @@ pub enum KeyError {
     Length(usize),
 }
 
-/// The pre-shared key. Its `Debug` does not show it.
+/// 32 bytes from their base64 text, surrounding whitespace ignored.
+fn decode(text: &str) -> Result<[u8; KEY_LEN], KeyError> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text.trim())
+        .map_err(|e| KeyError::NotBase64(e.to_string()))?;
+    bytes
+        .as_slice()
+        .try_into()
+        .map_err(|_| KeyError::Length(bytes.len()))
+}
+
+fn encode(b: &[u8; KEY_LEN]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(b)
+}
+
+/// A pre-shared key mixed into the handshake with one peer (as WireGuard's). Its `Debug` does
+/// not show it.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Psk([u8; KEY_LEN]);
 
@@ -27,21 +44,18 @@ impl Psk {
         Psk(b)
     }
 
-    /// Parse the key file's text: base64 of 32 bytes, surrounding whitespace ignored.
+    /// Parse a key file's text: base64 of 32 bytes, surrounding whitespace ignored.
     pub fn parse(text: &str) -> Result<Psk, KeyError> {
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(text.trim())
-            .map_err(|e| KeyError::NotBase64(e.to_string()))?;
-        let b: [u8; KEY_LEN] = bytes
-            .as_slice()
-            .try_into()
-            .map_err(|_| KeyError::Length(bytes.len()))?;
-        Ok(Psk(b))
+        decode(text).map(Psk)
     }
 
     /// The key file's text for this key (base64, no newline).
     pub fn encode(&self) -> String {
-        base64::engine::general_purpose::STANDARD.encode(self.0)
+        encode(&self.0)
+    }
+
+    pub(crate) fn bytes(&self) -> &[u8; KEY_LEN] {
+        &self.0
     }
 }
 
@@ -51,22 +65,87 @@ impl fmt::Debug for Psk {
     }
 }
 
-fn derive(prk: &hkdf::Prk, info: &[&[u8]], cipher: Cipher) -> SealKey {
-    let alg = cipher.algorithm();
-    // Both algorithms take 32-byte keys and HKDF-SHA256 yields up to 8160 bytes: cannot fail.
-    let okm = prk
-        .expand(info, alg)
-        .expect("HKDF output length within bounds");
-    SealKey::new(LessSafeKey::new(UnboundKey::from(okm)))
+/// A host's X25519 private key. Its `Debug` does not show it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct PrivateKey([u8; KEY_LEN]);
+
+impl PrivateKey {
+    /// A new key from 32 random bytes (X25519 clamps them when used).
+    pub fn from_bytes(b: [u8; KEY_LEN]) -> PrivateKey {
+        PrivateKey(b)
+    }
+
+    /// A new key from the operating system's random source.
+    pub fn generate() -> Result<PrivateKey, KeyError> {
+        let mut b = [0u8; KEY_LEN];
+        ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut b)
+            .map_err(|_| KeyError::NotBase64("no random source".into()))?;
+        Ok(PrivateKey(b))
+    }
+
+    /// Parse a key file's text: base64 of 32 bytes.
+    pub fn parse(text: &str) -> Result<PrivateKey, KeyError> {
+        decode(text).map(PrivateKey)
+    }
+
+    pub fn encode(&self) -> String {
+        encode(&self.0)
+    }
+
+    /// The public key that goes with this one.
+    pub fn public(&self) -> PublicKey {
+        let mut dh = DefaultResolver
+            .resolve_dh(&snow::params::DHChoice::Curve25519)
+            .expect("the default resolver has X25519");
+        dh.set(&self.0);
+        let mut p = [0u8; KEY_LEN];
+        p.copy_from_slice(&dh.pubkey()[..KEY_LEN]);
+        PublicKey(p)
+    }
+
+    pub(crate) fn bytes(&self) -> &[u8; KEY_LEN] {
+        &self.0
+    }
 }
 
-const HANDSHAKE_SALT: &[u8] = b"mptd v1 handshake";
-const DATA_INFO: &[u8] = b"mptd v1 data";
+impl fmt::Debug for PrivateKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("PrivateKey(..)")
+    }
+}
 
-/// The key that seals hellos: from the PSK alone.
-pub fn handshake_key(psk: &Psk, cipher: Cipher) -> SealKey {
-    let prk = hkdf::Salt::new(hkdf::HKDF_SHA256, HANDSHAKE_SALT).extract(&psk.0);
-    derive(&prk, &[b"hello"], cipher)
+/// A host's X25519 public key: how its peers name it in their configs.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PublicKey([u8; KEY_LEN]);
+
+impl PublicKey {
+    pub fn from_bytes(b: [u8; KEY_LEN]) -> PublicKey {
+        PublicKey(b)
+    }
+
+    pub fn parse(text: &str) -> Result<PublicKey, KeyError> {
+        decode(text).map(PublicKey)
+    }
+
+    pub fn encode(&self) -> String {
+        encode(&self.0)
+    }
+
+    pub fn bytes(&self) -> &[u8; KEY_LEN] {
+        &self.0
+    }
+}
+
+impl fmt::Debug for PublicKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "PublicKey({})", self.encode())
+    }
+}
+
+impl fmt::Display for PublicKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.encode())
+    }
 }
 
 /// The keys of one session: `tx` seals what this side sends, `rx` opens what the peer sends.
@@ -76,20 +155,18 @@ pub struct SessionKeys {
     pub rx: SealKey,
 }
 
-/// HKDF-Extract with both randoms (in a fixed order) as salt and the PSK as input key
-/// material, then one key per direction, expanded with the sending side's random.
-pub fn session_keys(psk: &Psk, cipher: Cipher, mine: &[u8; 32], theirs: &[u8; 32]) -> SessionKeys {
-    let (lo, hi) = if mine <= theirs {
-        (mine, theirs)
-    } else {
-        (theirs, mine)
-    };
-    let mut salt = [0u8; 64];
-    salt[..32].copy_from_slice(lo);
-    salt[32..].copy_from_slice(hi);
-    let prk = hkdf::Salt::new(hkdf::HKDF_SHA256, &salt).extract(&psk.0);
-    SessionKeys {
-        tx: derive(&prk, &[DATA_INFO, mine], cipher),
-        rx: derive(&prk, &[DATA_INFO, theirs], cipher),
+impl SessionKeys {
+    /// The session keys from the handshake's two transport keys ([`super::Split`]), used with
+    /// `cipher` (both take 32-byte keys).
+    pub fn new(cipher: Cipher, tx: &[u8; KEY_LEN], rx: &[u8; KEY_LEN]) -> SessionKeys {
+        let key = |k: &[u8; KEY_LEN]| {
+            // Both algorithms take 32-byte keys: cannot fail.
+            let unbound = UnboundKey::new(cipher.algorithm(), k).expect("a 32-byte key");
+            SealKey::new(LessSafeKey::new(unbound))
+        };
+        SessionKeys {
+            tx: key(tx),
+            rx: key(rx),
+        }
     }
 }

@@ -24,9 +24,11 @@ pub enum Datagram<'a> {
         header: HeaderRepr,
         report: Report<'a>,
     },
-    Hello {
+    /// A handshake message ([`Kind::Initiation`] or [`Kind::Response`], as the header says):
+    /// the Noise message after the header, of the exact length its kind has.
+    Handshake {
         header: HeaderRepr,
-        hello: HelloRepr,
+        message: &'a [u8],
     },
 }
 
@@ -63,11 +65,16 @@ impl<'a> Datagram<'a> {
                 header,
                 report: Report::parse(buf)?,
             }),
-            Kind::Hello => {
-                exact_len(buf, HELLO_LEN)?;
-                Ok(Datagram::Hello {
+            Kind::Initiation | Kind::Response => {
+                let len = if header.kind == Kind::Initiation {
+                    INITIATION_LEN
+                } else {
+                    RESPONSE_LEN
+                };
+                exact_len(buf, len)?;
+                Ok(Datagram::Handshake {
                     header,
-                    hello: HelloRepr::parse(buf),
+                    message: body,
                 })
             }
         }
@@ -80,7 +87,7 @@ impl<'a> Datagram<'a> {
             | Datagram::Goodbye { header }
             | Datagram::KeepaliveAck { header, .. }
             | Datagram::Report { header, .. }
-            | Datagram::Hello { header, .. } => header,
+            | Datagram::Handshake { header, .. } => header,
         }
     }
 }

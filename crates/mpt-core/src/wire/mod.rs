@@ -6,18 +6,21 @@
 //! can panic. The `*Repr` types build datagrams into caller-provided buffers.
 
 mod datagram;
+mod handshake;
 mod header;
-mod hello;
 mod report;
 
 pub(crate) use datagram::exact_len;
 pub use datagram::{check_inner_packet, AckRepr, Datagram};
+pub use handshake::{
+    CipherFlags, Initiation, Response, INITIATION_LEN, INITIATION_PAYLOAD_LEN,
+    NOISE_INITIATION_LEN, NOISE_RESPONSE_LEN, RESPONSE_LEN, RESPONSE_PAYLOAD_LEN,
+};
 pub use header::{Header, HeaderRepr};
-pub use hello::{HelloDatagram, HelloRepr};
 pub use report::{report_len, Report, ReportEntry, ReportRepr};
 
 /// Protocol version carried in the top three bits of byte 0.
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
 
 /// Length of the common header.
 pub const HEADER_LEN: usize = 16;
@@ -27,12 +30,6 @@ pub const ACK_LEN: usize = HEADER_LEN + 8;
 
 /// Length of the fixed part of a receiver report, before its entries.
 pub const REPORT_FIXED_LEN: usize = HEADER_LEN + 4;
-
-/// Length of a hello body: random, challenge, echo, flags, reserved.
-pub const HELLO_BODY_LEN: usize = 68;
-
-/// Length of a plain hello datagram (header + body); sealed it is [`SEAL_OVERHEAD`] longer.
-pub const HELLO_LEN: usize = HEADER_LEN + HELLO_BODY_LEN;
 
 /// Length of the counter that follows the header of a sealed datagram.
 pub const COUNTER_LEN: usize = 8;
@@ -130,12 +127,6 @@ pub(crate) mod field {
     pub const E_ECHO_AGE: Range<usize> = 36..40;
     pub const E_OWD_MIN_LEN: Range<usize> = 40..42;
     pub const E_RESERVED: Range<usize> = 42..44;
-    // hello body
-    pub const H_RANDOM: Range<usize> = 16..48;
-    pub const H_CHALLENGE: Range<usize> = 48..64;
-    pub const H_ECHO: Range<usize> = 64..80;
-    pub const H_FLAGS: usize = 80;
-    pub const H_RESERVED: Range<usize> = 81..84;
 }
 
 /// Bit 4 of byte 0: "sealed" — a counter follows the header and the body is encrypted and
@@ -154,10 +145,12 @@ pub enum Kind {
     KeepaliveAck = 2,
     /// Receiver report: per-path counters and delay figures.
     Report = 3,
-    /// Handshake: the sender's random and challenge, always sealed with the handshake key.
-    Hello = 4,
+    /// Handshake, first message: a Noise IKpsk2 initiation (never sealed).
+    Initiation = 4,
     /// The sender is stopping: its paths are down at once. The header alone.
     Goodbye = 5,
+    /// Handshake, second message: the Noise response (never sealed).
+    Response = 6,
 }
 
 impl Kind {
@@ -167,8 +160,9 @@ impl Kind {
             1 => Some(Kind::Keepalive),
             2 => Some(Kind::KeepaliveAck),
             3 => Some(Kind::Report),
-            4 => Some(Kind::Hello),
+            4 => Some(Kind::Initiation),
             5 => Some(Kind::Goodbye),
+            6 => Some(Kind::Response),
             _ => None,
         }
     }
@@ -230,10 +224,10 @@ mod tests {
 
     #[test]
     fn the_header_view_reads_and_writes_the_fields_in_place() {
-        // version 1, sealed, keepalive; path 2, path_seq 0x0304, session, seq, timestamp,
+        // version 2, sealed, keepalive; path 2, path_seq 0x0304, session, seq, timestamp,
         // then the counter
         let mut b = [
-            0x31, 2, 3, 4, 0xca, 0xfe, 0xba, 0xbe, 0, 0, 1, 0, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 7,
+            0x51, 2, 3, 4, 0xca, 0xfe, 0xba, 0xbe, 0, 0, 1, 0, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 7,
         ];
         let h = Header::new_checked(&b[..]).expect("valid");
         assert_eq!(
@@ -249,11 +243,11 @@ mod tests {
         h.set_sealed(false);
         h.set_seq(257);
         h.set_counter(8).expect("room");
-        assert_eq!(&b[..1], &[0x21]);
+        assert_eq!(&b[..1], &[0x41]);
         assert_eq!(&b[8..12], &[0, 0, 1, 1]);
         assert_eq!(b[23], 8);
         // a plain header alone has no room for a counter
-        let mut short = [0x21u8; HEADER_LEN];
+        let mut short = [0x41u8; HEADER_LEN];
         assert_eq!(Header::new_unchecked(&short[..]).counter(), None);
         assert!(Header::new_unchecked(&mut short[..])
             .set_counter(1)
@@ -264,11 +258,11 @@ mod tests {
             Err(WireError::Truncated { need: 16, got: 15 })
         );
         assert_eq!(
-            Header::new_checked(&[0x41u8; 16][..]),
-            Err(WireError::BadVersion(2))
+            Header::new_checked(&[0x21u8; 16][..]),
+            Err(WireError::BadVersion(1))
         );
         assert_eq!(
-            Header::new_checked(&[0x2fu8; 16][..]),
+            Header::new_checked(&[0x4fu8; 16][..]),
             Err(WireError::UnknownKind(15))
         );
     }
@@ -297,14 +291,24 @@ mod tests {
             entries: &entries,
         };
         assert_eq!(r.emit(&mut buf), r.buffer_len());
-        let hello = HelloRepr {
-            random: [1; 32],
-            challenge: [2; 16],
-            echo: [3; 16],
-            flags: 1,
-        }
-        .with(h);
-        assert_eq!(hello.emit(&mut buf), hello.buffer_len());
+    }
+
+    #[test]
+    fn handshake_payloads_round_trip() {
+        let i = Initiation {
+            index: 0xDEAD_BEEF,
+            timestamp: 1_700_000_000_123_456_789,
+            flags: CipherFlags::AES,
+            paths: 3,
+        };
+        assert_eq!(Initiation::parse(&i.emit()), Some(i));
+        assert_eq!(Initiation::parse(&i.emit()[1..]), None);
+        let r = Response {
+            index: 7,
+            flags: CipherFlags::FIXED,
+        };
+        assert_eq!(Response::parse(&r.emit()), Some(r));
+        assert_eq!(Response::parse(&[0; 6]), None);
     }
 
     #[test]
@@ -358,7 +362,7 @@ mod tests {
         assert_eq!(
             buf,
             [
-                0x20, 0x03, 0xBE, 0xEF, 0x01, 0x02, 0x03, 0x04, 0xA0, 0xB0, 0xC0, 0xD0, 0x11, 0x22,
+                0x40, 0x03, 0xBE, 0xEF, 0x01, 0x02, 0x03, 0x04, 0xA0, 0xB0, 0xC0, 0xD0, 0x11, 0x22,
                 0x33, 0x44
             ]
         );
@@ -413,11 +417,11 @@ mod tests {
         bad.extend([0x55; 30]);
         assert_eq!(Datagram::parse(&bad), Err(WireError::NotIp(5)));
         let mut bad = buf.clone();
-        bad[0] = 2 << 5;
-        assert_eq!(Datagram::parse(&bad), Err(WireError::BadVersion(2)));
-        bad[0] = (1 << 5) | SEALED_FLAG;
+        bad[0] = 1 << 5;
+        assert_eq!(Datagram::parse(&bad), Err(WireError::BadVersion(1)));
+        bad[0] = (2 << 5) | SEALED_FLAG;
         assert_eq!(Datagram::parse(&bad), Err(WireError::Sealed));
-        bad[0] = (1 << 5) | 9;
+        bad[0] = (2 << 5) | 9;
         assert_eq!(Datagram::parse(&bad), Err(WireError::UnknownKind(9)));
         let mut ka = vec![0u8; HEADER_LEN + 1];
         header(Kind::Keepalive).emit(&mut ka);
@@ -494,7 +498,8 @@ mod tests {
             Just(Kind::Keepalive),
             Just(Kind::KeepaliveAck),
             Just(Kind::Report),
-            Just(Kind::Hello),
+            Just(Kind::Initiation),
+            Just(Kind::Response),
             Just(Kind::Goodbye)
         ]
     }
@@ -531,7 +536,7 @@ mod tests {
         #[test]
         fn control_round_trips(kind in any_kind(), h0 in any_header(Kind::Keepalive), echo: u32,
                                hold_us: u32, entries in proptest::collection::vec(any_entry(), 0..64),
-                               random: [u8; 32], challenge: [u8; 16], hecho: [u8; 16], flags: u8) {
+                               fill: u8) {
             let h = HeaderRepr { kind, ..h0 };
             let mut buf = vec![0u8; report_len(64)];
             match kind {
@@ -558,11 +563,13 @@ mod tests {
                     prop_assert_eq!(header, h);
                     prop_assert_eq!(report.entries().collect::<Vec<_>>(), entries);
                 }
-                Kind::Hello => {
-                    let hello = HelloRepr { random, challenge, echo: hecho, flags };
-                    let n = hello.with(h).emit(&mut buf);
-                    prop_assert_eq!(Datagram::parse(&buf[..n]), Ok(Datagram::Hello { header: h, hello }));
+                Kind::Initiation | Kind::Response => {
+                    let n = if kind == Kind::Initiation { INITIATION_LEN } else { RESPONSE_LEN };
+                    h.emit(&mut buf);
+                    buf[HEADER_LEN..n].fill(fill);
+                    prop_assert_eq!(Datagram::parse(&buf[..n]), Ok(Datagram::Handshake { header: h, message: &buf[HEADER_LEN..n] }));
                     prop_assert!(Datagram::parse(&buf[..n - 1]).is_err());
+                    prop_assert!(Datagram::parse(&buf[..n + 1]).is_err());
                 }
             }
         }

@@ -8,7 +8,7 @@ use anyhow::{anyhow, bail, Result};
 
 use super::*;
 use ::mptd::config::{
-    ConfigFile, ConnectionFile, ControlFile, PathFile, RateFile, SecurityFile, TunnelFile,
+    ConfigFile, ConnectionFile, ControlFile, PathFile, PeerFile, RateFile, SecurityFile, TunnelFile,
 };
 
 /// Options for the daemons' configuration files.
@@ -24,8 +24,9 @@ pub struct TunnelOpts {
     pub queues: usize,
     /// Write each path's `rate` and `weight` (false: leave them for `adaptive` to learn).
     pub configure_rates: bool,
-    /// `[security] encryption`: "chacha20-poly1305", "aes-256-gcm" or "none". Both sides
-    /// share one key file in the lab's directory.
+    /// `[security] encryption`: "auto", "chacha20-poly1305", "aes-256-gcm" or "none". Each
+    /// side has its key pair in the lab's directory; A knows where B is and starts the
+    /// handshakes, as a site does with its server.
     pub encryption: String,
     /// The mptd binary to run (default [`mptd_bin`]): `mpt-lab bench compare` runs several.
     pub mptd: Option<PathBuf>,
@@ -74,15 +75,16 @@ impl Lab {
         // wrr weights in proportion to the rates, as MPT configured them
         let rate_of = |p: &LinkSpec| p.rate().unwrap_or(10_000_000_000);
         let unit = self.paths.iter().map(rate_of).fold(0, gcd).max(1);
-        let security = match o.encryption.as_str() {
-            "none" => SecurityFile {
-                encryption: Some("none".into()),
-                key_file: None,
-            },
-            e => SecurityFile {
-                encryption: Some(e.into()),
-                key_file: Some(self.key_file()?.display().to_string()),
-            },
+        let security = SecurityFile {
+            encryption: Some(o.encryption.clone()),
+            private_key_file: Some(self.key_file(side)?.display().to_string()),
+        };
+        let peer = PeerFile {
+            name: Some(self.ns(side.other())),
+            public_key: Some(self.private_key(side.other())?.public().encode()),
+            endpoint: (side == Side::A).then(|| format!("{}:4754", self.path_addr(Side::B, 0))),
+            allowed: Some(vec![format!("{}/32", tunnel_addr(side.other()))]),
+            preshared_key_file: None,
         };
         Ok(ConfigFile {
             tunnel: Some(TunnelFile {
@@ -106,6 +108,8 @@ impl Lab {
                 socket: Some(self.control_socket(side).display().to_string()),
             },
             security,
+            listen: Vec::new(),
+            peer: vec![peer],
             path: self
                 .paths
                 .iter()
@@ -133,22 +137,27 @@ impl Lab {
         Ok(path)
     }
 
-    /// The lab's pre-shared key file (mode 0600), made on first use.
-    pub fn key_file(&self) -> Result<PathBuf> {
-        use std::io::{Read, Write};
+    /// `side`'s private key file (mode 0600), made on first use.
+    pub fn key_file(&self, side: Side) -> Result<PathBuf> {
+        use std::io::Write;
         use std::os::unix::fs::OpenOptionsExt;
-        let path = self.dir.join("mpt.key");
+        let path = self.dir.join(format!("{}.key", self.ns(side)));
         if !path.exists() {
-            let mut key = [0u8; mpt_core::seal::KEY_LEN];
-            std::fs::File::open("/dev/urandom")?.read_exact(&mut key)?;
+            let key = mpt_core::seal::PrivateKey::generate()?;
             let mut f = std::fs::OpenOptions::new()
                 .write(true)
                 .create_new(true)
                 .mode(0o600)
                 .open(&path)?;
-            writeln!(f, "{}", mpt_core::seal::Psk::from_bytes(key).encode())?;
+            writeln!(f, "{}", key.encode())?;
         }
         Ok(path)
+    }
+
+    /// `side`'s private key (made on first use).
+    pub fn private_key(&self, side: Side) -> Result<mpt_core::seal::PrivateKey> {
+        let text = std::fs::read_to_string(self.key_file(side)?)?;
+        Ok(mpt_core::seal::PrivateKey::parse(&text)?)
     }
 
     pub fn control_socket(&self, side: Side) -> PathBuf {

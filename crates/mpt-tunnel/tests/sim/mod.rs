@@ -6,12 +6,10 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use mpt_core::seal::{Cipher, CipherChoice, Psk, KEY_LEN};
+use mpt_core::seal::{Cipher, CipherChoice, PrivateKey};
 use mpt_core::{PathId, Time};
 use mpt_sched::SchedulerKind;
-use mpt_tunnel::{
-    CryptoSettings, Endpoint, EndpointConfig, Event, Outcome, Overhead, PathSettings,
-};
+use mpt_tunnel::{Endpoint, EndpointConfig, Event, KeySettings, Outcome, Overhead, PathSettings};
 
 pub use mpt_core::rng::Rng;
 
@@ -116,7 +114,6 @@ pub struct Pair {
     /// Receive as a locking driver does: open with an [`mpt_tunnel::Opener`] first, then
     /// hand the result in ([`Endpoint::handle_opened`]).
     pub split_open: bool,
-    sealing: bool,
 }
 
 fn addr(side: Side, path: usize) -> SocketAddr {
@@ -127,13 +124,20 @@ fn addr(side: Side, path: usize) -> SocketAddr {
     SocketAddr::from(([198, 18, path as u8, host], 4000 + path as u16))
 }
 
-/// Endpoint settings for `paths` paths toward `side`'s peer.
+/// `side`'s private key.
+pub fn private_key(side: Side) -> PrivateKey {
+    PrivateKey::from_bytes([side as u8 + 1; 32])
+}
+
+/// Endpoint settings for `paths` paths toward `side`'s peer. A initiates, as a site does; B
+/// answers, as a server does (its remotes are configured all the same, as in the two-host
+/// lab).
 pub fn config(side: Side, paths: usize, sealing: bool) -> EndpointConfig {
     EndpointConfig {
         paths: (0..paths)
             .map(|i| PathSettings {
                 name: format!("p{i}"),
-                remote: addr(side.other(), i),
+                remote: Some(addr(side.other(), i)),
                 weight: 1,
                 rate_bps: None,
                 backup: false,
@@ -146,11 +150,16 @@ pub fn config(side: Side, paths: usize, sealing: bool) -> EndpointConfig {
         keepalive: Duration::from_millis(100),
         dead: Duration::from_millis(500),
         mtu: 1400,
-        crypto: sealing.then(|| CryptoSettings {
-            psk: Psk::from_bytes([7; KEY_LEN]),
-            choice: CipherChoice::Only(Cipher::ChaCha20Poly1305),
+        keys: KeySettings {
+            private: private_key(side),
+            peer: private_key(side.other()).public(),
+            psk: None,
+            encryption: sealing.then_some(CipherChoice::Only(Cipher::ChaCha20Poly1305)),
             aes_in_hardware: false,
-        }),
+            initiate: side == Side::A,
+            unix_nanos_at_zero: 1_800_000_000_000_000_000,
+        },
+        index_slot: None,
     }
 }
 
@@ -182,7 +191,6 @@ impl Pair {
     pub fn with(seed: u64, a: EndpointConfig, b: EndpointConfig) -> Pair {
         let mut rng = Rng::new(seed);
         let paths = a.paths.len();
-        let sealing = a.crypto.is_some();
         let node = |cfg: EndpointConfig, rng: &mut Rng| Node {
             ep: endpoint(cfg, Time::ZERO, rng.next_u64()),
             delivered: Vec::new(),
@@ -209,7 +217,6 @@ impl Pair {
             nat: vec![None; paths],
             undeliverable: 0,
             split_open: false,
-            sealing,
         };
         pair.drive(Side::A);
         pair.drive(Side::B);
@@ -460,9 +467,10 @@ impl Pair {
         }
     }
 
-    /// Whether both ends agreed on keys (always, without sealing).
+    /// Whether both ends are in one session (the handshake runs with and without sealing).
     pub fn agreed(&self) -> bool {
-        !self.sealing || (self.nodes[0].ep.keys_agreed() && self.nodes[1].ep.keys_agreed())
+        let [a, b] = &self.nodes;
+        a.ep.peer_session() == Some(b.ep.session()) && b.ep.peer_session() == Some(a.ep.session())
     }
 
     /// The numbers of the packets `side` delivered, in delivery order.

@@ -110,15 +110,21 @@ fn print_status(s: &Status) {
     );
     let d = &t.drops;
     println!(
-        "  drops: no-path {} send {} tun {} unknown-source {} path-mismatch {} malformed {} duplicate {} too-old {}",
-        d.no_path, d.send_error, d.tun_write_error, d.unknown_source, d.path_mismatch, d.malformed(), d.duplicate, d.too_old
+        "  drops: no-path {} send {} tun {} path-mismatch {} malformed {} duplicate {} too-old {}",
+        d.no_path,
+        d.send_error,
+        d.tun_write_error,
+        d.path_mismatch,
+        d.malformed(),
+        d.duplicate,
+        d.too_old
     );
-    if t.encryption != "none" {
-        println!(
-            "  auth drops: unauthenticated {} bad-tag {} replayed {} unknown-session {} reflected-hello {} before-keys {}",
-            d.unauthenticated, d.bad_tag, d.replayed, d.unknown_session, d.bad_hello, d.no_session
-        );
-    }
+    println!(
+        "  handshake drops: unknown-key {} bad-handshake {} stale-handshake {} cipher-mismatch {}; \
+         session drops: unauthenticated {} bad-tag {} replayed {} unknown-session {} no-session {}",
+        d.unknown_key, d.bad_handshake, d.stale_handshake, d.cipher_mismatch,
+        d.unauthenticated, d.bad_tag, d.replayed, d.unknown_session, d.no_session
+    );
     println!(
         "  reports sent: {} B (budget now {:.2} % of the bytes received); keepalives sent: {}, answered: {}",
         t.tx_report_bytes,

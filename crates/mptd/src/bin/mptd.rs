@@ -1,5 +1,5 @@
-//! `mptd -c FILE`: run the tunnel. `--check` validates the configuration (and the key file)
-//! and exits. `mptd genkey` prints a new pre-shared key.
+//! `mptd -c FILE`: run the tunnel. `--check` validates the configuration (and the key files)
+//! and exits. `mptd genkey`, `mptd pubkey` and `mptd genpsk` make keys, as `wg` does.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
-use mpt_core::seal::{Psk, KEY_LEN};
-use mptd::config::Config;
+use mpt_core::seal::{PrivateKey, Psk, KEY_LEN};
+use mptd::config::{Config, Keys};
 use mptd::datapath::{rx::rx_task, tx::tx_task};
 use mptd::tunnel::Tunnel;
 use tracing::{error, info, warn};
@@ -32,22 +32,65 @@ struct Args {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Print a new random pre-shared key (base64) for `[security] key_file`:
-    /// `mptd genkey > /etc/mptd/mpt.key && chmod 600 /etc/mptd/mpt.key`, then copy the file to
-    /// the peer.
+    /// Print a new private key (X25519, base64) for `[security] private_key_file`:
+    /// `mptd genkey > /etc/mptd/host.key` (a file it is written to is made mode 0600).
     Genkey,
+    /// Read a private key on standard input and print its public key, for the peers'
+    /// `public_key`: `mptd pubkey < /etc/mptd/host.key`.
+    Pubkey,
+    /// Print a new random pre-shared key (base64) for a peer's `preshared_key_file` (optional;
+    /// both ends name the same one).
+    Genpsk,
+}
+
+/// `genkey`, `pubkey`, `genpsk`.
+fn key_command(c: &Command) -> ExitCode {
+    let out = match c {
+        Command::Genkey => PrivateKey::generate()
+            .map(|k| k.encode())
+            .map_err(|e| e.to_string()),
+        Command::Genpsk => {
+            let mut key = [0u8; KEY_LEN];
+            getrandom::fill(&mut key)
+                .map(|()| Psk::from_bytes(key).encode())
+                .map_err(|e| e.to_string())
+        }
+        Command::Pubkey => {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+                .map_err(|e| e.to_string())
+                .and_then(|_| PrivateKey::parse(&text).map_err(|e| e.to_string()))
+                .map(|k| k.public().encode())
+        }
+    };
+    match out {
+        Ok(text) => {
+            if !matches!(c, Command::Pubkey) {
+                private_stdout();
+            }
+            println!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("mptd: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// A secret about to be printed into a file: make the file readable by its owner only.
+fn private_stdout() {
+    use std::os::unix::fs::PermissionsExt;
+    let fd = std::path::Path::new("/proc/self/fd/1");
+    if std::fs::metadata(fd).is_ok_and(|m| m.is_file()) {
+        let _ = std::fs::set_permissions(fd, std::fs::Permissions::from_mode(0o600));
+    }
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    if let Some(Command::Genkey) = args.command {
-        let mut key = [0u8; KEY_LEN];
-        if let Err(e) = getrandom::fill(&mut key) {
-            eprintln!("mptd: no randomness for a key: {e}");
-            return ExitCode::FAILURE;
-        }
-        println!("{}", Psk::from_bytes(key).encode());
-        return ExitCode::SUCCESS;
+    if let Some(c) = &args.command {
+        return key_command(c);
     }
     let Some(config) = args.config else {
         eprintln!("mptd: -c FILE is required");
@@ -65,16 +108,16 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
 
-    let (cfg, psk) =
-        match Config::load(&config).and_then(|c| c.security.load_key(&config).map(|k| (c, k))) {
-            Ok(c) => c,
-            Err(e) => {
-                eprintln!("mptd: invalid configuration: {e}");
-                return ExitCode::from(2);
-            }
-        };
+    let (cfg, keys) = match Config::load(&config).and_then(|c| c.load_keys(&config).map(|k| (c, k)))
+    {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("mptd: invalid configuration: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let encryption = match cfg.security.cipher {
-        None => "none (unauthenticated)".to_owned(),
+        None => "none (data in the clear)".to_owned(),
         Some(c @ mpt_core::seal::CipherChoice::Auto) => format!(
             "{c}: {}",
             if mpt_core::seal::aes_in_hardware() {
@@ -87,18 +130,31 @@ fn main() -> ExitCode {
     };
     if args.check {
         println!(
-            "{}: ok ({} paths, scheduler {}, encryption {encryption})",
+            "{}: ok ({} paths, scheduler {}, encryption {encryption}; public key {})",
             config.display(),
             cfg.paths.len(),
-            cfg.connection.scheduler
+            cfg.connection.scheduler,
+            keys.private.public()
         );
+        for p in &cfg.paths {
+            if let Some(i) = &p.interface {
+                if !std::path::Path::new("/sys/class/net").join(i).exists() {
+                    println!(
+                        "{}: warning: path {:?}: interface {i:?} does not exist now",
+                        config.display(),
+                        p.name
+                    );
+                }
+            }
+        }
         return ExitCode::SUCCESS;
     }
     if cfg.security.cipher.is_none() {
         warn!(
             config = %config.display(),
-            "encryption = \"none\": datagrams are neither authenticated nor encrypted; anyone who \
-             can send UDP to a path port can inject packets into {}",
+            "encryption = \"none\": data datagrams are neither authenticated nor encrypted; \
+             anyone who can send UDP to a path port and guess the session can inject packets \
+             into {}",
             cfg.tunnel.name
         );
     }
@@ -121,7 +177,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match rt.block_on(run(cfg, psk)) {
+    match rt.block_on(run(cfg, keys)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             error!("{e:#}");
@@ -131,13 +187,13 @@ fn main() -> ExitCode {
     }
 }
 
-async fn run(cfg: Config, psk: Option<Psk>) -> Result<()> {
+async fn run(cfg: Config, keys: Keys) -> Result<()> {
     use tokio::signal::unix::{signal, SignalKind};
     let mut sigterm = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
     let mut sigint = signal(SignalKind::interrupt()).context("cannot watch SIGINT")?;
 
     let control_path = cfg.control.socket.clone();
-    let sh = Arc::new(Tunnel::new(cfg, psk)?);
+    let sh = Arc::new(Tunnel::new(cfg, &keys)?);
     let listener = mptd::control::bind(&control_path)?;
     info!(
         tunnel = %sh.cfg.tunnel.name,
@@ -145,12 +201,18 @@ async fn run(cfg: Config, psk: Option<Psk>) -> Result<()> {
         scheduler = %sh.cfg.connection.scheduler,
         encryption = sh.sealing().map_or("none", |c| c.name()),
         aes_in_hardware = mpt_core::seal::aes_in_hardware(),
-        session = format_args!("{:08x}", sh.session),
+        public_key = %keys.private.public(),
         control = %control_path.display(),
         "mptd running"
     );
-    for p in &sh.paths {
-        info!(path = %p.cfg.name, local = %p.cfg.local, remote = %p.cfg.remote, interface = p.cfg.interface.as_deref().unwrap_or("-"), "path socket bound");
+    for (i, p) in sh.paths.iter().enumerate() {
+        let remote = sh.lock().remote(mpt_core::PathId(i as u8));
+        let remote = remote.map_or_else(|| "learned from the peer".to_owned(), |r| r.to_string());
+        let local =
+            p.io.sock
+                .local_addr()
+                .map_or_else(|_| p.cfg.local.to_string(), |a| a.to_string());
+        info!(path = %p.cfg.name, %local, %remote, interface = p.cfg.interface.as_deref().unwrap_or("-"), "path socket bound");
     }
 
     let mut tasks = tokio::task::JoinSet::new();

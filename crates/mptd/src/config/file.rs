@@ -16,8 +16,36 @@ pub struct ConfigFile {
     pub control: ControlFile,
     #[serde(default)]
     pub security: SecurityFile,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub listen: Vec<ListenFile>,
+    #[serde(default)]
+    pub peer: Vec<PeerFile>,
     #[serde(default)]
     pub path: Vec<PathFile>,
+}
+
+/// One `[[listen]]` as written.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListenFile {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub address: Option<String>,
+}
+
+/// One `[[peer]]` as written.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PeerFile {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub public_key: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allowed: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub preshared_key_file: Option<String>,
 }
 
 /// `[security]` as written.
@@ -27,7 +55,7 @@ pub struct SecurityFile {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub encryption: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub key_file: Option<String>,
+    pub private_key_file: Option<String>,
 }
 
 /// `[tunnel]` as written.
@@ -44,6 +72,8 @@ pub struct TunnelFile {
     pub mtu: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub queues: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub routes: Option<bool>,
 }
 
 /// `[connection]` as written.

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 pub use ipnet::IpNet;
 
-use mpt_core::seal::{CipherChoice, Psk};
+use mpt_core::seal::{CipherChoice, PrivateKey, Psk, PublicKey};
 use mpt_core::PathId;
 pub use mpt_sched::SchedulerKind;
 
@@ -16,7 +16,8 @@ mod file;
 mod validate;
 
 pub use file::{
-    ConfigFile, ConnectionFile, ControlFile, PathFile, RateFile, SecurityFile, TunnelFile,
+    ConfigFile, ConnectionFile, ControlFile, ListenFile, PathFile, PeerFile, RateFile,
+    SecurityFile, TunnelFile,
 };
 pub use validate::parse_rate;
 use validate::Validator;
@@ -26,57 +27,140 @@ use validate::Validator;
 pub struct Config {
     pub tunnel: Tunnel,
     pub connection: Connection,
+    /// UDP sockets that serve every path of every peer that comes to us (`[[listen]]`).
+    pub listen: Vec<SocketAddr>,
+    pub peers: Vec<PeerConfig>,
     /// In file order; a path's [`PathId`] is its index here.
     pub paths: Vec<PathConfig>,
     pub control: Control,
     pub security: Security,
 }
 
-/// `[security]`: authentication and encryption of every datagram.
+/// `[security]`: this host's key and how data is sealed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Security {
-    /// `None`: datagrams travel in the clear and unauthenticated (`encryption = "none"`).
+    /// `None`: data travels in the clear (`encryption = "none"`); the handshake still
+    /// authenticates both hosts by their keys.
     pub cipher: Option<CipherChoice>,
-    /// The pre-shared key file (relative paths are resolved against the config file's
-    /// directory); always set when `cipher` is.
-    pub key_file: Option<PathBuf>,
+    /// This host's private key (relative paths are resolved against the config file's
+    /// directory).
+    pub private_key_file: PathBuf,
 }
 
-impl Security {
-    /// Read the pre-shared key. Refuses a file that group or others may read, or that does not
-    /// hold base64 of 32 bytes. `config` is the config file, for the message.
-    pub fn load_key(&self, config: &Path) -> Result<Option<Psk>, ConfigError> {
-        let Some(file) = &self.key_file else {
-            return Ok(None);
-        };
-        let err = |message: String| ConfigError::Invalid {
-            file: config.to_owned(),
-            key: "security.key_file".into(),
-            message,
-        };
-        let meta = std::fs::metadata(file)
-            .map_err(|e| err(format!("cannot read {}: {e}", file.display())))?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let mode = meta.permissions().mode() & 0o777;
-            if mode & 0o077 != 0 {
-                return Err(err(format!(
-                    "{} is readable by group or others (mode {mode:04o}), expected 0600 or \
-                     stricter: chmod 600 {}",
-                    file.display(),
-                    file.display()
-                )));
-            }
+/// One `[[peer]]`: a host we make a tunnel with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PeerConfig {
+    pub name: String,
+    pub public_key: PublicKey,
+    /// Where the peer listens (host name or address, and port): we start the handshakes, over
+    /// our `[[path]]`s. `None`: the peer comes to us (at our `[[listen]]` sockets, or without
+    /// them at our `[[path]]`s' local addresses).
+    pub endpoint: Option<HostPort>,
+    /// Inner source addresses accepted from the peer, and routed to it.
+    pub allowed: Vec<IpNet>,
+    pub preshared_key_file: Option<PathBuf>,
+}
+
+/// A host name or address, and a port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostPort {
+    pub host: String,
+    pub port: u16,
+}
+
+impl std::fmt::Display for HostPort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.host.contains(':') {
+            write!(f, "[{}]:{}", self.host, self.port)
+        } else {
+            write!(f, "{}:{}", self.host, self.port)
         }
-        let text = std::fs::read_to_string(file)
-            .map_err(|e| err(format!("cannot read {}: {e}", file.display())))?;
-        Psk::parse(&text).map(Some).map_err(|e| {
-            err(format!(
-                "{}: {e}; `mptd genkey` writes a valid key",
+    }
+}
+
+impl HostPort {
+    /// The addresses the host name resolves to now (an address resolves to itself).
+    pub fn resolve(&self) -> std::io::Result<Vec<SocketAddr>> {
+        use std::net::ToSocketAddrs;
+        Ok((self.host.as_str(), self.port).to_socket_addrs()?.collect())
+    }
+}
+
+/// The keys a configuration names, read from their files.
+#[derive(Debug, Clone)]
+pub struct Keys {
+    pub private: PrivateKey,
+    /// Per peer, in `peers` order.
+    pub psks: Vec<Option<Psk>>,
+}
+
+/// Read a key file: refused when group or others may read it, or when it does not hold base64
+/// of 32 bytes. `config` and `key` name the config file and its key, for the message.
+fn read_key_file<T>(
+    file: &Path,
+    config: &Path,
+    key: &str,
+    parse: impl Fn(&str) -> Result<T, mpt_core::seal::KeyError>,
+) -> Result<T, ConfigError> {
+    let err = |message: String| ConfigError::Invalid {
+        file: config.to_owned(),
+        key: key.into(),
+        message,
+    };
+    let meta =
+        std::fs::metadata(file).map_err(|e| err(format!("cannot read {}: {e}", file.display())))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            return Err(err(format!(
+                "{} is readable by group or others (mode {mode:04o}), expected 0600 or \
+                 stricter: chmod 600 {}",
+                file.display(),
                 file.display()
-            ))
-        })
+            )));
+        }
+    }
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| err(format!("cannot read {}: {e}", file.display())))?;
+    parse(&text).map_err(|e| {
+        err(format!(
+            "{}: {e}; `mptd genkey` writes a valid key",
+            file.display()
+        ))
+    })
+}
+
+impl Config {
+    /// Read the keys the configuration names: this host's private key and each peer's
+    /// pre-shared key. `config` is the config file, for the messages.
+    pub fn load_keys(&self, config: &Path) -> Result<Keys, ConfigError> {
+        let private = read_key_file(
+            &self.security.private_key_file,
+            config,
+            "security.private_key_file",
+            PrivateKey::parse,
+        )?;
+        let psks = self
+            .peers
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                p.preshared_key_file
+                    .as_ref()
+                    .map(|f| {
+                        read_key_file(
+                            f,
+                            config,
+                            &format!("peer[{i}].preshared_key_file"),
+                            Psk::parse,
+                        )
+                    })
+                    .transpose()
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Keys { private, psks })
     }
 }
 
@@ -90,6 +174,8 @@ pub struct Tunnel {
     /// TUN queues, each read by its own task (multi-queue TUN: the kernel spreads flows over
     /// them, so that hosts with more cores read the device in parallel).
     pub queues: usize,
+    /// Install a route through the TUN device for every peer's `allowed` prefix.
+    pub routes: bool,
 }
 
 /// `[connection]`: how packets are spread and put back in order.
@@ -112,8 +198,13 @@ pub struct PathConfig {
     pub name: String,
     /// Bind the socket to this device (SO_BINDTODEVICE).
     pub interface: Option<String>,
+    /// The address and port the socket binds; unspecified (and port 0) when not configured:
+    /// whatever address the interface has.
     pub local: SocketAddr,
-    pub remote: SocketAddr,
+    /// Where the peer's socket for this path is, as configured. Without it, the peer's
+    /// `endpoint` (resolved at start); without that, learned from the peer's authenticated
+    /// datagrams.
+    pub remote: Option<SocketAddr>,
     pub weight: u32,
     /// Configured rate in bits per second.
     pub rate_bps: Option<u64>,
@@ -180,6 +271,8 @@ pub const MAX_QUEUES: usize = 16;
 pub const MAX_REORDER_WINDOW: usize = 65_536;
 /// Largest `weight`.
 pub const MAX_WEIGHT: u32 = 10_000;
+/// Most `[[peer]]`s (a peer's slot is 16 bits of its session indices).
+pub const MAX_PEERS: usize = 65_535;
 
 impl Config {
     /// Read and validate the configuration in `file`.
@@ -232,7 +325,12 @@ keepalive_ms = 100
 dead_ms = 500
 
 [security]
-key_file = "keys/mpt.key"
+private_key_file = "keys/host.key"
+
+[[peer]]
+name = "b"
+public_key = "HIgo9xNzJMWLKASShiTqIybxZ0U3wGLiUeJ1PKf8ykw="
+allowed = ["198.19.0.2/32", "192.168.10.0/24"]
 
 [[path]]
 name = "p1"
@@ -249,6 +347,9 @@ remote = "198.18.2.2:4754"
 rate = 10000000
 backup = true
 "#;
+
+    const PEER: &str =
+        "[[peer]]\nname='b'\npublic_key='HIgo9xNzJMWLKASShiTqIybxZ0U3wGLiUeJ1PKf8ykw='\n";
 
     fn parse(text: &str) -> Result<Config, ConfigError> {
         Config::parse(text, Path::new("test.toml"))
@@ -277,8 +378,14 @@ backup = true
             },
             security: SecurityFile {
                 encryption: Some("none".into()),
-                key_file: None,
+                private_key_file: Some("k".into()),
             },
+            peer: vec![PeerFile {
+                name: Some("b".into()),
+                public_key: Some(PrivateKey::from_bytes([1; 32]).public().encode()),
+                endpoint: Some("vps.example.net:4754".into()),
+                ..PeerFile::default()
+            }],
             path: vec![PathFile {
                 name: Some("p0".into()),
                 local: Some("198.18.1.1:4754".into()),
@@ -322,70 +429,120 @@ backup = true
         assert_eq!(c.control.socket, PathBuf::from("/run/mptd/tun0.sock"));
         assert_eq!(c.security.cipher, Some(CipherChoice::Auto));
         // relative to the config file's directory
-        assert_eq!(c.security.key_file, Some(PathBuf::from("keys/mpt.key")));
+        assert_eq!(c.security.private_key_file, PathBuf::from("keys/host.key"));
         let c = Config::parse(GOOD, Path::new("/etc/mptd/a.toml")).expect("valid");
         assert_eq!(
-            c.security.key_file,
-            Some(PathBuf::from("/etc/mptd/keys/mpt.key"))
+            c.security.private_key_file,
+            PathBuf::from("/etc/mptd/keys/host.key")
+        );
+        let p = &c.peers[0];
+        assert_eq!((p.name.as_str(), p.endpoint.as_ref()), ("b", None));
+        assert_eq!(p.allowed.len(), 2);
+        assert_eq!(
+            c.paths[0].remote,
+            Some("198.18.1.2:4754".parse().expect("addr"))
         );
     }
 
     #[test]
-    fn security_needs_a_key_or_an_explicit_none() {
-        let no_key = GOOD.replace("key_file = \"keys/mpt.key\"\n", "");
-        assert_eq!(invalid_key(&no_key), "security.key_file");
+    fn a_site_names_its_server_by_host_name_and_its_paths_by_interface() {
+        let site = r#"
+[tunnel]
+name = "mpt0"
+address = "10.99.0.2/24"
+[security]
+private_key_file = "home.key"
+[[peer]]
+name = "vps"
+public_key = "HIgo9xNzJMWLKASShiTqIybxZ0U3wGLiUeJ1PKf8ykw="
+endpoint = "vps.example.net:4754"
+allowed = ["10.99.0.0/24"]
+[[path]]
+name = "dsl"
+interface = "eth1"
+[[path]]
+name = "lte"
+interface = "wwan0"
+"#;
+        let c = parse(site).expect("valid");
+        let e = c.peers[0].endpoint.as_ref().expect("endpoint");
+        assert_eq!((e.host.as_str(), e.port), ("vps.example.net", 4754));
+        for p in &c.paths {
+            // whatever address the interface has; the remote is the peer's endpoint
+            assert_eq!(p.local, "0.0.0.0:0".parse().expect("addr"));
+            assert_eq!(p.remote, None);
+        }
+        let v6 = site.replace("vps.example.net:4754", "[2001:db8::1]:4754");
+        assert_eq!(
+            parse(&v6).expect("valid").paths[0].local,
+            "[::]:0".parse().expect("addr")
+        );
+        for bad in [
+            "vps.example.net",
+            "vps:0",
+            ":4754",
+            "[2001:db8::1]",
+            "a b:1",
+            "2001:db8::1:4754",
+        ] {
+            let text = site.replace("vps.example.net:4754", bad);
+            assert_eq!(invalid_key(&text), "peer[0].endpoint", "{bad}");
+        }
+    }
+
+    #[test]
+    fn security_needs_a_private_key_and_names_the_cipher() {
+        let no_key = GOOD.replace("private_key_file = \"keys/host.key\"\n", "");
+        assert_eq!(invalid_key(&no_key), "security.private_key_file");
         let e = parse(&no_key).unwrap_err().to_string();
         assert!(
-            e.contains("mptd genkey") && e.contains("encryption = \"none\""),
+            e.contains("mptd genkey") && e.contains("mptd pubkey"),
             "{e}"
         );
-        let none = no_key.replace("[security]\n", "[security]\nencryption = \"none\"\n");
-        let c = parse(&none).expect("valid without a key");
-        assert_eq!((c.security.cipher, c.security.key_file), (None, None));
+        let none = GOOD.replace("[security]\n", "[security]\nencryption = \"none\"\n");
+        assert_eq!(parse(&none).expect("valid").security.cipher, None);
         let aes = GOOD.replace("[security]\n", "[security]\nencryption = \"AES-256-GCM\"\n");
         assert_eq!(
             parse(&aes).expect("valid").security.cipher,
             Some(CipherChoice::Only(Cipher::Aes256Gcm))
         );
-        for (name, choice) in [
-            ("auto", CipherChoice::Auto),
-            (
-                "chacha20-poly1305",
-                CipherChoice::Only(Cipher::ChaCha20Poly1305),
-            ),
-        ] {
-            let text = GOOD.replace(
-                "[security]\n",
-                &format!("[security]\nencryption = \"{name}\"\n"),
-            );
-            assert_eq!(parse(&text).expect("valid").security.cipher, Some(choice));
-        }
         let bad = GOOD.replace("[security]\n", "[security]\nencryption = \"rot13\"\n");
         assert_eq!(invalid_key(&bad), "security.encryption");
-        let empty = GOOD.replace("keys/mpt.key", " ");
-        assert_eq!(invalid_key(&empty), "security.key_file");
+        let empty = GOOD.replace("keys/host.key", " ");
+        assert_eq!(invalid_key(&empty), "security.private_key_file");
     }
 
     #[test]
-    fn key_file_permissions_and_contents_are_checked() {
+    fn key_files_permissions_and_contents_are_checked() {
         use std::os::unix::fs::PermissionsExt;
         let dir = std::env::temp_dir().join(format!("mpt-key-test-{}", std::process::id()));
         std::fs::create_dir_all(dir.join("keys")).expect("dir");
         let cfg_file = dir.join("a.toml");
-        let key_file = dir.join("keys/mpt.key");
-        let c = Config::parse(GOOD, &cfg_file).expect("valid");
-        let load = || c.security.load_key(&cfg_file).map_err(|e| e.to_string());
+        let key_file = dir.join("keys/host.key");
+        let text = GOOD.replace(
+            "[[peer]]\n",
+            "[[peer]]\npreshared_key_file = \"keys/psk\"\n",
+        );
+        let c = Config::parse(&text, &cfg_file).expect("valid");
+        let load = || c.load_keys(&cfg_file).map_err(|e| e.to_string());
         assert!(load().unwrap_err().contains("cannot read"));
-        let psk = Psk::from_bytes([3; 32]);
-        std::fs::write(&key_file, psk.encode() + "\n").expect("write");
+        let key = PrivateKey::from_bytes([3; 32]);
+        std::fs::write(&key_file, key.encode() + "\n").expect("write");
         std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o644)).expect("chmod");
         let e = load().unwrap_err();
         assert!(
-            e.contains("a.toml") && e.contains("security.key_file") && e.contains("0644"),
+            e.contains("a.toml") && e.contains("security.private_key_file") && e.contains("0644"),
             "{e}"
         );
         std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
-        assert_eq!(load(), Ok(Some(psk)));
+        let e = load().unwrap_err();
+        assert!(e.contains("peer[0].preshared_key_file"), "{e}");
+        let psk_file = dir.join("keys/psk");
+        std::fs::write(&psk_file, Psk::from_bytes([4; 32]).encode()).expect("write");
+        std::fs::set_permissions(&psk_file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        let keys = load().expect("keys load");
+        assert_eq!(keys.private, key);
+        assert_eq!(keys.psks, vec![Some(Psk::from_bytes([4; 32]))]);
         std::fs::write(&key_file, "c2hvcnQ=").expect("write");
         assert!(load().unwrap_err().contains("expected 32"));
         let _ = std::fs::remove_dir_all(&dir);
@@ -408,7 +565,7 @@ backup = true
     #[test]
     fn defaults_apply() {
         let c = parse(
-            "[tunnel]\nname='t'\naddresses=['198.19.0.1/24','2001:db8::1/64']\n[security]\nkey_file='k'\n[[path]]\nname='a'\nlocal='198.18.1.1:1'\nremote='198.18.1.2:1'\n",
+            &format!("[tunnel]\nname='t'\naddresses=['198.19.0.1/24','2001:db8::1/64']\n[security]\nprivate_key_file='k'\n{PEER}[[path]]\nname='a'\nlocal='198.18.1.1:1'\nremote='198.18.1.2:1'\n"),
         )
         .expect("valid: adaptive needs no rate");
         assert_eq!(c.tunnel.mtu, defaults::MTU);
@@ -506,12 +663,18 @@ backup = true
         assert_eq!(invalid_key("[[path]]\nname='a'\n"), "tunnel");
         assert_eq!(
             invalid_key("[tunnel]\nname='t'\naddress='198.19.0.1/24'\n"),
+            "peer"
+        );
+        assert_eq!(
+            invalid_key(&format!(
+                "[tunnel]\nname='t'\naddress='198.19.0.1/24'\n{PEER}"
+            )),
             "path"
         );
         let all_backup = GOOD.replace("weight = 2", "weight = 2\nbackup = true");
         assert_eq!(invalid_key(&all_backup), "path");
-        let mut many = String::from(
-            "[tunnel]\nname='t'\naddress='198.19.0.1/24'\n[connection]\nscheduler='rr'\n",
+        let mut many = format!(
+            "[tunnel]\nname='t'\naddress='198.19.0.1/24'\n[connection]\nscheduler='rr'\n{PEER}",
         );
         for i in 0..65 {
             many += &format!(

@@ -49,7 +49,22 @@ impl Validator<'_> {
         let explicit_scheduler = raw.connection.scheduler.clone();
         let connection = self.connection(raw.connection)?;
         let mut connection = connection;
-        let paths = self.paths(raw.path, connection.scheduler)?;
+        let listen = self.listen(raw.listen)?;
+        let peers = self.peers(raw.peer)?;
+        if peers.len() > 1 || !listen.is_empty() {
+            let key = if listen.is_empty() { "peer" } else { "listen" };
+            return Err(self.err(
+                key,
+                "one server for many peers ([[listen]], several [[peer]]s) is not in this version yet: one [[peer]], reached over [[path]]s",
+            ));
+        }
+        let initiating = peers.iter().find(|p| p.endpoint.is_some());
+        let paths = if raw.path.is_empty() && initiating.is_none() && !listen.is_empty() {
+            // a server: every path comes to its [[listen]] sockets
+            Vec::new()
+        } else {
+            self.paths(raw.path, connection.scheduler, initiating)?
+        };
         // No scheduler named: `rate` when every path has a rate (it measures better than
         // learning them), else `adaptive`.
         if explicit_scheduler.is_none() && paths.iter().all(|p| p.rate_bps.is_some()) {
@@ -66,6 +81,8 @@ impl Validator<'_> {
         Ok(Config {
             tunnel,
             connection,
+            listen,
+            peers,
             paths,
             control: Control { socket },
             security,
@@ -93,33 +110,188 @@ impl Validator<'_> {
                 ))
             }
         };
-        let key_file = match raw.key_file {
+        let private_key_file = match raw.private_key_file {
             Some(s) if s.trim().is_empty() => {
-                return Err(self.err("security.key_file", "empty, expected a file path"))
+                return Err(self.err("security.private_key_file", "empty, expected a file path"))
             }
-            Some(s) => {
-                let p = PathBuf::from(s);
-                Some(if p.is_relative() {
-                    self.file.parent().unwrap_or(Path::new(".")).join(p)
-                } else {
-                    p
-                })
+            Some(s) => self.relative(s),
+            None => {
+                return Err(self.err(
+                    "security.private_key_file",
+                    "missing: each host has a key pair; create this host's with \
+                     `umask 077; mptd genkey > /etc/mptd/host.key`, name it here, and give the \
+                     peer `mptd pubkey < /etc/mptd/host.key`",
+                ))
             }
-            None => None,
         };
-        match (cipher, key_file) {
-            (Some(_), None) => Err(self.err(
-                "security.key_file",
-                "missing: datagrams are authenticated with a pre-shared key; create one with \
-                 `mptd genkey > /etc/mptd/mpt.key && chmod 600 /etc/mptd/mpt.key` and name it \
-                 here, or set encryption = \"none\" to run without (not recommended)",
-            )),
-            (None, _) => Ok(Security {
-                cipher: None,
-                key_file: None,
-            }),
-            (cipher, key_file) => Ok(Security { cipher, key_file }),
+        Ok(Security {
+            cipher,
+            private_key_file,
+        })
+    }
+
+    /// A file named in the config: relative to the config file's directory.
+    fn relative(&self, s: String) -> PathBuf {
+        let p = PathBuf::from(s);
+        if p.is_relative() {
+            self.file.parent().unwrap_or(Path::new(".")).join(p)
+        } else {
+            p
         }
+    }
+
+    fn listen(&self, raw: Vec<ListenFile>) -> Result<Vec<SocketAddr>, ConfigError> {
+        let mut out: Vec<SocketAddr> = Vec::with_capacity(raw.len());
+        for (i, l) in raw.into_iter().enumerate() {
+            let key = format!("listen[{i}].address");
+            let v = l.address.ok_or_else(|| {
+                self.err(
+                    &key,
+                    "missing, expected address:port such as \"0.0.0.0:4754\"",
+                )
+            })?;
+            let a = SocketAddr::from_str(v.trim()).map_err(|_| {
+                self.err(&key, format!("{v:?} is not address:port, expected e.g. \"0.0.0.0:4754\" or \"[::]:4754\""))
+            })?;
+            if a.port() == 0 {
+                return Err(self.err(&key, format!("{v:?} has port 0, expected a fixed port")));
+            }
+            if a.ip().is_multicast() {
+                return Err(self.err(&key, format!("{v:?} is not a unicast address")));
+            }
+            if out.contains(&a) {
+                return Err(self.err(&key, format!("{a} is listed twice")));
+            }
+            out.push(a);
+        }
+        Ok(out)
+    }
+
+    fn peers(&self, raw: Vec<PeerFile>) -> Result<Vec<PeerConfig>, ConfigError> {
+        if raw.is_empty() {
+            return Err(self.err(
+                "peer",
+                "no [[peer]] given, expected at least one with name and public_key",
+            ));
+        }
+        if raw.len() > MAX_PEERS {
+            return Err(self.err(
+                "peer",
+                format!("{} peers given, at most {MAX_PEERS} allowed", raw.len()),
+            ));
+        }
+        let mut peers: Vec<PeerConfig> = Vec::with_capacity(raw.len());
+        for (i, r) in raw.into_iter().enumerate() {
+            let key = |k: &str| format!("peer[{i}].{k}");
+            let name = r
+                .name
+                .ok_or_else(|| self.err(key("name"), "missing, expected a short unique name"))?;
+            if name.trim().is_empty() || name.len() > 32 {
+                return Err(self.err(key("name"), "expected 1 to 32 characters"));
+            }
+            if let Some(j) = peers.iter().position(|p| p.name == name) {
+                return Err(self.err(
+                    key("name"),
+                    format!("{name:?} is already the name of peer[{j}]"),
+                ));
+            }
+            let text = r.public_key.ok_or_else(|| {
+                self.err(
+                    key("public_key"),
+                    "missing, expected the peer's public key (`mptd pubkey < its.key` prints it)",
+                )
+            })?;
+            let public_key = PublicKey::parse(&text).map_err(|e| {
+                self.err(
+                    key("public_key"),
+                    format!("{e}, expected the base64 text `mptd pubkey` prints"),
+                )
+            })?;
+            if let Some(j) = peers.iter().position(|p| p.public_key == public_key) {
+                return Err(self.err(
+                    key("public_key"),
+                    format!(
+                        "already the key of peer[{j}] ({:?}): one key, one peer",
+                        peers[j].name
+                    ),
+                ));
+            }
+            let endpoint = r
+                .endpoint
+                .map(|e| self.host_port(&key("endpoint"), &e))
+                .transpose()?;
+            let mut allowed = Vec::new();
+            for (j, a) in r.allowed.unwrap_or_default().iter().enumerate() {
+                let net = IpNet::from_str(a.trim()).map_err(|_| {
+                    self.err(
+                        format!("peer[{i}].allowed[{j}]"),
+                        format!("{a:?} is not a prefix, expected e.g. \"10.99.0.0/24\""),
+                    )
+                })?;
+                let net = net.trunc();
+                if let Some(k) = peers.iter().position(|p| p.allowed.contains(&net)) {
+                    return Err(self.err(
+                        format!("peer[{i}].allowed[{j}]"),
+                        format!(
+                            "{net} is already allowed to peer[{k}] ({:?}): a prefix routes to one peer",
+                            peers[k].name
+                        ),
+                    ));
+                }
+                allowed.push(net);
+            }
+            let preshared_key_file = match r.preshared_key_file {
+                Some(s) if s.trim().is_empty() => {
+                    return Err(self.err(key("preshared_key_file"), "empty, expected a file path"))
+                }
+                s => s.map(|s| self.relative(s)),
+            };
+            peers.push(PeerConfig {
+                name,
+                public_key,
+                endpoint,
+                allowed,
+                preshared_key_file,
+            });
+        }
+        Ok(peers)
+    }
+
+    /// `host:port`, `address:port` or `[v6 address]:port`.
+    fn host_port(&self, key: &str, v: &str) -> Result<HostPort, ConfigError> {
+        let bad = || {
+            self.err(
+                key,
+                format!("{v:?} is not host:port, expected e.g. \"vps.example.net:4754\", \"198.18.0.1:4754\" or \"[2001:db8::1]:4754\""),
+            )
+        };
+        let v = v.trim();
+        let (host, port) = if let Some(rest) = v.strip_prefix('[') {
+            let (h, p) = rest.split_once("]:").ok_or_else(bad)?;
+            (h, p)
+        } else {
+            let (h, p) = v.rsplit_once(':').ok_or_else(bad)?;
+            if h.contains(':') {
+                return Err(bad());
+            }
+            (h, p)
+        };
+        let port: u16 = port.parse().map_err(|_| bad())?;
+        let host_ok = !host.is_empty()
+            && host.len() <= 253
+            && host
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-._:".contains(&b));
+        if !host_ok {
+            return Err(bad());
+        }
+        if port == 0 {
+            return Err(self.err(key, format!("{v:?} has port 0, expected a fixed port")));
+        }
+        Ok(HostPort {
+            host: host.to_owned(),
+            port,
+        })
     }
 
     fn tunnel(&self, raw: TunnelFile) -> Result<Tunnel, ConfigError> {
@@ -180,6 +352,7 @@ impl Validator<'_> {
             addresses,
             mtu,
             queues,
+            routes: raw.routes.unwrap_or(true),
         })
     }
 
@@ -244,9 +417,14 @@ impl Validator<'_> {
         &self,
         raw: Vec<PathFile>,
         scheduler: SchedulerKind,
+        peer: Option<&PeerConfig>,
     ) -> Result<Vec<PathConfig>, ConfigError> {
         if raw.is_empty() {
-            return Err(self.err("path", "no [[path]] given, expected 1 to 64"));
+            return Err(self.err(
+                "path",
+                "no [[path]] given, expected 1 to 64 (a host that only waits for its peers may \
+                 have [[listen]] sockets instead)",
+            ));
         }
         if raw.len() > MAX_PATHS {
             return Err(self.err(
@@ -272,15 +450,50 @@ impl Validator<'_> {
             if let Some(ifname) = &r.interface {
                 self.ifname(&key("interface"), ifname)?;
             }
-            let local = self.socket_addr(&key("local"), r.local)?;
-            let remote = self.socket_addr(&key("remote"), r.remote)?;
-            if local.is_ipv4() != remote.is_ipv4() {
+            let remote = r
+                .remote
+                .map(|v| self.socket_addr(&key("remote"), Some(v)))
+                .transpose()?;
+            let local_given = r.local.is_some();
+            let local = match r.local {
+                Some(v) => self.socket_addr(&key("local"), Some(v))?,
+                None if r.interface.is_none() => {
+                    return Err(self.err(
+                        key("local"),
+                        "missing, expected the local address:port to bind, or an interface \
+                         to leave through",
+                    ))
+                }
+                // whatever address the interface has, of the remote's family
+                None => {
+                    let v6 = remote.map(|r| r.is_ipv6()).or_else(|| {
+                        let e = peer?.endpoint.as_ref()?;
+                        e.host.parse::<IpAddr>().ok().map(|a| a.is_ipv6())
+                    });
+                    let any: IpAddr = if v6 == Some(true) {
+                        std::net::Ipv6Addr::UNSPECIFIED.into()
+                    } else {
+                        std::net::Ipv4Addr::UNSPECIFIED.into()
+                    };
+                    SocketAddr::new(any, 0)
+                }
+            };
+            if let Some(remote) = remote {
+                if local.is_ipv4() != remote.is_ipv4() {
+                    return Err(self.err(
+                        key("remote"),
+                        format!("{remote} is not of the same address family as local {local}"),
+                    ));
+                }
+            }
+            if remote.is_none() && peer.is_none() && !local_given {
                 return Err(self.err(
-                    key("remote"),
-                    format!("{remote} is not of the same address family as local {local}"),
+                    key("local"),
+                    "missing: with no remote and no peer endpoint, the peer comes to us, so \
+                     this path needs a fixed local address:port to be found at",
                 ));
             }
-            if let Some(other) = paths.iter().find(|p| p.local == local) {
+            if let Some(other) = paths.iter().find(|p| p.local == local && local.port() != 0) {
                 return Err(self.err(
                     key("local"),
                     format!(

@@ -35,7 +35,7 @@ pub async fn tx_task(t: Arc<Tunnel>, queue: usize) -> Result<()> {
     let mut sizes = vec![0usize; batch];
     // per packet of the batch: its path, or none (dropped)
     let mut plan: Vec<Option<PathId>> = vec![None; batch];
-    let mut remotes: Vec<SocketAddr> = Vec::with_capacity(t.paths.len());
+    let mut remotes: Vec<Option<SocketAddr>> = Vec::with_capacity(t.paths.len());
     let mut runs: Vec<GsoRun> = t
         .paths
         .iter()
@@ -97,6 +97,11 @@ pub async fn tx_task(t: Arc<Tunnel>, queue: usize) -> Result<()> {
         for k in 0..n {
             let Some(path) = plan[k] else { continue };
             let i = path.index();
+            // (the scheduler uses no path whose remote is unknown)
+            let Some(remote) = remotes[i] else {
+                t.io_drop(DropReason::NoPath, 1);
+                continue;
+            };
             let len = match sealer.seal(k, &mut bufs[k], sizes[k]) {
                 Ok(len) => len,
                 Err(e) => {
@@ -105,13 +110,13 @@ pub async fn tx_task(t: Arc<Tunnel>, queue: usize) -> Result<()> {
                 }
             };
             if !runs[i].fits(len) {
-                flush_run(&t, i, &mut runs[i], &bufs, remotes[i]).await;
+                flush_run(&t, i, &mut runs[i], &bufs, remote).await;
             }
             runs[i].push(k, len);
         }
         for (i, run) in runs.iter_mut().enumerate() {
-            if !run.is_empty() {
-                flush_run(&t, i, run, &bufs, remotes[i]).await;
+            if let (false, Some(remote)) = (run.is_empty(), remotes[i]) {
+                flush_run(&t, i, run, &bufs, remote).await;
             }
         }
         // This batch has left: control messages may fence it now.

@@ -33,7 +33,9 @@ impl Tunnel {
                     state: info.state.name().to_owned(),
                     backup: p.cfg.backup,
                     local: p.cfg.local.to_string(),
-                    remote: info.remote.to_string(),
+                    remote: info
+                        .remote
+                        .map_or_else(|| "unknown".to_owned(), |r| r.to_string()),
                     tx_packets: p.tx_packets.load(Relaxed),
                     tx_bytes: p.tx_bytes.load(Relaxed),
                     rx_packets: ps.packets,
@@ -78,7 +80,7 @@ impl Tunnel {
                 cipher: ep.cipher().map(|c| c.name().to_owned()),
                 keys_agreed: ep.keys_agreed(),
                 uptime_ms: now.as_nanos() / 1_000_000,
-                session: format!("{:08x}", self.session),
+                session: format!("{:08x}", ep.session()),
                 peer_session: ep.peer_session().map(|s| format!("{s:08x}")),
                 peer_restarts: ep.peer_restarts(),
                 tx_packets,

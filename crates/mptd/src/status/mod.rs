@@ -25,15 +25,15 @@ pub struct TunnelStatus {
     /// The cipher agreed with the peer for this session, once keys are agreed.
     #[serde(default)]
     pub cipher: Option<String>,
-    /// Sealing: the handshake has agreed on session keys with the peer.
+    /// The handshake has made a session with the peer.
     #[serde(default)]
     pub keys_agreed: bool,
     pub uptime_ms: u64,
-    /// This daemon's session id (hex).
+    /// Our index for the current session (hex): the peer's datagrams carry it.
     pub session: String,
-    /// The peer's session id, once heard (hex).
+    /// The peer's index for the session, once a handshake made one (hex).
     pub peer_session: Option<String>,
-    /// Times the peer was seen restarting (new session id).
+    /// Sessions made after the first (the peer restarted, or had not been heard for `dead_ms`).
     pub peer_restarts: u64,
     /// Inner packets read from the TUN device and sent.
     pub tx_packets: u64,

@@ -1,0 +1,100 @@
+//! The handshake's two datagrams: a header, then a Noise IKpsk2 message (`docs/protocol.md`,
+//! "Handshake"). What the Noise messages carry encrypted is here too, so that its layout is
+//! written down once.
+
+use super::*;
+
+/// Bytes of the Noise part of an initiation: the ephemeral key (32), the initiator's static
+/// key encrypted (32 + 16), and the encrypted [`Initiation`] payload (+ 16).
+pub const NOISE_INITIATION_LEN: usize = 32 + 48 + INITIATION_PAYLOAD_LEN + 16;
+/// Bytes of the Noise part of a response: the ephemeral key and the encrypted [`Response`].
+pub const NOISE_RESPONSE_LEN: usize = 32 + RESPONSE_PAYLOAD_LEN + 16;
+/// An initiation datagram: header and Noise message.
+pub const INITIATION_LEN: usize = HEADER_LEN + NOISE_INITIATION_LEN;
+/// A response datagram: header and Noise message.
+pub const RESPONSE_LEN: usize = HEADER_LEN + NOISE_RESPONSE_LEN;
+
+/// Length of the [`Initiation`] payload.
+pub const INITIATION_PAYLOAD_LEN: usize = 14;
+/// Length of the [`Response`] payload.
+pub const RESPONSE_PAYLOAD_LEN: usize = 5;
+
+/// What an initiation says inside its Noise message (encrypted and authenticated).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Initiation {
+    /// The initiator's index for the session: what the responder puts in the `session` field
+    /// of every datagram it sends in it.
+    pub index: u32,
+    /// Nanoseconds since the Unix epoch, strictly increasing per initiator: a responder takes
+    /// an initiation only if it is later than the last one it took from that peer, so a
+    /// replayed initiation starts nothing.
+    pub timestamp: u64,
+    /// [`CipherFlags`] of the initiator.
+    pub flags: u8,
+    /// How many paths the initiator has.
+    pub paths: u8,
+}
+
+impl Initiation {
+    pub fn emit(&self) -> [u8; INITIATION_PAYLOAD_LEN] {
+        let mut b = [0u8; INITIATION_PAYLOAD_LEN];
+        b[0..4].copy_from_slice(&self.index.to_be_bytes());
+        b[4..12].copy_from_slice(&self.timestamp.to_be_bytes());
+        b[12] = self.flags;
+        b[13] = self.paths;
+        b
+    }
+
+    /// `None` unless `b` is exactly one payload.
+    pub fn parse(b: &[u8]) -> Option<Initiation> {
+        let b: &[u8; INITIATION_PAYLOAD_LEN] = b.try_into().ok()?;
+        Some(Initiation {
+            index: be32(&b[0..4]),
+            timestamp: u64::from_be_bytes(b[4..12].try_into().ok()?),
+            flags: b[12],
+            paths: b[13],
+        })
+    }
+}
+
+/// What a response says inside its Noise message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Response {
+    /// The responder's index for the session (see [`Initiation::index`]).
+    pub index: u32,
+    /// [`CipherFlags`] of the responder.
+    pub flags: u8,
+}
+
+impl Response {
+    pub fn emit(&self) -> [u8; RESPONSE_PAYLOAD_LEN] {
+        let mut b = [0u8; RESPONSE_PAYLOAD_LEN];
+        b[0..4].copy_from_slice(&self.index.to_be_bytes());
+        b[4] = self.flags;
+        b
+    }
+
+    pub fn parse(b: &[u8]) -> Option<Response> {
+        let b: &[u8; RESPONSE_PAYLOAD_LEN] = b.try_into().ok()?;
+        Some(Response {
+            index: be32(&b[0..4]),
+            flags: b[4],
+        })
+    }
+}
+
+/// The bits of a handshake payload's `flags`: how the sender seals data datagrams, so that
+/// both ends agree on it (`mpt_core::seal::negotiate`).
+#[derive(Debug)]
+pub struct CipherFlags;
+
+impl CipherFlags {
+    /// The sender would take AES-256-GCM (`auto` with AES in hardware), or insists on it
+    /// (with [`CipherFlags::FIXED`]).
+    pub const AES: u8 = 1;
+    /// The sender's cipher is fixed by its config: AES-256-GCM if [`CipherFlags::AES`] is set,
+    /// ChaCha20-Poly1305 otherwise.
+    pub const FIXED: u8 = 2;
+    /// The sender sends data in the clear (`encryption = "none"`).
+    pub const PLAIN: u8 = 4;
+}

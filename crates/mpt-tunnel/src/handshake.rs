@@ -1,0 +1,362 @@
+//! The endpoint's side of the handshake (`docs/protocol.md`, "Handshake"): starting one and
+//! starting again while the peer is silent, answering the peer's, and installing the session
+//! it makes.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mpt_core::seal::{self, Initiator, ReplayWindow, Responder, SessionKeys, Split};
+use mpt_core::wire::{
+    Datagram, HeaderRepr, Initiation, Kind, Response, HEADER_LEN, INITIATION_LEN,
+    INITIATION_PAYLOAD_LEN, RESPONSE_LEN, RESPONSE_PAYLOAD_LEN,
+};
+use mpt_core::{PathId, Time};
+
+use crate::send::Pending;
+use crate::{DropReason, Endpoint, Event};
+
+/// The first retry of an unanswered initiation; each next one waits twice as long, up to
+/// [`RETRY_MAX`].
+pub const RETRY_FIRST: Duration = Duration::from_secs(1);
+pub const RETRY_MAX: Duration = Duration::from_secs(5);
+
+impl<P> Endpoint<P> {
+    /// As the initiator, at `now`: start a handshake if there is no session, or if the peer
+    /// has been silent on every path for `dead` (it restarted, or a NAT forgot us); retry
+    /// while unanswered.
+    pub(crate) fn handshake_tick(&mut self, now: Time) {
+        if !self.cfg.keys.initiate {
+            return;
+        }
+        let silent = self
+            .crypto
+            .last_heard
+            .is_none_or(|t| now - t >= self.cfg.dead);
+        let c = &mut self.crypto;
+        if self.peer_session.is_some() && !silent {
+            c.attempts = 0;
+            c.next_initiation = None;
+            return;
+        }
+        let due = *c.next_initiation.get_or_insert(now);
+        if due > now {
+            return;
+        }
+        let wait = RETRY_FIRST
+            .saturating_mul(1 << c.attempts.min(8))
+            .min(RETRY_MAX);
+        c.attempts += 1;
+        c.next_initiation = Some(now + wait);
+        let attempt = c.attempts;
+        self.initiate(now);
+        self.events.push_back(Event::HandshakeSent { attempt });
+    }
+
+    /// Write an initiation and queue it on every path whose remote we know.
+    fn initiate(&mut self, now: Time) {
+        let index = self.fresh_index();
+        let unix = self.cfg.keys.unix_nanos_at_zero + now.as_nanos();
+        let c = &mut self.crypto;
+        let timestamp = unix.max(c.sent_timestamp + 1);
+        c.sent_timestamp = timestamp;
+        let payload = Initiation {
+            index,
+            timestamp,
+            flags: c.flags,
+            paths: self.paths.len() as u8,
+        }
+        .emit();
+        let k = &self.cfg.keys;
+        let mut msg = vec![0u8; INITIATION_LEN];
+        let Ok((state, n)) = Initiator::start(
+            &k.private,
+            &k.peer,
+            k.psk.as_ref(),
+            &payload,
+            &mut msg[HEADER_LEN..],
+        ) else {
+            return;
+        };
+        debug_assert_eq!(HEADER_LEN + n, INITIATION_LEN);
+        self.crypto.initiating = Some((state, index));
+        for i in 0..self.paths.len() {
+            let path = PathId(i as u8);
+            let Some(to) = self.paths[i].remote else {
+                continue;
+            };
+            let mut d = msg.clone();
+            handshake_header(Kind::Initiation, path, 0, now).emit(&mut d);
+            self.pending.push_back(Pending::Raw {
+                path,
+                destination: to,
+                contents: d,
+            });
+        }
+    }
+
+    /// A handshake datagram arrived on `path` from `from` (plain: the Noise message protects
+    /// itself).
+    pub(crate) fn take_handshake(
+        &mut self,
+        now: Time,
+        path: PathId,
+        from: SocketAddr,
+        buf: &[u8],
+    ) -> Result<(), DropReason> {
+        let (header, message) = match Datagram::parse(buf) {
+            Ok(Datagram::Handshake { header, message }) => (header, message),
+            Ok(_) => return Err(self.count(DropReason::Unexpected)),
+            Err(e) => return Err(self.count(DropReason::malformed(&e))),
+        };
+        if header.path != path {
+            return Err(self.count(DropReason::PathMismatch));
+        }
+        match header.kind {
+            Kind::Initiation => self.take_initiation(now, path, from, message),
+            _ => self.take_response(now, path, from, header.session, message),
+        }
+    }
+
+    fn take_initiation(
+        &mut self,
+        now: Time,
+        path: PathId,
+        from: SocketAddr,
+        message: &[u8],
+    ) -> Result<(), DropReason> {
+        // The same initiation, sent on every path, is taken once: its copies cost nothing.
+        if message[..32] == self.crypto.taken_ephemeral {
+            return Err(self.count(DropReason::StaleHandshake));
+        }
+        let mut payload = [0u8; INITIATION_PAYLOAD_LEN + 16];
+        let (responder, n) = match Responder::read(&self.cfg.keys.private, message, &mut payload) {
+            Ok(x) => x,
+            Err(_) => return Err(self.count(DropReason::BadHandshake)),
+        };
+        if *responder.peer() != self.cfg.keys.peer {
+            return Err(self.count(DropReason::UnknownKey));
+        }
+        self.accept(now, path, from, responder, &payload[..n], message)
+    }
+
+    /// An initiation that arrived at `now` on `path` from `from`, read already by a driver
+    /// that found this endpoint by the initiator's key ([`Responder::read`]): `payload` is what
+    /// it carried, `message` the Noise message itself. Answered, and the session made, unless
+    /// it is stale or our settings cannot meet.
+    pub fn accept_initiation(
+        &mut self,
+        now: Time,
+        path: PathId,
+        from: SocketAddr,
+        responder: Responder,
+        payload: &[u8],
+        message: &[u8],
+    ) -> crate::Outcome {
+        if path.index() >= self.paths.len() {
+            return crate::Outcome::Dropped(self.count(DropReason::PathMismatch));
+        }
+        if message.len() < 32 || message[..32] == self.crypto.taken_ephemeral {
+            return crate::Outcome::Dropped(self.count(DropReason::StaleHandshake));
+        }
+        crate::Outcome::of(
+            self.accept(now, path, from, responder, payload, message)
+                .map(|()| None),
+        )
+    }
+
+    fn accept(
+        &mut self,
+        now: Time,
+        path: PathId,
+        from: SocketAddr,
+        responder: Responder,
+        payload: &[u8],
+        message: &[u8],
+    ) -> Result<(), DropReason> {
+        let Some(init) = Initiation::parse(payload) else {
+            return Err(self.count(DropReason::BadHandshake));
+        };
+        if usize::from(init.paths) != self.paths.len() {
+            // the two ends' [[path]] lists differ: path ids would mean other paths
+            return Err(self.refused(path, DropReason::PathMismatch));
+        }
+        if init.timestamp <= self.crypto.taken_timestamp {
+            return Err(self.count(DropReason::StaleHandshake));
+        }
+        let cipher = match seal::negotiate(self.crypto.flags, init.flags) {
+            Ok(c) => c,
+            Err(_) => return Err(self.refused(path, DropReason::CipherMismatch)),
+        };
+        // Both ends started at once: the initiation of the end with the lower public key goes
+        // on, so that both end up in one session.
+        if self.crypto.initiating.is_some() && self.cfg.keys.private.public() < self.cfg.keys.peer {
+            return Ok(());
+        }
+        let index = self.fresh_index();
+        let reply = Response {
+            index,
+            flags: self.crypto.flags,
+        }
+        .emit();
+        let mut d = vec![0u8; RESPONSE_LEN];
+        let Ok((len, split)) =
+            responder.respond(self.cfg.keys.psk.as_ref(), &reply, &mut d[HEADER_LEN..])
+        else {
+            return Err(self.count(DropReason::BadHandshake));
+        };
+        debug_assert_eq!(HEADER_LEN + len, RESPONSE_LEN);
+        handshake_header(Kind::Response, path, init.index, now).emit(&mut d);
+        let c = &mut self.crypto;
+        c.taken_timestamp = init.timestamp;
+        c.taken_ephemeral.copy_from_slice(&message[..32]);
+        c.initiating = None;
+        self.pending.push_back(Pending::Raw {
+            path,
+            destination: from,
+            contents: d,
+        });
+        self.install(now, path, from, index, init.index, cipher, &split);
+        Ok(())
+    }
+
+    fn take_response(
+        &mut self,
+        now: Time,
+        path: PathId,
+        from: SocketAddr,
+        ours: u32,
+        message: &[u8],
+    ) -> Result<(), DropReason> {
+        if self
+            .crypto
+            .initiating
+            .as_ref()
+            .is_none_or(|(_, i)| *i != ours)
+        {
+            return Err(self.count(DropReason::StaleHandshake));
+        }
+        let Some((state, index)) = self.crypto.initiating.take() else {
+            return Err(self.count(DropReason::StaleHandshake));
+        };
+        let mut payload = [0u8; RESPONSE_PAYLOAD_LEN + 16];
+        let (n, split) = match state.finish(message, &mut payload) {
+            Ok(x) => x,
+            // the initiation is spent; the retry timer sends another
+            Err(_) => return Err(self.count(DropReason::BadHandshake)),
+        };
+        let Some(resp) = Response::parse(&payload[..n]) else {
+            return Err(self.count(DropReason::BadHandshake));
+        };
+        let cipher = match seal::negotiate(self.crypto.flags, resp.flags) {
+            Ok(c) => c,
+            Err(_) => return Err(self.refused(path, DropReason::CipherMismatch)),
+        };
+        self.install(now, path, from, index, resp.index, cipher, &split);
+        // Our addresses on every path reach the peer at once (a NAT's among them), and every
+        // path's RTT is measured.
+        for i in 0..self.paths.len() {
+            if self.paths[i].remote.is_some() {
+                self.pending.push_back(Pending::Keepalive(PathId(i as u8)));
+            }
+        }
+        Ok(())
+    }
+
+    /// A handshake made a session: `ours` and `theirs` are the indices, `split` the keys.
+    #[allow(clippy::too_many_arguments)]
+    fn install(
+        &mut self,
+        now: Time,
+        path: PathId,
+        from: SocketAddr,
+        ours: u32,
+        theirs: u32,
+        cipher: Option<seal::Cipher>,
+        split: &Split,
+    ) {
+        let c = &mut self.crypto;
+        match cipher {
+            Some(cipher) => {
+                let keys = SessionKeys::new(cipher, &split.tx, &split.rx);
+                c.open = Some(Arc::new(keys.rx));
+                self.seal = Some(Arc::new(keys.tx));
+            }
+            None => {
+                c.open = None;
+                self.seal = None;
+            }
+        }
+        c.epoch += 1;
+        c.cipher = cipher;
+        c.replay = ReplayWindow::default();
+        c.attempts = 0;
+        c.next_initiation = None;
+        self.counter = 0;
+        let old = std::mem::replace(&mut self.session, ours);
+        let event = match self.peer_session.replace(theirs) {
+            Some(_) => {
+                self.reseq.reset();
+                self.peer_restarts += 1;
+                Event::NewSession {
+                    path,
+                    old,
+                    session: ours,
+                    cipher,
+                }
+            }
+            None => {
+                for p in &mut self.paths {
+                    p.live.session_made(now);
+                }
+                Event::PeerAuthenticated {
+                    path,
+                    session: ours,
+                    cipher,
+                }
+            }
+        };
+        self.events.push_back(event);
+        self.learn_address(path, from);
+        self.reopen_closed(now);
+        if self.paths[path.index()].live.handshake_crossed() {
+            self.sched.on_path_state(now, path, true);
+            self.events.push_back(Event::PathUp { path, again: true });
+        }
+        self.heard(now, path);
+    }
+
+    /// A random index for a new session, never 0 nor the current one (its low 16 bits the
+    /// configured slot, if any).
+    fn fresh_index(&mut self) -> u32 {
+        loop {
+            let mut i = u32::from_be_bytes(self.random());
+            if let Some(slot) = self.cfg.index_slot {
+                i = (i & 0xFFFF_0000) | u32::from(slot);
+            }
+            if i != 0 && i != self.session {
+                return i;
+            }
+        }
+    }
+
+    /// Count a refused handshake, and tell the driver (the operator should hear of it).
+    fn refused(&mut self, path: PathId, reason: DropReason) -> DropReason {
+        self.events
+            .push_back(Event::HandshakeRefused { path, reason });
+        self.count(reason)
+    }
+}
+
+/// The header of a handshake datagram: its kind, the path, and the receiver's index (0 in an
+/// initiation: the responder has none yet).
+fn handshake_header(kind: Kind, path: PathId, receiver: u32, now: Time) -> HeaderRepr {
+    HeaderRepr {
+        kind,
+        path,
+        path_seq: 0,
+        session: receiver,
+        seq: 0,
+        timestamp: now.wire_micros(),
+    }
+}
