@@ -12,6 +12,7 @@ mod failover;
 mod ftp;
 mod hostile;
 mod lab;
+mod sites;
 mod throughput;
 
 use mpt_lab::harness::LinkSpec;

@@ -62,6 +62,10 @@ drop_reasons! {
     TunWriteError => tun_write_error,
     /// Reads from the TUN device that failed (e.g. a super-packet that could not be split).
     TunReadError => tun_read_error,
+    /// Inner packets read from the TUN device whose destination no peer's `allowed` covers.
+    NoRoute => no_route,
+    /// Inner packets from a peer whose source address is outside its `allowed`.
+    SourceNotAllowed => source_not_allowed,
     /// Initiations from a key that is not our peer's (a stranger, or a host configured for
     /// another server).
     UnknownKey => unknown_key,
@@ -193,7 +197,7 @@ mod tests {
         for &r in DropReason::ALL {
             assert_eq!(c.get(r), d.get(r), "{}", r.name());
         }
-        assert_eq!(DropReason::COUNT, 26);
+        assert_eq!(DropReason::COUNT, 28);
         assert_eq!(DropReason::NoPath.name(), "no_path");
     }
 }

@@ -300,6 +300,11 @@ impl<P> Endpoint<P> {
         usize::from(self.cfg.mtu) + self.overhead().datagram()
     }
 
+    /// How many paths the endpoint has.
+    pub fn path_count(&self) -> usize {
+        self.paths.len()
+    }
+
     /// Where datagrams for `path` go now, once known.
     pub fn remote(&self, path: PathId) -> Option<SocketAddr> {
         self.paths[path.index()].remote

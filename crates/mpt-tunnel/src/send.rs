@@ -87,7 +87,8 @@ impl<P> Endpoint<P> {
         let n = sizes.len();
         plan[..n].fill(None);
         let Some(peer_session) = self.peer_session else {
-            self.counts.drops.add(DropReason::NoSession, n as u64);
+            let packets = sizes.iter().filter(|&&s| s > 0).count();
+            self.counts.drops.add(DropReason::NoSession, packets as u64);
             return None;
         };
         let key = self.seal.clone();

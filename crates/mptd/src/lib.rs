@@ -1,8 +1,10 @@
 //! The mptd daemon: the I/O around the protocol engine (`mpt-tunnel`): the TUN device, one
-//! UDP socket per path, the clock, and the tasks that move packets between them.
+//! UDP socket per path or listening address, the clock, and the tasks that move packets
+//! between them.
 //!
-//! * [`tunnel`]: the state the tasks share (the endpoint behind one lock, the sockets, the
-//!   TUN device, I/O counters).
+//! * [`tunnel`], [`peer`], [`routes`]: the state the tasks share (the sockets, the TUN
+//!   device, I/O counters, and the peers, each with its endpoint behind its own lock), and
+//!   which peer a packet goes to.
 //! * [`datapath`]: the tx and rx tasks and the TUN writer.
 //! * [`config`]: the TOML configuration, validated, with errors naming file, key and what
 //!   was expected.
@@ -18,6 +20,8 @@ pub mod control;
 pub mod datapath;
 pub mod log;
 pub mod net;
+pub mod peer;
 pub mod random;
+pub mod routes;
 pub mod status;
 pub mod tunnel;

@@ -1,6 +1,7 @@
 //! Creating the path sockets and the TUN device, with errors a user can act on.
 
 use std::io;
+use std::net::SocketAddr;
 use std::path::Path;
 
 use crate::config::{IpNet, PathConfig, Tunnel};
@@ -16,18 +17,25 @@ const SOCKET_BUFFER: usize = 4 << 20;
 /// its `local` address.
 pub fn path_socket(p: &PathConfig) -> Result<UdpSocket> {
     let what = format!("path {:?} (path[{}])", p.name, p.id);
-    if let Some(ifname) = &p.interface {
+    udp_socket(&what, p.local, p.interface.as_deref())
+}
+
+/// Bind a `[[listen]]` socket.
+pub fn listen_socket(i: usize, local: SocketAddr) -> Result<UdpSocket> {
+    udp_socket(&format!("listen[{i}] ({local})"), local, None)
+}
+
+/// Bind a UDP socket to `local` (and to `interface`, SO_BINDTODEVICE); `what` names it in
+/// errors.
+fn udp_socket(what: &str, local: SocketAddr, interface: Option<&str>) -> Result<UdpSocket> {
+    if let Some(ifname) = interface {
         if !Path::new("/sys/class/net").join(ifname).exists() {
             return Err(anyhow!("{what}: interface {ifname:?} does not exist"));
         }
     }
-    let sock = Socket::new(
-        Domain::for_address(p.local),
-        Type::DGRAM,
-        Some(Protocol::UDP),
-    )
-    .with_context(|| format!("{what}: cannot create a UDP socket"))?;
-    if let Some(ifname) = &p.interface {
+    let sock = Socket::new(Domain::for_address(local), Type::DGRAM, Some(Protocol::UDP))
+        .with_context(|| format!("{what}: cannot create a UDP socket"))?;
+    if let Some(ifname) = interface {
         sock.bind_device(Some(ifname.as_bytes())).map_err(|e| {
             if e.kind() == io::ErrorKind::PermissionDenied {
                 anyhow!("{what}: binding to interface {ifname:?} needs CAP_NET_RAW or CAP_NET_ADMIN: {e}")
@@ -36,7 +44,7 @@ pub fn path_socket(p: &PathConfig) -> Result<UdpSocket> {
             }
         })?;
     }
-    if p.local.is_ipv6() {
+    if local.is_ipv6() {
         sock.set_only_v6(true).ok();
     }
     // Larger buffers absorb bursts; the kernel caps them at net.core.[rw]mem_max. The receive
@@ -47,17 +55,17 @@ pub fn path_socket(p: &PathConfig) -> Result<UdpSocket> {
     }
     sock.set_send_buffer_size(SOCKET_BUFFER).ok();
     sock.set_nonblocking(true)?;
-    sock.bind(&p.local.into())
+    sock.bind(&local.into())
         .map_err(|e| match e.raw_os_error() {
             Some(libc::EADDRNOTAVAIL) => {
                 anyhow!(
                     "{what}: local address {} does not exist on this host",
-                    p.local.ip()
+                    local.ip()
                 )
             }
-            Some(libc::EADDRINUSE) => anyhow!("{what}: local port {} is already in use", p.local),
-            Some(libc::EACCES) => anyhow!("{what}: not allowed to bind {}: {e}", p.local),
-            _ => anyhow!("{what}: cannot bind {}: {e}", p.local),
+            Some(libc::EADDRINUSE) => anyhow!("{what}: local port {} is already in use", local),
+            Some(libc::EACCES) => anyhow!("{what}: not allowed to bind {}: {e}", local),
+            _ => anyhow!("{what}: cannot bind {}: {e}", local),
         })?;
     UdpSocket::from_std(sock.into()).with_context(|| format!("{what}: cannot register socket"))
 }
@@ -197,4 +205,44 @@ pub fn tun_device(t: &Tunnel) -> Result<Vec<tun_rs::AsyncDevice>> {
         .chain(more)
         .map(|q| tun_rs::AsyncDevice::new(q).context("cannot register the TUN device"))
         .collect()
+}
+
+/// Routes through the TUN device for the peers' `allowed` prefixes that the tunnel's own
+/// addresses do not cover already (`ip route replace`); returns those installed, for
+/// [`remove_routes`].
+pub fn install_routes(cfg: &crate::config::Config) -> Result<Vec<IpNet>> {
+    let own: Vec<IpNet> = cfg.tunnel.addresses.iter().map(IpNet::trunc).collect();
+    let mut installed = Vec::new();
+    for peer in &cfg.peers {
+        for net in &peer.allowed {
+            if own.iter().any(|o| o.contains(net)) {
+                continue;
+            }
+            let out = std::process::Command::new("ip")
+                .args(["route", "replace", &net.to_string(), "dev", &cfg.tunnel.name])
+                .output()
+                .with_context(|| format!("cannot run `ip route` for {net} (iproute2 missing?); set tunnel.routes = false to manage routes yourself"))?;
+            if !out.status.success() {
+                return Err(anyhow!(
+                    "cannot add the route {net} dev {} for peer {:?}: {}; set tunnel.routes = false to manage routes yourself",
+                    cfg.tunnel.name,
+                    peer.name,
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ));
+            }
+            tracing::info!(route = %net, peer = %peer.name, dev = %cfg.tunnel.name, "route installed");
+            installed.push(*net);
+        }
+    }
+    Ok(installed)
+}
+
+/// Remove the routes [`install_routes`] installed (they go with the device anyway; this is
+/// for the log).
+pub fn remove_routes(dev: &str, routes: &[IpNet]) {
+    for net in routes {
+        let _ = std::process::Command::new("ip")
+            .args(["route", "del", &net.to_string(), "dev", dev])
+            .output();
+    }
 }

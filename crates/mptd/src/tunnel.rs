@@ -1,17 +1,20 @@
-//! The state the daemon's tasks share: the protocol engine ([`Endpoint`], behind one lock),
-//! the path sockets, the TUN device, and the counters of the I/O around them.
+//! The state the daemon's tasks share: the peers (each with its protocol engine, an
+//! `Endpoint`, behind its own lock), the sockets (one per `[[path]]`, then one per
+//! `[[listen]]`), the TUN device, the routes between them, and the counters of the I/O
+//! around them.
 //!
-//! Lock rule: the endpoint's lock is held only to call into it, never across a system call
-//! or an await; the AEAD work is done outside it (the endpoint's `Sealer` and `Opener`). What it asks for (control datagrams to send, events to log) is gathered
-//! into an [`Outputs`] under the lock and acted on after.
+//! Lock rule: a peer's lock is held only to call into its endpoint, never across a system call
+//! or an await, and never two at once; the AEAD work is done outside it (the endpoint's
+//! `Sealer` and `Opener`). What an endpoint asks for (control datagrams to send, events to
+//! log) is gathered into an [`Outputs`] under the lock and acted on after.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::Mutex;
 
-use crate::config::{Config, Keys, PathConfig};
 use anyhow::{Context, Result};
-use mpt_core::seal::CipherChoice;
+use mpt_core::seal::{CipherChoice, PrivateKey, PublicKey};
 use mpt_core::{PathId, Time};
 use mpt_tunnel::{
     DownReason, DropReason, Endpoint, EndpointConfig, Event, KeySettings, Overhead, PathSettings,
@@ -21,29 +24,41 @@ use tracing::{debug, info, warn};
 
 use crate::batch::BatchSocket;
 use crate::clock::Clock;
+use crate::config::{Config, Keys, PeerConfig};
 use crate::datapath::RxBuf;
 use crate::log::RateLimit;
+use crate::peer::Peer;
 use crate::random::KeyStream;
+use crate::routes::Routes;
 
 /// Everything the tasks share.
 pub struct Tunnel {
     pub cfg: Config,
     pub clock: Clock,
-    endpoint: Mutex<Endpoint<RxBuf>>,
-    pub paths: Vec<PathIo>,
+    /// One per `[[path]]` (in order), then one per `[[listen]]`.
+    pub sockets: Vec<SockIo>,
+    pub peers: Vec<Peer>,
+    by_key: HashMap<PublicKey, usize>,
+    pub routes: Routes,
+    private: PrivateKey,
+    /// What a listening peer's endpoint is made from (its paths added by its initiation).
+    listening_base: Option<EndpointConfig>,
+    /// The ephemeral keys of the last initiations taken: their copies on other paths cost
+    /// no key exchange.
+    recent: Mutex<Recent>,
     /// The TUN device's queues (one unless `tunnel.queues` says more): the tx task of each
     /// reads its own; the rx task writes to the first.
     pub tun: Vec<tun_rs::AsyncDevice>,
-    /// Where the prefix before an inner packet ends (the endpoint's).
+    /// Where the prefix before an inner packet ends (every endpoint's).
     pub prefix: usize,
     /// The largest datagram a valid peer sends.
     pub max_datagram: usize,
-    /// Drops in the I/O around the endpoint (TUN reads and writes, sends), counted and
-    /// rate-limited for the log.
+    /// Drops outside the endpoints (TUN reads and writes, sends, datagrams for no peer),
+    /// counted and rate-limited for the log.
     io_drops: [RateLimit; DropReason::COUNT],
-    /// Rate limits for logging the endpoint's drops (it counts them itself).
+    /// Rate limits for logging the endpoints' drops (they count them themselves).
     drop_logs: [RateLimit; DropReason::COUNT],
-    /// Receive errors on the path sockets (not a drop: nothing was received).
+    /// Receive errors on the sockets (not a drop: nothing was received).
     pub recv_errors: RateLimit,
     pub calls: Calls,
     /// Held by a tx task from numbering a batch until it has been sent (several TUN queues).
@@ -59,52 +74,100 @@ pub struct Calls {
     pub udp_recvs: AtomicU64,
 }
 
-/// One path's socket and what it sent.
+/// One socket.
 #[derive(Debug)]
-pub struct PathIo {
-    pub cfg: PathConfig,
-    /// The path's socket, with GSO/GRO batching.
+pub struct SockIo {
+    /// The `[[path]]` it is the socket of; `None`: a `[[listen]]` socket, whose datagrams say
+    /// their path.
+    pub path: Option<PathId>,
+    /// For logs: the path's name, or `listen <address>`.
+    pub name: String,
+    /// With GSO/GRO batching.
     pub io: BatchSocket,
-    pub tx_packets: AtomicU64,
-    pub tx_bytes: AtomicU64,
-    /// The kernel refused a GSO send on this path (EIO: the device cannot segment): runs go
+    /// The kernel refused a GSO send on this socket (EIO: the device cannot segment): runs go
     /// one datagram per call from then on.
     pub gso_refused: AtomicBool,
 }
 
-impl PathIo {
-    /// `datagrams` datagrams of `bytes` bytes in all left on this path.
-    pub fn sent(&self, datagrams: usize, bytes: usize) {
-        self.tx_packets.fetch_add(datagrams as u64, Relaxed);
-        self.tx_bytes.fetch_add(bytes as u64, Relaxed);
-    }
-}
-
-/// What the endpoint asked for while locked, to be done once the lock is released.
+/// What the endpoints asked for while locked, to be done once the lock is released.
 #[derive(Debug, Default)]
 pub struct Outputs {
-    pub transmits: Vec<Transmit>,
-    pub events: Vec<Event>,
+    /// (peer, datagram)
+    pub transmits: Vec<(usize, Transmit)>,
+    pub events: Vec<(usize, Event)>,
+}
+
+/// The last initiations' ephemeral keys (a small ring).
+#[derive(Debug, Default)]
+struct Recent {
+    keys: Vec<[u8; 32]>,
+    next: usize,
+}
+
+const RECENT: usize = 256;
+
+impl Recent {
+    fn seen(&self, e: &[u8]) -> bool {
+        self.keys.iter().any(|k| k[..] == *e)
+    }
+
+    fn add(&mut self, e: &[u8]) {
+        let mut k = [0u8; 32];
+        k.copy_from_slice(&e[..32]);
+        if self.keys.len() < RECENT {
+            self.keys.push(k);
+        } else {
+            self.keys[self.next] = k;
+            self.next = (self.next + 1) % RECENT;
+        }
+    }
 }
 
 impl std::fmt::Debug for Tunnel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Tunnel")
             .field("tunnel", &self.cfg.tunnel.name)
+            .field("peers", &self.peers.len())
             .finish_non_exhaustive()
     }
 }
 
-/// The endpoint's settings from the daemon's configuration and its keys. The peer's
-/// endpoint is resolved now (a path without a `remote` of its own sends there);
-/// `unix_nanos_at_zero` is the wall clock at the endpoint's `Time::ZERO`.
-pub fn endpoint_config(
+/// The settings of `peer`'s endpoint, over `paths`. `slot` goes into its indices.
+#[allow(clippy::too_many_arguments)]
+fn peer_endpoint_config(
     cfg: &Config,
-    keys: &Keys,
+    peer: &PeerConfig,
+    private: &PrivateKey,
+    psk: Option<mpt_core::seal::Psk>,
+    paths: Vec<PathSettings>,
+    slot: u16,
     aes_in_hardware: bool,
     unix_nanos_at_zero: u64,
-) -> Result<EndpointConfig> {
-    let peer = &cfg.peers[0];
+) -> EndpointConfig {
+    EndpointConfig {
+        paths,
+        scheduler: cfg.connection.scheduler,
+        reorder_window: cfg.connection.reorder_window,
+        reorder_timeout: cfg.connection.reorder_timeout,
+        keepalive: cfg.connection.keepalive,
+        dead: cfg.connection.dead,
+        mtu: cfg.tunnel.mtu,
+        keys: KeySettings {
+            private: private.clone(),
+            peer: peer.public_key,
+            psk,
+            encryption: cfg.security.cipher,
+            aes_in_hardware,
+            initiate: peer.endpoint.is_some(),
+            unix_nanos_at_zero,
+        },
+        index_slot: Some(slot),
+    }
+}
+
+/// `peer`'s paths over our `[[path]]`s: each to its `remote`, or to the peer's endpoint
+/// (resolved now), or unknown until the peer is heard on it.
+fn config_paths(cfg: &Config, peer: &PeerConfig) -> Result<Vec<PathSettings>> {
     let resolved = match &peer.endpoint {
         Some(e) => e
             .resolve()
@@ -122,8 +185,9 @@ pub fn endpoint_config(
                     .copied()
                     .with_context(|| {
                         format!(
-                            "path {:?}: the peer's endpoint {e} has no {} address",
+                            "path {:?}: the endpoint {e} of peer {:?} has no {} address",
                             p.name,
+                            peer.name,
                             if p.local.is_ipv6() { "IPv6" } else { "IPv4" }
                         )
                     })?,
@@ -139,59 +203,139 @@ pub fn endpoint_config(
             overhead: Overhead::new(cfg.security.cipher.is_some(), p.local.is_ipv6()).outer_link(),
         });
     }
-    Ok(EndpointConfig {
-        paths,
-        scheduler: cfg.connection.scheduler,
-        reorder_window: cfg.connection.reorder_window,
-        reorder_timeout: cfg.connection.reorder_timeout,
-        keepalive: cfg.connection.keepalive,
-        dead: cfg.connection.dead,
-        mtu: cfg.tunnel.mtu,
-        keys: KeySettings {
-            private: keys.private.clone(),
-            peer: peer.public_key,
-            psk: keys.psks.first().cloned().flatten(),
-            encryption: cfg.security.cipher,
-            aes_in_hardware,
-            initiate: peer.endpoint.is_some(),
-            unix_nanos_at_zero,
-        },
-        index_slot: None,
-    })
+    Ok(paths)
+}
+
+/// The endpoint settings of a one-peer tunnel over its `[[path]]`s (what the daemon runs for
+/// `peers[0]` when it does not listen; the lab's comparisons build it too).
+pub fn endpoint_config(
+    cfg: &Config,
+    keys: &Keys,
+    aes_in_hardware: bool,
+    unix_nanos_at_zero: u64,
+) -> Result<EndpointConfig> {
+    let peer = &cfg.peers[0];
+    Ok(peer_endpoint_config(
+        cfg,
+        peer,
+        &keys.private,
+        keys.psks.first().cloned().flatten(),
+        config_paths(cfg, peer)?,
+        1,
+        aes_in_hardware,
+        unix_nanos_at_zero,
+    ))
+}
+
+fn random_source() -> Result<mpt_tunnel::Random> {
+    let mut k = KeyStream::from_kernel()?;
+    Ok(Box::new(move |b| k.fill(b)))
 }
 
 impl Tunnel {
-    /// Set up the sockets and the TUN device. Fails with a message naming what is wrong.
+    /// Set up the sockets, the peers and the TUN device. Fails with a message naming what is
+    /// wrong.
     pub fn new(cfg: Config, keys: &Keys) -> Result<Tunnel> {
         let clock = Clock::new();
-        let ecfg = endpoint_config(
-            &cfg,
-            keys,
-            mpt_core::seal::aes_in_hardware(),
-            clock.unix_nanos_at_zero(),
-        )?;
-        let mut paths = Vec::with_capacity(cfg.paths.len());
+        let aes = mpt_core::seal::aes_in_hardware();
+        let unix = clock.unix_nanos_at_zero();
+        let mut sockets = Vec::with_capacity(cfg.paths.len() + cfg.listen.len());
         for p in &cfg.paths {
-            let sock = crate::net::path_socket(p)?;
-            let io = BatchSocket::new(sock)
+            let io = BatchSocket::new(crate::net::path_socket(p)?)
                 .with_context(|| format!("path {:?}: cannot set up batched I/O", p.name))?;
-            paths.push(PathIo {
-                cfg: p.clone(),
+            sockets.push(SockIo {
+                path: Some(p.id),
+                name: p.name.clone(),
                 io,
-                tx_packets: AtomicU64::new(0),
-                tx_bytes: AtomicU64::new(0),
                 gso_refused: AtomicBool::new(false),
             });
         }
+        for (i, &a) in cfg.listen.iter().enumerate() {
+            let io = BatchSocket::new(crate::net::listen_socket(i, a)?)
+                .with_context(|| format!("listen[{i}]: cannot set up batched I/O"))?;
+            sockets.push(SockIo {
+                path: None,
+                name: format!("listen {a}"),
+                io,
+                gso_refused: AtomicBool::new(false),
+            });
+        }
+        let path_sockets: Vec<usize> = (0..cfg.paths.len()).collect();
+        let mut peers = Vec::with_capacity(cfg.peers.len());
+        let mut prefix_len = None;
+        for (i, pc) in cfg.peers.iter().enumerate() {
+            let slot = (i + 1) as u16;
+            let psk = keys.psks.get(i).cloned().flatten();
+            let listening = pc.endpoint.is_none() && !cfg.listen.is_empty();
+            let ep = if listening {
+                None
+            } else {
+                let ecfg = peer_endpoint_config(
+                    &cfg,
+                    pc,
+                    &keys.private,
+                    psk.clone(),
+                    config_paths(&cfg, pc)?,
+                    slot,
+                    aes,
+                    unix,
+                );
+                let ep = Endpoint::new(ecfg, clock.now(), random_source()?);
+                prefix_len = Some((ep.prefix(), ep.max_datagram()));
+                Some(ep)
+            };
+            peers.push(Peer::new(
+                pc.clone(),
+                slot,
+                psk,
+                listening,
+                ep,
+                &path_sockets,
+            ));
+        }
+        let listening_base = (!cfg.listen.is_empty()).then(|| {
+            let mut base = peer_endpoint_config(
+                &cfg,
+                &cfg.peers[0],
+                &keys.private,
+                None,
+                Vec::new(),
+                1,
+                aes,
+                unix,
+            );
+            // no rates are known for a peer's own paths: they are learned
+            if base.scheduler == mpt_sched::SchedulerKind::Rate {
+                base.scheduler = mpt_sched::SchedulerKind::Adaptive;
+            }
+            base
+        });
+        let overhead = Overhead::new(cfg.security.cipher.is_some(), false);
+        let (prefix, max_datagram) = prefix_len.unwrap_or((
+            if cfg.security.cipher.is_some() {
+                mpt_core::wire::SEALED_HEADER_LEN
+            } else {
+                mpt_core::wire::HEADER_LEN
+            },
+            usize::from(cfg.tunnel.mtu) + overhead.datagram(),
+        ));
         let tun = crate::net::tun_device(&cfg.tunnel)?;
-        let mut random = KeyStream::from_kernel()?;
-        let endpoint = Endpoint::new(ecfg, clock.now(), Box::new(move |b| random.fill(b)));
         Ok(Tunnel {
-            prefix: endpoint.prefix(),
-            max_datagram: endpoint.max_datagram(),
-            endpoint: Mutex::new(endpoint),
+            by_key: cfg
+                .peers
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (p.public_key, i))
+                .collect(),
+            routes: Routes::new(&cfg.peers),
+            private: keys.private.clone(),
+            listening_base,
+            recent: Mutex::new(Recent::default()),
+            prefix,
+            max_datagram,
             clock,
-            paths,
+            sockets,
+            peers,
             tun,
             io_drops: Default::default(),
             drop_logs: Default::default(),
@@ -202,114 +346,218 @@ impl Tunnel {
         })
     }
 
-    /// The endpoint, locked: see the module's lock rule.
-    pub fn lock(&self) -> MutexGuard<'_, Endpoint<RxBuf>> {
-        // A panic while holding the lock is a bug elsewhere; the state is still usable.
-        self.endpoint.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     /// Whether (and how) datagrams are sealed.
     pub fn sealing(&self) -> Option<CipherChoice> {
         self.cfg.security.cipher
     }
 
-    /// Gather what the endpoint asks for at `now` (under the lock).
-    pub fn gather(ep: &mut Endpoint<RxBuf>, now: Time, out: &mut Outputs) {
+    /// The peer whose endpoint a datagram with this `session` field is for.
+    pub fn peer_of_session(&self, session: u32) -> Option<usize> {
+        let slot = usize::from(mpt_tunnel::index_slot(session));
+        (1..=self.peers.len()).contains(&slot).then(|| slot - 1)
+    }
+
+    /// An initiation arrived at socket `s` from `from` (the datagram `d`): find the peer by
+    /// the key in it, make a listening peer's endpoint if it has none (or its paths changed),
+    /// and hand it over. Returns the peer it was for, or why it was dropped.
+    pub fn take_initiation(
+        &self,
+        now: Time,
+        s: usize,
+        from: SocketAddr,
+        d: &[u8],
+        out: &mut Outputs,
+    ) -> Result<usize, DropReason> {
+        use mpt_core::wire::{Datagram, Initiation, INITIATION_PAYLOAD_LEN};
+        let (header, message) = match Datagram::parse(d) {
+            Ok(Datagram::Handshake { header, message }) => (header, message),
+            Ok(_) => return Err(DropReason::Unexpected),
+            Err(e) => return Err(DropReason::malformed(&e)),
+        };
+        if self.lock_recent().seen(&message[..32]) {
+            return Err(DropReason::StaleHandshake);
+        }
+        let mut payload = [0u8; INITIATION_PAYLOAD_LEN + 16];
+        let (responder, n) = mpt_core::seal::Responder::read(&self.private, message, &mut payload)
+            .map_err(|_| DropReason::BadHandshake)?;
+        let Some(&i) = self.by_key.get(responder.peer()) else {
+            if let Some(n) = self.drop_logs[DropReason::UnknownKey as usize].hit() {
+                warn!(key = %responder.peer(), %from, refused = n,
+                    "a handshake from a key no [[peer]] has: refused");
+            }
+            return Err(DropReason::UnknownKey);
+        };
+        let init = Initiation::parse(&payload[..n]).ok_or(DropReason::BadHandshake)?;
+        let peer = &self.peers[i];
+        let path = self.sockets[s].path.unwrap_or(header.path);
+        let mut guard = peer.lock();
+        if peer.listening {
+            let paths = usize::from(init.paths);
+            if !(1..=mpt_core::MAX_PATHS).contains(&paths) || path.index() >= paths {
+                return Err(DropReason::PathMismatch);
+            }
+            if guard.as_ref().is_none_or(|ep| ep.path_count() != paths) {
+                let Some(base) = &self.listening_base else {
+                    return Err(DropReason::Unexpected);
+                };
+                let mut ecfg = crate::peer::listening_endpoint_config(base, paths);
+                ecfg.keys.peer = peer.cfg.public_key;
+                ecfg.keys.psk = peer.psk.clone();
+                ecfg.index_slot = Some(peer.slot);
+                let random = random_source().map_err(|_| DropReason::Unexpected)?;
+                *guard = Some(Endpoint::new(ecfg, now, random));
+            }
+        }
+        let Some(ep) = guard.as_mut() else {
+            return Err(DropReason::UnknownSession);
+        };
+        let outcome = ep.accept_initiation(now, path, from, responder, &payload[..n], message);
+        Tunnel::gather(ep, now, i, out);
+        peer.note_deadline(ep);
+        drop(guard);
+        match outcome {
+            mpt_tunnel::Outcome::Dropped(r) => Err(r),
+            _ => {
+                peer.arrived(path, s);
+                self.lock_recent().add(message);
+                Ok(i)
+            }
+        }
+    }
+
+    fn lock_recent(&self) -> std::sync::MutexGuard<'_, Recent> {
+        self.recent.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Gather what peer `i`'s endpoint asks for at `now` (under its lock).
+    pub fn gather(ep: &mut Endpoint<RxBuf>, now: Time, i: usize, out: &mut Outputs) {
         while let Some(t) = ep.poll_transmit(now) {
-            out.transmits.push(t);
+            out.transmits.push((i, t));
         }
         while let Some(e) = ep.poll_event() {
-            out.events.push(e);
+            out.events.push((i, e));
         }
     }
 
-    /// Send the gathered control datagrams and log the events (without the lock).
+    /// Send the gathered control datagrams and log the events (without any lock).
     pub fn act(&self, out: &mut Outputs) {
-        for t in out.transmits.drain(..) {
-            let p = &self.paths[t.path.index()];
-            self.send(p, &t.contents, t.destination);
+        for (i, t) in out.transmits.drain(..) {
+            let peer = &self.peers[i];
+            self.send(peer, t.path, &t.contents, t.destination);
         }
-        for e in out.events.drain(..) {
-            self.log_event(&e);
+        for (i, e) in out.events.drain(..) {
+            self.log_event(i, &e);
         }
     }
 
-    /// We are stopping: a goodbye on every path, so that the peer takes our paths down at once
-    /// rather than after `dead_ms` of silence.
+    /// We are stopping: a goodbye on every path of every peer, so that the peers take our
+    /// paths down at once rather than after `dead_ms` of silence.
     pub fn say_goodbye(&self) {
         let mut out = Outputs::default();
-        {
-            let now = self.clock.now();
-            let mut ep = self.lock();
-            ep.close();
-            Tunnel::gather(&mut ep, now, &mut out);
+        let now = self.clock.now();
+        for (i, p) in self.peers.iter().enumerate() {
+            if let Some(ep) = p.lock().as_mut() {
+                ep.close();
+                Tunnel::gather(ep, now, i, &mut out);
+            }
         }
         self.act(&mut out);
     }
 
-    /// Send one datagram now, or count it as lost (a full socket buffer drops a control
-    /// datagram rather than wait).
-    pub fn send(&self, p: &PathIo, datagram: &[u8], remote: SocketAddr) {
-        match p.io.try_send(datagram, remote) {
-            Ok(()) => p.sent(1, datagram.len()),
-            Err(e) => self.send_failed(p, &e),
+    /// Send one datagram of `peer` on `path` now, or count it as lost (a full socket buffer
+    /// drops a control datagram rather than wait).
+    pub fn send(&self, peer: &Peer, path: PathId, datagram: &[u8], remote: SocketAddr) {
+        let s = &self.sockets[peer.socket(path)];
+        match s.io.try_send(datagram, remote) {
+            Ok(()) => peer.sent(path, 1, datagram.len()),
+            Err(e) => self.send_failed(peer, path, &e),
         }
     }
 
-    pub fn send_failed(&self, p: &PathIo, e: &std::io::Error) {
+    pub fn send_failed(&self, peer: &Peer, path: PathId, e: &std::io::Error) {
         if let Some(n) = self.io_drop(DropReason::SendError, 1) {
-            warn!(path = %p.cfg.name, error = %e, dropped = n, "send failed");
+            warn!(peer = %peer.cfg.name, path = %self.path_name(peer, path), error = %e,
+                dropped = n, "send failed");
         }
     }
 
-    /// Count `n` drops for `reason` in the I/O; `Some(count)` when one should be logged.
+    /// Count `n` drops for `reason` outside the endpoints; `Some(count)` when one should be
+    /// logged.
     pub fn io_drop(&self, reason: DropReason, n: u64) -> Option<u64> {
         self.io_drops[reason as usize].hit_n(n)
     }
 
-    /// I/O drops by reason.
+    /// Drops outside the endpoints, by reason.
     pub fn io_drop_counts(&self) -> [u64; DropReason::COUNT] {
         std::array::from_fn(|i| self.io_drops[i].count())
     }
 
-    /// Log, rate-limited, a datagram the endpoint dropped.
-    pub fn log_drop(&self, path: usize, reason: DropReason) {
-        let Some(n) = self.drop_logs[reason as usize].hit() else {
-            return;
-        };
-        let name = &self.paths[path].cfg.name;
-        match reason {
-            DropReason::BadTag => warn!(path = %name, dropped = n,
-                "a datagram failed authentication: is the peer's key (and encryption) the same as ours?"),
-            _ => debug!(path = %name, reason = reason.name(), dropped = n, "datagram dropped"),
+    /// The name of `peer`'s `path`: our `[[path]]`'s, or `p<N>` for a listening peer's.
+    pub fn path_name(&self, peer: &Peer, path: PathId) -> String {
+        match (peer.listening, self.cfg.paths.get(path.index())) {
+            (false, Some(p)) => p.name.clone(),
+            _ => format!("p{path}"),
         }
     }
 
-    fn log_event(&self, e: &Event) {
-        let name = |p: &PathId| self.paths[p.index()].cfg.name.as_str();
+    /// Log, rate-limited, a datagram dropped at socket `s` (by peer `peer`'s endpoint, or
+    /// before one was found).
+    pub fn log_drop(&self, s: usize, peer: Option<usize>, reason: DropReason) {
+        let Some(n) = self.drop_logs[reason as usize].hit() else {
+            return;
+        };
+        let at = &self.sockets[s].name;
+        let peer = peer.map_or("-", |i| self.peers[i].cfg.name.as_str());
+        match reason {
+            DropReason::BadTag => warn!(socket = %at, peer, dropped = n,
+                "a datagram failed authentication: forged, or corrupted on the way"),
+            _ => {
+                debug!(socket = %at, peer, reason = reason.name(), dropped = n, "datagram dropped")
+            }
+        }
+    }
+
+    fn log_event(&self, i: usize, e: &Event) {
+        let peer = &self.peers[i];
+        let pn = peer.cfg.name.as_str();
+        let name = |p: &PathId| self.path_name(peer, *p);
         match e {
-            Event::PathUp { path, again: false } => info!(path = name(path), "path up"),
-            Event::PathUp { path, again: true } => info!(path = name(path), "path up again"),
+            Event::PathUp { path, again: false } => info!(peer = pn, path = name(path), "path up"),
+            Event::PathUp { path, again: true } => {
+                info!(peer = pn, path = name(path), "path up again")
+            }
             Event::PathDown {
                 path,
                 reason: DownReason::Silent(d),
             } => warn!(
+                peer = pn,
                 path = name(path),
                 silent_ms = d.as_millis() as u64,
-                "path down"
+                "path down: nothing heard"
             ),
             Event::PathDown {
                 path,
                 reason: DownReason::PeerClosed,
-            } => info!(path = name(path), "path down: the peer is stopping"),
+            } => info!(
+                peer = pn,
+                path = name(path),
+                "path down: the peer is stopping"
+            ),
             Event::HandshakeSent { attempt } => {
-                let peer = &self.cfg.peers[0];
-                let to = peer.endpoint.as_ref().map(ToString::to_string);
+                let to = peer.cfg.endpoint.as_ref().map(ToString::to_string);
                 if *attempt <= 1 {
-                    info!(peer = %peer.name, endpoint = to.as_deref().unwrap_or("-"), "handshake sent");
+                    info!(
+                        peer = pn,
+                        endpoint = to.as_deref().unwrap_or("-"),
+                        "handshake sent"
+                    );
                 } else {
-                    warn!(peer = %peer.name, endpoint = to.as_deref().unwrap_or("-"), attempt,
-                        "no answer from the peer: handshake sent again");
+                    warn!(
+                        peer = pn,
+                        endpoint = to.as_deref().unwrap_or("-"),
+                        attempt,
+                        "no answer from the peer: handshake sent again"
+                    );
                 }
             }
             Event::PeerAuthenticated {
@@ -317,7 +565,7 @@ impl Tunnel {
                 session,
                 cipher,
             } => info!(
-                peer = %self.cfg.peers[0].name,
+                peer = pn,
                 path = name(path),
                 session = format_args!("{session:08x}"),
                 encryption = cipher.map_or("none", |c| c.name()),
@@ -329,7 +577,7 @@ impl Tunnel {
                 session,
                 cipher,
             } => info!(
-                peer = %self.cfg.peers[0].name,
+                peer = pn,
                 path = name(path),
                 old = format_args!("{old:08x}"),
                 new = format_args!("{session:08x}"),
@@ -337,13 +585,18 @@ impl Tunnel {
                 "new session with the peer (it restarted, or had not been heard): resequencer reset"
             ),
             Event::HandshakeRefused { path, reason } => warn!(
-                peer = %self.cfg.peers[0].name,
+                peer = pn,
                 path = name(path),
                 reason = reason.name(),
-                "handshake refused: the peer's encryption setting cannot meet ours"
+                "handshake refused: {}",
+                match reason {
+                    DropReason::PathMismatch =>
+                        "the peer lists another number of paths (both ends must list the same)",
+                    _ => "the peer's encryption setting cannot meet ours",
+                }
             ),
             Event::AddressChanged { path, old, new } => {
-                info!(path = name(path), %old, %new, "peer address changed")
+                info!(peer = pn, path = name(path), %old, %new, "peer address changed")
             }
         }
     }

@@ -83,7 +83,10 @@ impl Lab {
             name: Some(self.ns(side.other())),
             public_key: Some(self.private_key(side.other())?.public().encode()),
             endpoint: (side == Side::A).then(|| format!("{}:4754", self.path_addr(Side::B, 0))),
-            allowed: Some(vec![format!("{}/32", tunnel_addr(side.other()))]),
+            allowed: Some(vec![
+                format!("{}/32", tunnel_addr(side.other())),
+                format!("2001:db8:19::{}/128", side.other().octet()),
+            ]),
             preshared_key_file: None,
         };
         Ok(ConfigFile {

@@ -6,12 +6,14 @@
 //! * [`daemon`]: the daemons' configs (in mptd's own file schema), starting them, their status;
 //! * [`tools`]: iperf3, bulk TCP, ping and FTP through the tunnel;
 //! * [`stranger`]: a third host that sends hostile traffic to the path ports;
+//! * [`sites`]: one server, many sites behind a NAT router (another topology);
 //! * [`emulator`]: the userspace delay / jitter / loss element (this kernel has no netem).
 
 pub mod daemon;
 pub mod emulator;
 pub mod netns;
 pub mod process;
+pub mod sites;
 pub mod stranger;
 pub mod tools;
 

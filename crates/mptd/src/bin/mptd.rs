@@ -197,7 +197,9 @@ async fn run(cfg: Config, keys: Keys) -> Result<()> {
     let listener = mptd::control::bind(&control_path)?;
     info!(
         tunnel = %sh.cfg.tunnel.name,
-        paths = sh.paths.len(),
+        peers = sh.peers.len(),
+        paths = sh.cfg.paths.len(),
+        listen = sh.cfg.listen.len(),
         scheduler = %sh.cfg.connection.scheduler,
         encryption = sh.sealing().map_or("none", |c| c.name()),
         aes_in_hardware = mpt_core::seal::aes_in_hardware(),
@@ -205,15 +207,34 @@ async fn run(cfg: Config, keys: Keys) -> Result<()> {
         control = %control_path.display(),
         "mptd running"
     );
-    for (i, p) in sh.paths.iter().enumerate() {
-        let remote = sh.lock().remote(mpt_core::PathId(i as u8));
-        let remote = remote.map_or_else(|| "learned from the peer".to_owned(), |r| r.to_string());
+    for s in &sh.sockets {
         let local =
-            p.io.sock
+            s.io.sock
                 .local_addr()
-                .map_or_else(|_| p.cfg.local.to_string(), |a| a.to_string());
-        info!(path = %p.cfg.name, %local, %remote, interface = p.cfg.interface.as_deref().unwrap_or("-"), "path socket bound");
+                .map_or_else(|_| "-".to_owned(), |a| a.to_string());
+        let interface = s
+            .path
+            .and_then(|p| sh.cfg.paths[p.index()].interface.as_deref())
+            .unwrap_or("-");
+        info!(socket = %s.name, %local, interface, "socket bound");
     }
+    for peer in &sh.peers {
+        let remotes: Vec<String> = match peer.lock().as_ref() {
+            Some(ep) => (0..ep.path_count())
+                .map(|i| {
+                    ep.remote(mpt_core::PathId(i as u8))
+                        .map_or_else(|| "learned".to_owned(), |r| r.to_string())
+                })
+                .collect(),
+            None => vec!["its own paths, at our [[listen]] sockets".to_owned()],
+        };
+        info!(peer = %peer.cfg.name, key = %peer.cfg.public_key, endpoint = peer.cfg.endpoint.as_ref().map_or_else(|| "-".to_owned(), ToString::to_string), remotes = ?remotes, "peer");
+    }
+    let routes = if sh.cfg.tunnel.routes {
+        mptd::net::install_routes(&sh.cfg)?
+    } else {
+        Vec::new()
+    };
 
     let mut tasks = tokio::task::JoinSet::new();
     tasks.spawn(rx_task(sh.clone()));
@@ -238,6 +259,7 @@ async fn run(cfg: Config, keys: Keys) -> Result<()> {
     // the tasks are stopped: the goodbyes are the last datagrams we send
     sh.say_goodbye();
     let name = sh.cfg.tunnel.name.clone();
+    mptd::net::remove_routes(&name, &routes);
     // The last reference closes the TUN device, which removes the interface.
     drop(sh);
     let _ = std::fs::remove_file(&control_path);

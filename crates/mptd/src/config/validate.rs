@@ -51,13 +51,7 @@ impl Validator<'_> {
         let mut connection = connection;
         let listen = self.listen(raw.listen)?;
         let peers = self.peers(raw.peer)?;
-        if peers.len() > 1 || !listen.is_empty() {
-            let key = if listen.is_empty() { "peer" } else { "listen" };
-            return Err(self.err(
-                key,
-                "one server for many peers ([[listen]], several [[peer]]s) is not in this version yet: one [[peer]], reached over [[path]]s",
-            ));
-        }
+
         let initiating = peers.iter().find(|p| p.endpoint.is_some());
         let paths = if raw.path.is_empty() && initiating.is_none() && !listen.is_empty() {
             // a server: every path comes to its [[listen]] sockets
@@ -67,7 +61,10 @@ impl Validator<'_> {
         };
         // No scheduler named: `rate` when every path has a rate (it measures better than
         // learning them), else `adaptive`.
-        if explicit_scheduler.is_none() && paths.iter().all(|p| p.rate_bps.is_some()) {
+        if explicit_scheduler.is_none()
+            && !paths.is_empty()
+            && paths.iter().all(|p| p.rate_bps.is_some())
+        {
             connection.scheduler = SchedulerKind::Rate;
         }
         let socket = match raw.control.socket {

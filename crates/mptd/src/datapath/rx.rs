@@ -1,23 +1,25 @@
-//! Path sockets → endpoint → TUN, and the endpoint's timers.
+//! Sockets → endpoints → TUN, and the endpoints' timers.
 
 use std::future::poll_fn;
+use std::net::SocketAddr;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::task::Poll;
 
 use anyhow::Result;
-use mpt_core::PathId;
-use mpt_tunnel::Outcome;
+use mpt_core::wire::{Header, Kind};
+use mpt_core::{PathId, Time};
+use mpt_tunnel::{DropReason, Outcome};
 use tracing::warn;
 
 use super::tun_write::{RxBuf, TunWriter};
-use crate::tunnel::{Outputs, PathIo, Tunnel};
+use crate::tunnel::{Outputs, SockIo, Tunnel};
 
 /// What woke the receive task.
 enum RxEvent {
-    /// This path's socket has datagrams.
+    /// This socket has datagrams.
     Readable(usize),
-    /// The endpoint's next timer is due.
+    /// An endpoint's next timer is due.
     Timeout,
 }
 
@@ -27,83 +29,97 @@ const RX_SLICES: usize = 8;
 /// waits for another path).
 const RX_BATCHES_PER_TURN: usize = 4;
 
+/// Where one datagram of a batch lies, and whose it is.
+#[derive(Debug, Clone, Copy)]
+struct Place {
+    slice: usize,
+    at: usize,
+    len: usize,
+    from: SocketAddr,
+    /// The peer it is for (from the index in its header), if any.
+    peer: Option<usize>,
+    /// The path it came on: the socket's `[[path]]`, or what a listen socket's datagram says.
+    path: PathId,
+    /// An initiation: handed to [`Tunnel::take_initiation`].
+    initiation: bool,
+}
+
 /// The receive task's buffers.
 struct RxBufs {
     /// Receive slices, one per `recvmmsg` entry.
     slices: Vec<Vec<u8>>,
     metas: [quinn_udp::RecvMeta; RX_SLICES],
-    /// Buffers for the datagrams the resequencer holds, enough for a full window.
+    /// Buffers for the datagrams the resequencers hold.
     pool: Vec<Vec<u8>>,
     /// Size of a pool buffer: one byte more than the largest valid datagram, so that a larger
     /// one is seen as such.
     cap: usize,
     /// Released packets on their way to the TUN device.
     out: Vec<RxBuf>,
-    /// Where each datagram of the current batch lies: (slice, offset, length, sender).
-    places: Vec<(usize, usize, usize, std::net::SocketAddr)>,
+    /// The datagrams of the current batch.
+    places: Vec<Place>,
     /// What opening each of them outside the lock gave.
     opened: Vec<Option<mpt_tunnel::Opened>>,
+    /// The openers of the batch's peers: (peer, opener).
+    openers: Vec<(usize, Option<mpt_tunnel::Opener>)>,
 }
 
-/// All path sockets → endpoint → TUN; the endpoint's timers. Datagrams arrive in batches
-/// (recvmmsg, UDP GRO); what the resequencer releases goes to the TUN device in one batch per
+/// All sockets → endpoints → TUN; the endpoints' timers. Datagrams arrive in batches
+/// (recvmmsg, UDP GRO); what the resequencers release goes to the TUN device in one batch per
 /// turn, coalesced into super-packets (GRO) where the device takes them.
 pub async fn rx_task(t: Arc<Tunnel>) -> Result<()> {
     let cap = t.max_datagram + 1;
     let window = t.cfg.connection.reorder_window;
     let gro_segments = t
-        .paths
+        .sockets
         .iter()
-        .map(|p| p.io.gro_segments())
+        .map(|s| s.io.gro_segments())
         .max()
         .unwrap_or(1);
     let slice_len = cap.max(1500) * gro_segments.max(1);
     let mut b = RxBufs {
         slices: (0..RX_SLICES).map(|_| vec![0u8; slice_len]).collect(),
         metas: [quinn_udp::RecvMeta::default(); RX_SLICES],
-        pool: (0..window + 8).map(|_| vec![0u8; cap]).collect(),
+        pool: (0..window.min(65_536) + 8)
+            .map(|_| vec![0u8; cap])
+            .collect(),
         cap,
         out: Vec::with_capacity(window + 8),
         places: Vec::with_capacity(RX_SLICES * gro_segments.max(1)),
         opened: Vec::with_capacity(RX_SLICES * gro_segments.max(1)),
+        openers: Vec::new(),
     };
     let mut writer = TunWriter::new(t.prefix);
     let mut outputs = Outputs::default();
     let mut next_sock = 0usize;
     loop {
-        let deadline = t.lock().poll_timeout();
+        let deadline = next_deadline(&t);
         let sleep_to = t.clock.instant(deadline);
         let ev = tokio::select! {
             biased;
-            i = readable_any(&t.paths, &mut next_sock) => RxEvent::Readable(i),
+            i = readable_any(&t.sockets, &mut next_sock) => RxEvent::Readable(i),
             _ = tokio::time::sleep_until(sleep_to) => RxEvent::Timeout,
         };
         match ev {
-            RxEvent::Readable(path) => {
+            RxEvent::Readable(s) => {
                 for _ in 0..RX_BATCHES_PER_TURN {
-                    let Some((n, lagging)) = receive_batch(&t, path, &mut b, &mut outputs) else {
+                    let Some((n, lagging)) = receive_batch(&t, s, &mut b, &mut outputs) else {
                         break;
                     };
-                    if let Some(p) = lagging {
-                        next_sock = p;
+                    if let Some(l) = lagging {
+                        next_sock = l;
                     }
                     t.act(&mut outputs);
                     // what came out may lie in the slices the next batch is received into
                     writer
                         .write(&t, &mut b.out, &mut b.slices, &mut b.pool)
                         .await?;
-                    if n < RX_SLICES || lagging.is_some_and(|p| p != path) {
+                    if n < RX_SLICES || lagging.is_some_and(|l| l != s) {
                         break;
                     }
                 }
             }
-            RxEvent::Timeout => {
-                let now = t.clock.now();
-                let mut ep = t.lock();
-                ep.handle_timeout(now);
-                ep.take_delivered(&mut b.out);
-                Tunnel::gather(&mut ep, now, &mut outputs);
-            }
+            RxEvent::Timeout => run_timers(&t, t.clock.now(), &mut b, &mut outputs),
         }
         t.act(&mut outputs);
         writer
@@ -112,21 +128,67 @@ pub async fn rx_task(t: Arc<Tunnel>) -> Result<()> {
     }
 }
 
-/// Receive one batch from path `path`'s socket, open it (without the lock) and give its
-/// datagrams to the endpoint with one lock for the whole batch. Returns how many receive slices it filled and, with several
-/// paths, the path the resequencer waits for; `None` when nothing was waiting.
+/// The earliest timer of any endpoint.
+fn next_deadline(t: &Tunnel) -> Time {
+    t.peers
+        .iter()
+        .map(|p| p.deadline())
+        .min()
+        .unwrap_or(Time::from_secs(3600))
+}
+
+/// Run the timers of every endpoint due at `now`.
+fn run_timers(t: &Tunnel, now: Time, b: &mut RxBufs, outputs: &mut Outputs) {
+    for (i, peer) in t.peers.iter().enumerate() {
+        if peer.deadline() > now {
+            continue;
+        }
+        let mut guard = peer.lock();
+        let Some(ep) = guard.as_mut() else { continue };
+        ep.handle_timeout(now);
+        let from = b.out.len();
+        ep.take_delivered(&mut b.out);
+        Tunnel::gather(ep, now, i, outputs);
+        peer.note_deadline(ep);
+        drop(guard);
+        check_sources(t, i, from, b);
+    }
+}
+
+/// Which peer and path a datagram received at socket `s` is for, from its header (no lock);
+/// `None` with the reason when it is for none.
+fn demux(t: &Tunnel, s: &SockIo, d: &[u8]) -> Result<(Option<usize>, PathId, bool), DropReason> {
+    let h = match Header::new_checked(d) {
+        Ok(h) => h,
+        Err(e) => return Err(DropReason::malformed(&e)),
+    };
+    let path = s.path.unwrap_or(PathId(h.path().0));
+    if h.kind() == Kind::Initiation && !h.sealed() {
+        return Ok((None, path, true));
+    }
+    match t.peer_of_session(h.session()) {
+        Some(i) => Ok((Some(i), path, false)),
+        None => Err(DropReason::UnknownSession),
+    }
+}
+
+/// Receive one batch from socket `s`, find each datagram's peer, open them (without any
+/// lock) and give them to their endpoints, with one lock per run of datagrams of one peer.
+/// Returns how many receive slices it filled and, with several paths, the socket of the path
+/// the resequencer waits for; `None` when nothing was waiting.
 fn receive_batch(
     t: &Tunnel,
-    path: usize,
+    s: usize,
     b: &mut RxBufs,
     outputs: &mut Outputs,
 ) -> Option<(usize, Option<usize>)> {
+    let sock = &t.sockets[s];
     let got = {
         let mut each = b.slices.iter_mut();
         let mut io: [std::io::IoSliceMut<'_>; RX_SLICES] = std::array::from_fn(|_| {
             std::io::IoSliceMut::new(each.next().expect("RX_SLICES slices"))
         });
-        t.paths[path].io.try_recv(&mut io, &mut b.metas)
+        sock.io.try_recv(&mut io, &mut b.metas)
     };
     t.calls.udp_recvs.fetch_add(1, Relaxed);
     let n = match got {
@@ -134,46 +196,105 @@ fn receive_batch(
         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return None,
         Err(error) => {
             if let Some(n) = t.recv_errors.hit() {
-                warn!(path = %t.paths[path].cfg.name, %error, errors = n, "receive failed");
+                warn!(socket = %sock.name, %error, errors = n, "receive failed");
             }
             return None;
         }
     };
     let now = t.clock.now();
-    let id = PathId(path as u8);
-    // where each datagram of the batch lies (an empty one counts as one of length 0)
+    // where each datagram of the batch lies (an empty one counts as one of length 0), and
+    // whose it is
     b.places.clear();
+    let mut dropped: Vec<(Option<usize>, DropReason)> = Vec::new();
     for (slice, meta) in b.metas.iter().enumerate().take(n) {
         let stride = meta.stride.max(1);
         let mut at = 0;
         loop {
             let len = (meta.len - at).min(stride);
-            b.places.push((slice, at, len, meta.addr));
+            match demux(t, sock, &b.slices[slice][at..at + len]) {
+                Ok((peer, path, initiation)) => b.places.push(Place {
+                    slice,
+                    at,
+                    len,
+                    from: meta.addr,
+                    peer,
+                    path,
+                    initiation,
+                }),
+                Err(reason) => {
+                    t.io_drop(reason, 1);
+                    dropped.push((None, reason));
+                }
+            }
             at += len;
             if at >= meta.len {
                 break;
             }
         }
     }
-    // Open the batch without the endpoint's lock: the AEAD is the costly part of receiving,
-    // and the tx task numbers its batches under that lock meanwhile.
-    let opener = t.lock().opener();
+    // Open the batch without the endpoints' locks: the AEAD is the costly part of receiving,
+    // and the tx task numbers its batches under those locks meanwhile.
+    b.openers.clear();
     b.opened.clear();
-    for &(slice, at, len, _) in &b.places {
-        let d = &mut b.slices[slice][at..at + len];
-        b.opened.push(opener.as_ref().and_then(|o| o.open(d)));
+    for p in &b.places {
+        let opener = match p.peer {
+            None => None,
+            Some(i) => match b.openers.iter().find(|(j, _)| *j == i) {
+                Some((_, o)) => o.clone(),
+                None => {
+                    let o = t.peers[i].lock().as_ref().and_then(|ep| ep.opener());
+                    b.openers.push((i, o.clone()));
+                    o
+                }
+            },
+        };
+        let d = &mut b.slices[p.slice][p.at..p.at + p.len];
+        b.opened.push(opener.and_then(|o| o.open(d)));
     }
-    let mut dropped = Vec::new();
-    let lagging = {
-        let mut ep = t.lock();
-        for (&(slice, at, len, from), opened) in b.places.iter().zip(b.opened.drain(..)) {
-            let d = &mut b.slices[slice][at..at + len];
+    let mut lagging = None;
+    let mut k = 0;
+    while k < b.places.len() {
+        let p = b.places[k];
+        if p.initiation {
+            let d = &b.slices[p.slice][p.at..p.at + p.len];
+            if let Err(reason) = t.take_initiation(now, s, p.from, d, outputs) {
+                t.io_drop(reason, 1);
+                dropped.push((None, reason));
+            }
+            k += 1;
+            continue;
+        }
+        let Some(i) = p.peer else {
+            k += 1;
+            continue;
+        };
+        // the run of datagrams of peer `i`, under one lock
+        let peer = &t.peers[i];
+        let mut guard = peer.lock();
+        let Some(ep) = guard.as_mut() else {
+            while k < b.places.len() && b.places[k].peer == Some(i) && !b.places[k].initiation {
+                t.io_drop(DropReason::UnknownSession, 1);
+                dropped.push((Some(i), DropReason::UnknownSession));
+                k += 1;
+            }
+            continue;
+        };
+        let from_out = b.out.len();
+        while k < b.places.len() && b.places[k].peer == Some(i) && !b.places[k].initiation {
+            let p = b.places[k];
+            let opened = b.opened[k].take();
+            k += 1;
+            let (slice, at) = (p.slice, p.at);
+            let d = &mut b.slices[slice][at..at + p.len];
             let outcome = match opened {
-                Some(o) => ep.handle_opened(now, id, from, d, o),
-                None => ep.handle_datagram(now, id, from, d),
+                Some(o) => ep.handle_opened(now, p.path, p.from, d, o),
+                None => ep.handle_datagram(now, p.path, p.from, d),
             };
             match outcome {
                 Outcome::Data(data) => {
+                    if peer.listening {
+                        peer.arrived(p.path, s);
+                    }
                     let (start, end) = (data.packet.start, data.packet.end);
                     let here = RxBuf::Slice {
                         slice,
@@ -191,8 +312,12 @@ fn receive_batch(
                     };
                     ep.push_data(now, &data, here, keep);
                 }
-                Outcome::Handled => {}
-                Outcome::Dropped(reason) => dropped.push(reason),
+                Outcome::Handled => {
+                    if peer.listening {
+                        peer.arrived(p.path, s);
+                    }
+                }
+                Outcome::Dropped(reason) => dropped.push((Some(i), reason)),
             }
         }
         // timers due while the sockets kept us busy: keepalives, reports and liveness do not
@@ -201,26 +326,54 @@ fn receive_batch(
             ep.handle_timeout(now);
         }
         ep.take_delivered(&mut b.out);
-        Tunnel::gather(&mut ep, t.clock.now(), outputs);
+        Tunnel::gather(ep, t.clock.now(), i, outputs);
         // A gap waits for another path's datagrams, which sit in that path's socket: the turn
         // goes to the path the resequencer waits for, or the window overflows and gives up the
         // gap (`docs/results.md`, "Two unshaped fast paths").
-        ep.lagging_path().map(PathId::index)
-    };
-    for reason in dropped {
-        t.log_drop(path, reason);
+        lagging = ep.lagging_path().map(|path| peer.socket(path));
+        peer.note_deadline(ep);
+        drop(guard);
+        check_sources(t, i, from_out, b);
+    }
+    for (peer, reason) in dropped {
+        t.log_drop(s, peer, reason);
     }
     Some((n, lagging))
 }
 
-/// Wait until some path socket has datagrams; returns its index. The scan starts after the
-/// socket served last so that no path starves the others.
-async fn readable_any(paths: &[PathIo], next: &mut usize) -> usize {
+/// The packets peer `i` released into `b.out[from..]`: those whose source address the peer
+/// may not send from (outside its `allowed`) are dropped and counted.
+fn check_sources(t: &Tunnel, i: usize, from: usize, b: &mut RxBufs) {
+    if t.routes.single().is_some() || b.out.len() == from {
+        return;
+    }
+    let tail = b.out.split_off(from);
+    for p in tail {
+        let bytes = p.bytes(&b.slices);
+        let ok = crate::routes::source(&bytes[p.start().min(bytes.len())..])
+            .is_some_and(|src| t.routes.allows(i, src));
+        if ok {
+            b.out.push(p);
+        } else {
+            if let Some(n) = t.io_drop(DropReason::SourceNotAllowed, 1) {
+                warn!(peer = %t.peers[i].cfg.name, dropped = n,
+                    "a packet from an address outside the peer's `allowed`: dropped");
+            }
+            if let RxBuf::Own { buf, .. } = p {
+                b.pool.push(buf);
+            }
+        }
+    }
+}
+
+/// Wait until some socket has datagrams; returns its index. The scan starts after the socket
+/// served last so that no socket starves the others.
+async fn readable_any(sockets: &[SockIo], next: &mut usize) -> usize {
     poll_fn(|cx| {
-        let n = paths.len();
+        let n = sockets.len();
         for k in 0..n {
             let i = (*next + k) % n;
-            if paths[i].io.sock.poll_recv_ready(cx).is_ready() {
+            if sockets[i].io.sock.poll_recv_ready(cx).is_ready() {
                 *next = (i + 1) % n;
                 return Poll::Ready(i);
             }

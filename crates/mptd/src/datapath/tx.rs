@@ -35,12 +35,19 @@ pub async fn tx_task(t: Arc<Tunnel>, queue: usize) -> Result<()> {
     let mut sizes = vec![0usize; batch];
     // per packet of the batch: its path, or none (dropped)
     let mut plan: Vec<Option<PathId>> = vec![None; batch];
-    let mut remotes: Vec<Option<SocketAddr>> = Vec::with_capacity(t.paths.len());
-    let mut runs: Vec<GsoRun> = t
-        .paths
+    // per packet: the peer it is routed to
+    let mut route: Vec<Option<usize>> = vec![None; batch];
+    let mut masked = vec![0usize; batch];
+    let mut peers_in_batch: Vec<usize> = Vec::new();
+    let mut remotes: Vec<Option<SocketAddr>> = Vec::with_capacity(mpt_core::MAX_PATHS);
+    // a GSO run per path of the peer being sent for
+    let gso = t
+        .sockets
         .iter()
-        .map(|p| GsoRun::new(p.io.max_gso_segments()))
-        .collect();
+        .map(|s| s.io.max_gso_segments())
+        .min()
+        .unwrap_or(1);
+    let mut runs: Vec<GsoRun> = (0..mpt_core::MAX_PATHS).map(|_| GsoRun::new(gso)).collect();
     loop {
         let n = match tun
             .recv_multiple(&mut original, &mut bufs, &mut sizes, prefix)
@@ -85,50 +92,127 @@ pub async fn tx_task(t: Arc<Tunnel>, queue: usize) -> Result<()> {
             1 => None,
             _ => Some(t.send_turn.lock().await),
         };
-        let now = t.clock.now();
-        let sealer = {
-            let mut ep = t.lock();
-            let sealer = ep.number_batch(now, &sizes[..n], &mut bufs[..n], &mut plan[..n]);
-            remotes.clear();
-            remotes.extend((0..t.paths.len()).map(|i| ep.remote(PathId(i as u8))));
-            sealer
-        };
-        let Some(sealer) = sealer else { continue };
-        for k in 0..n {
-            let Some(path) = plan[k] else { continue };
-            let i = path.index();
-            // (the scheduler uses no path whose remote is unknown)
-            let Some(remote) = remotes[i] else {
-                t.io_drop(DropReason::NoPath, 1);
-                continue;
-            };
-            let len = match sealer.seal(k, &mut bufs[k], sizes[k]) {
-                Ok(len) => len,
-                Err(e) => {
-                    warn!(error = %e, "cannot seal a packet");
-                    continue;
+        // Each packet goes to the peer its destination routes to.
+        peers_in_batch.clear();
+        match t.routes.single() {
+            Some(only) => {
+                route[..n].fill(Some(only));
+                peers_in_batch.push(only);
+            }
+            None => {
+                for k in 0..n {
+                    let dst = crate::routes::destination(&bufs[k][prefix..prefix + sizes[k]]);
+                    route[k] = dst.and_then(|d| t.routes.lookup(d));
+                    match route[k] {
+                        Some(i) if !peers_in_batch.contains(&i) => peers_in_batch.push(i),
+                        Some(_) => {}
+                        None if sizes[k] > 0 => {
+                            if let Some(c) = t.io_drop(DropReason::NoRoute, 1) {
+                                debug!(destination = ?dst, dropped = c,
+                                    "no peer's `allowed` covers the destination: dropped");
+                            }
+                        }
+                        None => {}
+                    }
                 }
-            };
-            if !runs[i].fits(len) {
-                flush_run(&t, i, &mut runs[i], &bufs, remote).await;
-            }
-            runs[i].push(k, len);
-        }
-        for (i, run) in runs.iter_mut().enumerate() {
-            if let (false, Some(remote)) = (run.is_empty(), remotes[i]) {
-                flush_run(&t, i, run, &bufs, remote).await;
             }
         }
-        // This batch has left: control messages may fence it now.
-        t.lock().batch_sent(sealer.used());
+        for &i in &peers_in_batch {
+            send_for_peer(
+                &t,
+                i,
+                n,
+                &route,
+                &sizes,
+                &mut masked,
+                &mut bufs,
+                &mut plan,
+                &mut remotes,
+                &mut runs,
+            )
+            .await;
+        }
     }
 }
 
-/// Send path `i`'s run of datagrams (in `bufs`): one GSO send, or one send each if the kernel
-/// refuses GSO. Waits for room in the socket buffer rather than drop (the backpressure TCP
-/// inside the tunnel needs); a hard error (link down) is counted and the datagrams dropped.
-async fn flush_run(t: &Tunnel, i: usize, run: &mut GsoRun, bufs: &[Vec<u8>], remote: SocketAddr) {
-    let p = &t.paths[i];
+/// Number, seal and send the packets of the batch routed to peer `i`.
+#[allow(clippy::too_many_arguments)]
+async fn send_for_peer(
+    t: &Tunnel,
+    i: usize,
+    n: usize,
+    route: &[Option<usize>],
+    sizes: &[usize],
+    masked: &mut [usize],
+    bufs: &mut [Vec<u8>],
+    plan: &mut [Option<PathId>],
+    remotes: &mut Vec<Option<SocketAddr>>,
+    runs: &mut [GsoRun],
+) {
+    let peer = &t.peers[i];
+    for k in 0..n {
+        masked[k] = if route[k] == Some(i) { sizes[k] } else { 0 };
+    }
+    let now = t.clock.now();
+    let sealer = {
+        let mut guard = peer.lock();
+        let Some(ep) = guard.as_mut() else {
+            let waiting = masked[..n].iter().filter(|&&s| s > 0).count();
+            t.io_drop(DropReason::NoSession, waiting as u64);
+            return;
+        };
+        let sealer = ep.number_batch(now, &masked[..n], &mut bufs[..n], &mut plan[..n]);
+        remotes.clear();
+        remotes.extend((0..ep.path_count()).map(|p| ep.remote(PathId(p as u8))));
+        peer.note_deadline(ep);
+        sealer
+    };
+    let Some(sealer) = sealer else { return };
+    for k in 0..n {
+        let Some(path) = plan[k] else { continue };
+        let p = path.index();
+        // (the scheduler uses no path whose remote is unknown)
+        let Some(remote) = remotes.get(p).copied().flatten() else {
+            t.io_drop(DropReason::NoPath, 1);
+            continue;
+        };
+        let len = match sealer.seal(k, &mut bufs[k], masked[k]) {
+            Ok(len) => len,
+            Err(e) => {
+                warn!(error = %e, "cannot seal a packet");
+                continue;
+            }
+        };
+        if !runs[p].fits(len) {
+            flush_run(t, i, path, &mut runs[p], bufs, remote).await;
+        }
+        runs[p].push(k, len);
+    }
+    for (p, run) in runs.iter_mut().enumerate().take(remotes.len()) {
+        if let (false, Some(remote)) = (run.is_empty(), remotes[p]) {
+            flush_run(t, i, PathId(p as u8), run, bufs, remote).await;
+        }
+    }
+    // This batch has left: control messages may fence it now.
+    if let Some(ep) = peer.lock().as_mut() {
+        ep.batch_sent(sealer.used());
+    }
+}
+
+/// Send the run of datagrams (in `bufs`) of peer `i`'s `path`: one GSO send, or one send each
+/// if the kernel refuses GSO. Waits for room in the socket buffer rather than drop (the
+/// backpressure TCP inside the tunnel needs); a hard error (link down) is counted and the
+/// datagrams dropped.
+async fn flush_run(
+    t: &Tunnel,
+    i: usize,
+    path: PathId,
+    run: &mut GsoRun,
+    bufs: &[Vec<u8>],
+    remote: SocketAddr,
+) {
+    let peer = &t.peers[i];
+    let p = &t.sockets[peer.socket(path)];
     let (bytes, count) = (run.bytes(), run.count());
     t.calls.udp_sends.fetch_add(1, Relaxed);
     let result = if count > 1 && p.gso_refused.load(Relaxed) {
@@ -137,21 +221,21 @@ async fn flush_run(t: &Tunnel, i: usize, run: &mut GsoRun, bufs: &[Vec<u8>], rem
         p.io.send_run(run, bufs, remote).await
     };
     match result {
-        Ok(()) => p.sent(count, bytes),
+        Ok(()) => peer.sent(path, count, bytes),
         Err(e) if count > 1 => {
             if e.raw_os_error() == Some(libc::EIO) && !p.gso_refused.swap(true, Relaxed) {
-                warn!(path = %p.cfg.name, "the kernel refuses UDP GSO on this path; sending one datagram per call");
+                warn!(socket = %p.name, "the kernel refuses UDP GSO on this socket; sending one datagram per call");
             } else {
-                debug!(path = %p.cfg.name, error = %e, "GSO send failed; sending one by one");
+                debug!(socket = %p.name, error = %e, "GSO send failed; sending one by one");
             }
             for d in run.datagrams(bufs) {
                 match p.io.send(d, remote).await {
-                    Ok(()) => p.sent(1, d.len()),
-                    Err(e) => t.send_failed(p, &e),
+                    Ok(()) => peer.sent(path, 1, d.len()),
+                    Err(e) => t.send_failed(peer, path, &e),
                 }
             }
         }
-        Err(e) => t.send_failed(p, &e),
+        Err(e) => t.send_failed(peer, path, &e),
     }
     run.clear();
 }

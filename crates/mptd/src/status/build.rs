@@ -4,40 +4,43 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use mpt_core::PathId;
 
-use super::{CallCounts, DropCounts, PathStatus, PeerReport, ReseqStatus, Status, TunnelStatus};
+use mpt_core::Time;
+use mpt_tunnel::Endpoint;
+
+use super::{
+    CallCounts, DropCounts, PathStatus, PeerReport, PeerStatus, ReseqStatus, Status, TunnelStatus,
+};
+use crate::datapath::RxBuf;
+use crate::peer::Peer;
 use crate::tunnel::Tunnel;
 
 impl Tunnel {
-    /// The document `mptctl status` shows.
-    pub fn status(&self) -> Status {
-        let now = self.clock.now();
-        let ep = self.lock();
+    /// Peer `peer`'s paths as the status shows them.
+    fn path_status(&self, now: Time, peer: &Peer, ep: &Endpoint<RxBuf>) -> Vec<PathStatus> {
         let st = ep.stats();
-        let t = &st.total;
-        let io = self.io_drop_counts();
-        let mut counts = ep.drop_counts();
-        for (c, i) in counts.iter_mut().zip(io) {
-            *c += i;
-        }
-        let paths = self
-            .paths
-            .iter()
-            .enumerate()
-            .map(|(i, p)| {
+        (0..ep.path_count())
+            .map(|i| {
+                let path = PathId(i as u8);
                 let ps = st.paths.get(i).cloned().unwrap_or_default();
-                let info = ep.path_info(PathId(i as u8));
+                let info = ep.path_info(path);
                 let expected = ps.packets + ps.lost;
+                let (tx_packets, tx_bytes) = peer.tx(path);
+                let local = self.sockets[peer.socket(path)]
+                    .io
+                    .sock
+                    .local_addr()
+                    .map_or_else(|_| "-".to_owned(), |a| a.to_string());
                 PathStatus {
-                    id: p.cfg.id.0,
-                    name: p.cfg.name.clone(),
+                    id: i as u8,
+                    name: self.path_name(peer, path),
                     state: info.state.name().to_owned(),
-                    backup: p.cfg.backup,
-                    local: p.cfg.local.to_string(),
+                    backup: ep.config().paths[i].backup,
+                    local,
                     remote: info
                         .remote
                         .map_or_else(|| "unknown".to_owned(), |r| r.to_string()),
-                    tx_packets: p.tx_packets.load(Relaxed),
-                    tx_bytes: p.tx_bytes.load(Relaxed),
+                    tx_packets,
+                    tx_bytes,
                     rx_packets: ps.packets,
                     rx_bytes: ps.bytes,
                     last_heard_ms: info.last_heard.map(|h| (now - h).as_millis() as u64),
@@ -65,64 +68,180 @@ impl Tunnel {
                     down_events: info.down_events,
                 }
             })
-            .collect();
-        let c = &self.cfg.connection;
-        let (tx_packets, tx_bytes) = ep.tx_counts();
-        let (keepalives_sent, keepalive_acks_sent) = ep.keepalive_counts();
-        Status {
-            version: 2,
-            tunnel: TunnelStatus {
-                name: self.cfg.tunnel.name.clone(),
-                scheduler: c.scheduler.to_string(),
-                encryption: self
-                    .sealing()
-                    .map_or_else(|| "none".to_owned(), |c| c.name().to_owned()),
-                cipher: ep.cipher().map(|c| c.name().to_owned()),
+            .collect()
+    }
+
+    /// The document `mptctl status` shows.
+    pub fn status(&self) -> Status {
+        let now = self.clock.now();
+        let mut counts = self.io_drop_counts();
+        let mut peers = Vec::with_capacity(self.peers.len());
+        let mut first: Option<TunnelStatus> = None;
+        let mut first_paths = Vec::new();
+        let (mut tx, mut rx, mut delivered, mut reports, mut kas) = ((0, 0), (0, 0), 0, 0, (0, 0));
+        for peer in &self.peers {
+            let guard = peer.lock();
+            let Some(ep) = guard.as_ref() else {
+                peers.push(PeerStatus {
+                    name: peer.cfg.name.clone(),
+                    public_key: peer.cfg.public_key.encode(),
+                    endpoint: peer.cfg.endpoint.as_ref().map(ToString::to_string),
+                    listening: peer.listening,
+                    keys_agreed: false,
+                    cipher: None,
+                    session: None,
+                    peer_session: None,
+                    restarts: 0,
+                    last_heard_ms: None,
+                    tx_packets: 0,
+                    tx_bytes: 0,
+                    rx_packets: 0,
+                    rx_bytes: 0,
+                    delivered: 0,
+                    paths: Vec::new(),
+                });
+                continue;
+            };
+            for (c, d) in counts.iter_mut().zip(ep.drop_counts()) {
+                *c += d;
+            }
+            let t = &ep.stats().total;
+            let (ptx, ptxb) = ep.tx_counts();
+            let (ks, ka) = ep.keepalive_counts();
+            tx = (tx.0 + ptx, tx.1 + ptxb);
+            rx = (rx.0 + t.packets, rx.1 + t.bytes);
+            delivered += ep.delivered();
+            reports += ep.report_bytes();
+            kas = (kas.0 + ks, kas.1 + ka);
+            let paths = self.path_status(now, peer, ep);
+            if first.is_none() {
+                first = Some(self.tunnel_status(now, ep));
+                first_paths = paths.clone();
+            }
+            peers.push(PeerStatus {
+                name: peer.cfg.name.clone(),
+                public_key: peer.cfg.public_key.encode(),
+                endpoint: peer.cfg.endpoint.as_ref().map(ToString::to_string),
+                listening: peer.listening,
                 keys_agreed: ep.keys_agreed(),
-                uptime_ms: now.as_nanos() / 1_000_000,
-                session: format!("{:08x}", ep.session()),
+                cipher: ep.cipher().map(|c| c.name().to_owned()),
+                session: Some(format!("{:08x}", ep.session())),
                 peer_session: ep.peer_session().map(|s| format!("{s:08x}")),
-                peer_restarts: ep.peer_restarts(),
-                tx_packets,
-                tx_bytes,
+                restarts: ep.peer_restarts(),
+                last_heard_ms: ep.last_heard().map(|h| (now - h).as_millis() as u64),
+                tx_packets: ptx,
+                tx_bytes: ptxb,
                 rx_packets: t.packets,
                 rx_bytes: t.bytes,
                 delivered: ep.delivered(),
-                tx_report_bytes: ep.report_bytes(),
-                keepalives_sent,
-                keepalive_acks_sent,
-                calls: CallCounts {
-                    tun_reads: self.calls.tun_reads.load(Relaxed),
-                    tun_write_batches: self.calls.tun_write_batches.load(Relaxed),
-                    udp_sends: self.calls.udp_sends.load(Relaxed),
-                    udp_recvs: self.calls.udp_recvs.load(Relaxed),
-                },
-                report_fraction: ep.report_fraction(),
-                drops: DropCounts::from_counts(&counts),
-                reseq: ReseqStatus {
-                    window: c.reorder_window,
-                    timeout_ms: c.reorder_timeout.as_millis() as u64,
-                    held: ep.held(),
-                    reordered: t.reordered,
-                    reorder_extent_max: t.reorder_extent_max,
-                    delivered_out_of_order: t.delivered_out_of_order,
-                    skipped: t.skipped,
-                    late: t.late,
-                    released_by_timeout: t.released_by_timeout,
-                    released_by_fence: t.released_by_fence,
-                    released_by_overflow: t.released_by_overflow,
-                    hold_p50_us: t.hold_time_percentile(0.5).as_micros() as u64,
-                    hold_p90_us: t.hold_time_percentile(0.9).as_micros() as u64,
-                    hold_p99_us: t.hold_time_percentile(0.99).as_micros() as u64,
-                    hold_max_us: t.hold_time_max().as_micros() as u64,
-                    occupancy_mean: t.occupancy.mean(),
-                    occupancy_p50: t.occupancy.percentile(0.5) as u64,
-                    occupancy_p90: t.occupancy.percentile(0.9) as u64,
-                    occupancy_p99: t.occupancy.percentile(0.99) as u64,
-                    occupancy_max: t.occupancy.percentile(1.0) as u64,
-                },
+                paths,
+            });
+        }
+        let mut tunnel = first.unwrap_or_else(|| self.empty_tunnel_status(now));
+        (tunnel.tx_packets, tunnel.tx_bytes) = tx;
+        (tunnel.rx_packets, tunnel.rx_bytes) = rx;
+        tunnel.delivered = delivered;
+        tunnel.tx_report_bytes = reports;
+        (tunnel.keepalives_sent, tunnel.keepalive_acks_sent) = kas;
+        tunnel.drops = DropCounts::from_counts(&counts);
+        Status {
+            version: 3,
+            tunnel,
+            paths: first_paths,
+            peers,
+        }
+    }
+
+    /// A tunnel whose peers have no endpoint yet (a server before any site came).
+    fn empty_tunnel_status(&self, now: Time) -> TunnelStatus {
+        let c = &self.cfg.connection;
+        TunnelStatus {
+            name: self.cfg.tunnel.name.clone(),
+            scheduler: c.scheduler.to_string(),
+            encryption: self
+                .sealing()
+                .map_or_else(|| "none".to_owned(), |c| c.name().to_owned()),
+            cipher: None,
+            keys_agreed: false,
+            uptime_ms: now.as_nanos() / 1_000_000,
+            session: String::new(),
+            peer_session: None,
+            peer_restarts: 0,
+            tx_packets: 0,
+            tx_bytes: 0,
+            rx_packets: 0,
+            rx_bytes: 0,
+            delivered: 0,
+            tx_report_bytes: 0,
+            keepalives_sent: 0,
+            keepalive_acks_sent: 0,
+            calls: self.call_counts(),
+            report_fraction: 0.0,
+            drops: DropCounts::default(),
+            reseq: ReseqStatus::default(),
+        }
+    }
+
+    fn call_counts(&self) -> CallCounts {
+        CallCounts {
+            tun_reads: self.calls.tun_reads.load(Relaxed),
+            tun_write_batches: self.calls.tun_write_batches.load(Relaxed),
+            udp_sends: self.calls.udp_sends.load(Relaxed),
+            udp_recvs: self.calls.udp_recvs.load(Relaxed),
+        }
+    }
+
+    /// The tunnel part of the status from one endpoint (the first peer's).
+    fn tunnel_status(&self, now: Time, ep: &Endpoint<RxBuf>) -> TunnelStatus {
+        let c = &self.cfg.connection;
+        let t = &ep.stats().total;
+        let (tx_packets, tx_bytes) = ep.tx_counts();
+        let (keepalives_sent, keepalive_acks_sent) = ep.keepalive_counts();
+        TunnelStatus {
+            name: self.cfg.tunnel.name.clone(),
+            scheduler: c.scheduler.to_string(),
+            encryption: self
+                .sealing()
+                .map_or_else(|| "none".to_owned(), |c| c.name().to_owned()),
+            cipher: ep.cipher().map(|c| c.name().to_owned()),
+            keys_agreed: ep.keys_agreed(),
+            uptime_ms: now.as_nanos() / 1_000_000,
+            session: format!("{:08x}", ep.session()),
+            peer_session: ep.peer_session().map(|s| format!("{s:08x}")),
+            peer_restarts: ep.peer_restarts(),
+            tx_packets,
+            tx_bytes,
+            rx_packets: t.packets,
+            rx_bytes: t.bytes,
+            delivered: ep.delivered(),
+            tx_report_bytes: ep.report_bytes(),
+            keepalives_sent,
+            keepalive_acks_sent,
+            calls: self.call_counts(),
+            report_fraction: ep.report_fraction(),
+            drops: DropCounts::default(),
+            reseq: ReseqStatus {
+                window: c.reorder_window,
+                timeout_ms: c.reorder_timeout.as_millis() as u64,
+                held: ep.held(),
+                reordered: t.reordered,
+                reorder_extent_max: t.reorder_extent_max,
+                delivered_out_of_order: t.delivered_out_of_order,
+                skipped: t.skipped,
+                late: t.late,
+                released_by_timeout: t.released_by_timeout,
+                released_by_fence: t.released_by_fence,
+                released_by_overflow: t.released_by_overflow,
+                hold_p50_us: t.hold_time_percentile(0.5).as_micros() as u64,
+                hold_p90_us: t.hold_time_percentile(0.9).as_micros() as u64,
+                hold_p99_us: t.hold_time_percentile(0.99).as_micros() as u64,
+                hold_max_us: t.hold_time_max().as_micros() as u64,
+                occupancy_mean: t.occupancy.mean(),
+                occupancy_p50: t.occupancy.percentile(0.5) as u64,
+                occupancy_p90: t.occupancy.percentile(0.9) as u64,
+                occupancy_p99: t.occupancy.percentile(0.99) as u64,
+                occupancy_max: t.occupancy.percentile(1.0) as u64,
             },
-            paths,
         }
     }
 }

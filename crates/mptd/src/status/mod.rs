@@ -11,7 +11,39 @@ use serde::{Deserialize, Serialize};
 pub struct Status {
     /// Version of this document's layout.
     pub version: u32,
+    /// The tunnel: its counters summed over the peers; its session fields, resequencer and
+    /// reports are the first peer's (all of a one-peer tunnel).
     pub tunnel: TunnelStatus,
+    /// The first peer's paths (all of a one-peer tunnel's).
+    pub paths: Vec<PathStatus>,
+    /// Every peer, with its own session and paths.
+    #[serde(default)]
+    pub peers: Vec<PeerStatus>,
+}
+
+/// One peer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PeerStatus {
+    pub name: String,
+    pub public_key: String,
+    /// Where it is, as configured (we start the handshakes); `None`: it comes to us.
+    pub endpoint: Option<String>,
+    /// It comes to our `[[listen]]` sockets with its own paths.
+    pub listening: bool,
+    /// A handshake made a session with it.
+    pub keys_agreed: bool,
+    pub cipher: Option<String>,
+    pub session: Option<String>,
+    pub peer_session: Option<String>,
+    /// Sessions made after the first.
+    pub restarts: u64,
+    /// Milliseconds since anything authentic arrived from it.
+    pub last_heard_ms: Option<u64>,
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    pub delivered: u64,
     pub paths: Vec<PathStatus>,
 }
 

@@ -1,0 +1,139 @@
+//! One peer: its configuration, its protocol engine ([`Endpoint`], behind its own lock, made
+//! at start or, for a peer that comes to our `[[listen]]` sockets, by its first initiation),
+//! and which socket each of its paths leaves by.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::{Mutex, MutexGuard};
+
+use mpt_core::seal::Psk;
+use mpt_core::{PathId, Time, MAX_PATHS};
+use mpt_tunnel::{Endpoint, EndpointConfig};
+
+use crate::config::PeerConfig;
+use crate::datapath::RxBuf;
+
+/// A peer of the tunnel.
+#[derive(Debug)]
+pub struct Peer {
+    pub cfg: PeerConfig,
+    /// Its position in the config, plus one: the low 16 bits of every index its endpoint draws.
+    pub slot: u16,
+    pub psk: Option<Psk>,
+    /// It comes to our `[[listen]]` sockets with paths of its own (as many as its initiation
+    /// says); otherwise it uses our `[[path]]`s.
+    pub listening: bool,
+    ep: Mutex<Option<Endpoint<RxBuf>>>,
+    /// Per path: the socket it leaves by (a listening peer's: where it last arrived).
+    path_socket: Vec<AtomicUsize>,
+    /// Per path: datagrams and bytes sent.
+    tx: Vec<(AtomicU64, AtomicU64)>,
+    /// When the endpoint's next timer is due (nanoseconds of [`Time`]; `u64::MAX`: none), kept
+    /// so that the receive task finds the next deadline without taking every peer's lock.
+    deadline: AtomicU64,
+}
+
+impl Peer {
+    /// A peer of slot `slot`; `ep` is its endpoint when made at start, `sockets` the socket of
+    /// each of its paths then.
+    pub fn new(
+        cfg: PeerConfig,
+        slot: u16,
+        psk: Option<Psk>,
+        listening: bool,
+        ep: Option<Endpoint<RxBuf>>,
+        sockets: &[usize],
+    ) -> Peer {
+        let n = if listening { MAX_PATHS } else { sockets.len() };
+        let p = Peer {
+            cfg,
+            slot,
+            psk,
+            listening,
+            path_socket: (0..n)
+                .map(|i| AtomicUsize::new(sockets.get(i).copied().unwrap_or(0)))
+                .collect(),
+            tx: (0..n)
+                .map(|_| (AtomicU64::new(0), AtomicU64::new(0)))
+                .collect(),
+            deadline: AtomicU64::new(u64::MAX),
+            ep: Mutex::new(None),
+        };
+        if let Some(ep) = ep {
+            p.deadline.store(ep.poll_timeout().as_nanos(), Relaxed);
+            *p.lock() = Some(ep);
+        }
+        p
+    }
+
+    /// The endpoint, locked (`None` until a listening peer's first initiation): see the lock
+    /// rule in [`crate::tunnel`].
+    pub fn lock(&self) -> MutexGuard<'_, Option<Endpoint<RxBuf>>> {
+        // A panic while holding the lock is a bug elsewhere; the state is still usable.
+        self.ep.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Note the endpoint's next deadline (call with the lock held, after using it).
+    pub fn note_deadline(&self, ep: &Endpoint<RxBuf>) {
+        self.deadline.store(ep.poll_timeout().as_nanos(), Relaxed);
+    }
+
+    pub fn deadline(&self) -> Time {
+        Time::from_nanos(self.deadline.load(Relaxed))
+    }
+
+    /// The socket `path` leaves by.
+    pub fn socket(&self, path: PathId) -> usize {
+        self.path_socket
+            .get(path.index())
+            .map_or(0, |s| s.load(Relaxed))
+    }
+
+    /// A listening peer's `path` was heard at socket `s`: answers go out there.
+    pub fn arrived(&self, path: PathId, s: usize) {
+        if let Some(slot) = self.path_socket.get(path.index()) {
+            slot.store(s, Relaxed);
+        }
+    }
+
+    /// `n` datagrams of `bytes` bytes in all left on `path`.
+    pub fn sent(&self, path: PathId, n: usize, bytes: usize) {
+        if let Some((d, b)) = self.tx.get(path.index()) {
+            d.fetch_add(n as u64, Relaxed);
+            b.fetch_add(bytes as u64, Relaxed);
+        }
+    }
+
+    /// Datagrams and bytes sent on `path`.
+    pub fn tx(&self, path: PathId) -> (u64, u64) {
+        self.tx
+            .get(path.index())
+            .map_or((0, 0), |(d, b)| (d.load(Relaxed), b.load(Relaxed)))
+    }
+}
+
+/// The endpoint of a listening peer whose initiation says it has `paths` paths: `base` (the
+/// tunnel's settings) with that many paths, their remotes unknown until heard.
+pub fn listening_endpoint_config(base: &EndpointConfig, paths: usize) -> EndpointConfig {
+    let template = mpt_tunnel::PathSettings {
+        name: String::new(),
+        remote: None,
+        weight: 1,
+        rate_bps: None,
+        backup: false,
+        overhead: base
+            .paths
+            .first()
+            .map_or(mpt_tunnel::Overhead::new(true, false).outer_link(), |p| {
+                p.overhead
+            }),
+    };
+    EndpointConfig {
+        paths: (0..paths)
+            .map(|i| mpt_tunnel::PathSettings {
+                name: format!("p{i}"),
+                ..template.clone()
+            })
+            .collect(),
+        ..base.clone()
+    }
+}

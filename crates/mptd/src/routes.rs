@@ -1,0 +1,192 @@
+//! Which peer an inner packet goes to (longest prefix of the peers' `allowed`), and whether a
+//! peer may send a packet from its source address.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+
+use crate::config::{IpNet, PeerConfig};
+
+/// The peers' `allowed` prefixes, for longest-prefix matching: per address family and prefix
+/// length (longest first), the prefixes of that length.
+#[derive(Debug, Default)]
+pub struct Routes {
+    v4: Vec<(u8, HashMap<u32, usize>)>,
+    v6: Vec<(u8, HashMap<u128, usize>)>,
+    /// One peer with no `allowed` at all: everything goes to it (and it may send anything).
+    only: Option<usize>,
+}
+
+fn mask4(len: u8) -> u32 {
+    if len == 0 {
+        0
+    } else {
+        u32::MAX << (32 - u32::from(len))
+    }
+}
+
+fn mask6(len: u8) -> u128 {
+    if len == 0 {
+        0
+    } else {
+        u128::MAX << (128 - u32::from(len))
+    }
+}
+
+impl Routes {
+    pub fn new(peers: &[PeerConfig]) -> Routes {
+        let mut r = Routes::default();
+        if peers.len() == 1 && peers[0].allowed.is_empty() {
+            r.only = Some(0);
+            return r;
+        }
+        for (i, p) in peers.iter().enumerate() {
+            for net in &p.allowed {
+                match net {
+                    IpNet::V4(n) => {
+                        let len = n.prefix_len();
+                        let table = match r.v4.iter_mut().find(|(l, _)| *l == len) {
+                            Some((_, t)) => t,
+                            None => {
+                                r.v4.push((len, HashMap::new()));
+                                &mut r.v4.last_mut().expect("pushed").1
+                            }
+                        };
+                        table.insert(u32::from(n.network()), i);
+                    }
+                    IpNet::V6(n) => {
+                        let len = n.prefix_len();
+                        let table = match r.v6.iter_mut().find(|(l, _)| *l == len) {
+                            Some((_, t)) => t,
+                            None => {
+                                r.v6.push((len, HashMap::new()));
+                                &mut r.v6.last_mut().expect("pushed").1
+                            }
+                        };
+                        table.insert(u128::from(n.network()), i);
+                    }
+                }
+            }
+        }
+        r.v4.sort_by_key(|t| std::cmp::Reverse(t.0));
+        r.v6.sort_by_key(|t| std::cmp::Reverse(t.0));
+        r
+    }
+
+    /// The peer whose prefix matches `addr` longest.
+    pub fn lookup(&self, addr: IpAddr) -> Option<usize> {
+        if self.only.is_some() {
+            return self.only;
+        }
+        match addr {
+            IpAddr::V4(a) => {
+                let a = u32::from(a);
+                self.v4
+                    .iter()
+                    .find_map(|(len, t)| t.get(&(a & mask4(*len))).copied())
+            }
+            IpAddr::V6(a) => {
+                let a = u128::from(a);
+                self.v6
+                    .iter()
+                    .find_map(|(len, t)| t.get(&(a & mask6(*len))).copied())
+            }
+        }
+    }
+
+    /// Whether `peer` may send an inner packet from `source`: its longest match is that peer.
+    pub fn allows(&self, peer: usize, source: IpAddr) -> bool {
+        self.lookup(source) == Some(peer)
+    }
+
+    /// Every packet goes to one peer (no lookup needed).
+    pub fn single(&self) -> Option<usize> {
+        self.only
+    }
+}
+
+/// The destination of an inner IPv4 or IPv6 packet.
+pub fn destination(packet: &[u8]) -> Option<IpAddr> {
+    match packet.first()? >> 4 {
+        4 if packet.len() >= 20 => {
+            let b: [u8; 4] = packet[16..20].try_into().ok()?;
+            Some(IpAddr::from(b))
+        }
+        6 if packet.len() >= 40 => {
+            let b: [u8; 16] = packet[24..40].try_into().ok()?;
+            Some(IpAddr::from(b))
+        }
+        _ => None,
+    }
+}
+
+/// The source of an inner IPv4 or IPv6 packet.
+pub fn source(packet: &[u8]) -> Option<IpAddr> {
+    match packet.first()? >> 4 {
+        4 if packet.len() >= 20 => {
+            let b: [u8; 4] = packet[12..16].try_into().ok()?;
+            Some(IpAddr::from(b))
+        }
+        6 if packet.len() >= 40 => {
+            let b: [u8; 16] = packet[8..24].try_into().ok()?;
+            Some(IpAddr::from(b))
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mpt_core::seal::PublicKey;
+
+    fn peer(allowed: &[&str]) -> PeerConfig {
+        PeerConfig {
+            name: "p".into(),
+            public_key: PublicKey::from_bytes([0; 32]),
+            endpoint: None,
+            allowed: allowed.iter().map(|a| a.parse().expect("prefix")).collect(),
+            preshared_key_file: None,
+        }
+    }
+
+    #[test]
+    fn the_longest_prefix_wins_and_sources_are_checked() {
+        let r = Routes::new(&[
+            peer(&["10.99.0.2/32", "192.168.10.0/24"]),
+            peer(&["10.99.0.3/32", "192.168.0.0/16", "2001:db8:1::/48"]),
+            peer(&["0.0.0.0/0"]),
+        ]);
+        let ip = |s: &str| s.parse::<IpAddr>().expect("address");
+        assert_eq!(r.lookup(ip("10.99.0.2")), Some(0));
+        assert_eq!(r.lookup(ip("192.168.10.7")), Some(0));
+        assert_eq!(r.lookup(ip("192.168.11.7")), Some(1));
+        assert_eq!(r.lookup(ip("8.8.8.8")), Some(2));
+        assert_eq!(r.lookup(ip("2001:db8:1::5")), Some(1));
+        assert_eq!(r.lookup(ip("2001:db8:2::5")), None);
+        assert!(r.allows(0, ip("192.168.10.1")));
+        assert!(!r.allows(0, ip("192.168.11.1")), "peer 1's address");
+        assert!(!r.allows(1, ip("10.99.0.2")), "peer 0's address");
+        // one peer without prefixes takes everything
+        let one = Routes::new(&[peer(&[])]);
+        assert_eq!(one.lookup(ip("2001:db8::1")), Some(0));
+        assert!(one.allows(0, ip("1.2.3.4")));
+    }
+
+    #[test]
+    fn addresses_come_from_the_right_bytes() {
+        let mut v4 = [0u8; 20];
+        v4[0] = 0x45;
+        v4[12..16].copy_from_slice(&[10, 0, 0, 1]);
+        v4[16..20].copy_from_slice(&[10, 0, 0, 2]);
+        assert_eq!(source(&v4), Some("10.0.0.1".parse().expect("a")));
+        assert_eq!(destination(&v4), Some("10.0.0.2".parse().expect("a")));
+        assert_eq!(destination(&v4[..19]), None);
+        let mut v6 = [0u8; 40];
+        v6[0] = 0x60;
+        v6[23] = 1;
+        v6[39] = 2;
+        assert_eq!(source(&v6), Some("::1".parse().expect("a")));
+        assert_eq!(destination(&v6), Some("::2".parse().expect("a")));
+        assert_eq!(source(&[0x50; 40]), None);
+    }
+}
