@@ -161,3 +161,141 @@ fn a_server_restart_and_a_flushed_nat_heal_within_three_seconds() {
     eprintln!("RESULT sites: NAT table flushed: the server reached site0 again {took:?} later (path 0 seen from {before}, now {after})");
     assert!(took <= Duration::from_secs(3), "took {took:?}");
 }
+
+/// The state of site 0's path `i` as site 0 sees it, and why it is down.
+fn path_state(lab: &Sites, i: usize) -> (String, Option<String>) {
+    let st = lab.status(Host::Site(0)).expect("status");
+    let p = &st.paths[i];
+    (p.state.clone(), p.down_reason.clone())
+}
+
+/// Poll site 0's path `i` every 20 ms until `want(state)`; how long it took.
+fn wait_path(lab: &Sites, i: usize, limit: Duration, want: fn(&str) -> bool) -> Duration {
+    let t0 = Instant::now();
+    loop {
+        let (state, reason) = path_state(lab, i);
+        if want(&state) {
+            return t0.elapsed();
+        }
+        assert!(
+            t0.elapsed() < limit,
+            "path {i} still {state} ({reason:?}) after {limit:?}\n{}",
+            lab.mptd_log(Host::Site(0))
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// An uplink of site 0 on subnet 198.18.`net`.0/24: the veth pair into the router, its
+/// address, and its route to the server.
+fn add_uplink(lab: &Sites, name: &str, net: u8) {
+    let (s0, r) = (lab.ns(Host::Site(0)), lab.ns_router());
+    let script = format!(
+        "ip link add {name} netns {s0} type veth peer name x{name} netns {r}
+         ip -n {s0} addr add 198.18.{net}.2/24 dev {name}
+         ip -n {s0} link set {name} up
+         ip -n {r} addr add 198.18.{net}.1/24 dev x{name}
+         ip -n {r} link set x{name} up
+         ip -n {s0} route replace 198.18.100.0/24 via 198.18.{net}.1 dev {name} metric {net}"
+    );
+    mpt_lab::harness::run(std::process::Command::new("sh").args(["-ec", &script]))
+        .expect("add uplink");
+}
+
+#[test]
+fn uplinks_that_come_and_go_take_their_paths_down_at_once_and_back() {
+    need!("uplinks_come_and_go", "nft", "ping");
+    let mut lab = Sites::new(1, 0).expect("sites lab");
+    let server = lab.server_config().expect("server config");
+    lab.start_mptd(Host::Server, &server).expect("server");
+    // site 0 names a third uplink that does not exist yet
+    let mut site = lab.site_config(0).expect("site config");
+    let mut third = site.path[1].clone();
+    third.name = Some("late".into());
+    third.interface = Some("late".into());
+    site.path.push(third);
+    lab.start_mptd(Host::Site(0), &site)
+        .expect("the site starts without it");
+    let srv = tunnel_ip(Host::Server);
+    lab.ping_until(Host::Site(0), &srv, Duration::from_secs(10))
+        .expect("tunnel up on the other uplinks");
+    let (state, reason) = path_state(&lab, 2);
+    assert_eq!(
+        (state.as_str(), reason.as_deref()),
+        ("down", Some("interface absent"))
+    );
+
+    // 1. the absent interface appears
+    let t0 = Instant::now();
+    add_uplink(&lab, "late", 30);
+    let took = t0.elapsed() + wait_path(&lab, 2, Duration::from_secs(5), |s| s == "up");
+    eprintln!("RESULT uplinks: an interface absent at start appeared: its path up {took:?} later");
+    assert!(took <= Duration::from_secs(2), "{took:?}");
+
+    // 2. an uplink is deleted (both ends of its veth pair), then made again
+    let t0 = Instant::now();
+    lab.sh(Host::Site(0), "ip link del u1").expect("del u1");
+    let down = t0.elapsed() + wait_path(&lab, 1, Duration::from_secs(2), |s| s == "down");
+    assert_eq!(path_state(&lab, 1).1.as_deref(), Some("interface absent"));
+    let t0 = Instant::now();
+    // (the same addresses as before: subnet 11 is site 0's uplink 1)
+    add_uplink(&lab, "u1", 11);
+    let up = t0.elapsed() + wait_path(&lab, 1, Duration::from_secs(5), |s| s == "up");
+    eprintln!(
+        "RESULT uplinks: uplink deleted: path down {down:?} later; recreated: up {up:?} later"
+    );
+    assert!(down <= Duration::from_millis(500), "{down:?}");
+    assert!(up <= Duration::from_secs(2), "{up:?}");
+
+    // 3. link down and up
+    let t0 = Instant::now();
+    lab.sh(Host::Site(0), "ip link set u1 down").expect("down");
+    let down = t0.elapsed() + wait_path(&lab, 1, Duration::from_secs(2), |s| s == "down");
+    assert_eq!(path_state(&lab, 1).1.as_deref(), Some("link down"));
+    let t0 = Instant::now();
+    lab.sh(
+        Host::Site(0),
+        "ip link set u1 up; ip route replace 198.18.100.0/24 via 198.18.11.1 dev u1 metric 11",
+    )
+    .expect("up");
+    let up = t0.elapsed() + wait_path(&lab, 1, Duration::from_secs(5), |s| s == "up");
+    eprintln!("RESULT uplinks: link set down: path down {down:?} later; set up: up {up:?} later");
+    assert!(down <= Duration::from_millis(500), "{down:?}");
+    assert!(up <= Duration::from_secs(1), "{up:?}");
+
+    // 4. an uplink is renumbered (as by DHCP): its path carries on from the new address
+    let t0 = Instant::now();
+    lab.sh(
+        Host::Site(0),
+        "ip addr del 198.18.10.2/24 dev u0
+         ip addr add 198.18.10.7/24 dev u0
+         ip route replace 198.18.100.0/24 via 198.18.10.1 dev u0 metric 10",
+    )
+    .expect("renumber");
+    // heard again on path 0 after the change
+    let limit = Duration::from_secs(5);
+    loop {
+        let st = lab.status(Host::Site(0)).expect("status");
+        let p = &st.paths[0];
+        if p.state == "up"
+            && p.last_heard_ms
+                .is_some_and(|h| Duration::from_millis(h) < t0.elapsed())
+        {
+            break;
+        }
+        assert!(
+            t0.elapsed() < limit,
+            "path 0 not heard after renumbering: {p:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let took = t0.elapsed();
+    eprintln!("RESULT uplinks: uplink renumbered: path heard again {took:?} later");
+    assert!(
+        lab.ping(Host::Site(0), &srv),
+        "the tunnel stopped after all this"
+    );
+    let st = lab.status(Host::Server).expect("server status");
+    let ups = st.peers[0].paths.iter().filter(|p| p.state == "up").count();
+    assert_eq!(ups, 3, "the server sees {:?}", st.peers[0].paths);
+}

@@ -102,6 +102,8 @@ pub(crate) struct PathState {
     pub(crate) live: Liveness,
     /// The peer's last report about our sending on this path, and when it came.
     pub(crate) peer_report: Option<(Time, ReportEntry)>,
+    /// Why the path last went down.
+    pub(crate) down_reason: Option<crate::DownReason>,
 }
 
 /// Counters other than drops.
@@ -145,6 +147,8 @@ pub struct PathInfo {
     pub rate_bps: Option<u64>,
     pub peer_report: Option<(Time, ReportEntry)>,
     pub down_events: u64,
+    /// Why it is down, while it is.
+    pub down_reason: Option<crate::DownReason>,
 }
 
 impl<P> Endpoint<P> {
@@ -206,6 +210,7 @@ impl<P> Endpoint<P> {
                 srtt_us: None,
                 live: Liveness::new(now),
                 peer_report: None,
+                down_reason: None,
             })
             .collect();
         let mut sched = sched;
@@ -323,6 +328,7 @@ impl<P> Endpoint<P> {
                 .or(self.cfg.paths[path.index()].rate_bps),
             peer_report: p.peer_report,
             down_events: p.live.down_events,
+            down_reason: p.down_reason.filter(|_| p.live.state == LinkState::Down),
         }
     }
 

@@ -82,7 +82,10 @@ impl<P> Endpoint<P> {
         self.crypto.initiating = Some((state, index));
         for i in 0..self.paths.len() {
             let path = PathId(i as u8);
-            let Some(to) = self.paths[i].remote else {
+            let Some(to) = self.paths[i]
+                .remote
+                .filter(|_| !self.paths[i].live.uplink_down)
+            else {
                 continue;
             };
             let mut d = msg.clone();
@@ -256,7 +259,7 @@ impl<P> Endpoint<P> {
         // Our addresses on every path reach the peer at once (a NAT's among them), and every
         // path's RTT is measured.
         for i in 0..self.paths.len() {
-            if self.paths[i].remote.is_some() {
+            if self.paths[i].remote.is_some() && !self.paths[i].live.uplink_down {
                 self.pending.push_back(Pending::Keepalive(PathId(i as u8)));
             }
         }

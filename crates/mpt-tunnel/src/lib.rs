@@ -150,6 +150,38 @@ pub enum DownReason {
     Silent(Duration),
     /// The peer said goodbye: it is stopping.
     PeerClosed,
+    /// Our uplink for the path cannot carry anything (the driver said so:
+    /// [`Endpoint::set_uplink`]).
+    Uplink(UplinkDown),
+}
+
+/// Why our uplink for a path cannot carry anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UplinkDown {
+    /// The interface does not exist (not yet, or no longer).
+    Absent,
+    /// The interface exists but its link is down (no carrier, or set down).
+    LinkDown,
+}
+
+impl DownReason {
+    /// How the status document says it.
+    pub fn describe(&self) -> String {
+        match self {
+            DownReason::Silent(d) => format!("nothing heard for {} ms", d.as_millis()),
+            DownReason::PeerClosed => "the peer stopped".into(),
+            DownReason::Uplink(u) => u.name().into(),
+        }
+    }
+}
+
+impl UplinkDown {
+    pub fn name(self) -> &'static str {
+        match self {
+            UplinkDown::Absent => "interface absent",
+            UplinkDown::LinkDown => "link down",
+        }
+    }
 }
 
 /// Something the daemon may want to log or act on.

@@ -47,6 +47,8 @@ pub struct Liveness {
     since: Time,
     /// Down because the peer said goodbye (not because it fell silent).
     closed: bool,
+    /// Our uplink cannot carry anything: down, and nothing heard counts, until it can.
+    pub uplink_down: bool,
     /// While down: when the current run of datagrams began, and how many it has.
     recovering_since: Option<Time>,
     recover_count: u32,
@@ -61,6 +63,7 @@ impl Liveness {
             last_heard: None,
             since: now,
             closed: false,
+            uplink_down: false,
             recovering_since: None,
             recover_count: 0,
             down_events: 0,
@@ -78,6 +81,10 @@ impl Liveness {
     /// Something valid arrived at `now`.
     pub fn heard(&mut self, now: Time, keepalive: Duration) -> Change {
         let prev = self.last_heard.replace(now);
+        if self.uplink_down {
+            // the driver has not seen the uplink back yet: it will say so
+            return Change::None;
+        }
         match self.state {
             LinkState::Up => Change::None,
             LinkState::Unknown => {
@@ -134,6 +141,17 @@ impl Liveness {
         }
         self.closed = false;
         self.state = LinkState::Unknown;
+        true
+    }
+
+    /// Our uplink for the path cannot carry anything: down at once, unless down already.
+    /// Returns whether it went down now.
+    pub fn uplink_lost(&mut self) -> bool {
+        self.uplink_down = true;
+        if self.state == LinkState::Down {
+            return false;
+        }
+        self.go_down();
         true
     }
 

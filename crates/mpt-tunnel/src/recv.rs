@@ -239,6 +239,7 @@ impl<P> Endpoint<P> {
     /// `path` went down (its liveness says so already): the scheduler leaves it, the
     /// resequencer stops waiting for it, and the driver hears why.
     pub(crate) fn path_went_down(&mut self, now: Time, path: PathId, reason: crate::DownReason) {
+        self.paths[path.index()].down_reason = Some(reason);
         self.sched.on_path_state(now, path, false);
         let out = &mut self.released;
         self.reseq.path_down(now, path, &mut |p| out.push(p));
@@ -253,6 +254,31 @@ impl<P> Endpoint<P> {
                 self.sched.on_path_state(now, path, true);
                 self.events.push_back(Event::PathUp { path, again: true });
             }
+        }
+    }
+
+    /// Our uplink for `path` cannot carry anything (`Some`: why), or can again (`None`). The
+    /// driver watches its interfaces: a path whose interface is absent or whose link is down
+    /// goes down at once, rather than after `dead` of silence, and sends nothing; when the
+    /// uplink is back, a keepalive goes at once so that the peer (and a NAT) hears us, and the
+    /// path comes up as the peer is heard on it.
+    pub fn set_uplink(&mut self, now: Time, path: PathId, down: Option<crate::UplinkDown>) {
+        let Some(p) = self.paths.get_mut(path.index()) else {
+            return;
+        };
+        match down {
+            Some(reason) => {
+                if p.live.uplink_lost() {
+                    self.path_went_down(now, path, crate::DownReason::Uplink(reason));
+                }
+            }
+            None if p.live.uplink_down => {
+                p.live.uplink_down = false;
+                if self.peer_session.is_some() && p.remote.is_some() {
+                    self.pending.push_back(Pending::Keepalive(path));
+                }
+            }
+            None => {}
         }
     }
 

@@ -80,7 +80,7 @@ impl<P> Endpoint<P> {
         }
         for i in 0..self.paths.len() {
             let p = &mut self.paths[i];
-            if p.remote.is_none() {
+            if p.remote.is_none() || p.live.uplink_down {
                 continue;
             }
             if std::mem::replace(&mut p.data_at_tick, p.data_sent) != p.data_sent {

@@ -295,6 +295,41 @@ fn both_ends_see_a_path_go_down_and_come_back() {
 }
 
 #[test]
+fn an_uplink_the_driver_reports_down_takes_its_path_down_at_once_and_back_when_it_returns() {
+    let mut p = agreed_pair(30, 2);
+    p.run(ms(200));
+    let t0 = p.now;
+    p.ep(Side::A)
+        .set_uplink(t0, PathId(1), Some(mpt_tunnel::UplinkDown::LinkDown));
+    p.set_up(1, false);
+    p.run(ms(1));
+    let info = p.ep(Side::A).path_info(PathId(1));
+    assert_eq!(info.state, mpt_tunnel::LinkState::Down);
+    assert_eq!(
+        info.down_reason,
+        Some(DownReason::Uplink(mpt_tunnel::UplinkDown::LinkDown))
+    );
+    // nothing is sent on it meanwhile: data goes to path 0, no keepalive or initiation on 1
+    let sent_before = p.node(Side::A).sent_log.len();
+    p.stream(Side::A, ms(300), ms(5), LEN, 0);
+    p.run(ms(700));
+    assert!(p.node(Side::A).sent_log[sent_before..]
+        .iter()
+        .all(|(path, _)| *path == 0));
+    assert_eq!(p.delivered_numbers(Side::B), (0..60).collect::<Vec<_>>());
+    // back: a keepalive at once, and the path is up as soon as B is heard on it again
+    p.set_up(1, true);
+    let back = p.now;
+    p.ep(Side::A).set_uplink(back, PathId(1), None);
+    let took = p
+        .run_until(ms(1000), |p| {
+            p.node(Side::A).ep.path_info(PathId(1)).state == mpt_tunnel::LinkState::Up
+        })
+        .expect("path 1 up again");
+    assert!(took <= ms(300), "took {took:?}");
+}
+
+#[test]
 fn traffic_leaves_a_dead_path_within_dead_ms_and_nothing_after_is_lost() {
     let mut p = agreed_pair(7, 2);
     p.stream(Side::A, ms(300), ms(2), LEN, 0);

@@ -9,6 +9,7 @@
 //! * [`config`]: the TOML configuration, validated, with errors naming file, key and what
 //!   was expected.
 //! * [`net`], [`batch`]: creating the sockets and the device; batched UDP I/O.
+//! * [`uplinks`]: watching the paths' interfaces come and go.
 //! * [`control`], [`status`]: the unix socket `mptctl` talks to, and what it answers.
 //! * [`clock`], [`log`], [`random`]: the one place the clock is read; rate-limited logging;
 //!   randomness without a system call under the lock.
@@ -25,3 +26,4 @@ pub mod random;
 pub mod routes;
 pub mod status;
 pub mod tunnel;
+pub mod uplinks;

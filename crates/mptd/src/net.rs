@@ -15,24 +15,40 @@ const SOCKET_BUFFER: usize = 4 << 20;
 
 /// Bind the UDP socket of one path: to its `interface` (SO_BINDTODEVICE) when given, and to
 /// its `local` address.
-pub fn path_socket(p: &PathConfig) -> Result<UdpSocket> {
+///
+/// An interface that does not exist (yet) is not an error: the socket is made without it (and
+/// may bind an address that is not there yet, IP_FREEBIND), and `true` says so; the uplink
+/// watcher ([`crate::uplinks`]) binds it to the device when the device appears, and the path
+/// sends nothing meanwhile.
+pub fn path_socket(p: &PathConfig) -> Result<(UdpSocket, bool)> {
     let what = format!("path {:?} (path[{}])", p.name, p.id);
-    udp_socket(&what, p.local, p.interface.as_deref())
+    let absent = p
+        .interface
+        .as_deref()
+        .is_some_and(|i| !Path::new("/sys/class/net").join(i).exists());
+    let interface = if absent { None } else { p.interface.as_deref() };
+    udp_socket(&what, p.local, interface, absent).map(|s| (s, absent))
+}
+
+/// Bind `sock` to interface `ifname` (SO_BINDTODEVICE), again after the device was recreated
+/// (the binding is by interface index).
+pub fn bind_device(sock: &UdpSocket, ifname: &str) -> io::Result<()> {
+    socket2::SockRef::from(sock).bind_device(Some(ifname.as_bytes()))
 }
 
 /// Bind a `[[listen]]` socket.
 pub fn listen_socket(i: usize, local: SocketAddr) -> Result<UdpSocket> {
-    udp_socket(&format!("listen[{i}] ({local})"), local, None)
+    udp_socket(&format!("listen[{i}] ({local})"), local, None, false)
 }
 
 /// Bind a UDP socket to `local` (and to `interface`, SO_BINDTODEVICE); `what` names it in
 /// errors.
-fn udp_socket(what: &str, local: SocketAddr, interface: Option<&str>) -> Result<UdpSocket> {
-    if let Some(ifname) = interface {
-        if !Path::new("/sys/class/net").join(ifname).exists() {
-            return Err(anyhow!("{what}: interface {ifname:?} does not exist"));
-        }
-    }
+fn udp_socket(
+    what: &str,
+    local: SocketAddr,
+    interface: Option<&str>,
+    freebind: bool,
+) -> Result<UdpSocket> {
     let sock = Socket::new(Domain::for_address(local), Type::DGRAM, Some(Protocol::UDP))
         .with_context(|| format!("{what}: cannot create a UDP socket"))?;
     if let Some(ifname) = interface {
@@ -46,6 +62,11 @@ fn udp_socket(what: &str, local: SocketAddr, interface: Option<&str>) -> Result<
     }
     if local.is_ipv6() {
         sock.set_only_v6(true).ok();
+        if freebind {
+            sock.set_freebind_v6(true).ok();
+        }
+    } else if freebind {
+        sock.set_freebind_v4(true).ok();
     }
     // Larger buffers absorb bursts; the kernel caps them at net.core.[rw]mem_max. The receive
     // buffer is forced past that cap when we may (CAP_NET_ADMIN, which the TUN device needs

@@ -87,6 +87,14 @@ pub struct SockIo {
     /// The kernel refused a GSO send on this socket (EIO: the device cannot segment): runs go
     /// one datagram per call from then on.
     pub gso_refused: AtomicBool,
+    /// A path socket's interface, as the uplink watcher last saw it.
+    uplink: Mutex<crate::uplinks::Uplink>,
+}
+
+impl SockIo {
+    pub fn lock_uplink(&self) -> std::sync::MutexGuard<'_, crate::uplinks::Uplink> {
+        self.uplink.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 /// What the endpoints asked for while locked, to be done once the lock is released.
@@ -240,14 +248,26 @@ impl Tunnel {
         let aes = mpt_core::seal::aes_in_hardware();
         let unix = clock.unix_nanos_at_zero();
         let mut sockets = Vec::with_capacity(cfg.paths.len() + cfg.listen.len());
+        let mut absent = Vec::new();
         for p in &cfg.paths {
-            let io = BatchSocket::new(crate::net::path_socket(p)?)
+            let (sock, missing) = crate::net::path_socket(p)?;
+            let io = BatchSocket::new(sock)
                 .with_context(|| format!("path {:?}: cannot set up batched I/O", p.name))?;
+            let mut uplink = crate::uplinks::Uplink::default();
+            if missing {
+                warn!(path = %p.name, interface = p.interface.as_deref().unwrap_or("-"),
+                    "interface absent: the path stays down until it appears");
+                uplink.down = Some(mpt_tunnel::UplinkDown::Absent);
+                absent.push(p.id);
+            } else {
+                uplink.ifindex = p.interface.as_deref().and_then(crate::uplinks::ifindex);
+            }
             sockets.push(SockIo {
                 path: Some(p.id),
                 name: p.name.clone(),
                 io,
                 gso_refused: AtomicBool::new(false),
+                uplink: Mutex::new(uplink),
             });
         }
         for (i, &a) in cfg.listen.iter().enumerate() {
@@ -258,6 +278,7 @@ impl Tunnel {
                 name: format!("listen {a}"),
                 io,
                 gso_refused: AtomicBool::new(false),
+                uplink: Mutex::new(crate::uplinks::Uplink::default()),
             });
         }
         let path_sockets: Vec<usize> = (0..cfg.paths.len()).collect();
@@ -280,7 +301,10 @@ impl Tunnel {
                     aes,
                     unix,
                 );
-                let ep = Endpoint::new(ecfg, clock.now(), random_source()?);
+                let mut ep = Endpoint::new(ecfg, clock.now(), random_source()?);
+                for &path in &absent {
+                    ep.set_uplink(clock.now(), path, Some(mpt_tunnel::UplinkDown::Absent));
+                }
                 prefix_len = Some((ep.prefix(), ep.max_datagram()));
                 Some(ep)
             };
@@ -542,6 +566,15 @@ impl Tunnel {
                 peer = pn,
                 path = name(path),
                 "path down: the peer is stopping"
+            ),
+            Event::PathDown {
+                path,
+                reason: DownReason::Uplink(r),
+            } => warn!(
+                peer = pn,
+                path = name(path),
+                reason = r.name(),
+                "path down: our uplink"
             ),
             Event::HandshakeSent { attempt } => {
                 let to = peer.cfg.endpoint.as_ref().map(ToString::to_string);

@@ -34,6 +34,7 @@ impl Tunnel {
                     id: i as u8,
                     name: self.path_name(peer, path),
                     state: info.state.name().to_owned(),
+                    down_reason: info.down_reason.map(|r| r.describe()),
                     backup: ep.config().paths[i].backup,
                     local,
                     remote: info

@@ -146,6 +146,10 @@ pub struct PathStatus {
     pub name: String,
     /// "up", "down" or "unknown" (not heard yet).
     pub state: String,
+    /// Why it is down, while it is: "nothing heard for N ms", "the peer stopped", "interface
+    /// absent", "link down".
+    #[serde(default)]
+    pub down_reason: Option<String>,
     pub backup: bool,
     pub local: String,
     pub remote: String,

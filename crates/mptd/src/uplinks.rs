@@ -1,0 +1,153 @@
+//! Uplinks that come and go: the interfaces the `[[path]]`s name are watched (netlink link and
+//! address events, and a check every second besides). An interface that is absent, or whose
+//! link is down, takes its path down at once, with the reason; one that appears or comes back
+//! brings it back, and a recreated one (a new interface index: `ppp0` redialled, a USB modem
+//! replugged) has its socket bound to it again. An address change needs nothing: a path
+//! without a `local` address sends from whatever address its interface has, and the peer
+//! follows it from the first authenticated datagram.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Result;
+use mpt_tunnel::UplinkDown;
+use tokio::io::unix::AsyncFd;
+use tracing::{info, warn};
+
+use crate::tunnel::{Outputs, Tunnel};
+
+/// What the watcher last saw of a path's interface.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Uplink {
+    /// The interface index the socket is bound to.
+    pub ifindex: Option<u32>,
+    /// Why it cannot carry anything, if it cannot.
+    pub down: Option<UplinkDown>,
+}
+
+/// How often the interfaces are checked without a netlink event.
+const CHECK_EVERY: Duration = Duration::from_secs(1);
+
+fn sys(ifname: &str, what: &str) -> Option<String> {
+    std::fs::read_to_string(format!("/sys/class/net/{ifname}/{what}"))
+        .ok()
+        .map(|s| s.trim().to_owned())
+}
+
+/// The interface's index, if it exists.
+pub fn ifindex(ifname: &str) -> Option<u32> {
+    sys(ifname, "ifindex")?.parse().ok()
+}
+
+/// Whether the interface is up and its link works: administratively up, and an operational
+/// state of "up" (or "unknown", what tunnels and PPP devices report).
+fn link_up(ifname: &str) -> bool {
+    let admin_up = sys(ifname, "flags")
+        .and_then(|f| u32::from_str_radix(f.trim_start_matches("0x"), 16).ok())
+        .is_some_and(|f| f & 1 != 0);
+    let oper = sys(ifname, "operstate").unwrap_or_default();
+    admin_up && matches!(oper.as_str(), "up" | "unknown")
+}
+
+/// Look at every path's interface now, and act on what changed.
+pub fn check(t: &Tunnel) {
+    let now = t.clock.now();
+    let mut out = Outputs::default();
+    for sock in &t.sockets {
+        let Some(path) = sock.path else { continue };
+        let cfg = &t.cfg.paths[path.index()];
+        let Some(ifname) = cfg.interface.as_deref() else {
+            continue;
+        };
+        let index = ifindex(ifname);
+        let mut u = sock.lock_uplink();
+        let mut down = match index {
+            None => Some(UplinkDown::Absent),
+            Some(_) if !link_up(ifname) => Some(UplinkDown::LinkDown),
+            Some(_) => None,
+        };
+        if let Some(i) = index.filter(|&i| u.ifindex != Some(i)) {
+            match crate::net::bind_device(&sock.io.sock, ifname) {
+                Ok(()) => {
+                    let again = u.ifindex.is_some();
+                    info!(path = %cfg.name, interface = ifname, ifindex = i,
+                        "{}", if again { "interface recreated: socket bound to it again" }
+                        else { "interface present: socket bound to it" });
+                    u.ifindex = Some(i);
+                }
+                Err(e) => {
+                    warn!(path = %cfg.name, interface = ifname, error = %e,
+                        "cannot bind the socket to the interface");
+                    down = Some(UplinkDown::Absent);
+                }
+            }
+        }
+        if down == u.down {
+            continue;
+        }
+        match down {
+            Some(reason) => warn!(path = %cfg.name, interface = ifname, reason = reason.name(),
+                "uplink down: path down"),
+            None => info!(path = %cfg.name, interface = ifname, "uplink up: path rejoining"),
+        }
+        u.down = down;
+        drop(u);
+        for (i, peer) in t.peers.iter().enumerate() {
+            if peer.listening {
+                continue;
+            }
+            if let Some(ep) = peer.lock().as_mut() {
+                ep.set_uplink(now, path, down);
+                Tunnel::gather(ep, now, i, &mut out);
+                peer.note_deadline(ep);
+            }
+        }
+    }
+    t.act(&mut out);
+}
+
+/// A netlink socket that hears of link and address changes.
+fn netlink() -> std::io::Result<AsyncFd<netlink_sys::Socket>> {
+    use netlink_sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
+    let groups = (libc::RTMGRP_LINK | libc::RTMGRP_IPV4_IFADDR | libc::RTMGRP_IPV6_IFADDR) as u32;
+    let mut s = Socket::new(NETLINK_ROUTE)?;
+    s.bind(&SocketAddr::new(0, groups))?;
+    s.set_non_blocking(true)?;
+    // SAFETY: the AsyncFd owns the socket, whose descriptor stays open and the same until the
+    // AsyncFd (and with it the socket) is dropped.
+    unsafe { AsyncFd::register_with_interest(s, tokio::io::Interest::READABLE) }
+        .map_err(|e| std::io::Error::other(e.to_string()))
+}
+
+/// Watch the paths' interfaces for as long as the daemon runs.
+pub async fn uplink_task(t: Arc<Tunnel>) -> Result<()> {
+    if t.cfg.paths.iter().all(|p| p.interface.is_none()) {
+        std::future::pending::<()>().await;
+    }
+    let nl = match netlink() {
+        Ok(nl) => Some(nl),
+        Err(e) => {
+            warn!(error = %e, "cannot watch interfaces through netlink: checking them every second");
+            None
+        }
+    };
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        check(&t);
+        match &nl {
+            Some(nl) => {
+                tokio::select! {
+                    r = nl.readable() => {
+                        if let Ok(mut guard) = r {
+                            // what changed does not matter: every interface is looked at again
+                            while guard.get_inner().recv(&mut &mut buf[..], 0).is_ok() {}
+                            guard.clear_ready();
+                        }
+                    }
+                    _ = tokio::time::sleep(CHECK_EVERY) => {}
+                }
+            }
+            None => tokio::time::sleep(CHECK_EVERY).await,
+        }
+    }
+}
