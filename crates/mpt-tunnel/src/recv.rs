@@ -267,11 +267,10 @@ impl<P> Endpoint<P> {
             return;
         };
         match down {
-            Some(reason) => {
-                if p.live.uplink_lost() {
-                    self.path_went_down(now, path, crate::DownReason::Uplink(reason));
-                }
+            Some(reason) if p.live.uplink_lost() => {
+                self.path_went_down(now, path, crate::DownReason::Uplink(reason));
             }
+            Some(_) => {}
             None if p.live.uplink_down => {
                 p.live.uplink_down = false;
                 if self.peer_session.is_some() && p.remote.is_some() {
