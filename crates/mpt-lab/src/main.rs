@@ -47,7 +47,8 @@ enum Cmd {
     },
     /// Benchmarks: `throughput` (raw veth against mptd over 1 and 2 unshaped paths, with and
     /// without encryption; TCP, UDP, ping), `latency` (idle ping only, bare veth against one
-    /// path), `compare` (single-stream TCP through several mptd builds in turn: `--mptd`).
+    /// path), `compare` (single-stream TCP through several mptd builds in turn: `--mptd`),
+    /// `peers` (one server, `--count` emulated sites: handshakes/s, memory and CPU per peer).
     Bench {
         what: String,
         /// Encryption settings to measure.
@@ -68,6 +69,9 @@ enum Cmd {
         /// compare only: runs of each build.
         #[arg(long, default_value_t = 3)]
         rounds: usize,
+        /// peers only: how many sites.
+        #[arg(long, default_value_t = 1000)]
+        count: usize,
     },
     /// Internal: run the link emulator (started by the lab inside its middle namespace).
     #[command(hide = true)]
@@ -136,6 +140,7 @@ fn bench(
     encryption: &[String],
     out: &std::path::Path,
     compare: (&[std::path::PathBuf], usize, usize),
+    count: usize,
 ) -> anyhow::Result<()> {
     if !mpt_lab::harness::require_root("mpt-lab bench") {
         anyhow::bail!("the lab needs root");
@@ -159,8 +164,15 @@ fn bench(
             println!("{md}");
             Ok(())
         }
+        "peers" => {
+            let md = mpt_lab::experiments::peers::run(out, count)?;
+            println!("{md}");
+            Ok(())
+        }
         other => {
-            anyhow::bail!("unknown benchmark {other:?}, expected throughput, latency or compare")
+            anyhow::bail!(
+                "unknown benchmark {other:?}, expected throughput, latency, compare or peers"
+            )
         }
     }
 }
@@ -188,7 +200,8 @@ fn main() -> ExitCode {
             mptd,
             paths,
             rounds,
-        } => bench(&what, &encryption, &out, (&mptd, paths, rounds)),
+            count,
+        } => bench(&what, &encryption, &out, (&mptd, paths, rounds), count),
         Cmd::Emulate { spec } => serde_json::from_str(&spec)
             .map_err(anyhow::Error::from)
             .and_then(|links: Vec<mpt_lab::harness::emulator::Link>| {

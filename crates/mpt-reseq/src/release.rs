@@ -100,6 +100,10 @@ impl<P> Resequencer<P> {
             }
         } else {
             let slot = (ext & self.mask) as usize;
+            if self.ring.is_empty() {
+                self.ring.resize_with(self.cap as usize, || None);
+                self.deadlines.reserve(2 * self.cap as usize + 1);
+            }
             if let Some(s) = self.ring.get_mut(slot) {
                 if s.replace(Entry {
                     payload: keep(payload),

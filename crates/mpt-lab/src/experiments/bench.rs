@@ -29,7 +29,7 @@ struct Row {
 }
 
 /// utime + stime of `pid`, in seconds.
-fn cpu_seconds(pid: u32) -> Result<f64> {
+pub fn cpu_seconds(pid: u32) -> Result<f64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
     // fields after the command name (which may hold spaces) start after the last ')'
     let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");

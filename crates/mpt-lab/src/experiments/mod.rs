@@ -13,5 +13,6 @@ pub mod bench;
 pub mod demo;
 pub mod floor;
 pub mod paper;
+pub mod peers;
 pub mod runs;
 pub mod scenario;

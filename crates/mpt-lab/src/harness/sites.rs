@@ -152,11 +152,13 @@ impl Sites {
             }
         }
         // site 0's LAN
-        writeln!(
+        if self.sites > 0 {
+            writeln!(
             s,
             "ip -n {s0} link add lan type veth peer name lanp\nip -n {s0} addr add 198.18.200.1/24 dev lan\nip -n {s0} link set lan up\nip -n {s0} link set lanp up",
-            s0 = self.ns(Host::Site(0))
-        )?;
+                s0 = self.ns(Host::Site(0))
+            )?;
+        }
         // the router hides every site behind its one address, with random source ports
         writeln!(s, "ip netns exec {n} nft add table ip nat")?;
         writeln!(

@@ -1,0 +1,218 @@
+//! `mpt-lab bench peers --count N`: one server, N sites. The server is a real mptd listening
+//! in its namespace ([`crate::harness::sites`]); the sites are N protocol engines
+//! (`mpt_tunnel::Endpoint`, the one mptd runs) driven from one thread in the router's
+//! namespace, each with its own key pair and its own UDP socket (N source ports), making real
+//! handshakes and then keeping their sessions alive with real, sealed keepalives. Measured:
+//! how fast the server takes the handshakes, its memory per connected idle peer, and its CPU
+//! while the N sessions idle.
+
+use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use mpt_core::seal::{CipherChoice, PrivateKey, PublicKey};
+use mpt_core::{PathId, Time};
+use mpt_tunnel::{Endpoint, EndpointConfig, KeySettings, Outcome, Overhead, PathSettings};
+use mptd::config::PeerFile;
+
+use crate::experiments::bench::cpu_seconds;
+use crate::harness::in_netns;
+use crate::harness::sites::{Host, Sites, PORT, SERVER};
+
+/// One emulated site.
+struct Site {
+    ep: Endpoint<Vec<u8>>,
+    sock: UdpSocket,
+}
+
+fn site_config(key: PrivateKey, server: PublicKey, to: SocketAddr, unix: u64) -> EndpointConfig {
+    EndpointConfig {
+        paths: vec![PathSettings {
+            name: "p0".into(),
+            remote: Some(to),
+            weight: 1,
+            rate_bps: None,
+            backup: false,
+            overhead: Overhead::new(true, false).outer_link(),
+        }],
+        scheduler: mpt_sched::SchedulerKind::RoundRobin,
+        reorder_window: 64,
+        reorder_timeout: Duration::from_millis(100),
+        keepalive: Duration::from_millis(100),
+        dead: Duration::from_millis(500),
+        mtu: 1400,
+        keys: KeySettings {
+            private: key,
+            peer: server,
+            psk: None,
+            encryption: Some(CipherChoice::Auto),
+            aes_in_hardware: mpt_core::seal::aes_in_hardware(),
+            initiate: true,
+            unix_nanos_at_zero: unix,
+        },
+        index_slot: None,
+    }
+}
+
+/// Resident memory of `pid`, KiB.
+fn rss_kib(pid: u32) -> Result<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    s.lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .context("VmRSS")
+}
+
+/// What the sites' thread saw.
+struct Run {
+    /// When each site's session was made, from the start.
+    agreed: Vec<Option<Duration>>,
+}
+
+/// Drive the sites for `secs`: every datagram and timer of every endpoint, with one poll(2)
+/// over all the sockets. `at_connected` is called once when all have a session.
+fn drive(sites: &mut [Site], secs: f64, mut at_connected: impl FnMut(Duration)) -> Run {
+    let start = Instant::now();
+    let now = |s: Instant| Time::from_nanos(s.elapsed().as_nanos() as u64);
+    let mut agreed = vec![None; sites.len()];
+    let mut left = sites.len();
+    let mut buf = vec![0u8; 2048];
+    let mut fds: Vec<libc::pollfd> = sites
+        .iter()
+        .map(|s| libc::pollfd {
+            fd: s.sock.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    while start.elapsed().as_secs_f64() < secs {
+        let t = now(start);
+        let next = sites.iter().map(|s| s.ep.poll_timeout()).min().unwrap_or(t);
+        let wait_ms = (next.saturating_since(t).as_millis() as i32).clamp(0, 20);
+        // SAFETY: poll(2) on an array of pollfd the length we pass.
+        let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, wait_ms) };
+        let t = now(start);
+        for (i, s) in sites.iter_mut().enumerate() {
+            if ready > 0 && fds[i].revents != 0 {
+                while let Ok((n, from)) = s.sock.recv_from(&mut buf) {
+                    if let Outcome::Data(d) =
+                        s.ep.handle_datagram(t, PathId(0), from, &mut buf[..n])
+                    {
+                        let p = buf[d.packet.clone()].to_vec();
+                        s.ep.push_data(t, &d, p, |p| p);
+                    }
+                }
+            }
+            if s.ep.poll_timeout() <= t {
+                s.ep.handle_timeout(t);
+            }
+            while let Some(x) = s.ep.poll_transmit(t) {
+                let _ = s.sock.send_to(&x.contents, x.destination);
+            }
+            while s.ep.poll_event().is_some() {}
+            if agreed[i].is_none() && s.ep.keys_agreed() {
+                agreed[i] = Some(start.elapsed());
+                left -= 1;
+                if left == 0 {
+                    at_connected(start.elapsed());
+                }
+            }
+        }
+        for f in &mut fds {
+            f.revents = 0;
+        }
+    }
+    Run { agreed }
+}
+
+/// `count` sites against one server: see the module documentation.
+pub fn run(out: &Path, count: usize) -> Result<String> {
+    if count == 0 || count > 65_535 {
+        bail!("--count must be 1 to 65535");
+    }
+    let mut lab = Sites::new(0, 0)?;
+    let keys: Vec<PrivateKey> = (0..count)
+        .map(|_| PrivateKey::generate())
+        .collect::<Result<_, _>>()?;
+    let mut cfg = lab.server_config()?;
+    if let Some(t) = cfg.tunnel.as_mut() {
+        t.routes = Some(false);
+    }
+    cfg.peer = keys
+        .iter()
+        .enumerate()
+        .map(|(k, key)| PeerFile {
+            name: Some(format!("s{k}")),
+            public_key: Some(key.public().encode()),
+            ..PeerFile::default()
+        })
+        .collect();
+    let pid = lab.start_mptd(Host::Server, &cfg)?;
+    std::thread::sleep(Duration::from_millis(500));
+    let (rss0, cpu0) = (rss_kib(pid)?, cpu_seconds(pid)?);
+    let server_key = PublicKey::parse(&lab.public_key(Host::Server)?)?;
+    let to: SocketAddr = format!("{SERVER}:{PORT}").parse()?;
+    let unix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_nanos() as u64;
+    let idle = 10.0;
+    let connect_phase = 60.0_f64.min(5.0 + count as f64 / 200.0);
+    let router = lab.ns_router();
+    let (run, connected, rss1, cpu_idle) = in_netns(&router, move || -> Result<_> {
+        let mut rng = mpt_core::rng::Rng::new(unix);
+        let mut sites = Vec::with_capacity(count);
+        for key in keys {
+            let sock = UdpSocket::bind("198.18.100.254:0")?;
+            sock.set_nonblocking(true)?;
+            let mut r = mpt_core::rng::Rng::new(rng.next_u64());
+            let ep = Endpoint::new(
+                site_config(key, server_key, to, unix),
+                Time::ZERO,
+                Box::new(move |b: &mut [u8]| r.fill(b)),
+            );
+            sites.push(Site { ep, sock });
+        }
+        // until every site has a session (or 60 s), then `idle` seconds of keepalives
+        let mut connected = None;
+        let first = drive(&mut sites, connect_phase, |t| {
+            connected = Some(t)
+        });
+        let rss1 = rss_kib(pid)?;
+        let c0 = cpu_seconds(pid)?;
+        drive(&mut sites, idle, |_| {});
+        let cpu_idle = cpu_seconds(pid)? - c0;
+        Ok((first, connected, rss1, cpu_idle))
+    })??;
+    let agreed = run.agreed.iter().filter(|a| a.is_some()).count();
+    let st = lab.status(Host::Server)?;
+    let sessions = st.peers.iter().filter(|p| p.keys_agreed).count();
+    let last = run
+        .agreed
+        .iter()
+        .flatten()
+        .max()
+        .copied()
+        .unwrap_or_default();
+    let per_peer = (rss1.saturating_sub(rss0)) as f64 / count as f64;
+    let cpu_handshakes = cpu_seconds(pid)? - cpu0 - cpu_idle;
+    let md = format!(
+        "| sites | sessions (site / server) | all connected after | handshakes/s | server RSS before / after | per idle peer | server CPU while idle | per 1 000 idle peers |\n\
+         |---|---|---|---|---|---|---|---|\n\
+         | {count} | {agreed} / {sessions} | {} | {:.0} | {rss0} / {rss1} KiB | {per_peer:.1} KiB | {:.1} % of a core | {:.1} % |\n\n\
+         Server CPU while the sites connected and then kept alive for the rest of {connect_phase:.0} s: {cpu_handshakes:.2} s. \
+         {} keepalives a second reach the server (one per site per 100 ms), and as many answers leave it.\n",
+        connected.map_or_else(|| format!("not all ({last:.1?} for the last)"), |t| format!("{t:.2?}")),
+        agreed as f64 / last.as_secs_f64().max(1e-3),
+        100.0 * cpu_idle / idle,
+        100.0 * cpu_idle / idle * 1000.0 / count as f64,
+        count * 10,
+    );
+    std::fs::create_dir_all(out)?;
+    std::fs::write(out.join(format!("peers-{count}.md")), &md)?;
+    if agreed < count || sessions < count {
+        bail!("only {agreed} of {count} sites (server: {sessions}) got a session\n{md}");
+    }
+    Ok(md)
+}
