@@ -52,6 +52,24 @@ fn sites_behind_nat_reach_one_server_and_each_other_and_a_stranger_gets_nothing(
             );
         }
     }
+    // `mptctl status` shows every site, its session and each path's endpoint
+    let mptctl = mpt_lab::harness::sibling_bin("mptctl").expect("mptctl built");
+    let out = std::process::Command::new(mptctl)
+        .args([
+            "-s",
+            lab.control_socket(Host::Server).to_str().expect("utf-8"),
+            "status",
+        ])
+        .output()
+        .expect("mptctl");
+    let text = String::from_utf8_lossy(&out.stdout);
+    for k in 0..2 {
+        assert!(text.contains(&format!("peer site{k} ")), "{text}");
+    }
+    assert!(
+        text.contains("comes to us") && text.contains("-> 198.18.100.254:"),
+        "{text}"
+    );
     // site to site, through the server
     assert!(
         lab.ping(Host::Site(0), &tunnel_ip(Host::Site(1))),

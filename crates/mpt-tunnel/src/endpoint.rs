@@ -75,6 +75,8 @@ pub(crate) struct CryptoState {
     pub(crate) replay: ReplayWindow,
     /// Anything authentic last arrived, on any path.
     pub(crate) last_heard: Option<Time>,
+    /// When the current session was made.
+    pub(crate) made_at: Option<Time>,
 }
 
 /// Everything the endpoint keeps per path.
@@ -104,6 +106,9 @@ pub(crate) struct PathState {
     pub(crate) peer_report: Option<(Time, ReportEntry)>,
     /// Why the path last went down.
     pub(crate) down_reason: Option<crate::DownReason>,
+    /// The peer's keepalives on the path say it hears nothing from us on it: we send no data
+    /// there, whatever we hear.
+    pub(crate) peer_silent: bool,
 }
 
 /// Counters other than drops.
@@ -193,6 +198,7 @@ impl<P> Endpoint<P> {
             cipher: None,
             replay: ReplayWindow::default(),
             last_heard: None,
+            made_at: None,
         };
         let paths = cfg
             .paths
@@ -211,6 +217,7 @@ impl<P> Endpoint<P> {
                 live: Liveness::new(now),
                 peer_report: None,
                 down_reason: None,
+                peer_silent: false,
             })
             .collect();
         let mut sched = sched;
@@ -278,6 +285,11 @@ impl<P> Endpoint<P> {
         self.crypto.cipher
     }
 
+    /// When the current session was made (the last handshake).
+    pub fn session_made_at(&self) -> Option<Time> {
+        self.crypto.made_at
+    }
+
     /// When anything authentic last arrived from the peer, on any path.
     pub fn last_heard(&self) -> Option<Time> {
         self.crypto.last_heard
@@ -317,8 +329,13 @@ impl<P> Endpoint<P> {
 
     pub fn path_info(&self, path: PathId) -> PathInfo {
         let p = &self.paths[path.index()];
+        let silent = p.peer_silent && p.live.state != LinkState::Down;
         PathInfo {
-            state: p.live.state,
+            state: if silent {
+                LinkState::Down
+            } else {
+                p.live.state
+            },
             remote: p.remote,
             last_heard: p.live.last_heard,
             srtt_us: p.srtt_us,
@@ -328,7 +345,11 @@ impl<P> Endpoint<P> {
                 .or(self.cfg.paths[path.index()].rate_bps),
             peer_report: p.peer_report,
             down_events: p.live.down_events,
-            down_reason: p.down_reason.filter(|_| p.live.state == LinkState::Down),
+            down_reason: if silent {
+                Some(crate::DownReason::PeerHearsNothing)
+            } else {
+                p.down_reason.filter(|_| p.live.state == LinkState::Down)
+            },
         }
     }
 

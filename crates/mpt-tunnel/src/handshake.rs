@@ -292,6 +292,11 @@ impl<P> Endpoint<P> {
         }
         c.epoch += 1;
         c.cipher = cipher;
+        c.made_at = Some(now);
+        // what the peer said of our paths was of the old session
+        for p in &mut self.paths {
+            p.peer_silent = false;
+        }
         c.replay = ReplayWindow::default();
         c.attempts = 0;
         c.next_initiation = None;

@@ -153,6 +153,9 @@ pub enum DownReason {
     /// Our uplink for the path cannot carry anything (the driver said so:
     /// [`Endpoint::set_uplink`]).
     Uplink(UplinkDown),
+    /// The peer's keepalives on it say that it hears nothing from us there (we hear it: the
+    /// path works one way only). We send no data on it until they say otherwise.
+    PeerHearsNothing,
 }
 
 /// Why our uplink for a path cannot carry anything.
@@ -171,6 +174,7 @@ impl DownReason {
             DownReason::Silent(d) => format!("nothing heard for {} ms", d.as_millis()),
             DownReason::PeerClosed => "the peer stopped".into(),
             DownReason::Uplink(u) => u.name().into(),
+            DownReason::PeerHearsNothing => "the peer hears nothing from us on it".into(),
         }
     }
 }

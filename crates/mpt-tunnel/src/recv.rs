@@ -117,8 +117,9 @@ impl<P> Endpoint<P> {
                 self.reseq.fence(now, path, h.seq, h.path_seq, &mut release);
                 self.peer_closed(now);
             }
-            Datagram::Keepalive { .. } => {
+            Datagram::Keepalive { flags, .. } => {
                 self.reseq.fence(now, path, h.seq, h.path_seq, &mut release);
+                self.peer_view(now, path, flags & mpt_core::wire::KEEPALIVE_SILENT != 0);
                 if self.answer_keepalive(now, path) {
                     self.pending.push_back(Pending::Ack {
                         path,
@@ -281,11 +282,42 @@ impl<P> Endpoint<P> {
         }
     }
 
+    /// A keepalive on `path` says whether the peer hears us there (`silent`: it hears
+    /// nothing). A path the peer hears nothing on carries no data of ours, though we hear the
+    /// peer on it: the two ends agree that it is down until the peer hears us again.
+    fn peer_view(&mut self, now: Time, path: PathId, silent: bool) {
+        let p = &mut self.paths[path.index()];
+        if p.peer_silent == silent {
+            return;
+        }
+        p.peer_silent = silent;
+        let ours_up = p.live.state != crate::LinkState::Down;
+        if silent {
+            p.down_reason = Some(crate::DownReason::PeerHearsNothing);
+            if ours_up {
+                self.sched.on_path_state(now, path, false);
+                self.events.push_back(Event::PathDown {
+                    path,
+                    reason: crate::DownReason::PeerHearsNothing,
+                });
+            }
+        } else if ours_up {
+            self.sched.on_path_state(now, path, true);
+            self.events.push_back(Event::PathUp { path, again: true });
+        }
+    }
+
     /// Something valid arrived on `path`.
     pub(crate) fn heard(&mut self, now: Time, path: PathId) {
         self.crypto.last_heard = Some(now);
         let keepalive = self.keepalive();
-        match self.paths[path.index()].live.heard(now, keepalive) {
+        let p = &mut self.paths[path.index()];
+        let change = p.live.heard(now, keepalive);
+        if p.peer_silent {
+            // we hear the peer, it does not hear us: still no data of ours there
+            return;
+        }
+        match change {
             Change::None => {}
             Change::Up => {
                 // a path whose remote was unknown is used from now on

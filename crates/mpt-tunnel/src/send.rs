@@ -226,9 +226,12 @@ impl<P> Endpoint<P> {
                 })
             }
             Pending::Keepalive(path) => {
-                buf.resize(HEADER_LEN + SEAL_OVERHEAD, 0);
+                buf.resize(wire::KEEPALIVE_LEN + SEAL_OVERHEAD, 0);
                 self.fence_header(Kind::Keepalive, path, now).emit(&mut buf);
-                self.seal_control(now, path, &mut buf, HEADER_LEN)?;
+                // we tell the peer when we hear nothing from it here
+                let silent = self.paths[path.index()].live.state == crate::LinkState::Down;
+                buf[HEADER_LEN] = if silent { wire::KEEPALIVE_SILENT } else { 0 };
+                self.seal_control(now, path, &mut buf, wire::KEEPALIVE_LEN)?;
                 self.counts.keepalives_sent += 1;
                 path
             }

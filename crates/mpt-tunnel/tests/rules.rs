@@ -330,6 +330,40 @@ fn an_uplink_the_driver_reports_down_takes_its_path_down_at_once_and_back_when_i
 }
 
 #[test]
+fn a_path_that_works_one_way_only_is_down_at_both_ends() {
+    let mut p = agreed_pair(31, 2);
+    p.run(ms(200));
+    // B's datagrams on path 1 no longer reach A; A's still reach B
+    p.link(Side::B, 1).up = false;
+    p.run(ms(800));
+    // A hears nothing on path 1: down. B hears A there, but A's keepalives say it hears
+    // nothing: B takes it down too, and says why
+    let a = p.ep(Side::A).path_info(PathId(1));
+    assert_eq!(a.state, mpt_tunnel::LinkState::Down);
+    let b = p.ep(Side::B).path_info(PathId(1));
+    assert_eq!(
+        (b.state, b.down_reason),
+        (
+            mpt_tunnel::LinkState::Down,
+            Some(DownReason::PeerHearsNothing)
+        )
+    );
+    // B's data goes on path 0 only: none is lost
+    p.stream(Side::B, ms(200), ms(5), LEN, 0);
+    p.run(ms(200));
+    assert_eq!(p.delivered_numbers(Side::A), (0..40).collect::<Vec<_>>());
+    // the direction comes back: A hears B again, says so, and both use path 1 again
+    p.link(Side::B, 1).up = true;
+    let took = p
+        .run_until(ms(2000), |p| {
+            p.node(Side::B).ep.path_info(PathId(1)).state == mpt_tunnel::LinkState::Up
+                && p.node(Side::A).ep.path_info(PathId(1)).state == mpt_tunnel::LinkState::Up
+        })
+        .expect("path 1 up at both ends again");
+    assert!(took <= ms(600), "took {took:?}");
+}
+
+#[test]
 fn traffic_leaves_a_dead_path_within_dead_ms_and_nothing_after_is_lost() {
     let mut p = agreed_pair(7, 2);
     p.stream(Side::A, ms(300), ms(2), LEN, 0);

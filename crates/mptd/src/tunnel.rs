@@ -576,6 +576,14 @@ impl Tunnel {
                 reason = r.name(),
                 "path down: our uplink"
             ),
+            Event::PathDown {
+                path,
+                reason: DownReason::PeerHearsNothing,
+            } => warn!(
+                peer = pn,
+                path = name(path),
+                "path down: the peer hears nothing from us on it (it works one way only)"
+            ),
             Event::HandshakeSent { attempt } => {
                 let to = peer.cfg.endpoint.as_ref().map(ToString::to_string);
                 if *attempt <= 1 {

@@ -12,8 +12,10 @@ pub enum Datagram<'a> {
     Goodbye {
         header: HeaderRepr,
     },
+    /// A liveness probe; `flags` says how the sender sees the path ([`KEEPALIVE_SILENT`]).
     Keepalive {
         header: HeaderRepr,
+        flags: u8,
     },
     KeepaliveAck {
         header: HeaderRepr,
@@ -46,8 +48,11 @@ impl<'a> Datagram<'a> {
                 })
             }
             Kind::Keepalive => {
-                exact_len(buf, HEADER_LEN)?;
-                Ok(Datagram::Keepalive { header })
+                exact_len(buf, KEEPALIVE_LEN)?;
+                Ok(Datagram::Keepalive {
+                    header,
+                    flags: buf[HEADER_LEN],
+                })
             }
             Kind::Goodbye => {
                 exact_len(buf, HEADER_LEN)?;
@@ -83,7 +88,7 @@ impl<'a> Datagram<'a> {
     pub fn header(&self) -> &HeaderRepr {
         match self {
             Datagram::Data { header, .. }
-            | Datagram::Keepalive { header }
+            | Datagram::Keepalive { header, .. }
             | Datagram::Goodbye { header }
             | Datagram::KeepaliveAck { header, .. }
             | Datagram::Report { header, .. }

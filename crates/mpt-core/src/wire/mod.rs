@@ -25,6 +25,13 @@ pub const VERSION: u8 = 2;
 /// Length of the common header.
 pub const HEADER_LEN: usize = 16;
 
+/// Length of a keepalive: the header and a flags word ([`Datagram::Keepalive`]).
+pub const KEEPALIVE_LEN: usize = HEADER_LEN + 4;
+
+/// A keepalive's flag: the sender hears nothing from us on this path (it declared the path
+/// down), so we must not send data on it either.
+pub const KEEPALIVE_SILENT: u8 = 1;
+
 /// Length of a keepalive-ack (header + echoed timestamp + hold time).
 pub const ACK_LEN: usize = HEADER_LEN + 8;
 
@@ -428,7 +435,7 @@ mod tests {
         assert_eq!(
             Datagram::parse(&ka),
             Err(WireError::ControlLength {
-                expected: 16,
+                expected: 20,
                 got: 17
             })
         );
@@ -438,10 +445,12 @@ mod tests {
     fn keepalive_and_ack_round_trip() {
         let mut buf = vec![0u8; 64];
         header(Kind::Keepalive).emit(&mut buf);
+        buf[HEADER_LEN] = KEEPALIVE_SILENT;
         assert_eq!(
-            Datagram::parse(&buf[..HEADER_LEN]),
+            Datagram::parse(&buf[..KEEPALIVE_LEN]),
             Ok(Datagram::Keepalive {
-                header: header(Kind::Keepalive)
+                header: header(Kind::Keepalive),
+                flags: KEEPALIVE_SILENT,
             })
         );
         let ack = AckRepr {
@@ -543,7 +552,9 @@ mod tests {
                 Kind::Data => return Ok(()),
                 Kind::Keepalive => {
                     h.emit(&mut buf);
-                    prop_assert_eq!(Datagram::parse(&buf[..HEADER_LEN]), Ok(Datagram::Keepalive { header: h }));
+                    buf[HEADER_LEN..KEEPALIVE_LEN].copy_from_slice(&[fill, 0, 0, 0]);
+                    prop_assert_eq!(Datagram::parse(&buf[..KEEPALIVE_LEN]), Ok(Datagram::Keepalive { header: h, flags: fill }));
+                    prop_assert!(Datagram::parse(&buf[..HEADER_LEN]).is_err());
                 }
                 Kind::Goodbye => {
                     h.emit(&mut buf);

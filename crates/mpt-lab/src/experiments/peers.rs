@@ -176,9 +176,7 @@ pub fn run(out: &Path, count: usize) -> Result<String> {
         }
         // until every site has a session (or 60 s), then `idle` seconds of keepalives
         let mut connected = None;
-        let first = drive(&mut sites, connect_phase, |t| {
-            connected = Some(t)
-        });
+        let first = drive(&mut sites, connect_phase, |t| connected = Some(t));
         let rss1 = rss_kib(pid)?;
         let c0 = cpu_seconds(pid)?;
         drive(&mut sites, idle, |_| {});

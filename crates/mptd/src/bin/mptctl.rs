@@ -132,7 +132,47 @@ fn print_status(s: &Status) {
         t.keepalives_sent,
         t.keepalive_acks_sent
     );
-    println!();
+    if s.peers.is_empty() {
+        println!();
+        print_paths(&s.paths);
+    }
+    for peer in &s.peers {
+        println!();
+        let age = |ms: Option<u64>| {
+            ms.map_or("never".to_owned(), |m| {
+                format!("{:.1}s ago", m as f64 / 1000.0)
+            })
+        };
+        println!(
+            "peer {}  key {}  {}  session {}  handshake {}  heard {}{}",
+            peer.name,
+            peer.public_key,
+            peer.endpoint.as_deref().map_or_else(
+                || if peer.listening {
+                    "comes to us".to_owned()
+                } else {
+                    "waits for it".to_owned()
+                },
+                |e| format!("endpoint {e}")
+            ),
+            if peer.keys_agreed {
+                peer.cipher.as_deref().unwrap_or("plain")
+            } else {
+                "none yet"
+            },
+            age(peer.last_handshake_ms),
+            age(peer.last_heard_ms),
+            if peer.restarts > 0 {
+                format!("  (new sessions: {})", peer.restarts)
+            } else {
+                String::new()
+            }
+        );
+        print_paths(&peer.paths);
+    }
+}
+
+fn print_paths(paths: &[mptd::status::PathStatus]) {
     println!(
         "{:<3} {:<10} {:<8} {:>10} {:>12} {:>10} {:>12} {:>9} {:>7} {:>9} {:>9} {:>9} {:>10}",
         "id",
@@ -149,7 +189,7 @@ fn print_status(s: &Status) {
         "reorder",
         "rate Mbit"
     );
-    for p in &s.paths {
+    for p in paths {
         println!(
             "{:<3} {:<10} {:<8} {:>10} {:>12} {:>10} {:>12} {:>9} {:>7.2} {:>9.2} {:>9.2} {:>9} {:>10}",
             p.id,
@@ -166,6 +206,14 @@ fn print_status(s: &Status) {
             p.owd_us / 1000.0,
             p.reordered,
             p.rate_bps.map_or("-".to_owned(), |r| format!("{:.3}", r as f64 / 1e6))
+        );
+        println!(
+            "    {} -> {}{}",
+            p.local,
+            p.remote,
+            p.down_reason
+                .as_deref()
+                .map_or(String::new(), |r| format!("   down: {r}"))
         );
     }
 }

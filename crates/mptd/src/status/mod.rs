@@ -39,6 +39,9 @@ pub struct PeerStatus {
     pub restarts: u64,
     /// Milliseconds since anything authentic arrived from it.
     pub last_heard_ms: Option<u64>,
+    /// Milliseconds since the last handshake made the session.
+    #[serde(default)]
+    pub last_handshake_ms: Option<u64>,
     pub tx_packets: u64,
     pub tx_bytes: u64,
     pub rx_packets: u64,
