@@ -377,8 +377,8 @@ fn hostile_datagrams_are_dropped_and_counted_and_the_daemon_keeps_running() {
                 std::thread::sleep(Duration::from_millis(2));
             }
         }
-        // A well-formed keepalive claiming to be path 3, sent on path 0.
-        let mut h = vec![0u8; HEADER_LEN];
+        // A well-formed keepalive (20 bytes) claiming to be path 3, sent on path 0.
+        let mut h = vec![0u8; mpt_core::wire::KEEPALIVE_LEN];
         HeaderRepr {
             kind: Kind::Keepalive,
             path: PathId(3),

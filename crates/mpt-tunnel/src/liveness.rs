@@ -151,7 +151,12 @@ impl Liveness {
         if self.state == LinkState::Down {
             return false;
         }
+        // a path that was never up (its uplink down from the start) did not go down
+        let was_up = self.state == LinkState::Up;
         self.go_down();
+        if !was_up {
+            self.down_events -= 1;
+        }
         true
     }
 

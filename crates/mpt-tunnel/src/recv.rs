@@ -102,6 +102,10 @@ impl<P> Endpoint<P> {
         let mut release = |p| out.push(p);
         match d {
             Datagram::Data { packet, .. } => {
+                // the peer sends data on a path only while it hears us there
+                if self.paths[path.index()].peer_silent {
+                    self.peer_view(now, path, false);
+                }
                 return Ok(Some(Incoming {
                     meta: PacketMeta {
                         path,
