@@ -317,3 +317,168 @@ fn uplinks_that_come_and_go_take_their_paths_down_at_once_and_back() {
     let ups = st.peers[0].paths.iter().filter(|p| p.state == "up").count();
     assert_eq!(ups, 3, "the server sees {:?}", st.peers[0].paths);
 }
+
+/// One iperf3 TCP upload from site 0 to the server, Mbit/s.
+fn upload(lab: &mut Sites, port: u16, secs: u32) -> f64 {
+    let srv = tunnel_ip(Host::Server);
+    let mut c = lab.cmd(Host::Server, "iperf3");
+    c.args(["-s", "-1", "-B", &srv, "-p", &port.to_string()]);
+    let server = lab
+        .spawn(Host::Server, &format!("iperf3-{port}"), &mut c)
+        .expect("iperf3 -s");
+    std::thread::sleep(Duration::from_millis(300));
+    let out = lab
+        .cmd(Host::Site(0), "iperf3")
+        .args([
+            "-c",
+            &srv,
+            "-p",
+            &port.to_string(),
+            "-t",
+            &secs.to_string(),
+            "-J",
+        ])
+        .output()
+        .expect("iperf3 -c");
+    lab.reap(server);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    iperf3_bps(&serde_json::from_slice(&out.stdout).expect("iperf3 json")) / 1e6
+}
+
+#[test]
+fn a_handshake_flood_leaves_an_established_site_its_throughput() {
+    need!("handshake_flood", "nft", "iperf3", "ping");
+    let mut lab = Sites::new(1, 0).expect("sites lab");
+    // the site's uplinks into the server's link are 100 Mbit/s: the measure is the network's
+    lab.router_sh("tc qdisc add dev wan root tbf rate 100mbit burst 64kb latency 50ms")
+        .expect("tbf");
+    let server = lab.server_config().expect("server config");
+    lab.start_mptd(Host::Server, &server).expect("server");
+    let site = lab.site_config(0).expect("site config");
+    lab.start_mptd(Host::Site(0), &site).expect("site");
+    lab.ping_until(
+        Host::Site(0),
+        &tunnel_ip(Host::Server),
+        Duration::from_secs(10),
+    )
+    .expect("tunnel up");
+    let before = upload(&mut lab, 5201, 4);
+    // 10 000 forged initiations a second from 64 addresses, each from a new port
+    lab.add_flooder(64).expect("flooder");
+    let d0 = lab.status(Host::Server).expect("status").tunnel.drops;
+    let flood = std::thread::scope(|s| {
+        let f = s.spawn(|| lab.flood(10_000, 5.0, 64));
+        std::thread::sleep(Duration::from_millis(500));
+        let under = upload_in_scope(&lab, 5202, 4);
+        (f.join().expect("flood thread").expect("flood"), under)
+    });
+    let (sent, under) = flood;
+    let d1 = lab.status(Host::Server).expect("status").tunnel.drops;
+    let (read, limited) = (
+        d1.bad_handshake - d0.bad_handshake,
+        d1.handshake_limited - d0.handshake_limited,
+    );
+    eprintln!(
+        "RESULT flood: {sent} forged initiations in 5 s from 64 addresses: {read} read (and refused), {limited} refused unread by the bounds; the site's upload {before:.1} Mbit/s before, {under:.1} Mbit/s during the flood ({:.0} %)",
+        100.0 * under / before
+    );
+    assert!(limited > 0, "the bounds never applied: {d1:?}");
+    assert!(
+        read <= 7_000,
+        "{read} initiations read in 5 s: the bound is 1000/s"
+    );
+    assert!(
+        under >= 0.9 * before,
+        "{under:.1} of {before:.1} Mbit/s during the flood"
+    );
+    assert!(
+        lab.status(Host::Site(0))
+            .expect("status")
+            .tunnel
+            .keys_agreed
+    );
+}
+
+/// [`upload`] for a lab borrowed in a thread scope (the iperf3 server is a plain child).
+fn upload_in_scope(lab: &Sites, port: u16, secs: u32) -> f64 {
+    let srv = tunnel_ip(Host::Server);
+    let mut server = lab
+        .cmd(Host::Server, "iperf3")
+        .args(["-s", "-1", "-B", &srv, "-p", &port.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("iperf3 -s");
+    std::thread::sleep(Duration::from_millis(300));
+    let out = lab
+        .cmd(Host::Site(0), "iperf3")
+        .args([
+            "-c",
+            &srv,
+            "-p",
+            &port.to_string(),
+            "-t",
+            &secs.to_string(),
+            "-J",
+        ])
+        .output()
+        .expect("iperf3 -c");
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    iperf3_bps(&serde_json::from_slice(&out.stdout).expect("iperf3 json")) / 1e6
+}
+
+#[test]
+fn a_server_named_by_host_name_is_looked_up_again_when_it_falls_silent() {
+    need!("endpoint_host_name", "nft", "ping");
+    let mut lab = Sites::new(1, 0).expect("sites lab");
+    // `ip netns exec` shows the site /etc/netns/<ns>/hosts as its /etc/hosts
+    let ns = lab.ns(Host::Site(0));
+    let hosts = std::path::PathBuf::from(format!("/etc/netns/{ns}/hosts"));
+    std::fs::create_dir_all(hosts.parent().expect("dir")).expect("/etc/netns");
+    struct Cleanup(std::path::PathBuf);
+    impl Drop for Cleanup {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    let _cleanup = Cleanup(hosts.parent().expect("dir").to_owned());
+    std::fs::write(&hosts, "198.18.100.1 vps.lab.test\n").expect("hosts");
+    let server = lab.server_config().expect("server config");
+    lab.start_mptd(Host::Server, &server).expect("server");
+    let mut site = lab.site_config(0).expect("site config");
+    site.peer[0].endpoint = Some("vps.lab.test:4754".into());
+    lab.start_mptd(Host::Site(0), &site).expect("site");
+    let srv = tunnel_ip(Host::Server);
+    lab.ping_until(Host::Site(0), &srv, Duration::from_secs(10))
+        .expect("up through the name");
+    // the server is renumbered (a new address for the VPS), and its name follows (the hosts
+    // file is rewritten in place: the bind mount stays)
+    lab.sh(
+        Host::Server,
+        "ip addr del 198.18.100.1/24 dev srv; ip addr add 198.18.100.2/24 dev srv",
+    )
+    .expect("renumber the server");
+    std::fs::write(&hosts, "198.18.100.2 vps.lab.test\n").expect("hosts");
+    let took = lab
+        .ping_until(Host::Site(0), &srv, Duration::from_secs(20))
+        .expect("the site found the server at its new address");
+    eprintln!("RESULT sites: the server renumbered and its name moved: the site through again {took:?} later (silent after dead_ms, the name looked up again every 5 s)");
+    let st = lab.status(Host::Site(0)).expect("status");
+    assert!(
+        st.paths
+            .iter()
+            .all(|p| p.remote.starts_with("198.18.100.2:")),
+        "{:?}",
+        st.paths.iter().map(|p| &p.remote).collect::<Vec<_>>()
+    );
+}

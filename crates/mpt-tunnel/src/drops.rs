@@ -69,6 +69,9 @@ drop_reasons! {
     /// Initiations from a key that is not our peer's (a stranger, or a host configured for
     /// another server).
     UnknownKey => unknown_key,
+    /// Initiations refused unread because handshake work is over its bound, in total or from
+    /// one address (a flood): their senders retry.
+    HandshakeLimited => handshake_limited,
     /// Datagrams whose path id is not the path they arrived on.
     PathMismatch => path_mismatch,
     /// Datagrams larger than the largest valid one (tunnel MTU + header).
@@ -197,7 +200,7 @@ mod tests {
         for &r in DropReason::ALL {
             assert_eq!(c.get(r), d.get(r), "{}", r.name());
         }
-        assert_eq!(DropReason::COUNT, 28);
+        assert_eq!(DropReason::COUNT, 29);
         assert_eq!(DropReason::NoPath.name(), "no_path");
     }
 }

@@ -173,6 +173,14 @@ impl<P> Endpoint<P> {
         Ok((COUNTER_LEN, SEALED_HEADER_LEN + body))
     }
 
+    /// The driver found the peer somewhere else for `path` (its endpoint's host name resolves
+    /// to a new address): what we send on the path goes there from now on.
+    pub fn set_remote(&mut self, path: PathId, to: SocketAddr) {
+        if path.index() < self.paths.len() {
+            self.learn_address(path, to);
+        }
+    }
+
     /// What we send on `path` goes to `from` from now on (an authentic datagram of the
     /// session, or a handshake, came from there).
     pub(crate) fn learn_address(&mut self, path: PathId, from: SocketAddr) {
@@ -275,7 +283,8 @@ impl<P> Endpoint<P> {
             Some(reason) if p.live.uplink_lost() => {
                 self.path_went_down(now, path, crate::DownReason::Uplink(reason));
             }
-            Some(_) => {}
+            // down already (for silence, or the link went down before the interface went)
+            Some(reason) => p.down_reason = Some(crate::DownReason::Uplink(reason)),
             None if p.live.uplink_down => {
                 p.live.uplink_down = false;
                 if self.peer_session.is_some() && p.remote.is_some() {

@@ -46,6 +46,7 @@ pub struct Tunnel {
     /// The ephemeral keys of the last initiations taken: their copies on other paths cost
     /// no key exchange.
     recent: Mutex<Recent>,
+    limits: Mutex<HandshakeLimits>,
     /// The TUN device's queues (one unless `tunnel.queues` says more): the tx task of each
     /// reads its own; the rx task writes to the first.
     pub tun: Vec<tun_rs::AsyncDevice>,
@@ -103,6 +104,71 @@ pub struct Outputs {
     /// (peer, datagram)
     pub transmits: Vec<(usize, Transmit)>,
     pub events: Vec<(usize, Event)>,
+}
+
+/// Bounds on the work initiations cost (two X25519 operations to read one, two more to
+/// answer): in total, and from one address. A flood of forged initiations, from many
+/// addresses or one, costs at most this much key exchange; established sessions do not
+/// need handshakes and carry on. Sites refused by a bound retry (after 1, 2, 4, then every
+/// 5 s).
+#[derive(Debug)]
+struct HandshakeLimits {
+    total: Bucket,
+    per_source: HashMap<std::net::IpAddr, Bucket>,
+}
+
+/// Initiations read per second in all, and at once.
+const HANDSHAKES_PER_SECOND: f64 = 1000.0;
+const HANDSHAKE_BURST: f64 = 1000.0;
+/// Initiations read per second from one address (sites behind one carrier NAT share one),
+/// and at once.
+const HANDSHAKES_PER_SOURCE: f64 = 50.0;
+const HANDSHAKE_SOURCE_BURST: f64 = 100.0;
+/// Addresses remembered before the per-address buckets start again.
+const SOURCES_REMEMBERED: usize = 4096;
+
+/// A token bucket on the daemon's clock.
+#[derive(Debug, Clone, Copy)]
+struct Bucket {
+    tokens: f64,
+    at: Time,
+}
+
+impl Bucket {
+    fn full(burst: f64, now: Time) -> Bucket {
+        Bucket {
+            tokens: burst,
+            at: now,
+        }
+    }
+
+    /// Take one token at `now`, if there is one.
+    fn take(&mut self, now: Time, rate: f64, burst: f64) -> bool {
+        let dt = now.saturating_since(self.at).as_secs_f64();
+        self.tokens = (self.tokens + dt * rate).min(burst);
+        self.at = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+impl HandshakeLimits {
+    /// Whether an initiation from `from` may be read at `now`.
+    fn allow(&mut self, now: Time, from: std::net::IpAddr) -> bool {
+        if self.per_source.len() >= SOURCES_REMEMBERED && !self.per_source.contains_key(&from) {
+            self.per_source.clear();
+        }
+        let source = self
+            .per_source
+            .entry(from)
+            .or_insert_with(|| Bucket::full(HANDSHAKE_SOURCE_BURST, now));
+        source.take(now, HANDSHAKES_PER_SOURCE, HANDSHAKE_SOURCE_BURST)
+            && self.total.take(now, HANDSHAKES_PER_SECOND, HANDSHAKE_BURST)
+    }
 }
 
 /// The last initiations' ephemeral keys (a small ring).
@@ -176,30 +242,21 @@ fn peer_endpoint_config(
 /// `peer`'s paths over our `[[path]]`s: each to its `remote`, or to the peer's endpoint
 /// (resolved now), or unknown until the peer is heard on it.
 fn config_paths(cfg: &Config, peer: &PeerConfig) -> Result<Vec<PathSettings>> {
+    // A host name that does not resolve now is not fatal: its paths wait, and the uplink
+    // watcher resolves it again (`crate::uplinks`).
     let resolved = match &peer.endpoint {
-        Some(e) => e
-            .resolve()
-            .with_context(|| format!("peer {:?}: cannot resolve its endpoint {e}", peer.name))?,
+        Some(e) => e.resolve().unwrap_or_else(|err| {
+            warn!(peer = %peer.name, endpoint = %e, error = %err,
+                "cannot resolve the peer's endpoint now: trying again every few seconds");
+            Vec::new()
+        }),
         None => Vec::new(),
     };
     let mut paths = Vec::with_capacity(cfg.paths.len());
     for p in &cfg.paths {
         let remote = match (p.remote, &peer.endpoint) {
             (Some(r), _) => Some(r),
-            (None, Some(e)) => Some(
-                resolved
-                    .iter()
-                    .find(|a| a.is_ipv6() == p.local.is_ipv6())
-                    .copied()
-                    .with_context(|| {
-                        format!(
-                            "path {:?}: the endpoint {e} of peer {:?} has no {} address",
-                            p.name,
-                            peer.name,
-                            if p.local.is_ipv6() { "IPv6" } else { "IPv4" }
-                        )
-                    })?,
-            ),
+            (None, Some(_)) => pick_family(&resolved, p.local.is_ipv6()),
             (None, None) => None,
         };
         paths.push(PathSettings {
@@ -212,6 +269,11 @@ fn config_paths(cfg: &Config, peer: &PeerConfig) -> Result<Vec<PathSettings>> {
         });
     }
     Ok(paths)
+}
+
+/// The first of `addrs` of the family a path's socket has.
+pub fn pick_family(addrs: &[SocketAddr], ipv6: bool) -> Option<SocketAddr> {
+    addrs.iter().find(|a| a.is_ipv6() == ipv6).copied()
 }
 
 /// The endpoint settings of a one-peer tunnel over its `[[path]]`s (what the daemon runs for
@@ -355,6 +417,10 @@ impl Tunnel {
             private: keys.private.clone(),
             listening_base,
             recent: Mutex::new(Recent::default()),
+            limits: Mutex::new(HandshakeLimits {
+                total: Bucket::full(HANDSHAKE_BURST, Time::ZERO),
+                per_source: HashMap::new(),
+            }),
             prefix,
             max_datagram,
             clock,
@@ -400,6 +466,18 @@ impl Tunnel {
         };
         if self.lock_recent().seen(&message[..32]) {
             return Err(DropReason::StaleHandshake);
+        }
+        let allowed = self
+            .limits
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .allow(now, from.ip());
+        if !allowed {
+            if let Some(n) = self.drop_logs[DropReason::HandshakeLimited as usize].hit() {
+                warn!(%from, refused = n,
+                    "more initiations than the handshake bounds allow (a flood?): refused unread");
+            }
+            return Err(DropReason::HandshakeLimited);
         }
         let mut payload = [0u8; INITIATION_PAYLOAD_LEN + 16];
         let (responder, n) = mpt_core::seal::Responder::read(&self.private, message, &mut payload)

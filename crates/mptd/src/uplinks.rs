@@ -119,6 +119,82 @@ fn netlink() -> std::io::Result<AsyncFd<netlink_sys::Socket>> {
         .map_err(|e| std::io::Error::other(e.to_string()))
 }
 
+/// How often a silent peer's endpoint host name is resolved again.
+const RESOLVE_EVERY: Duration = Duration::from_secs(5);
+
+/// Resolve the endpoints of peers named by host name that we have not heard for `dead_ms`
+/// (or ever), or whose every path is down, and send their paths without a `remote` of their
+/// own to the new address.
+async fn resolve_silent(t: &Tunnel) {
+    let now = t.clock.now();
+    for (i, peer) in t.peers.iter().enumerate() {
+        let Some(e) = &peer.cfg.endpoint else {
+            continue;
+        };
+        if e.host.parse::<std::net::IpAddr>().is_ok() {
+            continue;
+        }
+        let silent = peer.lock().as_ref().is_some_and(|ep| {
+            ep.last_heard()
+                .is_none_or(|h| now - h >= t.cfg.connection.dead)
+                || (0..ep.path_count()).all(|p| {
+                    ep.path_info(mpt_core::PathId(p as u8)).state == mpt_tunnel::LinkState::Down
+                })
+        });
+        if !silent {
+            continue;
+        }
+        let addrs: Vec<std::net::SocketAddr> = match tokio::net::lookup_host((
+            e.host.as_str(),
+            e.port,
+        ))
+        .await
+        {
+            Ok(a) => a.collect(),
+            Err(err) => {
+                warn!(peer = %peer.cfg.name, endpoint = %e, error = %err, "cannot resolve the peer's endpoint");
+                continue;
+            }
+        };
+        let mut out = Outputs::default();
+        if let Some(ep) = peer.lock().as_mut() {
+            for (k, p) in t.cfg.paths.iter().enumerate() {
+                if p.remote.is_some() {
+                    continue;
+                }
+                let path = mpt_core::PathId(k as u8);
+                let Some(to) = crate::tunnel::pick_family(&addrs, p.local.is_ipv6()) else {
+                    continue;
+                };
+                if ep.remote(path) != Some(to) {
+                    info!(peer = %peer.cfg.name, endpoint = %e, path = %p.name, %to, "endpoint resolved");
+                    ep.set_remote(path, to);
+                }
+            }
+            Tunnel::gather(ep, now, i, &mut out);
+            peer.note_deadline(ep);
+        }
+        t.act(&mut out);
+    }
+}
+
+/// Re-resolve silent peers' endpoints every [`RESOLVE_EVERY`], for as long as the daemon runs.
+pub async fn resolver_task(t: Arc<Tunnel>) -> Result<()> {
+    let named = t.peers.iter().any(|p| {
+        p.cfg
+            .endpoint
+            .as_ref()
+            .is_some_and(|e| e.host.parse::<std::net::IpAddr>().is_err())
+    });
+    if !named {
+        std::future::pending::<()>().await;
+    }
+    loop {
+        tokio::time::sleep(RESOLVE_EVERY).await;
+        resolve_silent(&t).await;
+    }
+}
+
 /// Watch the paths' interfaces for as long as the daemon runs.
 pub async fn uplink_task(t: Arc<Tunnel>) -> Result<()> {
     if t.cfg.paths.iter().all(|p| p.interface.is_none()) {

@@ -55,7 +55,7 @@ impl Drop for Sites {
         for (_, c) in &mut self.children {
             terminate(c);
         }
-        let mut all = vec![self.ns(Host::Server), self.ns_router()];
+        let mut all = vec![self.ns(Host::Server), self.ns_router(), self.ns_flooder()];
         all.extend((0..self.sites).map(|k| self.ns(Host::Site(k))));
         for ns in all {
             let _ = Command::new("ip").args(["netns", "del", &ns]).output();
@@ -171,6 +171,69 @@ impl Sites {
         )?;
         sh(&s)?;
         Ok(())
+    }
+
+    /// The flooder's namespace (see [`Sites::add_flooder`]).
+    pub fn ns_flooder(&self) -> String {
+        format!("{}f", self.tag)
+    }
+
+    /// A host beside the server (its own link, not through the router) that owns
+    /// `addresses` addresses, 198.18.101.10 and up; the server is 198.18.101.1 on that link.
+    pub fn add_flooder(&self, addresses: usize) -> Result<()> {
+        let (v, f) = (self.ns(Host::Server), self.ns_flooder());
+        let mut s = format!("ip netns add {f}\nip -n {f} link set lo up\n");
+        writeln!(
+            s,
+            "ip link add fl netns {v} type veth peer name fl netns {f}"
+        )?;
+        writeln!(
+            s,
+            "ip -n {v} addr add 198.18.101.1/24 dev fl\nip -n {v} link set fl up"
+        )?;
+        for k in 0..addresses.min(200) {
+            writeln!(s, "ip -n {f} addr add 198.18.101.{}/24 dev fl", 10 + k)?;
+        }
+        writeln!(s, "ip -n {f} link set fl up")?;
+        sh(&s)?;
+        Ok(())
+    }
+
+    /// Send forged initiations to the server (valid header, random Noise message) at `rate`
+    /// a second for `secs`, from `addresses` source addresses of the flooder and a new source
+    /// port each time. Returns how many were sent.
+    pub fn flood(&self, rate: u64, secs: f64, addresses: usize) -> Result<u64> {
+        use mpt_core::wire::{HeaderRepr, Kind, HEADER_LEN, INITIATION_LEN};
+        let ns = self.ns_flooder();
+        super::in_netns(&ns, move || -> Result<u64> {
+            let socks: Vec<std::net::UdpSocket> = (0..addresses.clamp(1, 200))
+                .map(|k| std::net::UdpSocket::bind(format!("198.18.101.{}:0", 10 + k)))
+                .collect::<std::io::Result<_>>()?;
+            let mut rng = mpt_core::rng::Rng::new(7);
+            let mut d = vec![0u8; INITIATION_LEN];
+            let start = Instant::now();
+            let mut sent = 0u64;
+            while start.elapsed().as_secs_f64() < secs {
+                let due = (start.elapsed().as_secs_f64() * rate as f64) as u64;
+                while sent < due {
+                    HeaderRepr {
+                        kind: Kind::Initiation,
+                        path: mpt_core::PathId(0),
+                        path_seq: 0,
+                        session: 0,
+                        seq: 0,
+                        timestamp: 0,
+                    }
+                    .emit(&mut d);
+                    rng.fill(&mut d[HEADER_LEN..]);
+                    let s = &socks[(sent as usize) % socks.len()];
+                    let _ = s.send_to(&d, format!("198.18.101.1:{PORT}"));
+                    sent += 1;
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            Ok(sent)
+        })?
     }
 
     /// Run a shell script in `h`'s namespace.
