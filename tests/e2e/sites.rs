@@ -318,37 +318,6 @@ fn uplinks_that_come_and_go_take_their_paths_down_at_once_and_back() {
     assert_eq!(ups, 3, "the server sees {:?}", st.peers[0].paths);
 }
 
-/// One iperf3 TCP upload from site 0 to the server, Mbit/s.
-fn upload(lab: &mut Sites, port: u16, secs: u32) -> f64 {
-    let srv = tunnel_ip(Host::Server);
-    let mut c = lab.cmd(Host::Server, "iperf3");
-    c.args(["-s", "-1", "-B", &srv, "-p", &port.to_string()]);
-    let server = lab
-        .spawn(Host::Server, &format!("iperf3-{port}"), &mut c)
-        .expect("iperf3 -s");
-    std::thread::sleep(Duration::from_millis(300));
-    let out = lab
-        .cmd(Host::Site(0), "iperf3")
-        .args([
-            "-c",
-            &srv,
-            "-p",
-            &port.to_string(),
-            "-t",
-            &secs.to_string(),
-            "-J",
-        ])
-        .output()
-        .expect("iperf3 -c");
-    lab.reap(server);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    iperf3_bps(&serde_json::from_slice(&out.stdout).expect("iperf3 json")) / 1e6
-}
-
 #[test]
 fn a_handshake_flood_leaves_an_established_site_its_throughput() {
     need!("handshake_flood", "nft", "iperf3", "ping");
@@ -366,14 +335,14 @@ fn a_handshake_flood_leaves_an_established_site_its_throughput() {
         Duration::from_secs(10),
     )
     .expect("tunnel up");
-    let before = upload(&mut lab, 5201, 4);
+    let before = upload(&lab, 5201, 4);
     // 10 000 forged initiations a second from 64 addresses, each from a new port
     lab.add_flooder(64).expect("flooder");
     let d0 = lab.status(Host::Server).expect("status").tunnel.drops;
     let flood = std::thread::scope(|s| {
         let f = s.spawn(|| lab.flood(10_000, 5.0, 64));
         std::thread::sleep(Duration::from_millis(500));
-        let under = upload_in_scope(&lab, 5202, 4);
+        let under = upload(&lab, 5202, 4);
         (f.join().expect("flood thread").expect("flood"), under)
     });
     let (sent, under) = flood;
@@ -403,8 +372,9 @@ fn a_handshake_flood_leaves_an_established_site_its_throughput() {
     );
 }
 
-/// [`upload`] for a lab borrowed in a thread scope (the iperf3 server is a plain child).
-fn upload_in_scope(lab: &Sites, port: u16, secs: u32) -> f64 {
+/// One iperf3 TCP upload from site 0 to the server, Mbit/s (the iperf3 server is a child of
+/// this test, stopped by its handle).
+fn upload(lab: &Sites, port: u16, secs: u32) -> f64 {
     let srv = tunnel_ip(Host::Server);
     let mut server = lab
         .cmd(Host::Server, "iperf3")

@@ -189,19 +189,11 @@ impl Lab {
         self.mptd.push((side, pid));
         // Ready when the control socket answers.
         let sock = self.control_socket(side);
-        let t0 = Instant::now();
-        while mptd::control::status(&sock).is_err() {
-            if t0.elapsed() > Duration::from_secs(10) {
-                bail!(
-                    "mptd on {side:?} did not come up; log:\n{}",
-                    self.log(&name)
-                );
-            }
-            if self.exited(pid) {
-                bail!("mptd on {side:?} exited; log:\n{}", self.log(&name));
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let log_file = self.dir.join(format!("{name}.log"));
+        let children = &mut self.children;
+        let log = || std::fs::read_to_string(&log_file).unwrap_or_default();
+        wait_for_control(&sock, || child_exited(children, pid), log)
+            .map_err(|e| anyhow!("on {side:?}: {e:#}"))?;
         Ok(pid)
     }
 
@@ -212,14 +204,7 @@ impl Lab {
             bail!("no mptd running on {side:?}");
         };
         let (_, pid) = self.mptd.remove(k);
-        let idx = self
-            .children
-            .iter()
-            .position(|(_, c)| c.id() == pid)
-            .ok_or_else(|| anyhow!("lost child"))?;
-        let (_, mut child) = self.children.remove(idx);
-        terminate(&mut child);
-        Ok(child.wait()?.code())
+        stop_child(&mut self.children, pid)
     }
 
     pub fn mptd_log(&self, side: Side) -> String {

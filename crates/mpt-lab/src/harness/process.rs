@@ -115,6 +115,61 @@ pub fn sibling_bin(name: &str) -> Result<PathBuf> {
     )
 }
 
+/// Start `cmd` with its output in `dir/<name>.log`; `what` says where, for the error.
+pub(crate) fn spawn_logged(
+    dir: &std::path::Path,
+    name: &str,
+    what: &str,
+    cmd: &mut Command,
+) -> Result<Child> {
+    let log = std::fs::File::create(dir.join(format!("{name}.log")))?;
+    cmd.stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .spawn()
+        .with_context(|| format!("cannot start {name} {what}"))
+}
+
+/// Whether the child of `pid` among `children` has exited (or is not there).
+pub(crate) fn child_exited(children: &mut [(String, Child)], pid: u32) -> bool {
+    children
+        .iter_mut()
+        .find(|(_, c)| c.id() == pid)
+        .is_none_or(|(_, c)| matches!(c.try_wait(), Ok(Some(_))))
+}
+
+/// Wait until mptd answers on its control socket `sock`: `Err` with `log()` if it exits
+/// first (`exited()`) or does not answer within 10 s.
+pub(crate) fn wait_for_control(
+    sock: &std::path::Path,
+    mut exited: impl FnMut() -> bool,
+    log: impl Fn() -> String,
+) -> Result<()> {
+    let t0 = Instant::now();
+    while mptd::control::status(sock).is_err() {
+        if exited() {
+            bail!("mptd exited; log:\n{}", log());
+        }
+        if t0.elapsed() > Duration::from_secs(10) {
+            bail!("mptd did not come up; log:\n{}", log());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(())
+}
+
+/// Stop child `pid` (SIGTERM, then SIGKILL after 5 s), take it out of `children`, and return
+/// its exit code.
+pub(crate) fn stop_child(children: &mut Vec<(String, Child)>, pid: u32) -> Result<Option<i32>> {
+    let idx = children
+        .iter()
+        .position(|(_, c)| c.id() == pid)
+        .ok_or_else(|| anyhow!("lost child"))?;
+    let (_, mut child) = children.remove(idx);
+    terminate(&mut child);
+    Ok(child.wait()?.code())
+}
+
 impl Lab {
     /// A command run inside a namespace.
     pub fn cmd(&self, side: Side, program: &str) -> Command {
@@ -130,23 +185,14 @@ impl Lab {
 
     /// Start a background process in a namespace; it is stopped (by pid) when the lab drops.
     pub fn spawn(&mut self, side: Side, name: &str, cmd: &mut Command) -> Result<u32> {
-        let log = std::fs::File::create(self.dir.join(format!("{name}.log")))?;
-        let child = cmd
-            .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log)
-            .spawn()
-            .with_context(|| format!("cannot start {name} in {:?}", side))?;
+        let child = spawn_logged(&self.dir, name, &format!("in {side:?}"), cmd)?;
         let pid = child.id();
         self.children.push((name.to_owned(), child));
         Ok(pid)
     }
 
     pub(crate) fn exited(&mut self, pid: u32) -> bool {
-        self.children
-            .iter_mut()
-            .find(|(_, c)| c.id() == pid)
-            .is_none_or(|(_, c)| matches!(c.try_wait(), Ok(Some(_))))
+        child_exited(&mut self.children, pid)
     }
 
     /// A log file of a process started with [`Lab::spawn`].

@@ -11,7 +11,7 @@
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -21,7 +21,14 @@ use mptd::config::{
     TunnelFile,
 };
 
-use super::process::{run, sh, terminate};
+use super::process::{
+    child_exited, run, sh, spawn_logged, stop_child, terminate, wait_for_control,
+};
+
+/// A log file the lab wrote, `dir/<name>.log`.
+fn self_log(dir: &std::path::Path, name: &str) -> String {
+    std::fs::read_to_string(dir.join(format!("{name}.log"))).unwrap_or_default()
+}
 
 /// The server's address, as the sites reach it.
 pub const SERVER: &str = "198.18.100.1";
@@ -347,29 +354,13 @@ impl Sites {
         let mut cmd = self.cmd(h, bin.to_str().ok_or_else(|| anyhow!("bad path"))?);
         cmd.args(["-c", file.to_str().unwrap_or_default()]);
         let name = format!("mptd-{}", self.ns(h));
-        let log = std::fs::File::create(self.dir.join(format!("{name}.log")))?;
-        let child = cmd
-            .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log)
-            .spawn()
-            .with_context(|| format!("cannot start mptd on {h:?}"))?;
-        let pid = child.id();
-        self.children.push((name.clone(), child));
+        let pid = self.spawn(h, &name, &mut cmd)?;
         self.mptd.push((h, pid));
         let sock = self.control_socket(h);
-        let t0 = Instant::now();
-        while mptd::control::status(&sock).is_err() {
-            let exited = self
-                .children
-                .iter_mut()
-                .find(|(_, c)| c.id() == pid)
-                .is_none_or(|(_, c)| matches!(c.try_wait(), Ok(Some(_))));
-            if exited || t0.elapsed() > Duration::from_secs(10) {
-                bail!("mptd on {h:?} did not come up; log:\n{}", self.mptd_log(h));
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let children = &mut self.children;
+        let log = || self_log(&self.dir, &name);
+        wait_for_control(&sock, || child_exited(children, pid), log)
+            .map_err(|e| anyhow!("on {h:?}: {e:#}"))?;
         Ok(pid)
     }
 
@@ -381,25 +372,12 @@ impl Sites {
             .position(|(x, _)| *x == h)
             .ok_or_else(|| anyhow!("no mptd on {h:?}"))?;
         let (_, pid) = self.mptd.remove(k);
-        let i = self
-            .children
-            .iter()
-            .position(|(_, c)| c.id() == pid)
-            .ok_or_else(|| anyhow!("lost child"))?;
-        let (_, mut child) = self.children.remove(i);
-        terminate(&mut child);
-        Ok(child.wait()?.code())
+        stop_child(&mut self.children, pid)
     }
 
     /// Start a background program in `h`'s namespace; stopped (by pid) when the lab drops.
     pub fn spawn(&mut self, h: Host, name: &str, cmd: &mut Command) -> Result<u32> {
-        let log = std::fs::File::create(self.dir.join(format!("{name}.log")))?;
-        let child = cmd
-            .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log)
-            .spawn()
-            .with_context(|| format!("cannot start {name} on {h:?}"))?;
+        let child = spawn_logged(&self.dir, name, &format!("on {h:?}"), cmd)?;
         let pid = child.id();
         self.children.push((name.to_owned(), child));
         Ok(pid)
@@ -407,15 +385,11 @@ impl Sites {
 
     /// Stop a program started with [`Sites::spawn`].
     pub fn reap(&mut self, pid: u32) {
-        if let Some(i) = self.children.iter().position(|(_, c)| c.id() == pid) {
-            let (_, mut c) = self.children.remove(i);
-            terminate(&mut c);
-        }
+        let _ = stop_child(&mut self.children, pid);
     }
 
     pub fn mptd_log(&self, h: Host) -> String {
-        std::fs::read_to_string(self.dir.join(format!("mptd-{}.log", self.ns(h))))
-            .unwrap_or_default()
+        self_log(&self.dir, &format!("mptd-{}", self.ns(h)))
     }
 
     pub fn status(&self, h: Host) -> Result<mptd::status::Status> {

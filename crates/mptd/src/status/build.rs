@@ -155,7 +155,8 @@ impl Tunnel {
         }
     }
 
-    /// A tunnel whose peers have no endpoint yet (a server before any site came).
+    /// The tunnel part of the status with nothing from an endpoint (a server before any site
+    /// came); [`Tunnel::tunnel_status`] fills in the first peer's.
     fn empty_tunnel_status(&self, now: Time) -> TunnelStatus {
         let c = &self.cfg.connection;
         TunnelStatus {
@@ -194,35 +195,18 @@ impl Tunnel {
         }
     }
 
-    /// The tunnel part of the status from one endpoint (the first peer's).
+    /// The tunnel part of the status from one endpoint (the first peer's): its session, its
+    /// resequencer and its report budget. (The counters are the caller's sums.)
     fn tunnel_status(&self, now: Time, ep: &Endpoint<RxBuf>) -> TunnelStatus {
         let c = &self.cfg.connection;
         let t = &ep.stats().total;
-        let (tx_packets, tx_bytes) = ep.tx_counts();
-        let (keepalives_sent, keepalive_acks_sent) = ep.keepalive_counts();
         TunnelStatus {
-            name: self.cfg.tunnel.name.clone(),
-            scheduler: c.scheduler.to_string(),
-            encryption: self
-                .sealing()
-                .map_or_else(|| "none".to_owned(), |c| c.name().to_owned()),
             cipher: ep.cipher().map(|c| c.name().to_owned()),
             keys_agreed: ep.keys_agreed(),
-            uptime_ms: now.as_nanos() / 1_000_000,
             session: format!("{:08x}", ep.session()),
             peer_session: ep.peer_session().map(|s| format!("{s:08x}")),
             peer_restarts: ep.peer_restarts(),
-            tx_packets,
-            tx_bytes,
-            rx_packets: t.packets,
-            rx_bytes: t.bytes,
-            delivered: ep.delivered(),
-            tx_report_bytes: ep.report_bytes(),
-            keepalives_sent,
-            keepalive_acks_sent,
-            calls: self.call_counts(),
             report_fraction: ep.report_fraction(),
-            drops: DropCounts::default(),
             reseq: ReseqStatus {
                 window: c.reorder_window,
                 timeout_ms: c.reorder_timeout.as_millis() as u64,
@@ -245,6 +229,7 @@ impl Tunnel {
                 occupancy_p99: t.occupancy.percentile(0.99) as u64,
                 occupancy_max: t.occupancy.percentile(1.0) as u64,
             },
+            ..self.empty_tunnel_status(now)
         }
     }
 }
