@@ -104,34 +104,29 @@ impl Routes {
     }
 }
 
-/// The destination of an inner IPv4 or IPv6 packet.
-pub fn destination(packet: &[u8]) -> Option<IpAddr> {
+/// The address at `v4` (IPv4) or `v6` (IPv6) bytes into an inner packet, if it is that long.
+fn address_at(packet: &[u8], v4: usize, v6: usize) -> Option<IpAddr> {
     match packet.first()? >> 4 {
         4 if packet.len() >= 20 => {
-            let b: [u8; 4] = packet[16..20].try_into().ok()?;
+            let b: [u8; 4] = packet[v4..v4 + 4].try_into().ok()?;
             Some(IpAddr::from(b))
         }
         6 if packet.len() >= 40 => {
-            let b: [u8; 16] = packet[24..40].try_into().ok()?;
+            let b: [u8; 16] = packet[v6..v6 + 16].try_into().ok()?;
             Some(IpAddr::from(b))
         }
         _ => None,
     }
 }
 
+/// The destination of an inner IPv4 or IPv6 packet.
+pub fn destination(packet: &[u8]) -> Option<IpAddr> {
+    address_at(packet, 16, 24)
+}
+
 /// The source of an inner IPv4 or IPv6 packet.
 pub fn source(packet: &[u8]) -> Option<IpAddr> {
-    match packet.first()? >> 4 {
-        4 if packet.len() >= 20 => {
-            let b: [u8; 4] = packet[12..16].try_into().ok()?;
-            Some(IpAddr::from(b))
-        }
-        6 if packet.len() >= 40 => {
-            let b: [u8; 16] = packet[8..24].try_into().ok()?;
-            Some(IpAddr::from(b))
-        }
-        _ => None,
-    }
+    address_at(packet, 12, 8)
 }
 
 #[cfg(test)]

@@ -61,6 +61,23 @@ impl Default for TunnelOpts {
     }
 }
 
+/// The private key file `dir/<name>.key` (mode 0600), with a new key written on first use.
+pub fn key_file_in(dir: &std::path::Path, name: &str) -> Result<PathBuf> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = dir.join(format!("{name}.key"));
+    if !path.exists() {
+        let key = mpt_core::seal::PrivateKey::generate()?;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)?;
+        writeln!(f, "{}", key.encode())?;
+    }
+    Ok(path)
+}
+
 /// The mptd binary: `$MPTD_BIN`, or the one built next to this program.
 pub fn mptd_bin() -> Result<PathBuf> {
     if let Ok(p) = std::env::var("MPTD_BIN") {
@@ -142,19 +159,7 @@ impl Lab {
 
     /// `side`'s private key file (mode 0600), made on first use.
     pub fn key_file(&self, side: Side) -> Result<PathBuf> {
-        use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
-        let path = self.dir.join(format!("{}.key", self.ns(side)));
-        if !path.exists() {
-            let key = mpt_core::seal::PrivateKey::generate()?;
-            let mut f = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&path)?;
-            writeln!(f, "{}", key.encode())?;
-        }
-        Ok(path)
+        key_file_in(&self.dir, &self.ns(side))
     }
 
     /// `side`'s private key (made on first use).

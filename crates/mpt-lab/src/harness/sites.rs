@@ -261,19 +261,7 @@ impl Sites {
     }
 
     fn key_file(&self, h: Host) -> Result<PathBuf> {
-        use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
-        let path = self.dir.join(format!("{}.key", self.ns(h)));
-        if !path.exists() {
-            let key = PrivateKey::generate()?;
-            let mut f = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&path)?;
-            writeln!(f, "{}", key.encode())?;
-        }
-        Ok(path)
+        super::key_file_in(&self.dir, &self.ns(h))
     }
 
     /// `h`'s public key (its key pair is made on first use).
