@@ -536,3 +536,29 @@ fn ten_sites_once() {
         "a site got {least:.1} Mbit/s, less than a quarter of an equal share ({fair:.1})"
     );
 }
+
+/// A server with two addresses on one listen socket answers each site from the address the
+/// site sent to: here its second one, which the kernel would not pick for the answer (the NAT
+/// would then drop it as from a stranger).
+#[test]
+fn a_server_answers_from_the_address_it_was_reached_at() {
+    need!("answers_from_the_address_reached", "nft", "ping");
+    let mut lab = Sites::new(1, 0).expect("sites lab");
+    lab.sh(Host::Server, "ip addr add 198.18.100.2/24 dev srv")
+        .expect("second address");
+    let server = lab.server_config().expect("server config");
+    lab.start_mptd(Host::Server, &server).expect("server");
+    let mut site = lab.site_config(0).expect("site config");
+    site.peer[0].endpoint = Some("198.18.100.2:4754".into());
+    lab.start_mptd(Host::Site(0), &site).expect("site");
+    let took = lab
+        .ping_until(
+            Host::Site(0),
+            &tunnel_ip(Host::Server),
+            Duration::from_secs(10),
+        )
+        .expect("a session through the server's second address");
+    eprintln!("RESULT sites: a site that reaches the server at its second address: through {took:?} after start");
+    let st = lab.status(Host::Site(0)).expect("status");
+    assert!(st.paths.iter().all(|p| p.state == "up"), "{:?}", st.paths);
+}

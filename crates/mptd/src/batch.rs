@@ -42,8 +42,13 @@ impl BatchSocket {
 
     /// Send one datagram to `to`. Waits while the socket buffer is full: the backpressure TCP
     /// inside the tunnel needs. (Runs of datagrams go with [`send_run`](Self::send_run).)
-    pub async fn send(&self, datagram: &[u8], to: SocketAddr) -> io::Result<()> {
-        let t = single(datagram, to);
+    pub async fn send(
+        &self,
+        datagram: &[u8],
+        to: SocketAddr,
+        from: Option<std::net::IpAddr>,
+    ) -> io::Result<()> {
+        let t = single(datagram, to, from);
         self.sock
             .async_io(Interest::WRITABLE, || {
                 self.state.try_send(UdpSockRef::from(&self.sock), &t)
@@ -53,13 +58,15 @@ impl BatchSocket {
 
     /// Send `run`'s datagrams (out of `bufs`) to `to` in one `sendmsg`: one iovec per datagram
     /// and, for more than one, UDP GSO with the run's segment size — the kernel joins and
-    /// cuts them, so they are never copied together here. Waits while the socket buffer is
-    /// full.
+    /// cuts them, so they are never copied together here. `from`: the source address (a
+    /// socket bound to a wildcard address answers from the address it was reached at, not
+    /// from whichever the kernel would pick). Waits while the socket buffer is full.
     pub async fn send_run<B: AsRef<[u8]>>(
         &self,
         run: &GsoRun,
         bufs: &[B],
         to: SocketAddr,
+        from: Option<std::net::IpAddr>,
     ) -> io::Result<()> {
         let addr = socket2::SockAddr::from(to);
         let segment = run.segment();
@@ -78,28 +85,78 @@ impl BatchSocket {
                     };
                     n += 1;
                 }
-                // room for one cmsg carrying a u16
-                let mut control = [0u64; 4];
+                // room for a cmsg carrying a u16 and one carrying an in6_pktinfo
+                let mut control = [0u64; 12];
                 // SAFETY: every pointer in `msg` (address, iovecs and the data they name,
                 // control buffer) stays valid for the call; the control buffer is aligned
-                // (u64) and large enough for one cmsg of a u16 (checked by CMSG_SPACE below).
+                // (u64) and large enough for both cmsgs (checked by CMSG_SPACE below).
                 let r = unsafe {
                     let mut msg: libc::msghdr = std::mem::zeroed();
                     msg.msg_name = addr.as_ptr() as *mut libc::c_void;
                     msg.msg_namelen = addr.len();
                     msg.msg_iov = iov.as_mut_ptr();
                     msg.msg_iovlen = n;
-                    if let Some(seg) = segment {
-                        let space = libc::CMSG_SPACE(std::mem::size_of::<u16>() as u32) as usize;
-                        debug_assert!(space <= std::mem::size_of_val(&control));
+                    let seg_space = libc::CMSG_SPACE(std::mem::size_of::<u16>() as u32) as usize;
+                    let info_space =
+                        libc::CMSG_SPACE(std::mem::size_of::<libc::in6_pktinfo>() as u32) as usize;
+                    debug_assert!(seg_space + info_space <= std::mem::size_of_val(&control));
+                    let mut used = 0;
+                    if segment.is_some() {
+                        used += seg_space;
+                    }
+                    if from.is_some() {
+                        used += info_space;
+                    }
+                    if used > 0 {
                         msg.msg_control = control.as_mut_ptr().cast();
-                        msg.msg_controllen = space;
-                        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+                        msg.msg_controllen = used;
+                    }
+                    let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+                    if let Some(seg) = segment {
                         (*cmsg).cmsg_level = libc::SOL_UDP;
                         (*cmsg).cmsg_type = libc::UDP_SEGMENT;
                         (*cmsg).cmsg_len =
                             libc::CMSG_LEN(std::mem::size_of::<u16>() as u32) as usize;
                         std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<u16>(), seg as u16);
+                        cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+                    }
+                    match from {
+                        Some(std::net::IpAddr::V4(a)) if !cmsg.is_null() => {
+                            let info = libc::in_pktinfo {
+                                ipi_ifindex: 0,
+                                ipi_spec_dst: libc::in_addr {
+                                    s_addr: u32::from_ne_bytes(a.octets()),
+                                },
+                                ipi_addr: libc::in_addr { s_addr: 0 },
+                            };
+                            (*cmsg).cmsg_level = libc::IPPROTO_IP;
+                            (*cmsg).cmsg_type = libc::IP_PKTINFO;
+                            (*cmsg).cmsg_len =
+                                libc::CMSG_LEN(std::mem::size_of::<libc::in_pktinfo>() as u32)
+                                    as usize;
+                            std::ptr::write_unaligned(
+                                libc::CMSG_DATA(cmsg).cast::<libc::in_pktinfo>(),
+                                info,
+                            );
+                        }
+                        Some(std::net::IpAddr::V6(a)) if !cmsg.is_null() => {
+                            let info = libc::in6_pktinfo {
+                                ipi6_ifindex: 0,
+                                ipi6_addr: libc::in6_addr {
+                                    s6_addr: a.octets(),
+                                },
+                            };
+                            (*cmsg).cmsg_level = libc::IPPROTO_IPV6;
+                            (*cmsg).cmsg_type = libc::IPV6_PKTINFO;
+                            (*cmsg).cmsg_len =
+                                libc::CMSG_LEN(std::mem::size_of::<libc::in6_pktinfo>() as u32)
+                                    as usize;
+                            std::ptr::write_unaligned(
+                                libc::CMSG_DATA(cmsg).cast::<libc::in6_pktinfo>(),
+                                info,
+                            );
+                        }
+                        _ => {}
                     }
                     libc::sendmsg(self.sock.as_raw_fd(), &msg, 0)
                 };
@@ -113,8 +170,13 @@ impl BatchSocket {
     }
 
     /// Send without waiting; `WouldBlock` when the socket buffer is full.
-    pub fn try_send(&self, datagram: &[u8], to: SocketAddr) -> io::Result<()> {
-        let t = single(datagram, to);
+    pub fn try_send(
+        &self,
+        datagram: &[u8],
+        to: SocketAddr,
+        from: Option<std::net::IpAddr>,
+    ) -> io::Result<()> {
+        let t = single(datagram, to, from);
         self.sock.try_io(Interest::WRITABLE, || {
             self.state.try_send(UdpSockRef::from(&self.sock), &t)
         })
@@ -133,14 +195,14 @@ impl BatchSocket {
     }
 }
 
-/// quinn-udp's description of one datagram to `to`.
-fn single(datagram: &[u8], to: SocketAddr) -> Transmit<'_> {
+/// quinn-udp's description of one datagram to `to` (from `from`, if given).
+fn single(datagram: &[u8], to: SocketAddr, from: Option<std::net::IpAddr>) -> Transmit<'_> {
     Transmit {
         destination: to,
         ecn: None,
         contents: datagram,
         segment_size: None,
-        src_ip: None,
+        src_ip: from,
     }
 }
 

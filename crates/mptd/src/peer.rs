@@ -25,6 +25,9 @@ pub struct Peer {
     ep: Mutex<Option<Endpoint<RxBuf>>>,
     /// Per path: the socket it leaves by (a listening peer's: where it last arrived).
     path_socket: Vec<AtomicUsize>,
+    /// Per path of a listening peer: the local address its datagrams were sent to, which
+    /// answers leave from (a listen socket bound to a wildcard address may have several).
+    path_source: Mutex<Vec<Option<std::net::IpAddr>>>,
     /// Per path: datagrams and bytes sent.
     tx: Vec<(AtomicU64, AtomicU64)>,
     /// When the endpoint's next timer is due (nanoseconds of [`Time`]; `u64::MAX`: none), kept
@@ -55,6 +58,7 @@ impl Peer {
             tx: (0..n)
                 .map(|_| (AtomicU64::new(0), AtomicU64::new(0)))
                 .collect(),
+            path_source: Mutex::new(if listening { vec![None; n] } else { Vec::new() }),
             deadline: AtomicU64::new(u64::MAX),
             ep: Mutex::new(None),
         };
@@ -88,11 +92,24 @@ impl Peer {
             .map_or(0, |s| s.load(Relaxed))
     }
 
-    /// A listening peer's `path` was heard at socket `s`: answers go out there.
-    pub fn arrived(&self, path: PathId, s: usize) {
+    /// A listening peer's `path` was heard at socket `s`, sent to our address `to`: answers go
+    /// out there, from that address.
+    pub fn arrived(&self, path: PathId, s: usize, to: Option<std::net::IpAddr>) {
         if let Some(slot) = self.path_socket.get(path.index()) {
             slot.store(s, Relaxed);
         }
+        if to.is_some() {
+            let mut src = self.path_source.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(x) = src.get_mut(path.index()).filter(|x| **x != to) {
+                *x = to;
+            }
+        }
+    }
+
+    /// The address answers on `path` leave from (a listening peer's), if one is known.
+    pub fn source(&self, path: PathId) -> Option<std::net::IpAddr> {
+        let src = self.path_source.lock().unwrap_or_else(|p| p.into_inner());
+        src.get(path.index()).copied().flatten()
     }
 
     /// `n` datagrams of `bytes` bytes in all left on `path`.

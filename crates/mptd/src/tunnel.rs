@@ -447,7 +447,8 @@ impl Tunnel {
         (1..=self.peers.len()).contains(&slot).then(|| slot - 1)
     }
 
-    /// An initiation arrived at socket `s` from `from` (the datagram `d`): find the peer by
+    /// An initiation arrived at socket `s` from `from`, sent to our address `to` (the
+    /// datagram `d`): find the peer by
     /// the key in it, make a listening peer's endpoint if it has none (or its paths changed),
     /// and hand it over. Returns the peer it was for, or why it was dropped.
     pub fn take_initiation(
@@ -455,6 +456,7 @@ impl Tunnel {
         now: Time,
         s: usize,
         from: SocketAddr,
+        to: Option<std::net::IpAddr>,
         d: &[u8],
         out: &mut Outputs,
     ) -> Result<usize, DropReason> {
@@ -520,7 +522,7 @@ impl Tunnel {
         match outcome {
             mpt_tunnel::Outcome::Dropped(r) => Err(r),
             _ => {
-                peer.arrived(path, s);
+                peer.arrived(path, s, to);
                 self.lock_recent().add(message);
                 Ok(i)
             }
@@ -570,7 +572,7 @@ impl Tunnel {
     /// drops a control datagram rather than wait).
     pub fn send(&self, peer: &Peer, path: PathId, datagram: &[u8], remote: SocketAddr) {
         let s = &self.sockets[peer.socket(path)];
-        match s.io.try_send(datagram, remote) {
+        match s.io.try_send(datagram, remote, peer.source(path)) {
             Ok(()) => peer.sent(path, 1, datagram.len()),
             Err(e) => self.send_failed(peer, path, &e),
         }

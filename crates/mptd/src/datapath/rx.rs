@@ -36,6 +36,8 @@ struct Place {
     at: usize,
     len: usize,
     from: SocketAddr,
+    /// Our address it was sent to.
+    to: Option<std::net::IpAddr>,
     /// The peer it is for (from the index in its header), if any.
     peer: Option<usize>,
     /// The path it came on: the socket's `[[path]]`, or what a listen socket's datagram says.
@@ -217,6 +219,7 @@ fn receive_batch(
                     at,
                     len,
                     from: meta.addr,
+                    to: meta.dst_ip,
                     peer,
                     path,
                     initiation,
@@ -257,7 +260,7 @@ fn receive_batch(
         let p = b.places[k];
         if p.initiation {
             let d = &b.slices[p.slice][p.at..p.at + p.len];
-            if let Err(reason) = t.take_initiation(now, s, p.from, d, outputs) {
+            if let Err(reason) = t.take_initiation(now, s, p.from, p.to, d, outputs) {
                 t.io_drop(reason, 1);
                 dropped.push((None, reason));
             }
@@ -293,7 +296,7 @@ fn receive_batch(
             match outcome {
                 Outcome::Data(data) => {
                     if peer.listening {
-                        peer.arrived(p.path, s);
+                        peer.arrived(p.path, s, p.to);
                     }
                     let (start, end) = (data.packet.start, data.packet.end);
                     let here = RxBuf::Slice {
@@ -314,7 +317,7 @@ fn receive_batch(
                 }
                 Outcome::Handled => {
                     if peer.listening {
-                        peer.arrived(p.path, s);
+                        peer.arrived(p.path, s, p.to);
                     }
                 }
                 Outcome::Dropped(reason) => dropped.push((Some(i), reason)),

@@ -218,7 +218,7 @@ async fn flush_run(
     let result = if count > 1 && p.gso_refused.load(Relaxed) {
         Err(std::io::Error::from_raw_os_error(libc::EIO))
     } else {
-        p.io.send_run(run, bufs, remote).await
+        p.io.send_run(run, bufs, remote, peer.source(path)).await
     };
     match result {
         Ok(()) => peer.sent(path, count, bytes),
@@ -229,7 +229,7 @@ async fn flush_run(
                 debug!(socket = %p.name, error = %e, "GSO send failed; sending one by one");
             }
             for d in run.datagrams(bufs) {
-                match p.io.send(d, remote).await {
+                match p.io.send(d, remote, peer.source(path)).await {
                     Ok(()) => peer.sent(path, 1, d.len()),
                     Err(e) => t.send_failed(peer, path, &e),
                 }
