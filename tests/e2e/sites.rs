@@ -442,7 +442,7 @@ fn a_server_named_by_host_name_is_looked_up_again_when_it_falls_silent() {
     let took = lab
         .ping_until(Host::Site(0), &srv, Duration::from_secs(20))
         .expect("the site found the server at its new address");
-    eprintln!("RESULT sites: the server renumbered and its name moved: the site through again {took:?} later (silent after dead_ms, the name looked up again every 5 s)");
+    eprintln!("RESULT sites: the server renumbered and its name moved: the site through again {took:?} later (silent after dead_ms, the name looked up again every second)");
     let st = lab.status(Host::Site(0)).expect("status");
     assert!(
         st.paths

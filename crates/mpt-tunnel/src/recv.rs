@@ -174,10 +174,15 @@ impl<P> Endpoint<P> {
     }
 
     /// The driver found the peer somewhere else for `path` (its endpoint's host name resolves
-    /// to a new address): what we send on the path goes there from now on.
+    /// to a new address): what we send on the path goes there from now on, and an initiator
+    /// waiting for an answer sends its next initiation at once rather than after its backoff.
     pub fn set_remote(&mut self, path: PathId, to: SocketAddr) {
-        if path.index() < self.paths.len() {
-            self.learn_address(path, to);
+        if path.index() >= self.paths.len() || self.paths[path.index()].remote == Some(to) {
+            return;
+        }
+        self.learn_address(path, to);
+        if self.crypto.next_initiation.is_some() {
+            self.crypto.next_initiation = Some(Time::ZERO);
         }
     }
 

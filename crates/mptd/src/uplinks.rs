@@ -120,7 +120,7 @@ fn netlink() -> std::io::Result<AsyncFd<netlink_sys::Socket>> {
 }
 
 /// How often a silent peer's endpoint host name is resolved again.
-const RESOLVE_EVERY: Duration = Duration::from_secs(5);
+const RESOLVE_EVERY: Duration = Duration::from_secs(1);
 
 /// Resolve the endpoints of peers named by host name that we have not heard for `dead_ms`
 /// (or ever), or whose every path is down, and send their paths without a `remote` of their
