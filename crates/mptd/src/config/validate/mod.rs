@@ -1,0 +1,268 @@
+//! From the file as written ([`ConfigFile`]) to a validated [`Config`]: every error names the
+//! file, the key and what was expected. The tunnel and its connection here; the keys and
+//! peers in `peers.rs`, the paths in `paths.rs`.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::*;
+
+mod paths;
+mod peers;
+
+pub(super) struct Validator<'a> {
+    pub(super) file: &'a Path,
+}
+
+impl Validator<'_> {
+    fn err(&self, key: impl Into<String>, message: impl Into<String>) -> ConfigError {
+        ConfigError::Invalid {
+            file: self.file.to_owned(),
+            key: key.into(),
+            message: message.into(),
+        }
+    }
+
+    fn int_in<T: TryFrom<i64>>(
+        &self,
+        key: &str,
+        v: Option<i64>,
+        default: T,
+        lo: i64,
+        hi: i64,
+    ) -> Result<T, ConfigError> {
+        let Some(v) = v else { return Ok(default) };
+        if v < lo || v > hi {
+            return Err(self.err(key, format!("{v} is out of range, expected {lo}..={hi}")));
+        }
+        T::try_from(v).map_err(|_| self.err(key, format!("{v} does not fit")))
+    }
+
+    pub(super) fn config(&self, raw: ConfigFile) -> Result<Config, ConfigError> {
+        let raw_tunnel = raw.tunnel.ok_or_else(|| {
+            self.err(
+                "tunnel",
+                "missing section, expected [tunnel] with name and address",
+            )
+        })?;
+        let tunnel = self.tunnel(raw_tunnel)?;
+        let explicit_scheduler = raw.connection.scheduler.clone();
+        let connection = self.connection(raw.connection)?;
+        let mut connection = connection;
+        let listen = self.listen(raw.listen)?;
+        let peers = self.peers(raw.peer)?;
+
+        let initiating = peers.iter().find(|p| p.endpoint.is_some());
+        let paths = if raw.path.is_empty() && initiating.is_none() && !listen.is_empty() {
+            // a server: every path comes to its [[listen]] sockets
+            Vec::new()
+        } else {
+            self.paths(raw.path, connection.scheduler, initiating)?
+        };
+        // No scheduler named: `rate` when every path has a rate (it measures better than
+        // learning them), else `adaptive`.
+        if explicit_scheduler.is_none()
+            && !paths.is_empty()
+            && paths.iter().all(|p| p.rate_bps.is_some())
+        {
+            connection.scheduler = SchedulerKind::Rate;
+        }
+        let socket = match raw.control.socket {
+            Some(s) if s.trim().is_empty() => {
+                return Err(self.err("control.socket", "empty, expected a filesystem path"))
+            }
+            Some(s) => PathBuf::from(s),
+            None => Path::new(defaults::CONTROL_DIR).join(format!("{}.sock", tunnel.name)),
+        };
+        let security = self.security(raw.security)?;
+        Ok(Config {
+            tunnel,
+            connection,
+            listen,
+            peers,
+            paths,
+            control: Control { socket },
+            security,
+        })
+    }
+
+    fn tunnel(&self, raw: TunnelFile) -> Result<Tunnel, ConfigError> {
+        let name = raw.name.ok_or_else(|| {
+            self.err(
+                "tunnel.name",
+                "missing, expected an interface name such as \"tun0\"",
+            )
+        })?;
+        self.ifname("tunnel.name", &name)?;
+        let (key, list) = match (raw.address, raw.addresses) {
+            (Some(_), Some(_)) => {
+                return Err(self.err(
+                    "tunnel.address",
+                    "give either address or addresses, not both",
+                ))
+            }
+            (Some(a), None) => ("tunnel.address", vec![a]),
+            (None, Some(list)) if !list.is_empty() => ("tunnel.addresses", list),
+            _ => {
+                return Err(self.err(
+                    "tunnel.address",
+                    "missing, expected an address with prefix length such as \"198.19.0.1/24\"",
+                ))
+            }
+        };
+        let mut addresses = Vec::with_capacity(list.len());
+        for (i, a) in list.iter().enumerate() {
+            let k = if key == "tunnel.address" {
+                key.to_owned()
+            } else {
+                format!("{key}[{i}]")
+            };
+            let net = IpNet::from_str(a.trim()).map_err(|_| {
+                self.err(&k, format!("{a:?} is not an address with prefix length such as \"198.19.0.1/24\" or \"2001:db8::1/64\""))
+            })?;
+            let ip = net.addr();
+            if ip.is_unspecified() || ip.is_multicast() || ip.is_loopback() {
+                return Err(self.err(&k, format!("{a:?} is not a usable unicast address")));
+            }
+            if addresses.contains(&net) {
+                return Err(self.err(&k, format!("{a:?} is listed twice")));
+            }
+            addresses.push(net);
+        }
+        let has_v6 = addresses.iter().any(|n| matches!(n, IpNet::V6(_)));
+        let min_mtu = if has_v6 { 1280 } else { 576 };
+        let mtu = self.int_in("tunnel.mtu", raw.mtu, defaults::MTU, min_mtu, 65_000)?;
+        let queues = self.int_in(
+            "tunnel.queues",
+            raw.queues,
+            defaults::QUEUES,
+            1,
+            MAX_QUEUES as i64,
+        )?;
+        Ok(Tunnel {
+            name,
+            addresses,
+            mtu,
+            queues,
+            routes: raw.routes.unwrap_or(true),
+        })
+    }
+
+    fn connection(&self, raw: ConnectionFile) -> Result<Connection, ConfigError> {
+        let scheduler = match raw.scheduler {
+            None => SchedulerKind::Adaptive,
+            Some(s) => s
+                .parse()
+                .map_err(|m: String| self.err("connection.scheduler", m))?,
+        };
+        let reorder_window = self.int_in(
+            "connection.reorder_window",
+            raw.reorder_window,
+            defaults::REORDER_WINDOW,
+            0,
+            MAX_REORDER_WINDOW as i64,
+        )?;
+        let ms = |key, v, default, lo, hi| -> Result<Duration, ConfigError> {
+            Ok(Duration::from_millis(self.int_in(key, v, default, lo, hi)?))
+        };
+        let reorder_timeout = ms(
+            "connection.reorder_timeout_ms",
+            raw.reorder_timeout_ms,
+            defaults::REORDER_TIMEOUT_MS,
+            1,
+            10_000,
+        )?;
+        let keepalive = ms(
+            "connection.keepalive_ms",
+            raw.keepalive_ms,
+            defaults::KEEPALIVE_MS,
+            10,
+            60_000,
+        )?;
+        let dead = ms(
+            "connection.dead_ms",
+            raw.dead_ms,
+            defaults::DEAD_MS,
+            20,
+            600_000,
+        )?;
+        if dead < keepalive * 2 {
+            return Err(self.err(
+                "connection.dead_ms",
+                format!(
+                    "{} ms is too short, expected at least twice keepalive_ms ({} ms)",
+                    dead.as_millis(),
+                    keepalive.as_millis() * 2
+                ),
+            ));
+        }
+        Ok(Connection {
+            scheduler,
+            reorder_window,
+            reorder_timeout,
+            keepalive,
+            dead,
+        })
+    }
+
+    fn socket_addr(&self, key: &str, v: Option<String>) -> Result<SocketAddr, ConfigError> {
+        let v = v.ok_or_else(|| self.err(key, "missing, expected address:port such as \"198.18.1.1:4754\" or \"[2001:db8::1]:4754\""))?;
+        let a = SocketAddr::from_str(v.trim()).map_err(|_| {
+            self.err(key, format!("{v:?} is not address:port, expected e.g. \"198.18.1.1:4754\" or \"[2001:db8::1]:4754\""))
+        })?;
+        if a.port() == 0 {
+            return Err(self.err(key, format!("{v:?} has port 0, expected a fixed port")));
+        }
+        let ip: IpAddr = a.ip();
+        if ip.is_unspecified() || ip.is_multicast() {
+            return Err(self.err(key, format!("{v:?} is not a unicast address")));
+        }
+        Ok(a)
+    }
+
+    fn ifname(&self, key: &str, name: &str) -> Result<(), ConfigError> {
+        let ok = !name.is_empty()
+            && name.len() <= 15
+            && name != "."
+            && name != ".."
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_graphic() && b != b'/' && b != b':');
+        if ok {
+            Ok(())
+        } else {
+            Err(self.err(key, format!("{name:?} is not a valid interface name, expected 1 to 15 characters without '/', ':' or spaces")))
+        }
+    }
+
+    fn rate(&self, key: &str, v: RateFile) -> Result<u64, ConfigError> {
+        let bps = match v {
+            RateFile::Bits(b) => u64::try_from(b).ok(),
+            RateFile::Text(t) => parse_rate(&t),
+        };
+        match bps {
+            Some(b) if (1_000..=1_000_000_000_000).contains(&b) => Ok(b),
+            _ => Err(self.err(key, "expected a rate between 1kbit and 1000gbit, such as \"20mbit\", \"128kbit\" or a number of bits per second")),
+        }
+    }
+}
+
+/// Parse `"20mbit"`, `"128kbit"`, `"1.5gbit"`, `"64000bit"` or `"64000"` into bits per second.
+pub fn parse_rate(text: &str) -> Option<u64> {
+    let t = text.trim().to_ascii_lowercase();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let factor = match unit.trim() {
+        "" | "bit" | "bps" => 1.0,
+        "kbit" | "k" => 1e3,
+        "mbit" | "m" => 1e6,
+        "gbit" | "g" => 1e9,
+        _ => return None,
+    };
+    let n: f64 = num.parse().ok()?;
+    let bps = n * factor;
+    (1.0..1e18).contains(&bps).then(|| bps.round() as u64)
+}

@@ -1,0 +1,127 @@
+//! The paths: `[[path]]`.
+
+use std::net::{IpAddr, SocketAddr};
+
+use mpt_core::{PathId, MAX_PATHS};
+
+use super::super::*;
+use super::Validator;
+
+impl Validator<'_> {
+    pub(super) fn paths(
+        &self,
+        raw: Vec<PathFile>,
+        scheduler: SchedulerKind,
+        peer: Option<&PeerConfig>,
+    ) -> Result<Vec<PathConfig>, ConfigError> {
+        if raw.is_empty() {
+            return Err(self.err(
+                "path",
+                "no [[path]] given, expected 1 to 64 (a host that only waits for its peers may \
+                 have [[listen]] sockets instead)",
+            ));
+        }
+        if raw.len() > MAX_PATHS {
+            return Err(self.err(
+                "path",
+                format!("{} paths given, at most {MAX_PATHS} allowed", raw.len()),
+            ));
+        }
+        let mut paths: Vec<PathConfig> = Vec::with_capacity(raw.len());
+        for (i, r) in raw.into_iter().enumerate() {
+            let key = |k: &str| format!("path[{i}].{k}");
+            let name = r
+                .name
+                .ok_or_else(|| self.err(key("name"), "missing, expected a short unique name"))?;
+            if name.trim().is_empty() || name.len() > 32 {
+                return Err(self.err(key("name"), "expected 1 to 32 characters"));
+            }
+            if let Some(other) = paths.iter().find(|p| p.name == name) {
+                return Err(self.err(
+                    key("name"),
+                    format!("{name:?} is already the name of path[{}]", other.id),
+                ));
+            }
+            if let Some(ifname) = &r.interface {
+                self.ifname(&key("interface"), ifname)?;
+            }
+            let remote = r
+                .remote
+                .map(|v| self.socket_addr(&key("remote"), Some(v)))
+                .transpose()?;
+            let local_given = r.local.is_some();
+            let local = match r.local {
+                Some(v) => self.socket_addr(&key("local"), Some(v))?,
+                None if r.interface.is_none() => {
+                    return Err(self.err(
+                        key("local"),
+                        "missing, expected the local address:port to bind, or an interface \
+                         to leave through",
+                    ))
+                }
+                // whatever address the interface has, of the remote's family
+                None => {
+                    let v6 = remote.map(|r| r.is_ipv6()).or_else(|| {
+                        let e = peer?.endpoint.as_ref()?;
+                        e.host.parse::<IpAddr>().ok().map(|a| a.is_ipv6())
+                    });
+                    let any: IpAddr = if v6 == Some(true) {
+                        std::net::Ipv6Addr::UNSPECIFIED.into()
+                    } else {
+                        std::net::Ipv4Addr::UNSPECIFIED.into()
+                    };
+                    SocketAddr::new(any, 0)
+                }
+            };
+            if let Some(remote) = remote {
+                if local.is_ipv4() != remote.is_ipv4() {
+                    return Err(self.err(
+                        key("remote"),
+                        format!("{remote} is not of the same address family as local {local}"),
+                    ));
+                }
+            }
+            if remote.is_none() && peer.is_none() && !local_given {
+                return Err(self.err(
+                    key("local"),
+                    "missing: with no remote and no peer endpoint, the peer comes to us, so \
+                     this path needs a fixed local address:port to be found at",
+                ));
+            }
+            if let Some(other) = paths.iter().find(|p| p.local == local && local.port() != 0) {
+                return Err(self.err(
+                    key("local"),
+                    format!(
+                        "{local} is already the local address of path[{}] ({:?})",
+                        other.id, other.name
+                    ),
+                ));
+            }
+            let weight = self.int_in(&key("weight"), r.weight, 1, 1, i64::from(MAX_WEIGHT))?;
+            let rate_bps = r.rate.map(|v| self.rate(&key("rate"), v)).transpose()?;
+            if scheduler == SchedulerKind::Rate && rate_bps.is_none() {
+                return Err(self.err(
+                    key("rate"),
+                    "missing, required by scheduler = \"rate\" (e.g. rate = \"20mbit\")",
+                ));
+            }
+            paths.push(PathConfig {
+                id: PathId(i as u8),
+                name,
+                interface: r.interface,
+                local,
+                remote,
+                weight,
+                rate_bps,
+                backup: r.backup.unwrap_or(false),
+            });
+        }
+        if paths.iter().all(|p| p.backup) {
+            return Err(self.err(
+                "path",
+                "every path is backup = true, expected at least one regular path",
+            ));
+        }
+        Ok(paths)
+    }
+}

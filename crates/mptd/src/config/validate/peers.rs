@@ -1,0 +1,216 @@
+//! The keys and peers: `[security]`, `[[listen]]`, `[[peer]]`.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use mpt_core::seal::{Cipher, CipherChoice};
+
+use super::super::*;
+use super::Validator;
+
+impl Validator<'_> {
+    pub(super) fn security(&self, raw: SecurityFile) -> Result<Security, ConfigError> {
+        let cipher = match raw
+            .encryption
+            .as_deref()
+            .map(str::to_ascii_lowercase)
+            .as_deref()
+        {
+            None | Some("auto") => Some(CipherChoice::Auto),
+            Some("chacha20-poly1305") => Some(CipherChoice::Only(Cipher::ChaCha20Poly1305)),
+            Some("aes-256-gcm") => Some(CipherChoice::Only(Cipher::Aes256Gcm)),
+            Some("none") => None,
+            Some(other) => {
+                return Err(self.err(
+                    "security.encryption",
+                    format!(
+                        "unknown {other:?}, expected \"auto\" (default), \"chacha20-poly1305\", \
+                         \"aes-256-gcm\" or \"none\""
+                    ),
+                ))
+            }
+        };
+        let private_key_file = match raw.private_key_file {
+            Some(s) if s.trim().is_empty() => {
+                return Err(self.err("security.private_key_file", "empty, expected a file path"))
+            }
+            Some(s) => self.relative(s),
+            None => {
+                return Err(self.err(
+                    "security.private_key_file",
+                    "missing: each host has a key pair; create this host's with \
+                     `umask 077; mptd genkey > /etc/mptd/host.key`, name it here, and give the \
+                     peer `mptd pubkey < /etc/mptd/host.key`",
+                ))
+            }
+        };
+        Ok(Security {
+            cipher,
+            private_key_file,
+        })
+    }
+
+    /// A file named in the config: relative to the config file's directory.
+    pub(super) fn relative(&self, s: String) -> PathBuf {
+        let p = PathBuf::from(s);
+        if p.is_relative() {
+            self.file.parent().unwrap_or(Path::new(".")).join(p)
+        } else {
+            p
+        }
+    }
+
+    pub(super) fn listen(&self, raw: Vec<ListenFile>) -> Result<Vec<SocketAddr>, ConfigError> {
+        let mut out: Vec<SocketAddr> = Vec::with_capacity(raw.len());
+        for (i, l) in raw.into_iter().enumerate() {
+            let key = format!("listen[{i}].address");
+            let v = l.address.ok_or_else(|| {
+                self.err(
+                    &key,
+                    "missing, expected address:port such as \"0.0.0.0:4754\"",
+                )
+            })?;
+            let a = SocketAddr::from_str(v.trim()).map_err(|_| {
+                self.err(&key, format!("{v:?} is not address:port, expected e.g. \"0.0.0.0:4754\" or \"[::]:4754\""))
+            })?;
+            if a.port() == 0 {
+                return Err(self.err(&key, format!("{v:?} has port 0, expected a fixed port")));
+            }
+            if a.ip().is_multicast() {
+                return Err(self.err(&key, format!("{v:?} is not a unicast address")));
+            }
+            if out.contains(&a) {
+                return Err(self.err(&key, format!("{a} is listed twice")));
+            }
+            out.push(a);
+        }
+        Ok(out)
+    }
+
+    pub(super) fn peers(&self, raw: Vec<PeerFile>) -> Result<Vec<PeerConfig>, ConfigError> {
+        if raw.is_empty() {
+            return Err(self.err(
+                "peer",
+                "no [[peer]] given, expected at least one with name and public_key",
+            ));
+        }
+        if raw.len() > MAX_PEERS {
+            return Err(self.err(
+                "peer",
+                format!("{} peers given, at most {MAX_PEERS} allowed", raw.len()),
+            ));
+        }
+        let mut peers: Vec<PeerConfig> = Vec::with_capacity(raw.len());
+        for (i, r) in raw.into_iter().enumerate() {
+            let key = |k: &str| format!("peer[{i}].{k}");
+            let name = r
+                .name
+                .ok_or_else(|| self.err(key("name"), "missing, expected a short unique name"))?;
+            if name.trim().is_empty() || name.len() > 32 {
+                return Err(self.err(key("name"), "expected 1 to 32 characters"));
+            }
+            if let Some(j) = peers.iter().position(|p| p.name == name) {
+                return Err(self.err(
+                    key("name"),
+                    format!("{name:?} is already the name of peer[{j}]"),
+                ));
+            }
+            let text = r.public_key.ok_or_else(|| {
+                self.err(
+                    key("public_key"),
+                    "missing, expected the peer's public key (`mptd pubkey < its.key` prints it)",
+                )
+            })?;
+            let public_key = PublicKey::parse(&text).map_err(|e| {
+                self.err(
+                    key("public_key"),
+                    format!("{e}, expected the base64 text `mptd pubkey` prints"),
+                )
+            })?;
+            if let Some(j) = peers.iter().position(|p| p.public_key == public_key) {
+                return Err(self.err(
+                    key("public_key"),
+                    format!(
+                        "already the key of peer[{j}] ({:?}): one key, one peer",
+                        peers[j].name
+                    ),
+                ));
+            }
+            let endpoint = r
+                .endpoint
+                .map(|e| self.host_port(&key("endpoint"), &e))
+                .transpose()?;
+            let mut allowed = Vec::new();
+            for (j, a) in r.allowed.unwrap_or_default().iter().enumerate() {
+                let net = IpNet::from_str(a.trim()).map_err(|_| {
+                    self.err(
+                        format!("peer[{i}].allowed[{j}]"),
+                        format!("{a:?} is not a prefix, expected e.g. \"10.99.0.0/24\""),
+                    )
+                })?;
+                let net = net.trunc();
+                if let Some(k) = peers.iter().position(|p| p.allowed.contains(&net)) {
+                    return Err(self.err(
+                        format!("peer[{i}].allowed[{j}]"),
+                        format!(
+                            "{net} is already allowed to peer[{k}] ({:?}): a prefix routes to one peer",
+                            peers[k].name
+                        ),
+                    ));
+                }
+                allowed.push(net);
+            }
+            let preshared_key_file = match r.preshared_key_file {
+                Some(s) if s.trim().is_empty() => {
+                    return Err(self.err(key("preshared_key_file"), "empty, expected a file path"))
+                }
+                s => s.map(|s| self.relative(s)),
+            };
+            peers.push(PeerConfig {
+                name,
+                public_key,
+                endpoint,
+                allowed,
+                preshared_key_file,
+            });
+        }
+        Ok(peers)
+    }
+
+    /// `host:port`, `address:port` or `[v6 address]:port`.
+    pub(super) fn host_port(&self, key: &str, v: &str) -> Result<HostPort, ConfigError> {
+        let bad = || {
+            self.err(
+                key,
+                format!("{v:?} is not host:port, expected e.g. \"vps.example.net:4754\", \"198.18.0.1:4754\" or \"[2001:db8::1]:4754\""),
+            )
+        };
+        let v = v.trim();
+        let (host, port) = if let Some(rest) = v.strip_prefix('[') {
+            let (h, p) = rest.split_once("]:").ok_or_else(bad)?;
+            (h, p)
+        } else {
+            let (h, p) = v.rsplit_once(':').ok_or_else(bad)?;
+            if h.contains(':') {
+                return Err(bad());
+            }
+            (h, p)
+        };
+        let port: u16 = port.parse().map_err(|_| bad())?;
+        let host_ok = !host.is_empty()
+            && host.len() <= 253
+            && host
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-._:".contains(&b));
+        if !host_ok {
+            return Err(bad());
+        }
+        if port == 0 {
+            return Err(self.err(key, format!("{v:?} has port 0, expected a fixed port")));
+        }
+        Ok(HostPort {
+            host: host.to_owned(),
+            port,
+        })
+    }
+}
