@@ -1,0 +1,127 @@
+//! Logging what the endpoints report: their drops (rate-limited) and their events.
+
+use mpt_core::PathId;
+use mpt_tunnel::{DownReason, DropReason, Event};
+use tracing::{debug, info, warn};
+
+use super::Tunnel;
+
+impl Tunnel {
+    /// Log, rate-limited, a datagram dropped at socket `s` (by peer `peer`'s endpoint, or
+    /// before one was found).
+    pub fn log_drop(&self, s: usize, peer: Option<usize>, reason: DropReason) {
+        let Some(n) = self.drop_logs[reason as usize].hit() else {
+            return;
+        };
+        let at = &self.sockets[s].name;
+        let peer = peer.map_or("-", |i| self.peers[i].cfg.name.as_str());
+        match reason {
+            DropReason::BadTag => warn!(socket = %at, peer, dropped = n,
+                "a datagram failed authentication: forged, or corrupted on the way"),
+            _ => {
+                debug!(socket = %at, peer, reason = reason.name(), dropped = n, "datagram dropped")
+            }
+        }
+    }
+
+    pub(super) fn log_event(&self, i: usize, e: &Event) {
+        let peer = &self.peers[i];
+        let pn = peer.cfg.name.as_str();
+        let name = |p: &PathId| self.path_name(peer, *p);
+        match e {
+            Event::PathUp { path, again: false } => info!(peer = pn, path = name(path), "path up"),
+            Event::PathUp { path, again: true } => {
+                info!(peer = pn, path = name(path), "path up again")
+            }
+            Event::PathDown {
+                path,
+                reason: DownReason::Silent(d),
+            } => warn!(
+                peer = pn,
+                path = name(path),
+                silent_ms = d.as_millis() as u64,
+                "path down: nothing heard"
+            ),
+            Event::PathDown {
+                path,
+                reason: DownReason::PeerClosed,
+            } => info!(
+                peer = pn,
+                path = name(path),
+                "path down: the peer is stopping"
+            ),
+            Event::PathDown {
+                path,
+                reason: DownReason::Uplink(r),
+            } => warn!(
+                peer = pn,
+                path = name(path),
+                reason = r.name(),
+                "path down: our uplink"
+            ),
+            Event::PathDown {
+                path,
+                reason: DownReason::PeerHearsNothing,
+            } => warn!(
+                peer = pn,
+                path = name(path),
+                "path down: the peer hears nothing from us on it (it works one way only)"
+            ),
+            Event::HandshakeSent { attempt } => {
+                let to = peer.cfg.endpoint.as_ref().map(ToString::to_string);
+                if *attempt <= 1 {
+                    info!(
+                        peer = pn,
+                        endpoint = to.as_deref().unwrap_or("-"),
+                        "handshake sent"
+                    );
+                } else {
+                    warn!(
+                        peer = pn,
+                        endpoint = to.as_deref().unwrap_or("-"),
+                        attempt,
+                        "no answer from the peer: handshake sent again"
+                    );
+                }
+            }
+            Event::PeerAuthenticated {
+                path,
+                session,
+                cipher,
+            } => info!(
+                peer = pn,
+                path = name(path),
+                session = format_args!("{session:08x}"),
+                encryption = cipher.map_or("none", |c| c.name()),
+                "peer authenticated: session made"
+            ),
+            Event::NewSession {
+                path,
+                old,
+                session,
+                cipher,
+            } => info!(
+                peer = pn,
+                path = name(path),
+                old = format_args!("{old:08x}"),
+                new = format_args!("{session:08x}"),
+                encryption = cipher.map_or("none", |c| c.name()),
+                "new session with the peer (it restarted, or had not been heard): resequencer reset"
+            ),
+            Event::HandshakeRefused { path, reason } => warn!(
+                peer = pn,
+                path = name(path),
+                reason = reason.name(),
+                "handshake refused: {}",
+                match reason {
+                    DropReason::PathMismatch =>
+                        "the peer lists another number of paths (both ends must list the same)",
+                    _ => "the peer's encryption setting cannot meet ours",
+                }
+            ),
+            Event::AddressChanged { path, old, new } => {
+                info!(peer = pn, path = name(path), %old, %new, "peer address changed")
+            }
+        }
+    }
+}
