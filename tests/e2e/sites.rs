@@ -34,7 +34,7 @@ fn sites_up() -> Sites {
 #[test]
 fn sites_behind_nat_reach_one_server_and_each_other_and_a_stranger_gets_nothing() {
     need!("sites_behind_nat", "nft", "iperf3", "ping");
-    let mut lab = sites_up();
+    let lab = sites_up();
     let st = lab.status(Host::Server).expect("server status");
     assert_eq!(st.peers.len(), 2);
     for p in &st.peers {
@@ -91,53 +91,17 @@ fn sites_behind_nat_reach_one_server_and_each_other_and_a_stranger_gets_nothing(
     );
 
     // both sites send bulk TCP to the server at once
-    let srv = tunnel_ip(Host::Server);
-    let mut servers = Vec::new();
-    for port in [5201, 5202] {
-        let mut c = lab.cmd(Host::Server, "iperf3");
-        c.args(["-s", "-1", "-B", &srv, "-p", &port.to_string()]);
-        servers.push(
-            lab.spawn(Host::Server, &format!("iperf3-{port}"), &mut c)
-                .expect("iperf3 -s"),
-        );
-    }
-    std::thread::sleep(Duration::from_millis(300));
-    let clients: Vec<_> = [(0, 5201), (1, 5202)]
-        .iter()
-        .map(|&(k, port)| {
-            lab.cmd(Host::Site(k), "iperf3")
-                .args(["-c", &srv, "-p", &port.to_string(), "-t", "3", "-J"])
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .expect("iperf3 -c")
-        })
-        .collect();
-    let rates: Vec<f64> = clients
-        .into_iter()
-        .map(|c| {
-            let out = c.wait_with_output().expect("iperf3");
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            iperf3_bps(&serde_json::from_slice(&out.stdout).expect("iperf3 json"))
-        })
-        .collect();
-    for pid in servers {
-        lab.reap(pid);
-    }
+    let rates = uploads(&lab, &[0, 1], 5201, 3);
     let total: f64 = rates.iter().sum();
     eprintln!(
         "RESULT sites: two sites at once: {:.0} and {:.0} Mbit/s (shares {:.0} % / {:.0} %)",
-        rates[0] / 1e6,
-        rates[1] / 1e6,
+        rates[0],
+        rates[1],
         100.0 * rates[0] / total,
         100.0 * rates[1] / total
     );
     for r in &rates {
-        assert!(*r > 5e6, "a site's transfer collapsed: {rates:?}");
+        assert!(*r > 5.0, "a site's transfer collapsed: {rates:?} Mbit/s");
     }
 }
 
@@ -372,39 +336,60 @@ fn a_handshake_flood_leaves_an_established_site_its_throughput() {
     );
 }
 
-/// One iperf3 TCP upload from site 0 to the server, Mbit/s (the iperf3 server is a child of
-/// this test, stopped by its handle).
+/// One iperf3 TCP upload from site 0 to the server, Mbit/s.
 fn upload(lab: &Sites, port: u16, secs: u32) -> f64 {
+    uploads(lab, &[0], port, secs)[0]
+}
+
+/// iperf3 TCP uploads from each of `sites` to the server at once, for `secs`, on ports from
+/// `port` up: each one's Mbit/s. The iperf3 servers are children of this test, stopped by
+/// their handles.
+fn uploads(lab: &Sites, sites: &[usize], port: u16, secs: u32) -> Vec<f64> {
     let srv = tunnel_ip(Host::Server);
-    let mut server = lab
-        .cmd(Host::Server, "iperf3")
-        .args(["-s", "-1", "-B", &srv, "-p", &port.to_string()])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("iperf3 -s");
+    let ports: Vec<String> = (0..sites.len())
+        .map(|i| (port + i as u16).to_string())
+        .collect();
+    let mut servers: Vec<_> = ports
+        .iter()
+        .map(|p| {
+            lab.cmd(Host::Server, "iperf3")
+                .args(["-s", "-1", "-B", &srv, "-p", p])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("iperf3 -s")
+        })
+        .collect();
     std::thread::sleep(Duration::from_millis(300));
-    let out = lab
-        .cmd(Host::Site(0), "iperf3")
-        .args([
-            "-c",
-            &srv,
-            "-p",
-            &port.to_string(),
-            "-t",
-            &secs.to_string(),
-            "-J",
-        ])
-        .output()
-        .expect("iperf3 -c");
-    let _ = server.kill();
-    let _ = server.wait();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    iperf3_bps(&serde_json::from_slice(&out.stdout).expect("iperf3 json")) / 1e6
+    let clients: Vec<_> = sites
+        .iter()
+        .zip(&ports)
+        .map(|(&k, p)| {
+            lab.cmd(Host::Site(k), "iperf3")
+                .args(["-c", &srv, "-p", p, "-t", &secs.to_string(), "-J"])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("iperf3 -c")
+        })
+        .collect();
+    let rates = clients
+        .into_iter()
+        .map(|c| {
+            let out = c.wait_with_output().expect("iperf3");
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            iperf3_bps(&serde_json::from_slice(&out.stdout).expect("iperf3 json")) / 1e6
+        })
+        .collect();
+    for server in &mut servers {
+        let _ = server.kill();
+        let _ = server.wait();
+    }
+    rates
 }
 
 #[test]
@@ -482,42 +467,8 @@ fn ten_sites_once() {
         lab.ping_until(Host::Site(k), &srv, Duration::from_secs(10))
             .expect("site up");
     }
-    let mut servers = Vec::new();
-    for k in 0..n {
-        let port = 5301 + k as u16;
-        let mut c = lab.cmd(Host::Server, "iperf3");
-        c.args(["-s", "-1", "-B", &srv, "-p", &port.to_string()]);
-        servers.push(
-            lab.spawn(Host::Server, &format!("iperf3-{port}"), &mut c)
-                .expect("iperf3 -s"),
-        );
-    }
-    std::thread::sleep(Duration::from_millis(500));
-    let clients: Vec<_> = (0..n)
-        .map(|k| {
-            lab.cmd(Host::Site(k), "iperf3")
-                .args(["-c", &srv, "-p", &(5301 + k).to_string(), "-t", "8", "-J"])
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .expect("iperf3 -c")
-        })
-        .collect();
-    let rates: Vec<f64> = clients
-        .into_iter()
-        .map(|c| {
-            let out = c.wait_with_output().expect("iperf3");
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            iperf3_bps(&serde_json::from_slice(&out.stdout).expect("iperf3 json")) / 1e6
-        })
-        .collect();
-    for pid in servers {
-        lab.reap(pid);
-    }
+    let all: Vec<usize> = (0..n).collect();
+    let rates = uploads(&lab, &all, 5301, 8);
     let total: f64 = rates.iter().sum();
     let fair = total / n as f64;
     let worst = rates
