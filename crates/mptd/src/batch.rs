@@ -113,11 +113,7 @@ impl BatchSocket {
                     }
                     let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
                     if let Some(seg) = segment {
-                        (*cmsg).cmsg_level = libc::SOL_UDP;
-                        (*cmsg).cmsg_type = libc::UDP_SEGMENT;
-                        (*cmsg).cmsg_len =
-                            libc::CMSG_LEN(std::mem::size_of::<u16>() as u32) as usize;
-                        std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<u16>(), seg as u16);
+                        put_cmsg(cmsg, libc::SOL_UDP, libc::UDP_SEGMENT, seg as u16);
                         cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
                     }
                     match from {
@@ -129,15 +125,7 @@ impl BatchSocket {
                                 },
                                 ipi_addr: libc::in_addr { s_addr: 0 },
                             };
-                            (*cmsg).cmsg_level = libc::IPPROTO_IP;
-                            (*cmsg).cmsg_type = libc::IP_PKTINFO;
-                            (*cmsg).cmsg_len =
-                                libc::CMSG_LEN(std::mem::size_of::<libc::in_pktinfo>() as u32)
-                                    as usize;
-                            std::ptr::write_unaligned(
-                                libc::CMSG_DATA(cmsg).cast::<libc::in_pktinfo>(),
-                                info,
-                            );
+                            put_cmsg(cmsg, libc::IPPROTO_IP, libc::IP_PKTINFO, info);
                         }
                         Some(std::net::IpAddr::V6(a)) if !cmsg.is_null() => {
                             let info = libc::in6_pktinfo {
@@ -146,15 +134,7 @@ impl BatchSocket {
                                     s6_addr: a.octets(),
                                 },
                             };
-                            (*cmsg).cmsg_level = libc::IPPROTO_IPV6;
-                            (*cmsg).cmsg_type = libc::IPV6_PKTINFO;
-                            (*cmsg).cmsg_len =
-                                libc::CMSG_LEN(std::mem::size_of::<libc::in6_pktinfo>() as u32)
-                                    as usize;
-                            std::ptr::write_unaligned(
-                                libc::CMSG_DATA(cmsg).cast::<libc::in6_pktinfo>(),
-                                info,
-                            );
+                            put_cmsg(cmsg, libc::IPPROTO_IPV6, libc::IPV6_PKTINFO, info);
                         }
                         _ => {}
                     }
@@ -192,6 +172,20 @@ impl BatchSocket {
         self.sock.try_io(Interest::READABLE, || {
             self.state.recv(UdpSockRef::from(&self.sock), bufs, meta)
         })
+    }
+}
+
+/// Fill the control message at `cmsg` with `value` of `level` and `ty`.
+///
+/// # Safety
+/// `cmsg` points into a control buffer with room for a control message carrying a `T`.
+unsafe fn put_cmsg<T>(cmsg: *mut libc::cmsghdr, level: libc::c_int, ty: libc::c_int, value: T) {
+    // SAFETY: the caller's room for the header and a `T` after it; unaligned writes.
+    unsafe {
+        (*cmsg).cmsg_level = level;
+        (*cmsg).cmsg_type = ty;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<T>() as u32) as usize;
+        std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<T>(), value);
     }
 }
 

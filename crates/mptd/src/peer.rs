@@ -98,7 +98,7 @@ impl Peer {
         if let Some(slot) = self.path_socket.get(path.index()) {
             slot.store(s, Relaxed);
         }
-        if to.is_some() {
+        if to.is_some() && self.listening {
             let mut src = self.path_source.lock().unwrap_or_else(|p| p.into_inner());
             if let Some(x) = src.get_mut(path.index()).filter(|x| **x != to) {
                 *x = to;
@@ -108,6 +108,10 @@ impl Peer {
 
     /// The address answers on `path` leave from (a listening peer's), if one is known.
     pub fn source(&self, path: PathId) -> Option<std::net::IpAddr> {
+        if !self.listening {
+            // our own paths' sockets send from their own addresses: no lock on the hot path
+            return None;
+        }
         let src = self.path_source.lock().unwrap_or_else(|p| p.into_inner());
         src.get(path.index()).copied().flatten()
     }
