@@ -34,8 +34,8 @@ mod events;
 mod settings;
 
 use accept::Acceptor;
+pub use settings::pick_family;
 use settings::{config_paths, peer_endpoint_config, random_source};
-pub use settings::{endpoint_config, pick_family};
 
 /// Everything the tasks share.
 pub struct Tunnel {
@@ -171,7 +171,7 @@ impl Tunnel {
                     pc,
                     &keys.private,
                     psk.clone(),
-                    config_paths(&cfg, pc)?,
+                    config_paths(&cfg, pc),
                     slot,
                     aes,
                     unix,

@@ -7,7 +7,7 @@ use mpt_core::seal::PrivateKey;
 use mpt_tunnel::{EndpointConfig, KeySettings, Overhead, PathSettings};
 use tracing::warn;
 
-use crate::config::{Config, Keys, PeerConfig};
+use crate::config::{Config, PeerConfig};
 use crate::random::KeyStream;
 
 /// The settings of `peer`'s endpoint, over `paths`. `slot` goes into its indices.
@@ -45,7 +45,7 @@ pub(super) fn peer_endpoint_config(
 
 /// `peer`'s paths over our `[[path]]`s: each to its `remote`, or to the peer's endpoint
 /// (resolved now), or unknown until the peer is heard on it.
-pub(super) fn config_paths(cfg: &Config, peer: &PeerConfig) -> Result<Vec<PathSettings>> {
+pub(super) fn config_paths(cfg: &Config, peer: &PeerConfig) -> Vec<PathSettings> {
     // A host name that does not resolve now is not fatal: its paths wait, and the uplink
     // watcher resolves it again (`crate::uplinks`).
     let resolved = match &peer.endpoint {
@@ -72,33 +72,12 @@ pub(super) fn config_paths(cfg: &Config, peer: &PeerConfig) -> Result<Vec<PathSe
             overhead: Overhead::new(cfg.security.cipher.is_some(), p.local.is_ipv6()).outer_link(),
         });
     }
-    Ok(paths)
+    paths
 }
 
 /// The first of `addrs` of the family a path's socket has.
 pub fn pick_family(addrs: &[SocketAddr], ipv6: bool) -> Option<SocketAddr> {
     addrs.iter().find(|a| a.is_ipv6() == ipv6).copied()
-}
-
-/// The endpoint settings of a one-peer tunnel over its `[[path]]`s (what the daemon runs for
-/// `peers[0]` when it does not listen; the lab's comparisons build it too).
-pub fn endpoint_config(
-    cfg: &Config,
-    keys: &Keys,
-    aes_in_hardware: bool,
-    unix_nanos_at_zero: u64,
-) -> Result<EndpointConfig> {
-    let peer = &cfg.peers[0];
-    Ok(peer_endpoint_config(
-        cfg,
-        peer,
-        &keys.private,
-        keys.psks.first().cloned().flatten(),
-        config_paths(cfg, peer)?,
-        1,
-        aes_in_hardware,
-        unix_nanos_at_zero,
-    ))
 }
 
 pub(super) fn random_source() -> Result<mpt_tunnel::Random> {
