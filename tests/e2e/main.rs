@@ -12,6 +12,7 @@ mod failover;
 mod ftp;
 mod hostile;
 mod lab;
+mod rekey;
 mod sites;
 mod throughput;
 

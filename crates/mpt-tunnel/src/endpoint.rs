@@ -77,6 +77,42 @@ pub(crate) struct CryptoState {
     pub(crate) last_heard: Option<Time>,
     /// When the current session was made.
     pub(crate) made_at: Option<Time>,
+    /// The session a rekey replaced: its datagrams still in flight are taken for a while.
+    pub(crate) previous: Option<OldSession>,
+    /// As the responder of a rekey: the session made, kept until the peer's first datagram
+    /// in it shows that the peer has it too (until then we send in the current one).
+    pub(crate) next: Option<NextSession>,
+    /// Sessions that replaced one the peer still had (rekeys, handshakes after silence).
+    pub(crate) rekeys: u64,
+}
+
+/// How long the keys of a replaced session still open what arrives in it: the datagrams it
+/// sealed that were in flight, or held in a queue, when the new one was made.
+pub const PREVIOUS_SESSION_KEPT: Duration = Duration::from_secs(10);
+
+/// A replaced session we still receive in (see [`CryptoState::previous`]).
+pub(crate) struct OldSession {
+    /// Our index in it.
+    pub(crate) session: u32,
+    pub(crate) open: Option<Arc<SealKey>>,
+    pub(crate) epoch: u64,
+    pub(crate) replay: ReplayWindow,
+    /// Its datagrams are dropped from then on.
+    pub(crate) until: Time,
+}
+
+/// A session's keys, as a handshake made them.
+pub(crate) struct Keys {
+    pub(crate) cipher: Option<Cipher>,
+    pub(crate) seal: Option<Arc<SealKey>>,
+    pub(crate) open: Option<Arc<SealKey>>,
+}
+
+/// A session the responder made in a rekey and has not used yet (see [`CryptoState::next`]).
+pub(crate) struct NextSession {
+    pub(crate) ours: u32,
+    pub(crate) theirs: u32,
+    pub(crate) keys: Keys,
 }
 
 /// Everything the endpoint keeps per path.
@@ -199,6 +235,9 @@ impl<P> Endpoint<P> {
             replay: ReplayWindow::default(),
             last_heard: None,
             made_at: None,
+            previous: None,
+            next: None,
+            rekeys: 0,
         };
         let paths = cfg
             .paths
@@ -268,6 +307,12 @@ impl<P> Endpoint<P> {
 
     pub fn peer_restarts(&self) -> u64 {
         self.peer_restarts
+    }
+
+    /// Sessions that replaced one both ends had (rekeys, handshakes after silence): the peer
+    /// did not restart, and nothing it sent was lost to the change.
+    pub fn rekeys(&self) -> u64 {
+        self.crypto.rekeys
     }
 
     /// Data is sealed (the configuration says so).

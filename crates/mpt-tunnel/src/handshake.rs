@@ -6,13 +6,14 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mpt_core::seal::{self, Initiator, ReplayWindow, Responder, SessionKeys, Split};
+use mpt_core::seal::{self, Cipher, Initiator, Responder, SessionKeys, Split};
 use mpt_core::wire::{
-    Datagram, HeaderRepr, Initiation, Kind, Response, HEADER_LEN, INITIATION_LEN,
+    CipherFlags, Datagram, HeaderRepr, Initiation, Kind, Response, HEADER_LEN, INITIATION_LEN,
     INITIATION_PAYLOAD_LEN, RESPONSE_LEN, RESPONSE_PAYLOAD_LEN,
 };
 use mpt_core::{PathId, Time};
 
+use crate::endpoint::{Keys, NextSession, OldSession, PREVIOUS_SESSION_KEPT};
 use crate::send::Pending;
 use crate::{DropReason, Endpoint, Event};
 
@@ -26,15 +27,27 @@ impl<P> Endpoint<P> {
     /// has been silent on every path for `dead` (it restarted, or a NAT forgot us); retry
     /// while unanswered.
     pub(crate) fn handshake_tick(&mut self, now: Time) {
+        if self
+            .crypto
+            .previous
+            .as_ref()
+            .is_some_and(|p| p.until <= now)
+        {
+            self.crypto.previous = None;
+        }
         if !self.cfg.keys.initiate {
             return;
         }
-        let silent = self
-            .crypto
-            .last_heard
-            .is_none_or(|t| now - t >= self.cfg.dead);
+        let c = &self.crypto;
+        let silent = c.last_heard.is_none_or(|t| now - t >= self.cfg.dead);
+        // A working session renews its keys when they are `rekey_after` old.
+        let rekey = self.peer_session.is_some()
+            && !silent
+            && c.cipher.is_some()
+            && c.made_at
+                .is_some_and(|t| now - t >= self.cfg.keys.rekey_after);
         let c = &mut self.crypto;
-        if self.peer_session.is_some() && !silent {
+        if self.peer_session.is_some() && !silent && !rekey {
             c.attempts = 0;
             c.next_initiation = None;
             return;
@@ -50,7 +63,8 @@ impl<P> Endpoint<P> {
         c.next_initiation = Some(now + wait);
         let attempt = c.attempts;
         self.initiate(now);
-        self.events.push_back(Event::HandshakeSent { attempt });
+        self.events
+            .push_back(Event::HandshakeSent { attempt, rekey });
     }
 
     /// Write an initiation and queue it on every path whose remote we know.
@@ -63,7 +77,7 @@ impl<P> Endpoint<P> {
         let payload = Initiation {
             index,
             timestamp,
-            flags: c.flags,
+            flags: c.flags | self.continues(),
             paths: self.paths.len() as u8,
         }
         .emit();
@@ -199,7 +213,7 @@ impl<P> Endpoint<P> {
         let index = self.fresh_index();
         let reply = Response {
             index,
-            flags: self.crypto.flags,
+            flags: self.crypto.flags | self.continues(),
         }
         .emit();
         let mut d = vec![0u8; RESPONSE_LEN];
@@ -219,7 +233,20 @@ impl<P> Endpoint<P> {
             destination: from,
             contents: d,
         });
-        self.install(now, path, from, index, init.index, cipher, &split);
+        let keys = Keys::new(cipher, &split);
+        if self.peer_session.is_some() && init.flags & CipherFlags::CONTINUES != 0 {
+            // The peer has our current session too: we go on sending in it until the peer's
+            // first datagram in the new one shows that our response reached it.
+            self.crypto.next = Some(NextSession {
+                ours: index,
+                theirs: init.index,
+                keys,
+            });
+            self.learn_address(path, from);
+            self.heard(now, path);
+        } else {
+            self.install(now, path, from, index, init.index, keys, false);
+        }
         Ok(())
     }
 
@@ -255,7 +282,16 @@ impl<P> Endpoint<P> {
             Ok(c) => c,
             Err(_) => return Err(self.refused(path, DropReason::CipherMismatch)),
         };
-        self.install(now, path, from, index, resp.index, cipher, &split);
+        let continues = self.peer_session.is_some() && resp.flags & CipherFlags::CONTINUES != 0;
+        self.install(
+            now,
+            path,
+            from,
+            index,
+            resp.index,
+            Keys::new(cipher, &split),
+            continues,
+        );
         // Our addresses on every path reach the peer at once (a NAT's among them), and every
         // path's RTT is measured.
         for i in 0..self.paths.len() {
@@ -266,61 +302,71 @@ impl<P> Endpoint<P> {
         Ok(())
     }
 
-    /// A handshake made a session: `ours` and `theirs` are the indices, `split` the keys.
+    /// A handshake made a session: `ours` and `theirs` are the indices, `keys` its keys.
+    /// `continues`: the peer had the session this one replaces, and its sequence numbers go
+    /// on (a rekey): the old session's keys still open what was in flight, and nothing is
+    /// reset. Otherwise the peer is new, or new again.
     #[allow(clippy::too_many_arguments)]
-    fn install(
+    pub(crate) fn install(
         &mut self,
         now: Time,
         path: PathId,
         from: SocketAddr,
         ours: u32,
         theirs: u32,
-        cipher: Option<seal::Cipher>,
-        split: &Split,
+        keys: Keys,
+        continues: bool,
     ) {
         let c = &mut self.crypto;
-        match cipher {
-            Some(cipher) => {
-                let keys = SessionKeys::new(cipher, &split.tx, &split.rx);
-                c.open = Some(Arc::new(keys.rx));
-                self.seal = Some(Arc::new(keys.tx));
-            }
-            None => {
-                c.open = None;
-                self.seal = None;
-            }
-        }
+        let old_open = std::mem::replace(&mut c.open, keys.open);
+        self.seal = keys.seal;
+        let old_epoch = c.epoch;
         c.epoch += 1;
-        c.cipher = cipher;
+        c.cipher = keys.cipher;
         c.made_at = Some(now);
-        // what the peer said of our paths was of the old session
-        for p in &mut self.paths {
-            p.peer_silent = false;
-        }
-        c.replay = ReplayWindow::default();
+        let old_replay = std::mem::take(&mut c.replay);
         c.attempts = 0;
         c.next_initiation = None;
+        c.next = None;
         self.counter = 0;
         let old = std::mem::replace(&mut self.session, ours);
-        let event = match self.peer_session.replace(theirs) {
-            Some(_) => {
+        c.previous = continues.then(|| OldSession {
+            session: old,
+            open: old_open,
+            epoch: old_epoch,
+            replay: old_replay,
+            until: now + PREVIOUS_SESSION_KEPT,
+        });
+        let had = self.peer_session.replace(theirs).is_some();
+        let event = if continues {
+            c.rekeys += 1;
+            Event::Rekeyed {
+                path,
+                old,
+                session: ours,
+            }
+        } else {
+            // what the peer said of our paths was of the old session
+            for p in &mut self.paths {
+                p.peer_silent = false;
+            }
+            if had {
                 self.reseq.reset();
                 self.peer_restarts += 1;
                 Event::NewSession {
                     path,
                     old,
                     session: ours,
-                    cipher,
+                    cipher: keys.cipher,
                 }
-            }
-            None => {
+            } else {
                 for p in &mut self.paths {
                     p.live.session_made(now);
                 }
                 Event::PeerAuthenticated {
                     path,
                     session: ours,
-                    cipher,
+                    cipher: keys.cipher,
                 }
             }
         };
@@ -332,6 +378,16 @@ impl<P> Endpoint<P> {
             self.events.push_back(Event::PathUp { path, again: true });
         }
         self.heard(now, path);
+    }
+
+    /// The [`CipherFlags::CONTINUES`] bit of our handshake messages: set while we have a
+    /// session with the peer (our sequence numbers go on from it).
+    fn continues(&self) -> u8 {
+        if self.peer_session.is_some() {
+            CipherFlags::CONTINUES
+        } else {
+            0
+        }
     }
 
     /// A random index for a new session, never 0 nor the current one (its low 16 bits the
@@ -366,5 +422,20 @@ fn handshake_header(kind: Kind, path: PathId, receiver: u32, now: Time) -> Heade
         session: receiver,
         seq: 0,
         timestamp: now.wire_micros(),
+    }
+}
+
+impl Keys {
+    /// The keys of a session sealed with `cipher` (none in the clear), from the handshake's
+    /// transport keys.
+    pub(crate) fn new(cipher: Option<Cipher>, split: &Split) -> Keys {
+        let (seal, open) = match cipher {
+            Some(cipher) => {
+                let keys = SessionKeys::new(cipher, &split.tx, &split.rx);
+                (Some(Arc::new(keys.tx)), Some(Arc::new(keys.rx)))
+            }
+            None => (None, None),
+        };
+        Keys { cipher, seal, open }
     }
 }

@@ -26,7 +26,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 pub use drops::{DropCounts, DropReason, Drops};
-pub use endpoint::{Endpoint, PathInfo};
+pub use endpoint::{Endpoint, PathInfo, PREVIOUS_SESSION_KEPT};
 pub use liveness::LinkState;
 pub use open::{Opened, Opener};
 pub use send::{Sealer, SendError};
@@ -77,7 +77,14 @@ pub struct KeySettings {
     /// Nanoseconds since the Unix epoch at `Time::ZERO`: handshake timestamps are wall-clock
     /// time, so that a restarted initiator's are later than its previous life's.
     pub unix_nanos_at_zero: u64,
+    /// An initiator makes new keys when its session is this old ([`REKEY_AFTER`] by default),
+    /// so that a key never seals more than this much time's traffic (forward secrecy within
+    /// a long-lived tunnel). Not in the clear: there are no keys to renew.
+    pub rekey_after: Duration,
 }
+
+/// The default of [`KeySettings::rekey_after`] (WireGuard's too).
+pub const REKEY_AFTER: Duration = Duration::from_secs(120);
 
 /// An endpoint's settings.
 #[derive(Debug, Clone)]
@@ -204,6 +211,8 @@ pub enum Event {
     /// the last session was made).
     HandshakeSent {
         attempt: u32,
+        /// To renew the keys of a session that works (its age reached `rekey_after`).
+        rekey: bool,
     },
     /// A handshake made the first session with the peer: `session` is our index, `cipher` how
     /// data is sealed (`None`: in the clear).
@@ -212,8 +221,15 @@ pub enum Event {
         session: u32,
         cipher: Option<mpt_core::seal::Cipher>,
     },
-    /// A handshake replaced the session (the peer restarted, or one end had heard nothing for
-    /// a while). The resequencer was reset.
+    /// A handshake replaced the session the peer still had (a rekey, or a handshake after a
+    /// silence): new keys and indices, the same sequence numbers, nothing reset.
+    Rekeyed {
+        path: PathId,
+        old: u32,
+        session: u32,
+    },
+    /// A handshake replaced the session with one the peer started afresh (it restarted). The
+    /// resequencer was reset.
     NewSession {
         path: PathId,
         old: u32,

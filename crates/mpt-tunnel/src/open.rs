@@ -108,13 +108,22 @@ impl<P> Endpoint<P> {
         }
         let (counter, body) = opened.result.map_err(|r| self.count(r))?;
         let c = &mut self.crypto;
-        if c.epoch != opened.epoch {
+        // Opened under the keys a rekey replaced since: of the old session, still taken.
+        let replay = if c.epoch == opened.epoch {
+            &mut c.replay
+        } else if let Some(old) = c
+            .previous
+            .as_mut()
+            .filter(|o| o.epoch == opened.epoch && now < o.until)
+        {
+            &mut old.replay
+        } else {
             return Err(self.count(DropReason::UnknownSession));
-        }
-        if c.replay.check(counter).is_err() {
+        };
+        if replay.check(counter).is_err() {
             return Err(self.count(DropReason::Replayed));
         }
-        c.replay.mark(counter);
+        replay.mark(counter);
         seal::unseal_in_place(buf);
         self.dispatch(now, path, from, buf, COUNTER_LEN, SEALED_HEADER_LEN + body)
     }

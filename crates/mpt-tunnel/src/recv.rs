@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use mpt_core::seal::{self, COUNTER_LEN, SEALED_HEADER_LEN};
+use mpt_core::seal::{self, ReplayWindow, SealKey, COUNTER_LEN, SEALED_HEADER_LEN};
 use mpt_core::wire::{Datagram, HeaderRepr, Kind, Report, HEADER_LEN};
 use mpt_core::{PathId, Time};
 use mpt_reseq::PacketMeta;
@@ -66,12 +66,13 @@ impl<P> Endpoint<P> {
             (false, true) => return Err(self.count(DropReason::Sealed)),
             _ => {}
         }
-        if self.peer_session.is_none() || h.session != self.session {
+        if self.peer_session.is_none() {
             return Err(self.count(DropReason::UnknownSession));
         }
-        let (start, end) = match sealed {
-            true => self.open(buf)?,
-            false => (0, buf.len()),
+        let (start, end) = match (h.session == self.session, sealed) {
+            (true, true) => self.open(buf)?,
+            (true, false) => (0, buf.len()),
+            (false, _) => self.other_session(now, path, from, h.session, sealed, buf)?,
         };
         self.dispatch(now, path, from, buf, start, end)
     }
@@ -155,22 +156,58 @@ impl<P> Endpoint<P> {
     /// `buf`.
     fn open(&mut self, buf: &mut [u8]) -> Result<(usize, usize), DropReason> {
         let c = &mut self.crypto;
-        let Some(key) = c.open.as_ref() else {
+        let r = match c.open.as_ref() {
+            Some(key) => open_in_place(key, &mut c.replay, buf),
+            None => Err(DropReason::UnknownSession),
+        };
+        r.map_err(|e| self.count(e))
+    }
+
+    /// A datagram whose session is not the current one: of the session a rekey replaced (in
+    /// flight when it was replaced), or of the session we made as a rekey's responder (the
+    /// peer has it: it becomes the current one). Anything else is dropped.
+    fn other_session(
+        &mut self,
+        now: Time,
+        path: PathId,
+        from: SocketAddr,
+        session: u32,
+        sealed: bool,
+        buf: &mut [u8],
+    ) -> Result<(usize, usize), DropReason> {
+        let c = &mut self.crypto;
+        if let Some(old) = c
+            .previous
+            .as_mut()
+            .filter(|o| o.session == session && now < o.until)
+        {
+            let r = match (sealed, old.open.as_ref()) {
+                (true, Some(key)) => open_in_place(key, &mut old.replay, buf),
+                (false, None) => Ok((0, buf.len())),
+                _ => Err(DropReason::UnknownSession),
+            };
+            return r.map_err(|e| self.count(e));
+        }
+        let Some(next) = c.next.take_if(|n| n.ours == session) else {
             return Err(self.count(DropReason::UnknownSession));
         };
-        let Some(counter) = seal::counter_of(buf) else {
-            return Err(self.count(DropReason::Truncated));
+        let mut replay = ReplayWindow::default();
+        let r = match (sealed, next.keys.open.as_ref()) {
+            (true, Some(key)) => open_in_place(key, &mut replay, buf),
+            (false, None) => Ok((0, buf.len())),
+            _ => Err(DropReason::UnknownSession),
         };
-        if c.replay.check(counter).is_err() {
-            return Err(self.count(DropReason::Replayed));
+        match r {
+            Ok(span) => {
+                self.install(now, path, from, next.ours, next.theirs, next.keys, true);
+                self.crypto.replay = replay;
+                Ok(span)
+            }
+            Err(e) => {
+                self.crypto.next = Some(next);
+                Err(self.count(e))
+            }
         }
-        let body = match key.open(buf) {
-            Ok(n) => n,
-            Err(e) => return Err(self.count(DropReason::unsealed(&e))),
-        };
-        c.replay.mark(counter);
-        seal::unseal_in_place(buf);
-        Ok((COUNTER_LEN, SEALED_HEADER_LEN + body))
     }
 
     /// The driver found the peer somewhere else for `path` (its endpoint's host name resolves
@@ -348,4 +385,23 @@ impl<P> Endpoint<P> {
             }
         }
     }
+}
+
+/// Open a sealed datagram in place with `key`, checking and marking its counter in `replay`.
+/// Returns where its plain form lies in `buf`.
+fn open_in_place(
+    key: &SealKey,
+    replay: &mut ReplayWindow,
+    buf: &mut [u8],
+) -> Result<(usize, usize), DropReason> {
+    let Some(counter) = seal::counter_of(buf) else {
+        return Err(DropReason::Truncated);
+    };
+    if replay.check(counter).is_err() {
+        return Err(DropReason::Replayed);
+    }
+    let body = key.open(buf).map_err(|e| DropReason::unsealed(&e))?;
+    replay.mark(counter);
+    seal::unseal_in_place(buf);
+    Ok((COUNTER_LEN, SEALED_HEADER_LEN + body))
 }

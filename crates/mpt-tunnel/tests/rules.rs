@@ -242,6 +242,164 @@ fn sim_time(ms: u64) -> mpt_core::Time {
     mpt_core::Time::from_millis(ms)
 }
 
+/// A sealed pair whose initiator renews its keys every `rekey`, over paths of 10 and 60 ms
+/// (what one path carries arrives long after what the other carried: reordering).
+fn rekeying_pair(seed: u64, rekey: Duration, split_open: bool) -> Pair {
+    let mut a = sim::config(Side::A, 2, true);
+    a.keys.rekey_after = rekey;
+    let b = sim::config(Side::B, 2, true);
+    let mut p = Pair::with(sim::seed(seed), a, b);
+    p.split_open = split_open;
+    for side in [Side::A, Side::B] {
+        p.link(side, 1).delay = ms(60);
+    }
+    p.run_until(ms(500), Pair::agreed).expect("keys agreed");
+    // both paths measured and carrying, both ways, before the run counts
+    p.stream(Side::A, ms(200), ms(5), LEN, 900_000);
+    p.stream(Side::B, ms(200), ms(5), LEN, 900_000);
+    p.run(ms(200));
+    for node in &mut p.nodes {
+        node.delivered.clear();
+    }
+    p
+}
+
+/// `got` is exactly `want`, in order (shown compactly when not).
+fn assert_exactly(got: &[u32], want: std::ops::Range<u32>, what: &str) {
+    let want: Vec<u32> = want.collect();
+    if got != want {
+        let at = got.iter().zip(&want).position(|(g, w)| g != w);
+        let at = at.unwrap_or(got.len().min(want.len()));
+        let end = (at + 10).min(got.len());
+        panic!(
+            "{what}: {} delivered, {} sent; first difference at {at}: got {:?}, want from {:?}",
+            got.len(),
+            want.len(),
+            &got[at.min(got.len())..end],
+            want.get(at)
+        );
+    }
+}
+
+/// Both ends stream to each other for `d` (A numbers from 0, B from 100 000, a packet every
+/// `every`); returns how many each sent.
+fn both_ways(p: &mut Pair, d: Duration, every: Duration) -> u32 {
+    let mut n = 0u32;
+    let start = p.now;
+    while p.now - start < d {
+        let _ = p.send(Side::A, &packet(n, LEN));
+        let _ = p.send(Side::B, &packet(100_000 + n, LEN));
+        n += 1;
+        let next = p.now + every;
+        p.run_until(every, |p| p.now >= next);
+    }
+    n
+}
+
+#[test]
+fn keys_are_renewed_under_traffic_without_losing_or_reordering_a_packet() {
+    for split_open in [false, true] {
+        let mut p = rekeying_pair(40, ms(1000), split_open);
+        let first = (p.ep(Side::A).session(), p.ep(Side::B).session());
+        // both ways at once, for four and a half rekey periods
+        let start = p.now;
+        let n = both_ways(&mut p, ms(4500), ms(2));
+        p.run(ms(300));
+        let what = format!("split_open {split_open}");
+        assert_exactly(&p.delivered_numbers(Side::B), 0..n, &what);
+        assert_exactly(&p.delivered_numbers(Side::A), 100_000..100_000 + n, &what);
+        for side in [Side::A, Side::B] {
+            let ep = p.ep(side);
+            assert!(ep.rekeys() >= 4, "{side:?} rekeyed {} times", ep.rekeys());
+            assert_eq!(ep.peer_restarts(), 0, "{side:?}");
+            for r in [
+                DropReason::UnknownSession,
+                DropReason::Replayed,
+                DropReason::BadTag,
+                DropReason::NoSession,
+                DropReason::Duplicate,
+                DropReason::TooOld,
+            ] {
+                assert_eq!(ep.drop_count(r), 0, "{side:?} {r:?}");
+            }
+        }
+        assert!(p.agreed());
+        assert_ne!(first, (p.ep(Side::A).session(), p.ep(Side::B).session()));
+        // the responder confirmed every new session by the initiator's first datagram in it
+        assert!(p
+            .events_since(Side::B, start)
+            .iter()
+            .any(|e| matches!(e, Event::Rekeyed { .. })));
+        assert!(!p
+            .events_since(Side::B, start)
+            .iter()
+            .any(|e| matches!(e, Event::NewSession { .. })));
+    }
+}
+
+#[test]
+fn an_idle_tunnel_renews_its_keys_too_and_the_replaced_keys_expire() {
+    let mut p = rekeying_pair(41, ms(1000), false);
+    p.stream(Side::A, ms(20), ms(5), LEN, 0);
+    let old_data = p
+        .node(Side::A)
+        .sent_log
+        .iter()
+        .rev()
+        .find(|(_, d)| kind_of(d) == Kind::Data)
+        .expect("data sent")
+        .1
+        .clone();
+    p.run(ms(1100));
+    assert_eq!(p.ep(Side::A).rekeys(), 1);
+    assert_eq!(p.ep(Side::B).rekeys(), 1);
+    // a datagram of the replaced session is still taken a while (it was in flight) but a
+    // copy of it is a replay; and after PREVIOUS_SESSION_KEPT it is of no session at all
+    let from = p.source(Side::A, 0);
+    let out = p.inject(Side::B, 0, from, old_data.clone());
+    assert_eq!(out, Outcome::Dropped(DropReason::Replayed));
+    p.run(mpt_tunnel::PREVIOUS_SESSION_KEPT);
+    let from = p.source(Side::A, 0);
+    let out = p.inject(Side::B, 0, from, old_data);
+    assert_eq!(out, Outcome::Dropped(DropReason::UnknownSession));
+    p.stream(Side::A, ms(20), ms(5), LEN, 4);
+    p.run(ms(100));
+    assert_exactly(&p.delivered_numbers(Side::B), 0..8, "B");
+}
+
+#[test]
+fn a_lost_rekey_response_leaves_the_old_session_working_until_the_retry() {
+    let mut p = rekeying_pair(42, ms(1000), false);
+    let old = (p.ep(Side::A).session(), p.ep(Side::B).session());
+    // idle until the rekey's initiation goes; B's next datagram on each path (its response)
+    // is lost
+    let since = p.now;
+    let rekey_sent = |p: &Pair| {
+        p.events_since(Side::A, since)
+            .iter()
+            .any(|e| matches!(e, Event::HandshakeSent { rekey: true, .. }))
+    };
+    p.run_until(ms(1500), rekey_sent).expect("a rekey started");
+    p.drop_next(Side::B, 0, 1);
+    p.drop_next(Side::B, 1, 1);
+    p.run(ms(70));
+    let n = both_ways(&mut p, ms(1500), ms(5));
+    p.run(ms(300));
+    assert_exactly(&p.delivered_numbers(Side::B), 0..n, "B");
+    assert_exactly(&p.delivered_numbers(Side::A), 100_000..100_000 + n, "A");
+    assert_ne!(old, (p.ep(Side::A).session(), p.ep(Side::B).session()));
+    assert!(p.agreed());
+    assert_eq!(p.ep(Side::A).rekeys(), 1);
+    // the session was renewed by the retry
+    assert!(p.events_since(Side::A, since).iter().any(|e| matches!(
+        e,
+        Event::HandshakeSent {
+            rekey: true,
+            attempt: 2
+        }
+    )));
+}
+
 // ---- liveness and failover
 
 fn down_at(p: &Pair, side: Side, path: u8) -> Option<mpt_core::Time> {

@@ -97,4 +97,9 @@ impl CipherFlags {
     pub const FIXED: u8 = 2;
     /// The sender sends data in the clear (`encryption = "none"`).
     pub const PLAIN: u8 = 4;
+    /// Not a cipher bit: the sender has a session with the receiver and its sequence numbers
+    /// go on from it (a rekey, or a handshake after silence). A receiver that has a session
+    /// too keeps its resequencer and statistics. Without it the sender starts afresh (it
+    /// restarted), and the receiver starts its resequencer again.
+    pub const CONTINUES: u8 = 8;
 }

@@ -51,6 +51,7 @@ fn site_config(key: PrivateKey, server: PublicKey, to: SocketAddr, unix: u64) ->
             aes_in_hardware: mpt_core::seal::aes_in_hardware(),
             initiate: true,
             unix_nanos_at_zero: unix,
+            rekey_after: mpt_tunnel::REKEY_AFTER,
         },
         index_slot: None,
     }

@@ -30,6 +30,8 @@ pub struct TunnelOpts {
     pub encryption: String,
     /// The mptd binary to run (default [`mptd_bin`]): `mpt-lab bench compare` runs several.
     pub mptd: Option<PathBuf>,
+    /// `[security] rekey_after_s` (`None`: the default, 120 s).
+    pub rekey_after_s: Option<u64>,
 }
 
 impl TunnelOpts {
@@ -57,6 +59,7 @@ impl Default for TunnelOpts {
             configure_rates: true,
             encryption: "chacha20-poly1305".into(),
             mptd: None,
+            rekey_after_s: None,
         }
     }
 }
@@ -95,6 +98,7 @@ impl Lab {
         let security = SecurityFile {
             encryption: Some(o.encryption.clone()),
             private_key_file: Some(self.key_file(side)?.display().to_string()),
+            rekey_after_s: o.rekey_after_s.map(|s| s as i64),
         };
         let peer = PeerFile {
             name: Some(self.ns(side.other())),

@@ -288,6 +288,7 @@ impl Sites {
             security: SecurityFile {
                 encryption: None,
                 private_key_file: Some(self.key_file(h)?.display().to_string()),
+                ..SecurityFile::default()
             },
             ..ConfigFile::default()
         })

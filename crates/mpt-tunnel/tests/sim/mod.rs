@@ -158,6 +158,7 @@ pub fn config(side: Side, paths: usize, sealing: bool) -> EndpointConfig {
             aes_in_hardware: false,
             initiate: side == Side::A,
             unix_nanos_at_zero: 1_800_000_000_000_000_000,
+            rekey_after: mpt_tunnel::REKEY_AFTER,
         },
         index_slot: None,
     }

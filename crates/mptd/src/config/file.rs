@@ -56,6 +56,8 @@ pub struct SecurityFile {
     pub encryption: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub private_key_file: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rekey_after_s: Option<i64>,
 }
 
 /// `[tunnel]` as written.

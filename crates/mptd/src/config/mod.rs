@@ -45,6 +45,8 @@ pub struct Security {
     /// This host's private key (relative paths are resolved against the config file's
     /// directory).
     pub private_key_file: PathBuf,
+    /// An initiator renews a session's keys when they are this old (`rekey_after_s`).
+    pub rekey_after: Duration,
 }
 
 /// One `[[peer]]`: a host we make a tunnel with.
@@ -379,6 +381,7 @@ backup = true
             security: SecurityFile {
                 encryption: Some("none".into()),
                 private_key_file: Some("k".into()),
+                ..SecurityFile::default()
             },
             peer: vec![PeerFile {
                 name: Some("b".into()),

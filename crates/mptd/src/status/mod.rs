@@ -35,8 +35,12 @@ pub struct PeerStatus {
     pub cipher: Option<String>,
     pub session: Option<String>,
     pub peer_session: Option<String>,
-    /// Sessions made after the first.
+    /// Sessions made after the first that started afresh (the peer restarted).
     pub restarts: u64,
+    /// Sessions that renewed one both ends had (rekeys every `rekey_after_s`, handshakes
+    /// after a silence): nothing was reset.
+    #[serde(default)]
+    pub rekeys: u64,
     /// Milliseconds since anything authentic arrived from it.
     pub last_heard_ms: Option<u64>,
     /// Milliseconds since the last handshake made the session.
@@ -68,7 +72,7 @@ pub struct TunnelStatus {
     pub session: String,
     /// The peer's index for the session, once a handshake made one (hex).
     pub peer_session: Option<String>,
-    /// Sessions made after the first (the peer restarted, or had not been heard for `dead_ms`).
+    /// Sessions made after the first that started afresh (the peer restarted).
     pub peer_restarts: u64,
     /// Inner packets read from the TUN device and sent.
     pub tx_packets: u64,

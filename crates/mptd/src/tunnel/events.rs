@@ -67,9 +67,11 @@ impl Tunnel {
                 path = name(path),
                 "path down: the peer hears nothing from us on it (it works one way only)"
             ),
-            Event::HandshakeSent { attempt } => {
+            Event::HandshakeSent { attempt, rekey } => {
                 let to = peer.cfg.endpoint.as_ref().map(ToString::to_string);
-                if *attempt <= 1 {
+                if *rekey && *attempt <= 1 {
+                    debug!(peer = pn, "rekey: handshake sent");
+                } else if *attempt <= 1 {
                     info!(
                         peer = pn,
                         endpoint = to.as_deref().unwrap_or("-"),
@@ -94,6 +96,13 @@ impl Tunnel {
                 session = format_args!("{session:08x}"),
                 encryption = cipher.map_or("none", |c| c.name()),
                 "peer authenticated: session made"
+            ),
+            Event::Rekeyed { path, old, session } => debug!(
+                peer = pn,
+                path = name(path),
+                old = format_args!("{old:08x}"),
+                new = format_args!("{session:08x}"),
+                "new keys: session renewed"
             ),
             Event::NewSession {
                 path,

@@ -38,6 +38,7 @@ pub(super) fn peer_endpoint_config(
             aes_in_hardware,
             initiate: peer.endpoint.is_some(),
             unix_nanos_at_zero,
+            rekey_after: cfg.security.rekey_after,
         },
         index_slot: Some(slot),
     }

@@ -44,9 +44,17 @@ impl Validator<'_> {
                 ))
             }
         };
+        let rekey_after = Duration::from_secs(self.int_in(
+            "security.rekey_after_s",
+            raw.rekey_after_s,
+            mpt_tunnel::REKEY_AFTER.as_secs(),
+            10,
+            86_400,
+        )?);
         Ok(Security {
             cipher,
             private_key_file,
+            rekey_after,
         })
     }
 
