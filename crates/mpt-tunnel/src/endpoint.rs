@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mpt_core::seal::{Cipher, ReplayWindow, SealKey, SEALED_HEADER_LEN};
+use mpt_core::seal::{Cipher, MacKeys, ReplayWindow, SealKey, MAC_LEN, SEALED_HEADER_LEN};
 use mpt_core::wire::{ReportEntry, HEADER_LEN};
 use mpt_core::{PathId, Time};
 use mpt_reseq::feedback::ReportPacer;
@@ -84,6 +84,17 @@ pub(crate) struct CryptoState {
     pub(crate) next: Option<NextSession>,
     /// Sessions that replaced one the peer still had (rekeys, handshakes after silence).
     pub(crate) rekeys: u64,
+    /// The MAC keys of the peer's public key (for our initiations) and of ours (to check the
+    /// peer's).
+    pub(crate) peer_macs: MacKeys,
+    pub(crate) own_macs: MacKeys,
+    /// The last cookie the peer sent us, and when: our initiations prove with it that we
+    /// receive at our address, while the peer is under load.
+    pub(crate) cookie: Option<([u8; MAC_LEN], Time)>,
+    /// The mac1 of our initiation in flight (a cookie reply is bound to it), and whether it
+    /// carried a cookie.
+    pub(crate) sent_mac1: [u8; MAC_LEN],
+    pub(crate) sent_with_cookie: bool,
 }
 
 /// How long the keys of a replaced session still open what arrives in it: the datagrams it
@@ -238,6 +249,11 @@ impl<P> Endpoint<P> {
             previous: None,
             next: None,
             rekeys: 0,
+            peer_macs: MacKeys::new(&k.peer),
+            own_macs: MacKeys::new(&k.private.public()),
+            cookie: None,
+            sent_mac1: [0; MAC_LEN],
+            sent_with_cookie: false,
         };
         let paths = cfg
             .paths

@@ -6,10 +6,13 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mpt_core::seal::{self, Cipher, Initiator, Responder, SessionKeys, Split};
+use mpt_core::seal::{
+    self, Cipher, Initiator, Responder, SessionKeys, Split, COOKIE_LIFETIME, COOKIE_NONCE_LEN,
+    MAC_LEN,
+};
 use mpt_core::wire::{
     CipherFlags, Datagram, HeaderRepr, Initiation, Kind, Response, HEADER_LEN, INITIATION_LEN,
-    INITIATION_PAYLOAD_LEN, RESPONSE_LEN, RESPONSE_PAYLOAD_LEN,
+    INITIATION_PAYLOAD_LEN, NOISE_INITIATION_LEN, RESPONSE_LEN, RESPONSE_PAYLOAD_LEN,
 };
 use mpt_core::{PathId, Time};
 
@@ -83,17 +86,31 @@ impl<P> Endpoint<P> {
         .emit();
         let k = &self.cfg.keys;
         let mut msg = vec![0u8; INITIATION_LEN];
+        let noise_end = HEADER_LEN + NOISE_INITIATION_LEN;
         let Ok((state, n)) = Initiator::start(
             &k.private,
             &k.peer,
             k.psk.as_ref(),
             &payload,
-            &mut msg[HEADER_LEN..],
+            &mut msg[HEADER_LEN..noise_end],
         ) else {
             return;
         };
-        debug_assert_eq!(HEADER_LEN + n, INITIATION_LEN);
-        self.crypto.initiating = Some((state, index));
+        debug_assert_eq!(HEADER_LEN + n, noise_end);
+        // mac1 under the peer's public key; mac2 under its cookie, while we have a fresh one
+        let c = &mut self.crypto;
+        let (noise, macs) = msg[HEADER_LEN..].split_at_mut(NOISE_INITIATION_LEN);
+        let mac1 = c.peer_macs.mac1(noise);
+        macs[..MAC_LEN].copy_from_slice(&mac1);
+        let cookie = c
+            .cookie
+            .filter(|(_, at)| now.saturating_since(*at) < COOKIE_LIFETIME);
+        if let Some((cookie, _)) = cookie {
+            macs[MAC_LEN..].copy_from_slice(&seal::mac2(&cookie, noise, &mac1));
+        }
+        c.sent_mac1 = mac1;
+        c.sent_with_cookie = cookie.is_some();
+        c.initiating = Some((state, index));
         for i in 0..self.paths.len() {
             let path = PathId(i as u8);
             let Some(to) = self.paths[i]
@@ -103,7 +120,8 @@ impl<P> Endpoint<P> {
                 continue;
             };
             let mut d = msg.clone();
-            handshake_header(Kind::Initiation, path, 0, now).emit(&mut d);
+            // our index in the clear: a cookie reply is addressed with it
+            handshake_header(Kind::Initiation, path, index, now).emit(&mut d);
             self.pending.push_back(Pending::Raw {
                 path,
                 destination: to,
@@ -131,8 +149,36 @@ impl<P> Endpoint<P> {
         }
         match header.kind {
             Kind::Initiation => self.take_initiation(now, path, from, message),
+            Kind::CookieReply => self.take_cookie(now, path, header.session, message),
             _ => self.take_response(now, path, from, header.session, message),
         }
+    }
+
+    /// The peer is under load and sent a cookie for our initiation in flight (`ours` its
+    /// index): keep it, and send the initiation again at once with it, unless the one in
+    /// flight already had one.
+    fn take_cookie(
+        &mut self,
+        now: Time,
+        path: PathId,
+        ours: u32,
+        message: &[u8],
+    ) -> Result<(), DropReason> {
+        let c = &mut self.crypto;
+        if c.initiating.as_ref().is_none_or(|(_, i)| *i != ours) {
+            return Err(self.count(DropReason::StaleHandshake));
+        }
+        let (nonce, sealed) = message.split_at(COOKIE_NONCE_LEN);
+        let Some(cookie) = c.peer_macs.open_cookie(&c.sent_mac1, nonce, sealed) else {
+            return Err(self.count(DropReason::BadHandshake));
+        };
+        c.cookie = Some((cookie, now));
+        let again = !c.sent_with_cookie;
+        self.events.push_back(Event::CookieReceived { path, again });
+        if again {
+            self.initiate(now);
+        }
+        Ok(())
     }
 
     fn take_initiation(
@@ -142,6 +188,10 @@ impl<P> Endpoint<P> {
         from: SocketAddr,
         message: &[u8],
     ) -> Result<(), DropReason> {
+        let (message, macs) = message.split_at(NOISE_INITIATION_LEN);
+        if !self.crypto.own_macs.mac1_valid(message, &macs[..MAC_LEN]) {
+            return Err(self.count(DropReason::BadHandshake));
+        }
         // The same initiation, sent on every path, is taken once: its copies cost nothing.
         if message[..32] == self.crypto.taken_ephemeral {
             return Err(self.count(DropReason::StaleHandshake));
@@ -412,14 +462,15 @@ impl<P> Endpoint<P> {
     }
 }
 
-/// The header of a handshake datagram: its kind, the path, and the receiver's index (0 in an
-/// initiation: the responder has none yet).
-fn handshake_header(kind: Kind, path: PathId, receiver: u32, now: Time) -> HeaderRepr {
+/// The header of a handshake datagram: its kind, the path, and an index: the receiver's in a
+/// response, the sender's in an initiation (the responder has none yet; a cookie reply
+/// carries it back).
+fn handshake_header(kind: Kind, path: PathId, index: u32, now: Time) -> HeaderRepr {
     HeaderRepr {
         kind,
         path,
         path_seq: 0,
-        session: receiver,
+        session: index,
         seq: 0,
         timestamp: now.wire_micros(),
     }

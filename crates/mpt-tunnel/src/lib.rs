@@ -236,6 +236,12 @@ pub enum Event {
         session: u32,
         cipher: Option<mpt_core::seal::Cipher>,
     },
+    /// The peer is under load and sent a cookie: our initiations prove our address with it
+    /// (`again`: the initiation went again at once with it).
+    CookieReceived {
+        path: PathId,
+        again: bool,
+    },
     /// A handshake with the peer failed in a way the operator should hear about.
     HandshakeRefused {
         path: PathId,

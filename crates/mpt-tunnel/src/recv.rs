@@ -58,7 +58,11 @@ impl<P> Endpoint<P> {
             Ok(x) => x,
             Err(e) => return Err(self.count(DropReason::malformed(&e))),
         };
-        if matches!(h.kind, Kind::Initiation | Kind::Response) && !sealed {
+        if matches!(
+            h.kind,
+            Kind::Initiation | Kind::Response | Kind::CookieReply
+        ) && !sealed
+        {
             return self.take_handshake(now, path, from, buf).map(|()| None);
         }
         match (self.sealing(), sealed) {

@@ -126,7 +126,7 @@ fn a_replayed_initiation_changes_nothing() {
 
 /// An initiation datagram from the key `from` to B on path 0.
 fn initiation(from: &mpt_core::seal::PrivateKey, to: &mpt_core::seal::PublicKey) -> Vec<u8> {
-    use mpt_core::wire::{Initiation, HEADER_LEN, INITIATION_LEN};
+    use mpt_core::wire::{Initiation, HEADER_LEN, INITIATION_LEN, NOISE_INITIATION_LEN};
     let payload = Initiation {
         index: 9,
         timestamp: u64::MAX / 2,
@@ -144,9 +144,136 @@ fn initiation(from: &mpt_core::seal::PrivateKey, to: &mpt_core::seal::PublicKey)
         timestamp: 0,
     }
     .emit(&mut d);
-    mpt_core::seal::Initiator::start(from, to, None, &payload, &mut d[HEADER_LEN..])
+    let end = HEADER_LEN + NOISE_INITIATION_LEN;
+    mpt_core::seal::Initiator::start(from, to, None, &payload, &mut d[HEADER_LEN..end])
         .expect("initiation");
+    let mac1 = mpt_core::seal::MacKeys::new(to).mac1(&d[HEADER_LEN..end]);
+    d[end..end + 16].copy_from_slice(&mac1);
     d
+}
+
+/// The last initiation `side` sent: its datagram.
+fn last_initiation(p: &Pair, side: Side) -> Vec<u8> {
+    let log = &p.node(side).sent_log;
+    let d = log
+        .iter()
+        .rev()
+        .find(|(_, d)| kind_of(d) == Kind::Initiation);
+    d.expect("an initiation sent").1.clone()
+}
+
+/// An initiation's Noise message, mac1 and mac2.
+fn noise_and_macs(d: &[u8]) -> (&[u8], &[u8], &[u8]) {
+    use mpt_core::wire::{HEADER_LEN, NOISE_INITIATION_LEN};
+    let (noise, macs) = d[HEADER_LEN..].split_at(NOISE_INITIATION_LEN);
+    (noise, &macs[..16], &macs[16..])
+}
+
+/// The cookie reply a responder with key `responder` and cookies `cookies` sends to the
+/// initiation `init` that came from `from`.
+fn cookie_reply(
+    responder: &mpt_core::seal::PublicKey,
+    cookies: &mut mpt_core::seal::Cookies,
+    now: mpt_core::Time,
+    from: std::net::SocketAddr,
+    init: &[u8],
+) -> Vec<u8> {
+    use mpt_core::wire::{COOKIE_REPLY_LEN, HEADER_LEN};
+    let header = HeaderRepr::parse_outer(init).expect("header").0;
+    let (_, mac1, _) = noise_and_macs(init);
+    let cookie = cookies.cookie(now, from, |b| b.fill(0x5a));
+    let nonce = [3u8; 24];
+    let sealed = mpt_core::seal::MacKeys::new(responder).seal_cookie(
+        mac1.try_into().expect("16 bytes"),
+        &cookie,
+        &nonce,
+    );
+    let mut d = vec![0u8; COOKIE_REPLY_LEN];
+    HeaderRepr {
+        kind: Kind::CookieReply,
+        path: PathId(0),
+        path_seq: 0,
+        session: header.session,
+        seq: 0,
+        timestamp: 0,
+    }
+    .emit(&mut d);
+    d[HEADER_LEN..HEADER_LEN + 24].copy_from_slice(&nonce);
+    d[HEADER_LEN + 24..].copy_from_slice(&sealed);
+    d
+}
+
+#[test]
+fn an_initiation_without_its_mac1_is_refused_before_any_key_exchange() {
+    let mut p = Pair::new(sim::seed(43), 1, true);
+    p.set_up(0, false);
+    p.run(ms(10));
+    let mut d = last_initiation(&p, Side::A);
+    let (noise, mac1, _) = noise_and_macs(&d);
+    let b = sim::private_key(Side::B).public();
+    assert!(mpt_core::seal::MacKeys::new(&b).mac1_valid(noise, mac1));
+    let end = d.len() - 17;
+    d[end] ^= 1;
+    let from = p.source(Side::A, 0);
+    let out = p.inject(Side::B, 0, from, d);
+    assert_eq!(out, Outcome::Dropped(DropReason::BadHandshake));
+    p.run(ms(10));
+    assert_eq!(sent(&p, Side::B, Kind::Response), 0);
+}
+
+#[test]
+fn a_cookie_reply_makes_the_initiator_prove_its_address_at_once_and_only_once() {
+    let mut p = Pair::new(sim::seed(44), 1, true);
+    // nothing gets through: the test plays the loaded responder
+    p.set_up(0, false);
+    p.run(ms(10));
+    let b = sim::private_key(Side::B).public();
+    let (a_addr, b_addr) = (p.source(Side::A, 0), p.source(Side::B, 0));
+    let mut cookies = mpt_core::seal::Cookies::default();
+    let first = last_initiation(&p, Side::A);
+    assert_eq!(
+        noise_and_macs(&first).2,
+        &[0u8; 16],
+        "no cookie yet: no mac2"
+    );
+    // a reply bound to another initiation's mac1, or for an index not in flight, is refused
+    let mut wrong = first.clone();
+    wrong[mpt_core::wire::HEADER_LEN + mpt_core::wire::NOISE_INITIATION_LEN] ^= 1;
+    let now = p.now;
+    let forged = cookie_reply(&b, &mut cookies, now, a_addr, &wrong);
+    let mut forged_index = cookie_reply(&b, &mut cookies, now, a_addr, &first);
+    forged_index[4] ^= 1; // the session field
+    assert_eq!(
+        p.inject(Side::A, 0, b_addr, forged),
+        Outcome::Dropped(DropReason::BadHandshake)
+    );
+    assert_eq!(
+        p.inject(Side::A, 0, b_addr, forged_index),
+        Outcome::Dropped(DropReason::StaleHandshake)
+    );
+    let initiations = sent(&p, Side::A, Kind::Initiation);
+    // the real reply: A sends again at once, with a mac2 the responder can check
+    let reply = cookie_reply(&b, &mut cookies, now, a_addr, &first);
+    assert_eq!(p.inject(Side::A, 0, b_addr, reply), Outcome::Handled);
+    assert_eq!(sent(&p, Side::A, Kind::Initiation), initiations + 1);
+    let second = last_initiation(&p, Side::A);
+    let (noise, mac1, mac2) = noise_and_macs(&second);
+    assert!(cookies.mac2_valid(p.now, a_addr, noise, mac1, mac2));
+    assert!(
+        !cookies.mac2_valid(p.now, b_addr, noise, mac1, mac2),
+        "bound to A's address"
+    );
+    // a cookie for the proven initiation does not make it send again at once
+    let reply = cookie_reply(&b, &mut cookies, now, a_addr, &second);
+    p.inject(Side::A, 0, b_addr, reply);
+    assert_eq!(sent(&p, Side::A, Kind::Initiation), initiations + 1);
+    assert!(p
+        .events_since(Side::A, mpt_core::Time::ZERO)
+        .iter()
+        .any(|e| matches!(e, Event::CookieReceived { again: true, .. })));
+    // and the path back: the proven initiation makes the session
+    p.set_up(0, true);
+    p.run_until(ms(3000), Pair::agreed).expect("agreed");
 }
 
 #[test]

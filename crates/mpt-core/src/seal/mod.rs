@@ -17,12 +17,16 @@
 
 mod aead;
 mod cipher;
+mod cookie;
 mod key;
 mod noise;
 mod replay;
 
 pub use aead::{counter_of, unseal_in_place, SealError, SealKey};
 pub use cipher::{aes_in_hardware, cipher_flags, negotiate, Cipher, CipherChoice, CipherMismatch};
+pub use cookie::{
+    mac2, Cookies, MacKeys, COOKIE_LIFETIME, COOKIE_NONCE_LEN, MAC_LEN, SEALED_COOKIE_LEN,
+};
 pub use key::{KeyError, PrivateKey, Psk, PublicKey, SessionKeys};
 pub use noise::{HandshakeError, Initiator, Responder, Split, NOISE_PATTERN};
 pub use replay::{Replay, ReplayWindow, REPLAY_WINDOW};

@@ -26,8 +26,10 @@ pub enum Datagram<'a> {
         header: HeaderRepr,
         report: Report<'a>,
     },
-    /// A handshake message ([`Kind::Initiation`] or [`Kind::Response`], as the header says):
-    /// the Noise message after the header, of the exact length its kind has.
+    /// A handshake message ([`Kind::Initiation`], [`Kind::Response`] or
+    /// [`Kind::CookieReply`], as the header says): what follows the header, of the exact
+    /// length its kind has (an initiation's Noise message and its two MACs; a response's
+    /// Noise message; a cookie reply's nonce and encrypted cookie).
     Handshake {
         header: HeaderRepr,
         message: &'a [u8],
@@ -70,13 +72,8 @@ impl<'a> Datagram<'a> {
                 header,
                 report: Report::parse(buf)?,
             }),
-            Kind::Initiation | Kind::Response => {
-                let len = if header.kind == Kind::Initiation {
-                    INITIATION_LEN
-                } else {
-                    RESPONSE_LEN
-                };
-                exact_len(buf, len)?;
+            Kind::Initiation | Kind::Response | Kind::CookieReply => {
+                exact_len(buf, handshake_len(header.kind).unwrap_or(0))?;
                 Ok(Datagram::Handshake {
                     header,
                     message: body,

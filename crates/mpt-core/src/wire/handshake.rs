@@ -9,8 +9,23 @@ use super::*;
 pub const NOISE_INITIATION_LEN: usize = 32 + 48 + INITIATION_PAYLOAD_LEN + 16;
 /// Bytes of the Noise part of a response: the ephemeral key and the encrypted [`Response`].
 pub const NOISE_RESPONSE_LEN: usize = 32 + RESPONSE_PAYLOAD_LEN + 16;
-/// An initiation datagram: header and Noise message.
-pub const INITIATION_LEN: usize = HEADER_LEN + NOISE_INITIATION_LEN;
+/// Bytes of an initiation's two MACs after its Noise message (mac1 and mac2, 16 each:
+/// `mpt_core::seal::MacKeys`).
+pub const INITIATION_MACS: usize = 32;
+/// An initiation datagram: header, Noise message, mac1 and mac2.
+pub const INITIATION_LEN: usize = HEADER_LEN + NOISE_INITIATION_LEN + INITIATION_MACS;
+/// A cookie reply: header, a 24-byte nonce and the 16-byte cookie encrypted (with its tag).
+pub const COOKIE_REPLY_LEN: usize = HEADER_LEN + 24 + 32;
+
+/// The length of a handshake datagram of `kind`; `None` for other kinds.
+pub fn handshake_len(kind: Kind) -> Option<usize> {
+    match kind {
+        Kind::Initiation => Some(INITIATION_LEN),
+        Kind::Response => Some(RESPONSE_LEN),
+        Kind::CookieReply => Some(COOKIE_REPLY_LEN),
+        _ => None,
+    }
+}
 /// A response datagram: header and Noise message.
 pub const RESPONSE_LEN: usize = HEADER_LEN + NOISE_RESPONSE_LEN;
 

@@ -13,8 +13,9 @@ mod report;
 pub(crate) use datagram::exact_len;
 pub use datagram::{check_inner_packet, AckRepr, Datagram};
 pub use handshake::{
-    CipherFlags, Initiation, Response, INITIATION_LEN, INITIATION_PAYLOAD_LEN,
-    NOISE_INITIATION_LEN, NOISE_RESPONSE_LEN, RESPONSE_LEN, RESPONSE_PAYLOAD_LEN,
+    handshake_len, CipherFlags, Initiation, Response, COOKIE_REPLY_LEN, INITIATION_LEN,
+    INITIATION_MACS, INITIATION_PAYLOAD_LEN, NOISE_INITIATION_LEN, NOISE_RESPONSE_LEN,
+    RESPONSE_LEN, RESPONSE_PAYLOAD_LEN,
 };
 pub use header::{Header, HeaderRepr};
 pub use report::{report_len, Report, ReportEntry, ReportRepr};
@@ -158,6 +159,9 @@ pub enum Kind {
     Goodbye = 5,
     /// Handshake, second message: the Noise response (never sealed).
     Response = 6,
+    /// A responder under load answers an initiation with a cookie the initiator must prove
+    /// it received before its next initiation is read (never sealed).
+    CookieReply = 7,
 }
 
 impl Kind {
@@ -170,6 +174,7 @@ impl Kind {
             4 => Some(Kind::Initiation),
             5 => Some(Kind::Goodbye),
             6 => Some(Kind::Response),
+            7 => Some(Kind::CookieReply),
             _ => None,
         }
     }
@@ -509,6 +514,7 @@ mod tests {
             Just(Kind::Report),
             Just(Kind::Initiation),
             Just(Kind::Response),
+            Just(Kind::CookieReply),
             Just(Kind::Goodbye)
         ]
     }
@@ -574,8 +580,8 @@ mod tests {
                     prop_assert_eq!(header, h);
                     prop_assert_eq!(report.entries().collect::<Vec<_>>(), entries);
                 }
-                Kind::Initiation | Kind::Response => {
-                    let n = if kind == Kind::Initiation { INITIATION_LEN } else { RESPONSE_LEN };
+                Kind::Initiation | Kind::Response | Kind::CookieReply => {
+                    let n = handshake_len(kind).expect("a handshake kind");
                     h.emit(&mut buf);
                     buf[HEADER_LEN..n].fill(fill);
                     prop_assert_eq!(Datagram::parse(&buf[..n]), Ok(Datagram::Handshake { header: h, message: &buf[HEADER_LEN..n] }));

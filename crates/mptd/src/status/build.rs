@@ -194,6 +194,7 @@ impl Tunnel {
             tun_write_batches: self.calls.tun_write_batches.load(Relaxed),
             udp_sends: self.calls.udp_sends.load(Relaxed),
             udp_recvs: self.calls.udp_recvs.load(Relaxed),
+            cookie_replies: self.calls.cookie_replies.load(Relaxed),
         }
     }
 

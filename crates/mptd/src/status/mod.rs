@@ -112,6 +112,9 @@ pub struct CallCounts {
     pub udp_sends: u64,
     /// Batched receives on the path sockets (recvmmsg, each buffer possibly GRO-coalesced).
     pub udp_recvs: u64,
+    /// Cookie replies sent while under handshake load (one send each).
+    #[serde(default)]
+    pub cookie_replies: u64,
 }
 
 /// Resequencer figures, all cumulative.

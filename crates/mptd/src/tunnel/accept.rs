@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Mutex;
 
-use mpt_core::seal::{PrivateKey, PublicKey};
+use mpt_core::seal::{Cookies, MacKeys, PrivateKey, PublicKey, COOKIE_NONCE_LEN, MAC_LEN};
 use mpt_core::Time;
 use mpt_tunnel::{DropReason, Endpoint, EndpointConfig};
 use tracing::warn;
@@ -16,7 +16,6 @@ use crate::config::PeerConfig;
 
 /// What taking initiations needs: our key, the peers by theirs, what a listening peer's
 /// endpoint is made from, and the state that bounds the work.
-#[derive(Debug)]
 pub(super) struct Acceptor {
     by_key: HashMap<PublicKey, usize>,
     private: PrivateKey,
@@ -26,6 +25,19 @@ pub(super) struct Acceptor {
     /// no key exchange.
     recent: Mutex<Recent>,
     limits: Mutex<HandshakeLimits>,
+    /// Our public key's MAC keys: an initiation's mac1 must be made with them.
+    macs: MacKeys,
+    /// The cookies we send while under load, and the random bytes their secret and nonces
+    /// take.
+    cookies: Mutex<(Cookies, mpt_tunnel::Random)>,
+}
+
+impl std::fmt::Debug for Acceptor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Acceptor")
+            .field("peers", &self.by_key.len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Acceptor {
@@ -33,8 +45,11 @@ impl Acceptor {
         peers: &[PeerConfig],
         private: PrivateKey,
         listening_base: Option<EndpointConfig>,
+        random: mpt_tunnel::Random,
     ) -> Acceptor {
         Acceptor {
+            macs: MacKeys::new(&private.public()),
+            cookies: Mutex::new((Cookies::default(), random)),
             by_key: peers
                 .iter()
                 .enumerate()
@@ -46,6 +61,8 @@ impl Acceptor {
             limits: Mutex::new(HandshakeLimits {
                 total: Bucket::full(HANDSHAKE_BURST, Time::ZERO),
                 per_source: HashMap::new(),
+                arrivals: Bucket::full(LOAD_BURST, Time::ZERO),
+                load_until: Time::ZERO,
             }),
         }
     }
@@ -53,18 +70,46 @@ impl Acceptor {
     fn lock_recent(&self) -> std::sync::MutexGuard<'_, Recent> {
         self.recent.lock().unwrap_or_else(|p| p.into_inner())
     }
+
+    fn lock_cookies(&self) -> std::sync::MutexGuard<'_, (Cookies, mpt_tunnel::Random)> {
+        self.cookies.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 /// Bounds on the work initiations cost (two X25519 operations to read one, two more to
 /// answer): in total, and from one address. A flood of forged initiations, from many
 /// addresses or one, costs at most this much key exchange; established sessions do not
-/// need handshakes and carry on. Sites refused by a bound retry (after 1, 2, 4, then every
-/// 5 s).
+/// need handshakes and carry on.
+///
+/// Under load (initiations arriving faster than [`LOAD_PER_SECOND`], and for a second after),
+/// an initiation is read only if its mac2 proves that its sender receives at its address;
+/// the others get a cookie reply (a hash and a small encryption, no key exchange), with
+/// which a real initiator proves it at once. Forged sources never see their cookie: a flood
+/// from them costs no key exchange at all, and real sites still get through.
 #[derive(Debug)]
 struct HandshakeLimits {
     total: Bucket,
     per_source: HashMap<std::net::IpAddr, Bucket>,
+    /// Every initiation with a valid mac1 takes a token: when they run out, we are under load.
+    arrivals: Bucket,
+    load_until: Time,
 }
+
+/// What to do with an initiation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Admit {
+    Read,
+    /// Under load, without proof of its address: answer with a cookie, unread.
+    Cookie,
+    /// Over a bound: refuse it unread (its sender retries).
+    Refuse,
+}
+
+/// Initiations per second (and at once) above which we are under load.
+const LOAD_PER_SECOND: f64 = 200.0;
+const LOAD_BURST: f64 = 400.0;
+/// How long load lasts after the arrivals last ran over.
+const LOAD_HOLD: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Initiations read per second in all, and at once.
 const HANDSHAKES_PER_SECOND: f64 = 1000.0;
@@ -106,8 +151,16 @@ impl Bucket {
 }
 
 impl HandshakeLimits {
-    /// Whether an initiation from `from` may be read at `now`.
-    fn allow(&mut self, now: Time, from: std::net::IpAddr) -> bool {
+    /// Whether an initiation from `from` may be read at `now`; `proven`: its mac2 is valid.
+    fn admit(&mut self, now: Time, from: std::net::IpAddr, proven: impl FnOnce() -> bool) -> Admit {
+        if !self.arrivals.take(now, LOAD_PER_SECOND, LOAD_BURST) {
+            self.load_until = now + LOAD_HOLD;
+        }
+        let under_load = now < self.load_until;
+        let proven = under_load && proven();
+        if under_load && !proven {
+            return Admit::Cookie;
+        }
         if self.per_source.len() >= SOURCES_REMEMBERED && !self.per_source.contains_key(&from) {
             self.per_source.clear();
         }
@@ -115,8 +168,15 @@ impl HandshakeLimits {
             .per_source
             .entry(from)
             .or_insert_with(|| Bucket::full(HANDSHAKE_SOURCE_BURST, now));
-        source.take(now, HANDSHAKES_PER_SOURCE, HANDSHAKE_SOURCE_BURST)
-            && self.total.take(now, HANDSHAKES_PER_SECOND, HANDSHAKE_BURST)
+        if !source.take(now, HANDSHAKES_PER_SOURCE, HANDSHAKE_SOURCE_BURST) {
+            return Admit::Refuse;
+        }
+        // an address proven under load is bounded by its own bucket only
+        if self.total.take(now, HANDSHAKES_PER_SECOND, HANDSHAKE_BURST) || proven {
+            Admit::Read
+        } else {
+            Admit::Refuse
+        }
     }
 }
 
@@ -160,27 +220,43 @@ impl Tunnel {
         d: &[u8],
         out: &mut Outputs,
     ) -> Result<usize, DropReason> {
-        use mpt_core::wire::{Datagram, Initiation, INITIATION_PAYLOAD_LEN};
+        use mpt_core::wire::{Datagram, Initiation, INITIATION_PAYLOAD_LEN, NOISE_INITIATION_LEN};
         let (header, message) = match Datagram::parse(d) {
             Ok(Datagram::Handshake { header, message }) => (header, message),
             Ok(_) => return Err(DropReason::Unexpected),
             Err(e) => return Err(DropReason::malformed(&e)),
         };
+        let (message, macs) = message.split_at(NOISE_INITIATION_LEN);
+        let (mac1, mac2) = macs.split_at(MAC_LEN);
+        // for our key, or refused at the cost of a hash
+        if !self.acceptor.macs.mac1_valid(message, mac1) {
+            return Err(DropReason::BadHandshake);
+        }
         if self.acceptor.lock_recent().seen(&message[..32]) {
             return Err(DropReason::StaleHandshake);
         }
-        let allowed = self
+        let admit = self
             .acceptor
             .limits
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .allow(now, from.ip());
-        if !allowed {
-            if let Some(n) = self.drop_logs[DropReason::HandshakeLimited as usize].hit() {
-                warn!(%from, refused = n,
-                    "more initiations than the handshake bounds allow (a flood?): refused unread");
+            .admit(now, from.ip(), || {
+                let cookies = self.acceptor.lock_cookies();
+                cookies.0.mac2_valid(now, from, message, mac1, mac2)
+            });
+        match admit {
+            Admit::Read => {}
+            Admit::Cookie => {
+                self.send_cookie(now, s, from, to, header.session, mac1);
+                return Err(DropReason::HandshakeLimited);
             }
-            return Err(DropReason::HandshakeLimited);
+            Admit::Refuse => {
+                if let Some(n) = self.drop_logs[DropReason::HandshakeLimited as usize].hit() {
+                    warn!(%from, refused = n,
+                        "more initiations than the handshake bounds allow (a flood?): refused unread");
+                }
+                return Err(DropReason::HandshakeLimited);
+            }
         }
         let mut payload = [0u8; INITIATION_PAYLOAD_LEN + 16];
         let (responder, n) =
@@ -228,6 +304,52 @@ impl Tunnel {
                 self.acceptor.lock_recent().add(message);
                 Ok(i)
             }
+        }
+    }
+}
+
+impl Tunnel {
+    /// Answer the initiation from `from` at socket `s` (to our address `to`) whose header
+    /// carried the initiator's index `index` and whose mac1 is `mac1` with a cookie reply: no
+    /// key exchange, and smaller than the initiation (nothing to amplify).
+    fn send_cookie(
+        &self,
+        now: Time,
+        s: usize,
+        from: SocketAddr,
+        to: Option<std::net::IpAddr>,
+        index: u32,
+        mac1: &[u8],
+    ) {
+        use mpt_core::wire::{HeaderRepr, Kind, COOKIE_REPLY_LEN, HEADER_LEN};
+        let Ok(mac1) = <[u8; MAC_LEN]>::try_from(mac1) else {
+            return;
+        };
+        let mut d = [0u8; COOKIE_REPLY_LEN];
+        {
+            let mut guard = self.acceptor.lock_cookies();
+            let (cookies, random) = &mut *guard;
+            let cookie = cookies.cookie(now, from, |b| random(b));
+            let mut nonce = [0u8; COOKIE_NONCE_LEN];
+            random(&mut nonce);
+            let sealed = self.acceptor.macs.seal_cookie(&mac1, &cookie, &nonce);
+            d[HEADER_LEN..HEADER_LEN + COOKIE_NONCE_LEN].copy_from_slice(&nonce);
+            d[HEADER_LEN + COOKIE_NONCE_LEN..].copy_from_slice(&sealed);
+        }
+        HeaderRepr {
+            kind: Kind::CookieReply,
+            path: mpt_core::PathId(0),
+            path_seq: 0,
+            session: index,
+            seq: 0,
+            timestamp: now.wire_micros(),
+        }
+        .emit(&mut d);
+        let sock = &self.sockets[s];
+        if sock.io.try_send(&d, from, to).is_ok() {
+            self.calls
+                .cookie_replies
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
     }
 }

@@ -117,6 +117,13 @@ impl Tunnel {
                 encryption = cipher.map_or("none", |c| c.name()),
                 "new session with the peer (it restarted, or had not been heard): resequencer reset"
             ),
+            Event::CookieReceived { path, again } => info!(
+                peer = pn,
+                path = name(path),
+                again,
+                "the peer is under load (a handshake flood?): it sent a cookie, and our \
+                 initiations prove our address with it"
+            ),
             Event::HandshakeRefused { path, reason } => warn!(
                 peer = pn,
                 path = name(path),

@@ -73,6 +73,8 @@ pub struct Calls {
     pub tun_write_batches: AtomicU64,
     pub udp_sends: AtomicU64,
     pub udp_recvs: AtomicU64,
+    /// Cookie replies sent (one send each) while under handshake load.
+    pub cookie_replies: AtomicU64,
 }
 
 /// One socket.
@@ -220,7 +222,12 @@ impl Tunnel {
         ));
         let tun = crate::net::tun_device(&cfg.tunnel)?;
         Ok(Tunnel {
-            acceptor: Acceptor::new(&cfg.peers, keys.private.clone(), listening_base),
+            acceptor: Acceptor::new(
+                &cfg.peers,
+                keys.private.clone(),
+                listening_base,
+                random_source()?,
+            ),
             routes: Routes::new(&cfg.peers),
             prefix,
             max_datagram,
