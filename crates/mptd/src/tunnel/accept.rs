@@ -156,10 +156,16 @@ impl HandshakeLimits {
         if !self.arrivals.take(now, LOAD_PER_SECOND, LOAD_BURST) {
             self.load_until = now + LOAD_HOLD;
         }
-        let under_load = now < self.load_until;
-        let proven = under_load && proven();
-        if under_load && !proven {
-            return Admit::Cookie;
+        if now < self.load_until {
+            // Only initiators that proved their address and port are read, within the total:
+            // sites behind one carrier NAT share an address but not a port.
+            if !proven() {
+                return Admit::Cookie;
+            }
+            return match self.total.take(now, HANDSHAKES_PER_SECOND, HANDSHAKE_BURST) {
+                true => Admit::Read,
+                false => Admit::Refuse,
+            };
         }
         if self.per_source.len() >= SOURCES_REMEMBERED && !self.per_source.contains_key(&from) {
             self.per_source.clear();
@@ -168,11 +174,9 @@ impl HandshakeLimits {
             .per_source
             .entry(from)
             .or_insert_with(|| Bucket::full(HANDSHAKE_SOURCE_BURST, now));
-        if !source.take(now, HANDSHAKES_PER_SOURCE, HANDSHAKE_SOURCE_BURST) {
-            return Admit::Refuse;
-        }
-        // an address proven under load is bounded by its own bucket only
-        if self.total.take(now, HANDSHAKES_PER_SECOND, HANDSHAKE_BURST) || proven {
+        if source.take(now, HANDSHAKES_PER_SOURCE, HANDSHAKE_SOURCE_BURST)
+            && self.total.take(now, HANDSHAKES_PER_SECOND, HANDSHAKE_BURST)
+        {
             Admit::Read
         } else {
             Admit::Refuse
@@ -351,5 +355,65 @@ impl Tunnel {
                 .cookie_replies
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits() -> HandshakeLimits {
+        HandshakeLimits {
+            total: Bucket::full(HANDSHAKE_BURST, Time::ZERO),
+            per_source: HashMap::new(),
+            arrivals: Bucket::full(LOAD_BURST, Time::ZERO),
+            load_until: Time::ZERO,
+        }
+    }
+
+    fn ip(n: u32) -> std::net::IpAddr {
+        std::net::Ipv4Addr::from(0xc612_0000 + n).into()
+    }
+
+    #[test]
+    fn one_address_is_bounded_before_load_and_a_flood_gets_cookies_while_proven_sites_are_read() {
+        let mut l = limits();
+        let t = Time::from_secs(10);
+        // a burst from one address: its own bound
+        let read = (0..150)
+            .filter(|_| l.admit(t, ip(1), || false) == Admit::Read)
+            .count();
+        assert_eq!(read, HANDSHAKE_SOURCE_BURST as usize);
+        // a flood from many addresses: once more than the load burst has arrived, every
+        // unproven initiation gets a cookie, and a proven one is read
+        let answers: Vec<Admit> = (0..2000)
+            .map(|k| l.admit(t, ip(100 + k), || false))
+            .collect();
+        assert!(answers[..100].iter().all(|a| *a == Admit::Read));
+        assert!(answers[300..].iter().all(|a| *a == Admit::Cookie));
+        assert_eq!(
+            l.admit(t, ip(1), || true),
+            Admit::Read,
+            "proven, though its address is over its bound"
+        );
+        // load lasts while the flood does, and a second after it stops
+        let later = t + std::time::Duration::from_millis(900);
+        assert_eq!(l.admit(later, ip(5000), || false), Admit::Cookie);
+        let calm = later + LOAD_HOLD + std::time::Duration::from_secs(2);
+        assert_eq!(l.admit(calm, ip(5001), || false), Admit::Read);
+    }
+
+    #[test]
+    fn proven_initiations_under_load_are_bounded_in_total() {
+        let mut l = limits();
+        let t = Time::from_secs(10);
+        for k in 0..500 {
+            l.admit(t, ip(k), || false);
+        }
+        let read = (0..3000)
+            .filter(|_| l.admit(t, ip(7), || true) == Admit::Read)
+            .count();
+        assert!(read <= HANDSHAKE_BURST as usize, "{read} read");
+        assert!(read > 0);
     }
 }
