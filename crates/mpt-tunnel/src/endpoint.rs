@@ -490,6 +490,13 @@ impl<P> Endpoint<P> {
     /// The next control datagram to send at `now`, if any (built and sealed now).
     pub fn poll_transmit(&mut self, now: Time) -> Option<Transmit> {
         while let Some(p) = self.pending.pop_front() {
+            // nothing but a handshake's answer goes on a path whose uplink is down (or that
+            // the operator set down)
+            if p.control_path()
+                .is_some_and(|path| self.paths[path.index()].live.uplink_down)
+            {
+                continue;
+            }
             if let Some(t) = self.build(now, p) {
                 return Some(t);
             }

@@ -172,6 +172,8 @@ pub enum UplinkDown {
     Absent,
     /// The interface exists but its link is down (no carrier, or set down).
     LinkDown,
+    /// The operator set the path down (`mptctl path NAME down`).
+    Administrative,
 }
 
 impl DownReason {
@@ -191,6 +193,7 @@ impl UplinkDown {
         match self {
             UplinkDown::Absent => "interface absent",
             UplinkDown::LinkDown => "link down",
+            UplinkDown::Administrative => "set down by the operator",
         }
     }
 }

@@ -33,6 +33,17 @@ pub(crate) enum Pending {
     },
 }
 
+impl Pending {
+    /// The path a control message goes on (`None` for a handshake message).
+    pub(crate) fn control_path(&self) -> Option<PathId> {
+        match self {
+            Pending::Keepalive(path) | Pending::Goodbye(path) => Some(*path),
+            Pending::Ack { path, .. } | Pending::Report { path, .. } => Some(*path),
+            Pending::Raw { .. } => None,
+        }
+    }
+}
+
 /// Why [`Endpoint::send_one`] sent nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SendError {

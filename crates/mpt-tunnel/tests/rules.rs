@@ -615,6 +615,40 @@ fn an_uplink_the_driver_reports_down_takes_its_path_down_at_once_and_back_when_i
 }
 
 #[test]
+fn a_path_the_operator_sets_down_sends_nothing_though_it_works_and_the_peer_sees_it_down() {
+    let mut p = agreed_pair(32, 2);
+    p.run(ms(200));
+    let t0 = p.now;
+    let admin = Some(mpt_tunnel::UplinkDown::Administrative);
+    p.ep(Side::A).set_uplink(t0, PathId(1), admin);
+    let sent_before = p.node(Side::A).sent_log.len();
+    // B goes on sending keepalives on path 1 (and they arrive): A answers none of them
+    p.stream(Side::A, ms(300), ms(5), LEN, 0);
+    p.stream(Side::B, ms(300), ms(5), LEN, 1000);
+    p.run(ms(500));
+    assert!(p.node(Side::A).sent_log[sent_before..]
+        .iter()
+        .all(|(path, _)| *path == 0));
+    assert_eq!(
+        p.ep(Side::B).path_info(PathId(1)).state,
+        mpt_tunnel::LinkState::Down,
+        "the peer hears nothing there"
+    );
+    assert_eq!(p.delivered_numbers(Side::B), (0..60).collect::<Vec<_>>());
+    assert_eq!(p.delivered_numbers(Side::A), (1000..1060).collect::<Vec<_>>());
+    let back = p.now;
+    p.ep(Side::A).set_uplink(back, PathId(1), None);
+    let took = p
+        .run_until(ms(1000), |p| {
+            [Side::A, Side::B]
+                .iter()
+                .all(|&s| p.node(s).ep.path_info(PathId(1)).state == mpt_tunnel::LinkState::Up)
+        })
+        .expect("path 1 up again at both ends");
+    assert!(took <= ms(300), "took {took:?}");
+}
+
+#[test]
 fn a_path_that_works_one_way_only_is_down_at_both_ends() {
     let mut p = agreed_pair(31, 2);
     p.run(ms(200));

@@ -1,6 +1,8 @@
 //! The control socket: one request line in, one JSON document out.
 //!
-//! Requests: `status`. (Path up/down and reload come later.)
+//! Requests: `status` (the status document, `docs/status.md`); `path NAME up` and
+//! `path NAME down` (the operator sets a `[[path]]` down or up again), answered with
+//! `{"ok": "..."}` or `{"error": "..."}`.
 
 use std::io;
 use std::path::Path;
@@ -62,11 +64,21 @@ async fn answer(stream: UnixStream, sh: &Tunnel) {
         debug!(error = %e, "control request unreadable");
         return;
     }
-    let reply = match line.trim() {
-        "status" => {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let reply = match words[..] {
+        ["status"] => {
             serde_json::to_string(&sh.status()).unwrap_or_else(|e| error_json(&e.to_string()))
         }
-        other => error_json(&format!("unknown request {other:?}, expected \"status\"")),
+        ["path", name, state @ ("up" | "down")] => {
+            match crate::uplinks::set_admin(sh, name, state == "down") {
+                Ok(done) => serde_json::json!({ "ok": done }).to_string(),
+                Err(e) => error_json(&e),
+            }
+        }
+        _ => error_json(&format!(
+            "unknown request {:?}, expected \"status\" or \"path NAME up|down\"",
+            line.trim()
+        )),
     };
     if let Err(e) = w.write_all(format!("{reply}\n").as_bytes()).await {
         warn!(error = %e, "control reply failed");
@@ -92,12 +104,33 @@ pub fn request(socket: &Path, request: &str) -> io::Result<String> {
 pub fn status(socket: &Path) -> Result<Status> {
     let reply = request(socket, "status")
         .with_context(|| format!("cannot talk to mptd at {}", socket.display()))?;
-    if let Ok(v) = serde_json::from_str::<serde_json::Value>(&reply) {
+    parse_status(&reply)
+}
+
+/// Send a request whose answer is `{"ok": ...}` or `{"error": ...}`: the first, or the second
+/// as an error.
+pub fn command(socket: &Path, req: &str) -> Result<String> {
+    let reply = request(socket, req)
+        .with_context(|| format!("cannot talk to mptd at {}", socket.display()))?;
+    let v: serde_json::Value = serde_json::from_str(&reply)
+        .context("mptd sent an answer this mptctl does not understand")?;
+    match (v.get("ok"), v.get("error")) {
+        (Some(ok), _) => Ok(ok.as_str().unwrap_or_default().to_owned()),
+        (_, Some(e)) => Err(anyhow!("mptd: {}", e.as_str().unwrap_or_default())),
+        _ => Err(anyhow!(
+            "mptd sent an answer this mptctl does not understand: {reply}"
+        )),
+    }
+}
+
+/// A status reply: the document, or the error the daemon sent.
+pub fn parse_status(reply: &str) -> Result<Status> {
+    if let Ok(v) = serde_json::from_str::<serde_json::Value>(reply) {
         if let Some(e) = v.get("error").and_then(|e| e.as_str()) {
             return Err(anyhow!("mptd: {e}"));
         }
     }
-    serde_json::from_str(&reply).context("mptd sent a status this mptctl does not understand")
+    serde_json::from_str(reply).context("mptd sent a status this mptctl does not understand")
 }
 
 use tokio::io::AsyncReadExt as _;

@@ -27,3 +27,6 @@ pub mod routes;
 pub mod status;
 pub mod tunnel;
 pub mod uplinks;
+
+/// `mptd --version` and `mptctl --version`: the crate version and the commit it was built from.
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("MPTD_COMMIT"), ")");

@@ -23,6 +23,9 @@ pub struct Uplink {
     pub ifindex: Option<u32>,
     /// Why it cannot carry anything, if it cannot.
     pub down: Option<UplinkDown>,
+    /// The operator set the path down (`mptctl path NAME down`): it stays down, whatever
+    /// its interface does, until set up again.
+    pub admin_down: bool,
 }
 
 /// How often the interfaces are checked without a netlink event.
@@ -49,6 +52,37 @@ fn link_up(ifname: &str) -> bool {
     admin_up && matches!(oper.as_str(), "up" | "unknown")
 }
 
+/// The operator sets the `[[path]]` named `name` down (`down`) or up again: a path set down
+/// sends nothing and is down at once, whatever its interface does, and its peers find it
+/// silent; set up, it rejoins as an uplink that came back does. Says what it did, or why not.
+pub fn set_admin(t: &Tunnel, name: &str, down: bool) -> Result<String, String> {
+    let sock = t
+        .sockets
+        .iter()
+        .find(|s| s.path.is_some_and(|p| t.cfg.paths[p.index()].name == name))
+        .ok_or_else(|| {
+            let names: Vec<&str> = t.cfg.paths.iter().map(|p| p.name.as_str()).collect();
+            format!("no [[path]] named {name:?}; the paths are {names:?}")
+        })?;
+    let was = std::mem::replace(&mut sock.lock_uplink().admin_down, down);
+    if was == down {
+        return Ok(format!(
+            "path {name} was {} already",
+            if down { "down" } else { "up" }
+        ));
+    }
+    info!(
+        path = name,
+        "the operator set the path {}",
+        if down { "down" } else { "up" }
+    );
+    check(t);
+    Ok(format!(
+        "path {name} set {}",
+        if down { "down" } else { "up" }
+    ))
+}
+
 /// Look at every path's interface now, and act on what changed.
 pub fn check(t: &Tunnel) {
     let now = t.clock.now();
@@ -56,15 +90,14 @@ pub fn check(t: &Tunnel) {
     for sock in &t.sockets {
         let Some(path) = sock.path else { continue };
         let cfg = &t.cfg.paths[path.index()];
-        let Some(ifname) = cfg.interface.as_deref() else {
-            continue;
-        };
-        let index = ifindex(ifname);
         let mut u = sock.lock_uplink();
-        let mut down = match index {
-            None => Some(UplinkDown::Absent),
-            Some(_) if !link_up(ifname) => Some(UplinkDown::LinkDown),
-            Some(_) => None,
+        let ifname = cfg.interface.as_deref().unwrap_or("-");
+        let index = cfg.interface.as_deref().and_then(ifindex);
+        let mut down = match (&cfg.interface, index) {
+            (None, _) => None,
+            (Some(_), None) => Some(UplinkDown::Absent),
+            (Some(i), Some(_)) if !link_up(i) => Some(UplinkDown::LinkDown),
+            (Some(_), Some(_)) => None,
         };
         if let Some(i) = index.filter(|&i| u.ifindex != Some(i)) {
             match crate::net::bind_device(&sock.io.sock, ifname) {
@@ -81,6 +114,9 @@ pub fn check(t: &Tunnel) {
                     down = Some(UplinkDown::Absent);
                 }
             }
+        }
+        if u.admin_down {
+            down = Some(UplinkDown::Administrative);
         }
         if down == u.down {
             continue;

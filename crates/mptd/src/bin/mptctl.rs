@@ -1,4 +1,6 @@
-//! `mptctl -s SOCKET status [--json]`: ask a running mptd how its paths are doing.
+//! `mptctl -s SOCKET status [--json]` and `mptctl -s SOCKET show [PEER]`: ask a running mptd
+//! how its peers and paths are doing. The exit code says it too, for scripts and health
+//! checks: see [`Health`].
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -8,7 +10,7 @@ use mptd::status::Status;
 
 /// Control a running mptd.
 #[derive(Debug, Parser)]
-#[command(version, about)]
+#[command(name = "mptctl", version = mptd::VERSION, about)]
 struct Args {
     /// The daemon's control socket ([control] socket in its config).
     #[arg(
@@ -30,37 +32,215 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Per peer and path, as `wg show` has it: endpoint, state and why, last heard, RTT,
+    /// loss, learned rate, and bytes each way.
+    Show {
+        /// Only this peer.
+        peer: Option<String>,
+    },
+    /// Set a path down (it sends nothing until set up again, whatever its interface does) or
+    /// up again.
+    Path {
+        /// The `[[path]]`'s name.
+        name: String,
+        state: PathState,
+    },
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum PathState {
+    Up,
+    Down,
+}
+
+/// What the exit code of `status` and `show` says (as monitoring plugins have it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Health {
+    /// 0: every peer has a session and every path is up.
+    Ok = 0,
+    /// 1: degraded: some path is down, or some peer has no session, but some path is up.
+    Degraded = 1,
+    /// 2: down: no path of any peer is up.
+    Down = 2,
+    /// 3: no answer from a daemon at the socket.
+    NoDaemon = 3,
+}
+
+impl Health {
+    fn of(s: &Status) -> Health {
+        let paths: Vec<&mptd::status::PathStatus> = if s.peers.is_empty() {
+            s.paths.iter().collect()
+        } else {
+            s.peers.iter().flat_map(|p| &p.paths).collect()
+        };
+        let up = paths.iter().filter(|p| p.state == "up").count();
+        let sessions = if s.peers.is_empty() {
+            s.tunnel.keys_agreed
+        } else {
+            s.peers.iter().all(|p| p.keys_agreed)
+        };
+        if up == 0 {
+            Health::Down
+        } else if up < paths.len() || !sessions {
+            Health::Degraded
+        } else {
+            Health::Ok
+        }
+    }
+
+    fn code(self) -> ExitCode {
+        ExitCode::from(self as u8)
+    }
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if let Command::Path { name, state } = &args.command {
+        let state = match state {
+            PathState::Up => "up",
+            PathState::Down => "down",
+        };
+        return match mptd::control::command(&args.socket, &format!("path {name} {state}")) {
+            Ok(done) => {
+                println!("{done}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("mptctl: {e:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let status = match mptd::control::request(&args.socket, "status") {
+        Ok(reply) => reply,
+        Err(e) => {
+            eprintln!("mptctl: no mptd answers at {}: {e}", args.socket.display());
+            return Health::NoDaemon.code();
+        }
+    };
+    let parsed = mptd::control::parse_status(&status);
     match args.command {
-        Command::Status { json } => {
-            if json {
-                return match mptd::control::request(&args.socket, "status") {
-                    Ok(reply) => {
-                        print!("{reply}");
-                        ExitCode::SUCCESS
-                    }
-                    Err(e) => {
-                        eprintln!(
-                            "mptctl: cannot talk to mptd at {}: {e}",
-                            args.socket.display()
-                        );
-                        ExitCode::FAILURE
-                    }
-                };
+        Command::Status { json: true } => {
+            print!("{status}");
+            parsed.map_or(Health::NoDaemon, |s| Health::of(&s)).code()
+        }
+        Command::Status { json: false } => match parsed {
+            Ok(s) => {
+                print_status(&s);
+                Health::of(&s).code()
             }
-            match mptd::control::status(&args.socket) {
-                Ok(s) => {
-                    print_status(&s);
-                    ExitCode::SUCCESS
-                }
-                Err(e) => {
-                    eprintln!("mptctl: {e:#}");
-                    ExitCode::FAILURE
-                }
+            Err(e) => {
+                eprintln!("mptctl: {e:#}");
+                Health::NoDaemon.code()
             }
+        },
+        Command::Path { .. } => unreachable!("answered above"),
+        Command::Show { peer } => match parsed {
+            Ok(s) => {
+                if let Some(name) = &peer {
+                    if !s.peers.iter().any(|p| &p.name == name) {
+                        let names: Vec<&str> = s.peers.iter().map(|p| p.name.as_str()).collect();
+                        eprintln!("mptctl: no peer {name:?}; the peers are {names:?}");
+                        return ExitCode::from(64);
+                    }
+                }
+                print_show(&s, peer.as_deref());
+                Health::of(&s).code()
+            }
+            Err(e) => {
+                eprintln!("mptctl: {e:#}");
+                Health::NoDaemon.code()
+            }
+        },
+    }
+}
+
+/// Bytes as people read them.
+fn bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.2} {}", UNITS[u])
+    }
+}
+
+/// How long ago, from milliseconds.
+fn ago(ms: Option<u64>) -> String {
+    match ms {
+        None => "never".to_owned(),
+        Some(m) if m < 1000 => format!("{m} ms ago"),
+        Some(m) if m < 120_000 => format!("{:.1} s ago", m as f64 / 1000.0),
+        Some(m) => format!("{} min {} s ago", m / 60_000, m / 1000 % 60),
+    }
+}
+
+/// `mptctl show`: a block per peer, a few lines per path.
+fn print_show(s: &Status, only: Option<&str>) {
+    let t = &s.tunnel;
+    println!("interface: {}", t.name);
+    println!("  scheduler: {}", t.scheduler);
+    println!("  encryption: {}", t.encryption);
+    for peer in s.peers.iter().filter(|p| only.is_none_or(|n| n == p.name)) {
+        println!();
+        println!("peer: {} ({})", peer.name, peer.public_key);
+        match &peer.endpoint {
+            Some(e) => println!("  endpoint: {e}"),
+            None if peer.listening => println!("  endpoint: (comes to our listen sockets)"),
+            None => println!("  endpoint: (waits for the peer)"),
+        }
+        match (&peer.session, peer.keys_agreed) {
+            (Some(session), true) => println!(
+                "  session: {session}, {}; latest handshake: {}; renewed {} times, restarted {} times",
+                peer.cipher.as_deref().unwrap_or("in the clear"),
+                ago(peer.last_handshake_ms),
+                peer.rekeys,
+                peer.restarts
+            ),
+            _ => println!("  session: none yet"),
+        }
+        println!("  heard: {}", ago(peer.last_heard_ms));
+        println!(
+            "  transfer: {} received, {} sent",
+            bytes(peer.rx_bytes),
+            bytes(peer.tx_bytes)
+        );
+        for p in &peer.paths {
+            let state = match (&p.down_reason, p.state.as_str()) {
+                (Some(why), "down") => format!("down ({why})"),
+                (_, state) => state.to_owned(),
+            };
+            println!();
+            println!(
+                "  path: {}{}",
+                p.name,
+                if p.backup { " (backup)" } else { "" }
+            );
+            println!("    state: {state}");
+            println!("    endpoint: {} -> {}", p.local, p.remote);
+            println!("    heard: {}", ago(p.last_heard_ms));
+            let rtt = p
+                .rtt_us
+                .map_or("-".to_owned(), |r| format!("{:.2} ms", r as f64 / 1000.0));
+            let rate = p
+                .rate_bps
+                .map_or("-".to_owned(), |r| format!("{:.2} Mbit/s", r as f64 / 1e6));
+            println!(
+                "    rtt: {rtt}, loss: {:.2} %, jitter: {:.2} ms, rate: {rate}",
+                p.loss_pct,
+                p.jitter_us / 1000.0
+            );
+            println!(
+                "    transfer: {} received, {} sent",
+                bytes(p.rx_bytes),
+                bytes(p.tx_bytes)
+            );
         }
     }
 }

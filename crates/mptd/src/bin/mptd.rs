@@ -15,7 +15,7 @@ use tracing::{error, info, warn};
 
 /// Multipath UDP tunnel daemon.
 #[derive(Debug, Parser)]
-#[command(version, about, subcommand_negates_reqs = true)]
+#[command(version = mptd::VERSION, about, subcommand_negates_reqs = true)]
 struct Args {
     #[command(subcommand)]
     command: Option<Command>,
@@ -28,6 +28,16 @@ struct Args {
     /// More logging: -v debug, -vv trace. RUST_LOG overrides.
     #[arg(short, long, action = clap::ArgAction::Count)]
     verbose: u8,
+    /// How log lines look: "text" (colours only on a terminal) or "json" (one object a line,
+    /// for log shippers).
+    #[arg(long, value_name = "FORMAT", default_value = "text")]
+    log_format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
 }
 
 #[derive(Debug, Subcommand)]
@@ -103,10 +113,16 @@ fn main() -> ExitCode {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
-    tracing_subscriber::fmt()
+    let log = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+        .with_writer(std::io::stderr);
+    match args.log_format {
+        LogFormat::Json => log.json().init(),
+        // colours on a terminal only: not in files or the journal
+        LogFormat::Text => log
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init(),
+    }
 
     let (cfg, keys) = match Config::load(&config).and_then(|c| c.load_keys(&config).map(|k| (c, k)))
     {
@@ -177,7 +193,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match rt.block_on(run(cfg, keys)) {
+    match rt.block_on(run(cfg, keys, &config)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             error!("{e:#}");
@@ -187,10 +203,30 @@ fn main() -> ExitCode {
     }
 }
 
-async fn run(cfg: Config, keys: Keys) -> Result<()> {
+/// SIGHUP: the daemon keeps running on the configuration it started with (applying a changed
+/// one needs a restart for now); the file is checked now, so that the operator learns at once
+/// whether the restart would take it.
+fn check_new_config(config: &std::path::Path) {
+    match Config::load(config).and_then(|c| c.load_keys(config).map(|_| c)) {
+        Ok(_) => warn!(
+            config = %config.display(),
+            "SIGHUP: the configuration file is valid, but this mptd cannot apply a changed \
+             configuration while running: restart it to apply one (the running configuration \
+             is kept)"
+        ),
+        Err(e) => error!(
+            config = %config.display(),
+            "SIGHUP: the configuration file is invalid, a restart would fail: {e} (the \
+             running configuration is kept)"
+        ),
+    }
+}
+
+async fn run(cfg: Config, keys: Keys, config: &std::path::Path) -> Result<()> {
     use tokio::signal::unix::{signal, SignalKind};
     let mut sigterm = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
     let mut sigint = signal(SignalKind::interrupt()).context("cannot watch SIGINT")?;
+    let mut sighup = signal(SignalKind::hangup()).context("cannot watch SIGHUP")?;
 
     let control_path = cfg.control.socket.clone();
     let sh = Arc::new(Tunnel::new(cfg, &keys)?);
@@ -247,14 +283,17 @@ async fn run(cfg: Config, keys: Keys) -> Result<()> {
     // systemd Type=notify: the TUN device and every socket are up.
     let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
 
-    let result = tokio::select! {
-        _ = sigterm.recv() => { info!("SIGTERM: stopping"); Ok(()) }
-        _ = sigint.recv() => { info!("SIGINT: stopping"); Ok(()) }
-        r = tasks.join_next() => match r {
-            Some(Ok(Err(e))) => Err(e),
-            Some(Err(e)) => Err(anyhow::anyhow!("a task failed: {e}")),
-            _ => Err(anyhow::anyhow!("a task ended unexpectedly")),
-        },
+    let result = loop {
+        tokio::select! {
+            _ = sigterm.recv() => { info!("SIGTERM: stopping"); break Ok(()) }
+            _ = sigint.recv() => { info!("SIGINT: stopping"); break Ok(()) }
+            _ = sighup.recv() => check_new_config(config),
+            r = tasks.join_next() => break match r {
+                Some(Ok(Err(e))) => Err(e),
+                Some(Err(e)) => Err(anyhow::anyhow!("a task failed: {e}")),
+                _ => Err(anyhow::anyhow!("a task ended unexpectedly")),
+            },
+        }
     };
     let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Stopping]);
     tasks.shutdown().await;
