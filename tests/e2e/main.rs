@@ -15,6 +15,7 @@ mod hostile;
 mod lab;
 mod rekey;
 mod sites;
+mod systemd;
 mod throughput;
 
 use mpt_lab::harness::LinkSpec;

@@ -635,7 +635,10 @@ fn a_path_the_operator_sets_down_sends_nothing_though_it_works_and_the_peer_sees
         "the peer hears nothing there"
     );
     assert_eq!(p.delivered_numbers(Side::B), (0..60).collect::<Vec<_>>());
-    assert_eq!(p.delivered_numbers(Side::A), (1000..1060).collect::<Vec<_>>());
+    assert_eq!(
+        p.delivered_numbers(Side::A),
+        (1000..1060).collect::<Vec<_>>()
+    );
     let back = p.now;
     p.ep(Side::A).set_uplink(back, PathId(1), None);
     let took = p

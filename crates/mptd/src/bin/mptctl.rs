@@ -12,13 +12,10 @@ use mptd::status::Status;
 #[derive(Debug, Parser)]
 #[command(name = "mptctl", version = mptd::VERSION, about)]
 struct Args {
-    /// The daemon's control socket ([control] socket in its config).
-    #[arg(
-        short,
-        long,
-        value_name = "SOCKET",
-        default_value = "/run/mptd/tun0.sock"
-    )]
+    /// The daemon's control socket ([control] socket in its config), or the name of a
+    /// systemd instance or tunnel: NAME is /run/mptd/NAME/control.sock (mptd@NAME.service) if
+    /// that exists, else /run/mptd/NAME.sock.
+    #[arg(short, long, value_name = "SOCKET|NAME", default_value = "tun0")]
     socket: PathBuf,
     #[command(subcommand)]
     command: Command,
@@ -93,8 +90,22 @@ impl Health {
     }
 }
 
+/// The socket `-s` names: a path, or a name (see [`Args::socket`]).
+fn socket_of(s: PathBuf) -> PathBuf {
+    let Some(name) = s.to_str().filter(|n| !n.contains('/')) else {
+        return s;
+    };
+    let unit = PathBuf::from(format!("/run/mptd/{name}/control.sock"));
+    if unit.exists() {
+        unit
+    } else {
+        PathBuf::from(format!("/run/mptd/{name}.sock"))
+    }
+}
+
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let mut args = Args::parse();
+    args.socket = socket_of(args.socket);
     if let Command::Path { name, state } = &args.command {
         let state = match state {
             PathState::Up => "up",

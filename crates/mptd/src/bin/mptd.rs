@@ -280,6 +280,7 @@ async fn run(cfg: Config, keys: Keys, config: &std::path::Path) -> Result<()> {
     tasks.spawn(mptd::control::serve(listener, sh.clone()));
     tasks.spawn(mptd::uplinks::uplink_task(sh.clone()));
     tasks.spawn(mptd::uplinks::resolver_task(sh.clone()));
+    tasks.spawn(sh.clone().watchdog());
     // systemd Type=notify: the TUN device and every socket are up.
     let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
 

@@ -95,7 +95,10 @@ pub async fn rx_task(t: Arc<Tunnel>) -> Result<()> {
     let mut outputs = Outputs::default();
     let mut next_sock = 0usize;
     loop {
-        let deadline = next_deadline(&t);
+        let now = t.clock.now();
+        t.rx_beat.store(now.as_nanos() / 1_000_000, Relaxed);
+        // at least once a second, so that the beat shows the loop turning (the watchdog)
+        let deadline = next_deadline(&t).min(now + RX_BEAT_MAX);
         let sleep_to = t.clock.instant(deadline);
         let ev = tokio::select! {
             biased;
@@ -129,6 +132,9 @@ pub async fn rx_task(t: Arc<Tunnel>) -> Result<()> {
             .await?;
     }
 }
+
+/// The receive loop turns at least this often, idle or not ([`Tunnel::rx_beat`]).
+pub const RX_BEAT_MAX: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The earliest timer of any endpoint.
 fn next_deadline(t: &Tunnel) -> Time {

@@ -64,6 +64,9 @@ pub struct Tunnel {
     pub calls: Calls,
     /// Held by a tx task from numbering a batch until it has been sent (several TUN queues).
     pub send_turn: tokio::sync::Mutex<()>,
+    /// When the receive loop last turned (the clock's milliseconds): the systemd watchdog is
+    /// fed only while it does.
+    pub rx_beat: AtomicU64,
 }
 
 /// Datapath system calls (each may carry many packets).
@@ -240,6 +243,7 @@ impl Tunnel {
             recv_errors: RateLimit::default(),
             calls: Calls::default(),
             send_turn: tokio::sync::Mutex::new(()),
+            rx_beat: AtomicU64::new(0),
             cfg,
         })
     }
@@ -323,6 +327,34 @@ impl Tunnel {
         match (peer.listening, self.cfg.paths.get(path.index())) {
             (false, Some(p)) => p.name.clone(),
             _ => format!("p{path}"),
+        }
+    }
+}
+
+impl Tunnel {
+    /// Feed the systemd watchdog (`WatchdogSec=`) every half of its interval, while the
+    /// receive loop turns; a stalled datapath goes unfed, and systemd restarts the service.
+    /// Returns at once without a watchdog.
+    pub async fn watchdog(self: std::sync::Arc<Self>) -> anyhow::Result<()> {
+        let mut usec = 0u64;
+        if !sd_notify::watchdog_enabled(false, &mut usec) || usec == 0 {
+            return std::future::pending().await;
+        }
+        let every = std::time::Duration::from_micros(usec / 2);
+        let stale_ms = (usec / 2000).max(2000);
+        let mut tick = tokio::time::interval(every);
+        loop {
+            tick.tick().await;
+            let now_ms = self.clock.now().as_nanos() / 1_000_000;
+            let beat = self.rx_beat.load(std::sync::atomic::Ordering::Relaxed);
+            if now_ms.saturating_sub(beat) <= stale_ms {
+                let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Watchdog]);
+            } else {
+                warn!(
+                    stalled_ms = now_ms - beat,
+                    "the receive loop has not turned: the watchdog is not fed"
+                );
+            }
         }
     }
 }

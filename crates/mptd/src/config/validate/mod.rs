@@ -73,7 +73,11 @@ impl Validator<'_> {
                 return Err(self.err("control.socket", "empty, expected a filesystem path"))
             }
             Some(s) => PathBuf::from(s),
-            None => Path::new(defaults::CONTROL_DIR).join(format!("{}.sock", tunnel.name)),
+            // under systemd (RuntimeDirectory=mptd/%i), in the instance's own directory
+            None => match std::env::var_os("RUNTIME_DIRECTORY") {
+                Some(dir) => Path::new(&dir).join("control.sock"),
+                None => Path::new(defaults::CONTROL_DIR).join(format!("{}.sock", tunnel.name)),
+            },
         };
         let security = self.security(raw.security)?;
         Ok(Config {

@@ -34,7 +34,7 @@ impl Validator<'_> {
             Some(s) if s.trim().is_empty() => {
                 return Err(self.err("security.private_key_file", "empty, expected a file path"))
             }
-            Some(s) => self.relative(s),
+            Some(s) => self.key_path("security.private_key_file", s)?,
             None => {
                 return Err(self.err(
                     "security.private_key_file",
@@ -59,6 +59,27 @@ impl Validator<'_> {
     }
 
     /// A file named in the config: relative to the config file's directory.
+    /// A key file's path: `$CREDENTIALS_DIRECTORY/...` names a systemd credential (the unit's
+    /// `LoadCredential=`); a relative path is the config file's directory's.
+    pub(super) fn key_path(&self, key: &str, s: String) -> Result<PathBuf, ConfigError> {
+        for var in ["$CREDENTIALS_DIRECTORY/", "${CREDENTIALS_DIRECTORY}/"] {
+            if let Some(rest) = s.strip_prefix(var) {
+                return match std::env::var_os("CREDENTIALS_DIRECTORY") {
+                    Some(dir) => Ok(Path::new(&dir).join(rest)),
+                    None => Err(self.err(
+                        key,
+                        format!(
+                            "{s:?} names a systemd credential, but CREDENTIALS_DIRECTORY is not \
+                             set (systemd sets it for a unit with LoadCredential=); expected \
+                             that, or a file path"
+                        ),
+                    )),
+                };
+            }
+        }
+        Ok(self.relative(s))
+    }
+
     pub(super) fn relative(&self, s: String) -> PathBuf {
         let p = PathBuf::from(s);
         if p.is_relative() {
@@ -172,7 +193,8 @@ impl Validator<'_> {
                 Some(s) if s.trim().is_empty() => {
                     return Err(self.err(key("preshared_key_file"), "empty, expected a file path"))
                 }
-                s => s.map(|s| self.relative(s)),
+                Some(s) => Some(self.key_path(&key("preshared_key_file"), s)?),
+                None => None,
             };
             peers.push(PeerConfig {
                 name,
