@@ -13,6 +13,7 @@ mod failover;
 mod ftp;
 mod hostile;
 mod lab;
+mod package;
 mod rekey;
 mod sites;
 mod systemd;

@@ -7,6 +7,7 @@
 //! * [`report`]: the CSV files and plots they write.
 #![allow(clippy::disallowed_methods)] // the lab runs real processes on the wall clock
 
+pub mod docs;
 pub mod experiments;
 pub mod harness;
 pub mod report;

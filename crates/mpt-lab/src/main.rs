@@ -16,6 +16,12 @@ struct Args {
 
 #[derive(Debug, Subcommand)]
 enum Cmd {
+    /// Write the man pages (mptd.8, mptctl.8, mpt.toml.5) and the shell completions (bash,
+    /// zsh, fish) of mptd and mptctl under DIR: what the .deb ships.
+    Docs {
+        #[arg(long, default_value = "target/assets")]
+        out: std::path::PathBuf,
+    },
     /// The README's demo: a 4-path lab, mptd on both ends, iperf3 through tun0.
     Demo {
         /// `rate` (the paths' rates configured), `adaptive` (nothing configured: learned),
@@ -179,12 +185,17 @@ fn bench(
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    if !matches!(args.command, Cmd::Emulate { .. }) {
+    if !matches!(args.command, Cmd::Emulate { .. } | Cmd::Docs { .. }) {
         if let Err(e) = mpt_lab::harness::cleanup_on_signal() {
             eprintln!("mpt-lab: cannot watch SIGINT/SIGTERM ({e}); an interrupted run leaves its namespaces");
         }
     }
     let r = match args.command {
+        Cmd::Docs { out } => mpt_lab::docs::generate(&out).map(|files| {
+            for f in files {
+                println!("{}", f.display());
+            }
+        }),
         Cmd::Demo { scheduler } => mpt_lab::experiments::demo::run(&scheduler),
         Cmd::Run {
             suite,

@@ -15,6 +15,7 @@
 //!   randomness without a system call under the lock.
 
 pub mod batch;
+pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod control;

@@ -5,50 +5,9 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::Parser;
+use mptd::cli::{CtlArgs as Args, CtlCommand as Command, PathState};
 use mptd::status::Status;
-
-/// Control a running mptd.
-#[derive(Debug, Parser)]
-#[command(name = "mptctl", version = mptd::VERSION, about)]
-struct Args {
-    /// The daemon's control socket ([control] socket in its config), or the name of a
-    /// systemd instance or tunnel: NAME is /run/mptd/NAME/control.sock (mptd@NAME.service) if
-    /// that exists, else /run/mptd/NAME.sock.
-    #[arg(short, long, value_name = "SOCKET|NAME", default_value = "tun0")]
-    socket: PathBuf,
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Debug, Subcommand)]
-enum Command {
-    /// Per-path state, traffic, RTT, loss, jitter, delay and reordering, and tunnel totals.
-    Status {
-        /// Print the JSON document (stable, see docs/status.md).
-        #[arg(long)]
-        json: bool,
-    },
-    /// Per peer and path, as `wg show` has it: endpoint, state and why, last heard, RTT,
-    /// loss, learned rate, and bytes each way.
-    Show {
-        /// Only this peer.
-        peer: Option<String>,
-    },
-    /// Set a path down (it sends nothing until set up again, whatever its interface does) or
-    /// up again.
-    Path {
-        /// The `[[path]]`'s name.
-        name: String,
-        state: PathState,
-    },
-}
-
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-enum PathState {
-    Up,
-    Down,
-}
 
 /// What the exit code of `status` and `show` says (as monitoring plugins have it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,57 +1,17 @@
 //! `mptd -c FILE`: run the tunnel. `--check` validates the configuration (and the key files)
 //! and exits. `mptd genkey`, `mptd pubkey` and `mptd genpsk` make keys, as `wg` does.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use clap::{Parser, Subcommand};
+use clap::Parser;
 use mpt_core::seal::{PrivateKey, Psk, KEY_LEN};
+use mptd::cli::{Args, Command, LogFormat};
 use mptd::config::{Config, Keys};
 use mptd::datapath::{rx::rx_task, tx::tx_task};
 use mptd::tunnel::Tunnel;
 use tracing::{error, info, warn};
-
-/// Multipath UDP tunnel daemon.
-#[derive(Debug, Parser)]
-#[command(version = mptd::VERSION, about, subcommand_negates_reqs = true)]
-struct Args {
-    #[command(subcommand)]
-    command: Option<Command>,
-    /// Configuration file (TOML).
-    #[arg(short, long, value_name = "FILE", required = true)]
-    config: Option<PathBuf>,
-    /// Validate the configuration and exit (0 when valid).
-    #[arg(long)]
-    check: bool,
-    /// More logging: -v debug, -vv trace. RUST_LOG overrides.
-    #[arg(short, long, action = clap::ArgAction::Count)]
-    verbose: u8,
-    /// How log lines look: "text" (colours only on a terminal) or "json" (one object a line,
-    /// for log shippers).
-    #[arg(long, value_name = "FORMAT", default_value = "text")]
-    log_format: LogFormat,
-}
-
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-enum LogFormat {
-    Text,
-    Json,
-}
-
-#[derive(Debug, Subcommand)]
-enum Command {
-    /// Print a new private key (X25519, base64) for `[security] private_key_file`:
-    /// `mptd genkey > /etc/mptd/host.key` (a file it is written to is made mode 0600).
-    Genkey,
-    /// Read a private key on standard input and print its public key, for the peers'
-    /// `public_key`: `mptd pubkey < /etc/mptd/host.key`.
-    Pubkey,
-    /// Print a new random pre-shared key (base64) for a peer's `preshared_key_file` (optional;
-    /// both ends name the same one).
-    Genpsk,
-}
 
 /// `genkey`, `pubkey`, `genpsk`.
 fn key_command(c: &Command) -> ExitCode {

@@ -1,0 +1,88 @@
+//! The command lines of `mptd` and `mptctl` (clap), here so that the man pages and shell
+//! completions are made from the very definitions the binaries parse (`mpt-lab docs`).
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+/// Multipath UDP tunnel daemon.
+#[derive(Debug, Parser)]
+#[command(version = crate::VERSION, about, subcommand_negates_reqs = true)]
+pub struct Args {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// Configuration file (TOML).
+    #[arg(short, long, value_name = "FILE", required = true)]
+    pub config: Option<PathBuf>,
+    /// Validate the configuration and exit (0 when valid).
+    #[arg(long)]
+    pub check: bool,
+    /// More logging: -v debug, -vv trace. RUST_LOG overrides.
+    #[arg(short, long, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// How log lines look: "text" (colours only on a terminal) or "json" (one object a line,
+    /// for log shippers).
+    #[arg(long, value_name = "FORMAT", default_value = "text")]
+    pub log_format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print a new private key (X25519, base64) for `[security] private_key_file`:
+    /// `mptd genkey > /etc/mptd/host.key` (a file it is written to is made mode 0600).
+    Genkey,
+    /// Read a private key on standard input and print its public key, for the peers'
+    /// `public_key`: `mptd pubkey < /etc/mptd/host.key`.
+    Pubkey,
+    /// Print a new random pre-shared key (base64) for a peer's `preshared_key_file` (optional;
+    /// both ends name the same one).
+    Genpsk,
+}
+
+/// Control a running mptd.
+#[derive(Debug, Parser)]
+#[command(name = "mptctl", version = crate::VERSION, about)]
+pub struct CtlArgs {
+    /// The daemon's control socket ([control] socket in its config), or the name of a
+    /// systemd instance or tunnel: NAME is /run/mptd/NAME/control.sock (mptd@NAME.service) if
+    /// that exists, else /run/mptd/NAME.sock.
+    #[arg(short, long, value_name = "SOCKET|NAME", default_value = "tun0")]
+    pub socket: PathBuf,
+    #[command(subcommand)]
+    pub command: CtlCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CtlCommand {
+    /// Per-path state, traffic, RTT, loss, jitter, delay and reordering, and tunnel totals.
+    Status {
+        /// Print the JSON document (stable, see docs/status.md).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Per peer and path, as `wg show` has it: endpoint, state and why, last heard, RTT,
+    /// loss, learned rate, and bytes each way.
+    Show {
+        /// Only this peer.
+        peer: Option<String>,
+    },
+    /// Set a path down (it sends nothing until set up again, whatever its interface does) or
+    /// up again.
+    Path {
+        /// The `[[path]]`'s name.
+        name: String,
+        state: PathState,
+    },
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum PathState {
+    Up,
+    Down,
+}

@@ -1,0 +1,126 @@
+//! The Debian package (`scripts/package.sh`): built from this tree, its files where a user
+//! looks for them, its mptd running `--check` on the shipped examples, its man pages rendering.
+//! Under CI it is also installed with dpkg (and removed again): the installed unit then passes
+//! `systemd-analyze verify`, man pages included.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::need;
+
+fn run(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn the_deb_holds_the_binaries_unit_examples_man_pages_and_completions() {
+    need!("package", "dpkg-deb", "man");
+    let tree = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let deb = run(Command::new("bash").arg(tree.join("scripts/package.sh")));
+    let deb = tree.join(deb.trim());
+    assert!(deb.exists(), "{}", deb.display());
+    let root = std::env::temp_dir().join(format!("mpt-deb-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&root));
+    for f in [
+        "usr/bin/mptd",
+        "usr/bin/mptctl",
+        "lib/systemd/system/mptd@.service",
+        "usr/share/doc/mptd/examples/server.toml",
+        "usr/share/doc/mptd/copyright",
+        "usr/share/man/man8/mptd.8.gz",
+        "usr/share/man/man8/mptctl.8.gz",
+        "usr/share/man/man5/mpt.toml.5.gz",
+        "usr/share/bash-completion/completions/mptctl",
+        "usr/share/zsh/vendor-completions/_mptd",
+        "usr/share/fish/vendor_completions.d/mptctl.fish",
+    ] {
+        assert!(root.join(f).exists(), "{f} is not in the package");
+    }
+    let mptd = root.join("usr/bin/mptd");
+    let size = std::fs::metadata(&mptd).expect("mptd").len();
+    let version = run(Command::new(&mptd).arg("--version"));
+    eprintln!(
+        "RESULT package: {} ({} bytes), mptd {} bytes, {}",
+        deb.display(),
+        std::fs::metadata(&deb).map(|m| m.len()).unwrap_or(0),
+        size,
+        version.trim()
+    );
+    assert!(
+        size < 10_000_000,
+        "mptd is {size} bytes: built with debug info?"
+    );
+    assert!(
+        version.contains('(') && !version.contains("unknown"),
+        "{version}"
+    );
+    // every shipped example passes --check, given a key of its own
+    let key = root.join("host.key");
+    let genkey = run(Command::new(&mptd).arg("genkey"));
+    std::fs::write(&key, genkey).expect("key");
+    std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+        .expect("chmod");
+    let examples: Vec<PathBuf> = std::fs::read_dir(root.join("usr/share/doc/mptd/examples"))
+        .expect("examples")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    assert_eq!(examples.len(), 4, "{examples:?}");
+    for ex in examples {
+        let text = std::fs::read_to_string(&ex).expect("example");
+        let text: String = text
+            .lines()
+            .map(|l| {
+                if l.starts_with("private_key_file") {
+                    format!("private_key_file = {:?}", key.display().to_string())
+                } else {
+                    l.to_owned()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let cfg = root.join(ex.file_name().expect("name"));
+        std::fs::write(&cfg, text).expect("config");
+        let out = run(Command::new(&mptd).arg("-c").arg(&cfg).arg("--check"));
+        assert!(out.contains(": ok ("), "{out}");
+    }
+    for page in ["man8/mptd.8.gz", "man8/mptctl.8.gz", "man5/mpt.toml.5.gz"] {
+        let text = run(Command::new("man")
+            .arg("-l")
+            .arg(root.join("usr/share/man").join(page))
+            .env("MANWIDTH", "80")
+            .env("MAN_KEEP_STDERR", "1"));
+        assert!(
+            text.contains("NAME") && text.lines().count() > 15,
+            "{page}:\n{text}"
+        );
+    }
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        run(Command::new("dpkg").arg("-i").arg(&deb));
+        let installed = run(Command::new("/usr/bin/mptd").arg("--version"));
+        let man = run(Command::new("man").args(["-w", "mpt.toml"]));
+        let verify = Command::new("systemd-analyze")
+            .args(["verify", "mptd@tun0.service"])
+            .output();
+        run(Command::new("dpkg").args(["-r", "mptd"]));
+        let verify = verify.expect("systemd-analyze");
+        assert!(
+            verify.status.success() && verify.stderr.is_empty(),
+            "the installed unit: {}",
+            String::from_utf8_lossy(&verify.stderr)
+        );
+        eprintln!(
+            "RESULT package: installed {}, man page {}",
+            installed.trim(),
+            man.trim()
+        );
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}
