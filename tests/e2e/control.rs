@@ -120,3 +120,101 @@ fn mptctl_shows_sets_a_path_down_and_up_and_its_exit_code_tells_health() {
     let (code, text) = mptctl(&lab, Side::B, &["status"]);
     assert_eq!(code, 3, "no daemon: {text}");
 }
+
+/// The lines of the hook log at `file` once `done` holds for them, or after `limit`.
+fn hook_lines(
+    file: &std::path::Path,
+    done: impl Fn(&[String]) -> bool,
+    limit: Duration,
+) -> Vec<String> {
+    let t0 = Instant::now();
+    loop {
+        let lines: Vec<String> = std::fs::read_to_string(file)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        if done(&lines) || t0.elapsed() > limit {
+            return lines;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn hooks_run_with_the_event_in_their_environment_and_failures_are_logged() {
+    need!("hooks", "ping");
+    let mut lab = Lab::new(&[LinkSpec::unshaped(), LinkSpec::unshaped()]).expect("lab");
+    let log = std::env::temp_dir().join(format!("mpt-hooks-{}.log", std::process::id()));
+    let _ = std::fs::remove_file(&log);
+    let line = format!(
+        "echo \"$MPTD_EVENT tunnel=$MPTD_TUNNEL peer=$MPTD_PEER path=$MPTD_PATH reason=$MPTD_REASON\" >> {}",
+        log.display()
+    );
+    let opts = TunnelOpts {
+        hooks_on_a: Some(mptd::config::HooksFile {
+            path_up: Some(line.clone()),
+            path_down: Some(line.clone()),
+            peer_up: Some(line.clone()),
+            // a failing hook, then one that outlives its timeout: both logged, neither stops
+            // the daemon or the next hooks
+            peer_down: Some(format!("{line}; echo oops >&2; sleep 30")),
+            timeout_ms: Some(500),
+        }),
+        ..TunnelOpts::default()
+    };
+    lab.start_mptd(Side::A, &opts).expect("mptd a");
+    lab.start_mptd(Side::B, &opts).expect("mptd b");
+    lab.wait_for_tunnel(Duration::from_secs(10))
+        .expect("tunnel");
+    // peer up once, both paths up
+    let b = lab.ns(Side::B);
+    let up = |p: &str| format!("path_up tunnel=mpt0 peer={b} path={p} reason=");
+    let (up0, up1) = (up("p0"), up("p1"));
+    let lines = hook_lines(
+        &log,
+        |l| l.contains(&up0) && l.contains(&up1),
+        Duration::from_secs(5),
+    );
+    assert_eq!(
+        lines.iter().filter(|l| l.starts_with("peer_up ")).count(),
+        1,
+        "{lines:?}"
+    );
+    for p in ["p0", "p1"] {
+        assert!(
+            lines
+                .iter()
+                .any(|l| *l == format!("path_up tunnel=mpt0 peer={b} path={p} reason=")),
+            "{lines:?}"
+        );
+    }
+    let (code, _) = mptctl(&lab, Side::A, &["path", "p1", "down"]);
+    assert_eq!(code, 0);
+    let admin = format!("path_down tunnel=mpt0 peer={b} path=p1 reason=set down by the operator");
+    let lines = hook_lines(&log, |l| l.contains(&admin), Duration::from_secs(3));
+    assert!(lines.contains(&admin), "{lines:?}");
+    // the peer stops: its last path goes down, and the peer with it (once)
+    lab.stop_mptd(Side::B).expect("stop b");
+    let stopped = format!("path_down tunnel=mpt0 peer={b} path=p0 reason=the peer stopped");
+    let lines = hook_lines(
+        &log,
+        |l| l.contains(&stopped) && l.iter().any(|x| x.starts_with("peer_down ")),
+        Duration::from_secs(3),
+    );
+    assert!(lines.contains(&stopped), "{lines:?}");
+    assert_eq!(
+        lines.iter().filter(|l| l.starts_with("peer_down ")).count(),
+        1,
+        "{lines:?}"
+    );
+    std::thread::sleep(Duration::from_millis(800));
+    let daemon_log = lab.mptd_log(Side::A);
+    assert!(daemon_log.contains("hook timed out"), "{daemon_log}");
+    assert!(lab.status(Side::A).is_ok(), "mptd on A still answers");
+    eprintln!("RESULT hooks: {lines:?}");
+    // nothing went down before the operator set p1 down: no flap while the tunnel came up
+    let first_down = lines.iter().find(|l| l.starts_with("path_down "));
+    assert_eq!(first_down, Some(&admin), "{lines:?}");
+    let _ = std::fs::remove_file(&log);
+}

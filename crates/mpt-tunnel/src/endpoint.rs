@@ -390,9 +390,11 @@ impl<P> Endpoint<P> {
 
     pub fn path_info(&self, path: PathId) -> PathInfo {
         let p = &self.paths[path.index()];
-        let silent = p.peer_silent && p.live.state != LinkState::Down;
+        let silent = p.peer_silent && p.live.state != LinkState::Down && !p.live.uplink_down;
+        // a path whose uplink is down is down to the operator, even one that was never up
+        let down = p.live.state == LinkState::Down || p.live.uplink_down;
         PathInfo {
-            state: if silent {
+            state: if silent || down {
                 LinkState::Down
             } else {
                 p.live.state
@@ -409,7 +411,7 @@ impl<P> Endpoint<P> {
             down_reason: if silent {
                 Some(crate::DownReason::PeerHearsNothing)
             } else {
-                p.down_reason.filter(|_| p.live.state == LinkState::Down)
+                p.down_reason.filter(|_| down)
             },
         }
     }

@@ -116,7 +116,8 @@ impl Liveness {
     /// for how long it was silent.
     pub fn check(&mut self, now: Time, dead: Duration) -> Option<Duration> {
         let silent = now - self.last_heard.unwrap_or(self.since);
-        if self.state == LinkState::Down || silent < dead {
+        // a path never up whose uplink is down is not used, nor watched, until it is back
+        if self.state == LinkState::Down || self.uplink_down || silent < dead {
             return None;
         }
         self.go_down();
@@ -148,16 +149,24 @@ impl Liveness {
     /// Returns whether it went down now.
     pub fn uplink_lost(&mut self) -> bool {
         self.uplink_down = true;
-        if self.state == LinkState::Down {
+        // A path that was never up (its uplink down from the start) did not go down: it stays
+        // unknown, unusable until its uplink is back, and then comes up when first heard,
+        // without the run of datagrams a path that failed must show (and without telling
+        // the peer that we hear nothing on it).
+        if self.state != LinkState::Up {
             return false;
         }
-        // a path that was never up (its uplink down from the start) did not go down
-        let was_up = self.state == LinkState::Up;
         self.go_down();
-        if !was_up {
-            self.down_events -= 1;
-        }
         true
+    }
+
+    /// Our uplink for the path is back at `now`: a path never up is watched from now on.
+    pub fn uplink_back(&mut self, now: Time) {
+        self.uplink_down = false;
+        if self.state == LinkState::Unknown {
+            self.since = now;
+            self.last_heard = None;
+        }
     }
 
     /// A handshake crossed the path: it works now, so a path down for silence (the peer had

@@ -102,6 +102,11 @@ impl<P> Endpoint<P> {
         }
         // Of the session (authenticated, when sealing): the peer may have moved.
         self.learn_address(path, from);
+        // what the peer says of the path before we count it heard: a path never up that the
+        // peer does not hear us on comes up only once it does
+        if let Datagram::Keepalive { flags, .. } = d {
+            self.peer_view(now, path, flags & mpt_core::wire::KEEPALIVE_SILENT != 0);
+        }
         self.heard(now, path);
         let out = &mut self.released;
         let mut release = |p| out.push(p);
@@ -126,9 +131,8 @@ impl<P> Endpoint<P> {
                 self.reseq.fence(now, path, h.seq, h.path_seq, &mut release);
                 self.peer_closed(now);
             }
-            Datagram::Keepalive { flags, .. } => {
+            Datagram::Keepalive { .. } => {
                 self.reseq.fence(now, path, h.seq, h.path_seq, &mut release);
-                self.peer_view(now, path, flags & mpt_core::wire::KEEPALIVE_SILENT != 0);
                 if self.answer_keepalive(now, path) {
                     self.pending.push_back(Pending::Ack {
                         path,
@@ -329,10 +333,16 @@ impl<P> Endpoint<P> {
             Some(reason) if p.live.uplink_lost() => {
                 self.path_went_down(now, path, crate::DownReason::Uplink(reason));
             }
-            // down already (for silence, or the link went down before the interface went)
-            Some(reason) => p.down_reason = Some(crate::DownReason::Uplink(reason)),
+            // down already (for silence, or the link went down before the interface went), or
+            // never up: not used until its uplink is back
+            Some(reason) => {
+                p.down_reason = Some(crate::DownReason::Uplink(reason));
+                if p.live.state == crate::LinkState::Unknown {
+                    self.sched.on_path_state(now, path, false);
+                }
+            }
             None if p.live.uplink_down => {
-                p.live.uplink_down = false;
+                p.live.uplink_back(now);
                 if self.peer_session.is_some() && p.remote.is_some() {
                     self.pending.push_back(Pending::Keepalive(path));
                 }
@@ -350,15 +360,22 @@ impl<P> Endpoint<P> {
             return;
         }
         p.peer_silent = silent;
-        let ours_up = p.live.state != crate::LinkState::Down;
+        // only a path that is up goes down (or back) for what the peer says; one never up
+        // is just not used meanwhile
+        let ours_up = p.live.state == crate::LinkState::Up && !p.live.uplink_down;
         if silent {
-            p.down_reason = Some(crate::DownReason::PeerHearsNothing);
+            // our uplink being down is the cause, and stays the reason
+            if !p.live.uplink_down {
+                p.down_reason = Some(crate::DownReason::PeerHearsNothing);
+            }
             if ours_up {
                 self.sched.on_path_state(now, path, false);
                 self.events.push_back(Event::PathDown {
                     path,
                     reason: crate::DownReason::PeerHearsNothing,
                 });
+            } else if p.live.state == crate::LinkState::Unknown {
+                self.sched.on_path_state(now, path, false);
             }
         } else if ours_up {
             self.sched.on_path_state(now, path, true);

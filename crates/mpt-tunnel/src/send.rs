@@ -239,8 +239,14 @@ impl<P> Endpoint<P> {
             Pending::Keepalive(path) => {
                 buf.resize(wire::KEEPALIVE_LEN + SEAL_OVERHEAD, 0);
                 self.fence_header(Kind::Keepalive, path, now).emit(&mut buf);
-                // we tell the peer when we hear nothing from it here
-                let silent = self.paths[path.index()].live.state == crate::LinkState::Down;
+                // we tell the peer when we hear nothing from it here: down, and nothing heard
+                // lately (a path coming back, heard again, is not silent)
+                let live = &self.paths[path.index()].live;
+                let recent = self.cfg.keepalive * 2;
+                let silent = live.state == crate::LinkState::Down
+                    && live
+                        .last_heard
+                        .is_none_or(|t| now.saturating_since(t) > recent);
                 buf[HEADER_LEN] = if silent { wire::KEEPALIVE_SILENT } else { 0 };
                 self.seal_control(now, path, &mut buf, wire::KEEPALIVE_LEN)?;
                 self.counts.keepalives_sent += 1;

@@ -634,6 +634,11 @@ fn a_path_the_operator_sets_down_sends_nothing_though_it_works_and_the_peer_sees
         mpt_tunnel::LinkState::Down,
         "the peer hears nothing there"
     );
+    // the peer's keepalives now say it hears nothing: the reason stays ours
+    assert_eq!(
+        p.ep(Side::A).path_info(PathId(1)).down_reason,
+        Some(DownReason::Uplink(mpt_tunnel::UplinkDown::Administrative))
+    );
     assert_eq!(p.delivered_numbers(Side::B), (0..60).collect::<Vec<_>>());
     assert_eq!(
         p.delivered_numbers(Side::A),
@@ -649,6 +654,49 @@ fn a_path_the_operator_sets_down_sends_nothing_though_it_works_and_the_peer_sees
         })
         .expect("path 1 up again at both ends");
     assert!(took <= ms(300), "took {took:?}");
+}
+
+#[test]
+fn a_path_whose_uplink_is_down_from_the_start_is_never_reported_down_and_comes_up_when_back() {
+    let mut p = Pair::new(sim::seed(33), 2, true);
+    let link_down = Some(mpt_tunnel::UplinkDown::LinkDown);
+    p.ep(Side::A)
+        .set_uplink(mpt_core::Time::ZERO, PathId(1), link_down);
+    p.set_up(1, false);
+    p.run_until(ms(500), Pair::agreed)
+        .expect("agreed on path 0");
+    p.stream(Side::A, ms(1500), ms(5), LEN, 0);
+    let info = p.ep(Side::A).path_info(PathId(1));
+    assert_eq!(
+        info.state,
+        mpt_tunnel::LinkState::Down,
+        "shown down: its uplink is"
+    );
+    assert_eq!(
+        info.down_reason,
+        Some(DownReason::Uplink(mpt_tunnel::UplinkDown::LinkDown))
+    );
+    // the uplink is back (after B, hearing nothing there, took the path down)
+    p.set_up(1, true);
+    let back = p.now;
+    p.ep(Side::A).set_uplink(back, PathId(1), None);
+    let took = p
+        .run_until(ms(2000), |p| {
+            [Side::A, Side::B]
+                .iter()
+                .all(|&s| p.node(s).ep.path_info(PathId(1)).state == mpt_tunnel::LinkState::Up)
+        })
+        .expect("path 1 up at both ends");
+    p.stream(Side::A, ms(500), ms(5), LEN, 1000);
+    p.run(ms(200));
+    let down_at_a: Vec<_> = p
+        .events_since(Side::A, mpt_core::Time::ZERO)
+        .into_iter()
+        .filter(|e| matches!(e, Event::PathDown { .. }))
+        .collect();
+    assert!(down_at_a.is_empty(), "A reported {down_at_a:?}");
+    assert!(took <= ms(1500), "took {took:?}");
+    assert_eq!(p.delivered_numbers(Side::B).len(), 400);
 }
 
 #[test]

@@ -20,6 +20,7 @@ pub mod clock;
 pub mod config;
 pub mod control;
 pub mod datapath;
+pub mod hooks;
 pub mod log;
 pub mod net;
 pub mod peer;

@@ -33,6 +33,9 @@ pub struct Peer {
     /// When the endpoint's next timer is due (nanoseconds of [`Time`]; `u64::MAX`: none), kept
     /// so that the receive task finds the next deadline without taking every peer's lock.
     deadline: AtomicU64,
+    /// The hooks were last told that the peer is up (a path of it up); `peer_down` is told
+    /// once when none is left.
+    pub hook_up: std::sync::atomic::AtomicBool,
 }
 
 impl Peer {
@@ -60,6 +63,7 @@ impl Peer {
                 .collect(),
             path_source: Mutex::new(if listening { vec![None; n] } else { Vec::new() }),
             deadline: AtomicU64::new(u64::MAX),
+            hook_up: std::sync::atomic::AtomicBool::new(false),
             ep: Mutex::new(None),
         };
         if let Some(ep) = ep {

@@ -123,7 +123,7 @@ pub fn check(t: &Tunnel) {
         }
         match down {
             Some(reason) => warn!(path = %cfg.name, interface = ifname, reason = reason.name(),
-                "uplink down: path down"),
+                "uplink down: the path is not used until it is back"),
             None => info!(path = %cfg.name, interface = ifname, "uplink up: path rejoining"),
         }
         u.down = down;

@@ -32,6 +32,8 @@ pub struct TunnelOpts {
     pub mptd: Option<PathBuf>,
     /// `[security] rekey_after_s` (`None`: the default, 120 s).
     pub rekey_after_s: Option<u64>,
+    /// `[hooks]` of side A's daemon (B has none).
+    pub hooks_on_a: Option<::mptd::config::HooksFile>,
 }
 
 impl TunnelOpts {
@@ -60,6 +62,7 @@ impl Default for TunnelOpts {
             encryption: "chacha20-poly1305".into(),
             mptd: None,
             rekey_after_s: None,
+            hooks_on_a: None,
         }
     }
 }
@@ -150,6 +153,7 @@ impl Lab {
                     backup: None,
                 })
                 .collect(),
+            hooks: o.hooks_on_a.clone().filter(|_| side == Side::A),
         })
     }
 

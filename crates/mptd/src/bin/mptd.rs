@@ -241,6 +241,11 @@ async fn run(cfg: Config, keys: Keys, config: &std::path::Path) -> Result<()> {
     tasks.spawn(mptd::uplinks::uplink_task(sh.clone()));
     tasks.spawn(mptd::uplinks::resolver_task(sh.clone()));
     tasks.spawn(sh.clone().watchdog());
+    let queue = sh.hook_queue.lock().ok().and_then(|mut q| q.take());
+    if let (Some(hooks), Some(queue)) = (&sh.hooks, queue) {
+        let cfg = hooks.config().clone();
+        tasks.spawn(mptd::hooks::run(cfg, sh.cfg.tunnel.name.clone(), queue));
+    }
     // systemd Type=notify: the TUN device and every socket are up.
     let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
 

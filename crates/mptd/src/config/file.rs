@@ -22,6 +22,24 @@ pub struct ConfigFile {
     pub peer: Vec<PeerFile>,
     #[serde(default)]
     pub path: Vec<PathFile>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hooks: Option<HooksFile>,
+}
+
+/// `[hooks]` as written.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HooksFile {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path_up: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path_down: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peer_up: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peer_down: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<i64>,
 }
 
 /// One `[[listen]]` as written.

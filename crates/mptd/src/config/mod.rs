@@ -16,7 +16,7 @@ mod file;
 mod validate;
 
 pub use file::{
-    ConfigFile, ConnectionFile, ControlFile, ListenFile, PathFile, PeerFile, RateFile,
+    ConfigFile, ConnectionFile, ControlFile, HooksFile, ListenFile, PathFile, PeerFile, RateFile,
     SecurityFile, TunnelFile,
 };
 pub use validate::parse_rate;
@@ -34,6 +34,50 @@ pub struct Config {
     pub paths: Vec<PathConfig>,
     pub control: Control,
     pub security: Security,
+    pub hooks: HooksConfig,
+}
+
+/// `[hooks]`: shell commands run when a path or a peer goes up or down (`crate::hooks`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HooksConfig {
+    pub path_up: Option<String>,
+    pub path_down: Option<String>,
+    pub peer_up: Option<String>,
+    pub peer_down: Option<String>,
+    /// A hook still running after this is killed.
+    pub timeout: Duration,
+}
+
+impl Default for HooksConfig {
+    fn default() -> Self {
+        HooksConfig {
+            path_up: None,
+            path_down: None,
+            peer_up: None,
+            peer_down: None,
+            timeout: crate::hooks::DEFAULT_TIMEOUT,
+        }
+    }
+}
+
+impl HooksConfig {
+    /// The command for `event`, if one is configured.
+    pub fn command(&self, event: crate::hooks::HookEvent) -> Option<&str> {
+        use crate::hooks::HookEvent::*;
+        match event {
+            PathUp => self.path_up.as_deref(),
+            PathDown => self.path_down.as_deref(),
+            PeerUp => self.peer_up.as_deref(),
+            PeerDown => self.peer_down.as_deref(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.path_up.is_none()
+            && self.path_down.is_none()
+            && self.peer_up.is_none()
+            && self.peer_down.is_none()
+    }
 }
 
 /// `[security]`: this host's key and how data is sealed.

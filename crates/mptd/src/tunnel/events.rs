@@ -25,6 +25,79 @@ impl Tunnel {
     }
 
     pub(super) fn log_event(&self, i: usize, e: &Event) {
+        self.log_event_only(i, e);
+        if self.hooks.is_some() {
+            self.hook_event(i, e);
+        }
+    }
+
+    /// Tell the hooks (`[hooks]`) of a path or the peer going up or down.
+    fn hook_event(&self, i: usize, e: &Event) {
+        use crate::hooks::{HookEvent, HookRun};
+        use std::sync::atomic::Ordering::Relaxed;
+        let Some(hooks) = &self.hooks else { return };
+        let peer = &self.peers[i];
+        let (path, event, reason) = match e {
+            Event::PathUp { path, .. } => (Some(*path), HookEvent::PathUp, None),
+            Event::PathDown { path, reason } => {
+                (Some(*path), HookEvent::PathDown, Some(reason.describe()))
+            }
+            Event::PeerAuthenticated { .. } | Event::NewSession { .. } => {
+                (None, HookEvent::PeerUp, None)
+            }
+            _ => return,
+        };
+        let (remote, any_up) = match peer.lock().as_ref() {
+            Some(ep) => (
+                path.and_then(|p| ep.remote(p)),
+                (0..ep.path_count())
+                    .any(|k| ep.path_info(PathId(k as u8)).state == mpt_tunnel::LinkState::Up),
+            ),
+            None => (None, false),
+        };
+        let mut vars = vec![
+            ("MPTD_PEER", peer.cfg.name.clone()),
+            ("MPTD_PEER_KEY", peer.cfg.public_key.encode()),
+        ];
+        if let Some(p) = path {
+            vars.push(("MPTD_PATH", self.path_name(peer, p)));
+            vars.push(("MPTD_PATH_ID", p.0.to_string()));
+        }
+        if let Some(r) = remote {
+            vars.push(("MPTD_REMOTE", r.to_string()));
+        }
+        if let Some(r) = &reason {
+            vars.push(("MPTD_REASON", r.clone()));
+        }
+        let peer_vars = vars[..2].to_vec();
+        match event {
+            HookEvent::PeerUp => {
+                if !peer.hook_up.swap(true, Relaxed) {
+                    hooks.fire(HookRun { event, vars });
+                }
+            }
+            HookEvent::PathUp => {
+                hooks.fire(HookRun { event, vars });
+                if !peer.hook_up.swap(true, Relaxed) {
+                    hooks.fire(HookRun {
+                        event: HookEvent::PeerUp,
+                        vars: peer_vars,
+                    });
+                }
+            }
+            _ => {
+                hooks.fire(HookRun { event, vars });
+                if !any_up && peer.hook_up.swap(false, Relaxed) {
+                    hooks.fire(HookRun {
+                        event: HookEvent::PeerDown,
+                        vars: peer_vars,
+                    });
+                }
+            }
+        }
+    }
+
+    fn log_event_only(&self, i: usize, e: &Event) {
         let peer = &self.peers[i];
         let pn = peer.cfg.name.as_str();
         let name = |p: &PathId| self.path_name(peer, *p);

@@ -67,6 +67,9 @@ pub struct Tunnel {
     /// When the receive loop last turned (the clock's milliseconds): the systemd watchdog is
     /// fed only while it does.
     pub rx_beat: AtomicU64,
+    /// The operator's `[hooks]`, and the queue their task takes (once) at start.
+    pub hooks: Option<crate::hooks::Hooks>,
+    pub hook_queue: Mutex<Option<tokio::sync::mpsc::Receiver<crate::hooks::HookRun>>>,
 }
 
 /// Datapath system calls (each may carry many packets).
@@ -224,6 +227,10 @@ impl Tunnel {
             usize::from(cfg.tunnel.mtu) + overhead.datagram(),
         ));
         let tun = crate::net::tun_device(&cfg.tunnel)?;
+        let (hooks, hook_queue) = match crate::hooks::Hooks::new(&cfg.hooks) {
+            Some((h, q)) => (Some(h), Some(q)),
+            None => (None, None),
+        };
         Ok(Tunnel {
             acceptor: Acceptor::new(
                 &cfg.peers,
@@ -244,6 +251,8 @@ impl Tunnel {
             calls: Calls::default(),
             send_turn: tokio::sync::Mutex::new(()),
             rx_beat: AtomicU64::new(0),
+            hooks,
+            hook_queue: Mutex::new(hook_queue),
             cfg,
         })
     }

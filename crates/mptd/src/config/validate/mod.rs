@@ -80,6 +80,7 @@ impl Validator<'_> {
             },
         };
         let security = self.security(raw.security)?;
+        let hooks = self.hooks(raw.hooks.unwrap_or_default())?;
         Ok(Config {
             tunnel,
             connection,
@@ -88,6 +89,30 @@ impl Validator<'_> {
             paths,
             control: Control { socket },
             security,
+            hooks,
+        })
+    }
+
+    fn hooks(&self, raw: HooksFile) -> Result<HooksConfig, ConfigError> {
+        let command = |key: &str, v: Option<String>| match v {
+            Some(c) if c.trim().is_empty() => Err(self.err(
+                key,
+                "empty, expected a shell command (run with /bin/sh -c), or no key",
+            )),
+            v => Ok(v),
+        };
+        Ok(HooksConfig {
+            path_up: command("hooks.path_up", raw.path_up)?,
+            path_down: command("hooks.path_down", raw.path_down)?,
+            peer_up: command("hooks.peer_up", raw.peer_up)?,
+            peer_down: command("hooks.peer_down", raw.peer_down)?,
+            timeout: Duration::from_millis(self.int_in(
+                "hooks.timeout_ms",
+                raw.timeout_ms,
+                crate::hooks::DEFAULT_TIMEOUT.as_millis() as u64,
+                100,
+                600_000,
+            )?),
         })
     }
 
