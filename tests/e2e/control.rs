@@ -218,3 +218,90 @@ fn hooks_run_with_the_event_in_their_environment_and_failures_are_logged() {
     assert_eq!(first_down, Some(&admin), "{lines:?}");
     let _ = std::fs::remove_file(&log);
 }
+
+#[test]
+fn metrics_are_served_for_prometheus_and_pass_promtool() {
+    need!("metrics", "curl", "promtool", "ping");
+    let mut lab = Lab::new(&[LinkSpec::unshaped(), LinkSpec::unshaped()]).expect("lab");
+    let opts = TunnelOpts {
+        metrics_on_a: Some("127.0.0.1:9754".into()),
+        ..TunnelOpts::default()
+    };
+    lab.start_tunnel(&opts).expect("tunnel");
+    let ping = lab
+        .cmd(Side::A, "ping")
+        .args(["-c", "20", "-i", "0.02", &tunnel_addr(Side::B)])
+        .output()
+        .expect("ping");
+    assert!(ping.status.success());
+    let out = lab
+        .cmd(Side::A, "curl")
+        .args([
+            "-sS",
+            "--max-time",
+            "5",
+            "-D",
+            "-",
+            "http://127.0.0.1:9754/metrics",
+        ])
+        .output()
+        .expect("curl");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "curl: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let body = text.split("\r\n\r\n").nth(1).unwrap_or_default().to_owned();
+    let b = lab.ns(Side::B);
+    for want in [
+        "HTTP/1.1 200 OK".to_owned(),
+        format!("mptd_path_sent_bytes_total{{peer=\"{b}\",path=\"p0\"}}"),
+        format!("mptd_path_up{{peer=\"{b}\",path=\"p1\"}} 1"),
+        format!("mptd_path_rtt_seconds{{peer=\"{b}\",path=\"p0\"}}"),
+        "mptd_dropped_packets_total{reason=\"bad_tag\"} 0".to_owned(),
+        format!("mptd_resequencer_hold_seconds_bucket{{le=\"+Inf\",peer=\"{b}\"}}"),
+        format!("mptd_peer_session_up{{peer=\"{b}\"}} 1"),
+    ] {
+        assert!(text.contains(&want), "{want} missing from:\n{text}");
+    }
+    // the packets the pings sent are counted
+    let sent: u64 = body
+        .lines()
+        .filter(|l| l.starts_with("mptd_path_sent_packets_total{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum();
+    assert!(sent >= 20, "{sent} datagrams counted:\n{body}");
+    let mut promtool = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("promtool");
+    std::io::Write::write_all(promtool.stdin.as_mut().expect("stdin"), body.as_bytes())
+        .expect("to promtool");
+    let checked = promtool.wait_with_output().expect("promtool");
+    let said = String::from_utf8_lossy(&checked.stdout).into_owned()
+        + &String::from_utf8_lossy(&checked.stderr);
+    eprintln!(
+        "RESULT metrics: {} lines, {} samples; promtool: {:?}",
+        body.lines().count(),
+        body.lines().filter(|l| !l.starts_with('#')).count(),
+        said.trim()
+    );
+    assert!(checked.status.success(), "promtool check metrics:\n{said}");
+    let out = lab
+        .cmd(Side::A, "curl")
+        .args([
+            "-s",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "http://127.0.0.1:9754/nope",
+        ])
+        .output()
+        .expect("curl");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "404");
+}

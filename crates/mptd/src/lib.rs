@@ -22,6 +22,7 @@ pub mod control;
 pub mod datapath;
 pub mod hooks;
 pub mod log;
+pub mod metrics;
 pub mod net;
 pub mod peer;
 pub mod random;

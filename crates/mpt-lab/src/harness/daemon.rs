@@ -34,6 +34,8 @@ pub struct TunnelOpts {
     pub rekey_after_s: Option<u64>,
     /// `[hooks]` of side A's daemon (B has none).
     pub hooks_on_a: Option<::mptd::config::HooksFile>,
+    /// `[control] metrics` of side A's daemon (B has none).
+    pub metrics_on_a: Option<String>,
 }
 
 impl TunnelOpts {
@@ -63,6 +65,7 @@ impl Default for TunnelOpts {
             mptd: None,
             rekey_after_s: None,
             hooks_on_a: None,
+            metrics_on_a: None,
         }
     }
 }
@@ -133,6 +136,7 @@ impl Lab {
             },
             control: ControlFile {
                 socket: Some(self.control_socket(side).display().to_string()),
+                metrics: o.metrics_on_a.clone().filter(|_| side == Side::A),
             },
             security,
             listen: Vec::new(),

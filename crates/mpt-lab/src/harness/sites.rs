@@ -304,6 +304,7 @@ impl Sites {
             connection: ConnectionFile::default(),
             control: ControlFile {
                 socket: Some(self.control_socket(h).display().to_string()),
+                ..ControlFile::default()
             },
             security: SecurityFile {
                 encryption: None,

@@ -241,6 +241,9 @@ async fn run(cfg: Config, keys: Keys, config: &std::path::Path) -> Result<()> {
     tasks.spawn(mptd::uplinks::uplink_task(sh.clone()));
     tasks.spawn(mptd::uplinks::resolver_task(sh.clone()));
     tasks.spawn(sh.clone().watchdog());
+    if let Some(addr) = sh.cfg.control.metrics {
+        tasks.spawn(mptd::metrics::serve(addr, sh.clone()));
+    }
     let queue = sh.hook_queue.lock().ok().and_then(|mut q| q.take());
     if let (Some(hooks), Some(queue)) = (&sh.hooks, queue) {
         let cfg = hooks.config().clone();

@@ -146,4 +146,6 @@ pub enum RateFile {
 pub struct ControlFile {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub socket: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<String>,
 }

@@ -261,6 +261,8 @@ pub struct PathConfig {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Control {
     pub socket: PathBuf,
+    /// Where Prometheus metrics are served (`GET /metrics`), if anywhere.
+    pub metrics: Option<SocketAddr>,
 }
 
 /// A configuration that could not be loaded.

@@ -7,7 +7,7 @@ pub use mpt_tunnel::DropCounts;
 use serde::{Deserialize, Serialize};
 
 /// `mptctl status --json`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Status {
     /// Version of this document's layout.
     pub version: u32,
@@ -22,7 +22,7 @@ pub struct Status {
 }
 
 /// One peer.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct PeerStatus {
     pub name: String,
     pub public_key: String,
@@ -54,7 +54,7 @@ pub struct PeerStatus {
     pub paths: Vec<PathStatus>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct TunnelStatus {
     pub name: String,
     pub scheduler: String,
@@ -150,7 +150,7 @@ pub struct ReseqStatus {
     pub occupancy_max: u64,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct PathStatus {
     pub id: u8,
     pub name: String,

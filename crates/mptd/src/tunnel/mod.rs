@@ -341,6 +341,18 @@ impl Tunnel {
 }
 
 impl Tunnel {
+    /// Every peer's resequencer hold times (for the metrics' histograms).
+    pub fn hold_histograms(&self) -> Vec<(String, mpt_reseq::LogHistogram)> {
+        self.peers
+            .iter()
+            .filter_map(|p| {
+                let ep = p.lock();
+                let h = ep.as_ref()?.stats().total.hold_time_ns.clone();
+                Some((p.cfg.name.clone(), h))
+            })
+            .collect()
+    }
+
     /// Feed the systemd watchdog (`WatchdogSec=`) every half of its interval, while the
     /// receive loop turns; a stalled datapath goes unfed, and systemd restarts the service.
     /// Returns at once without a watchdog.

@@ -68,6 +68,15 @@ impl Validator<'_> {
         {
             connection.scheduler = SchedulerKind::Rate;
         }
+        let metrics = match raw.control.metrics {
+            None => None,
+            Some(m) => Some(SocketAddr::from_str(m.trim()).map_err(|_| {
+                self.err(
+                    "control.metrics",
+                    format!("{m:?} is not address:port, expected e.g. \"127.0.0.1:9754\""),
+                )
+            })?),
+        };
         let socket = match raw.control.socket {
             Some(s) if s.trim().is_empty() => {
                 return Err(self.err("control.socket", "empty, expected a filesystem path"))
@@ -87,7 +96,7 @@ impl Validator<'_> {
             listen,
             peers,
             paths,
-            control: Control { socket },
+            control: Control { socket, metrics },
             security,
             hooks,
         })

@@ -1,0 +1,447 @@
+//! Prometheus metrics (`[control] metrics = "127.0.0.1:9754"`, off by default): the status
+//! document as metrics, named per Prometheus' conventions, and the resequencer's hold times as
+//! histograms, encoded by the `prometheus-client` crate (OpenMetrics text) at each scrape.
+//! Served over plain HTTP: `GET /metrics`.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use prometheus_client::encoding::{EncodeMetric, MetricEncoder};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::Registry;
+use std::sync::atomic::AtomicU64;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tracing::{debug, info};
+
+use crate::status::Status;
+use crate::tunnel::Tunnel;
+
+type Labels = Vec<(String, String)>;
+type Counters = Family<Labels, Counter>;
+type Gauges = Family<Labels, Gauge<f64, AtomicU64>>;
+
+/// Upper bounds of the hold-time histogram's buckets, seconds.
+const HOLD_BOUNDS: [f64; 14] = [
+    0.0, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+];
+
+/// One histogram per peer, given whole (sum, count and bucket counts).
+#[derive(Debug, Default)]
+struct PeerHistograms(Vec<(String, Buckets)>);
+
+/// A histogram given whole: sum, count, and the count of each bucket by its upper bound.
+type Buckets = (f64, u64, Vec<(f64, u64)>);
+
+impl EncodeMetric for PeerHistograms {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        for (peer, (sum, count, buckets)) in &self.0 {
+            let labels = vec![("peer".to_owned(), peer.clone())];
+            encoder
+                .encode_family(&labels)?
+                .encode_histogram::<prometheus_client::encoding::NoLabelSet>(
+                    *sum, *count, buckets, None,
+                )?;
+        }
+        Ok(())
+    }
+
+    fn metric_type(&self) -> MetricType {
+        MetricType::Histogram
+    }
+}
+
+/// A hold-time histogram in [`HOLD_BOUNDS`] buckets (each of the resequencer's fine buckets
+/// counted in the first bound at or above its top), and its sum in seconds.
+fn hold_buckets(h: &mpt_reseq::LogHistogram) -> Buckets {
+    let mut counts = vec![0u64; HOLD_BOUNDS.len() + 1];
+    for (i, &n) in h.buckets.iter().enumerate() {
+        if n == 0 {
+            continue;
+        }
+        let top = mpt_reseq::LogHistogram::bucket_upper(i) as f64 / 1e9;
+        let k = HOLD_BOUNDS
+            .iter()
+            .position(|&b| top <= b)
+            .unwrap_or(HOLD_BOUNDS.len());
+        counts[k] += n;
+    }
+    let mut buckets: Vec<(f64, u64)> = HOLD_BOUNDS
+        .iter()
+        .copied()
+        .zip(counts.iter().copied())
+        .collect();
+    // the encoder writes f64::MAX as le="+Inf"
+    buckets.push((f64::MAX, counts[HOLD_BOUNDS.len()]));
+    (h.sum as f64 / 1e9, h.count, buckets)
+}
+
+fn labels(pairs: &[(&str, &str)]) -> Labels {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
+/// The metrics of `st` (and the hold-time histograms `holds`, per peer) in the OpenMetrics
+/// text format.
+pub fn render(st: &Status, holds: Vec<(String, mpt_reseq::LogHistogram)>) -> String {
+    let mut reg = Registry::with_prefix("mptd");
+    let counter = |reg: &mut Registry, name: &str, help: &str| {
+        let f = Counters::default();
+        reg.register(name, help, f.clone());
+        f
+    };
+    let gauge = |reg: &mut Registry, name: &str, help: &str| {
+        let f = Gauges::default();
+        reg.register(name, help, f.clone());
+        f
+    };
+    let up = gauge(&mut reg, "path_up", "1 while the path is up, 0 otherwise");
+    let sent_b = counter(
+        &mut reg,
+        "path_sent_bytes",
+        "Bytes of datagrams sent on the path",
+    );
+    let sent_p = counter(&mut reg, "path_sent_packets", "Datagrams sent on the path");
+    let recv_b = counter(
+        &mut reg,
+        "path_received_bytes",
+        "Bytes of inner packets received on the path",
+    );
+    let recv_p = counter(
+        &mut reg,
+        "path_received_packets",
+        "Inner packets received on the path",
+    );
+    let lost = counter(
+        &mut reg,
+        "path_lost_packets",
+        "Packets lost on the path (per-path sequence gaps)",
+    );
+    let reordered = counter(
+        &mut reg,
+        "path_reordered_packets",
+        "Packets that arrived out of order on the path",
+    );
+    let downs = counter(&mut reg, "path_down_events", "Times the path went down");
+    let rtt = gauge(
+        &mut reg,
+        "path_rtt_seconds",
+        "Smoothed round-trip time of the path",
+    );
+    let jitter = gauge(
+        &mut reg,
+        "path_jitter_seconds",
+        "RFC 3550 interarrival jitter of the path",
+    );
+    let rate = gauge(
+        &mut reg,
+        "path_rate_bytes_per_second",
+        "The rate the scheduler assumes for the path (learned or configured)",
+    );
+    let heard = gauge(
+        &mut reg,
+        "path_last_heard_seconds",
+        "Seconds since anything arrived on the path",
+    );
+    let session = gauge(
+        &mut reg,
+        "peer_session_up",
+        "1 while a handshake has made a session with the peer",
+    );
+    let handshake = gauge(
+        &mut reg,
+        "peer_last_handshake_seconds",
+        "Seconds since the last handshake with the peer",
+    );
+    let rekeys = counter(
+        &mut reg,
+        "peer_rekeys",
+        "Sessions that renewed one both ends had",
+    );
+    let restarts = counter(
+        &mut reg,
+        "peer_restarts",
+        "Sessions the peer started afresh (it restarted)",
+    );
+    let drops = counter(
+        &mut reg,
+        "dropped_packets",
+        "Packets and datagrams dropped, by reason",
+    );
+    let delivered = counter(
+        &mut reg,
+        "delivered_packets",
+        "Inner packets written to the TUN device",
+    );
+    let held = gauge(
+        &mut reg,
+        "resequencer_held_packets",
+        "Packets the first peer's resequencer holds now",
+    );
+    let uptime = gauge(&mut reg, "uptime_seconds", "Seconds since mptd started");
+    let cookies = counter(
+        &mut reg,
+        "cookie_replies",
+        "Cookie replies sent while under handshake load",
+    );
+    let mut hist = PeerHistograms::default();
+    for (peer, h) in &holds {
+        hist.0.push((peer.clone(), hold_buckets(h)));
+    }
+    reg.register(
+        "resequencer_hold_seconds",
+        "How long packets waited in the resequencer (0 for those delivered at once)",
+        hist,
+    );
+
+    let t = &st.tunnel;
+    for peer in &st.peers {
+        let p = labels(&[("peer", &peer.name)]);
+        session
+            .get_or_create(&p)
+            .set(f64::from(u8::from(peer.keys_agreed)));
+        if let Some(ms) = peer.last_handshake_ms {
+            handshake.get_or_create(&p).set(ms as f64 / 1000.0);
+        }
+        rekeys.get_or_create(&p).inc_by(peer.rekeys);
+        restarts.get_or_create(&p).inc_by(peer.restarts);
+        delivered.get_or_create(&p).inc_by(peer.delivered);
+        for path in &peer.paths {
+            let l = labels(&[("peer", &peer.name), ("path", &path.name)]);
+            up.get_or_create(&l)
+                .set(f64::from(u8::from(path.state == "up")));
+            sent_b.get_or_create(&l).inc_by(path.tx_bytes);
+            sent_p.get_or_create(&l).inc_by(path.tx_packets);
+            recv_b.get_or_create(&l).inc_by(path.rx_bytes);
+            recv_p.get_or_create(&l).inc_by(path.rx_packets);
+            lost.get_or_create(&l).inc_by(path.lost);
+            reordered.get_or_create(&l).inc_by(path.reordered);
+            downs.get_or_create(&l).inc_by(path.down_events);
+            jitter.get_or_create(&l).set(path.jitter_us / 1e6);
+            if let Some(r) = path.rtt_us {
+                rtt.get_or_create(&l).set(r as f64 / 1e6);
+            }
+            if let Some(r) = path.rate_bps {
+                rate.get_or_create(&l).set(r as f64 / 8.0);
+            }
+            if let Some(ms) = path.last_heard_ms {
+                heard.get_or_create(&l).set(ms as f64 / 1000.0);
+            }
+        }
+    }
+    let d = serde_json::to_value(&t.drops).unwrap_or_default();
+    if let Some(map) = d.as_object() {
+        for (reason, n) in map {
+            drops
+                .get_or_create(&labels(&[("reason", reason)]))
+                .inc_by(n.as_u64().unwrap_or(0));
+        }
+    }
+    held.get_or_create(&Vec::new()).set(t.reseq.held as f64);
+    uptime
+        .get_or_create(&Vec::new())
+        .set(t.uptime_ms as f64 / 1000.0);
+    cookies
+        .get_or_create(&Vec::new())
+        .inc_by(t.calls.cookie_replies);
+    let mut out = String::new();
+    // writing into a String cannot fail
+    let _ = prometheus_client::encoding::text::encode(&mut out, &reg);
+    out
+}
+
+/// The OpenMetrics text of [`render`] in Prometheus' classic text format (0.0.4), for scrapers
+/// that do not ask for OpenMetrics (and for `promtool check metrics`): a counter family's
+/// HELP and TYPE name its `_total` samples, and there is no `# EOF`.
+pub fn classic(openmetrics: &str) -> String {
+    let counters: std::collections::HashSet<&str> = openmetrics
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE ")?.strip_suffix(" counter"))
+        .collect();
+    let mut out = String::with_capacity(openmetrics.len() + 64);
+    for line in openmetrics.lines() {
+        if line == "# EOF" || line.starts_with("# UNIT ") {
+            continue;
+        }
+        let meta = line
+            .strip_prefix("# HELP ")
+            .map(|r| ("# HELP ", r))
+            .or_else(|| line.strip_prefix("# TYPE ").map(|r| ("# TYPE ", r)));
+        match meta {
+            Some((kind, rest)) => {
+                let (name, tail) = rest.split_once(' ').unwrap_or((rest, ""));
+                let total = if counters.contains(name) {
+                    "_total"
+                } else {
+                    ""
+                };
+                out.push_str(&format!("{kind}{name}{total} {tail}\n"));
+            }
+            None => {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+/// Serve `GET /metrics` on `addr` until the task is aborted.
+pub async fn serve(addr: SocketAddr, sh: Arc<Tunnel>) -> Result<()> {
+    let listener = TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("control.metrics: cannot listen on {addr}"))?;
+    info!(%addr, "metrics served at http://{addr}/metrics");
+    loop {
+        let (stream, from) = listener.accept().await.context("metrics accept")?;
+        let sh = sh.clone();
+        tokio::spawn(async move {
+            let r = tokio::time::timeout(Duration::from_secs(5), answer(stream, &sh)).await;
+            if !matches!(r, Ok(Ok(()))) {
+                debug!(%from, "metrics client failed or timed out");
+            }
+        });
+    }
+}
+
+async fn answer(mut stream: TcpStream, sh: &Tunnel) -> std::io::Result<()> {
+    // the request head, up to its blank line (a GET has no body)
+    let mut head = Vec::with_capacity(512);
+    let mut buf = [0u8; 512];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 8192 {
+        let n = stream.read(&mut buf).await?;
+        if n == 0 {
+            break;
+        }
+        head.extend_from_slice(&buf[..n]);
+    }
+    let line = String::from_utf8_lossy(&head);
+    let first = line.lines().next().unwrap_or_default();
+    let mut words = first.split_whitespace();
+    let (method, target) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+    let openmetrics = line.lines().any(|l| {
+        l.to_ascii_lowercase().starts_with("accept:") && l.contains("application/openmetrics-text")
+    });
+    let (status, kind, body) = if method != "GET" {
+        (
+            "405 Method Not Allowed",
+            "text/plain",
+            "GET /metrics only\n".to_owned(),
+        )
+    } else if target == "/metrics" || target.starts_with("/metrics?") {
+        let text = render(&sh.status(), sh.hold_histograms());
+        if openmetrics {
+            (
+                "200 OK",
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                text,
+            )
+        } else {
+            (
+                "200 OK",
+                "text/plain; version=0.0.4; charset=utf-8",
+                classic(&text),
+            )
+        }
+    } else {
+        (
+            "404 Not Found",
+            "text/plain",
+            "metrics are at /metrics\n".to_owned(),
+        )
+    };
+    let reply = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(reply.as_bytes()).await?;
+    stream.shutdown().await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_classic_format_names_counters_by_their_samples() {
+        let om = "# HELP x_sent Bytes sent.\n# TYPE x_sent counter\nx_sent_total{a=\"b\"} 3\n\
+                  # HELP x_up Up.\n# TYPE x_up gauge\nx_up 1\n# EOF\n";
+        assert_eq!(
+            classic(om),
+            "# HELP x_sent_total Bytes sent.\n# TYPE x_sent_total counter\nx_sent_total{a=\"b\"} 3\n\
+             # HELP x_up Up.\n# TYPE x_up gauge\nx_up 1\n"
+        );
+    }
+
+    /// Every metric the shipped Grafana dashboard queries is one this daemon serves.
+    #[test]
+    fn the_dashboard_queries_only_metrics_we_serve() {
+        let dashboard: serde_json::Value =
+            serde_json::from_str(include_str!("../../../contrib/grafana/mptd.json"))
+                .expect("the dashboard is JSON");
+        let mut st = crate::status::Status::default();
+        st.peers.push(crate::status::PeerStatus {
+            name: "p".into(),
+            paths: vec![crate::status::PathStatus {
+                rtt_us: Some(1),
+                rate_bps: Some(8),
+                last_heard_ms: Some(1),
+                ..Default::default()
+            }],
+            last_handshake_ms: Some(1),
+            ..Default::default()
+        });
+        let served = classic(&render(
+            &st,
+            vec![("p".into(), mpt_reseq::LogHistogram::default())],
+        ));
+        let names: std::collections::HashSet<&str> = served
+            .lines()
+            .filter_map(|l| l.strip_prefix("# TYPE ")?.split(' ').next())
+            .collect();
+        let mut checked = 0;
+        for panel in dashboard["panels"].as_array().expect("panels") {
+            for target in panel["targets"].as_array().expect("targets") {
+                let expr = target["expr"].as_str().expect("expr");
+                for word in expr.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+                    if let Some(name) = word.strip_prefix("mptd_") {
+                        let family = ["_bucket", "_sum", "_count"]
+                            .iter()
+                            .find_map(|s| word.strip_suffix(s))
+                            .unwrap_or(word);
+                        assert!(
+                            names.contains(family),
+                            "mptd_{name} is not served: {names:?}"
+                        );
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert!(checked >= 10, "{checked}");
+    }
+
+    #[test]
+    fn hold_times_fall_in_the_first_bound_at_or_above_them() {
+        let mut h = mpt_reseq::LogHistogram::default();
+        for ns in [0, 0, 50_000, 2_000_000, 3_000_000_000] {
+            h.record(ns);
+        }
+        let (sum, count, buckets) = hold_buckets(&h);
+        assert_eq!(count, 5);
+        assert!((sum - 3.00205).abs() < 1e-6, "{sum}");
+        let at = |b: f64| buckets.iter().find(|(u, _)| *u == b).map(|x| x.1);
+        assert_eq!(at(0.0), Some(2));
+        assert_eq!(at(0.0001), Some(1));
+        assert_eq!(at(0.0025), Some(1));
+        assert_eq!(buckets.last(), Some(&(f64::MAX, 1)));
+        assert_eq!(buckets.iter().map(|b| b.1).sum::<u64>(), 5);
+    }
+}
