@@ -64,6 +64,12 @@ fn mptctl_shows_sets_a_path_down_and_up_and_its_exit_code_tells_health() {
         assert!(text.contains(want), "{want:?} missing from:\n{text}");
     }
 
+    // the running configuration, as TOML
+    let (code, text) = mptctl(&lab, Side::A, &["showconf"]);
+    assert_eq!(code, 0, "{text}");
+    let conf: toml::Table = toml::from_str(&text).expect("showconf prints TOML");
+    assert_eq!(conf["path"].as_array().map(Vec::len), Some(2), "{text}");
+
     // the operator sets p1 down: down at once here, silent at the peer, traffic carries on
     let (code, text) = mptctl(&lab, Side::A, &["path", "p1", "down"]);
     assert_eq!(code, 0, "{text}");

@@ -72,6 +72,8 @@ pub enum CtlCommand {
         /// Only this peer.
         peer: Option<String>,
     },
+    /// Print the configuration the daemon runs, as TOML (the file as it was read at start).
+    Showconf,
     /// Set a path down (it sends nothing until set up again, whatever its interface does) or
     /// up again.
     Path {

@@ -1,8 +1,8 @@
 //! The control socket: one request line in, one JSON document out.
 //!
 //! Requests: `status` (the status document, `docs/status.md`); `path NAME up` and
-//! `path NAME down` (the operator sets a `[[path]]` down or up again), answered with
-//! `{"ok": "..."}` or `{"error": "..."}`.
+//! `path NAME down` (the operator sets a `[[path]]` down or up again) and `showconf` (the
+//! running configuration), answered with `{"ok": "..."}` or `{"error": "..."}`.
 
 use std::io;
 use std::path::Path;
@@ -68,6 +68,14 @@ async fn answer(stream: UnixStream, sh: &Tunnel) {
     let reply = match words[..] {
         ["status"] => {
             serde_json::to_string(&sh.status()).unwrap_or_else(|e| error_json(&e.to_string()))
+        }
+        ["showconf"] => {
+            let (file, text) = &sh.cfg.source;
+            let head = format!(
+                "# the configuration this mptd runs, as read from {} at its start\n",
+                file.display()
+            );
+            serde_json::json!({ "ok": head + text }).to_string()
         }
         ["path", name, state @ ("up" | "down")] => {
             match crate::uplinks::set_admin(sh, name, state == "down") {

@@ -65,6 +65,18 @@ fn socket_of(s: PathBuf) -> PathBuf {
 fn main() -> ExitCode {
     let mut args = Args::parse();
     args.socket = socket_of(args.socket);
+    if let Command::Showconf = &args.command {
+        return match mptd::control::command(&args.socket, "showconf") {
+            Ok(text) => {
+                print!("{text}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("mptctl: {e:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     if let Command::Path { name, state } = &args.command {
         let state = match state {
             PathState::Up => "up",
@@ -104,7 +116,7 @@ fn main() -> ExitCode {
                 Health::NoDaemon.code()
             }
         },
-        Command::Path { .. } => unreachable!("answered above"),
+        Command::Path { .. } | Command::Showconf => unreachable!("answered above"),
         Command::Show { peer } => match parsed {
             Ok(s) => {
                 if let Some(name) = &peer {

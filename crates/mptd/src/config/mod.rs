@@ -35,6 +35,8 @@ pub struct Config {
     pub control: Control,
     pub security: Security,
     pub hooks: HooksConfig,
+    /// The file it was read from, and its text as read (`mptctl showconf`).
+    pub source: (PathBuf, String),
 }
 
 /// `[hooks]`: shell commands run when a path or a peer goes up or down (`crate::hooks`).
@@ -343,7 +345,9 @@ impl Config {
                 message: e.message().trim().to_owned(),
             }
         })?;
-        Validator { file }.config(raw)
+        let mut cfg = Validator { file }.config(raw)?;
+        cfg.source = (file.to_owned(), text.to_owned());
+        Ok(cfg)
     }
 }
 

@@ -99,6 +99,7 @@ impl Validator<'_> {
             control: Control { socket, metrics },
             security,
             hooks,
+            source: (self.file.to_owned(), String::new()),
         })
     }
 
