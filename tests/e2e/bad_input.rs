@@ -200,7 +200,12 @@ fn genkey_and_pubkey_make_keys_that_check_accepts_only_when_private() {
     assert_eq!(String::from_utf8_lossy(&psk.stdout).trim().len(), 44);
 
     let cfg = dir.join("mpt.toml");
-    std::fs::write(&cfg, GOOD.replace("encryption = \"none\"", "")).expect("write config");
+    // this host has none of the lab's addresses: the paths bind whatever address there is
+    let here = GOOD
+        .replace("encryption = \"none\"", "")
+        .replace("local = \"198.18.1.1:4754\"", "local = \"127.0.0.1:4754\"")
+        .replace("local = \"198.18.2.1:4754\"", "local = \"127.0.0.1:4755\"");
+    std::fs::write(&cfg, here).expect("write config");
     let check = || {
         let out = Command::new(&bin)
             .args(["-c", cfg.to_str().expect("utf-8"), "--check"])
@@ -292,6 +297,24 @@ fn a_tunnel_mtu_too_large_for_the_path_interface_is_refused() {
         mtu: 1456,
         ..TunnelOpts::default()
     };
+    // --check says so first, as a host that cannot run it (3), not a bad config (2)
+    let cfg = lab.write_config(Side::A, &sealed).expect("config");
+    let out = lab
+        .cmd(
+            Side::A,
+            mpt_lab::harness::mptd_bin()
+                .expect("mptd")
+                .to_str()
+                .expect("utf-8"),
+        )
+        .arg("-c")
+        .arg(&cfg)
+        .arg("--check")
+        .output()
+        .expect("mptd --check");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{said}");
+    assert!(said.contains("tunnel.mtu <= 1432"), "{said}");
     let err = format!("{:#}", lab.start_mptd(Side::A, &sealed).unwrap_err());
     for want in [
         "tunnel.mtu = 1456",

@@ -14,7 +14,9 @@ pub struct Args {
     /// Configuration file (TOML).
     #[arg(short, long, value_name = "FILE", required = true)]
     pub config: Option<PathBuf>,
-    /// Validate the configuration and exit (0 when valid).
+    /// Check the configuration, its key files, and that this host can run it (capability,
+    /// local addresses, interface MTUs, control socket), then exit: 0 ok (warnings printed),
+    /// 2 a bad configuration, 3 a host that cannot run it as configured.
     #[arg(long)]
     pub check: bool,
     /// More logging: -v debug, -vv trace. RUST_LOG overrides.

@@ -105,6 +105,17 @@ fn main() -> ExitCode {
         Some(c) => c.name().to_owned(),
     };
     if args.check {
+        // what a start would do, short of doing it: exit 3 when this host cannot run it
+        let (problems, warnings) = mptd::net::check_host(&cfg);
+        for w in &warnings {
+            println!("{}: warning: {w}", config.display());
+        }
+        for p in &problems {
+            eprintln!("mptd: {}: this host cannot run it: {p}", config.display());
+        }
+        if !problems.is_empty() {
+            return ExitCode::from(3);
+        }
         println!(
             "{}: ok ({} paths, scheduler {}, encryption {encryption}; public key {})",
             config.display(),
@@ -112,17 +123,6 @@ fn main() -> ExitCode {
             cfg.connection.scheduler,
             keys.private.public()
         );
-        for p in &cfg.paths {
-            if let Some(i) = &p.interface {
-                if !std::path::Path::new("/sys/class/net").join(i).exists() {
-                    println!(
-                        "{}: warning: path {:?}: interface {i:?} does not exist now",
-                        config.display(),
-                        p.name
-                    );
-                }
-            }
-        }
         return ExitCode::SUCCESS;
     }
     if cfg.security.cipher.is_none() {
