@@ -64,6 +64,44 @@ fn mptctl_shows_sets_a_path_down_and_up_and_its_exit_code_tells_health() {
         assert!(text.contains(want), "{want:?} missing from:\n{text}");
     }
 
+    // the live view: three frames while pings flow, the later ones with some throughput
+    let mut pinger = lab
+        .cmd(Side::A, "ping")
+        .args([
+            "-c",
+            "100",
+            "-i",
+            "0.01",
+            "-s",
+            "1000",
+            &tunnel_addr(Side::B),
+        ])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("ping");
+    let (code, text) = mptctl(
+        &lab,
+        Side::A,
+        &["watch", "--count", "3", "--interval", "0.3"],
+    );
+    let _ = pinger.wait();
+    assert_eq!(code, 0, "{text}");
+    let frames: Vec<&str> = text
+        .split("\n\n")
+        .filter(|f| f.contains(" peers  up "))
+        .collect();
+    assert_eq!(frames.len(), 3, "{text}");
+    for f in &frames {
+        assert!(f.contains(" p0 ") && f.contains(" p1 "), "{f}");
+    }
+    let moving = |f: &str| {
+        f.lines().filter(|l| l.contains(" up ")).any(|l| {
+            l.split_whitespace()
+                .any(|w| w.parse::<f64>().is_ok_and(|v| v > 0.0))
+        })
+    };
+    assert!(moving(frames[2]), "no throughput shown:\n{}", frames[2]);
+
     // the running configuration, as TOML
     let (code, text) = mptctl(&lab, Side::A, &["showconf"]);
     assert_eq!(code, 0, "{text}");

@@ -74,6 +74,16 @@ pub enum CtlCommand {
         /// Only this peer.
         peer: Option<String>,
     },
+    /// A live view, refreshed every interval: per peer and path, the state and the throughput
+    /// each way, drawn as bars.
+    Watch {
+        /// Seconds between refreshes.
+        #[arg(long, default_value = "1")]
+        interval: f64,
+        /// Stop after this many refreshes (default: until interrupted).
+        #[arg(long)]
+        count: Option<u64>,
+    },
     /// Print the configuration the daemon runs, as TOML (the file as it was read at start).
     Showconf,
     /// Set a path down (it sends nothing until set up again, whatever its interface does) or

@@ -65,6 +65,9 @@ fn socket_of(s: PathBuf) -> PathBuf {
 fn main() -> ExitCode {
     let mut args = Args::parse();
     args.socket = socket_of(args.socket);
+    if let Command::Watch { interval, count } = args.command {
+        return watch(&args.socket, interval, count);
+    }
     if let Command::Showconf = &args.command {
         return match mptd::control::command(&args.socket, "showconf") {
             Ok(text) => {
@@ -116,7 +119,9 @@ fn main() -> ExitCode {
                 Health::NoDaemon.code()
             }
         },
-        Command::Path { .. } | Command::Showconf => unreachable!("answered above"),
+        Command::Path { .. } | Command::Showconf | Command::Watch { .. } => {
+            unreachable!("answered above")
+        }
         Command::Show { peer } => match parsed {
             Ok(s) => {
                 if let Some(name) = &peer {
@@ -377,5 +382,82 @@ fn print_paths(paths: &[mptd::status::PathStatus]) {
                 .as_deref()
                 .map_or(String::new(), |r| format!("   down: {r}"))
         );
+    }
+}
+
+/// `mptctl watch`: a frame per interval, each path's throughput since the last one as bars.
+fn watch(socket: &std::path::Path, interval: f64, count: Option<u64>) -> ExitCode {
+    use std::collections::HashMap;
+    use std::io::IsTerminal;
+    let every = std::time::Duration::from_secs_f64(interval.clamp(0.05, 3600.0));
+    let tty = std::io::stdout().is_terminal();
+    let mut last: HashMap<(String, String), (u64, u64)> = HashMap::new();
+    let mut last_at = std::time::Instant::now();
+    let mut peak = 1.0f64;
+    let mut frame = 0u64;
+    loop {
+        let s = match mptd::control::status(socket) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("mptctl: {e:#}");
+                return Health::NoDaemon.code();
+            }
+        };
+        let dt = last_at.elapsed().as_secs_f64().max(1e-3);
+        last_at = std::time::Instant::now();
+        let mut rows = Vec::new();
+        for peer in &s.peers {
+            for p in &peer.paths {
+                let key = (peer.name.clone(), p.name.clone());
+                let (tx0, rx0) = last
+                    .insert(key, (p.tx_bytes, p.rx_bytes))
+                    .unwrap_or((p.tx_bytes, p.rx_bytes));
+                let tx = (p.tx_bytes.saturating_sub(tx0)) as f64 * 8.0 / dt;
+                let rx = (p.rx_bytes.saturating_sub(rx0)) as f64 * 8.0 / dt;
+                peak = peak.max(tx).max(rx);
+                rows.push((peer.name.clone(), p.name.clone(), p.state.clone(), tx, rx));
+            }
+        }
+        let mut out = String::new();
+        if tty {
+            out.push_str("\x1b[H\x1b[2J");
+        }
+        out.push_str(&format!(
+            "{}  {} peers  up {:.0} s  (every {:.1} s; bars to {:.1} Mbit/s)\n",
+            s.tunnel.name,
+            s.peers.len(),
+            s.tunnel.uptime_ms as f64 / 1000.0,
+            every.as_secs_f64(),
+            peak / 1e6
+        ));
+        out.push_str(&format!(
+            "{:<16} {:<10} {:<8} {:<34} {:<34}\n",
+            "peer", "path", "state", "sent Mbit/s", "received Mbit/s"
+        ));
+        let bar = |v: f64| {
+            let n = ((v / peak) * 24.0).round() as usize;
+            format!(
+                "{}{} {:>8.2}",
+                "#".repeat(n.min(24)),
+                ".".repeat(24 - n.min(24)),
+                v / 1e6
+            )
+        };
+        for (peer, path, state, tx, rx) in rows {
+            out.push_str(&format!(
+                "{peer:<16} {path:<10} {state:<8} {:<34} {:<34}\n",
+                bar(tx),
+                bar(rx)
+            ));
+        }
+        print!("{out}");
+        if !tty {
+            println!();
+        }
+        frame += 1;
+        if count.is_some_and(|c| frame >= c) {
+            return Health::of(&s).code();
+        }
+        std::thread::sleep(every);
     }
 }
