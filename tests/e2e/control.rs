@@ -128,6 +128,13 @@ fn mptctl_shows_sets_a_path_down_and_up_and_its_exit_code_tells_health() {
     assert!(ping.status.success(), "no ping on the other path");
     let (code, _) = mptctl(&lab, Side::A, &["path", "nope", "down"]);
     assert_ne!(code, 0, "an unknown path is refused");
+    // its scheduling changed at run time: the status shows the new rate
+    let (code, text) = mptctl(&lab, Side::A, &["path", "p0", "rate", "7mbit"]);
+    assert_eq!(code, 0, "{text}");
+    let st = lab.status(Side::A).expect("status");
+    assert_eq!(st.peers[0].paths[0].rate_bps, Some(7_000_000));
+    let (code, text) = mptctl(&lab, Side::A, &["path", "p0", "weight", "0"]);
+    assert_ne!(code, 0, "weight 0 is refused: {text}");
 
     // SIGHUP: the daemon goes on, with the path still down
     // SAFETY: a signal to a daemon this test started, by its pid.

@@ -203,7 +203,52 @@ pub struct PathInfo {
     pub down_reason: Option<crate::DownReason>,
 }
 
+/// The scheduler of `cfg`'s paths (all usable until told otherwise).
+fn build_scheduler(cfg: &EndpointConfig) -> Box<dyn Scheduler> {
+    let header = Overhead::new(cfg.keys.encryption.is_some(), false).datagram();
+    let specs: Vec<PathSpec> = cfg
+        .paths
+        .iter()
+        .map(|p| PathSpec::new(p.weight, p.rate_bps, p.backup).with_overhead(header + p.overhead))
+        .collect();
+    mpt_sched::build(cfg.scheduler, &specs)
+}
+
 impl<P> Endpoint<P> {
+    /// The operator changed `path`'s weight, rate or backup flag (`None`: unchanged; a rate of
+    /// `Some(None)`: none configured, learned or not assumed). The scheduler is made again with
+    /// the new settings and told which paths are usable now; the `adaptive` scheduler learns
+    /// its rates again.
+    pub fn set_path_spec(
+        &mut self,
+        now: Time,
+        path: PathId,
+        weight: Option<u32>,
+        rate_bps: Option<Option<u64>>,
+        backup: Option<bool>,
+    ) {
+        let Some(p) = self.cfg.paths.get_mut(path.index()) else {
+            return;
+        };
+        if let Some(w) = weight {
+            p.weight = w.max(1);
+        }
+        if let Some(r) = rate_bps {
+            p.rate_bps = r;
+        }
+        if let Some(b) = backup {
+            p.backup = b;
+        }
+        self.sched = build_scheduler(&self.cfg);
+        for (i, p) in self.paths.iter().enumerate() {
+            let usable = p.remote.is_some()
+                && !p.live.uplink_down
+                && !p.peer_silent
+                && p.live.state != LinkState::Down;
+            self.sched.on_path_state(now, PathId(i as u8), usable);
+        }
+    }
+
     /// A new session at `now`.
     ///
     /// # Panics
@@ -214,15 +259,7 @@ impl<P> Endpoint<P> {
             "an endpoint has 1 to {} paths",
             mpt_core::MAX_PATHS
         );
-        let header = Overhead::new(cfg.keys.encryption.is_some(), false).datagram();
-        let specs: Vec<PathSpec> = cfg
-            .paths
-            .iter()
-            .map(|p| {
-                PathSpec::new(p.weight, p.rate_bps, p.backup).with_overhead(header + p.overhead)
-            })
-            .collect();
-        let sched = mpt_sched::build(cfg.scheduler, &specs);
+        let sched = build_scheduler(&cfg);
         let reseq = Resequencer::new(mpt_reseq::Config {
             window: cfg.reorder_window,
             timeout: cfg.reorder_timeout,

@@ -700,6 +700,40 @@ fn a_path_whose_uplink_is_down_from_the_start_is_never_reported_down_and_comes_u
 }
 
 #[test]
+fn the_operator_makes_a_path_a_backup_and_a_primary_again_at_run_time() {
+    let mut p = agreed_pair(34, 2);
+    p.run(ms(300));
+    let on_path = |p: &Pair, from: usize| {
+        p.node(Side::A).sent_log[from..]
+            .iter()
+            .filter(|(_, d)| kind_of(d) == Kind::Data)
+            .fold([0usize; 2], |mut n, (path, _)| {
+                n[*path] += 1;
+                n
+            })
+    };
+    let now = p.now;
+    p.ep(Side::A)
+        .set_path_spec(now, PathId(1), None, None, Some(true));
+    let from = p.node(Side::A).sent_log.len();
+    p.stream(Side::A, ms(200), ms(5), LEN, 0);
+    assert_eq!(
+        on_path(&p, from),
+        [40, 0],
+        "a backup carries nothing while a primary is up"
+    );
+    let now = p.now;
+    p.ep(Side::A)
+        .set_path_spec(now, PathId(1), None, None, Some(false));
+    let from = p.node(Side::A).sent_log.len();
+    p.stream(Side::A, ms(200), ms(5), LEN, 40);
+    let n = on_path(&p, from);
+    assert!(n[0] > 10 && n[1] > 10, "both carry again: {n:?}");
+    p.run(ms(200));
+    assert_eq!(p.delivered_numbers(Side::B), (0..80).collect::<Vec<_>>());
+}
+
+#[test]
 fn a_path_that_works_one_way_only_is_down_at_both_ends() {
     let mut p = agreed_pair(31, 2);
     p.run(ms(200));

@@ -86,17 +86,30 @@ pub enum CtlCommand {
     },
     /// Print the configuration the daemon runs, as TOML (the file as it was read at start).
     Showconf,
-    /// Set a path down (it sends nothing until set up again, whatever its interface does) or
-    /// up again.
+    /// Change a path at run time: set it down (it sends nothing until set up again, whatever
+    /// its interface does) or up, make it a backup or a primary path, or set its weight or rate.
     Path {
         /// The `[[path]]`'s name.
         name: String,
-        state: PathState,
+        #[command(subcommand)]
+        action: PathAction,
     },
 }
 
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum PathState {
+#[derive(Debug, Clone, Subcommand)]
+pub enum PathAction {
     Up,
     Down,
+    /// Used only while no primary path is up.
+    Backup,
+    /// A path like the others again.
+    Primary,
+    /// Its share for `wrr` (1 to 10000).
+    Weight {
+        weight: u32,
+    },
+    /// Its rate, as in the config ("20mbit"), for `rate` and `adaptive`.
+    Rate {
+        rate: String,
+    },
 }

@@ -83,13 +83,46 @@ async fn answer(stream: UnixStream, sh: &Tunnel) {
                 Err(e) => error_json(&e),
             }
         }
+        ["path", name, ref change @ ..] => match path_change(change) {
+            Ok(c) => match crate::uplinks::set_spec(sh, name, c) {
+                Ok(done) => serde_json::json!({ "ok": done }).to_string(),
+                Err(e) => error_json(&e),
+            },
+            Err(e) => error_json(&e),
+        },
         _ => error_json(&format!(
-            "unknown request {:?}, expected \"status\" or \"path NAME up|down\"",
+            "unknown request {:?}, expected \"status\", \"showconf\" or \"path NAME \
+             up|down|backup|primary|weight W|rate R\"",
             line.trim()
         )),
     };
     if let Err(e) = w.write_all(format!("{reply}\n").as_bytes()).await {
         warn!(error = %e, "control reply failed");
+    }
+}
+
+/// `backup`, `primary`, `weight W` (1 to 10000) or `rate R` (as in the config: "20mbit").
+fn path_change(words: &[&str]) -> Result<crate::uplinks::PathChange, String> {
+    use crate::uplinks::PathChange;
+    match words {
+        ["backup"] => Ok(PathChange::Backup(true)),
+        ["primary"] => Ok(PathChange::Backup(false)),
+        ["weight", w] => match w.parse::<u32>() {
+            Ok(w @ 1..=10_000) => Ok(PathChange::Weight(w)),
+            _ => Err(format!(
+                "weight {w:?}: expected a whole number from 1 to 10000"
+            )),
+        },
+        ["rate", r] => match crate::config::parse_rate(r) {
+            Some(bps) if bps > 0 => Ok(PathChange::Rate(bps)),
+            _ => Err(format!(
+                "rate {r:?}: expected a rate such as \"20mbit\" or \"500kbit\""
+            )),
+        },
+        _ => Err(format!(
+            "path: {:?}, expected up, down, backup, primary, weight W or rate R",
+            words.join(" ")
+        )),
     }
 }
 

@@ -83,6 +83,41 @@ pub fn set_admin(t: &Tunnel, name: &str, down: bool) -> Result<String, String> {
     ))
 }
 
+/// What the operator changes of a path's scheduling (`mptctl path NAME ...`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathChange {
+    Weight(u32),
+    Rate(u64),
+    Backup(bool),
+}
+
+/// The operator changes the `[[path]]` named `name`'s weight, rate or backup flag, for every
+/// peer that uses it; the schedulers are made again with it. Says what it did, or why not.
+pub fn set_spec(t: &Tunnel, name: &str, change: PathChange) -> Result<String, String> {
+    let Some(path) = t.cfg.paths.iter().find(|p| p.name == name).map(|p| p.id) else {
+        let names: Vec<&str> = t.cfg.paths.iter().map(|p| p.name.as_str()).collect();
+        return Err(format!(
+            "no [[path]] named {name:?}; the paths are {names:?}"
+        ));
+    };
+    let now = t.clock.now();
+    let (weight, rate, backup) = match change {
+        PathChange::Weight(w) => (Some(w), None, None),
+        PathChange::Rate(r) => (None, Some(Some(r)), None),
+        PathChange::Backup(b) => (None, None, Some(b)),
+    };
+    let mut peers = 0;
+    for peer in t.peers.iter().filter(|p| !p.listening) {
+        if let Some(ep) = peer.lock().as_mut() {
+            ep.set_path_spec(now, path, weight, rate, backup);
+            peer.note_deadline(ep);
+            peers += 1;
+        }
+    }
+    info!(path = name, change = ?change, peers, "the operator changed the path's scheduling");
+    Ok(format!("path {name}: {change:?} for {peers} peer(s)"))
+}
+
 /// Look at every path's interface now, and act on what changed.
 pub fn check(t: &Tunnel) {
     let now = t.clock.now();

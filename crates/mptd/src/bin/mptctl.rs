@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use mptd::cli::{CtlArgs as Args, CtlCommand as Command, PathState};
+use mptd::cli::{CtlArgs as Args, CtlCommand as Command, PathAction};
 use mptd::status::Status;
 
 /// What the exit code of `status` and `show` says (as monitoring plugins have it).
@@ -80,12 +80,16 @@ fn main() -> ExitCode {
             }
         };
     }
-    if let Command::Path { name, state } = &args.command {
-        let state = match state {
-            PathState::Up => "up",
-            PathState::Down => "down",
+    if let Command::Path { name, action } = &args.command {
+        let action = match action {
+            PathAction::Up => "up".to_owned(),
+            PathAction::Down => "down".to_owned(),
+            PathAction::Backup => "backup".to_owned(),
+            PathAction::Primary => "primary".to_owned(),
+            PathAction::Weight { weight } => format!("weight {weight}"),
+            PathAction::Rate { rate } => format!("rate {rate}"),
         };
-        return match mptd::control::command(&args.socket, &format!("path {name} {state}")) {
+        return match mptd::control::command(&args.socket, &format!("path {name} {action}")) {
             Ok(done) => {
                 println!("{done}");
                 ExitCode::SUCCESS
@@ -386,6 +390,8 @@ fn print_paths(paths: &[mptd::status::PathStatus]) {
 }
 
 /// `mptctl watch`: a frame per interval, each path's throughput since the last one as bars.
+/// (A client's wall clock: the daemon's own time comes from its `Clock`.)
+#[allow(clippy::disallowed_methods)]
 fn watch(socket: &std::path::Path, interval: f64, count: Option<u64>) -> ExitCode {
     use std::collections::HashMap;
     use std::io::IsTerminal;
