@@ -122,6 +122,7 @@ fn mptd_takes_what_systemd_hands_a_service_and_feeds_the_watchdog() {
         .arg(mptd_bin().expect("mptd"))
         .arg("-c")
         .arg(&cfg_path)
+        .arg("-v")
         .env("CREDENTIALS_DIRECTORY", &creds)
         .env("RUNTIME_DIRECTORY", &runtime)
         .env("NOTIFY_SOCKET", dir.join("notify"))
@@ -156,6 +157,21 @@ fn mptd_takes_what_systemd_hands_a_service_and_feeds_the_watchdog() {
         st.is_ok(),
         "no control socket in the runtime directory: {st:?}"
     );
+    // -v: a summary line per path every 5 s; the journal gets no colour codes
+    let t0 = Instant::now();
+    let log = loop {
+        let log = lab.log("mptd-systemd");
+        if log.contains("path summary") || t0.elapsed() > Duration::from_secs(8) {
+            break log;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(
+        log.contains("path summary") && log.contains("rtt_ms="),
+        "{log}\nstatus now: {:?}",
+        mptd::control::status(&sock).map(|s| s.tunnel.uptime_ms)
+    );
+    assert!(!log.contains('\x1b'), "colour codes in a file:\n{log}");
     drop(lab);
     let _ = std::fs::remove_dir_all(&dir);
 }

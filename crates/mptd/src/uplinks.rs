@@ -42,14 +42,26 @@ pub fn ifindex(ifname: &str) -> Option<u32> {
     sys(ifname, "ifindex")?.parse().ok()
 }
 
-/// Whether the interface is up and its link works: administratively up, and an operational
-/// state of "up" (or "unknown", what tunnels and PPP devices report).
+/// Whether the interface is up and its link works: administratively up, and a carrier. The
+/// carrier is read as the driver has it now; the operational state lags it by up to a second
+/// (the kernel's link watch), and a path would be taken for down just after its link came up.
+/// Where the carrier cannot be read, the operational state decides ("up", or "unknown" as
+/// tunnels and PPP devices report).
 fn link_up(ifname: &str) -> bool {
     let admin_up = sys(ifname, "flags")
         .and_then(|f| u32::from_str_radix(f.trim_start_matches("0x"), 16).ok())
         .is_some_and(|f| f & 1 != 0);
-    let oper = sys(ifname, "operstate").unwrap_or_default();
-    admin_up && matches!(oper.as_str(), "up" | "unknown")
+    if !admin_up {
+        return false;
+    }
+    match sys(ifname, "carrier").as_deref() {
+        Some("1") => true,
+        Some("0") => false,
+        _ => matches!(
+            sys(ifname, "operstate").unwrap_or_default().as_str(),
+            "up" | "unknown"
+        ),
+    }
 }
 
 /// The operator sets the `[[path]]` named `name` down (`down`) or up again: a path set down

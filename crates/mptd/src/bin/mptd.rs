@@ -241,6 +241,7 @@ async fn run(cfg: Config, keys: Keys, config: &std::path::Path) -> Result<()> {
     tasks.spawn(mptd::uplinks::uplink_task(sh.clone()));
     tasks.spawn(mptd::uplinks::resolver_task(sh.clone()));
     tasks.spawn(sh.clone().watchdog());
+    tasks.spawn(sh.clone().summaries());
     if let Some(addr) = sh.cfg.control.metrics {
         tasks.spawn(mptd::metrics::serve(addr, sh.clone()));
     }

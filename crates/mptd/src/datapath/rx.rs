@@ -10,7 +10,7 @@ use anyhow::Result;
 use mpt_core::wire::{Header, Kind};
 use mpt_core::{PathId, Time};
 use mpt_tunnel::{DropReason, Outcome};
-use tracing::warn;
+use tracing::{trace, warn};
 
 use super::tun_write::{RxBuf, TunWriter};
 use crate::tunnel::{Outputs, SockIo, Tunnel};
@@ -210,6 +210,7 @@ fn receive_batch(
         }
     };
     let now = t.clock.now();
+    trace!(socket = %sock.name, buffers = n, "received a batch");
     // where each datagram of the batch lies (an empty one counts as one of length 0), and
     // whose it is
     b.places.clear();

@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use mpt_core::seal::TAG_LEN;
 use mpt_core::PathId;
 use mpt_tunnel::DropReason;
-use tracing::{debug, warn};
+use tracing::{debug, trace, warn};
 
 use crate::batch::GsoRun;
 use crate::tunnel::Tunnel;
@@ -220,6 +220,8 @@ async fn flush_run(
     } else {
         p.io.send_run(run, bufs, remote, peer.source(path)).await
     };
+    trace!(peer = %peer.cfg.name, path = %t.path_name(peer, path), datagrams = count, bytes,
+        ok = result.is_ok(), "sent a run");
     match result {
         Ok(()) => peer.sent(path, count, bytes),
         Err(e) if count > 1 => {

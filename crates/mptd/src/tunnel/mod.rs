@@ -98,6 +98,9 @@ pub struct SockIo {
     pub gso_refused: AtomicBool,
     /// A path socket's interface, as the uplink watcher last saw it.
     uplink: Mutex<crate::uplinks::Uplink>,
+    /// Send errors on this socket: each socket's first is logged, with its errno, then every
+    /// thousandth.
+    pub send_errors: RateLimit,
 }
 
 impl SockIo {
@@ -151,6 +154,7 @@ impl Tunnel {
                 io,
                 gso_refused: AtomicBool::new(false),
                 uplink: Mutex::new(uplink),
+                send_errors: RateLimit::default(),
             });
         }
         for (i, &a) in cfg.listen.iter().enumerate() {
@@ -162,6 +166,7 @@ impl Tunnel {
                 io,
                 gso_refused: AtomicBool::new(false),
                 uplink: Mutex::new(crate::uplinks::Uplink::default()),
+                send_errors: RateLimit::default(),
             });
         }
         let path_sockets: Vec<usize> = (0..cfg.paths.len()).collect();
@@ -314,9 +319,11 @@ impl Tunnel {
     }
 
     pub fn send_failed(&self, peer: &Peer, path: PathId, e: &std::io::Error) {
-        if let Some(n) = self.io_drop(DropReason::SendError, 1) {
-            warn!(peer = %peer.cfg.name, path = %self.path_name(peer, path), error = %e,
-                dropped = n, "send failed");
+        self.io_drop(DropReason::SendError, 1);
+        let s = &self.sockets[peer.socket(path)];
+        if let Some(n) = s.send_errors.hit() {
+            warn!(peer = %peer.cfg.name, path = %self.path_name(peer, path), socket = %s.name,
+                error = %e, errno = e.raw_os_error().unwrap_or(0), failed = n, "send failed");
         }
     }
 
@@ -341,6 +348,43 @@ impl Tunnel {
 }
 
 impl Tunnel {
+    /// With `-v`: every 5 s, a line per path (state, RTT, loss, rate and throughput each way),
+    /// so that an operator sees the tunnel work without asking. Idle without debug logging.
+    pub async fn summaries(self: std::sync::Arc<Self>) -> anyhow::Result<()> {
+        if tracing::level_filters::LevelFilter::current() < tracing::Level::DEBUG {
+            return std::future::pending().await;
+        }
+        let every = std::time::Duration::from_secs(5);
+        let mut last: std::collections::HashMap<(String, String), (u64, u64)> =
+            std::collections::HashMap::new();
+        let mut tick = tokio::time::interval(every);
+        tick.tick().await;
+        loop {
+            tick.tick().await;
+            let st = self.status();
+            for peer in &st.peers {
+                for p in &peer.paths {
+                    let key = (peer.name.clone(), p.name.clone());
+                    let (tx0, rx0) = last
+                        .insert(key, (p.tx_bytes, p.rx_bytes))
+                        .unwrap_or((p.tx_bytes, p.rx_bytes));
+                    let mbps = |b: u64| b as f64 * 8.0 / every.as_secs_f64() / 1e6;
+                    tracing::debug!(
+                        peer = %peer.name,
+                        path = %p.name,
+                        state = %p.state,
+                        rtt_ms = p.rtt_us.map_or(-1.0, |r| r as f64 / 1000.0),
+                        loss_pct = p.loss_pct,
+                        rate_mbps = p.rate_bps.map_or(-1.0, |r| r as f64 / 1e6),
+                        tx_mbps = mbps(p.tx_bytes.saturating_sub(tx0)),
+                        rx_mbps = mbps(p.rx_bytes.saturating_sub(rx0)),
+                        "path summary"
+                    );
+                }
+            }
+        }
+    }
+
     /// Every peer's resequencer hold times (for the metrics' histograms).
     pub fn hold_histograms(&self) -> Vec<(String, mpt_reseq::LogHistogram)> {
         self.peers
@@ -369,13 +413,35 @@ impl Tunnel {
             let now_ms = self.clock.now().as_nanos() / 1_000_000;
             let beat = self.rx_beat.load(std::sync::atomic::Ordering::Relaxed);
             if now_ms.saturating_sub(beat) <= stale_ms {
-                let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Watchdog]);
+                notify_nonblocking(b"WATCHDOG=1");
             } else {
                 warn!(
                     stalled_ms = now_ms - beat,
                     "the receive loop has not turned: the watchdog is not fed"
                 );
             }
+        }
+    }
+}
+
+/// Send `msg` to systemd's notify socket without ever blocking a worker: a manager that does
+/// not read (or a full queue) loses the message, as a missed watchdog ping would be.
+fn notify_nonblocking(msg: &[u8]) {
+    use std::os::unix::net::{SocketAddr, UnixDatagram};
+    let Some(path) = std::env::var_os("NOTIFY_SOCKET") else {
+        return;
+    };
+    let addr = match path.to_str().and_then(|p| p.strip_prefix('@')) {
+        Some(abstract_name) => {
+            use std::os::linux::net::SocketAddrExt;
+            SocketAddr::from_abstract_name(abstract_name.as_bytes())
+        }
+        None => SocketAddr::from_pathname(&path),
+    };
+    let Ok(addr) = addr else { return };
+    if let Ok(sock) = UnixDatagram::unbound() {
+        if sock.set_nonblocking(true).is_ok() {
+            let _ = sock.send_to_addr(msg, &addr);
         }
     }
 }
