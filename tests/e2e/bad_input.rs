@@ -73,8 +73,16 @@ fn check(text: Option<&str>) -> (i32, String) {
 
 #[test]
 fn invalid_configs_are_refused_naming_the_problem() {
+    // valid; this host may lack the lab's addresses, which --check says apart (exit 3)
     let (code, err) = check(Some(GOOD));
-    assert_eq!(code, 0, "the good config was refused: {err}");
+    let only_addresses = err
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .all(|l| l.contains("cannot be bound here"));
+    assert!(
+        code == 0 || (code == 3 && only_addresses),
+        "the good config was refused ({code}): {err}"
+    );
     let cases = [
         (
             Some(GOOD.replace("scheduler = \"wrr\"", "scheduler = \"wrr\"\nspeed = 3")),
@@ -133,7 +141,7 @@ fn invalid_configs_are_refused_naming_the_problem() {
     ];
     for (text, needle) in cases {
         let (code, err) = check(text.as_deref());
-        assert_ne!(code, 0, "accepted a config that should fail on {needle}");
+        assert_eq!(code, 2, "not refused as a bad config ({needle}): {err}");
         assert!(
             err.contains(needle),
             "message does not name {needle:?}: {err}"

@@ -614,6 +614,16 @@ fn an_uplink_the_driver_reports_down_takes_its_path_down_at_once_and_back_when_i
     assert!(took <= ms(300), "took {took:?}");
 }
 
+/// Run until `path` is up at both ends (within `limit`); how long it took.
+fn up_at_both_ends(p: &mut Pair, path: u8, limit: Duration) -> Duration {
+    p.run_until(limit, |p| {
+        [Side::A, Side::B]
+            .iter()
+            .all(|&s| p.node(s).ep.path_info(PathId(path)).state == mpt_tunnel::LinkState::Up)
+    })
+    .unwrap_or_else(|| panic!("path {path} not up at both ends within {limit:?}"))
+}
+
 #[test]
 fn a_path_the_operator_sets_down_sends_nothing_though_it_works_and_the_peer_sees_it_down() {
     let mut p = agreed_pair(32, 2);
@@ -646,13 +656,7 @@ fn a_path_the_operator_sets_down_sends_nothing_though_it_works_and_the_peer_sees
     );
     let back = p.now;
     p.ep(Side::A).set_uplink(back, PathId(1), None);
-    let took = p
-        .run_until(ms(1000), |p| {
-            [Side::A, Side::B]
-                .iter()
-                .all(|&s| p.node(s).ep.path_info(PathId(1)).state == mpt_tunnel::LinkState::Up)
-        })
-        .expect("path 1 up again at both ends");
+    let took = up_at_both_ends(&mut p, 1, ms(1000));
     assert!(took <= ms(300), "took {took:?}");
 }
 
@@ -680,13 +684,7 @@ fn a_path_whose_uplink_is_down_from_the_start_is_never_reported_down_and_comes_u
     p.set_up(1, true);
     let back = p.now;
     p.ep(Side::A).set_uplink(back, PathId(1), None);
-    let took = p
-        .run_until(ms(2000), |p| {
-            [Side::A, Side::B]
-                .iter()
-                .all(|&s| p.node(s).ep.path_info(PathId(1)).state == mpt_tunnel::LinkState::Up)
-        })
-        .expect("path 1 up at both ends");
+    let took = up_at_both_ends(&mut p, 1, ms(2000));
     p.stream(Side::A, ms(500), ms(5), LEN, 1000);
     p.run(ms(200));
     let down_at_a: Vec<_> = p
