@@ -312,6 +312,7 @@ fn metrics_are_served_for_prometheus_and_pass_promtool() {
         format!("mptd_path_rtt_seconds{{peer=\"{b}\",path=\"p0\"}}"),
         "mptd_dropped_packets_total{reason=\"bad_tag\"} 0".to_owned(),
         format!("mptd_resequencer_hold_seconds_bucket{{le=\"+Inf\",peer=\"{b}\"}}"),
+        format!("mptd_resequencer_occupancy_packets_count{{peer=\"{b}\"}}"),
         format!("mptd_peer_session_up{{peer=\"{b}\"}} 1"),
     ] {
         assert!(text.contains(&want), "{want} missing from:\n{text}");

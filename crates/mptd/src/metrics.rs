@@ -88,9 +88,46 @@ fn labels(pairs: &[(&str, &str)]) -> Labels {
         .collect()
 }
 
-/// The metrics of `st` (and the hold-time histograms `holds`, per peer) in the OpenMetrics
-/// text format.
-pub fn render(st: &Status, holds: Vec<(String, mpt_reseq::LogHistogram)>) -> String {
+/// A peer's resequencer histograms: hold times and occupancy.
+pub type ReseqHistograms = (
+    String,
+    mpt_reseq::LogHistogram,
+    mpt_reseq::OccupancyHistogram,
+);
+
+/// Upper bounds of the occupancy histogram's buckets, packets held.
+const OCCUPANCY_BOUNDS: [f64; 14] = [
+    0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0, 2048.0, 4096.0,
+];
+
+/// The occupancy histogram (a count per number of packets held, the last bucket for that
+/// many or more) in [`OCCUPANCY_BOUNDS`] buckets, and its sum.
+fn occupancy_buckets(h: &mpt_reseq::OccupancyHistogram) -> Buckets {
+    let mut counts = vec![0u64; OCCUPANCY_BOUNDS.len() + 1];
+    let mut sum = 0.0;
+    for (held, &n) in h.buckets.iter().enumerate() {
+        if n == 0 {
+            continue;
+        }
+        let k = OCCUPANCY_BOUNDS
+            .iter()
+            .position(|&b| held as f64 <= b)
+            .unwrap_or(OCCUPANCY_BOUNDS.len());
+        counts[k] += n;
+        sum += held as f64 * n as f64;
+    }
+    let mut buckets: Vec<(f64, u64)> = OCCUPANCY_BOUNDS
+        .iter()
+        .copied()
+        .zip(counts.iter().copied())
+        .collect();
+    buckets.push((f64::MAX, counts[OCCUPANCY_BOUNDS.len()]));
+    (sum, h.count(), buckets)
+}
+
+/// The metrics of `st` (and each peer's resequencer histograms) in the OpenMetrics text
+/// format.
+pub fn render(st: &Status, reseq: Vec<ReseqHistograms>) -> String {
     let mut reg = Registry::with_prefix("mptd");
     let counter = |reg: &mut Registry, name: &str, help: &str| {
         let f = Counters::default();
@@ -191,14 +228,21 @@ pub fn render(st: &Status, holds: Vec<(String, mpt_reseq::LogHistogram)>) -> Str
         "cookie_replies",
         "Cookie replies sent while under handshake load",
     );
-    let mut hist = PeerHistograms::default();
-    for (peer, h) in &holds {
-        hist.0.push((peer.clone(), hold_buckets(h)));
+    let mut hold = PeerHistograms::default();
+    let mut occupancy = PeerHistograms::default();
+    for (peer, h, o) in &reseq {
+        hold.0.push((peer.clone(), hold_buckets(h)));
+        occupancy.0.push((peer.clone(), occupancy_buckets(o)));
     }
     reg.register(
         "resequencer_hold_seconds",
         "How long packets waited in the resequencer (0 for those delivered at once)",
-        hist,
+        hold,
+    );
+    reg.register(
+        "resequencer_occupancy_packets",
+        "Packets the resequencer held, sampled as each arrived",
+        occupancy,
     );
 
     let t = &st.tunnel;
@@ -336,7 +380,7 @@ async fn answer(mut stream: TcpStream, sh: &Tunnel) -> std::io::Result<()> {
             "GET /metrics only\n".to_owned(),
         )
     } else if target == "/metrics" || target.starts_with("/metrics?") {
-        let text = render(&sh.status(), sh.hold_histograms());
+        let text = render(&sh.status(), sh.reseq_histograms());
         if openmetrics {
             (
                 "200 OK",
@@ -400,7 +444,11 @@ mod tests {
         });
         let served = classic(&render(
             &st,
-            vec![("p".into(), mpt_reseq::LogHistogram::default())],
+            vec![(
+                "p".into(),
+                mpt_reseq::LogHistogram::default(),
+                mpt_reseq::OccupancyHistogram::for_window(8),
+            )],
         ));
         let names: std::collections::HashSet<&str> = served
             .lines()
@@ -426,6 +474,21 @@ mod tests {
             }
         }
         assert!(checked >= 10, "{checked}");
+    }
+
+    #[test]
+    fn occupancy_falls_in_the_first_bound_at_or_above_it() {
+        let mut o = mpt_reseq::OccupancyHistogram::for_window(8000);
+        for held in [0, 0, 3, 3000] {
+            o.record(held);
+        }
+        let (sum, count, buckets) = occupancy_buckets(&o);
+        assert_eq!((sum, count), (3003.0, 4));
+        let at = |b: f64| buckets.iter().find(|(u, _)| *u == b).map(|x| x.1);
+        assert_eq!(at(0.0), Some(2));
+        assert_eq!(at(4.0), Some(1));
+        assert_eq!(at(4096.0), Some(1));
+        assert_eq!(buckets.last(), Some(&(f64::MAX, 0)));
     }
 
     #[test]

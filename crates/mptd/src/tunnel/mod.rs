@@ -385,14 +385,18 @@ impl Tunnel {
         }
     }
 
-    /// Every peer's resequencer hold times (for the metrics' histograms).
-    pub fn hold_histograms(&self) -> Vec<(String, mpt_reseq::LogHistogram)> {
+    /// Every peer's resequencer hold times and occupancy (for the metrics' histograms).
+    pub fn reseq_histograms(&self) -> Vec<crate::metrics::ReseqHistograms> {
         self.peers
             .iter()
             .filter_map(|p| {
                 let ep = p.lock();
-                let h = ep.as_ref()?.stats().total.hold_time_ns.clone();
-                Some((p.cfg.name.clone(), h))
+                let t = &ep.as_ref()?.stats().total;
+                Some((
+                    p.cfg.name.clone(),
+                    t.hold_time_ns.clone(),
+                    t.occupancy.clone(),
+                ))
             })
             .collect()
     }
