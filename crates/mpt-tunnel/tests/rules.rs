@@ -152,14 +152,18 @@ fn initiation(from: &mpt_core::seal::PrivateKey, to: &mpt_core::seal::PublicKey)
     d
 }
 
+/// The last datagram of `kind` that `side` sent.
+fn last_sent(p: &Pair, side: Side, kind: Kind) -> Vec<u8> {
+    let log = &p.node(side).sent_log;
+    let d = log.iter().rev().find(|(_, d)| kind_of(d) == kind);
+    d.unwrap_or_else(|| panic!("{side:?} sent no {kind:?}"))
+        .1
+        .clone()
+}
+
 /// The last initiation `side` sent: its datagram.
 fn last_initiation(p: &Pair, side: Side) -> Vec<u8> {
-    let log = &p.node(side).sent_log;
-    let d = log
-        .iter()
-        .rev()
-        .find(|(_, d)| kind_of(d) == Kind::Initiation);
-    d.expect("an initiation sent").1.clone()
+    last_sent(p, side, Kind::Initiation)
 }
 
 /// An initiation's Noise message, mac1 and mac2.
@@ -468,15 +472,7 @@ fn keys_are_renewed_under_traffic_without_losing_or_reordering_a_packet() {
 fn an_idle_tunnel_renews_its_keys_too_and_the_replaced_keys_expire() {
     let mut p = rekeying_pair(41, ms(1000), false);
     p.stream(Side::A, ms(20), ms(5), LEN, 0);
-    let old_data = p
-        .node(Side::A)
-        .sent_log
-        .iter()
-        .rev()
-        .find(|(_, d)| kind_of(d) == Kind::Data)
-        .expect("data sent")
-        .1
-        .clone();
+    let old_data = last_sent(&p, Side::A, Kind::Data);
     p.run(ms(1100));
     assert_eq!(p.ep(Side::A).rekeys(), 1);
     assert_eq!(p.ep(Side::B).rekeys(), 1);
@@ -1047,14 +1043,7 @@ fn a_forged_source_address_cannot_move_the_peer() {
     p.run(ms(20));
     let forger = "198.19.6.6:6666".parse().expect("address");
     // a copy of a real data datagram from a stranger's address is a replay: dropped, no move
-    let (_, d) = p
-        .node(Side::A)
-        .sent_log
-        .iter()
-        .rev()
-        .find(|(_, d)| kind_of(d) == Kind::Data)
-        .expect("data sent")
-        .clone();
+    let d = last_sent(&p, Side::A, Kind::Data);
     let out = p.inject(Side::B, 0, forger, d);
     assert_eq!(out, Outcome::Dropped(DropReason::Replayed));
     assert_ne!(p.ep(Side::B).remote(PathId(0)), Some(forger));
@@ -1239,11 +1228,7 @@ fn a_datagram_opened_under_replaced_keys_is_an_old_sessions() {
     // a datagram of the new session, opened with the old session's key: it cannot
     // authenticate under it, nor count against the new session's replay window
     p.stream(Side::A, ms(5), ms(5), LEN, 100);
-    let last_data = |p: &Pair| {
-        let log = &p.node(Side::A).sent_log;
-        let d = log.iter().rev().find(|(_, d)| kind_of(d) == Kind::Data);
-        d.expect("data sent").1.clone()
-    };
+    let last_data = |p: &Pair| last_sent(p, Side::A, Kind::Data);
     let mut d = last_data(&p);
     assert_eq!(
         old.open(&mut d),
