@@ -3,20 +3,16 @@
 //! it makes.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
-use mpt_core::seal::{
-    self, Cipher, Initiator, Responder, SessionKeys, Split, COOKIE_LIFETIME, COOKIE_NONCE_LEN,
-    MAC_LEN,
-};
+use mpt_core::seal::{self, Initiator, Responder, COOKIE_LIFETIME, COOKIE_NONCE_LEN, MAC_LEN};
 use mpt_core::wire::{
     CipherFlags, Datagram, HeaderRepr, Initiation, Kind, Response, HEADER_LEN, INITIATION_LEN,
     INITIATION_PAYLOAD_LEN, NOISE_INITIATION_LEN, RESPONSE_LEN, RESPONSE_PAYLOAD_LEN,
 };
 use mpt_core::{PathId, Time};
 
-use crate::endpoint::{Keys, NextSession, OldSession, PREVIOUS_SESSION_KEPT};
+use crate::crypto::{Keys, NextSession, OldSession, PREVIOUS_SESSION_KEPT};
 use crate::send::Pending;
 use crate::{DropReason, Endpoint, Event};
 
@@ -473,20 +469,5 @@ fn handshake_header(kind: Kind, path: PathId, index: u32, now: Time) -> HeaderRe
         session: index,
         seq: 0,
         timestamp: now.wire_micros(),
-    }
-}
-
-impl Keys {
-    /// The keys of a session sealed with `cipher` (none in the clear), from the handshake's
-    /// transport keys.
-    pub(crate) fn new(cipher: Option<Cipher>, split: &Split) -> Keys {
-        let (seal, open) = match cipher {
-            Some(cipher) => {
-                let keys = SessionKeys::new(cipher, &split.tx, &split.rx);
-                (Some(Arc::new(keys.tx)), Some(Arc::new(keys.rx)))
-            }
-            None => (None, None),
-        };
-        Keys { cipher, seal, open }
     }
 }

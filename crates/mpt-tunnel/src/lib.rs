@@ -13,6 +13,7 @@
 //! sockets and a TUN device; the tests drive two of them over simulated links.
 #![forbid(unsafe_code)]
 
+mod crypto;
 mod drops;
 mod endpoint;
 mod handshake;
@@ -25,8 +26,9 @@ mod timers;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+pub use crypto::PREVIOUS_SESSION_KEPT;
 pub use drops::{DropCounts, DropReason, Drops};
-pub use endpoint::{Endpoint, PathInfo, PREVIOUS_SESSION_KEPT};
+pub use endpoint::{Endpoint, PathInfo};
 pub use liveness::LinkState;
 pub use open::{Opened, Opener};
 pub use send::{Sealer, SendError};
