@@ -117,7 +117,7 @@ impl<P> Endpoint<P> {
             };
             let mut d = msg.clone();
             // our index in the clear: a cookie reply is addressed with it
-            handshake_header(Kind::Initiation, path, index, now).emit(&mut d);
+            HeaderRepr::handshake(Kind::Initiation, path, index, now).emit(&mut d);
             self.pending.push_back(Pending::Raw {
                 path,
                 destination: to,
@@ -269,7 +269,7 @@ impl<P> Endpoint<P> {
             return Err(self.count(DropReason::BadHandshake));
         };
         debug_assert_eq!(HEADER_LEN + len, RESPONSE_LEN);
-        handshake_header(Kind::Response, path, init.index, now).emit(&mut d);
+        HeaderRepr::handshake(Kind::Response, path, init.index, now).emit(&mut d);
         let c = &mut self.crypto;
         c.taken_timestamp = init.timestamp;
         c.taken_ephemeral.copy_from_slice(&message[..32]);
@@ -455,19 +455,5 @@ impl<P> Endpoint<P> {
         self.events
             .push_back(Event::HandshakeRefused { path, reason });
         self.count(reason)
-    }
-}
-
-/// The header of a handshake datagram: its kind, the path, and an index: the receiver's in a
-/// response, the sender's in an initiation (the responder has none yet; a cookie reply
-/// carries it back).
-fn handshake_header(kind: Kind, path: PathId, index: u32, now: Time) -> HeaderRepr {
-    HeaderRepr {
-        kind,
-        path,
-        path_seq: 0,
-        session: index,
-        seq: 0,
-        timestamp: now.wire_micros(),
     }
 }

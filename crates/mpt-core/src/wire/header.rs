@@ -166,6 +166,20 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Header<T> {
 }
 
 impl HeaderRepr {
+    /// The header of a handshake datagram sent at `now`: its kind, the path, and an index:
+    /// the receiver's in a response, the sender's in an initiation (the responder has none
+    /// yet; a cookie reply carries it back).
+    pub fn handshake(kind: Kind, path: PathId, index: u32, now: crate::Time) -> HeaderRepr {
+        HeaderRepr {
+            kind,
+            path,
+            path_seq: 0,
+            session: index,
+            seq: 0,
+            timestamp: now.wire_micros(),
+        }
+    }
+
     /// Bytes [`emit`](Self::emit) writes.
     pub const fn buffer_len(&self) -> usize {
         HEADER_LEN

@@ -340,15 +340,7 @@ impl Tunnel {
             d[HEADER_LEN..HEADER_LEN + COOKIE_NONCE_LEN].copy_from_slice(&nonce);
             d[HEADER_LEN + COOKIE_NONCE_LEN..].copy_from_slice(&sealed);
         }
-        HeaderRepr {
-            kind: Kind::CookieReply,
-            path: mpt_core::PathId(0),
-            path_seq: 0,
-            session: index,
-            seq: 0,
-            timestamp: now.wire_micros(),
-        }
-        .emit(&mut d);
+        HeaderRepr::handshake(Kind::CookieReply, mpt_core::PathId(0), index, now).emit(&mut d);
         let sock = &self.sockets[s];
         if sock.io.try_send(&d, from, to).is_ok() {
             self.calls
