@@ -64,18 +64,27 @@ fn link_up(ifname: &str) -> bool {
     }
 }
 
+/// The id of the `[[path]]` named `name`, or a message listing the names there are.
+fn path_named(t: &Tunnel, name: &str) -> Result<mpt_core::PathId, String> {
+    t.cfg
+        .paths
+        .iter()
+        .find(|p| p.name == name)
+        .map(|p| p.id)
+        .ok_or_else(|| {
+            let names: Vec<&str> = t.cfg.paths.iter().map(|p| p.name.as_str()).collect();
+            format!("no [[path]] named {name:?}; the paths are {names:?}")
+        })
+}
+
 /// The operator sets the `[[path]]` named `name` down (`down`) or up again: a path set down
 /// sends nothing and is down at once, whatever its interface does, and its peers find it
 /// silent; set up, it rejoins as an uplink that came back does. Says what it did, or why not.
 pub fn set_admin(t: &Tunnel, name: &str, down: bool) -> Result<String, String> {
-    let sock = t
-        .sockets
-        .iter()
-        .find(|s| s.path.is_some_and(|p| t.cfg.paths[p.index()].name == name))
-        .ok_or_else(|| {
-            let names: Vec<&str> = t.cfg.paths.iter().map(|p| p.name.as_str()).collect();
-            format!("no [[path]] named {name:?}; the paths are {names:?}")
-        })?;
+    let path = path_named(t, name)?;
+    let Some(sock) = t.sockets.iter().find(|s| s.path == Some(path)) else {
+        return Err(format!("path {name} has no socket"));
+    };
     let was = std::mem::replace(&mut sock.lock_uplink().admin_down, down);
     if was == down {
         return Ok(format!(
@@ -106,12 +115,7 @@ pub enum PathChange {
 /// The operator changes the `[[path]]` named `name`'s weight, rate or backup flag, for every
 /// peer that uses it; the schedulers are made again with it. Says what it did, or why not.
 pub fn set_spec(t: &Tunnel, name: &str, change: PathChange) -> Result<String, String> {
-    let Some(path) = t.cfg.paths.iter().find(|p| p.name == name).map(|p| p.id) else {
-        let names: Vec<&str> = t.cfg.paths.iter().map(|p| p.name.as_str()).collect();
-        return Err(format!(
-            "no [[path]] named {name:?}; the paths are {names:?}"
-        ));
-    };
+    let path = path_named(t, name)?;
     let now = t.clock.now();
     let (weight, rate, backup) = match change {
         PathChange::Weight(w) => (Some(w), None, None),

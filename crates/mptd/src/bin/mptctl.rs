@@ -49,6 +49,24 @@ impl Health {
     }
 }
 
+/// Send `request`, whose answer is text to print (`showconf`, `path ...`): 0 when the daemon
+/// did it, 1 with its error.
+fn command(socket: &std::path::Path, request: &str) -> ExitCode {
+    match mptd::control::command(socket, request) {
+        Ok(text) => {
+            print!("{text}");
+            if !text.ends_with('\n') {
+                println!();
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("mptctl: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 /// The socket `-s` names: a path, or a name (see [`Args::socket`]).
 fn socket_of(s: PathBuf) -> PathBuf {
     let Some(name) = s.to_str().filter(|n| !n.contains('/')) else {
@@ -69,16 +87,7 @@ fn main() -> ExitCode {
         return watch(&args.socket, interval, count);
     }
     if let Command::Showconf = &args.command {
-        return match mptd::control::command(&args.socket, "showconf") {
-            Ok(text) => {
-                print!("{text}");
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                eprintln!("mptctl: {e:#}");
-                ExitCode::FAILURE
-            }
-        };
+        return command(&args.socket, "showconf");
     }
     if let Command::Path { name, action } = &args.command {
         let action = match action {
@@ -89,16 +98,7 @@ fn main() -> ExitCode {
             PathAction::Weight { weight } => format!("weight {weight}"),
             PathAction::Rate { rate } => format!("rate {rate}"),
         };
-        return match mptd::control::command(&args.socket, &format!("path {name} {action}")) {
-            Ok(done) => {
-                println!("{done}");
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                eprintln!("mptctl: {e:#}");
-                ExitCode::FAILURE
-            }
-        };
+        return command(&args.socket, &format!("path {name} {action}"));
     }
     let status = match mptd::control::request(&args.socket, "status") {
         Ok(reply) => reply,
@@ -393,11 +393,10 @@ fn print_paths(paths: &[mptd::status::PathStatus]) {
 /// (A client's wall clock: the daemon's own time comes from its `Clock`.)
 #[allow(clippy::disallowed_methods)]
 fn watch(socket: &std::path::Path, interval: f64, count: Option<u64>) -> ExitCode {
-    use std::collections::HashMap;
     use std::io::IsTerminal;
     let every = std::time::Duration::from_secs_f64(interval.clamp(0.05, 3600.0));
     let tty = std::io::stdout().is_terminal();
-    let mut last: HashMap<(String, String), (u64, u64)> = HashMap::new();
+    let mut throughput = mptd::status::Throughput::default();
     let mut last_at = std::time::Instant::now();
     let mut peak = 1.0f64;
     let mut frame = 0u64;
@@ -409,20 +408,10 @@ fn watch(socket: &std::path::Path, interval: f64, count: Option<u64>) -> ExitCod
                 return Health::NoDaemon.code();
             }
         };
-        let dt = last_at.elapsed().as_secs_f64().max(1e-3);
+        let rows = throughput.rates(&s, last_at.elapsed().as_secs_f64());
         last_at = std::time::Instant::now();
-        let mut rows = Vec::new();
-        for peer in &s.peers {
-            for p in &peer.paths {
-                let key = (peer.name.clone(), p.name.clone());
-                let (tx0, rx0) = last
-                    .insert(key, (p.tx_bytes, p.rx_bytes))
-                    .unwrap_or((p.tx_bytes, p.rx_bytes));
-                let tx = (p.tx_bytes.saturating_sub(tx0)) as f64 * 8.0 / dt;
-                let rx = (p.rx_bytes.saturating_sub(rx0)) as f64 * 8.0 / dt;
-                peak = peak.max(tx).max(rx);
-                rows.push((peer.name.clone(), p.name.clone(), p.state.clone(), tx, rx));
-            }
+        for r in &rows {
+            peak = peak.max(r.tx_bps).max(r.rx_bps);
         }
         let mut out = String::new();
         if tty {
@@ -449,11 +438,14 @@ fn watch(socket: &std::path::Path, interval: f64, count: Option<u64>) -> ExitCod
                 v / 1e6
             )
         };
-        for (peer, path, state, tx, rx) in rows {
+        for r in rows {
             out.push_str(&format!(
-                "{peer:<16} {path:<10} {state:<8} {:<34} {:<34}\n",
-                bar(tx),
-                bar(rx)
+                "{:<16} {:<10} {:<8} {:<34} {:<34}\n",
+                r.peer.name,
+                r.path.name,
+                r.path.state,
+                bar(r.tx_bps),
+                bar(r.rx_bps)
             ));
         }
         print!("{out}");

@@ -200,3 +200,45 @@ pub struct PeerReport {
     pub jitter_us: u64,
     pub owd_us: u64,
 }
+
+/// Each path's throughput between one status document and the next (`mptctl watch`, the
+/// daemon's `-v` summaries).
+#[derive(Debug, Default)]
+pub struct Throughput {
+    /// (peer, path) -> bytes sent and received, as of the previous document.
+    last: std::collections::HashMap<(String, String), (u64, u64)>,
+}
+
+/// One path's throughput since the previous document, bits per second each way.
+#[derive(Debug)]
+pub struct PathRate<'a> {
+    pub peer: &'a PeerStatus,
+    pub path: &'a PathStatus,
+    pub tx_bps: f64,
+    pub rx_bps: f64,
+}
+
+impl Throughput {
+    /// Every path of `st`, with its rates over the `secs` since the previous document (0 for a
+    /// path not seen before).
+    pub fn rates<'a>(&mut self, st: &'a Status, secs: f64) -> Vec<PathRate<'a>> {
+        let secs = secs.max(1e-3);
+        let mut out = Vec::new();
+        for peer in &st.peers {
+            for path in &peer.paths {
+                let now = (path.tx_bytes, path.rx_bytes);
+                let (tx0, rx0) = self
+                    .last
+                    .insert((peer.name.clone(), path.name.clone()), now)
+                    .unwrap_or(now);
+                out.push(PathRate {
+                    peer,
+                    path,
+                    tx_bps: now.0.saturating_sub(tx0) as f64 * 8.0 / secs,
+                    rx_bps: now.1.saturating_sub(rx0) as f64 * 8.0 / secs,
+                });
+            }
+        }
+        out
+    }
+}

@@ -355,32 +355,25 @@ impl Tunnel {
             return std::future::pending().await;
         }
         let every = std::time::Duration::from_secs(5);
-        let mut last: std::collections::HashMap<(String, String), (u64, u64)> =
-            std::collections::HashMap::new();
+        let mut throughput = crate::status::Throughput::default();
         let mut tick = tokio::time::interval(every);
         tick.tick().await;
         loop {
             tick.tick().await;
             let st = self.status();
-            for peer in &st.peers {
-                for p in &peer.paths {
-                    let key = (peer.name.clone(), p.name.clone());
-                    let (tx0, rx0) = last
-                        .insert(key, (p.tx_bytes, p.rx_bytes))
-                        .unwrap_or((p.tx_bytes, p.rx_bytes));
-                    let mbps = |b: u64| b as f64 * 8.0 / every.as_secs_f64() / 1e6;
-                    tracing::debug!(
-                        peer = %peer.name,
-                        path = %p.name,
-                        state = %p.state,
-                        rtt_ms = p.rtt_us.map_or(-1.0, |r| r as f64 / 1000.0),
-                        loss_pct = p.loss_pct,
-                        rate_mbps = p.rate_bps.map_or(-1.0, |r| r as f64 / 1e6),
-                        tx_mbps = mbps(p.tx_bytes.saturating_sub(tx0)),
-                        rx_mbps = mbps(p.rx_bytes.saturating_sub(rx0)),
-                        "path summary"
-                    );
-                }
+            for r in throughput.rates(&st, every.as_secs_f64()) {
+                let p = r.path;
+                tracing::debug!(
+                    peer = %r.peer.name,
+                    path = %p.name,
+                    state = %p.state,
+                    rtt_ms = p.rtt_us.map_or(-1.0, |r| r as f64 / 1000.0),
+                    loss_pct = p.loss_pct,
+                    rate_mbps = p.rate_bps.map_or(-1.0, |r| r as f64 / 1e6),
+                    tx_mbps = r.tx_bps / 1e6,
+                    rx_mbps = r.rx_bps / 1e6,
+                    "path summary"
+                );
             }
         }
     }
