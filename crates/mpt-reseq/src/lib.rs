@@ -352,6 +352,28 @@ impl<P> Resequencer<P> {
         self.progress_check(now, deliver);
     }
 
+    /// The paths or the hold time changed (a reload), at `now`: `paths` paths from now on
+    /// (clamped to 1..=[`MAX_PATHS`]), and packets that arrive from now on wait at most
+    /// `timeout`. The paths kept keep their state; a removed path is first taken down (what
+    /// waited for it is released); added ones count once they deliver. The window, and the
+    /// packets held, stay.
+    pub fn reconfigure(
+        &mut self,
+        now: Time,
+        paths: usize,
+        timeout: Duration,
+        deliver: &mut impl FnMut(P),
+    ) {
+        let n = paths.clamp(1, MAX_PATHS);
+        self.timeout = timeout;
+        for p in n..self.paths.len() {
+            self.path_down(now, PathId(p as u8), deliver);
+        }
+        self.paths.resize(n, PathState::default());
+        self.measure.resize(n);
+        self.stats.paths.resize(n, PathStats::default());
+    }
+
     /// Earliest time at which [`handle_timeout`](Self::handle_timeout) must be called: the
     /// deadline (arrival + timeout) of the oldest held packet. `None` while nothing is held.
     pub fn poll_timeout(&self) -> Option<Time> {

@@ -48,6 +48,11 @@ impl Measure {
         }
     }
 
+    /// Measure `n` paths from now on: the first `n` keep what was measured.
+    pub(crate) fn resize(&mut self, n: usize) {
+        self.paths.resize(n, PathMeasure::default());
+    }
+
     /// A new session: forget the sequence and delay baselines (counters are kept).
     pub(crate) fn reset(&mut self, stats: &mut Stats) {
         for m in self.paths.iter_mut() {

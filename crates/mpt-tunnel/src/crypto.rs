@@ -54,6 +54,9 @@ pub(crate) struct CryptoState {
     /// carried a cookie.
     pub(crate) sent_mac1: [u8; MAC_LEN],
     pub(crate) sent_with_cookie: bool,
+    /// Our number of paths changed since the session was made: a handshake that continues it
+    /// tells the peer.
+    pub(crate) announce_paths: bool,
 }
 
 /// How long the keys of a replaced session still open what arrives in it: the datagrams it
@@ -110,6 +113,7 @@ impl CryptoState {
             cookie: None,
             sent_mac1: [0; MAC_LEN],
             sent_with_cookie: false,
+            announce_paths: false,
         }
     }
 }

@@ -39,12 +39,14 @@ impl<P> Endpoint<P> {
         }
         let c = &self.crypto;
         let silent = c.last_heard.is_none_or(|t| now - t >= self.cfg.dead);
-        // A working session renews its keys when they are `rekey_after` old.
+        // A working session renews its keys when they are `rekey_after` old, and tells the
+        // peer at once when our number of paths changed (a reload).
         let rekey = self.peer_session.is_some()
             && !silent
-            && c.cipher.is_some()
-            && c.made_at
-                .is_some_and(|t| now - t >= self.cfg.keys.rekey_after);
+            && (c.announce_paths
+                || c.cipher.is_some()
+                    && c.made_at
+                        .is_some_and(|t| now - t >= self.cfg.keys.rekey_after));
         let c = &mut self.crypto;
         if self.peer_session.is_some() && !silent && !rekey {
             c.attempts = 0;
@@ -216,7 +218,13 @@ impl<P> Endpoint<P> {
         payload: &[u8],
         message: &[u8],
     ) -> crate::Outcome {
-        if path.index() >= self.paths.len() {
+        // a peer whose paths we follow may have added this one (its initiation says so)
+        let limit = if self.cfg.follow_peer_paths {
+            mpt_core::MAX_PATHS
+        } else {
+            self.paths.len()
+        };
+        if path.index() >= limit {
             return crate::Outcome::Dropped(self.count(DropReason::PathMismatch));
         }
         if message.len() < 32 || message[..32] == self.crypto.taken_ephemeral {
@@ -240,12 +248,20 @@ impl<P> Endpoint<P> {
         let Some(init) = Initiation::parse(payload) else {
             return Err(self.count(DropReason::BadHandshake));
         };
-        if usize::from(init.paths) != self.paths.len() {
-            // the two ends' [[path]] lists differ: path ids would mean other paths
-            return Err(self.refused(path, DropReason::PathMismatch));
-        }
         if init.timestamp <= self.crypto.taken_timestamp {
             return Err(self.count(DropReason::StaleHandshake));
+        }
+        let n = usize::from(init.paths);
+        if n != self.paths.len() {
+            if !self.cfg.follow_peer_paths || !(1..=mpt_core::MAX_PATHS).contains(&n) {
+                // the two ends' [[path]] lists differ: path ids would mean other paths
+                return Err(self.refused(path, DropReason::PathMismatch));
+            }
+            // the peer added or removed paths (a reload): ours follow, the session goes on
+            self.follow_paths(now, n);
+            if path.index() >= n {
+                return Err(self.count(DropReason::PathMismatch));
+            }
         }
         let cipher = match seal::negotiate(self.crypto.flags, init.flags) {
             Ok(c) => c,
@@ -373,6 +389,7 @@ impl<P> Endpoint<P> {
         let old_replay = std::mem::take(&mut c.replay);
         c.attempts = 0;
         c.next_initiation = None;
+        c.announce_paths = false;
         c.next = None;
         self.counter = 0;
         let old = std::mem::replace(&mut self.session, ours);

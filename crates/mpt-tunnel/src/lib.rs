@@ -104,6 +104,10 @@ pub struct EndpointConfig {
     /// in its `session` field: with `Some(slot)`, the low 16 bits of every index this
     /// endpoint draws are `slot` ([`index_slot`]).
     pub index_slot: Option<u16>,
+    /// Our paths are the peer's (a peer that comes to a listen socket): when its initiation
+    /// says it has more or fewer, ours follow ([`Endpoint::reconfigure`]), rather than the
+    /// handshake being refused.
+    pub follow_peer_paths: bool,
 }
 
 /// The slot of the endpoint a datagram's `session` field (an index drawn with
@@ -251,6 +255,12 @@ pub enum Event {
     HandshakeRefused {
         path: PathId,
         reason: DropReason,
+    },
+    /// The peer's initiation said it has `to` paths, not `from`: our paths follow (the peer
+    /// reloaded its configuration), the session goes on.
+    PeerPathsChanged {
+        from: usize,
+        to: usize,
     },
     /// Authenticated datagrams of a path come from a new address (NAT rebinding,
     /// renumbering); what we send on the path goes there from now on.

@@ -54,6 +54,7 @@ fn site_config(key: PrivateKey, server: PublicKey, to: SocketAddr, unix: u64) ->
             rekey_after: mpt_tunnel::REKEY_AFTER,
         },
         index_slot: None,
+        follow_peer_paths: false,
     }
 }
 

@@ -161,6 +161,7 @@ pub fn config(side: Side, paths: usize, sealing: bool) -> EndpointConfig {
             rekey_after: mpt_tunnel::REKEY_AFTER,
         },
         index_slot: None,
+        follow_peer_paths: false,
     }
 }
 
@@ -222,6 +223,23 @@ impl Pair {
         pair.drive(Side::A);
         pair.drive(Side::B);
         pair
+    }
+
+    /// Links for `n` paths in all, so that endpoints reconfigured with more paths have them.
+    pub fn add_links(&mut self, n: usize) {
+        for side in [Side::A, Side::B] {
+            let links = &mut self.links[side.index()];
+            while links.len() < n {
+                links.push(Link {
+                    spec: LinkSpec::default(),
+                    busy_until: Time::ZERO,
+                    drop_next: 0,
+                });
+            }
+            let sent = &mut self.nodes[side.index()].control_sent;
+            sent.resize(sent.len().max(n), 0);
+        }
+        self.nat.resize(self.nat.len().max(n), None);
     }
 
     pub fn node(&self, side: Side) -> &Node {

@@ -41,6 +41,7 @@ pub(super) fn peer_endpoint_config(
             rekey_after: cfg.security.rekey_after,
         },
         index_slot: Some(slot),
+        follow_peer_paths: false,
     }
 }
 
