@@ -1,5 +1,6 @@
 //! Operating a running daemon: `mptctl show`, exit codes that tell health, a path set down and
-//! up by the operator, and SIGHUP that neither stops nor changes the daemon.
+//! up by the operator, and SIGHUP with an unchanged file that neither stops nor changes the
+//! daemon.
 
 use std::process::Command;
 use std::time::{Duration, Instant};

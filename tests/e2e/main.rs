@@ -15,6 +15,7 @@ mod hostile;
 mod lab;
 mod package;
 mod rekey;
+mod reload;
 mod sites;
 mod systemd;
 mod throughput;

@@ -1,8 +1,9 @@
 //! The control socket: one request line in, one JSON document out.
 //!
-//! Requests: `status` (the status document, `docs/status.md`); `path NAME up` and
-//! `path NAME down` (the operator sets a `[[path]]` down or up again) and `showconf` (the
-//! running configuration), answered with `{"ok": "..."}` or `{"error": "..."}`.
+//! Requests: `status` (the status document, `docs/status.md`); `path NAME up|down|backup|
+//! primary|weight W|rate R` (the operator changes a `[[path]]`), `reload` (read the
+//! configuration file again and apply it) and `showconf` (the running configuration),
+//! answered with `{"ok": "..."}` or `{"error": "..."}`.
 
 use std::io;
 use std::path::Path;
@@ -48,15 +49,14 @@ pub async fn serve(listener: UnixListener, sh: Arc<Tunnel>) -> Result<()> {
         let (stream, _) = listener.accept().await.context("control socket accept")?;
         let sh = sh.clone();
         tokio::spawn(async move {
-            if let Err(e) = tokio::time::timeout(Duration::from_secs(5), answer(stream, &sh)).await
-            {
+            if let Err(e) = tokio::time::timeout(Duration::from_secs(5), answer(stream, sh)).await {
                 debug!(error = %e, "control client timed out");
             }
         });
     }
 }
 
-async fn answer(stream: UnixStream, sh: &Tunnel) {
+async fn answer(stream: UnixStream, sh: Arc<Tunnel>) {
     let (r, mut w) = stream.into_split();
     let mut line = String::new();
     let mut r = BufReader::new(r).take(256);
@@ -69,30 +69,39 @@ async fn answer(stream: UnixStream, sh: &Tunnel) {
         ["status"] => {
             serde_json::to_string(&sh.status()).unwrap_or_else(|e| error_json(&e.to_string()))
         }
+        ["reload"] => {
+            let t = sh.clone();
+            match tokio::task::spawn_blocking(move || t.reload_file()).await {
+                Ok(Ok(done)) => serde_json::json!({ "ok": done }).to_string(),
+                Ok(Err(e)) => error_json(&e),
+                Err(e) => error_json(&format!("the reload failed: {e}")),
+            }
+        }
         ["showconf"] => {
-            let (file, text) = &sh.cfg.source;
+            let (file, text) = &sh.cfg().source;
             let head = format!(
-                "# the configuration this mptd runs, as read from {} at its start\n",
+                "# the configuration this mptd runs, as read from {} (at its start, or its \
+                 last reload)\n",
                 file.display()
             );
             serde_json::json!({ "ok": head + text }).to_string()
         }
         ["path", name, state @ ("up" | "down")] => {
-            match crate::uplinks::set_admin(sh, name, state == "down") {
+            match crate::uplinks::set_admin(&sh, name, state == "down") {
                 Ok(done) => serde_json::json!({ "ok": done }).to_string(),
                 Err(e) => error_json(&e),
             }
         }
         ["path", name, ref change @ ..] => match path_change(change) {
-            Ok(c) => match crate::uplinks::set_spec(sh, name, c) {
+            Ok(c) => match crate::uplinks::set_spec(&sh, name, c) {
                 Ok(done) => serde_json::json!({ "ok": done }).to_string(),
                 Err(e) => error_json(&e),
             },
             Err(e) => error_json(&e),
         },
         _ => error_json(&format!(
-            "unknown request {:?}, expected \"status\", \"showconf\" or \"path NAME \
-             up|down|backup|primary|weight W|rate R\"",
+            "unknown request {:?}, expected \"status\", \"showconf\", \"reload\" or \"path \
+             NAME up|down|backup|primary|weight W|rate R\"",
             line.trim()
         )),
     };

@@ -4,7 +4,10 @@
 //! queue feeds one task), each within `hooks.timeout_ms`; a failure, a timeout or a full queue
 //! is logged and the daemon goes on.
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use arc_swap::ArcSwap;
 
 use tokio::sync::mpsc;
 use tracing::{debug, warn};
@@ -46,31 +49,39 @@ const QUEUE: usize = 256;
 /// The sending side, kept by the tunnel.
 #[derive(Debug)]
 pub struct Hooks {
-    cfg: HooksConfig,
+    /// The `[hooks]` running now (a reload replaces them).
+    cfg: ArcSwap<HooksConfig>,
     tx: mpsc::Sender<HookRun>,
     dropped: crate::log::RateLimit,
 }
 
 impl Hooks {
-    /// The hooks of `cfg`, and the queue their task reads; `None` without any hook.
-    pub fn new(cfg: &HooksConfig) -> Option<(Hooks, mpsc::Receiver<HookRun>)> {
-        if cfg.is_empty() {
-            return None;
-        }
+    /// The hooks of `cfg`, and the queue their task reads.
+    pub fn new(cfg: &HooksConfig) -> (Hooks, mpsc::Receiver<HookRun>) {
         let (tx, rx) = mpsc::channel(QUEUE);
-        Some((
+        (
             Hooks {
-                cfg: cfg.clone(),
+                cfg: ArcSwap::from_pointee(cfg.clone()),
                 tx,
                 dropped: Default::default(),
             },
             rx,
-        ))
+        )
+    }
+
+    /// Whether any hook is configured.
+    pub fn any(&self) -> bool {
+        !self.cfg.load().is_empty()
+    }
+
+    /// Run these hooks from now on.
+    pub fn replace(&self, cfg: &HooksConfig) {
+        self.cfg.store(Arc::new(cfg.clone()));
     }
 
     /// Queue `run` if a hook is configured for its event (never waits).
     pub fn fire(&self, run: HookRun) {
-        if self.cfg.command(run.event).is_none() {
+        if self.cfg.load().command(run.event).is_none() {
             return;
         }
         if self.tx.try_send(run).is_err() {
@@ -83,18 +94,21 @@ impl Hooks {
         }
     }
 
-    pub fn config(&self) -> &HooksConfig {
-        &self.cfg
+    /// The hooks running now.
+    pub fn config(&self) -> Arc<HooksConfig> {
+        self.cfg.load_full()
     }
 }
 
-/// Run the queued hooks, one at a time, until the queue closes.
+/// Run the queued hooks of `hooks`, one at a time (as configured when each runs), until the
+/// queue closes.
 pub async fn run(
-    cfg: HooksConfig,
+    hooks: Arc<crate::tunnel::Tunnel>,
     tunnel: String,
     mut rx: mpsc::Receiver<HookRun>,
 ) -> anyhow::Result<()> {
     while let Some(r) = rx.recv().await {
+        let cfg = hooks.hooks.config();
         let Some(command) = cfg.command(r.event) else {
             continue;
         };

@@ -49,7 +49,7 @@ impl Peer {
         ep: Option<Endpoint<RxBuf>>,
         sockets: &[usize],
     ) -> Peer {
-        let n = if listening { MAX_PATHS } else { sockets.len() };
+        let n = MAX_PATHS;
         let p = Peer {
             cfg,
             slot,
@@ -106,6 +106,20 @@ impl Peer {
             let mut src = self.path_source.lock().unwrap_or_else(|p| p.into_inner());
             if let Some(x) = src.get_mut(path.index()).filter(|x| **x != to) {
                 *x = to;
+            }
+        }
+    }
+
+    /// Our `[[path]]`s' sockets now (a reload changed them): path `i` leaves by `sockets[i]`;
+    /// what was counted as sent on a path that is new at its id starts again.
+    pub fn set_path_sockets(&self, sockets: &[usize], fresh: &[usize]) {
+        for (i, slot) in self.path_socket.iter().enumerate() {
+            slot.store(sockets.get(i).copied().unwrap_or(0), Relaxed);
+        }
+        for &i in fresh {
+            if let Some((d, b)) = self.tx.get(i) {
+                d.store(0, Relaxed);
+                b.store(0, Relaxed);
             }
         }
     }

@@ -66,13 +66,13 @@ fn link_up(ifname: &str) -> bool {
 
 /// The id of the `[[path]]` named `name`, or a message listing the names there are.
 fn path_named(t: &Tunnel, name: &str) -> Result<mpt_core::PathId, String> {
-    t.cfg
-        .paths
+    let cfg = t.cfg();
+    cfg.paths
         .iter()
         .find(|p| p.name == name)
         .map(|p| p.id)
         .ok_or_else(|| {
-            let names: Vec<&str> = t.cfg.paths.iter().map(|p| p.name.as_str()).collect();
+            let names: Vec<&str> = cfg.paths.iter().map(|p| p.name.as_str()).collect();
             format!("no [[path]] named {name:?}; the paths are {names:?}")
         })
 }
@@ -82,7 +82,8 @@ fn path_named(t: &Tunnel, name: &str) -> Result<mpt_core::PathId, String> {
 /// silent; set up, it rejoins as an uplink that came back does. Says what it did, or why not.
 pub fn set_admin(t: &Tunnel, name: &str, down: bool) -> Result<String, String> {
     let path = path_named(t, name)?;
-    let Some(sock) = t.sockets.iter().find(|s| s.path == Some(path)) else {
+    let socks = t.sockets();
+    let Some(sock) = socks.iter().find(|s| s.path() == Some(path)) else {
         return Err(format!("path {name} has no socket"));
     };
     let was = std::mem::replace(&mut sock.lock_uplink().admin_down, down);
@@ -138,9 +139,14 @@ pub fn set_spec(t: &Tunnel, name: &str, change: PathChange) -> Result<String, St
 pub fn check(t: &Tunnel) {
     let now = t.clock.now();
     let mut out = Outputs::default();
-    for sock in &t.sockets {
-        let Some(path) = sock.path else { continue };
-        let cfg = &t.cfg.paths[path.index()];
+    // one reload at a time, and none while the sockets are looked at
+    let _turn = t.lock_reload();
+    let config = t.cfg();
+    for sock in t.sockets().iter() {
+        let Some(path) = sock.path() else { continue };
+        let Some(cfg) = config.paths.get(path.index()) else {
+            continue;
+        };
         let mut u = sock.lock_uplink();
         let ifname = cfg.interface.as_deref().unwrap_or("-");
         let index = cfg.interface.as_deref().and_then(ifindex);
@@ -223,7 +229,7 @@ async fn resolve_silent(t: &Tunnel) {
         }
         let silent = peer.lock().as_ref().is_some_and(|ep| {
             ep.last_heard()
-                .is_none_or(|h| now - h >= t.cfg.connection.dead)
+                .is_none_or(|h| now - h >= t.cfg().connection.dead)
                 || (0..ep.path_count()).all(|p| {
                     ep.path_info(mpt_core::PathId(p as u8)).state == mpt_tunnel::LinkState::Down
                 })
@@ -245,7 +251,7 @@ async fn resolve_silent(t: &Tunnel) {
         };
         let mut out = Outputs::default();
         if let Some(ep) = peer.lock().as_mut() {
-            for (k, p) in t.cfg.paths.iter().enumerate() {
+            for (k, p) in t.cfg().paths.iter().enumerate() {
                 if p.remote.is_some() {
                     continue;
                 }
@@ -284,9 +290,7 @@ pub async fn resolver_task(t: Arc<Tunnel>) -> Result<()> {
 
 /// Watch the paths' interfaces for as long as the daemon runs.
 pub async fn uplink_task(t: Arc<Tunnel>) -> Result<()> {
-    if t.cfg.paths.iter().all(|p| p.interface.is_none()) {
-        std::future::pending::<()>().await;
-    }
+    // (a reload may add interfaces to watch: looked at every second even without any now)
     let nl = match netlink() {
         Ok(nl) => Some(nl),
         Err(e) => {

@@ -36,6 +36,9 @@ pub struct TunnelOpts {
     pub hooks_on_a: Option<::mptd::config::HooksFile>,
     /// `[control] metrics` of side A's daemon (B has none).
     pub metrics_on_a: Option<String>,
+    /// The lab's links the `[[path]]`s are on, in order (`None`: all of them); the path on
+    /// link `i` is named `p<i>`.
+    pub links: Option<Vec<usize>>,
 }
 
 impl TunnelOpts {
@@ -66,6 +69,7 @@ impl Default for TunnelOpts {
             rekey_after_s: None,
             hooks_on_a: None,
             metrics_on_a: None,
+            links: None,
         }
     }
 }
@@ -145,6 +149,7 @@ impl Lab {
                 .paths
                 .iter()
                 .enumerate()
+                .filter(|(i, _)| o.links.as_ref().is_none_or(|l| l.contains(i)))
                 .map(|(i, p)| PathFile {
                     name: Some(format!("p{i}")),
                     interface: Some(Self::link(i)),

@@ -89,6 +89,9 @@ fn main() -> ExitCode {
     if let Command::Showconf = &args.command {
         return command(&args.socket, "showconf");
     }
+    if let Command::Reload = &args.command {
+        return command(&args.socket, "reload");
+    }
     if let Command::Path { name, action } = &args.command {
         let action = match action {
             PathAction::Up => "up".to_owned(),
@@ -123,7 +126,7 @@ fn main() -> ExitCode {
                 Health::NoDaemon.code()
             }
         },
-        Command::Path { .. } | Command::Showconf | Command::Watch { .. } => {
+        Command::Path { .. } | Command::Showconf | Command::Reload | Command::Watch { .. } => {
             unreachable!("answered above")
         }
         Command::Show { peer } => match parsed {

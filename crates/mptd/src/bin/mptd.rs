@@ -163,25 +163,6 @@ fn main() -> ExitCode {
     }
 }
 
-/// SIGHUP: the daemon keeps running on the configuration it started with (applying a changed
-/// one needs a restart for now); the file is checked now, so that the operator learns at once
-/// whether the restart would take it.
-fn check_new_config(config: &std::path::Path) {
-    match Config::load(config).and_then(|c| c.load_keys(config).map(|_| c)) {
-        Ok(_) => warn!(
-            config = %config.display(),
-            "SIGHUP: the configuration file is valid, but this mptd cannot apply a changed \
-             configuration while running: restart it to apply one (the running configuration \
-             is kept)"
-        ),
-        Err(e) => error!(
-            config = %config.display(),
-            "SIGHUP: the configuration file is invalid, a restart would fail: {e} (the \
-             running configuration is kept)"
-        ),
-    }
-}
-
 async fn run(cfg: Config, keys: Keys, config: &std::path::Path) -> Result<()> {
     use tokio::signal::unix::{signal, SignalKind};
     let mut sigterm = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
@@ -192,27 +173,27 @@ async fn run(cfg: Config, keys: Keys, config: &std::path::Path) -> Result<()> {
     let sh = Arc::new(Tunnel::new(cfg, &keys)?);
     let listener = mptd::control::bind(&control_path)?;
     info!(
-        tunnel = %sh.cfg.tunnel.name,
+        tunnel = %sh.cfg().tunnel.name,
         peers = sh.peers.len(),
-        paths = sh.cfg.paths.len(),
-        listen = sh.cfg.listen.len(),
-        scheduler = %sh.cfg.connection.scheduler,
+        paths = sh.cfg().paths.len(),
+        listen = sh.cfg().listen.len(),
+        scheduler = %sh.cfg().connection.scheduler,
         encryption = sh.sealing().map_or("none", |c| c.name()),
         aes_in_hardware = mpt_core::seal::aes_in_hardware(),
         public_key = %keys.private.public(),
         control = %control_path.display(),
         "mptd running"
     );
-    for s in &sh.sockets {
+    for s in sh.sockets().iter() {
         let local =
             s.io.sock
                 .local_addr()
                 .map_or_else(|_| "-".to_owned(), |a| a.to_string());
         let interface = s
-            .path
-            .and_then(|p| sh.cfg.paths[p.index()].interface.as_deref())
-            .unwrap_or("-");
-        info!(socket = %s.name, %local, interface, "socket bound");
+            .path()
+            .and_then(|p| sh.cfg().paths[p.index()].interface.clone())
+            .unwrap_or_else(|| "-".to_owned());
+        info!(socket = %s.name(), %local, interface, "socket bound");
     }
     for peer in &sh.peers {
         let remotes: Vec<String> = match peer.lock().as_ref() {
@@ -226,8 +207,8 @@ async fn run(cfg: Config, keys: Keys, config: &std::path::Path) -> Result<()> {
         };
         info!(peer = %peer.cfg.name, key = %peer.cfg.public_key, endpoint = peer.cfg.endpoint.as_ref().map_or_else(|| "-".to_owned(), ToString::to_string), remotes = ?remotes, "peer");
     }
-    let routes = if sh.cfg.tunnel.routes {
-        mptd::net::install_routes(&sh.cfg)?
+    let routes = if sh.cfg().tunnel.routes {
+        mptd::net::install_routes(&sh.cfg())?
     } else {
         Vec::new()
     };
@@ -242,13 +223,16 @@ async fn run(cfg: Config, keys: Keys, config: &std::path::Path) -> Result<()> {
     tasks.spawn(mptd::uplinks::resolver_task(sh.clone()));
     tasks.spawn(sh.clone().watchdog());
     tasks.spawn(sh.clone().summaries());
-    if let Some(addr) = sh.cfg.control.metrics {
+    if let Some(addr) = sh.cfg().control.metrics {
         tasks.spawn(mptd::metrics::serve(addr, sh.clone()));
     }
     let queue = sh.hook_queue.lock().ok().and_then(|mut q| q.take());
-    if let (Some(hooks), Some(queue)) = (&sh.hooks, queue) {
-        let cfg = hooks.config().clone();
-        tasks.spawn(mptd::hooks::run(cfg, sh.cfg.tunnel.name.clone(), queue));
+    if let Some(queue) = queue {
+        tasks.spawn(mptd::hooks::run(
+            sh.clone(),
+            sh.cfg().tunnel.name.clone(),
+            queue,
+        ));
     }
     // systemd Type=notify: the TUN device and every socket are up.
     let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
@@ -257,7 +241,12 @@ async fn run(cfg: Config, keys: Keys, config: &std::path::Path) -> Result<()> {
         tokio::select! {
             _ = sigterm.recv() => { info!("SIGTERM: stopping"); break Ok(()) }
             _ = sigint.recv() => { info!("SIGINT: stopping"); break Ok(()) }
-            _ = sighup.recv() => check_new_config(config),
+            _ = sighup.recv() => {
+                info!(config = %config.display(), "SIGHUP: reloading the configuration");
+                let t = sh.clone();
+                // reading the file, resolving names and binding sockets may block a moment
+                tokio::task::spawn_blocking(move || t.reload_file());
+            }
             r = tasks.join_next() => break match r {
                 Some(Ok(Err(e))) => Err(e),
                 Some(Err(e)) => Err(anyhow::anyhow!("a task failed: {e}")),
@@ -269,7 +258,7 @@ async fn run(cfg: Config, keys: Keys, config: &std::path::Path) -> Result<()> {
     tasks.shutdown().await;
     // the tasks are stopped: the goodbyes are the last datagrams we send
     sh.say_goodbye();
-    let name = sh.cfg.tunnel.name.clone();
+    let name = sh.cfg().tunnel.name.clone();
     mptd::net::remove_routes(&name, &routes);
     // The last reference closes the TUN device, which removes the interface.
     drop(sh);

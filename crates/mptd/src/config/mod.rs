@@ -275,11 +275,13 @@ pub enum ConfigError {
         file: PathBuf,
         source: std::io::Error,
     },
-    #[error("{file}:{line}:{column}: {message}")]
+    #[error("{file}:{line}:{column}: {}{message}", key.as_ref().map(|k| format!("{k}: ")).unwrap_or_default())]
     Syntax {
         file: PathBuf,
         line: usize,
         column: usize,
+        /// The key whose value is wrong, when the error lies in one (`connection.dead_ms`).
+        key: Option<String>,
         message: String,
     },
     #[error("{file}: {key}: {message}")]
@@ -295,6 +297,7 @@ impl ConfigError {
     pub fn key(&self) -> Option<&str> {
         match self {
             ConfigError::Invalid { key, .. } => Some(key),
+            ConfigError::Syntax { key, .. } => key.as_deref(),
             _ => None,
         }
     }
@@ -342,6 +345,7 @@ impl Config {
                 file: file.to_owned(),
                 line,
                 column,
+                key: e.span().and_then(|s| key_at(text, s.start)),
                 message: e.message().trim().to_owned(),
             }
         })?;
@@ -349,6 +353,34 @@ impl Config {
         cfg.source = (file.to_owned(), text.to_owned());
         Ok(cfg)
     }
+}
+
+/// The key of the `key = value` line `offset` lies in, with its table (`connection.dead_ms`,
+/// `path[1].local`), if it lies in one.
+fn key_at(text: &str, offset: usize) -> Option<String> {
+    let offset = offset.min(text.len());
+    let start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+    let (key, _) = text[start..].split_once('=')?;
+    let key = key.trim();
+    if key.is_empty() || key.starts_with('#') || key.starts_with('[') || key.contains('\n') {
+        return None;
+    }
+    // the table it is in: the last header before it (`[[path]]`: counted)
+    let mut table = None;
+    let mut counts: std::collections::HashMap<&str, usize> = Default::default();
+    for line in text[..start].lines().map(str::trim) {
+        if let Some(name) = line.strip_prefix("[[").and_then(|l| l.split_once("]]")) {
+            let n = counts.entry(name.0.trim()).or_insert(0);
+            table = Some(format!("{}[{}]", name.0.trim(), *n));
+            *n += 1;
+        } else if let Some(name) = line.strip_prefix('[').and_then(|l| l.split_once(']')) {
+            table = Some(name.0.trim().to_owned());
+        }
+    }
+    Some(match table {
+        Some(t) => format!("{t}.{key}"),
+        None => key.to_owned(),
+    })
 }
 
 fn line_col(text: &str, offset: usize) -> (usize, usize) {
@@ -362,6 +394,18 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
 mod tests {
     use super::*;
     use mpt_core::seal::Cipher;
+
+    #[test]
+    fn a_value_of_the_wrong_type_is_named_by_its_key() {
+        let text = "[connection]\ndead_ms = 500\nkeepalive_ms = \"often\"\n\n[[path]]\nname = \"a\"\n\n[[path]]\nname = \"b\"\nweight = \"x\"\n";
+        let at = |needle: &str| key_at(text, text.find(needle).unwrap());
+        assert_eq!(at("\"often").as_deref(), Some("connection.keepalive_ms"));
+        assert_eq!(at("\"x\"").as_deref(), Some("path[1].weight"));
+        assert_eq!(at("[connection]"), None);
+        let e = Config::parse(text, Path::new("f.toml")).unwrap_err();
+        assert_eq!(e.key(), Some("connection.keepalive_ms"), "{e}");
+        assert!(e.to_string().starts_with("f.toml:3:"), "{e}");
+    }
 
     const GOOD: &str = r#"
 [tunnel]

@@ -71,9 +71,9 @@ struct RxBufs {
 /// turn, coalesced into super-packets (GRO) where the device takes them.
 pub async fn rx_task(t: Arc<Tunnel>) -> Result<()> {
     let cap = t.max_datagram + 1;
-    let window = t.cfg.connection.reorder_window;
+    let window = t.cfg().connection.reorder_window;
     let gro_segments = t
-        .sockets
+        .sockets()
         .iter()
         .map(|s| s.io.gro_segments())
         .max()
@@ -100,15 +100,19 @@ pub async fn rx_task(t: Arc<Tunnel>) -> Result<()> {
         // at least once a second, so that the beat shows the loop turning (the watchdog)
         let deadline = next_deadline(&t).min(now + RX_BEAT_MAX);
         let sleep_to = t.clock.instant(deadline);
+        // the sockets now: a reload may replace them, and wakes us to wait on the new ones
+        let socks = t.sockets();
         let ev = tokio::select! {
             biased;
-            i = readable_any(&t.sockets, &mut next_sock) => RxEvent::Readable(i),
+            i = readable_any(&socks, &mut next_sock) => RxEvent::Readable(i),
+            _ = t.reloaded.notified() => continue,
             _ = tokio::time::sleep_until(sleep_to) => RxEvent::Timeout,
         };
         match ev {
             RxEvent::Readable(s) => {
                 for _ in 0..RX_BATCHES_PER_TURN {
-                    let Some((n, lagging)) = receive_batch(&t, s, &mut b, &mut outputs) else {
+                    let Some((n, lagging)) = receive_batch(&t, &socks, s, &mut b, &mut outputs)
+                    else {
                         break;
                     };
                     if let Some(l) = lagging {
@@ -170,7 +174,7 @@ fn demux(t: &Tunnel, s: &SockIo, d: &[u8]) -> Result<(Option<usize>, PathId, boo
         Ok(h) => h,
         Err(e) => return Err(DropReason::malformed(&e)),
     };
-    let path = s.path.unwrap_or(PathId(h.path().0));
+    let path = s.path().unwrap_or(PathId(h.path().0));
     if h.kind() == Kind::Initiation && !h.sealed() {
         return Ok((None, path, true));
     }
@@ -186,11 +190,12 @@ fn demux(t: &Tunnel, s: &SockIo, d: &[u8]) -> Result<(Option<usize>, PathId, boo
 /// the resequencer waits for; `None` when nothing was waiting.
 fn receive_batch(
     t: &Tunnel,
+    socks: &[Arc<SockIo>],
     s: usize,
     b: &mut RxBufs,
     outputs: &mut Outputs,
 ) -> Option<(usize, Option<usize>)> {
-    let sock = &t.sockets[s];
+    let sock = &socks[s];
     let got = {
         let mut each = b.slices.iter_mut();
         let mut io: [std::io::IoSliceMut<'_>; RX_SLICES] = std::array::from_fn(|_| {
@@ -204,13 +209,13 @@ fn receive_batch(
         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return None,
         Err(error) => {
             if let Some(n) = t.recv_errors.hit() {
-                warn!(socket = %sock.name, %error, errors = n, "receive failed");
+                warn!(socket = %sock.name(), %error, errors = n, "receive failed");
             }
             return None;
         }
     };
     let now = t.clock.now();
-    trace!(socket = %sock.name, buffers = n, "received a batch");
+    trace!(socket = %sock.name(), buffers = n, "received a batch");
     // where each datagram of the batch lies (an empty one counts as one of length 0), and
     // whose it is
     b.places.clear();
@@ -378,9 +383,12 @@ fn check_sources(t: &Tunnel, i: usize, from: usize, b: &mut RxBufs) {
 
 /// Wait until some socket has datagrams; returns its index. The scan starts after the socket
 /// served last so that no socket starves the others.
-async fn readable_any(sockets: &[SockIo], next: &mut usize) -> usize {
+async fn readable_any(sockets: &[Arc<SockIo>], next: &mut usize) -> usize {
     poll_fn(|cx| {
         let n = sockets.len();
+        if n == 0 {
+            return Poll::Pending;
+        }
         for k in 0..n {
             let i = (*next + k) % n;
             if sockets[i].io.sock.poll_recv_ready(cx).is_ready() {

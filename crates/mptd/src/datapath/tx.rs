@@ -22,7 +22,7 @@ const TX_BATCH: usize = 256;
 /// datagrams.
 pub async fn tx_task(t: Arc<Tunnel>, queue: usize) -> Result<()> {
     let tun = &t.tun[queue];
-    let mtu = usize::from(t.cfg.tunnel.mtu);
+    let mtu = usize::from(t.cfg().tunnel.mtu);
     let prefix = t.prefix;
     // Each packet is read after room for the header (and counter), and sealed in place.
     let mut original = vec![0u8; tun_rs::VIRTIO_NET_HDR_LEN + 65535];
@@ -42,7 +42,7 @@ pub async fn tx_task(t: Arc<Tunnel>, queue: usize) -> Result<()> {
     let mut remotes: Vec<Option<SocketAddr>> = Vec::with_capacity(mpt_core::MAX_PATHS);
     // a GSO run per path of the peer being sent for
     let gso = t
-        .sockets
+        .sockets()
         .iter()
         .map(|s| s.io.max_gso_segments())
         .min()
@@ -212,8 +212,13 @@ async fn flush_run(
     remote: SocketAddr,
 ) {
     let peer = &t.peers[i];
-    let p = &t.sockets[peer.socket(path)];
     let (bytes, count) = (run.bytes(), run.count());
+    let Some(p) = t.socket(peer.socket(path)) else {
+        // the path was removed by a reload while the batch was on its way
+        t.io_drop(DropReason::SendError, count as u64);
+        run.clear();
+        return;
+    };
     t.calls.udp_sends.fetch_add(1, Relaxed);
     let result = if count > 1 && p.gso_refused.load(Relaxed) {
         Err(std::io::Error::from_raw_os_error(libc::EIO))
@@ -226,9 +231,9 @@ async fn flush_run(
         Ok(()) => peer.sent(path, count, bytes),
         Err(e) if count > 1 => {
             if e.raw_os_error() == Some(libc::EIO) && !p.gso_refused.swap(true, Relaxed) {
-                warn!(socket = %p.name, "the kernel refuses UDP GSO on this socket; sending one datagram per call");
+                warn!(socket = %p.name(), "the kernel refuses UDP GSO on this socket; sending one datagram per call");
             } else {
-                debug!(socket = %p.name, error = %e, "GSO send failed; sending one by one");
+                debug!(socket = %p.name(), error = %e, "GSO send failed; sending one by one");
             }
             for d in run.datagrams(bufs) {
                 match p.io.send(d, remote, peer.source(path)).await {

@@ -25,11 +25,10 @@ impl Tunnel {
                 let info = ep.path_info(path);
                 let expected = ps.packets + ps.lost;
                 let (tx_packets, tx_bytes) = peer.tx(path);
-                let local = self.sockets[peer.socket(path)]
-                    .io
-                    .sock
-                    .local_addr()
-                    .map_or_else(|_| "-".to_owned(), |a| a.to_string());
+                let local = self
+                    .socket(peer.socket(path))
+                    .and_then(|s| s.io.sock.local_addr().ok())
+                    .map_or_else(|| "-".to_owned(), |a| a.to_string());
                 PathStatus {
                     id: i as u8,
                     name: self.path_name(peer, path),
@@ -160,9 +159,10 @@ impl Tunnel {
     /// The tunnel part of the status with nothing from an endpoint (a server before any site
     /// came); [`Tunnel::tunnel_status`] fills in the first peer's.
     fn empty_tunnel_status(&self, now: Time) -> TunnelStatus {
-        let c = &self.cfg.connection;
+        let cfg = self.cfg();
+        let c = &cfg.connection;
         TunnelStatus {
-            name: self.cfg.tunnel.name.clone(),
+            name: cfg.tunnel.name.clone(),
             scheduler: c.scheduler.to_string(),
             encryption: self
                 .sealing()
@@ -201,7 +201,8 @@ impl Tunnel {
     /// The tunnel part of the status from one endpoint (the first peer's): its session, its
     /// resequencer and its report budget. (The counters are the caller's sums.)
     fn tunnel_status(&self, now: Time, ep: &Endpoint<RxBuf>) -> TunnelStatus {
-        let c = &self.cfg.connection;
+        let cfg = self.cfg();
+        let c = &cfg.connection;
         let t = &ep.stats().total;
         TunnelStatus {
             cipher: ep.cipher().map(|c| c.name().to_owned()),

@@ -18,9 +18,9 @@ use crate::config::PeerConfig;
 /// endpoint is made from, and the state that bounds the work.
 pub(super) struct Acceptor {
     by_key: HashMap<PublicKey, usize>,
-    private: PrivateKey,
+    pub(super) private: PrivateKey,
     /// What a listening peer's endpoint is made from (its paths added by its initiation).
-    listening_base: Option<EndpointConfig>,
+    pub(super) listening_base: Mutex<Option<EndpointConfig>>,
     /// The ephemeral keys of the last initiations taken: their copies on other paths cost
     /// no key exchange.
     recent: Mutex<Recent>,
@@ -56,7 +56,7 @@ impl Acceptor {
                 .map(|(i, p)| (p.public_key, i))
                 .collect(),
             private,
-            listening_base,
+            listening_base: Mutex::new(listening_base),
             recent: Mutex::new(Recent::default()),
             limits: Mutex::new(HandshakeLimits {
                 total: Bucket::full(HANDSHAKE_BURST, Time::ZERO),
@@ -65,6 +65,12 @@ impl Acceptor {
                 load_until: Time::ZERO,
             }),
         }
+    }
+
+    pub(super) fn lock_base(&self) -> std::sync::MutexGuard<'_, Option<EndpointConfig>> {
+        self.listening_base
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
     }
 
     fn lock_recent(&self) -> std::sync::MutexGuard<'_, Recent> {
@@ -275,15 +281,21 @@ impl Tunnel {
         };
         let init = Initiation::parse(&payload[..n]).ok_or(DropReason::BadHandshake)?;
         let peer = &self.peers[i];
-        let path = self.sockets[s].path.unwrap_or(header.path);
+        let path = self
+            .socket(s)
+            .and_then(|sock| sock.path())
+            .unwrap_or(header.path);
         let mut guard = peer.lock();
         if peer.listening {
             let paths = usize::from(init.paths);
             if !(1..=mpt_core::MAX_PATHS).contains(&paths) || path.index() >= paths {
                 return Err(DropReason::PathMismatch);
             }
-            if guard.as_ref().is_none_or(|ep| ep.path_count() != paths) {
-                let Some(base) = &self.acceptor.listening_base else {
+            // made by its first initiation; a later one with another number of paths changes
+            // the endpoint's paths (`Endpoint::reconfigure`), once it is known to be fresh
+            if guard.is_none() {
+                let base = self.acceptor.lock_base();
+                let Some(base) = base.as_ref() else {
                     return Err(DropReason::Unexpected);
                 };
                 let mut ecfg = crate::peer::listening_endpoint_config(base, paths);
@@ -341,7 +353,7 @@ impl Tunnel {
             d[HEADER_LEN + COOKIE_NONCE_LEN..].copy_from_slice(&sealed);
         }
         HeaderRepr::handshake(Kind::CookieReply, mpt_core::PathId(0), index, now).emit(&mut d);
-        let sock = &self.sockets[s];
+        let Some(sock) = self.socket(s) else { return };
         if sock.io.try_send(&d, from, to).is_ok() {
             self.calls
                 .cookie_replies

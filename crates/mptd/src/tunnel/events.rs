@@ -13,7 +13,9 @@ impl Tunnel {
         let Some(n) = self.drop_logs[reason as usize].hit() else {
             return;
         };
-        let at = &self.sockets[s].name;
+        let at = self
+            .socket(s)
+            .map_or_else(String::new, |s| s.name().to_string());
         let peer = peer.map_or("-", |i| self.peers[i].cfg.name.as_str());
         match reason {
             DropReason::BadTag => warn!(socket = %at, peer, dropped = n,
@@ -26,7 +28,7 @@ impl Tunnel {
 
     pub(super) fn log_event(&self, i: usize, e: &Event) {
         self.log_event_only(i, e);
-        if self.hooks.is_some() {
+        if self.hooks.any() {
             self.hook_event(i, e);
         }
     }
@@ -35,7 +37,7 @@ impl Tunnel {
     fn hook_event(&self, i: usize, e: &Event) {
         use crate::hooks::{HookEvent, HookRun};
         use std::sync::atomic::Ordering::Relaxed;
-        let Some(hooks) = &self.hooks else { return };
+        let hooks = &self.hooks;
         let peer = &self.peers[i];
         let (path, event, reason) = match e {
             Event::PathUp { path, .. } => (Some(*path), HookEvent::PathUp, None),
@@ -211,6 +213,13 @@ impl Tunnel {
             Event::AddressChanged { path, old, new } => {
                 info!(peer = pn, path = name(path), %old, %new, "peer address changed")
             }
+            Event::PeerPathsChanged { from, to } => info!(
+                peer = pn,
+                from,
+                to,
+                "the peer has another number of paths now (it reloaded): ours follow, the \
+                 session goes on"
+            ),
         }
     }
 }

@@ -13,7 +13,9 @@
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+
+use arc_swap::ArcSwap;
 
 use anyhow::{Context, Result};
 use mpt_core::seal::CipherChoice;
@@ -31,6 +33,7 @@ use crate::routes::Routes;
 
 mod accept;
 mod events;
+mod reload;
 mod settings;
 
 use accept::Acceptor;
@@ -39,10 +42,20 @@ use settings::{config_paths, peer_endpoint_config, random_source};
 
 /// Everything the tasks share.
 pub struct Tunnel {
-    pub cfg: Config,
+    /// The configuration running now ([`Tunnel::cfg`]): the one read at start, or the last
+    /// reload's.
+    config: ArcSwap<Config>,
     pub clock: Clock,
-    /// One per `[[path]]` (in order), then one per `[[listen]]`.
-    pub sockets: Vec<SockIo>,
+    /// One per `[[listen]]`, then one per `[[path]]` (in order): see [`Tunnel::sockets`]. A
+    /// reload replaces the list (the listen sockets, and the paths' whose address and interface
+    /// are unchanged, stay the same sockets).
+    sockets: ArcSwap<Vec<Arc<SockIo>>>,
+    /// How many of the sockets are `[[listen]]` sockets (they come first).
+    pub listen_sockets: usize,
+    /// Told when a reload replaced the sockets (the receive task waits on the new ones).
+    pub reloaded: tokio::sync::Notify,
+    /// One reload at a time.
+    reload_turn: Mutex<()>,
     pub peers: Vec<Peer>,
     pub routes: Routes,
     /// What taking the peers' initiations needs (`accept.rs`).
@@ -68,7 +81,7 @@ pub struct Tunnel {
     /// fed only while it does.
     pub rx_beat: AtomicU64,
     /// The operator's `[hooks]`, and the queue their task takes (once) at start.
-    pub hooks: Option<crate::hooks::Hooks>,
+    pub hooks: crate::hooks::Hooks,
     pub hook_queue: Mutex<Option<tokio::sync::mpsc::Receiver<crate::hooks::HookRun>>>,
 }
 
@@ -86,11 +99,11 @@ pub struct Calls {
 /// One socket.
 #[derive(Debug)]
 pub struct SockIo {
-    /// The `[[path]]` it is the socket of; `None`: a `[[listen]]` socket, whose datagrams say
-    /// their path.
-    pub path: Option<PathId>,
-    /// For logs: the path's name, or `listen <address>`.
-    pub name: String,
+    /// The `[[path]]` it is the socket of ([`SockIo::path`]; a reload may move it to another
+    /// id), or [`NO_PATH`]: a `[[listen]]` socket, whose datagrams say their path.
+    path: std::sync::atomic::AtomicU16,
+    /// For logs: the path's name, or `listen <address>` ([`SockIo::name`]).
+    name: Mutex<Arc<str>>,
     /// With GSO/GRO batching.
     pub io: BatchSocket,
     /// The kernel refused a GSO send on this socket (EIO: the device cannot segment): runs go
@@ -103,7 +116,61 @@ pub struct SockIo {
     pub send_errors: RateLimit,
 }
 
+/// [`SockIo::path`] of a listen socket.
+const NO_PATH: u16 = u16::MAX;
+
 impl SockIo {
+    fn new(path: Option<PathId>, name: String, io: BatchSocket) -> SockIo {
+        SockIo {
+            path: std::sync::atomic::AtomicU16::new(path.map_or(NO_PATH, |p| u16::from(p.0))),
+            name: Mutex::new(name.into()),
+            io,
+            gso_refused: AtomicBool::new(false),
+            uplink: Mutex::new(crate::uplinks::Uplink::default()),
+            send_errors: RateLimit::default(),
+        }
+    }
+
+    /// The socket of the `[[path]]` `p`, bound to its interface if that is there (if not, its
+    /// uplink is down until it appears).
+    pub fn for_path(p: &crate::config::PathConfig) -> Result<SockIo> {
+        let (sock, missing) = crate::net::path_socket(p)?;
+        let io = BatchSocket::new(sock)
+            .with_context(|| format!("path {:?}: cannot set up batched I/O", p.name))?;
+        let s = SockIo::new(Some(p.id), p.name.clone(), io);
+        {
+            let mut uplink = s.lock_uplink();
+            if missing {
+                warn!(path = %p.name, interface = p.interface.as_deref().unwrap_or("-"),
+                    "interface absent: the path stays down until it appears");
+                uplink.down = Some(mpt_tunnel::UplinkDown::Absent);
+            } else {
+                uplink.ifindex = p.interface.as_deref().and_then(crate::uplinks::ifindex);
+            }
+        }
+        Ok(s)
+    }
+
+    /// The `[[path]]` it is the socket of; `None`: a `[[listen]]` socket.
+    pub fn path(&self) -> Option<PathId> {
+        match self.path.load(std::sync::atomic::Ordering::Relaxed) {
+            NO_PATH => None,
+            p => Some(PathId(p as u8)),
+        }
+    }
+
+    /// Its name in logs.
+    pub fn name(&self) -> Arc<str> {
+        self.name.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// A reload made it the socket of path `id`, named `name`.
+    fn assign(&self, id: PathId, name: &str) {
+        self.path
+            .store(u16::from(id.0), std::sync::atomic::Ordering::Relaxed);
+        *self.name.lock().unwrap_or_else(|p| p.into_inner()) = name.into();
+    }
+
     pub fn lock_uplink(&self) -> std::sync::MutexGuard<'_, crate::uplinks::Uplink> {
         self.uplink.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -120,7 +187,7 @@ pub struct Outputs {
 impl std::fmt::Debug for Tunnel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Tunnel")
-            .field("tunnel", &self.cfg.tunnel.name)
+            .field("tunnel", &self.cfg().tunnel.name)
             .field("peers", &self.peers.len())
             .finish_non_exhaustive()
     }
@@ -134,42 +201,21 @@ impl Tunnel {
         let aes = mpt_core::seal::aes_in_hardware();
         let unix = clock.unix_nanos_at_zero();
         let mut sockets = Vec::with_capacity(cfg.paths.len() + cfg.listen.len());
-        let mut absent = Vec::new();
-        for p in &cfg.paths {
-            let (sock, missing) = crate::net::path_socket(p)?;
-            let io = BatchSocket::new(sock)
-                .with_context(|| format!("path {:?}: cannot set up batched I/O", p.name))?;
-            let mut uplink = crate::uplinks::Uplink::default();
-            if missing {
-                warn!(path = %p.name, interface = p.interface.as_deref().unwrap_or("-"),
-                    "interface absent: the path stays down until it appears");
-                uplink.down = Some(mpt_tunnel::UplinkDown::Absent);
-                absent.push(p.id);
-            } else {
-                uplink.ifindex = p.interface.as_deref().and_then(crate::uplinks::ifindex);
-            }
-            sockets.push(SockIo {
-                path: Some(p.id),
-                name: p.name.clone(),
-                io,
-                gso_refused: AtomicBool::new(false),
-                uplink: Mutex::new(uplink),
-                send_errors: RateLimit::default(),
-            });
-        }
         for (i, &a) in cfg.listen.iter().enumerate() {
             let io = BatchSocket::new(crate::net::listen_socket(i, a)?)
                 .with_context(|| format!("listen[{i}]: cannot set up batched I/O"))?;
-            sockets.push(SockIo {
-                path: None,
-                name: format!("listen {a}"),
-                io,
-                gso_refused: AtomicBool::new(false),
-                uplink: Mutex::new(crate::uplinks::Uplink::default()),
-                send_errors: RateLimit::default(),
-            });
+            sockets.push(Arc::new(SockIo::new(None, format!("listen {a}"), io)));
         }
-        let path_sockets: Vec<usize> = (0..cfg.paths.len()).collect();
+        let listen_sockets = sockets.len();
+        let mut absent = Vec::new();
+        for p in &cfg.paths {
+            let s = SockIo::for_path(p)?;
+            if s.lock_uplink().down.is_some() {
+                absent.push(p.id);
+            }
+            sockets.push(Arc::new(s));
+        }
+        let path_sockets: Vec<usize> = (listen_sockets..sockets.len()).collect();
         let mut peers = Vec::with_capacity(cfg.peers.len());
         let mut prefix_len = None;
         for (i, pc) in cfg.peers.iter().enumerate() {
@@ -205,23 +251,7 @@ impl Tunnel {
                 &path_sockets,
             ));
         }
-        let listening_base = (!cfg.listen.is_empty()).then(|| {
-            let mut base = peer_endpoint_config(
-                &cfg,
-                &cfg.peers[0],
-                &keys.private,
-                None,
-                Vec::new(),
-                1,
-                aes,
-                unix,
-            );
-            // no rates are known for a peer's own paths: they are learned
-            if base.scheduler == mpt_sched::SchedulerKind::Rate {
-                base.scheduler = mpt_sched::SchedulerKind::Adaptive;
-            }
-            base
-        });
+        let listening_base = listening_base(&cfg, &keys.private, aes, unix);
         let overhead = Overhead::new(cfg.security.cipher.is_some(), false);
         let (prefix, max_datagram) = prefix_len.unwrap_or((
             if cfg.security.cipher.is_some() {
@@ -232,10 +262,7 @@ impl Tunnel {
             usize::from(cfg.tunnel.mtu) + overhead.datagram(),
         ));
         let tun = crate::net::tun_device(&cfg.tunnel)?;
-        let (hooks, hook_queue) = match crate::hooks::Hooks::new(&cfg.hooks) {
-            Some((h, q)) => (Some(h), Some(q)),
-            None => (None, None),
-        };
+        let (hooks, hook_queue) = crate::hooks::Hooks::new(&cfg.hooks);
         Ok(Tunnel {
             acceptor: Acceptor::new(
                 &cfg.peers,
@@ -247,7 +274,10 @@ impl Tunnel {
             prefix,
             max_datagram,
             clock,
-            sockets,
+            sockets: ArcSwap::from_pointee(sockets),
+            listen_sockets,
+            reloaded: tokio::sync::Notify::new(),
+            reload_turn: Mutex::new(()),
             peers,
             tun,
             io_drops: Default::default(),
@@ -257,14 +287,29 @@ impl Tunnel {
             send_turn: tokio::sync::Mutex::new(()),
             rx_beat: AtomicU64::new(0),
             hooks,
-            hook_queue: Mutex::new(hook_queue),
-            cfg,
+            hook_queue: Mutex::new(Some(hook_queue)),
+            config: ArcSwap::from_pointee(cfg),
         })
+    }
+
+    /// The configuration running now.
+    pub fn cfg(&self) -> arc_swap::Guard<Arc<Config>> {
+        self.config.load()
+    }
+
+    /// The sockets now: the `[[listen]]` sockets, then the `[[path]]`s' in order.
+    pub fn sockets(&self) -> Arc<Vec<Arc<SockIo>>> {
+        self.sockets.load_full()
+    }
+
+    /// Socket `i` of [`Tunnel::sockets`], if there is one now (a reload may have removed it).
+    pub fn socket(&self, i: usize) -> Option<Arc<SockIo>> {
+        self.sockets.load().get(i).cloned()
     }
 
     /// Whether (and how) datagrams are sealed.
     pub fn sealing(&self) -> Option<CipherChoice> {
-        self.cfg.security.cipher
+        self.cfg().security.cipher
     }
 
     /// The peer whose endpoint a datagram with this `session` field is for.
@@ -311,7 +356,10 @@ impl Tunnel {
     /// Send one datagram of `peer` on `path` now, or count it as lost (a full socket buffer
     /// drops a control datagram rather than wait).
     pub fn send(&self, peer: &Peer, path: PathId, datagram: &[u8], remote: SocketAddr) {
-        let s = &self.sockets[peer.socket(path)];
+        let Some(s) = self.socket(peer.socket(path)) else {
+            self.io_drop(DropReason::SendError, 1);
+            return;
+        };
         match s.io.try_send(datagram, remote, peer.source(path)) {
             Ok(()) => peer.sent(path, 1, datagram.len()),
             Err(e) => self.send_failed(peer, path, &e),
@@ -320,9 +368,11 @@ impl Tunnel {
 
     pub fn send_failed(&self, peer: &Peer, path: PathId, e: &std::io::Error) {
         self.io_drop(DropReason::SendError, 1);
-        let s = &self.sockets[peer.socket(path)];
+        let Some(s) = self.socket(peer.socket(path)) else {
+            return;
+        };
         if let Some(n) = s.send_errors.hit() {
-            warn!(peer = %peer.cfg.name, path = %self.path_name(peer, path), socket = %s.name,
+            warn!(peer = %peer.cfg.name, path = %self.path_name(peer, path), socket = %s.name(),
                 error = %e, errno = e.raw_os_error().unwrap_or(0), failed = n, "send failed");
         }
     }
@@ -340,7 +390,7 @@ impl Tunnel {
 
     /// The name of `peer`'s `path`: our `[[path]]`'s, or `p<N>` for a listening peer's.
     pub fn path_name(&self, peer: &Peer, path: PathId) -> String {
-        match (peer.listening, self.cfg.paths.get(path.index())) {
+        match (peer.listening, self.cfg().paths.get(path.index())) {
             (false, Some(p)) => p.name.clone(),
             _ => format!("p{path}"),
         }
@@ -419,6 +469,27 @@ impl Tunnel {
             }
         }
     }
+}
+
+/// What a listening peer's endpoint is made from (its paths added by its initiation), when
+/// there are `[[listen]]` sockets.
+fn listening_base(
+    cfg: &Config,
+    private: &mpt_core::seal::PrivateKey,
+    aes: bool,
+    unix: u64,
+) -> Option<mpt_tunnel::EndpointConfig> {
+    if cfg.listen.is_empty() {
+        return None;
+    }
+    let mut base =
+        peer_endpoint_config(cfg, &cfg.peers[0], private, None, Vec::new(), 1, aes, unix);
+    // no rates are known for a peer's own paths: they are learned
+    if base.scheduler == mpt_sched::SchedulerKind::Rate {
+        base.scheduler = mpt_sched::SchedulerKind::Adaptive;
+    }
+    base.follow_peer_paths = true;
+    Some(base)
 }
 
 /// Send `msg` to systemd's notify socket without ever blocking a worker: a manager that does

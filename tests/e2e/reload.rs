@@ -1,0 +1,208 @@
+//! Reloading a changed configuration while traffic flows: a path added and another removed at
+//! both ends (one by `mptctl reload`, the other by SIGHUP), nothing lost, the tunnel never
+//! down; a bad file, and a change only a restart applies, refused with the running
+//! configuration kept.
+
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mpt_lab::harness::{sibling_bin, tunnel_addr, Lab, LinkSpec, Side, TunnelOpts};
+
+use crate::need;
+
+/// `mptctl -s SOCKET args...`: exit code and what it printed.
+fn mptctl(socket: &std::path::Path, args: &[&str]) -> (i32, String) {
+    let out = Command::new(sibling_bin("mptctl").expect("mptctl built"))
+        .arg("-s")
+        .arg(socket)
+        .args(args)
+        .output()
+        .expect("mptctl runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr),
+    )
+}
+
+/// The names and states of the first peer's paths in `socket`'s status.
+fn paths(socket: &std::path::Path) -> Vec<(String, String)> {
+    mptd::control::status(socket)
+        .map(|st| {
+            st.peers[0]
+                .paths
+                .iter()
+                .map(|p| (p.name.clone(), p.state.clone()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_reload_adds_a_path_and_removes_another_under_iperf3_and_nothing_is_lost() {
+    need!("reload_adds_and_removes_a_path", "iperf3");
+    let mut lab = Lab::new(&std::array::from_fn::<_, 4, _>(|_| LinkSpec::unshaped())).expect("lab");
+    // round robin: every path that is up carries its share, the new one too
+    let opts = TunnelOpts {
+        links: Some(vec![0, 1, 2]),
+        scheduler: "rr".into(),
+        ..TunnelOpts::default()
+    };
+    let pid_b = lab.start_mptd(Side::B, &opts).expect("mptd b");
+    lab.start_mptd(Side::A, &opts).expect("mptd a");
+    lab.wait_for_tunnel(Duration::from_secs(10))
+        .expect("tunnel");
+    let (sock_a, sock_b) = (lab.control_socket(Side::A), lab.control_socket(Side::B));
+    let t0 = Instant::now();
+    while paths(&sock_a).iter().any(|(_, s)| s != "up") || paths(&sock_b).len() != 3 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            paths(&sock_a)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // p2 (on link 2) gives way to p3 (on link 3): the new files, written during the run
+    let next = TunnelOpts {
+        links: Some(vec![0, 1, 3]),
+        ..opts.clone()
+    };
+    let files: Vec<(std::path::PathBuf, String)> = [Side::A, Side::B]
+        .into_iter()
+        .map(|side| {
+            let path = lab.write_config(side, &opts).expect("config");
+            let text =
+                toml::to_string(&lab.config_file(side, &next).expect("config")).expect("toml");
+            (path, text)
+        })
+        .collect();
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let reloads = {
+        let stop = stop.clone();
+        let sock_a = sock_a.clone();
+        std::thread::spawn(move || {
+            // every 50 ms: how many of A's paths are up, and whether p0 and p1 ever were not
+            let mut fewest_up = usize::MAX;
+            let mut kept_down = Vec::new();
+            let mut reloaded = (String::new(), None::<Instant>);
+            let start = Instant::now();
+            while !stop.load(Ordering::Relaxed) {
+                let st = paths(&sock_a);
+                let up = st.iter().filter(|(_, s)| s == "up").count();
+                fewest_up = fewest_up.min(up);
+                for (name, state) in st.iter().filter(|(n, _)| n == "p0" || n == "p1") {
+                    if state != "up" {
+                        kept_down.push(format!("{name} {state} at {:?}", start.elapsed()));
+                    }
+                }
+                if reloaded.1.is_none() && start.elapsed() >= Duration::from_secs(3) {
+                    std::fs::write(&files[0].0, &files[0].1).expect("write a");
+                    let (code, text) = mptctl(&sock_a, &["reload"]);
+                    assert_eq!(code, 0, "mptctl reload: {text}");
+                    reloaded = (text, Some(Instant::now()));
+                    std::thread::sleep(Duration::from_millis(700));
+                    std::fs::write(&files[1].0, &files[1].1).expect("write b");
+                    // SAFETY: a signal to a daemon this test started, by its pid.
+                    assert_eq!(unsafe { libc::kill(pid_b as i32, libc::SIGHUP) }, 0);
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            (fewest_up, kept_down, reloaded.0)
+        })
+    };
+    let udp = lab
+        .iperf3(
+            Side::A,
+            &tunnel_addr(Side::B),
+            5201,
+            &["-u", "-b", "40M", "-l", "1200", "-t", "10"],
+        )
+        .expect("iperf3 udp through tun");
+    stop.store(true, Ordering::Relaxed);
+    let (fewest_up, kept_down, said) = reloads.join().expect("reload thread");
+    let count = |field: &str| udp["end"]["sum"][field].as_u64().unwrap_or(0);
+    let (lost, sent) = (count("lost_packets"), count("packets"));
+    let (a, b) = (paths(&sock_a), paths(&sock_b));
+    let st = mptd::control::status(&sock_a).expect("status a");
+    let p3 = &st.peers[0].paths[2];
+    eprintln!(
+        "RESULT reload: udp {lost}/{sent} lost; fewest paths up at A {fewest_up}; A {a:?}; B {b:?}; p3 sent {} B; restarts {}; mptctl said {said:?}",
+        p3.tx_bytes, st.peers[0].restarts
+    );
+    assert!(said.contains("reloaded"), "{said}");
+    assert!(sent > 30_000, "iperf3 sent only {sent} datagrams");
+    assert_eq!(lost, 0, "{lost} of {sent} lost across the reloads");
+    assert!(fewest_up >= 2, "the tunnel went down: {fewest_up} paths up");
+    assert!(kept_down.is_empty(), "kept paths went down: {kept_down:?}");
+    let want: Vec<(String, String)> = ["p0", "p1", "p3"]
+        .iter()
+        .map(|n| ((*n).to_owned(), "up".to_owned()))
+        .collect();
+    assert_eq!(a, want, "A after the reloads");
+    assert_eq!(b, want, "B after the reloads");
+    assert!(
+        p3.tx_bytes > 1_000_000,
+        "the new path carried nothing: {p3:?}"
+    );
+    assert_eq!(st.peers[0].restarts, 0);
+    assert!(lab.mptd_log(Side::B).contains("configuration reloaded"));
+    // the removed path's address is free again: nothing listens there
+    let showconf = mptctl(&sock_a, &["showconf"]).1;
+    assert!(
+        showconf.contains("p3") && !showconf.contains("\"p2\""),
+        "{showconf}"
+    );
+}
+
+#[test]
+fn a_bad_or_restart_only_configuration_is_refused_and_the_running_one_kept() {
+    need!("reload_refuses_a_bad_configuration", "ping");
+    let mut lab = Lab::new(&[LinkSpec::unshaped(), LinkSpec::unshaped()]).expect("lab");
+    let opts = TunnelOpts::default();
+    lab.start_tunnel(&opts).expect("tunnel");
+    let sock = lab.control_socket(Side::A);
+    let file = lab.write_config(Side::A, &opts).expect("config");
+    let good = std::fs::read_to_string(&file).expect("read");
+
+    std::fs::write(
+        &file,
+        good.replace("keepalive_ms = 100", "keepalive_ms = \"often\""),
+    )
+    .expect("write");
+    let (code, text) = mptctl(&sock, &["reload"]);
+    assert_ne!(code, 0, "a bad file is refused: {text}");
+    assert!(
+        text.contains(&file.display().to_string()) && text.contains("keepalive_ms"),
+        "the refusal names the file and the key: {text}"
+    );
+    std::fs::write(&file, good.replace("mtu = 1400", "mtu = 1300")).expect("write");
+    let (code, text) = mptctl(&sock, &["reload"]);
+    assert_ne!(code, 0, "an MTU change needs a restart: {text}");
+    assert!(
+        text.contains("tunnel.mtu") && text.contains("restart"),
+        "{text}"
+    );
+    // the running configuration is the first one, and the tunnel still works
+    let (_, conf) = mptctl(&sock, &["showconf"]);
+    assert!(conf.contains("mtu = 1400"), "{conf}");
+    lab.wait_for_tunnel(Duration::from_secs(2))
+        .expect("the tunnel still works");
+    assert!(lab.mptd_log(Side::A).contains("reload refused"));
+
+    // a connection setting and a path's rate are applied at once
+    std::fs::write(
+        &file,
+        good.replace("reorder_timeout_ms = 100", "reorder_timeout_ms = 150")
+            .replacen("rate = 10000000000", "rate = 3000000", 1),
+    )
+    .expect("write");
+    let (code, text) = mptctl(&sock, &["reload"]);
+    assert_eq!(code, 0, "{text}");
+    let st = lab.status(Side::A).expect("status");
+    assert_eq!(st.tunnel.reseq.timeout_ms, 150, "{text}");
+    assert_eq!(st.peers[0].paths[0].rate_bps, Some(3_000_000), "{text}");
+    assert_eq!(st.peers[0].restarts, 0);
+    assert_eq!(st.peers[0].paths[0].state, "up");
+}
