@@ -37,7 +37,11 @@ fn the_unit_verifies_and_is_hardened() {
     assert!(st.is_ok_and(|s| s.success()), "copying systemd's units");
     copy(Path::new(UNIT), "etc/systemd/system/mptd@.service");
     copy(&mptd_bin().expect("mptd built"), "usr/bin/mptd");
-    copy(Path::new("/bin/kill"), "bin/kill");
+    // ExecReload runs mptctl
+    copy(
+        &mpt_lab::harness::sibling_bin("mptctl").expect("mptctl built"),
+        "usr/bin/mptctl",
+    );
     let out = Command::new("systemd-analyze")
         .args(["verify", "--man=no"])
         .arg(format!("--root={}", root.display()))
