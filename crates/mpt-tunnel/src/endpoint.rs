@@ -15,9 +15,7 @@ use mpt_sched::{PathSpec, Scheduler};
 use crate::crypto::CryptoState;
 use crate::liveness::{LinkState, Liveness};
 use crate::send::Pending;
-use crate::{
-    DropCounts, DropReason, Drops, EndpointConfig, Event, Overhead, PathSettings, Random, Transmit,
-};
+use crate::{DropCounts, DropReason, Drops, EndpointConfig, Event, Overhead, Random, Transmit};
 
 /// One peer session: see the crate documentation. `P` is how the caller holds a received
 /// inner packet while the resequencer may keep it (a buffer, or where it lies).
@@ -88,7 +86,7 @@ pub(crate) struct PathState {
 
 impl PathState {
     /// A path watched from `now` on, sending to `remote` (when known).
-    fn new(remote: Option<SocketAddr>, now: Time) -> PathState {
+    pub(crate) fn new(remote: Option<SocketAddr>, now: Time) -> PathState {
         PathState {
             remote,
             path_seq: 0,
@@ -111,7 +109,7 @@ impl PathState {
     /// learned of its link starts again, but its numbering goes on, so that the peer's
     /// resequencer sees no gap or jump on the id, and batches numbered for it and not yet
     /// sent still find their fences.
-    fn replaced(&self, remote: Option<SocketAddr>, now: Time) -> PathState {
+    pub(crate) fn replaced(&self, remote: Option<SocketAddr>, now: Time) -> PathState {
         PathState {
             path_seq: self.path_seq,
             unsent: self.unsent,
@@ -168,7 +166,7 @@ pub struct PathInfo {
 }
 
 /// The scheduler of `cfg`'s paths (all usable until told otherwise).
-fn build_scheduler(cfg: &EndpointConfig) -> Box<dyn Scheduler> {
+pub(crate) fn build_scheduler(cfg: &EndpointConfig) -> Box<dyn Scheduler> {
     let header = Overhead::new(cfg.keys.encryption.is_some(), false).datagram();
     let specs: Vec<PathSpec> = cfg
         .paths
@@ -179,145 +177,6 @@ fn build_scheduler(cfg: &EndpointConfig) -> Box<dyn Scheduler> {
 }
 
 impl<P> Endpoint<P> {
-    /// The operator changed `path`'s weight, rate or backup flag (`None`: unchanged; a rate of
-    /// `Some(None)`: none configured, learned or not assumed). The scheduler is made again with
-    /// the new settings and told which paths are usable now; the `adaptive` scheduler learns
-    /// its rates again.
-    pub fn set_path_spec(
-        &mut self,
-        now: Time,
-        path: PathId,
-        weight: Option<u32>,
-        rate_bps: Option<Option<u64>>,
-        backup: Option<bool>,
-    ) {
-        let Some(p) = self.cfg.paths.get_mut(path.index()) else {
-            return;
-        };
-        if let Some(w) = weight {
-            p.weight = w.max(1);
-        }
-        if let Some(r) = rate_bps {
-            p.rate_bps = r;
-        }
-        if let Some(b) = backup {
-            p.backup = b;
-        }
-        self.sched = build_scheduler(&self.cfg);
-        for i in 0..self.paths.len() {
-            let usable = self.usable(PathId(i as u8));
-            self.sched.on_path_state(now, PathId(i as u8), usable);
-        }
-    }
-
-    /// Apply a changed configuration at `now` (a reload), keeping the session, its keys and
-    /// sequence numbers, and what is held for delivery.
-    ///
-    /// Paths are matched by id (their position): one whose name is unchanged keeps its state,
-    /// its settings (weight, rate, backup) and, if configured anew, its remote updated; one
-    /// new at its id (added, or another name in a removed one's place) starts afresh and
-    /// carries no data until the peer is heard on it; ids past the new count are gone. The
-    /// scheduler is made again (a learning one learns again), and the hold time, keepalive
-    /// interval and `dead` apply from now. Keys, `mtu`, the reorder window and the index slot
-    /// stay as they were (the driver refuses to change them without a restart).
-    ///
-    /// When the number of paths changed and we initiate, a handshake that continues the
-    /// session tells the peer at once (its initiation carries the count): a peer that follows
-    /// our paths ([`EndpointConfig::follow_peer_paths`]) takes the new count; one with paths
-    /// of its own takes it once its own configuration has as many, until then refusing it
-    /// while the session goes on.
-    ///
-    /// # Panics
-    /// With no path or more than [`mpt_core::MAX_PATHS`] (the configuration refuses both).
-    pub fn reconfigure(&mut self, now: Time, new: EndpointConfig) {
-        assert!(
-            (1..=mpt_core::MAX_PATHS).contains(&new.paths.len()),
-            "an endpoint has 1 to {} paths",
-            mpt_core::MAX_PATHS
-        );
-        let before = self.paths.len();
-        let mut fresh = Vec::new();
-        let mut paths = Vec::with_capacity(new.paths.len());
-        for (i, p) in new.paths.iter().enumerate() {
-            let kept = self.cfg.paths.get(i).filter(|o| o.name == p.name);
-            let state = match (kept, self.paths.get(i)) {
-                (Some(old), Some(s)) => {
-                    let mut s = s.clone();
-                    if p.remote.is_some() && p.remote != old.remote {
-                        s.remote = p.remote;
-                    }
-                    s
-                }
-                (None, Some(s)) => {
-                    fresh.push(i);
-                    s.replaced(p.remote, now)
-                }
-                (_, None) => {
-                    fresh.push(i);
-                    PathState::new(p.remote, now)
-                }
-            };
-            paths.push(state);
-        }
-        if self.peer_session.is_some() {
-            for &i in &fresh {
-                paths[i].live.session_made(now);
-            }
-        }
-        self.paths = paths;
-        let keep = EndpointConfig {
-            keys: self.cfg.keys.clone(),
-            mtu: self.cfg.mtu,
-            reorder_window: self.cfg.reorder_window,
-            index_slot: self.cfg.index_slot,
-            ..new
-        };
-        self.cfg = keep;
-        let out = &mut self.released;
-        self.reseq.reconfigure(
-            now,
-            self.cfg.paths.len(),
-            self.cfg.reorder_timeout,
-            &mut |p| out.push(p),
-        );
-        self.sched = build_scheduler(&self.cfg);
-        for i in 0..self.paths.len() {
-            let usable = !fresh.contains(&i) && self.usable(PathId(i as u8));
-            self.sched.on_path_state(now, PathId(i as u8), usable);
-        }
-        if self.paths.len() != before && self.cfg.keys.initiate && self.peer_session.is_some() {
-            self.crypto.announce_paths = true;
-            self.crypto.next_initiation = Some(now);
-        }
-    }
-
-    /// The peer's initiation says it has `n` paths now, and we follow its paths: the paths
-    /// kept keep their state; new ones wait to be heard on.
-    pub(crate) fn follow_paths(&mut self, now: Time, n: usize) {
-        let template = self.cfg.paths[0].clone();
-        let mut new = self.cfg.clone();
-        new.paths = (0..n)
-            .map(|i| PathSettings {
-                name: format!("p{i}"),
-                remote: None,
-                ..template.clone()
-            })
-            .collect();
-        let from = self.paths.len();
-        self.reconfigure(now, new);
-        self.events
-            .push_back(Event::PeerPathsChanged { from, to: n });
-    }
-
-    /// Whether the scheduler may use `path` now, as far as its state goes.
-    fn usable(&self, path: PathId) -> bool {
-        let p = &self.paths[path.index()];
-        p.remote.is_some()
-            && !p.live.uplink_down
-            && !p.peer_silent
-            && p.live.state != LinkState::Down
-    }
-
     /// A new session at `now`.
     ///
     /// # Panics

@@ -19,6 +19,7 @@ mod endpoint;
 mod handshake;
 mod liveness;
 mod open;
+mod reconfigure;
 mod recv;
 mod send;
 mod timers;

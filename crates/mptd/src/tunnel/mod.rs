@@ -1,6 +1,6 @@
 //! The state the daemon's tasks share: the peers (each with its protocol engine, an
-//! `Endpoint`, behind its own lock), the sockets (one per `[[path]]`, then one per
-//! `[[listen]]`), the TUN device, the routes between them, and the counters of the I/O
+//! `Endpoint`, behind its own lock), the sockets (one per `[[listen]]`, then one per
+//! `[[path]]`), the TUN device, the routes between them, and the counters of the I/O
 //! around them.
 //!
 //! Lock rule: a peer's lock is held only to call into its endpoint, never across a system call
@@ -8,11 +8,13 @@
 //! `Sealer` and `Opener`). What an endpoint asks for (control datagrams to send, events to
 //! log) is gathered into an [`Outputs`] under the lock and acted on after.
 //!
-//! Here the state and sending; taking initiations in `accept.rs`, the endpoints' settings in
-//! `settings.rs`, logging what the endpoints report in `events.rs`.
+//! Here the state and sending; one socket in `socket.rs`, taking initiations in `accept.rs`,
+//! the endpoints' settings in `settings.rs`, logging what the endpoints report in `events.rs`,
+//! applying a changed configuration in `reload.rs`, the watchdog and `-v` summaries in
+//! `service.rs`.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
@@ -34,11 +36,14 @@ use crate::routes::Routes;
 mod accept;
 mod events;
 mod reload;
+mod service;
 mod settings;
+mod socket;
 
 use accept::Acceptor;
 pub use settings::pick_family;
 use settings::{config_paths, peer_endpoint_config, random_source};
+pub use socket::SockIo;
 
 /// Everything the tasks share.
 pub struct Tunnel {
@@ -94,86 +99,6 @@ pub struct Calls {
     pub udp_recvs: AtomicU64,
     /// Cookie replies sent (one send each) while under handshake load.
     pub cookie_replies: AtomicU64,
-}
-
-/// One socket.
-#[derive(Debug)]
-pub struct SockIo {
-    /// The `[[path]]` it is the socket of ([`SockIo::path`]; a reload may move it to another
-    /// id), or [`NO_PATH`]: a `[[listen]]` socket, whose datagrams say their path.
-    path: std::sync::atomic::AtomicU16,
-    /// For logs: the path's name, or `listen <address>` ([`SockIo::name`]).
-    name: Mutex<Arc<str>>,
-    /// With GSO/GRO batching.
-    pub io: BatchSocket,
-    /// The kernel refused a GSO send on this socket (EIO: the device cannot segment): runs go
-    /// one datagram per call from then on.
-    pub gso_refused: AtomicBool,
-    /// A path socket's interface, as the uplink watcher last saw it.
-    uplink: Mutex<crate::uplinks::Uplink>,
-    /// Send errors on this socket: each socket's first is logged, with its errno, then every
-    /// thousandth.
-    pub send_errors: RateLimit,
-}
-
-/// [`SockIo::path`] of a listen socket.
-const NO_PATH: u16 = u16::MAX;
-
-impl SockIo {
-    fn new(path: Option<PathId>, name: String, io: BatchSocket) -> SockIo {
-        SockIo {
-            path: std::sync::atomic::AtomicU16::new(path.map_or(NO_PATH, |p| u16::from(p.0))),
-            name: Mutex::new(name.into()),
-            io,
-            gso_refused: AtomicBool::new(false),
-            uplink: Mutex::new(crate::uplinks::Uplink::default()),
-            send_errors: RateLimit::default(),
-        }
-    }
-
-    /// The socket of the `[[path]]` `p`, bound to its interface if that is there (if not, its
-    /// uplink is down until it appears).
-    pub fn for_path(p: &crate::config::PathConfig) -> Result<SockIo> {
-        let (sock, missing) = crate::net::path_socket(p)?;
-        let io = BatchSocket::new(sock)
-            .with_context(|| format!("path {:?}: cannot set up batched I/O", p.name))?;
-        let s = SockIo::new(Some(p.id), p.name.clone(), io);
-        {
-            let mut uplink = s.lock_uplink();
-            if missing {
-                warn!(path = %p.name, interface = p.interface.as_deref().unwrap_or("-"),
-                    "interface absent: the path stays down until it appears");
-                uplink.down = Some(mpt_tunnel::UplinkDown::Absent);
-            } else {
-                uplink.ifindex = p.interface.as_deref().and_then(crate::uplinks::ifindex);
-            }
-        }
-        Ok(s)
-    }
-
-    /// The `[[path]]` it is the socket of; `None`: a `[[listen]]` socket.
-    pub fn path(&self) -> Option<PathId> {
-        match self.path.load(std::sync::atomic::Ordering::Relaxed) {
-            NO_PATH => None,
-            p => Some(PathId(p as u8)),
-        }
-    }
-
-    /// Its name in logs.
-    pub fn name(&self) -> Arc<str> {
-        self.name.lock().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
-    /// A reload made it the socket of path `id`, named `name`.
-    fn assign(&self, id: PathId, name: &str) {
-        self.path
-            .store(u16::from(id.0), std::sync::atomic::Ordering::Relaxed);
-        *self.name.lock().unwrap_or_else(|p| p.into_inner()) = name.into();
-    }
-
-    pub fn lock_uplink(&self) -> std::sync::MutexGuard<'_, crate::uplinks::Uplink> {
-        self.uplink.lock().unwrap_or_else(|p| p.into_inner())
-    }
 }
 
 /// What the endpoints asked for while locked, to be done once the lock is released.
@@ -397,80 +322,6 @@ impl Tunnel {
     }
 }
 
-impl Tunnel {
-    /// With `-v`: every 5 s, a line per path (state, RTT, loss, rate and throughput each way),
-    /// so that an operator sees the tunnel work without asking. Idle without debug logging.
-    pub async fn summaries(self: std::sync::Arc<Self>) -> anyhow::Result<()> {
-        if tracing::level_filters::LevelFilter::current() < tracing::Level::DEBUG {
-            return std::future::pending().await;
-        }
-        let every = std::time::Duration::from_secs(5);
-        let mut throughput = crate::status::Throughput::default();
-        let mut tick = tokio::time::interval(every);
-        tick.tick().await;
-        loop {
-            tick.tick().await;
-            let st = self.status();
-            for r in throughput.rates(&st, every.as_secs_f64()) {
-                let p = r.path;
-                tracing::debug!(
-                    peer = %r.peer.name,
-                    path = %p.name,
-                    state = %p.state,
-                    rtt_ms = p.rtt_us.map_or(-1.0, |r| r as f64 / 1000.0),
-                    loss_pct = p.loss_pct,
-                    rate_mbps = p.rate_bps.map_or(-1.0, |r| r as f64 / 1e6),
-                    tx_mbps = r.tx_bps / 1e6,
-                    rx_mbps = r.rx_bps / 1e6,
-                    "path summary"
-                );
-            }
-        }
-    }
-
-    /// Every peer's resequencer hold times and occupancy (for the metrics' histograms).
-    pub fn reseq_histograms(&self) -> Vec<crate::metrics::ReseqHistograms> {
-        self.peers
-            .iter()
-            .filter_map(|p| {
-                let ep = p.lock();
-                let t = &ep.as_ref()?.stats().total;
-                Some((
-                    p.cfg.name.clone(),
-                    t.hold_time_ns.clone(),
-                    t.occupancy.clone(),
-                ))
-            })
-            .collect()
-    }
-
-    /// Feed the systemd watchdog (`WatchdogSec=`) every half of its interval, while the
-    /// receive loop turns; a stalled datapath goes unfed, and systemd restarts the service.
-    /// Returns at once without a watchdog.
-    pub async fn watchdog(self: std::sync::Arc<Self>) -> anyhow::Result<()> {
-        let mut usec = 0u64;
-        if !sd_notify::watchdog_enabled(false, &mut usec) || usec == 0 {
-            return std::future::pending().await;
-        }
-        let every = std::time::Duration::from_micros(usec / 2);
-        let stale_ms = (usec / 2000).max(2000);
-        let mut tick = tokio::time::interval(every);
-        loop {
-            tick.tick().await;
-            let now_ms = self.clock.now().as_nanos() / 1_000_000;
-            let beat = self.rx_beat.load(std::sync::atomic::Ordering::Relaxed);
-            if now_ms.saturating_sub(beat) <= stale_ms {
-                notify_nonblocking(b"WATCHDOG=1");
-            } else {
-                warn!(
-                    stalled_ms = now_ms - beat,
-                    "the receive loop has not turned: the watchdog is not fed"
-                );
-            }
-        }
-    }
-}
-
 /// What a listening peer's endpoint is made from (its paths added by its initiation), when
 /// there are `[[listen]]` sockets.
 fn listening_base(
@@ -490,26 +341,4 @@ fn listening_base(
     }
     base.follow_peer_paths = true;
     Some(base)
-}
-
-/// Send `msg` to systemd's notify socket without ever blocking a worker: a manager that does
-/// not read (or a full queue) loses the message, as a missed watchdog ping would be.
-fn notify_nonblocking(msg: &[u8]) {
-    use std::os::unix::net::{SocketAddr, UnixDatagram};
-    let Some(path) = std::env::var_os("NOTIFY_SOCKET") else {
-        return;
-    };
-    let addr = match path.to_str().and_then(|p| p.strip_prefix('@')) {
-        Some(abstract_name) => {
-            use std::os::linux::net::SocketAddrExt;
-            SocketAddr::from_abstract_name(abstract_name.as_bytes())
-        }
-        None => SocketAddr::from_pathname(&path),
-    };
-    let Ok(addr) = addr else { return };
-    if let Ok(sock) = UnixDatagram::unbound() {
-        if sock.set_nonblocking(true).is_ok() {
-            let _ = sock.send_to_addr(msg, &addr);
-        }
-    }
 }

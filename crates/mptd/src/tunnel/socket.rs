@@ -1,0 +1,92 @@
+//! One socket of the tunnel ([`SockIo`]): a `[[path]]`'s or a `[[listen]]`'s, with its batched
+//! I/O, what the uplink watcher last saw of its interface, and its send errors.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+
+use anyhow::{Context, Result};
+use mpt_core::PathId;
+use tracing::warn;
+
+use crate::batch::BatchSocket;
+use crate::log::RateLimit;
+
+/// One socket.
+#[derive(Debug)]
+pub struct SockIo {
+    /// The `[[path]]` it is the socket of ([`SockIo::path`]; a reload may move it to another
+    /// id), or [`NO_PATH`]: a `[[listen]]` socket, whose datagrams say their path.
+    path: std::sync::atomic::AtomicU16,
+    /// For logs: the path's name, or `listen <address>` ([`SockIo::name`]).
+    name: Mutex<Arc<str>>,
+    /// With GSO/GRO batching.
+    pub io: BatchSocket,
+    /// The kernel refused a GSO send on this socket (EIO: the device cannot segment): runs go
+    /// one datagram per call from then on.
+    pub gso_refused: AtomicBool,
+    /// A path socket's interface, as the uplink watcher last saw it.
+    uplink: Mutex<crate::uplinks::Uplink>,
+    /// Send errors on this socket: each socket's first is logged, with its errno, then every
+    /// thousandth.
+    pub send_errors: RateLimit,
+}
+
+/// [`SockIo::path`] of a listen socket.
+const NO_PATH: u16 = u16::MAX;
+
+impl SockIo {
+    pub(super) fn new(path: Option<PathId>, name: String, io: BatchSocket) -> SockIo {
+        SockIo {
+            path: std::sync::atomic::AtomicU16::new(path.map_or(NO_PATH, |p| u16::from(p.0))),
+            name: Mutex::new(name.into()),
+            io,
+            gso_refused: AtomicBool::new(false),
+            uplink: Mutex::new(crate::uplinks::Uplink::default()),
+            send_errors: RateLimit::default(),
+        }
+    }
+
+    /// The socket of the `[[path]]` `p`, bound to its interface if that is there (if not, its
+    /// uplink is down until it appears).
+    pub fn for_path(p: &crate::config::PathConfig) -> Result<SockIo> {
+        let (sock, missing) = crate::net::path_socket(p)?;
+        let io = BatchSocket::new(sock)
+            .with_context(|| format!("path {:?}: cannot set up batched I/O", p.name))?;
+        let s = SockIo::new(Some(p.id), p.name.clone(), io);
+        {
+            let mut uplink = s.lock_uplink();
+            if missing {
+                warn!(path = %p.name, interface = p.interface.as_deref().unwrap_or("-"),
+                    "interface absent: the path stays down until it appears");
+                uplink.down = Some(mpt_tunnel::UplinkDown::Absent);
+            } else {
+                uplink.ifindex = p.interface.as_deref().and_then(crate::uplinks::ifindex);
+            }
+        }
+        Ok(s)
+    }
+
+    /// The `[[path]]` it is the socket of; `None`: a `[[listen]]` socket.
+    pub fn path(&self) -> Option<PathId> {
+        match self.path.load(std::sync::atomic::Ordering::Relaxed) {
+            NO_PATH => None,
+            p => Some(PathId(p as u8)),
+        }
+    }
+
+    /// Its name in logs.
+    pub fn name(&self) -> Arc<str> {
+        self.name.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// A reload made it the socket of path `id`, named `name`.
+    pub(super) fn assign(&self, id: PathId, name: &str) {
+        self.path
+            .store(u16::from(id.0), std::sync::atomic::Ordering::Relaxed);
+        *self.name.lock().unwrap_or_else(|p| p.into_inner()) = name.into();
+    }
+
+    pub fn lock_uplink(&self) -> std::sync::MutexGuard<'_, crate::uplinks::Uplink> {
+        self.uplink.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
