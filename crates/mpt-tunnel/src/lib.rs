@@ -111,6 +111,31 @@ pub struct EndpointConfig {
     pub follow_peer_paths: bool,
 }
 
+impl EndpointConfig {
+    /// These settings over `n` paths of the peer's own (a peer that comes to our listen
+    /// sockets): named `p0`, `p1`, ..., weight 1, no rate (learned), their remotes unknown
+    /// until heard; the outer overhead our first path has, if any.
+    pub fn with_peer_paths(&self, n: usize) -> EndpointConfig {
+        let overhead = self
+            .paths
+            .first()
+            .map_or(Overhead::new(true, false).outer_link(), |p| p.overhead);
+        EndpointConfig {
+            paths: (0..n)
+                .map(|i| PathSettings {
+                    name: format!("p{i}"),
+                    remote: None,
+                    weight: 1,
+                    rate_bps: None,
+                    backup: false,
+                    overhead,
+                })
+                .collect(),
+            ..self.clone()
+        }
+    }
+}
+
 /// The slot of the endpoint a datagram's `session` field (an index drawn with
 /// [`EndpointConfig::index_slot`]) is for.
 pub fn index_slot(session: u32) -> u16 {

@@ -5,7 +5,7 @@ use mpt_core::{PathId, Time};
 
 use crate::endpoint::{build_scheduler, PathState};
 use crate::liveness::LinkState;
-use crate::{Endpoint, EndpointConfig, Event, PathSettings};
+use crate::{Endpoint, EndpointConfig, Event};
 
 impl<P> Endpoint<P> {
     /// The operator changed `path`'s weight, rate or backup flag (`None`: unchanged; a rate of
@@ -88,11 +88,6 @@ impl<P> Endpoint<P> {
             };
             paths.push(state);
         }
-        if self.peer_session.is_some() {
-            for &i in &fresh {
-                paths[i].live.session_made(now);
-            }
-        }
         self.paths = paths;
         let keep = EndpointConfig {
             keys: self.cfg.keys.clone(),
@@ -123,17 +118,8 @@ impl<P> Endpoint<P> {
     /// The peer's initiation says it has `n` paths now, and we follow its paths: the paths
     /// kept keep their state; new ones wait to be heard on.
     pub(crate) fn follow_paths(&mut self, now: Time, n: usize) {
-        let template = self.cfg.paths[0].clone();
-        let mut new = self.cfg.clone();
-        new.paths = (0..n)
-            .map(|i| PathSettings {
-                name: format!("p{i}"),
-                remote: None,
-                ..template.clone()
-            })
-            .collect();
         let from = self.paths.len();
-        self.reconfigure(now, new);
+        self.reconfigure(now, self.cfg.with_peer_paths(n));
         self.events
             .push_back(Event::PeerPathsChanged { from, to: n });
     }

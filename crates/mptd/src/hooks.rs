@@ -100,15 +100,15 @@ impl Hooks {
     }
 }
 
-/// Run the queued hooks of `hooks`, one at a time (as configured when each runs), until the
+/// Run the queued hooks of tunnel `t`, one at a time (as configured when each runs), until the
 /// queue closes.
 pub async fn run(
-    hooks: Arc<crate::tunnel::Tunnel>,
+    t: Arc<crate::tunnel::Tunnel>,
     tunnel: String,
     mut rx: mpsc::Receiver<HookRun>,
 ) -> anyhow::Result<()> {
     while let Some(r) = rx.recv().await {
-        let cfg = hooks.hooks.config();
+        let cfg = t.hooks.config();
         let Some(command) = cfg.command(r.event) else {
             continue;
         };

@@ -7,7 +7,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use mpt_core::seal::Psk;
 use mpt_core::{PathId, Time, MAX_PATHS};
-use mpt_tunnel::{Endpoint, EndpointConfig};
+use mpt_tunnel::Endpoint;
 
 use crate::config::PeerConfig;
 use crate::datapath::RxBuf;
@@ -147,32 +147,5 @@ impl Peer {
         self.tx
             .get(path.index())
             .map_or((0, 0), |(d, b)| (d.load(Relaxed), b.load(Relaxed)))
-    }
-}
-
-/// The endpoint of a listening peer whose initiation says it has `paths` paths: `base` (the
-/// tunnel's settings) with that many paths, their remotes unknown until heard.
-pub fn listening_endpoint_config(base: &EndpointConfig, paths: usize) -> EndpointConfig {
-    let template = mpt_tunnel::PathSettings {
-        name: String::new(),
-        remote: None,
-        weight: 1,
-        rate_bps: None,
-        backup: false,
-        overhead: base
-            .paths
-            .first()
-            .map_or(mpt_tunnel::Overhead::new(true, false).outer_link(), |p| {
-                p.overhead
-            }),
-    };
-    EndpointConfig {
-        paths: (0..paths)
-            .map(|i| mpt_tunnel::PathSettings {
-                name: format!("p{i}"),
-                ..template.clone()
-            })
-            .collect(),
-        ..base.clone()
     }
 }

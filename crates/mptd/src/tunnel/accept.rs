@@ -298,7 +298,7 @@ impl Tunnel {
                 let Some(base) = base.as_ref() else {
                     return Err(DropReason::Unexpected);
                 };
-                let mut ecfg = crate::peer::listening_endpoint_config(base, paths);
+                let mut ecfg = base.with_peer_paths(paths);
                 ecfg.keys.peer = peer.cfg.public_key;
                 ecfg.keys.psk = peer.psk.clone();
                 ecfg.index_slot = Some(peer.slot);

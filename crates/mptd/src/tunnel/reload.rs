@@ -78,7 +78,7 @@ impl Tunnel {
                 source: old.source.clone(),
                 ..new.clone()
             };
-            if same == **old && changes.is_empty() {
+            if same == **old {
                 self.config.store(Arc::new(new));
                 return Ok("the configuration is unchanged".to_owned());
             }
@@ -112,9 +112,7 @@ impl Tunnel {
                 let mut guard = peer.lock();
                 if let Some(ep) = guard.as_mut() {
                     let mut ecfg = match (&base, peer.listening) {
-                        (Some(b), true) => {
-                            crate::peer::listening_endpoint_config(b, ep.path_count())
-                        }
+                        (Some(b), true) => b.with_peer_paths(ep.path_count()),
                         _ => peer_endpoint_config(
                             &new,
                             pc,

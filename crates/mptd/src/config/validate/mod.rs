@@ -24,6 +24,30 @@ impl Validator<'_> {
         }
     }
 
+    /// The `name` of `section[i]`: given, 1 to 32 characters, and not the name of an earlier
+    /// entry of the section (`taken`, in order).
+    fn unique_name<'n>(
+        &self,
+        section: &str,
+        i: usize,
+        name: Option<String>,
+        taken: impl Iterator<Item = &'n str>,
+    ) -> Result<String, ConfigError> {
+        let key = format!("{section}[{i}].name");
+        let name = name.ok_or_else(|| self.err(&key, "missing, expected a short unique name"))?;
+        if name.trim().is_empty() || name.len() > 32 {
+            return Err(self.err(&key, "expected 1 to 32 characters"));
+        }
+        let mut taken = taken;
+        if let Some(j) = taken.position(|other| other == name) {
+            return Err(self.err(
+                &key,
+                format!("{name:?} is already the name of {section}[{j}]"),
+            ));
+        }
+        Ok(name)
+    }
+
     fn int_in<T: TryFrom<i64>>(
         &self,
         key: &str,

@@ -30,18 +30,8 @@ impl Validator<'_> {
         let mut paths: Vec<PathConfig> = Vec::with_capacity(raw.len());
         for (i, r) in raw.into_iter().enumerate() {
             let key = |k: &str| format!("path[{i}].{k}");
-            let name = r
-                .name
-                .ok_or_else(|| self.err(key("name"), "missing, expected a short unique name"))?;
-            if name.trim().is_empty() || name.len() > 32 {
-                return Err(self.err(key("name"), "expected 1 to 32 characters"));
-            }
-            if let Some(other) = paths.iter().find(|p| p.name == name) {
-                return Err(self.err(
-                    key("name"),
-                    format!("{name:?} is already the name of path[{}]", other.id),
-                ));
-            }
+            let name =
+                self.unique_name("path", i, r.name, paths.iter().map(|p| p.name.as_str()))?;
             if let Some(ifname) = &r.interface {
                 self.ifname(&key("interface"), ifname)?;
             }

@@ -132,18 +132,8 @@ impl Validator<'_> {
         let mut peers: Vec<PeerConfig> = Vec::with_capacity(raw.len());
         for (i, r) in raw.into_iter().enumerate() {
             let key = |k: &str| format!("peer[{i}].{k}");
-            let name = r
-                .name
-                .ok_or_else(|| self.err(key("name"), "missing, expected a short unique name"))?;
-            if name.trim().is_empty() || name.len() > 32 {
-                return Err(self.err(key("name"), "expected 1 to 32 characters"));
-            }
-            if let Some(j) = peers.iter().position(|p| p.name == name) {
-                return Err(self.err(
-                    key("name"),
-                    format!("{name:?} is already the name of peer[{j}]"),
-                ));
-            }
+            let name =
+                self.unique_name("peer", i, r.name, peers.iter().map(|p| p.name.as_str()))?;
             let text = r.public_key.ok_or_else(|| {
                 self.err(
                     key("public_key"),
