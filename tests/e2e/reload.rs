@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use mpt_lab::harness::sites::{tunnel_ip, Host, Sites};
 use mpt_lab::harness::{sibling_bin, tunnel_addr, Lab, LinkSpec, Side, TunnelOpts};
 
 use crate::need;
@@ -205,4 +206,106 @@ fn a_bad_or_restart_only_configuration_is_refused_and_the_running_one_kept() {
     assert_eq!(st.peers[0].paths[0].rate_bps, Some(3_000_000), "{text}");
     assert_eq!(st.peers[0].restarts, 0);
     assert_eq!(st.peers[0].paths[0].state, "up");
+}
+
+/// Write `config` as `h`'s file (where `Sites::start_mptd` wrote it) and reload it there.
+fn reload_sites(lab: &Sites, h: Host, config: &mptd::config::ConfigFile) -> String {
+    let file = lab.dir.join(format!("{}.toml", lab.ns(h)));
+    std::fs::write(&file, toml::to_string(config).expect("toml")).expect("write");
+    let (code, text) = mptctl(&lab.control_socket(h), &["reload"]);
+    assert_eq!(code, 0, "mptctl reload: {text}");
+    text
+}
+
+#[test]
+fn a_reload_adds_removes_and_adds_again_sites_at_the_server_while_the_others_go_on() {
+    need!("reload_adds_and_removes_sites", "nft", "ping");
+    // the server knows site0; site1 is a stranger to it until a reload adds it
+    let mut lab = Sites::new(1, 1).expect("sites lab");
+    let server = lab.server_config().expect("server config");
+    lab.start_mptd(Host::Server, &server).expect("server");
+    for k in 0..2 {
+        let c = lab.site_config(k).expect("site config");
+        lab.start_mptd(Host::Site(k), &c).expect("site");
+    }
+    lab.ping_until(
+        Host::Site(0),
+        &tunnel_ip(Host::Server),
+        Duration::from_secs(10),
+    )
+    .expect("site0 reaches the server");
+    let st = lab.status(Host::Server).expect("status");
+    assert_eq!(st.peers.len(), 1);
+    let session0 = st.peers[0].session.clone();
+    assert!(
+        !lab.status(Host::Site(1))
+            .expect("status")
+            .tunnel
+            .keys_agreed
+    );
+
+    // site1 added: it gets a session at its next initiation, site0's goes on
+    lab.known = 2;
+    let both = lab.server_config().expect("server config");
+    let said = reload_sites(&lab, Host::Server, &both);
+    assert!(said.contains("peer \"site1\" added"), "{said}");
+    let took = lab
+        .ping_until(
+            Host::Site(1),
+            &tunnel_ip(Host::Server),
+            Duration::from_secs(10),
+        )
+        .expect("site1 reaches the server once added");
+    assert!(
+        lab.ping(Host::Site(1), &tunnel_ip(Host::Site(0))),
+        "site1 cannot reach site0 through the server"
+    );
+    let st = lab.status(Host::Server).expect("status");
+    assert_eq!(st.peers.len(), 2);
+    assert_eq!(
+        st.peers[0].session, session0,
+        "site0's session was replaced"
+    );
+    assert_eq!(st.peers[0].restarts, 0);
+
+    // site0 removed: it hears a goodbye and takes its paths down at once; site1 goes on
+    let mut only1 = both.clone();
+    only1.peer.retain(|p| p.name.as_deref() != Some("site0"));
+    let t0 = Instant::now();
+    let said = reload_sites(&lab, Host::Server, &only1);
+    assert!(said.contains("peer \"site0\" removed"), "{said}");
+    let down = loop {
+        let st = lab.status(Host::Site(0)).expect("status");
+        if st.peers[0].paths.iter().all(|p| p.state == "down") {
+            break t0.elapsed();
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            st.peers[0].paths
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let st = lab.status(Host::Server).expect("status");
+    assert_eq!(st.peers.len(), 1);
+    assert_eq!(st.peers[0].name, "site1");
+    assert!(lab.ping(Host::Site(1), &tunnel_ip(Host::Server)));
+    assert!(
+        !lab.ping(Host::Server, &tunnel_ip(Host::Site(0))),
+        "no route to site0"
+    );
+
+    // site0 added again: it takes the free slot and connects again
+    let said = reload_sites(&lab, Host::Server, &both);
+    assert!(said.contains("peer \"site0\" added"), "{said}");
+    let again = lab
+        .ping_until(
+            Host::Site(0),
+            &tunnel_ip(Host::Server),
+            Duration::from_secs(10),
+        )
+        .expect("site0 reaches the server once added again");
+    eprintln!(
+        "RESULT reload sites: site1 added -> reached the server after {took:?}; site0 removed -> its paths down at the site after {down:?}; site0 added again -> reached the server after {again:?}"
+    );
 }

@@ -228,32 +228,44 @@ pub fn tun_device(t: &Tunnel) -> Result<Vec<tun_rs::AsyncDevice>> {
         .collect()
 }
 
-/// Routes through the TUN device for the peers' `allowed` prefixes that the tunnel's own
-/// addresses do not cover already (`ip route replace`); returns those installed, for
-/// [`remove_routes`].
-pub fn install_routes(cfg: &crate::config::Config) -> Result<Vec<IpNet>> {
+/// The routes through the TUN device `tunnel.routes` installs: every peer's `allowed`
+/// prefixes but those inside the tunnel's own subnets, each with its peer's name.
+pub fn wanted_routes(cfg: &crate::config::Config) -> Vec<(IpNet, String)> {
     let own: Vec<IpNet> = cfg.tunnel.addresses.iter().map(IpNet::trunc).collect();
-    let mut installed = Vec::new();
+    let mut wanted = Vec::new();
     for peer in &cfg.peers {
         for net in &peer.allowed {
-            if own.iter().any(|o| o.contains(net)) {
-                continue;
+            if !own.iter().any(|o| o.contains(net)) {
+                wanted.push((*net, peer.name.clone()));
             }
-            let out = std::process::Command::new("ip")
-                .args(["route", "replace", &net.to_string(), "dev", &cfg.tunnel.name])
-                .output()
-                .with_context(|| format!("cannot run `ip route` for {net} (iproute2 missing?); set tunnel.routes = false to manage routes yourself"))?;
-            if !out.status.success() {
-                return Err(anyhow!(
-                    "cannot add the route {net} dev {} for peer {:?}: {}; set tunnel.routes = false to manage routes yourself",
-                    cfg.tunnel.name,
-                    peer.name,
-                    String::from_utf8_lossy(&out.stderr).trim()
-                ));
-            }
-            tracing::info!(route = %net, peer = %peer.name, dev = %cfg.tunnel.name, "route installed");
-            installed.push(*net);
         }
+    }
+    wanted
+}
+
+/// Route `net` through the TUN device `dev`, for `peer`.
+pub fn add_route(dev: &str, net: IpNet, peer: &str) -> Result<()> {
+    let out = std::process::Command::new("ip")
+        .args(["route", "replace", &net.to_string(), "dev", dev])
+        .output()
+        .with_context(|| format!("cannot run `ip route` for {net} (iproute2 missing?); set tunnel.routes = false to manage routes yourself"))?;
+    if !out.status.success() {
+        return Err(anyhow!(
+            "cannot add the route {net} dev {dev} for peer {peer:?}: {}; set tunnel.routes = false to manage routes yourself",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    tracing::info!(route = %net, peer, dev, "route installed");
+    Ok(())
+}
+
+/// Install a route through the TUN device for every peer's `allowed` prefix (but those inside
+/// the tunnel's own subnets); returns what it installed.
+pub fn install_routes(cfg: &crate::config::Config) -> Result<Vec<IpNet>> {
+    let mut installed = Vec::new();
+    for (net, peer) in wanted_routes(cfg) {
+        add_route(&cfg.tunnel.name, net, &peer)?;
+        installed.push(net);
     }
     Ok(installed)
 }

@@ -3,7 +3,9 @@
 //! and which socket each of its paths leaves by.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use arc_swap::ArcSwap;
 
 use mpt_core::seal::Psk;
 use mpt_core::{PathId, Time, MAX_PATHS};
@@ -15,7 +17,11 @@ use crate::datapath::RxBuf;
 /// A peer of the tunnel.
 #[derive(Debug)]
 pub struct Peer {
-    pub cfg: PeerConfig,
+    /// Its `[[peer]]` ([`Peer::cfg`]): a reload may change its name, `allowed` or endpoint.
+    cfg: ArcSwap<PeerConfig>,
+    /// A reload removed it: its slot holds this until a new peer takes it (no endpoint, no
+    /// routes, not in the status).
+    pub retired: bool,
     /// Its position in the config, plus one: the low 16 bits of every index its endpoint draws.
     pub slot: u16,
     pub psk: Option<Psk>,
@@ -51,7 +57,8 @@ impl Peer {
     ) -> Peer {
         let n = MAX_PATHS;
         let p = Peer {
-            cfg,
+            cfg: ArcSwap::from_pointee(cfg),
+            retired: false,
             slot,
             psk,
             listening,
@@ -71,6 +78,24 @@ impl Peer {
             *p.lock() = Some(ep);
         }
         p
+    }
+
+    /// A slot whose peer a reload removed: nothing reaches it, until a new peer takes the slot.
+    pub fn retired(cfg: PeerConfig, slot: u16) -> Peer {
+        Peer {
+            retired: true,
+            ..Peer::new(cfg, slot, None, false, None, &[])
+        }
+    }
+
+    /// Its `[[peer]]` now.
+    pub fn cfg(&self) -> arc_swap::Guard<Arc<PeerConfig>> {
+        self.cfg.load()
+    }
+
+    /// A reload changed its `[[peer]]` (its key, preshared key and mode stay).
+    pub fn set_cfg(&self, cfg: PeerConfig) {
+        self.cfg.store(Arc::new(cfg));
     }
 
     /// The endpoint, locked (`None` until a listening peer's first initiation): see the lock

@@ -33,13 +33,17 @@ fn mask6(len: u8) -> u128 {
 }
 
 impl Routes {
-    pub fn new(peers: &[PeerConfig]) -> Routes {
+    /// The routes to `peers`, each (its position by slot, its `[[peer]]`).
+    pub fn new<'a>(peers: impl IntoIterator<Item = (usize, &'a PeerConfig)>) -> Routes {
         let mut r = Routes::default();
-        if peers.len() == 1 && peers[0].allowed.is_empty() {
-            r.only = Some(0);
-            return r;
+        let peers: Vec<(usize, &PeerConfig)> = peers.into_iter().collect();
+        if let [(i, p)] = peers[..] {
+            if p.allowed.is_empty() {
+                r.only = Some(i);
+                return r;
+            }
         }
-        for (i, p) in peers.iter().enumerate() {
+        for (i, p) in peers {
             for net in &p.allowed {
                 match net {
                     IpNet::V4(n) => {
@@ -146,11 +150,12 @@ mod tests {
 
     #[test]
     fn the_longest_prefix_wins_and_sources_are_checked() {
-        let r = Routes::new(&[
+        let peers = [
             peer(&["10.99.0.2/32", "192.168.10.0/24"]),
             peer(&["10.99.0.3/32", "192.168.0.0/16", "2001:db8:1::/48"]),
             peer(&["0.0.0.0/0"]),
-        ]);
+        ];
+        let r = Routes::new(peers.iter().enumerate());
         let ip = |s: &str| s.parse::<IpAddr>().expect("address");
         assert_eq!(r.lookup(ip("10.99.0.2")), Some(0));
         assert_eq!(r.lookup(ip("192.168.10.7")), Some(0));
@@ -162,9 +167,12 @@ mod tests {
         assert!(!r.allows(0, ip("192.168.11.1")), "peer 1's address");
         assert!(!r.allows(1, ip("10.99.0.2")), "peer 0's address");
         // one peer without prefixes takes everything
-        let one = Routes::new(&[peer(&[])]);
+        let one = Routes::new([(0, &peer(&[]))]);
         assert_eq!(one.lookup(ip("2001:db8::1")), Some(0));
         assert!(one.allows(0, ip("1.2.3.4")));
+        // a retired slot before it: the peer at slot position 1 takes everything
+        let one = Routes::new([(1, &peer(&[]))]);
+        assert_eq!(one.lookup(ip("2001:db8::1")), Some(1));
     }
 
     #[test]

@@ -124,7 +124,7 @@ pub fn set_spec(t: &Tunnel, name: &str, change: PathChange) -> Result<String, St
         PathChange::Backup(b) => (None, None, Some(b)),
     };
     let mut peers = 0;
-    for peer in t.peers.iter().filter(|p| !p.listening) {
+    for peer in t.peers().iter().filter(|p| !p.listening) {
         if let Some(ep) = peer.lock().as_mut() {
             ep.set_path_spec(now, path, weight, rate, backup);
             peer.note_deadline(ep);
@@ -185,7 +185,7 @@ pub fn check(t: &Tunnel) {
         }
         u.down = down;
         drop(u);
-        for (i, peer) in t.peers.iter().enumerate() {
+        for (i, peer) in t.peers().iter().enumerate() {
             if peer.listening {
                 continue;
             }
@@ -220,10 +220,11 @@ const RESOLVE_EVERY: Duration = Duration::from_secs(1);
 /// own to the new address.
 async fn resolve_silent(t: &Tunnel) {
     let now = t.clock.now();
-    for (i, peer) in t.peers.iter().enumerate() {
-        let Some(e) = &peer.cfg.endpoint else {
+    for (i, peer) in t.peers().iter().enumerate() {
+        let Some(e) = peer.cfg().endpoint.clone() else {
             continue;
         };
+        let name = peer.cfg().name.clone();
         if e.host.parse::<std::net::IpAddr>().is_ok() {
             continue;
         }
@@ -245,7 +246,7 @@ async fn resolve_silent(t: &Tunnel) {
         {
             Ok(a) => a.collect(),
             Err(err) => {
-                warn!(peer = %peer.cfg.name, endpoint = %e, error = %err, "cannot resolve the peer's endpoint");
+                warn!(peer = %name, endpoint = %e, error = %err, "cannot resolve the peer's endpoint");
                 continue;
             }
         };
@@ -260,7 +261,7 @@ async fn resolve_silent(t: &Tunnel) {
                     continue;
                 };
                 if ep.remote(path) != Some(to) {
-                    info!(peer = %peer.cfg.name, endpoint = %e, path = %p.name, %to, "endpoint resolved");
+                    info!(peer = %name, endpoint = %e, path = %p.name, %to, "endpoint resolved");
                     ep.set_remote(path, to);
                 }
             }
@@ -273,15 +274,7 @@ async fn resolve_silent(t: &Tunnel) {
 
 /// Re-resolve silent peers' endpoints every [`RESOLVE_EVERY`], for as long as the daemon runs.
 pub async fn resolver_task(t: Arc<Tunnel>) -> Result<()> {
-    let named = t.peers.iter().any(|p| {
-        p.cfg
-            .endpoint
-            .as_ref()
-            .is_some_and(|e| e.host.parse::<std::net::IpAddr>().is_err())
-    });
-    if !named {
-        std::future::pending::<()>().await;
-    }
+    // (a reload may add peers named by host name: looked at every second even without any)
     loop {
         tokio::time::sleep(RESOLVE_EVERY).await;
         resolve_silent(&t).await;

@@ -174,7 +174,7 @@ async fn run(cfg: Config, keys: Keys, config: &std::path::Path) -> Result<()> {
     let listener = mptd::control::bind(&control_path)?;
     info!(
         tunnel = %sh.cfg().tunnel.name,
-        peers = sh.peers.len(),
+        peers = sh.peers().len(),
         paths = sh.cfg().paths.len(),
         listen = sh.cfg().listen.len(),
         scheduler = %sh.cfg().connection.scheduler,
@@ -195,7 +195,8 @@ async fn run(cfg: Config, keys: Keys, config: &std::path::Path) -> Result<()> {
             .unwrap_or_else(|| "-".to_owned());
         info!(socket = %s.name(), %local, interface, "socket bound");
     }
-    for peer in &sh.peers {
+    for peer in sh.peers().iter() {
+        let cfg = peer.cfg();
         let remotes: Vec<String> = match peer.lock().as_ref() {
             Some(ep) => (0..ep.path_count())
                 .map(|i| {
@@ -205,13 +206,14 @@ async fn run(cfg: Config, keys: Keys, config: &std::path::Path) -> Result<()> {
                 .collect(),
             None => vec!["its own paths, at our [[listen]] sockets".to_owned()],
         };
-        info!(peer = %peer.cfg.name, key = %peer.cfg.public_key, endpoint = peer.cfg.endpoint.as_ref().map_or_else(|| "-".to_owned(), ToString::to_string), remotes = ?remotes, "peer");
+        info!(peer = %cfg.name, key = %cfg.public_key, endpoint = cfg.endpoint.as_ref().map_or_else(|| "-".to_owned(), ToString::to_string), remotes = ?remotes, "peer");
     }
-    let routes = if sh.cfg().tunnel.routes {
-        mptd::net::install_routes(&sh.cfg())?
-    } else {
-        Vec::new()
-    };
+    if sh.cfg().tunnel.routes {
+        let installed = mptd::net::install_routes(&sh.cfg())?;
+        *sh.installed_routes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = installed;
+    }
 
     let mut tasks = tokio::task::JoinSet::new();
     tasks.spawn(rx_task(sh.clone()));
@@ -259,6 +261,12 @@ async fn run(cfg: Config, keys: Keys, config: &std::path::Path) -> Result<()> {
     // the tasks are stopped: the goodbyes are the last datagrams we send
     sh.say_goodbye();
     let name = sh.cfg().tunnel.name.clone();
+    let routes = std::mem::take(
+        &mut *sh
+            .installed_routes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()),
+    );
     mptd::net::remove_routes(&name, &routes);
     // The last reference closes the TUN device, which removes the interface.
     drop(sh);

@@ -142,7 +142,7 @@ pub const RX_BEAT_MAX: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The earliest timer of any endpoint.
 fn next_deadline(t: &Tunnel) -> Time {
-    t.peers
+    t.peers()
         .iter()
         .map(|p| p.deadline())
         .min()
@@ -151,7 +151,7 @@ fn next_deadline(t: &Tunnel) -> Time {
 
 /// Run the timers of every endpoint due at `now`.
 fn run_timers(t: &Tunnel, now: Time, b: &mut RxBufs, outputs: &mut Outputs) {
-    for (i, peer) in t.peers.iter().enumerate() {
+    for (i, peer) in t.peers().iter().enumerate() {
         if peer.deadline() > now {
             continue;
         }
@@ -196,6 +196,8 @@ fn receive_batch(
     outputs: &mut Outputs,
 ) -> Option<(usize, Option<usize>)> {
     let sock = &socks[s];
+    // the peers now (a reload may replace the list; slots keep their positions)
+    let peers = t.peers();
     let got = {
         let mut each = b.slices.iter_mut();
         let mut io: [std::io::IoSliceMut<'_>; RX_SLICES] = std::array::from_fn(|_| {
@@ -257,7 +259,9 @@ fn receive_batch(
             Some(i) => match b.openers.iter().find(|(j, _)| *j == i) {
                 Some((_, o)) => o.clone(),
                 None => {
-                    let o = t.peers[i].lock().as_ref().and_then(|ep| ep.opener());
+                    let o = peers
+                        .get(i)
+                        .and_then(|p| p.lock().as_ref().and_then(|ep| ep.opener()));
                     b.openers.push((i, o.clone()));
                     o
                 }
@@ -284,14 +288,14 @@ fn receive_batch(
             continue;
         };
         // the run of datagrams of peer `i`, under one lock
-        let peer = &t.peers[i];
+        let Some(peer) = peers.get(i) else {
+            // a peer a reload added after this batch began
+            drop_run(t, i, &b.places, &mut k, &mut dropped);
+            continue;
+        };
         let mut guard = peer.lock();
         let Some(ep) = guard.as_mut() else {
-            while k < b.places.len() && b.places[k].peer == Some(i) && !b.places[k].initiation {
-                t.io_drop(DropReason::UnknownSession, 1);
-                dropped.push((Some(i), DropReason::UnknownSession));
-                k += 1;
-            }
+            drop_run(t, i, &b.places, &mut k, &mut dropped);
             continue;
         };
         let from_out = b.out.len();
@@ -356,22 +360,40 @@ fn receive_batch(
     Some((n, lagging))
 }
 
+/// The run of datagrams for peer `i` from `places[*k]` on, which has no endpoint to take them:
+/// dropped and counted (`unknown_session`).
+fn drop_run(
+    t: &Tunnel,
+    i: usize,
+    places: &[Place],
+    k: &mut usize,
+    dropped: &mut Vec<(Option<usize>, DropReason)>,
+) {
+    while *k < places.len() && places[*k].peer == Some(i) && !places[*k].initiation {
+        t.io_drop(DropReason::UnknownSession, 1);
+        dropped.push((Some(i), DropReason::UnknownSession));
+        *k += 1;
+    }
+}
+
 /// The packets peer `i` released into `b.out[from..]`: those whose source address the peer
 /// may not send from (outside its `allowed`) are dropped and counted.
 fn check_sources(t: &Tunnel, i: usize, from: usize, b: &mut RxBufs) {
-    if t.routes.single().is_some() || b.out.len() == from {
+    let routes = t.routes();
+    if routes.single().is_some() || b.out.len() == from {
         return;
     }
     let tail = b.out.split_off(from);
     for p in tail {
         let bytes = p.bytes(&b.slices);
         let ok = crate::routes::source(&bytes[p.start().min(bytes.len())..])
-            .is_some_and(|src| t.routes.allows(i, src));
+            .is_some_and(|src| routes.allows(i, src));
         if ok {
             b.out.push(p);
         } else {
             if let Some(n) = t.io_drop(DropReason::SourceNotAllowed, 1) {
-                warn!(peer = %t.peers[i].cfg.name, dropped = n,
+                let name = t.peer(i).map(|p| p.cfg().name.clone()).unwrap_or_default();
+                warn!(peer = %name, dropped = n,
                     "a packet from an address outside the peer's `allowed`: dropped");
             }
             if let RxBuf::Own { buf, .. } = p {

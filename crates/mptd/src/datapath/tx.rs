@@ -94,7 +94,8 @@ pub async fn tx_task(t: Arc<Tunnel>, queue: usize) -> Result<()> {
         };
         // Each packet goes to the peer its destination routes to.
         peers_in_batch.clear();
-        match t.routes.single() {
+        let routes = t.routes();
+        match routes.single() {
             Some(only) => {
                 route[..n].fill(Some(only));
                 peers_in_batch.push(only);
@@ -102,7 +103,7 @@ pub async fn tx_task(t: Arc<Tunnel>, queue: usize) -> Result<()> {
             None => {
                 for k in 0..n {
                     let dst = crate::routes::destination(&bufs[k][prefix..prefix + sizes[k]]);
-                    route[k] = dst.and_then(|d| t.routes.lookup(d));
+                    route[k] = dst.and_then(|d| routes.lookup(d));
                     match route[k] {
                         Some(i) if !peers_in_batch.contains(&i) => peers_in_batch.push(i),
                         Some(_) => {}
@@ -149,7 +150,10 @@ async fn send_for_peer(
     remotes: &mut Vec<Option<SocketAddr>>,
     runs: &mut [GsoRun],
 ) {
-    let peer = &t.peers[i];
+    // routes only name slots the peer list has (it never shrinks)
+    let Some(peer) = t.peer(i) else {
+        return;
+    };
     for k in 0..n {
         masked[k] = if route[k] == Some(i) { sizes[k] } else { 0 };
     }
@@ -184,19 +188,19 @@ async fn send_for_peer(
             }
         };
         if !runs[p].fits(len) {
-            flush_run(t, i, path, &mut runs[p], bufs, remote).await;
+            flush_run(t, &peer, path, &mut runs[p], bufs, remote).await;
         }
         runs[p].push(k, len);
     }
     for (p, run) in runs.iter_mut().enumerate().take(remotes.len()) {
         if let (false, Some(remote)) = (run.is_empty(), remotes[p]) {
-            flush_run(t, i, PathId(p as u8), run, bufs, remote).await;
+            flush_run(t, &peer, PathId(p as u8), run, bufs, remote).await;
         }
     }
     // This batch has left: control messages may fence it now.
     if let Some(ep) = peer.lock().as_mut() {
         ep.batch_sent(sealer.used());
-    }
+    };
 }
 
 /// Send the run of datagrams (in `bufs`) of peer `i`'s `path`: one GSO send, or one send each
@@ -205,13 +209,12 @@ async fn send_for_peer(
 /// datagrams dropped.
 async fn flush_run(
     t: &Tunnel,
-    i: usize,
+    peer: &crate::peer::Peer,
     path: PathId,
     run: &mut GsoRun,
     bufs: &[Vec<u8>],
     remote: SocketAddr,
 ) {
-    let peer = &t.peers[i];
     let (bytes, count) = (run.bytes(), run.count());
     let Some(p) = t.socket(peer.socket(path)) else {
         // the path was removed by a reload while the batch was on its way
@@ -225,7 +228,7 @@ async fn flush_run(
     } else {
         p.io.send_run(run, bufs, remote, peer.source(path)).await
     };
-    trace!(peer = %peer.cfg.name, path = %t.path_name(peer, path), datagrams = count, bytes,
+    trace!(peer = %peer.cfg().name, path = %t.path_name(peer, path), datagrams = count, bytes,
         ok = result.is_ok(), "sent a run");
     match result {
         Ok(()) => peer.sent(path, count, bytes),

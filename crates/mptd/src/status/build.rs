@@ -75,17 +75,19 @@ impl Tunnel {
     pub fn status(&self) -> Status {
         let now = self.clock.now();
         let mut counts = self.io_drop_counts();
-        let mut peers = Vec::with_capacity(self.peers.len());
+        let all = self.peers();
+        let mut peers = Vec::with_capacity(all.len());
         let mut first: Option<TunnelStatus> = None;
         let mut first_paths = Vec::new();
         let (mut tx, mut rx, mut delivered, mut reports, mut kas) = ((0, 0), (0, 0), 0, 0, (0, 0));
-        for peer in &self.peers {
+        for peer in all.iter().filter(|p| !p.retired) {
+            let cfg = peer.cfg();
             let guard = peer.lock();
             let Some(ep) = guard.as_ref() else {
                 peers.push(PeerStatus {
-                    name: peer.cfg.name.clone(),
-                    public_key: peer.cfg.public_key.encode(),
-                    endpoint: peer.cfg.endpoint.as_ref().map(ToString::to_string),
+                    name: cfg.name.clone(),
+                    public_key: cfg.public_key.encode(),
+                    endpoint: cfg.endpoint.as_ref().map(ToString::to_string),
                     listening: peer.listening,
                     keys_agreed: false,
                     cipher: None,
@@ -121,9 +123,9 @@ impl Tunnel {
                 first_paths = paths.clone();
             }
             peers.push(PeerStatus {
-                name: peer.cfg.name.clone(),
-                public_key: peer.cfg.public_key.encode(),
-                endpoint: peer.cfg.endpoint.as_ref().map(ToString::to_string),
+                name: cfg.name.clone(),
+                public_key: cfg.public_key.encode(),
+                endpoint: cfg.endpoint.as_ref().map(ToString::to_string),
                 listening: peer.listening,
                 keys_agreed: ep.keys_agreed(),
                 cipher: ep.cipher().map(|c| c.name().to_owned()),

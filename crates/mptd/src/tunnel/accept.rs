@@ -17,7 +17,8 @@ use crate::config::PeerConfig;
 /// What taking initiations needs: our key, the peers by theirs, what a listening peer's
 /// endpoint is made from, and the state that bounds the work.
 pub(super) struct Acceptor {
-    by_key: HashMap<PublicKey, usize>,
+    /// The peers' slot positions by their keys (a reload replaces it).
+    pub(super) by_key: arc_swap::ArcSwap<HashMap<PublicKey, usize>>,
     pub(super) private: PrivateKey,
     /// What a listening peer's endpoint is made from (its paths added by its initiation).
     pub(super) listening_base: Mutex<Option<EndpointConfig>>,
@@ -35,7 +36,7 @@ pub(super) struct Acceptor {
 impl std::fmt::Debug for Acceptor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Acceptor")
-            .field("peers", &self.by_key.len())
+            .field("peers", &self.by_key.load().len())
             .finish_non_exhaustive()
     }
 }
@@ -50,11 +51,13 @@ impl Acceptor {
         Acceptor {
             macs: MacKeys::new(&private.public()),
             cookies: Mutex::new((Cookies::default(), random)),
-            by_key: peers
-                .iter()
-                .enumerate()
-                .map(|(i, p)| (p.public_key, i))
-                .collect(),
+            by_key: arc_swap::ArcSwap::from_pointee(
+                peers
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| (p.public_key, i))
+                    .collect(),
+            ),
             private,
             listening_base: Mutex::new(listening_base),
             recent: Mutex::new(Recent::default()),
@@ -272,7 +275,8 @@ impl Tunnel {
         let (responder, n) =
             mpt_core::seal::Responder::read(&self.acceptor.private, message, &mut payload)
                 .map_err(|_| DropReason::BadHandshake)?;
-        let Some(&i) = self.acceptor.by_key.get(responder.peer()) else {
+        let found = self.acceptor.by_key.load().get(responder.peer()).copied();
+        let Some((i, peer)) = found.and_then(|i| Some((i, self.peer(i)?))) else {
             if let Some(n) = self.drop_logs[DropReason::UnknownKey as usize].hit() {
                 warn!(key = %responder.peer(), %from, refused = n,
                     "a handshake from a key no [[peer]] has: refused");
@@ -280,7 +284,6 @@ impl Tunnel {
             return Err(DropReason::UnknownKey);
         };
         let init = Initiation::parse(&payload[..n]).ok_or(DropReason::BadHandshake)?;
-        let peer = &self.peers[i];
         let path = self
             .socket(s)
             .and_then(|sock| sock.path())
@@ -299,7 +302,7 @@ impl Tunnel {
                     return Err(DropReason::Unexpected);
                 };
                 let mut ecfg = base.with_peer_paths(paths);
-                ecfg.keys.peer = peer.cfg.public_key;
+                ecfg.keys.peer = peer.cfg().public_key;
                 ecfg.keys.psk = peer.psk.clone();
                 ecfg.index_slot = Some(peer.slot);
                 let random = random_source().map_err(|_| DropReason::Unexpected)?;

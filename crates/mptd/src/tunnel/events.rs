@@ -16,7 +16,10 @@ impl Tunnel {
         let at = self
             .socket(s)
             .map_or_else(String::new, |s| s.name().to_string());
-        let peer = peer.map_or("-", |i| self.peers[i].cfg.name.as_str());
+        let peer = peer
+            .and_then(|i| self.peer(i))
+            .map_or_else(|| "-".to_owned(), |p| p.cfg().name.clone());
+        let peer = peer.as_str();
         match reason {
             DropReason::BadTag => warn!(socket = %at, peer, dropped = n,
                 "a datagram failed authentication: forged, or corrupted on the way"),
@@ -38,7 +41,8 @@ impl Tunnel {
         use crate::hooks::{HookEvent, HookRun};
         use std::sync::atomic::Ordering::Relaxed;
         let hooks = &self.hooks;
-        let peer = &self.peers[i];
+        let Some(peer) = self.peer(i) else { return };
+        let cfg = peer.cfg();
         let (path, event, reason) = match e {
             Event::PathUp { path, .. } => (Some(*path), HookEvent::PathUp, None),
             Event::PathDown { path, reason } => {
@@ -58,11 +62,11 @@ impl Tunnel {
             None => (None, false),
         };
         let mut vars = vec![
-            ("MPTD_PEER", peer.cfg.name.clone()),
-            ("MPTD_PEER_KEY", peer.cfg.public_key.encode()),
+            ("MPTD_PEER", cfg.name.clone()),
+            ("MPTD_PEER_KEY", cfg.public_key.encode()),
         ];
         if let Some(p) = path {
-            vars.push(("MPTD_PATH", self.path_name(peer, p)));
+            vars.push(("MPTD_PATH", self.path_name(&peer, p)));
             vars.push(("MPTD_PATH_ID", p.0.to_string()));
         }
         if let Some(r) = remote {
@@ -100,9 +104,10 @@ impl Tunnel {
     }
 
     fn log_event_only(&self, i: usize, e: &Event) {
-        let peer = &self.peers[i];
-        let pn = peer.cfg.name.as_str();
-        let name = |p: &PathId| self.path_name(peer, *p);
+        let Some(peer) = self.peer(i) else { return };
+        let cfg = peer.cfg();
+        let pn = cfg.name.as_str();
+        let name = |p: &PathId| self.path_name(&peer, *p);
         match e {
             Event::PathUp { path, again: false } => info!(peer = pn, path = name(path), "path up"),
             Event::PathUp { path, again: true } => {
@@ -143,7 +148,7 @@ impl Tunnel {
                 "path down: the peer hears nothing from us on it (it works one way only)"
             ),
             Event::HandshakeSent { attempt, rekey } => {
-                let to = peer.cfg.endpoint.as_ref().map(ToString::to_string);
+                let to = cfg.endpoint.as_ref().map(ToString::to_string);
                 if *rekey && *attempt <= 1 {
                     debug!(peer = pn, "rekey: handshake sent");
                 } else if *attempt <= 1 {

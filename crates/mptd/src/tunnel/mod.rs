@@ -61,8 +61,13 @@ pub struct Tunnel {
     pub reloaded: tokio::sync::Notify,
     /// One reload at a time.
     reload_turn: Mutex<()>,
-    pub peers: Vec<Peer>,
-    pub routes: Routes,
+    /// By slot (a peer's slot is its position here, plus one): see [`Tunnel::peers`]. A reload
+    /// replaces the list; kept peers stay where they are, removed ones leave a retired peer.
+    peers: ArcSwap<Vec<Arc<Peer>>>,
+    /// Which peer an inner packet goes to, by slot position ([`Tunnel::routes`]).
+    routes: ArcSwap<Routes>,
+    /// The routes through the TUN device that `tunnel.routes` installed.
+    pub installed_routes: Mutex<Vec<crate::config::IpNet>>,
     /// What taking the peers' initiations needs (`accept.rs`).
     acceptor: Acceptor,
     /// The TUN device's queues (one unless `tunnel.queues` says more): the tx task of each
@@ -113,7 +118,7 @@ impl std::fmt::Debug for Tunnel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Tunnel")
             .field("tunnel", &self.cfg().tunnel.name)
-            .field("peers", &self.peers.len())
+            .field("peers", &self.peers.load().len())
             .finish_non_exhaustive()
     }
 }
@@ -167,14 +172,14 @@ impl Tunnel {
                 prefix_len = Some((ep.prefix(), ep.max_datagram()));
                 Some(ep)
             };
-            peers.push(Peer::new(
+            peers.push(Arc::new(Peer::new(
                 pc.clone(),
                 slot,
                 psk,
                 listening,
                 ep,
                 &path_sockets,
-            ));
+            )));
         }
         let listening_base = listening_base(&cfg, &keys.private, aes, unix);
         let overhead = Overhead::new(cfg.security.cipher.is_some(), false);
@@ -195,7 +200,8 @@ impl Tunnel {
                 listening_base,
                 random_source()?,
             ),
-            routes: Routes::new(&cfg.peers),
+            routes: ArcSwap::from_pointee(Routes::new(cfg.peers.iter().enumerate())),
+            installed_routes: Mutex::new(Vec::new()),
             prefix,
             max_datagram,
             clock,
@@ -203,7 +209,7 @@ impl Tunnel {
             listen_sockets,
             reloaded: tokio::sync::Notify::new(),
             reload_turn: Mutex::new(()),
-            peers,
+            peers: ArcSwap::from_pointee(peers),
             tun,
             io_drops: Default::default(),
             drop_logs: Default::default(),
@@ -227,6 +233,21 @@ impl Tunnel {
         self.sockets.load_full()
     }
 
+    /// The peers now, by slot position (retired ones among them: [`Peer::retired`]).
+    pub fn peers(&self) -> Arc<Vec<Arc<Peer>>> {
+        self.peers.load_full()
+    }
+
+    /// The peer at slot position `i` now.
+    pub fn peer(&self, i: usize) -> Option<Arc<Peer>> {
+        self.peers.load().get(i).cloned()
+    }
+
+    /// Which peer an inner packet goes to, and from which sources a peer may send, now.
+    pub fn routes(&self) -> arc_swap::Guard<Arc<Routes>> {
+        self.routes.load()
+    }
+
     /// Socket `i` of [`Tunnel::sockets`], if there is one now (a reload may have removed it).
     pub fn socket(&self, i: usize) -> Option<Arc<SockIo>> {
         self.sockets.load().get(i).cloned()
@@ -240,7 +261,9 @@ impl Tunnel {
     /// The peer whose endpoint a datagram with this `session` field is for.
     pub fn peer_of_session(&self, session: u32) -> Option<usize> {
         let slot = usize::from(mpt_tunnel::index_slot(session));
-        (1..=self.peers.len()).contains(&slot).then(|| slot - 1)
+        (1..=self.peers.load().len())
+            .contains(&slot)
+            .then(|| slot - 1)
     }
 
     /// Gather what peer `i`'s endpoint asks for at `now` (under its lock).
@@ -255,9 +278,11 @@ impl Tunnel {
 
     /// Send the gathered control datagrams and log the events (without any lock).
     pub fn act(&self, out: &mut Outputs) {
+        let peers = self.peers();
         for (i, t) in out.transmits.drain(..) {
-            let peer = &self.peers[i];
-            self.send(peer, t.path, &t.contents, t.destination);
+            if let Some(peer) = peers.get(i) {
+                self.send(peer, t.path, &t.contents, t.destination);
+            }
         }
         for (i, e) in out.events.drain(..) {
             self.log_event(i, &e);
@@ -269,7 +294,7 @@ impl Tunnel {
     pub fn say_goodbye(&self) {
         let mut out = Outputs::default();
         let now = self.clock.now();
-        for (i, p) in self.peers.iter().enumerate() {
+        for (i, p) in self.peers().iter().enumerate() {
             if let Some(ep) = p.lock().as_mut() {
                 ep.close();
                 Tunnel::gather(ep, now, i, &mut out);
@@ -297,7 +322,7 @@ impl Tunnel {
             return;
         };
         if let Some(n) = s.send_errors.hit() {
-            warn!(peer = %peer.cfg.name, path = %self.path_name(peer, path), socket = %s.name(),
+            warn!(peer = %peer.cfg().name, path = %self.path_name(peer, path), socket = %s.name(),
                 error = %e, errno = e.raw_os_error().unwrap_or(0), failed = n, "send failed");
         }
     }

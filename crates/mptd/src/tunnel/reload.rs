@@ -1,7 +1,7 @@
 //! Applying a changed configuration while running (SIGHUP, `mptctl reload`, the unit's
-//! `ExecReload`), without taking the tunnel down: paths are added, removed or changed, and the
-//! connection settings and hooks replaced. What only a restart can change (the TUN device,
-//! the keys, the listen and control sockets, the reorder window, the peers) is compared first:
+//! `ExecReload`), without taking the tunnel down: paths and peers are added, removed or
+//! changed, and the connection settings and hooks replaced. What only a restart can change (the
+//! TUN device, our key, the listen and control sockets, the reorder window) is compared first:
 //! a configuration that changes any of it is refused whole, and the running one kept.
 //!
 //! A path is its position (its id, as both ends agree): one whose name is unchanged at its id
@@ -9,14 +9,24 @@
 //! (`mpt_tunnel::Endpoint::reconfigure`). Sockets are matched by local address and interface,
 //! whatever the id: a kept path keeps its socket, one that moved to another id takes its
 //! socket along, and only new addresses are bound.
+//!
+//! A peer is its public key. One whose preshared key and mode (an endpoint given or not) are
+//! unchanged keeps its slot and its session, its name, `allowed` and endpoint updated; one
+//! whose preshared key or mode changed is made anew in its slot; a removed one says goodbye and
+//! leaves a retired peer in its slot (a later new peer takes it); a new one takes a free slot.
+//! The routes to the peers (and, with `tunnel.routes`, the kernel's) follow.
 
 use std::sync::{Arc, MutexGuard};
 
 use mpt_core::PathId;
 use tracing::info;
 
-use super::{config_paths, listening_base, peer_endpoint_config, Outputs, SockIo, Tunnel};
-use crate::config::{Config, Keys};
+use super::{
+    config_paths, listening_base, peer_endpoint_config, random_source, Outputs, SockIo, Tunnel,
+};
+use crate::config::{Config, IpNet, Keys};
+use crate::peer::Peer;
+use crate::routes::Routes;
 
 impl Tunnel {
     /// One reload at a time; the uplink watcher takes it too, so that it never looks at a
@@ -61,11 +71,6 @@ impl Tunnel {
             if keys.private.public() != self.acceptor.private.public() {
                 restart.push("security.private_key_file: another key".to_owned());
             }
-            for (p, psk) in self.peers.iter().zip(&keys.psks) {
-                if p.psk.as_ref().map(|k| k.encode()) != psk.as_ref().map(|k| k.encode()) {
-                    restart.push(format!("peer {:?}: another preshared key", p.cfg.name));
-                }
-            }
             if !restart.is_empty() {
                 return Err(format!(
                     "nothing applied, the running configuration is kept: only a restart \
@@ -83,7 +88,25 @@ impl Tunnel {
                 return Ok("the configuration is unchanged".to_owned());
             }
             let socks = self.sockets_for(&old, &new)?;
+            let plan = self.plan_peers(&new, keys)?;
+            let mut randoms = Vec::with_capacity(plan.added.len());
+            for _ in &plan.added {
+                randoms.push(random_source().map_err(|e| {
+                    format!("nothing applied, the running configuration is kept: {e:#}")
+                })?);
+            }
+            let routes_now = self.add_routes(&new)?;
             let now = self.clock.now();
+            // the peers removed or made anew say goodbye (theirs take our paths down at once)
+            let old_peers = self.peers();
+            let mut bye = Outputs::default();
+            for &i in &plan.ended {
+                if let Some(ep) = old_peers[i].lock().as_mut() {
+                    ep.close();
+                    Tunnel::gather(ep, now, i, &mut bye);
+                }
+            }
+            self.act(&mut bye);
             // the new sockets first: what is sent on an id from now on leaves by its socket
             let list: Vec<Arc<SockIo>> = socks.iter().map(|(s, _)| s.clone()).collect();
             for (k, (s, _)) in socks[self.listen_sockets..].iter().enumerate() {
@@ -107,8 +130,12 @@ impl Tunnel {
                 *base = next.clone();
                 next
             };
-            for (i, peer) in self.peers.iter().enumerate() {
-                let pc = &new.peers[i];
+            for &(i, j) in &plan.kept {
+                let peer = &old_peers[i];
+                let pc = &new.peers[j];
+                if **peer.cfg() != *pc {
+                    peer.set_cfg(pc.clone());
+                }
                 let mut guard = peer.lock();
                 if let Some(ep) = guard.as_mut() {
                     let mut ecfg = match (&base, peer.listening) {
@@ -144,6 +171,32 @@ impl Tunnel {
                     peer.set_path_sockets(&path_sockets, &fresh);
                 }
             }
+            // the peers by slot: kept ones where they were, new ones in free slots
+            let mut list: Vec<Arc<Peer>> = old_peers.to_vec();
+            for &i in &plan.ended {
+                list[i] = Arc::new(Peer::retired((**list[i].cfg()).clone(), list[i].slot));
+            }
+            for (&(i, j), random) in plan.added.iter().zip(randoms) {
+                let peer = self.new_peer(&new, (i, j), keys, random, &path_sockets, &socks, now);
+                if i == list.len() {
+                    list.push(Arc::new(peer));
+                } else {
+                    list[i] = Arc::new(peer);
+                }
+            }
+            let live: Vec<(usize, Arc<crate::config::PeerConfig>)> = list
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| !p.retired)
+                .map(|(i, p)| (i, arc_swap::Guard::into_inner(p.cfg())))
+                .collect();
+            let by_key = live.iter().map(|(i, c)| (c.public_key, *i)).collect();
+            let routes = Routes::new(live.iter().map(|(i, c)| (*i, &**c)));
+            // peers first: a route only names a slot the list has
+            self.peers.store(Arc::new(list));
+            self.acceptor.by_key.store(Arc::new(by_key));
+            self.routes.store(Arc::new(routes));
+            self.remove_routes(routes_now);
             self.hooks.replace(&new.hooks);
             let bound = socks.iter().filter(|(_, new)| *new).count();
             let mut said = changes;
@@ -156,6 +209,7 @@ impl Tunnel {
             if bound > 0 {
                 said.push(format!("{bound} socket(s) bound"));
             }
+            said.extend(plan.said);
             self.config.store(Arc::new(new));
             said.join(", ")
         };
@@ -202,6 +256,172 @@ impl Tunnel {
     }
 }
 
+/// How the peers of a reloaded configuration take the slots.
+#[derive(Debug, Default)]
+struct PeerPlan {
+    /// (slot position, position in the new config): the same key, preshared key and mode (an
+    /// endpoint given or not): its session goes on.
+    kept: Vec<(usize, usize)>,
+    /// Slot positions whose peer is removed, or made anew (another preshared key or mode).
+    ended: Vec<usize>,
+    /// (slot position, position in the new config) of new peers, and of those made anew (in
+    /// their own slot): a free slot, or one past the end.
+    added: Vec<(usize, usize)>,
+    said: Vec<String>,
+}
+
+impl Tunnel {
+    /// Which peers of `new` (its preshared keys in `keys`) are kept, which are made, and which
+    /// end.
+    fn plan_peers(&self, new: &Config, keys: &Keys) -> Result<PeerPlan, String> {
+        let peers = self.peers();
+        let by_key = self.acceptor.by_key.load();
+        let mut plan = PeerPlan::default();
+        let mut free: std::collections::VecDeque<usize> = peers
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.retired)
+            .map(|(i, _)| i)
+            .collect();
+        let mut next = peers.len();
+        let mut seen = Vec::new();
+        for (j, pc) in new.peers.iter().enumerate() {
+            let psk = keys.psks.get(j).cloned().flatten();
+            let listening = pc.endpoint.is_none() && !new.listen.is_empty();
+            match by_key.get(&pc.public_key) {
+                Some(&i) => {
+                    seen.push(i);
+                    let p = &peers[i];
+                    let same_psk = p.psk.as_ref().map(|k| k.encode()) == psk.map(|k| k.encode());
+                    if same_psk && p.listening == listening {
+                        if **p.cfg() != *pc {
+                            plan.said.push(format!("peer {:?} changed", pc.name));
+                        }
+                        plan.kept.push((i, j));
+                    } else {
+                        plan.said.push(format!(
+                            "peer {:?} made anew (another preshared key, or endpoint given or \
+                             not): its session starts again",
+                            pc.name
+                        ));
+                        plan.ended.push(i);
+                        plan.added.push((i, j));
+                    }
+                }
+                None => {
+                    let i = free.pop_front().unwrap_or_else(|| {
+                        next += 1;
+                        next - 1
+                    });
+                    plan.said.push(format!("peer {:?} added", pc.name));
+                    plan.added.push((i, j));
+                }
+            }
+        }
+        for (i, p) in peers.iter().enumerate() {
+            if !p.retired && !seen.contains(&i) {
+                plan.said.push(format!("peer {:?} removed", p.cfg().name));
+                plan.ended.push(i);
+            }
+        }
+        if next > crate::config::MAX_PEERS {
+            return Err(format!(
+                "nothing applied, the running configuration is kept: the peers would need slot \
+                 {next}, past the last ({}); restart to number them again",
+                crate::config::MAX_PEERS
+            ));
+        }
+        Ok(plan)
+    }
+
+    /// The peer `new.peers[j]` in slot position `i`: its endpoint made now (with `random`) if
+    /// it starts the handshakes, its paths' sockets `path_sockets`.
+    #[allow(clippy::too_many_arguments)]
+    fn new_peer(
+        &self,
+        new: &Config,
+        (i, j): (usize, usize),
+        keys: &Keys,
+        random: mpt_tunnel::Random,
+        path_sockets: &[usize],
+        socks: &[(Arc<SockIo>, bool)],
+        now: mpt_core::Time,
+    ) -> Peer {
+        let pc = &new.peers[j];
+        let slot = (i + 1) as u16;
+        let psk = keys.psks.get(j).cloned().flatten();
+        let listening = pc.endpoint.is_none() && !new.listen.is_empty();
+        let ep = (!listening).then(|| {
+            let ecfg = peer_endpoint_config(
+                new,
+                pc,
+                &self.acceptor.private,
+                psk.clone(),
+                config_paths(new, pc),
+                slot,
+                mpt_core::seal::aes_in_hardware(),
+                self.clock.unix_nanos_at_zero(),
+            );
+            let mut ep = mpt_tunnel::Endpoint::new(ecfg, now, random);
+            for (k, (s, _)) in socks[self.listen_sockets..].iter().enumerate() {
+                let down = s.lock_uplink().down;
+                if down.is_some() {
+                    ep.set_uplink(now, PathId(k as u8), down);
+                }
+            }
+            ep
+        });
+        Peer::new(pc.clone(), slot, psk, listening, ep, path_sockets)
+    }
+
+    /// With `tunnel.routes`: the routes `new`'s peers need that are not installed, added now
+    /// (on a failure, the ones just added are removed again, and the reload refused). Returns
+    /// what `new` wants installed.
+    fn add_routes(&self, new: &Config) -> Result<Vec<IpNet>, String> {
+        if !new.tunnel.routes {
+            return Ok(Vec::new());
+        }
+        let installed = self
+            .installed_routes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let wanted = crate::net::wanted_routes(new);
+        let mut added = Vec::new();
+        for (net, peer) in &wanted {
+            if installed.contains(net) {
+                continue;
+            }
+            if let Err(e) = crate::net::add_route(&new.tunnel.name, *net, peer) {
+                crate::net::remove_routes(&new.tunnel.name, &added);
+                return Err(format!(
+                    "nothing applied, the running configuration is kept: {e:#}"
+                ));
+            }
+            added.push(*net);
+        }
+        Ok(wanted.into_iter().map(|(n, _)| n).collect())
+    }
+
+    /// The routes installed that are not in `now` are removed; `now` is what is installed.
+    fn remove_routes(&self, now: Vec<IpNet>) {
+        let mut installed = self
+            .installed_routes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if !self.cfg().tunnel.routes {
+            return;
+        }
+        let gone: Vec<IpNet> = installed
+            .iter()
+            .filter(|n| !now.contains(n))
+            .copied()
+            .collect();
+        crate::net::remove_routes(&self.cfg().tunnel.name, &gone);
+        *installed = now;
+    }
+}
+
 /// What `new` changes that only a restart applies, by key.
 fn restart_only(old: &Config, new: &Config) -> Vec<String> {
     let mut r = Vec::new();
@@ -234,7 +454,6 @@ fn restart_only(old: &Config, new: &Config) -> Vec<String> {
         "security.rekey_after_s",
         old.security.rekey_after != new.security.rekey_after,
     );
-    differs("[[peer]]", old.peers != new.peers);
     r
 }
 

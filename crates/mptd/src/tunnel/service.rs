@@ -38,13 +38,13 @@ impl Tunnel {
 
     /// Every peer's resequencer hold times and occupancy (for the metrics' histograms).
     pub fn reseq_histograms(&self) -> Vec<crate::metrics::ReseqHistograms> {
-        self.peers
+        self.peers()
             .iter()
             .filter_map(|p| {
                 let ep = p.lock();
                 let t = &ep.as_ref()?.stats().total;
                 Some((
-                    p.cfg.name.clone(),
+                    p.cfg().name.clone(),
                     t.hold_time_ns.clone(),
                     t.occupancy.clone(),
                 ))
