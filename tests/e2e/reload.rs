@@ -206,6 +206,10 @@ fn a_bad_or_restart_only_configuration_is_refused_and_the_running_one_kept() {
     assert_eq!(st.peers[0].paths[0].rate_bps, Some(3_000_000), "{text}");
     assert_eq!(st.peers[0].restarts, 0);
     assert_eq!(st.peers[0].paths[0].state, "up");
+    // no daemon: exit 3, as `mptctl status` says it
+    lab.stop_mptd(Side::B).expect("stop b");
+    let (code, text) = mptctl(&lab.control_socket(Side::B), &["reload"]);
+    assert_eq!(code, 3, "no daemon: {text}");
 }
 
 /// Write `config` as `h`'s file (where `Sites::start_mptd` wrote it) and reload it there.

@@ -90,7 +90,7 @@ pub enum CtlCommand {
     /// Read the configuration file again and apply it without taking the tunnel down (as
     /// SIGHUP does): paths and peers added, removed or changed, connection settings, hooks. A
     /// file that is invalid, or changes what only a restart applies, is refused (exit 1) and
-    /// the running configuration kept.
+    /// the running configuration kept; exit 3 when no daemon answers.
     Reload,
     /// Change a path at run time: set it down (it sends nothing until set up again, whatever
     /// its interface does) or up, make it a backup or a primary path, or set its weight or rate.

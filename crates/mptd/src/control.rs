@@ -157,12 +157,9 @@ pub fn status(socket: &Path) -> Result<Status> {
     parse_status(&reply)
 }
 
-/// Send a request whose answer is `{"ok": ...}` or `{"error": ...}`: the first, or the second
-/// as an error.
-pub fn command(socket: &Path, req: &str) -> Result<String> {
-    let reply = request(socket, req)
-        .with_context(|| format!("cannot talk to mptd at {}", socket.display()))?;
-    let v: serde_json::Value = serde_json::from_str(&reply)
+/// An answer `{"ok": ...}` or `{"error": ...}`: the first, or the second as an error.
+pub fn parse_answer(reply: &str) -> Result<String> {
+    let v: serde_json::Value = serde_json::from_str(reply)
         .context("mptd sent an answer this mptctl does not understand")?;
     match (v.get("ok"), v.get("error")) {
         (Some(ok), _) => Ok(ok.as_str().unwrap_or_default().to_owned()),

@@ -51,8 +51,17 @@ impl Health {
 
 /// Send `request`, whose answer is text to print (`showconf`, `path ...`): 0 when the daemon
 /// did it, 1 with its error.
+/// Send `request`: exit 0 with its answer, 1 with the daemon's refusal, 3 when no daemon
+/// answers (as `status` tells it).
 fn command(socket: &std::path::Path, request: &str) -> ExitCode {
-    match mptd::control::command(socket, request) {
+    let reply = match mptd::control::request(socket, request) {
+        Ok(reply) => reply,
+        Err(e) => {
+            eprintln!("mptctl: no mptd answers at {}: {e}", socket.display());
+            return Health::NoDaemon.code();
+        }
+    };
+    match mptd::control::parse_answer(&reply) {
         Ok(text) => {
             print!("{text}");
             if !text.ends_with('\n') {
