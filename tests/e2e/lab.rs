@@ -19,6 +19,8 @@ fn table2_case16_rate_scheduler_delivers_in_order() {
 fn table2_case16_rate_scheduler_delivers_in_order_once() {
     let mut suite = scenario::builtin("table2").expect("suite");
     suite.duration_s = Some(12);
+    // the small-packet stream this test was written for (160-byte datagrams)
+    suite.datagram = Some(160);
     let out = std::env::temp_dir().join(format!("mpt-lab-test-{}", std::process::id()));
     let md = paper::run_table2(&suite, &[16], &out).expect("run");
     let csv = std::fs::read_to_string(out.join("table2.csv")).expect("csv");

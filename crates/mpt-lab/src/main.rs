@@ -47,6 +47,9 @@ enum Cmd {
         /// that runs compare across machines).
         #[arg(long)]
         encryption: Option<String>,
+        /// table1, table2, delay: seconds per UDP run instead of the suite's (the paper ran 60).
+        #[arg(long)]
+        duration: Option<u64>,
         /// Where the markdown, CSV and PNG files go.
         #[arg(long, default_value = "lab-out")]
         out: std::path::PathBuf,
@@ -89,6 +92,7 @@ fn run(
     cases: &[u32],
     schedulers: &[String],
     encryption: Option<&str>,
+    duration: Option<u64>,
     out: &std::path::Path,
 ) -> anyhow::Result<()> {
     let only = mpt_lab::experiments::adaptive::Only {
@@ -122,11 +126,14 @@ fn run(
         }
         _ => {}
     }
-    let suite = if name == "adaptive" {
+    let mut suite = if name == "adaptive" {
         scenario::builtin("table1")?
     } else {
         scenario::builtin(name)?
     };
+    if duration.is_some() {
+        suite.duration_s = duration;
+    }
     let md = match name {
         "table1" => paper::run_table1(&suite, cases, out)?,
         "delay" => paper::run_delay(&suite, out)?,
@@ -202,8 +209,16 @@ fn main() -> ExitCode {
             cases,
             schedulers,
             encryption,
+            duration,
             out,
-        } => run(&suite, &cases, &schedulers, encryption.as_deref(), &out),
+        } => run(
+            &suite,
+            &cases,
+            &schedulers,
+            encryption.as_deref(),
+            duration,
+            &out,
+        ),
         Cmd::Bench {
             what,
             encryption,

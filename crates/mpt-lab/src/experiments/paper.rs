@@ -125,13 +125,13 @@ const VARIANTS: [(&str, bool); 4] = [
 /// resequencing off and on.
 pub fn run_table2(suite: &Suite, only: &[u32], out: &Path) -> Result<String> {
     let secs = suite.duration_s.unwrap_or(20);
-    let len = suite.datagram.unwrap_or(160);
+    let len = suite.datagram.unwrap_or(super::scenario::IPERF_DATAGRAM);
     let mut md = format!(
-        "### {}\n\niperf3 UDP, {len}-byte datagrams, {secs} s per run (paper: 60 s). Figures as seen by the receiving iperf3; \"reordered\" = iperf3's out-of-order count / packets. `reseq off` = `reorder_window = 0`.\n\n\
-         | case | paths kbit/s | stream kbit/s | scheduler | reseq | throughput kbit/s paper / ours | jitter ms paper / ours | loss % paper / ours | reordered % paper / ours | reordered on arrival (mptd) | hold p99 ms |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
+        "### {}\n\niperf3 UDP, {len}-byte datagrams unless the case says otherwise, {secs} s per run (paper: 60 s). Figures as seen by the receiving iperf3; loss from counts (the sender's datagrams against the receiver's); \"reordered\" = iperf3's out-of-order count / packets. `reseq off` = `reorder_window = 0`. \"plain UDP\" = the same stream without a tunnel, split over the lines in proportion to their rates, in the same run: what the lines carry.\n\n\
+         | case | datagram B | paths kbit/s | stream kbit/s | plain UDP kbit/s / loss % | scheduler | reseq | throughput kbit/s paper / ours | jitter ms paper / ours | loss % paper / ours | reordered % paper / ours | reordered on arrival (mptd) | hold p99 ms |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
         suite.title
     );
-    let mut csv = String::from("case,rates,stream_kbit,scheduler,reseq,throughput_kbit,jitter_ms,loss_pct,reordered_pct,packets,mptd_reordered,hold_p99_ms\n");
+    let mut csv = String::from("case,rates,stream_kbit,scheduler,reseq,throughput_kbit,jitter_ms,loss_pct,reordered_pct,packets,mptd_reordered,hold_p99_ms,datagram,plain_kbit,plain_loss_pct\n");
     let mut port = 5500;
     for c in suite
         .case
@@ -140,6 +140,18 @@ pub fn run_table2(suite: &Suite, only: &[u32], out: &Path) -> Result<String> {
     {
         let mut lab = Lab::new(&c.paths(suite.serial)?)?;
         let single = c.rates.len() == 1;
+        let dlen = suite.datagram_of(c);
+        eprintln!(
+            "== table2 case {}: {} kbit/s of plain UDP over {} kbit/s, no tunnel",
+            c.id,
+            c.udp_kbit.unwrap_or(0),
+            c.rates_label()
+        );
+        port += 10;
+        let (plain_kbit, plain_loss) =
+            crate::experiments::runs::plain_run(&mut lab, suite, c, port)?;
+        eprintln!("   {plain_kbit:.1} kbit/s, loss {plain_loss:.2} %");
+        port += 10;
         for (sched, reseq) in VARIANTS {
             if single && sched == "wrr" {
                 continue; // one path: every scheduler sends the same
@@ -182,7 +194,7 @@ pub fn run_table2(suite: &Suite, only: &[u32], out: &Path) -> Result<String> {
             );
             let _ = writeln!(
                 md,
-                "| {} | {} | {} | {sched} | {} | {} / {:.2} | {} / {:.2} | {} / {:.2} | {} / **{:.2}** | {} | {:.1} |",
+                "| {} | {dlen} | {} | {} | {plain_kbit:.1} / {plain_loss:.2} | {sched} | {} | {} / {:.2} | {} / {:.2} | {} / {:.2} | {} / **{:.2}** | {} | {:.1} |",
                 c.name(),
                 c.rates_label(),
                 c.udp_kbit.unwrap_or(0),
@@ -200,7 +212,7 @@ pub fn run_table2(suite: &Suite, only: &[u32], out: &Path) -> Result<String> {
             );
             let _ = writeln!(
                 csv,
-                "{},{},{},{sched},{},{:.2},{:.3},{:.3},{:.3},{},{},{:.2}",
+                "{},{},{},{sched},{},{:.2},{:.3},{:.3},{:.3},{},{},{:.2},{dlen},{plain_kbit:.2},{plain_loss:.3}",
                 c.name(),
                 c.rates_label(),
                 c.udp_kbit.unwrap_or(0),

@@ -201,6 +201,75 @@ fn print_trace(sender: &[(f64, Status)], receiver: &[(f64, Status)]) {
     }
 }
 
+/// Datagrams the iperf3 client sent and the server received, from the client's JSON (run with
+/// `--get-server-output`). The receiver's `packets` counts up to the highest sequence number it
+/// saw, so datagrams lost at the end of the stream are missing from its `lost_percent`; the
+/// sender's count has them.
+pub(crate) fn udp_counts(v: &serde_json::Value) -> (u64, u64) {
+    let end = &v["end"];
+    let sent = end["sum_sent"]["packets"]
+        .as_u64()
+        .or_else(|| end["sum"]["packets"].as_u64())
+        .unwrap_or(0);
+    let r = &end["sum_received"];
+    let received = r["packets"]
+        .as_u64()
+        .unwrap_or(0)
+        .saturating_sub(r["lost_packets"].as_u64().unwrap_or(0));
+    (sent, received)
+}
+
+/// The share of `sent` datagrams that did not arrive, in %.
+pub(crate) fn loss_pct(sent: u64, received: u64) -> f64 {
+    if sent == 0 {
+        return f64::NAN;
+    }
+    100.0 * sent.saturating_sub(received) as f64 / sent as f64
+}
+
+/// What plain UDP delivers over case `c`'s lines without a tunnel: the stream's rate and
+/// datagram size, split over the lines in proportion to their rates, all at once, from A's
+/// addresses on the lines to B's (iperf3 servers on `port` and up). Returns (kbit/s
+/// received, loss % from counts).
+pub(crate) fn plain_run(lab: &mut Lab, suite: &Suite, c: &Case, port: u16) -> Result<(f64, f64)> {
+    let kbit = c
+        .udp_kbit
+        .with_context(|| format!("case {} has no udp_kbit", c.id))?;
+    let secs = suite.duration_s.unwrap_or(20);
+    let len = suite.datagram_of(c);
+    let rates = c.rates_bps()?;
+    let total: u64 = rates.iter().sum::<u64>().max(1);
+    let targets: Vec<(String, u16, Vec<String>)> = rates
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let bps = (kbit as f64 * 1000.0 * *r as f64 / total as f64).round() as u64;
+            let args = [
+                "-u".to_owned(),
+                "-b".to_owned(),
+                bps.to_string(),
+                "-l".to_owned(),
+                len.to_string(),
+                "-t".to_owned(),
+                secs.to_string(),
+                "--get-server-output".to_owned(),
+            ];
+            (lab.path_addr(Side::B, i), port + i as u16, args.to_vec())
+        })
+        .collect();
+    let results = lab.iperf3_each(Side::A, &targets)?;
+    let (mut sent, mut received, mut bits) = (0, 0, 0.0);
+    for v in &results {
+        let (s, r) = udp_counts(v);
+        sent += s;
+        received += r;
+        bits += v["end"]["sum_received"]["bits_per_second"]
+            .as_f64()
+            .unwrap_or(0.0);
+    }
+    Ok((bits / 1000.0, loss_pct(sent, received)))
+}
+
 pub(crate) fn stream_run(
     lab: &mut Lab,
     suite: &Suite,
@@ -213,7 +282,7 @@ pub(crate) fn stream_run(
         .udp_kbit
         .with_context(|| format!("case {} has no udp_kbit", c.id))?;
     let secs = suite.duration_s.unwrap_or(20);
-    let len = c.datagram.or(suite.datagram).unwrap_or(160);
+    let len = suite.datagram_of(c);
     lab.start_tunnel(opts)?;
     let trace = Trace::start(lab, Side::A);
     let v = lab.iperf3(
@@ -262,7 +331,10 @@ pub(crate) fn stream_run(
     let result = StreamResult {
         kbit: rcv["bits_per_second"].as_f64().unwrap_or(0.0) / 1000.0,
         jitter_ms: rcv["jitter_ms"].as_f64().unwrap_or(f64::NAN),
-        loss_pct: rcv["lost_percent"].as_f64().unwrap_or(f64::NAN),
+        loss_pct: {
+            let (sent, received) = udp_counts(&v);
+            loss_pct(sent, received)
+        },
         reordered_pct: if packets == 0 {
             0.0
         } else {

@@ -20,7 +20,7 @@ pub struct Suite {
     /// UDP cases: seconds per run.
     #[serde(default)]
     pub duration_s: Option<u64>,
-    /// UDP cases: datagram payload bytes.
+    /// UDP cases: datagram payload bytes (default [`IPERF_DATAGRAM`]).
     #[serde(default)]
     pub datagram: Option<usize>,
     #[serde(default)]
@@ -33,6 +33,16 @@ pub struct Suite {
     #[serde(default)]
     pub serial: bool,
     pub case: Vec<Case>,
+}
+
+/// iperf's default UDP datagram payload, bytes: what the MPT paper's streams used.
+pub const IPERF_DATAGRAM: usize = 1470;
+
+impl Suite {
+    /// The datagram payload of UDP case `c`: its own, the suite's, or iperf's default.
+    pub fn datagram_of(&self, c: &Case) -> usize {
+        c.datagram.or(self.datagram).unwrap_or(IPERF_DATAGRAM)
+    }
 }
 
 /// One experiment: the paths and the traffic.

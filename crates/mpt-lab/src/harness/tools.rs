@@ -58,16 +58,35 @@ impl Lab {
         targets: &[(String, u16)],
         args: &[&str],
     ) -> Result<Vec<serde_json::Value>> {
+        let each: Vec<(String, u16, Vec<String>)> = targets
+            .iter()
+            .map(|(a, p)| {
+                (
+                    a.clone(),
+                    *p,
+                    args.iter().map(|s| (*s).to_owned()).collect(),
+                )
+            })
+            .collect();
+        self.iperf3_each(client, &each)
+    }
+
+    /// [`Lab::iperf3_many`] with each client's own arguments: `(server address, port, args)`.
+    pub fn iperf3_each(
+        &mut self,
+        client: Side,
+        targets: &[(String, u16, Vec<String>)],
+    ) -> Result<Vec<serde_json::Value>> {
         let server = client.other();
         let mut servers = Vec::new();
-        for (addr, port) in targets {
+        for (addr, port, _) in targets {
             let name = format!("iperf3-server-{port}");
             let mut cmd = self.cmd(server, "iperf3");
             // -J: the server's own JSON reaches the client with --get-server-output.
             cmd.args(["-s", "-1", "-J", "-B", addr, "-p", &port.to_string()]);
             servers.push(self.spawn(server, &name, &mut cmd)?);
         }
-        for (_, port) in targets {
+        for (_, port, _) in targets {
             let t0 = Instant::now();
             while self
                 .sh(server, &format!("ss -ltnH 'sport = :{port}' | grep -q ."))
@@ -84,7 +103,7 @@ impl Lab {
         }
         let clients: Vec<Child> = targets
             .iter()
-            .map(|(addr, port)| {
+            .map(|(addr, port, args)| {
                 self.cmd(client, "timeout")
                     .args(["90", "iperf3", "-J", "-c", addr, "-p", &port.to_string()])
                     .args(args)
