@@ -95,6 +95,10 @@ impl Scheduler for AdaptiveScheduler {
         self.inner.is_up(path)
     }
 
+    fn backlog(&self, now: Time, path: PathId) -> std::time::Duration {
+        self.inner.backlog(now, path)
+    }
+
     fn learned_rate(&self, path: PathId) -> Option<u64> {
         self.est
             .path(path.index())

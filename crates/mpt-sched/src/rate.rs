@@ -229,6 +229,10 @@ impl Scheduler for RateScheduler {
     fn is_up(&self, path: PathId) -> bool {
         self.paths.is_up(path)
     }
+
+    fn backlog(&self, now: Time, path: PathId) -> std::time::Duration {
+        RateScheduler::backlog(self, now, path)
+    }
 }
 
 #[cfg(test)]

@@ -67,6 +67,12 @@ pub trait Scheduler: Send + std::fmt::Debug {
     /// Whether `path` is up as far as the scheduler knows.
     fn is_up(&self, path: PathId) -> bool;
 
+    /// How long a datagram sent on `path` at `now` would wait behind what was sent there
+    /// before, as far as the scheduler knows (zero for those that keep no virtual clock).
+    fn backlog(&self, _now: Time, _path: PathId) -> std::time::Duration {
+        std::time::Duration::ZERO
+    }
+
     /// The rate the scheduler currently assumes for `path`, when it learns rates.
     fn learned_rate(&self, _path: PathId) -> Option<u64> {
         None

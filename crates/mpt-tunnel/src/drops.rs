@@ -138,7 +138,7 @@ impl DropReason {
             WireError::UnknownKind(_) => DropReason::UnknownKind,
             WireError::EmptyPayload => DropReason::Empty,
             WireError::NotIp(_) => DropReason::NotIp,
-            WireError::InnerLength { .. } => DropReason::InnerLength,
+            WireError::InnerLength { .. } | WireError::BundleCount(_) => DropReason::InnerLength,
             WireError::ReportEntryLen(_) | WireError::ControlLength { .. } => {
                 DropReason::BadControl
             }

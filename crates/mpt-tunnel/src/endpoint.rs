@@ -47,6 +47,8 @@ pub struct Endpoint<P> {
     pub(crate) released: Vec<P>,
     // outputs
     pub(crate) pending: VecDeque<Pending>,
+    /// Bundles closed to leave before the batch being numbered ([`Endpoint::take_bundles`]).
+    pub(crate) ready: Vec<Transmit>,
     pub(crate) events: VecDeque<Event>,
     pub(crate) counts: Counts,
     pub(crate) timers: Timers,
@@ -82,6 +84,8 @@ pub(crate) struct PathState {
     /// The peer's keepalives on the path say it hears nothing from us on it: we send no data
     /// there, whatever we hear.
     pub(crate) peer_silent: bool,
+    /// Small packets waiting for the path ([`crate::bundle`]).
+    pub(crate) bundle: Option<crate::bundle::OpenBundle>,
 }
 
 impl PathState {
@@ -102,6 +106,7 @@ impl PathState {
             peer_report: None,
             down_reason: None,
             peer_silent: false,
+            bundle: None,
         }
     }
 
@@ -115,6 +120,7 @@ impl PathState {
             unsent: self.unsent,
             fence_before: self.fence_before,
             data_unsent: self.data_unsent,
+            bundle: self.bundle.clone(),
             ..PathState::new(remote, now)
         }
     }
@@ -130,6 +136,9 @@ pub(crate) struct Counts {
     pub(crate) report_bytes: u64,
     pub(crate) keepalives_sent: u64,
     pub(crate) keepalive_acks_sent: u64,
+    /// Bundles sent, and the packets they carried.
+    pub(crate) bundles_sent: u64,
+    pub(crate) bundled_packets: u64,
 }
 
 /// When each periodic job is next due.
@@ -224,6 +233,7 @@ impl<P> Endpoint<P> {
             crypto,
             released: Vec::new(),
             pending: VecDeque::new(),
+            ready: Vec::new(),
             events: VecDeque::new(),
             counts: Counts::default(),
             timers: Timers {
@@ -405,6 +415,11 @@ impl<P> Endpoint<P> {
         self.pacer.fraction()
     }
 
+    /// Bundles sent, and the inner packets they carried.
+    pub fn bundle_counts(&self) -> (u64, u64) {
+        (self.counts.bundles_sent, self.counts.bundled_packets)
+    }
+
     /// The packets the resequencer released, in the order to deliver them, appended to `out`.
     pub fn take_delivered(&mut self, out: &mut Vec<P>) {
         self.counts.delivered += self.released.len() as u64;
@@ -418,6 +433,9 @@ impl<P> Endpoint<P> {
 
     /// The next control datagram to send at `now`, if any (built and sealed now).
     pub fn poll_transmit(&mut self, now: Time) -> Option<Transmit> {
+        if !self.ready.is_empty() {
+            return Some(self.ready.remove(0));
+        }
         while let Some(p) = self.pending.pop_front() {
             // nothing but a handshake's answer goes on a path whose uplink is down (or that
             // the operator set down)

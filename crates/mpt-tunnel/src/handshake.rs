@@ -232,7 +232,7 @@ impl<P> Endpoint<P> {
         }
         crate::Outcome::of(
             self.accept(now, path, from, responder, payload, message)
-                .map(|()| None),
+                .map(|()| crate::Outcome::Handled),
         )
     }
 

@@ -13,6 +13,7 @@
 //! sockets and a TUN device; the tests drive two of them over simulated links.
 #![forbid(unsafe_code)]
 
+mod bundle;
 mod crypto;
 mod drops;
 mod endpoint;
@@ -27,6 +28,7 @@ mod timers;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+pub use bundle::{BUNDLE_MARGIN, BUNDLE_MAX_HOLD, BUNDLE_MIN_WAIT};
 pub use crypto::PREVIOUS_SESSION_KEPT;
 pub use drops::{DropCounts, DropReason, Drops};
 pub use endpoint::{Endpoint, PathInfo};
@@ -109,6 +111,8 @@ pub struct EndpointConfig {
     /// says it has more or fewer, ours follow ([`Endpoint::reconfigure`]), rather than the
     /// handshake being refused.
     pub follow_peer_paths: bool,
+    /// Pack small packets into bundles while their path is busy ([`mpt_core::wire::Kind::Bundle`]).
+    pub bundle: bool,
 }
 
 impl EndpointConfig {
@@ -148,6 +152,9 @@ pub enum Outcome {
     /// A data datagram, authentic and well formed: its inner packet lies at `packet` in the
     /// buffer. Give it to [`Endpoint::push_data`].
     Data(Incoming),
+    /// A bundle, authentic and well formed: its inner packets, in the order they were packed.
+    /// Give each to [`Endpoint::push_data`] ([`Outcome::packets`]).
+    Bundle(Vec<Incoming>),
     /// A control message (or a handshake message), acted on.
     Handled,
     /// Dropped and counted.
@@ -156,11 +163,16 @@ pub enum Outcome {
 
 impl Outcome {
     /// What a receive step's result comes to.
-    pub(crate) fn of(r: Result<Option<Incoming>, DropReason>) -> Outcome {
-        match r {
-            Ok(Some(data)) => Outcome::Data(data),
-            Ok(None) => Outcome::Handled,
-            Err(reason) => Outcome::Dropped(reason),
+    pub(crate) fn of(r: Result<Outcome, DropReason>) -> Outcome {
+        r.unwrap_or_else(Outcome::Dropped)
+    }
+
+    /// The inner packets a data datagram or a bundle brought (none for anything else).
+    pub fn packets(&self) -> &[Incoming] {
+        match self {
+            Outcome::Data(d) => std::slice::from_ref(d),
+            Outcome::Bundle(v) => v,
+            Outcome::Handled | Outcome::Dropped(_) => &[],
         }
     }
 }

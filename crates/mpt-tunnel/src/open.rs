@@ -102,7 +102,7 @@ impl<P> Endpoint<P> {
         from: SocketAddr,
         buf: &mut [u8],
         opened: Opened,
-    ) -> Result<Option<crate::Incoming>, DropReason> {
+    ) -> Result<crate::Outcome, DropReason> {
         if path.index() >= self.paths.len() {
             return Err(self.count(DropReason::PathMismatch));
         }

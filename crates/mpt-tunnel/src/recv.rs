@@ -46,7 +46,7 @@ impl<P> Endpoint<P> {
         path: PathId,
         from: SocketAddr,
         buf: &mut [u8],
-    ) -> Result<Option<Incoming>, DropReason> {
+    ) -> Result<Outcome, DropReason> {
         let i = path.index();
         if i >= self.paths.len() {
             return Err(self.count(DropReason::PathMismatch));
@@ -63,7 +63,9 @@ impl<P> Endpoint<P> {
             Kind::Initiation | Kind::Response | Kind::CookieReply
         ) && !sealed
         {
-            return self.take_handshake(now, path, from, buf).map(|()| None);
+            return self
+                .take_handshake(now, path, from, buf)
+                .map(|()| Outcome::Handled);
         }
         match (self.sealing(), sealed) {
             (true, false) => return Err(self.count(DropReason::Unauthenticated)),
@@ -91,7 +93,7 @@ impl<P> Endpoint<P> {
         buf: &[u8],
         start: usize,
         end: usize,
-    ) -> Result<Option<Incoming>, DropReason> {
+    ) -> Result<Outcome, DropReason> {
         let d = match Datagram::parse(&buf[start..end]) {
             Ok(d) => d,
             Err(e) => return Err(self.count(DropReason::malformed(&e))),
@@ -116,7 +118,7 @@ impl<P> Endpoint<P> {
                 if self.paths[path.index()].peer_silent {
                     self.peer_view(now, path, false);
                 }
-                return Ok(Some(Incoming {
+                return Ok(Outcome::Data(Incoming {
                     meta: PacketMeta {
                         path,
                         seq: h.seq,
@@ -126,6 +128,30 @@ impl<P> Endpoint<P> {
                     },
                     packet: start + HEADER_LEN..end,
                 }));
+            }
+            Datagram::Bundle { body, count, .. } => {
+                if self.paths[path.index()].peer_silent {
+                    self.peer_view(now, path, false);
+                }
+                // the entries take consecutive path sequences from the header's
+                let at = start + HEADER_LEN;
+                let mut out = Vec::with_capacity(count);
+                for (k, e) in mpt_core::wire::bundle_entries(body, h.seq)
+                    .flatten()
+                    .enumerate()
+                {
+                    out.push(Incoming {
+                        meta: PacketMeta {
+                            path,
+                            seq: e.seq,
+                            path_seq: h.path_seq.wrapping_add(k as u16),
+                            sent_us: h.timestamp,
+                            len: e.len,
+                        },
+                        packet: at + e.start..at + e.start + e.len,
+                    });
+                }
+                return Ok(Outcome::Bundle(out));
             }
             Datagram::Goodbye { .. } => {
                 self.reseq.fence(now, path, h.seq, h.path_seq, &mut release);
@@ -157,7 +183,7 @@ impl<P> Endpoint<P> {
                 return Err(self.count(DropReason::Unexpected));
             }
         }
-        Ok(None)
+        Ok(Outcome::Handled)
     }
 
     /// Open a sealed datagram of the session in place. Returns where its plain form lies in

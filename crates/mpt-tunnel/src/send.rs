@@ -107,6 +107,11 @@ impl<P> Endpoint<P> {
         // the path (and with it the outer address family): as over IPv4
         let overhead = self.overhead();
         let first_counter = self.counter;
+        // one counter per packet of the batch, planned or not: simple, and never reused (taken
+        // before the loop: a bundle closed in it is sealed under the counter after them)
+        if key.is_some() {
+            self.counter += n as u64;
+        }
         let mut used = 0u64;
         for k in 0..n {
             let inner = sizes[k];
@@ -119,6 +124,12 @@ impl<P> Endpoint<P> {
                 continue;
             };
             let i = path.index();
+            let at = self.prefix();
+            if self.bundle_packet(now, path, &bufs[k].as_mut()[at..at + inner], &mut used) {
+                continue;
+            }
+            // an open bundle leaves before the packets that follow it on the path
+            self.close_riding(now, i, &mut used);
             let p = &mut self.paths[i];
             if used & (1 << i) == 0 {
                 used |= 1 << i;
@@ -145,10 +156,6 @@ impl<P> Endpoint<P> {
             self.counts.tx_bytes += inner as u64;
             plan[k] = Some(path);
         }
-        // one counter per packet of the batch, planned or not: simple, and never reused
-        if key.is_some() {
-            self.counter += n as u64;
-        }
         Some(Sealer {
             key,
             first_counter,
@@ -169,24 +176,30 @@ impl<P> Endpoint<P> {
 
     /// Number, seal and account one packet (`buf` as for [`Endpoint::number_batch`], with
     /// [`mpt_core::seal::TAG_LEN`] bytes of room after the packet): the path it goes on,
-    /// where to, and the datagram's length. For drivers that send one packet at a time.
+    /// where to, and the datagram's length; `None` when it waits in a bundle. For drivers
+    /// that send one packet at a time: bundles that must leave before it are in
+    /// [`Endpoint::take_bundles`].
     pub fn send_one(
         &mut self,
         now: Time,
         buf: &mut [u8],
         inner: usize,
-    ) -> Result<(PathId, std::net::SocketAddr, usize), SendError> {
+    ) -> Result<Option<(PathId, std::net::SocketAddr, usize)>, SendError> {
         let mut plan = [None];
+        let bundled = self.counts.bundled_packets;
         let sealer = self
             .number_batch(now, &[inner], &mut [&mut *buf], &mut plan)
             .ok_or(SendError::Dropped(DropReason::NoSession))?;
         self.batch_sent(sealer.used());
+        if self.counts.bundled_packets != bundled {
+            return Ok(None);
+        }
         let path = plan[0].ok_or(SendError::Dropped(DropReason::NoPath))?;
         let len = sealer.seal(0, buf, inner).map_err(SendError::Seal)?;
         let to = self
             .remote(path)
             .ok_or(SendError::Dropped(DropReason::NoPath))?;
-        Ok((path, to, len))
+        Ok(Some((path, to, len)))
     }
 
     /// We are stopping: a goodbye on every path (sealed, once keys are agreed), for

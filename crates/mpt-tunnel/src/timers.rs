@@ -22,6 +22,7 @@ impl<P> Endpoint<P> {
     pub fn poll_timeout(&self) -> Time {
         let t = &self.timers;
         let next = t.keepalive.min(t.report).min(t.liveness);
+        let next = self.bundle_due().map_or(next, |b| next.min(b));
         self.reseq.poll_timeout().map_or(next, |r| next.min(r))
     }
 
@@ -29,6 +30,9 @@ impl<P> Endpoint<P> {
     /// when [`Endpoint::poll_timeout`] has passed, so that keepalives, reports and liveness
     /// never wait for the sockets to fall quiet.
     pub fn handle_timeout(&mut self, now: Time) {
+        if self.bundle_due().is_some_and(|t| t <= now) {
+            self.bundle_tick(now);
+        }
         if self.reseq.poll_timeout().is_some_and(|t| t <= now) {
             let out = &mut self.released;
             self.reseq.handle_timeout(now, &mut |p| out.push(p));

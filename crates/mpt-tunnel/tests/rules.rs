@@ -1415,3 +1415,114 @@ fn a_reload_applies_the_connection_settings_and_a_path_spec_at_once() {
     let down = down_at(&p, Side::A, 0).expect("path 0 down");
     assert!(down - t0 <= ms(260), "down after {:?}", down - t0);
 }
+
+// ---- bundles
+
+/// A sealed pair over one path of `rate` bits/s that the `rate` scheduler knows, bundling on
+/// or off.
+fn rated_pair(seed: u64, rate: u64, bundle: bool) -> Pair {
+    let cfg = |side| {
+        let mut c = sim::config(side, 1, true);
+        c.scheduler = mpt_sched::SchedulerKind::Rate;
+        c.paths[0].rate_bps = Some(rate);
+        c.bundle = bundle;
+        c
+    };
+    let mut p = Pair::with(sim::seed(seed), cfg(Side::A), cfg(Side::B));
+    for side in [Side::A, Side::B] {
+        p.link(side, 0).rate_bps = Some(rate);
+    }
+    p.run_until(ms(500), Pair::agreed)
+        .expect("keys agreed within 500 ms");
+    p
+}
+
+#[test]
+fn small_packets_travel_in_bundles_while_their_path_is_busy() {
+    let mut p = rated_pair(60, 1_000_000, true);
+    let before = p.node(Side::A).sent_log.len();
+    // a burst of 40 packets of 160 bytes at once: the first ones find the path idle, the rest
+    // would queue behind them anyway and go in bundles
+    let mut held = 0;
+    for n in 0..40 {
+        if p.send(Side::A, &packet(n, 160)).expect("sent").is_none() {
+            held += 1;
+        }
+    }
+    p.run(ms(300));
+    assert_eq!(p.delivered_numbers(Side::B), (0..40).collect::<Vec<_>>());
+    let (bundles, packets) = p.ep(Side::A).bundle_counts();
+    assert_eq!(packets, held);
+    assert!(packets >= 30, "{packets} of 40 bundled");
+    assert!((3..=8).contains(&bundles), "{bundles} bundles");
+    let datagrams = p.node(Side::A).sent_log[before..]
+        .iter()
+        .filter(|(_, d)| matches!(kind_of(d), Kind::Data | Kind::Bundle))
+        .count();
+    assert_eq!(datagrams as u64, 40 - packets + bundles);
+    // the receiver counts every packet on the path, none lost
+    let st = p.ep(Side::B).stats().paths[0].clone();
+    assert_eq!((st.packets, st.lost), (40, 0));
+}
+
+#[test]
+fn a_bundle_waits_no_longer_than_the_queue_it_replaces() {
+    let rate = 1_000_000;
+    let mut p = rated_pair(61, rate, true);
+    for n in 0..10 {
+        p.send(Side::A, &packet(n, 160)).expect("sent");
+    }
+    let start = p.now;
+    p.run(ms(200));
+    // ten 160-byte packets, one by one, would take 10 × (160 + 82) bytes at 1 Mbit/s: the
+    // last would arrive after ~19.4 ms plus the link's delay; bundled, no later than that
+    let delivered = &p.node(Side::B).delivered;
+    assert_eq!(delivered.len(), 10);
+    let last = delivered[9].0 - start;
+    let one_by_one = Duration::from_secs_f64(10.0 * 242.0 * 8.0 / rate as f64);
+    let delay = p.link(Side::A, 0).delay;
+    assert!(
+        last <= one_by_one + delay + MS,
+        "the last packet arrived after {last:?}, one by one {one_by_one:?} + {delay:?}"
+    );
+}
+
+#[test]
+fn light_traffic_on_an_idle_path_is_never_held() {
+    let mut p = rated_pair(62, 1_000_000, true);
+    for n in 0..20 {
+        assert!(p.send(Side::A, &packet(n, 160)).expect("sent").is_some());
+        p.run(ms(20));
+    }
+    assert_eq!(p.ep(Side::A).bundle_counts(), (0, 0));
+    assert_eq!(p.delivered_numbers(Side::B), (0..20).collect::<Vec<_>>());
+}
+
+#[test]
+fn with_bundling_off_every_packet_has_its_datagram() {
+    let mut p = rated_pair(63, 1_000_000, false);
+    for n in 0..40 {
+        assert!(p.send(Side::A, &packet(n, 160)).expect("sent").is_some());
+    }
+    p.run(ms(300));
+    assert_eq!(p.ep(Side::A).bundle_counts(), (0, 0));
+    assert_eq!(p.delivered_numbers(Side::B), (0..40).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_big_packet_after_a_bundle_leaves_after_it_and_fences_hold() {
+    let mut p = rated_pair(64, 1_000_000, true);
+    for n in 0..10 {
+        p.send(Side::A, &packet(n, 160)).expect("sent");
+    }
+    // too big for any bundle: the open bundle leaves first, then this one
+    assert!(p.send(Side::A, &packet(10, 1400)).expect("sent").is_some());
+    for n in 11..20 {
+        p.send(Side::A, &packet(n, 160)).expect("sent");
+    }
+    p.run(ms(500));
+    assert_eq!(p.delivered_numbers(Side::B), (0..20).collect::<Vec<_>>());
+    let st = p.ep(Side::B).stats().paths[0].clone();
+    assert_eq!((st.packets, st.lost, st.path_seq_errors), (20, 0, 0));
+    assert_eq!(p.ep(Side::B).drops().too_old, 0);
+}

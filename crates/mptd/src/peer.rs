@@ -106,8 +106,10 @@ impl Peer {
     }
 
     /// Note the endpoint's next deadline (call with the lock held, after using it).
-    pub fn note_deadline(&self, ep: &Endpoint<RxBuf>) {
-        self.deadline.store(ep.poll_timeout().as_nanos(), Relaxed);
+    /// Keep `ep`'s next timer; returns whether it moved earlier.
+    pub fn note_deadline(&self, ep: &Endpoint<RxBuf>) -> bool {
+        let next = ep.poll_timeout().as_nanos();
+        self.deadline.swap(next, Relaxed) > next
     }
 
     pub fn deadline(&self) -> Time {

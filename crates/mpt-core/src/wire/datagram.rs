@@ -9,6 +9,13 @@ pub enum Datagram<'a> {
         header: HeaderRepr,
         packet: &'a [u8],
     },
+    /// Several inner packets ([`bundle_entries`]); `body` is checked ([`check_bundle`]) and
+    /// holds `count` entries.
+    Bundle {
+        header: HeaderRepr,
+        body: &'a [u8],
+        count: usize,
+    },
     Goodbye {
         header: HeaderRepr,
     },
@@ -49,6 +56,11 @@ impl<'a> Datagram<'a> {
                     packet: body,
                 })
             }
+            Kind::Bundle => Ok(Datagram::Bundle {
+                header,
+                body,
+                count: check_bundle(body)?,
+            }),
             Kind::Keepalive => {
                 exact_len(buf, KEEPALIVE_LEN)?;
                 Ok(Datagram::Keepalive {
@@ -85,6 +97,7 @@ impl<'a> Datagram<'a> {
     pub fn header(&self) -> &HeaderRepr {
         match self {
             Datagram::Data { header, .. }
+            | Datagram::Bundle { header, .. }
             | Datagram::Keepalive { header, .. }
             | Datagram::Goodbye { header }
             | Datagram::KeepaliveAck { header, .. }

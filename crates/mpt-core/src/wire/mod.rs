@@ -5,11 +5,16 @@
 //! their own small bodies. [`Datagram::parse`] validates a buffer once; after that no accessor
 //! can panic. The `*Repr` types build datagrams into caller-provided buffers.
 
+mod bundle;
 mod datagram;
 mod handshake;
 mod header;
 mod report;
 
+pub use bundle::{
+    bundle_entries, check_bundle, push_bundle_entry, BundleEntries, BundleEntry, BUNDLE_ENTRY_LEN,
+    MAX_BUNDLE,
+};
 pub(crate) use datagram::exact_len;
 pub use datagram::{check_inner_packet, AckRepr, Datagram};
 pub use handshake::{
@@ -162,6 +167,8 @@ pub enum Kind {
     /// A responder under load answers an initiation with a cookie the initiator must prove
     /// it received before its next initiation is read (never sealed).
     CookieReply = 7,
+    /// Several inner packets, each with its global sequence and length ([`bundle_entries`]).
+    Bundle = 8,
 }
 
 impl Kind {
@@ -175,6 +182,7 @@ impl Kind {
             5 => Some(Kind::Goodbye),
             6 => Some(Kind::Response),
             7 => Some(Kind::CookieReply),
+            8 => Some(Kind::Bundle),
             _ => None,
         }
     }
@@ -199,6 +207,8 @@ pub enum WireError {
     InnerLength { claimed: usize, got: usize },
     #[error("report entries are {0} bytes, shorter than the {min} a version 1 entry needs", min = REPORT_ENTRY_LEN)]
     ReportEntryLen(u8),
+    #[error("bundle of {0} entries, more than {max}", max = MAX_BUNDLE)]
+    BundleCount(usize),
     #[error("control message of {got} bytes, expected {expected}")]
     ControlLength { expected: usize, got: usize },
 }
@@ -509,6 +519,7 @@ mod tests {
     fn any_kind() -> impl Strategy<Value = Kind> {
         prop_oneof![
             Just(Kind::Data),
+            Just(Kind::Bundle),
             Just(Kind::Keepalive),
             Just(Kind::KeepaliveAck),
             Just(Kind::Report),
@@ -556,6 +567,16 @@ mod tests {
             let mut buf = vec![0u8; report_len(64)];
             match kind {
                 Kind::Data => return Ok(()),
+                Kind::Bundle => {
+                    h.emit(&mut buf);
+                    let mut body = Vec::new();
+                    push_bundle_entry(&mut body, h.seq, h.seq, &ipv4(20 + u16::from(fill))).expect("fits");
+                    let n = HEADER_LEN + body.len();
+                    buf[HEADER_LEN..n].copy_from_slice(&body);
+                    prop_assert_eq!(Datagram::parse(&buf[..n]), Ok(Datagram::Bundle { header: h, body: &body[..], count: 1 }));
+                    prop_assert!(Datagram::parse(&buf[..HEADER_LEN]).is_err());
+                    prop_assert!(Datagram::parse(&buf[..n - 1]).is_err());
+                }
                 Kind::Keepalive => {
                     h.emit(&mut buf);
                     buf[HEADER_LEN..KEEPALIVE_LEN].copy_from_slice(&[fill, 0, 0, 0]);

@@ -39,6 +39,8 @@ pub struct TunnelOpts {
     /// The lab's links the `[[path]]`s are on, in order (`None`: all of them); the path on
     /// link `i` is named `p<i>`.
     pub links: Option<Vec<usize>>,
+    /// `[connection] bundle` (`None`: the default, on).
+    pub bundle: Option<bool>,
 }
 
 impl TunnelOpts {
@@ -70,6 +72,7 @@ impl Default for TunnelOpts {
             hooks_on_a: None,
             metrics_on_a: None,
             links: None,
+            bundle: None,
         }
     }
 }
@@ -137,6 +140,7 @@ impl Lab {
                 reorder_timeout_ms: Some(o.reorder_timeout_ms as i64),
                 keepalive_ms: Some(o.keepalive_ms as i64),
                 dead_ms: Some(o.dead_ms as i64),
+                bundle: o.bundle,
             },
             control: ControlFile {
                 socket: Some(self.control_socket(side).display().to_string()),

@@ -162,6 +162,7 @@ pub fn config(side: Side, paths: usize, sealing: bool) -> EndpointConfig {
         },
         index_slot: None,
         follow_peer_paths: false,
+        bundle: true,
     }
 }
 
@@ -280,16 +281,29 @@ impl Pair {
         self.drive(side);
     }
 
-    /// `side`'s application sends an inner packet into the tunnel now.
-    pub fn send(&mut self, side: Side, inner: &[u8]) -> Result<PathId, mpt_tunnel::SendError> {
+    /// `side`'s application sends an inner packet into the tunnel now: the path it took, or
+    /// `None` when it waits in a bundle.
+    pub fn send(
+        &mut self,
+        side: Side,
+        inner: &[u8],
+    ) -> Result<Option<PathId>, mpt_tunnel::SendError> {
         let now = self.now;
         let node = &mut self.nodes[side.index()];
         let prefix = node.ep.prefix();
         let mut buf = vec![0u8; prefix + inner.len() + 16];
         buf[prefix..prefix + inner.len()].copy_from_slice(inner);
-        let (path, dest, len) = node.ep.send_one(now, &mut buf, inner.len())?;
-        buf.truncate(len);
-        self.put_on_link(side, path.index(), dest, buf);
+        let sent = node.ep.send_one(now, &mut buf, inner.len())?;
+        let mut bundles = Vec::new();
+        node.ep.take_bundles(&mut bundles);
+        for b in bundles {
+            self.put_on_link(side, b.path.index(), b.destination, b.contents);
+        }
+        let path = sent.map(|(path, dest, len)| {
+            buf.truncate(len);
+            self.put_on_link(side, path.index(), dest, buf);
+            path
+        });
         self.drive(side);
         Ok(path)
     }
@@ -376,7 +390,7 @@ impl Pair {
             Some(o) => node.ep.handle_opened(now, id, from, bytes, o),
             None => node.ep.handle_datagram(now, id, from, bytes),
         };
-        if let Outcome::Data(data) = &out {
+        for data in out.packets() {
             let payload = bytes[data.packet.clone()].to_vec();
             node.ep.push_data(now, data, payload, |p| p);
         }

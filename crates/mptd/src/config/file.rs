@@ -110,6 +110,8 @@ pub struct ConnectionFile {
     pub keepalive_ms: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dead_ms: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bundle: Option<bool>,
 }
 
 /// One `[[path]]` as written.

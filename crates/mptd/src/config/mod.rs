@@ -237,6 +237,8 @@ pub struct Connection {
     pub keepalive: Duration,
     /// A path with nothing received for this long is down.
     pub dead: Duration,
+    /// Pack small packets into one datagram while their path is busy.
+    pub bundle: bool,
 }
 
 /// One `[[path]]`.

@@ -106,6 +106,7 @@ pub async fn rx_task(t: Arc<Tunnel>) -> Result<()> {
             biased;
             i = readable_any(&socks, &mut next_sock) => RxEvent::Readable(i),
             _ = t.reloaded.notified() => continue,
+            _ = t.timers_moved.notified() => continue,
             _ = tokio::time::sleep_until(sleep_to) => RxEvent::Timeout,
         };
         match ev {
@@ -310,26 +311,46 @@ fn receive_batch(
                 None => ep.handle_datagram(now, p.path, p.from, d),
             };
             match outcome {
-                Outcome::Data(data) => {
+                Outcome::Data(_) | Outcome::Bundle(_) => {
                     if peer.listening {
                         peer.arrived(p.path, s, p.to);
                     }
-                    let (start, end) = (data.packet.start, data.packet.end);
-                    let here = RxBuf::Slice {
-                        slice,
-                        at,
-                        start,
-                        end,
-                    };
-                    // held: copied out of the slice, which the next batch reuses
-                    let (pool, slices, cap) = (&mut b.pool, &b.slices, b.cap);
-                    let keep = |p: RxBuf| {
-                        let mut buf = pool.pop().unwrap_or_else(|| vec![0u8; cap]);
-                        let bytes = p.bytes(slices);
-                        buf[..bytes.len()].copy_from_slice(bytes);
-                        RxBuf::Own { buf, start, end }
-                    };
-                    ep.push_data(now, &data, here, keep);
+                    let bundled = matches!(outcome, Outcome::Bundle(_));
+                    for data in outcome.packets() {
+                        let (start, end) = (data.packet.start, data.packet.end);
+                        let here = if bundled {
+                            // the packets of a bundle share a datagram: each is copied to a
+                            // buffer of its own, at the offset every packet to tun0 has
+                            let prefix = t.prefix;
+                            let mut buf = b.pool.pop().unwrap_or_else(|| vec![0u8; b.cap]);
+                            let bytes = &b.slices[slice][at + start..at + end];
+                            buf[prefix..prefix + bytes.len()].copy_from_slice(bytes);
+                            RxBuf::Own {
+                                buf,
+                                start: prefix,
+                                end: prefix + bytes.len(),
+                            }
+                        } else {
+                            RxBuf::Slice {
+                                slice,
+                                at,
+                                start,
+                                end,
+                            }
+                        };
+                        // held: copied out of the slice, which the next batch reuses
+                        let (pool, slices, cap) = (&mut b.pool, &b.slices, b.cap);
+                        let keep = |p: RxBuf| match p {
+                            RxBuf::Slice { .. } => {
+                                let mut buf = pool.pop().unwrap_or_else(|| vec![0u8; cap]);
+                                let bytes = p.bytes(slices);
+                                buf[..bytes.len()].copy_from_slice(bytes);
+                                RxBuf::Own { buf, start, end }
+                            }
+                            own @ RxBuf::Own { .. } => own,
+                        };
+                        ep.push_data(now, data, here, keep);
+                    }
                 }
                 Outcome::Handled => {
                     if peer.listening {

@@ -158,6 +158,8 @@ async fn send_for_peer(
         masked[k] = if route[k] == Some(i) { sizes[k] } else { 0 };
     }
     let now = t.clock.now();
+    // bundles that must leave before this batch's packets on their paths
+    let mut bundles = Vec::new();
     let sealer = {
         let mut guard = peer.lock();
         let Some(ep) = guard.as_mut() else {
@@ -166,12 +168,18 @@ async fn send_for_peer(
             return;
         };
         let sealer = ep.number_batch(now, &masked[..n], &mut bufs[..n], &mut plan[..n]);
+        ep.take_bundles(&mut bundles);
         remotes.clear();
         remotes.extend((0..ep.path_count()).map(|p| ep.remote(PathId(p as u8))));
-        peer.note_deadline(ep);
+        if peer.note_deadline(ep) {
+            t.timers_moved.notify_one();
+        }
         sealer
     };
     let Some(sealer) = sealer else { return };
+    for b in &bundles {
+        send_bundle(t, &peer, b).await;
+    }
     for k in 0..n {
         let Some(path) = plan[k] else { continue };
         let p = path.index();
@@ -201,6 +209,23 @@ async fn send_for_peer(
     if let Some(ep) = peer.lock().as_mut() {
         ep.batch_sent(sealer.used());
     };
+}
+
+/// Send a bundle that leaves before a batch.
+async fn send_bundle(t: &Tunnel, peer: &crate::peer::Peer, b: &mpt_tunnel::Transmit) {
+    let Some(s) = t.socket(peer.socket(b.path)) else {
+        t.io_drop(DropReason::SendError, 1);
+        return;
+    };
+    t.calls.udp_sends.fetch_add(1, Relaxed);
+    match s
+        .io
+        .send(&b.contents, b.destination, peer.source(b.path))
+        .await
+    {
+        Ok(()) => peer.sent(b.path, 1, b.contents.len()),
+        Err(e) => t.send_failed(peer, b.path, &e),
+    }
 }
 
 /// Send the run of datagrams (in `bufs`) of peer `i`'s `path`: one GSO send, or one send each

@@ -59,6 +59,9 @@ pub struct Tunnel {
     pub listen_sockets: usize,
     /// Told when a reload replaced the sockets (the receive task waits on the new ones).
     pub reloaded: tokio::sync::Notify,
+    /// The tx task moved an endpoint's next timer earlier (a bundle is due): the rx task,
+    /// which runs the timers, looks again.
+    pub timers_moved: tokio::sync::Notify,
     /// One reload at a time.
     reload_turn: Mutex<()>,
     /// By slot (a peer's slot is its position here, plus one): see [`Tunnel::peers`]. A reload
@@ -208,6 +211,7 @@ impl Tunnel {
             sockets: ArcSwap::from_pointee(sockets),
             listen_sockets,
             reloaded: tokio::sync::Notify::new(),
+            timers_moved: tokio::sync::Notify::new(),
             reload_turn: Mutex::new(()),
             peers: ArcSwap::from_pointee(peers),
             tun,

@@ -266,6 +266,7 @@ impl Validator<'_> {
             reorder_timeout,
             keepalive,
             dead,
+            bundle: raw.bundle.unwrap_or(true),
         })
     }
 

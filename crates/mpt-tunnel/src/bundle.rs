@@ -1,0 +1,200 @@
+//! Bundling: while a path is busy, small packets wait in a bundle for it rather than in the
+//! link's queue, and leave together in one datagram (`docs/protocol.md`, "Bundle").
+//!
+//! A packet is bundled when the scheduler's virtual clock says a datagram sent on its path now
+//! would wait at least [`BUNDLE_MIN_WAIT`] behind what the path already carries. The bundle
+//! leaves when that wait is nearly over ([`BUNDLE_MARGIN`] before, at most [`BUNDLE_MAX_HOLD`]
+//! after it opened), when the next packet does not fit it, or before a packet that goes on the
+//! same path unbundled. Its packets therefore wait no longer than the link's queue would have
+//! kept them, and share one header, seal and outer header instead of paying one each.
+
+use std::time::Duration;
+
+use mpt_core::seal::TAG_LEN;
+use mpt_core::wire::{push_bundle_entry, HeaderRepr, Kind, BUNDLE_ENTRY_LEN, MAX_BUNDLE};
+use mpt_core::{PathId, Time};
+
+use crate::send::Pending;
+use crate::{DropReason, Endpoint, Transmit};
+
+/// A packet is bundled when its path's queue would hold it at least this long anyway.
+pub const BUNDLE_MIN_WAIT: Duration = Duration::from_millis(4);
+/// A bundle leaves this long before its path's queue is expected to run empty, so that the
+/// link does not idle while the driver's timer is late.
+pub const BUNDLE_MARGIN: Duration = Duration::from_millis(2);
+/// Longest a bundle is held, however far the path's virtual clock runs ahead.
+pub const BUNDLE_MAX_HOLD: Duration = Duration::from_millis(100);
+
+/// Packets waiting for a busy path.
+#[derive(Debug, Clone)]
+pub(crate) struct OpenBundle {
+    /// Room for the header (and counter), then the entries.
+    buf: Vec<u8>,
+    first_seq: u32,
+    count: usize,
+    /// When it leaves at the latest.
+    pub(crate) due: Time,
+}
+
+impl<P> Endpoint<P> {
+    /// Bundle the inner packet `packet`, which the scheduler put on `path`, if its path is
+    /// busy (or a bundle is open there already): numbered, accounted and held. `used` is the
+    /// batch's set of paths, which a full bundle joins to leave before the batch. Returns
+    /// whether the packet was taken.
+    pub(crate) fn bundle_packet(
+        &mut self,
+        now: Time,
+        path: PathId,
+        packet: &[u8],
+        used: &mut u64,
+    ) -> bool {
+        let i = path.index();
+        let mtu = usize::from(self.cfg.mtu);
+        if !self.cfg.bundle || packet.len() + BUNDLE_ENTRY_LEN > mtu {
+            return false;
+        }
+        let wait = self.sched.backlog(now, path);
+        if let Some(b) = &self.paths[i].bundle {
+            let offset = self.seq.wrapping_sub(b.first_seq);
+            let fits = b.buf.len() - self.prefix() + BUNDLE_ENTRY_LEN + packet.len() <= mtu
+                && b.count < MAX_BUNDLE
+                && offset <= u32::from(u16::MAX);
+            if !fits {
+                self.close_riding(now, i, used);
+            }
+        }
+        if self.paths[i].bundle.is_none() {
+            if wait < BUNDLE_MIN_WAIT {
+                return false;
+            }
+            let hold = (wait - BUNDLE_MARGIN).min(BUNDLE_MAX_HOLD);
+            let prefix = self.prefix();
+            let p = &mut self.paths[i];
+            if p.unsent == 0 {
+                p.fence_before = (self.seq, p.path_seq);
+            }
+            p.unsent += 1;
+            let mut buf = Vec::with_capacity(prefix + mtu + TAG_LEN);
+            buf.resize(prefix, 0);
+            p.bundle = Some(OpenBundle {
+                buf,
+                first_seq: self.seq,
+                count: 0,
+                due: now + hold,
+            });
+        }
+        let overhead = self.overhead().datagram() + self.cfg.paths[i].overhead;
+        let Some(b) = self.paths[i].bundle.as_mut() else {
+            return false;
+        };
+        if push_bundle_entry(&mut b.buf, b.first_seq, self.seq, packet).is_none() {
+            return false;
+        }
+        // the first packet pays for the datagram; the others only for their entries
+        let cost = packet.len() + BUNDLE_ENTRY_LEN + if b.count == 0 { overhead } else { 0 };
+        b.count += 1;
+        self.seq = self.seq.wrapping_add(1);
+        self.sched.on_sent(now, path, cost);
+        self.counts.tx_packets += 1;
+        self.counts.tx_bytes += packet.len() as u64;
+        self.counts.bundled_packets += 1;
+        true
+    }
+
+    /// Close `path`'s bundle, if one is open, to leave before a batch that uses the path:
+    /// the batch's fences hold until it has left ([`Endpoint::take_bundles`]).
+    pub(crate) fn close_riding(&mut self, now: Time, i: usize, used: &mut u64) {
+        if self.paths[i].bundle.is_none() {
+            return;
+        }
+        let p = &mut self.paths[i];
+        if *used & (1 << i) == 0 {
+            *used |= 1 << i;
+            // the open bundle counts in `unsent`: the fence from before it holds
+            p.unsent += 1;
+        }
+        p.unsent -= 1;
+        p.data_unsent += 1;
+        if let Some(t) = self.seal_bundle(now, i) {
+            self.ready.push(t);
+        }
+    }
+
+    /// Build and seal `path`'s open bundle; it takes the next path sequences.
+    fn seal_bundle(&mut self, now: Time, i: usize) -> Option<Transmit> {
+        let b = self.paths[i].bundle.take()?;
+        let count = b.count;
+        let Some(session) = self.peer_session else {
+            self.counts.drops.add(DropReason::NoSession, count as u64);
+            return None;
+        };
+        let path = PathId(i as u8);
+        let p = &mut self.paths[i];
+        let header = HeaderRepr {
+            kind: Kind::Bundle,
+            path,
+            path_seq: p.path_seq,
+            session,
+            seq: b.first_seq,
+            timestamp: now.wire_micros(),
+        };
+        p.path_seq = p.path_seq.wrapping_add(b.count as u16);
+        let prefix = self.prefix();
+        let mut buf = b.buf;
+        let body = buf.len() - prefix;
+        header.emit(&mut buf);
+        let len = if self.sealing() {
+            let Some(key) = self.seal.clone() else {
+                self.counts.drops.add(DropReason::NoSession, count as u64);
+                return None;
+            };
+            buf.resize(prefix + body + TAG_LEN, 0);
+            let counter = self.counter;
+            self.counter += 1;
+            key.seal(counter, &mut buf, body).ok()?
+        } else {
+            prefix + body
+        };
+        buf.truncate(len);
+        self.counts.bundles_sent += 1;
+        Some(Transmit {
+            path,
+            destination: self.remote(path)?,
+            contents: buf,
+        })
+    }
+
+    /// Bundles that must leave before the batch just numbered, in order: send them first on
+    /// their paths. (Left here, they go with [`Endpoint::poll_transmit`].)
+    pub fn take_bundles(&mut self, out: &mut Vec<Transmit>) {
+        out.append(&mut self.ready);
+    }
+
+    /// When the first open bundle is due.
+    pub(crate) fn bundle_due(&self) -> Option<Time> {
+        self.paths
+            .iter()
+            .filter_map(|p| p.bundle.as_ref().map(|b| b.due))
+            .min()
+    }
+
+    /// Bundles due at `now` leave: first in the control queue, so that no fence polled after
+    /// them overtakes them.
+    pub(crate) fn bundle_tick(&mut self, now: Time) {
+        for i in 0..self.paths.len() {
+            if self.paths[i].bundle.as_ref().is_none_or(|b| b.due > now) {
+                continue;
+            }
+            let p = &mut self.paths[i];
+            p.unsent -= 1;
+            p.data_sent += 1;
+            if let Some(t) = self.seal_bundle(now, i) {
+                self.pending.push_front(Pending::Raw {
+                    path: t.path,
+                    destination: t.destination,
+                    contents: t.contents,
+                });
+            }
+        }
+    }
+}
