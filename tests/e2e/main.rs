@@ -7,6 +7,7 @@
 #![allow(clippy::disallowed_methods)] // end-to-end tests time real processes
 
 mod bad_input;
+mod bundles;
 mod control;
 mod emulator;
 mod failover;

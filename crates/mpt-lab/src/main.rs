@@ -50,6 +50,10 @@ enum Cmd {
         /// table1, table2, delay: seconds per UDP run instead of the suite's (the paper ran 60).
         #[arg(long)]
         duration: Option<u64>,
+        /// table2: the tunnel sends every packet in a datagram of its own (`[connection]
+        /// bundle = false`), to compare with the default.
+        #[arg(long)]
+        no_bundle: bool,
         /// Where the markdown, CSV and PNG files go.
         #[arg(long, default_value = "lab-out")]
         out: std::path::PathBuf,
@@ -93,6 +97,7 @@ fn run(
     schedulers: &[String],
     encryption: Option<&str>,
     duration: Option<u64>,
+    no_bundle: bool,
     out: &std::path::Path,
 ) -> anyhow::Result<()> {
     let only = mpt_lab::experiments::adaptive::Only {
@@ -133,6 +138,9 @@ fn run(
     };
     if duration.is_some() {
         suite.duration_s = duration;
+    }
+    if no_bundle {
+        suite.bundle = Some(false);
     }
     let md = match name {
         "table1" => paper::run_table1(&suite, cases, out)?,
@@ -210,6 +218,7 @@ fn main() -> ExitCode {
             schedulers,
             encryption,
             duration,
+            no_bundle,
             out,
         } => run(
             &suite,
@@ -217,6 +226,7 @@ fn main() -> ExitCode {
             &schedulers,
             encryption.as_deref(),
             duration,
+            no_bundle,
             &out,
         ),
         Cmd::Bench {

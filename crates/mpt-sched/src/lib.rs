@@ -13,6 +13,7 @@
 #![forbid(unsafe_code)]
 
 mod adaptive;
+mod clock;
 mod estimator;
 mod kind;
 mod paths;
@@ -22,6 +23,7 @@ mod scheduler;
 mod wrr;
 
 pub use adaptive::AdaptiveScheduler;
+pub use clock::LinkClock;
 pub use estimator::{Estimator, PathEstimate};
 pub use kind::SchedulerKind;
 pub use paths::PathSet;

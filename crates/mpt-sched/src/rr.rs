@@ -6,6 +6,8 @@ use crate::{PathSet, PathSpec, Scheduler};
 #[derive(Debug, Clone)]
 pub struct RoundRobin {
     paths: PathSet,
+    /// The queues of paths with a configured rate ([`Scheduler::backlog`]).
+    clock: crate::LinkClock,
     /// Index of the path chosen last.
     last: usize,
 }
@@ -14,6 +16,7 @@ impl RoundRobin {
     pub fn new(paths: &[PathSpec]) -> Self {
         RoundRobin {
             paths: PathSet::new(paths),
+            clock: crate::LinkClock::new(paths),
             last: 63,
         }
     }
@@ -38,6 +41,14 @@ impl Scheduler for RoundRobin {
         let next = if after != 0 { after } else { eligible };
         self.last = next.trailing_zeros() as usize;
         Some(PathId(self.last as u8))
+    }
+
+    fn on_sent(&mut self, now: Time, path: PathId, len: usize) {
+        self.clock.on_sent(now, path, len);
+    }
+
+    fn backlog(&self, now: Time, path: PathId) -> std::time::Duration {
+        self.clock.backlog(now, path)
     }
 
     fn on_path_state(&mut self, _now: Time, path: PathId, up: bool) {

@@ -14,6 +14,8 @@ use mpt_core::bits;
 #[derive(Debug, Clone)]
 pub struct WeightedRoundRobin {
     paths: PathSet,
+    /// The queues of paths with a configured rate ([`Scheduler::backlog`]).
+    clock: crate::LinkClock,
     /// Per path: virtual time per packet, `SCALE / weight`.
     stride: Vec<u128>,
     start: Vec<u128>,
@@ -30,6 +32,7 @@ impl WeightedRoundRobin {
     pub fn new(paths: &[PathSpec]) -> Self {
         let mut s = WeightedRoundRobin {
             paths: PathSet::new(paths),
+            clock: crate::LinkClock::new(paths),
             stride: paths
                 .iter()
                 .map(|p| SCALE / u128::from(p.weight.max(1)))
@@ -86,6 +89,14 @@ impl Scheduler for WeightedRoundRobin {
         let next_min = if i == min1_at { min2.min(finish) } else { min1 };
         self.now_v = (self.now_v + SCALE / self.weight_sum.max(1)).max(next_min);
         Some(PathId(i as u8))
+    }
+
+    fn on_sent(&mut self, now: Time, path: PathId, len: usize) {
+        self.clock.on_sent(now, path, len);
+    }
+
+    fn backlog(&self, now: Time, path: PathId) -> std::time::Duration {
+        self.clock.backlog(now, path)
     }
 
     fn on_path_state(&mut self, _now: Time, path: PathId, up: bool) {

@@ -31,9 +31,18 @@ pub(crate) struct OpenBundle {
     /// Room for the header (and counter), then the entries.
     buf: Vec<u8>,
     first_seq: u32,
+    /// The last entry's global sequence number.
+    last_seq: u32,
     count: usize,
     /// When it leaves at the latest.
     pub(crate) due: Time,
+}
+
+impl crate::endpoint::PathState {
+    /// Packets waiting in the path's bundle.
+    pub(crate) fn bundled_packets(&self) -> u64 {
+        self.bundle.as_ref().map_or(0, |b| b.count as u64)
+    }
 }
 
 impl<P> Endpoint<P> {
@@ -55,10 +64,10 @@ impl<P> Endpoint<P> {
         }
         let wait = self.sched.backlog(now, path);
         if let Some(b) = &self.paths[i].bundle {
-            let offset = self.seq.wrapping_sub(b.first_seq);
+            let gap = self.seq.wrapping_sub(b.last_seq).wrapping_sub(1);
             let fits = b.buf.len() - self.prefix() + BUNDLE_ENTRY_LEN + packet.len() <= mtu
                 && b.count < MAX_BUNDLE
-                && offset <= u32::from(u16::MAX);
+                && gap <= u32::from(u8::MAX);
             if !fits {
                 self.close_riding(now, i, used);
             }
@@ -79,6 +88,7 @@ impl<P> Endpoint<P> {
             p.bundle = Some(OpenBundle {
                 buf,
                 first_seq: self.seq,
+                last_seq: self.seq,
                 count: 0,
                 due: now + hold,
             });
@@ -87,9 +97,11 @@ impl<P> Endpoint<P> {
         let Some(b) = self.paths[i].bundle.as_mut() else {
             return false;
         };
-        if push_bundle_entry(&mut b.buf, b.first_seq, self.seq, packet).is_none() {
+        let last = (b.count > 0).then_some(b.last_seq);
+        if push_bundle_entry(&mut b.buf, last, self.seq, packet).is_none() {
             return false;
         }
+        b.last_seq = self.seq;
         // the first packet pays for the datagram; the others only for their entries
         let cost = packet.len() + BUNDLE_ENTRY_LEN + if b.count == 0 { overhead } else { 0 };
         b.count += 1;

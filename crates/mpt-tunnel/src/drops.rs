@@ -138,7 +138,9 @@ impl DropReason {
             WireError::UnknownKind(_) => DropReason::UnknownKind,
             WireError::EmptyPayload => DropReason::Empty,
             WireError::NotIp(_) => DropReason::NotIp,
-            WireError::InnerLength { .. } | WireError::BundleCount(_) => DropReason::InnerLength,
+            WireError::InnerLength { .. } | WireError::BundleCount(_) | WireError::BundleGap(_) => {
+                DropReason::InnerLength
+            }
             WireError::ReportEntryLen(_) | WireError::ControlLength { .. } => {
                 DropReason::BadControl
             }

@@ -5,7 +5,7 @@ use mpt_core::{PathId, Time};
 
 use crate::endpoint::{build_scheduler, PathState};
 use crate::liveness::LinkState;
-use crate::{Endpoint, EndpointConfig, Event};
+use crate::{DropReason, Endpoint, EndpointConfig, Event};
 
 impl<P> Endpoint<P> {
     /// The operator changed `path`'s weight, rate or backup flag (`None`: unchanged; a rate of
@@ -88,6 +88,12 @@ impl<P> Endpoint<P> {
             };
             paths.push(state);
         }
+        // packets waiting in the bundle of a path that is gone are lost with it, counted
+        let orphaned: u64 = self.paths[paths.len().min(before)..]
+            .iter()
+            .map(|s| s.bundled_packets())
+            .sum();
+        self.counts.drops.add(DropReason::NoPath, orphaned);
         self.paths = paths;
         let keep = EndpointConfig {
             keys: self.cfg.keys.clone(),

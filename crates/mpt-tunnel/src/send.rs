@@ -202,10 +202,17 @@ impl<P> Endpoint<P> {
         Ok(Some((path, to, len)))
     }
 
-    /// We are stopping: a goodbye on every path (sealed, once keys are agreed), for
-    /// [`Endpoint::poll_transmit`]. The peer takes our paths down at once instead of after
-    /// `dead` of silence; its fences also release what it held of ours.
-    pub fn close(&mut self) {
+    /// We are stopping at `now`: open bundles leave, then a goodbye on every path (sealed,
+    /// once keys are agreed), for [`Endpoint::poll_transmit`]. The peer takes our paths down
+    /// at once instead of after `dead` of silence; its fences also release what it held of
+    /// ours.
+    pub fn close(&mut self, now: Time) {
+        for p in &mut self.paths {
+            if let Some(b) = p.bundle.as_mut() {
+                b.due = now;
+            }
+        }
+        self.bundle_tick(now);
         for i in 0..self.paths.len() {
             self.pending.push_back(Pending::Goodbye(PathId(i as u8)));
         }

@@ -362,6 +362,26 @@ pub mod fuzz {
         if let Ok(Datagram::Report { report, .. }) = Datagram::parse(data) {
             assert_eq!(report.entries().count(), report.len());
         }
+        // a bundle accepted is its entries exactly: each a whole IP packet inside the body,
+        // one byte of gap before each, nothing else
+        if let Ok(Datagram::Bundle {
+            header,
+            body,
+            count,
+        }) = Datagram::parse(data)
+        {
+            let entries: Vec<_> = crate::wire::bundle_entries(body, header.seq)
+                .map(|e| e.expect("an accepted bundle's entries are whole"))
+                .collect();
+            assert_eq!(entries.len(), count);
+            assert!((1..=crate::wire::MAX_BUNDLE).contains(&count));
+            assert_eq!(entries[0].seq, header.seq);
+            let covered: usize = entries.iter().map(|e| e.len + 1).sum();
+            assert_eq!(covered, body.len());
+            for e in &entries {
+                assert!(crate::wire::check_inner_packet(&body[e.start..e.start + e.len]).is_ok());
+            }
+        }
         let k = keys();
         if let Ok(Datagram::Handshake { header, message }) = Datagram::parse(data) {
             let mut payload = [0u8; 64];

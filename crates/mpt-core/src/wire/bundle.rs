@@ -1,21 +1,22 @@
 //! Bundles: several inner packets in one data datagram ([`Kind::Bundle`]).
 //!
-//! The body after the header is a sequence of entries, each a 4-byte entry header — the
-//! packet's global sequence number as an offset from the header's, and its length — and the
-//! packet itself:
+//! The body after the header is a sequence of entries, each one byte — how many global
+//! sequence numbers lie between this packet's and the previous entry's (0: the next one) —
+//! and the packet itself, whose length its own IP header gives:
 //!
 //! ```text
-//! | seq offset (16) | length (16) | inner IP packet (length bytes) | next entry ...
+//! | gap (8) | inner IPv4 or IPv6 packet | gap (8) | packet | ...
 //! ```
 //!
-//! The header's global sequence is the first entry's (its offset is 0); its path sequence is
-//! the first entry's too, and the entries take consecutive path sequences, so that a lost
-//! bundle counts as the packets it carried.
+//! The first entry's sequence number is the header's (its gap is 0); each next one is the
+//! previous one's plus 1 plus its gap. The header's path sequence is the first entry's, and the
+//! entries take consecutive path sequences, so that a lost bundle counts as the packets it
+//! carried.
 
 use super::*;
 
 /// Bytes an entry adds before its packet.
-pub const BUNDLE_ENTRY_LEN: usize = 4;
+pub const BUNDLE_ENTRY_LEN: usize = 1;
 
 /// Most entries a bundle may carry.
 pub const MAX_BUNDLE: usize = 64;
@@ -29,30 +30,36 @@ pub struct BundleEntry {
     pub len: usize,
 }
 
-/// Check a bundle body: at least one entry, at most [`MAX_BUNDLE`], each a whole IPv4 or IPv6
-/// packet whose length field matches, and nothing after the last. Returns the number of
+/// Check a bundle body: at least one entry, at most [`MAX_BUNDLE`], the first with gap 0,
+/// each a whole IPv4 or IPv6 packet, and nothing after the last. Returns the number of
 /// entries.
 pub fn check_bundle(body: &[u8]) -> Result<usize, WireError> {
     if body.is_empty() {
         return Err(WireError::EmptyPayload);
     }
+    if body[0] != 0 {
+        return Err(WireError::BundleGap(body[0]));
+    }
     let mut n = 0;
     for e in bundle_entries(body, 0) {
-        let e = e?;
+        e?;
         n += 1;
         if n > MAX_BUNDLE {
             return Err(WireError::BundleCount(n));
         }
-        check_inner_packet(&body[e.start..e.start + e.len])?;
     }
     Ok(n)
 }
 
 /// The entries of a bundle body whose header carries global sequence `seq`. Yields an error
-/// (and then nothing) where an entry runs past the end. Check the body with [`check_bundle`]
-/// first to know every packet is whole.
+/// (and then nothing) where an entry is not a whole IP packet.
 pub fn bundle_entries(body: &[u8], seq: u32) -> BundleEntries<'_> {
-    BundleEntries { body, at: 0, seq }
+    BundleEntries {
+        body,
+        at: 0,
+        // the first entry's gap (0) brings it to `seq`
+        next: seq,
+    }
 }
 
 /// Iterator of [`bundle_entries`].
@@ -60,51 +67,72 @@ pub fn bundle_entries(body: &[u8], seq: u32) -> BundleEntries<'_> {
 pub struct BundleEntries<'a> {
     body: &'a [u8],
     at: usize,
-    seq: u32,
+    /// The sequence number of the next entry if its gap is 0.
+    next: u32,
 }
 
 impl Iterator for BundleEntries<'_> {
     type Item = Result<BundleEntry, WireError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let rest = self.body.len() - self.at;
-        if rest == 0 {
+        if self.at == self.body.len() {
             return None;
         }
-        if rest < BUNDLE_ENTRY_LEN {
-            self.at = self.body.len();
-            return Some(Err(WireError::Truncated {
-                need: BUNDLE_ENTRY_LEN,
-                got: rest,
-            }));
-        }
-        let h = &self.body[self.at..self.at + BUNDLE_ENTRY_LEN];
-        let offset = be16(&h[0..2]);
-        let len = usize::from(be16(&h[2..4]));
+        let gap = self.body[self.at];
         let start = self.at + BUNDLE_ENTRY_LEN;
-        if len > self.body.len() - start {
-            self.at = self.body.len();
-            return Some(Err(WireError::Truncated {
+        let rest = &self.body[start..];
+        let len = match inner_len(rest) {
+            Ok(len) if len <= rest.len() => Ok(len),
+            Ok(len) => Err(WireError::Truncated {
                 need: len,
-                got: self.body.len() - start,
-            }));
+                got: rest.len(),
+            }),
+            Err(e) => Err(e),
         }
+        .and_then(|len| check_inner_packet(&rest[..len]).map(|()| len));
+        let len = match len {
+            Ok(len) => len,
+            Err(e) => {
+                // nothing more from a body found broken
+                self.at = self.body.len();
+                return Some(Err(e));
+            }
+        };
+        let seq = self.next.wrapping_add(u32::from(gap));
+        self.next = seq.wrapping_add(1);
         self.at = start + len;
-        Some(Ok(BundleEntry {
-            seq: self.seq.wrapping_add(u32::from(offset)),
-            start,
-            len,
-        }))
+        Some(Ok(BundleEntry { seq, start, len }))
     }
 }
 
-/// Append an entry for `packet`, global sequence `seq`, to a bundle body whose first entry has
-/// global sequence `first` (`None` when the entry's offset does not fit 16 bits).
-pub fn push_bundle_entry(body: &mut Vec<u8>, first: u32, seq: u32, packet: &[u8]) -> Option<()> {
-    let offset = u16::try_from(seq.wrapping_sub(first)).ok()?;
-    let len = u16::try_from(packet.len()).ok()?;
-    body.extend_from_slice(&offset.to_be_bytes());
-    body.extend_from_slice(&len.to_be_bytes());
+/// The length an inner packet's IP header gives (the packet may be cut short).
+fn inner_len(p: &[u8]) -> Result<usize, WireError> {
+    match p.first().map(|b| b >> 4) {
+        None => Err(WireError::EmptyPayload),
+        Some(4) if p.len() >= 4 => Ok(usize::from(be16(&p[2..4]))),
+        Some(6) if p.len() >= 6 => Ok(40 + usize::from(be16(&p[4..6]))),
+        Some(4 | 6) => Err(WireError::Truncated {
+            need: 6,
+            got: p.len(),
+        }),
+        Some(v) => Err(WireError::NotIp(v)),
+    }
+}
+
+/// Append an entry for `packet` (a whole IP packet), global sequence `seq`, to a bundle body
+/// whose last entry has global sequence `last` (`None` for the first entry, which must have
+/// the header's). `None` when the gap does not fit a byte.
+pub fn push_bundle_entry(
+    body: &mut Vec<u8>,
+    last: Option<u32>,
+    seq: u32,
+    packet: &[u8],
+) -> Option<()> {
+    let gap = match last {
+        None => 0,
+        Some(l) => u8::try_from(seq.wrapping_sub(l).wrapping_sub(1)).ok()?,
+    };
+    body.push(gap);
     body.extend_from_slice(packet);
     Some(())
 }
@@ -121,57 +149,80 @@ mod tests {
         p
     }
 
+    fn ipv6(payload: usize) -> Vec<u8> {
+        let mut p = vec![0u8; 40 + payload];
+        p[0] = 0x60;
+        p[4..6].copy_from_slice(&(payload as u16).to_be_bytes());
+        p
+    }
+
     #[test]
     fn entries_come_back_as_pushed() {
         let mut body = Vec::new();
-        push_bundle_entry(&mut body, 100, 100, &ipv4(28, 1)).unwrap();
-        push_bundle_entry(&mut body, 100, 103, &ipv4(60, 2)).unwrap();
-        assert_eq!(check_bundle(&body), Ok(2));
+        push_bundle_entry(&mut body, None, 100, &ipv4(28, 1)).unwrap();
+        push_bundle_entry(&mut body, Some(100), 103, &ipv4(60, 2)).unwrap();
+        push_bundle_entry(&mut body, Some(103), 104, &ipv6(8)).unwrap();
+        assert_eq!(body.len(), 3 + 28 + 60 + 48);
+        assert_eq!(check_bundle(&body), Ok(3));
         let e: Vec<_> = bundle_entries(&body, 100).map(Result::unwrap).collect();
-        assert_eq!((e[0].seq, e[0].start, e[0].len), (100, 4, 28));
-        assert_eq!((e[1].seq, e[1].start, e[1].len), (103, 36, 60));
+        assert_eq!((e[0].seq, e[0].start, e[0].len), (100, 1, 28));
+        assert_eq!((e[1].seq, e[1].start, e[1].len), (103, 30, 60));
+        assert_eq!((e[2].seq, e[2].start, e[2].len), (104, 91, 48));
         assert_eq!(body[e[1].start + 1], 2);
     }
 
     #[test]
-    fn offsets_wrap_with_the_sequence_and_refuse_what_16_bits_cannot_say() {
+    fn gaps_wrap_with_the_sequence_and_refuse_what_a_byte_cannot_say() {
         let mut body = Vec::new();
-        push_bundle_entry(&mut body, u32::MAX, u32::MAX, &ipv4(20, 0)).unwrap();
-        push_bundle_entry(&mut body, u32::MAX, 1, &ipv4(20, 0)).unwrap();
+        push_bundle_entry(&mut body, None, u32::MAX, &ipv4(20, 0)).unwrap();
+        push_bundle_entry(&mut body, Some(u32::MAX), 1, &ipv4(20, 0)).unwrap();
         let seqs: Vec<u32> = bundle_entries(&body, u32::MAX)
             .map(|e| e.unwrap().seq)
             .collect();
         assert_eq!(seqs, [u32::MAX, 1]);
-        assert_eq!(push_bundle_entry(&mut body, 0, 70_000, &ipv4(20, 0)), None);
+        assert_eq!(
+            push_bundle_entry(&mut body, Some(1), 258, &ipv4(20, 0)),
+            None
+        );
+        assert_eq!(
+            push_bundle_entry(&mut body, Some(1), 257, &ipv4(20, 0)),
+            Some(())
+        );
     }
 
     #[test]
     fn bad_bodies_are_refused() {
         assert_eq!(check_bundle(&[]), Err(WireError::EmptyPayload));
         let mut body = Vec::new();
-        push_bundle_entry(&mut body, 0, 0, &ipv4(20, 0)).unwrap();
+        push_bundle_entry(&mut body, None, 0, &ipv4(20, 0)).unwrap();
+        assert_eq!(check_bundle(&body), Ok(1));
+        // a first entry with a gap
+        let mut gap = body.clone();
+        gap[0] = 3;
+        assert_eq!(check_bundle(&gap), Err(WireError::BundleGap(3)));
         // a stray byte after the last entry
         let mut extra = body.clone();
         extra.push(0);
-        assert!(matches!(
-            check_bundle(&extra),
-            Err(WireError::Truncated { .. })
-        ));
-        // an entry longer than what is left
+        assert!(check_bundle(&extra).is_err());
+        // an entry whose IP header claims more than is left
         let mut long = body.clone();
-        long[3] = 21;
+        long[4] = 21;
         assert!(matches!(
             check_bundle(&long),
             Err(WireError::Truncated { .. })
         ));
+        // or less than an IP header
+        let mut short = body.clone();
+        short[4] = 8;
+        assert!(check_bundle(&short).is_err());
         // an entry that is no IP packet
         let mut not_ip = body.clone();
-        not_ip[4] = 0x15;
+        not_ip[1] = 0x15;
         assert_eq!(check_bundle(&not_ip), Err(WireError::NotIp(1)));
         // too many entries
         let mut many = Vec::new();
         for s in 0..=MAX_BUNDLE as u32 {
-            push_bundle_entry(&mut many, 0, s, &ipv4(20, 0)).unwrap();
+            push_bundle_entry(&mut many, s.checked_sub(1), s, &ipv4(20, 0)).unwrap();
         }
         assert_eq!(
             check_bundle(&many),
@@ -195,15 +246,17 @@ mod tests {
         fn packed_packets_round_trip(
             lens in proptest::collection::vec(20usize..300, 1..MAX_BUNDLE),
             first in any::<u32>(),
-            gaps in proptest::collection::vec(0u32..40, MAX_BUNDLE),
+            gaps in proptest::collection::vec(0u32..=255, MAX_BUNDLE),
         ) {
             let mut body = Vec::new();
             let mut seq = first;
+            let mut last = None;
             let mut want = Vec::new();
             for (k, &len) in lens.iter().enumerate() {
                 let p = ipv4(len, k as u8);
-                push_bundle_entry(&mut body, first, seq, &p).unwrap();
+                push_bundle_entry(&mut body, last, seq, &p).unwrap();
                 want.push((seq, p));
+                last = Some(seq);
                 seq = seq.wrapping_add(1 + gaps[k]);
             }
             prop_assert_eq!(check_bundle(&body), Ok(lens.len()));

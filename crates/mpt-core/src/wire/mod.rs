@@ -209,6 +209,8 @@ pub enum WireError {
     ReportEntryLen(u8),
     #[error("bundle of {0} entries, more than {max}", max = MAX_BUNDLE)]
     BundleCount(usize),
+    #[error("a bundle's first entry has gap {0}, expected 0")]
+    BundleGap(u8),
     #[error("control message of {got} bytes, expected {expected}")]
     ControlLength { expected: usize, got: usize },
 }
@@ -570,7 +572,7 @@ mod tests {
                 Kind::Bundle => {
                     h.emit(&mut buf);
                     let mut body = Vec::new();
-                    push_bundle_entry(&mut body, h.seq, h.seq, &ipv4(20 + u16::from(fill))).expect("fits");
+                    push_bundle_entry(&mut body, None, h.seq, &ipv4(20 + u16::from(fill))).expect("fits");
                     let n = HEADER_LEN + body.len();
                     buf[HEADER_LEN..n].copy_from_slice(&body);
                     prop_assert_eq!(Datagram::parse(&buf[..n]), Ok(Datagram::Bundle { header: h, body: &body[..], count: 1 }));

@@ -127,9 +127,10 @@ pub fn run_table2(suite: &Suite, only: &[u32], out: &Path) -> Result<String> {
     let secs = suite.duration_s.unwrap_or(20);
     let len = suite.datagram.unwrap_or(super::scenario::IPERF_DATAGRAM);
     let mut md = format!(
-        "### {}\n\niperf3 UDP, {len}-byte datagrams unless the case says otherwise, {secs} s per run (paper: 60 s). Figures as seen by the receiving iperf3; loss from counts (the sender's datagrams against the receiver's); \"reordered\" = iperf3's out-of-order count / packets. `reseq off` = `reorder_window = 0`. \"plain UDP\" = the same stream without a tunnel, split over the lines in proportion to their rates, in the same run: what the lines carry.\n\n\
+        "### {}\n\niperf3 UDP, {len}-byte datagrams unless the case says otherwise, {secs} s per run (paper: 60 s). Figures as seen by the receiving iperf3; loss from counts (the sender's datagrams against the receiver's); \"reordered\" = iperf3's out-of-order count / packets. `reseq off` = `reorder_window = 0`. \"plain UDP\" = the same stream without a tunnel, split over the lines in proportion to their rates, in the same run: what the lines carry. Bundling {}.\n\n\
          | case | datagram B | paths kbit/s | stream kbit/s | plain UDP kbit/s / loss % | scheduler | reseq | throughput kbit/s paper / ours | jitter ms paper / ours | loss % paper / ours | reordered % paper / ours | reordered on arrival (mptd) | hold p99 ms |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
-        suite.title
+        suite.title,
+        if suite.bundle == Some(false) { "off (`--no-bundle`)" } else { "on (the default)" }
     );
     let mut csv = String::from("case,rates,stream_kbit,scheduler,reseq,throughput_kbit,jitter_ms,loss_pct,reordered_pct,packets,mptd_reordered,hold_p99_ms,datagram,plain_kbit,plain_loss_pct\n");
     let mut port = 5500;
@@ -171,6 +172,7 @@ pub fn run_table2(suite: &Suite, only: &[u32], out: &Path) -> Result<String> {
                     0
                 },
                 reorder_timeout_ms: suite.reorder_timeout_ms.unwrap_or(100),
+                bundle: suite.bundle,
                 ..TunnelOpts::default()
             };
             let tag = format!(

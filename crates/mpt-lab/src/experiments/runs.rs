@@ -205,7 +205,7 @@ fn print_trace(sender: &[(f64, Status)], receiver: &[(f64, Status)]) {
 /// `--get-server-output`). The receiver's `packets` counts up to the highest sequence number it
 /// saw, so datagrams lost at the end of the stream are missing from its `lost_percent`; the
 /// sender's count has them.
-pub(crate) fn udp_counts(v: &serde_json::Value) -> (u64, u64) {
+pub fn udp_counts(v: &serde_json::Value) -> (u64, u64) {
     let end = &v["end"];
     let sent = end["sum_sent"]["packets"]
         .as_u64()
@@ -220,7 +220,7 @@ pub(crate) fn udp_counts(v: &serde_json::Value) -> (u64, u64) {
 }
 
 /// The share of `sent` datagrams that did not arrive, in %.
-pub(crate) fn loss_pct(sent: u64, received: u64) -> f64 {
+pub fn loss_pct(sent: u64, received: u64) -> f64 {
     if sent == 0 {
         return f64::NAN;
     }

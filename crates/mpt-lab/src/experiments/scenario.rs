@@ -32,6 +32,9 @@ pub struct Suite {
     /// time, as on the paper's 64–128 kbit/s lines.
     #[serde(default)]
     pub serial: bool,
+    /// `[connection] bundle` of the tunnel (`None`: the default, on).
+    #[serde(default)]
+    pub bundle: Option<bool>,
     pub case: Vec<Case>,
 }
 

@@ -269,7 +269,8 @@ impl Pair {
 
     /// `side` stops cleanly: its goodbyes go out now.
     pub fn close(&mut self, side: Side) {
-        self.nodes[side.index()].ep.close();
+        let now = self.now;
+        self.nodes[side.index()].ep.close(now);
         self.drive(side);
     }
 

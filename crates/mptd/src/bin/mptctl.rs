@@ -309,11 +309,13 @@ fn print_status(s: &Status) {
         d.unauthenticated, d.bad_tag, d.replayed, d.unknown_session, d.no_session
     );
     println!(
-        "  reports sent: {} B (budget now {:.2} % of the bytes received); keepalives sent: {}, answered: {}",
+        "  reports sent: {} B (budget now {:.2} % of the bytes received); keepalives sent: {}, answered: {}; bundles sent: {} carrying {} packets",
         t.tx_report_bytes,
         t.report_fraction * 100.0,
         t.keepalives_sent,
-        t.keepalive_acks_sent
+        t.keepalive_acks_sent,
+        t.bundles_sent,
+        t.bundled_packets
     );
     if s.peers.is_empty() {
         println!();

@@ -80,6 +80,7 @@ impl Tunnel {
         let mut first: Option<TunnelStatus> = None;
         let mut first_paths = Vec::new();
         let (mut tx, mut rx, mut delivered, mut reports, mut kas) = ((0, 0), (0, 0), 0, 0, (0, 0));
+        let mut bundles = (0u64, 0u64);
         for peer in all.iter().filter(|p| !p.retired) {
             let cfg = peer.cfg();
             let guard = peer.lock();
@@ -117,6 +118,8 @@ impl Tunnel {
             delivered += ep.delivered();
             reports += ep.report_bytes();
             kas = (kas.0 + ks, kas.1 + ka);
+            let (bs, bp) = ep.bundle_counts();
+            bundles = (bundles.0 + bs, bundles.1 + bp);
             let paths = self.path_status(now, peer, ep);
             if first.is_none() {
                 first = Some(self.tunnel_status(now, ep));
@@ -149,6 +152,7 @@ impl Tunnel {
         tunnel.delivered = delivered;
         tunnel.tx_report_bytes = reports;
         (tunnel.keepalives_sent, tunnel.keepalive_acks_sent) = kas;
+        (tunnel.bundles_sent, tunnel.bundled_packets) = bundles;
         tunnel.drops = DropCounts::from_counts(&counts);
         Status {
             version: 3,
@@ -182,6 +186,8 @@ impl Tunnel {
             delivered: 0,
             tx_report_bytes: 0,
             keepalives_sent: 0,
+            bundles_sent: 0,
+            bundled_packets: 0,
             keepalive_acks_sent: 0,
             calls: self.call_counts(),
             report_fraction: 0.0,

@@ -92,6 +92,11 @@ pub struct TunnelStatus {
     /// Keepalives answered; on a path we send data on, at most one a second.
     #[serde(default)]
     pub keepalive_acks_sent: u64,
+    /// Bundles sent, and the inner packets they carried (of `tx_packets`).
+    #[serde(default)]
+    pub bundles_sent: u64,
+    #[serde(default)]
+    pub bundled_packets: u64,
     pub drops: DropCounts,
     pub reseq: ReseqStatus,
     /// Datapath system calls: with `tx_packets` and `delivered`, how many packets each one

@@ -300,7 +300,7 @@ impl Tunnel {
         let now = self.clock.now();
         for (i, p) in self.peers().iter().enumerate() {
             if let Some(ep) = p.lock().as_mut() {
-                ep.close();
+                ep.close(now);
                 Tunnel::gather(ep, now, i, &mut out);
             }
         }

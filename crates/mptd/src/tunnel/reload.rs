@@ -102,7 +102,7 @@ impl Tunnel {
             let mut bye = Outputs::default();
             for &i in &plan.ended {
                 if let Some(ep) = old_peers[i].lock().as_mut() {
-                    ep.close();
+                    ep.close(now);
                     Tunnel::gather(ep, now, i, &mut bye);
                 }
             }
