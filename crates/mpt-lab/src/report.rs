@@ -75,6 +75,43 @@ pub fn plot(csv_path: &Path, png: &Path, title: &str, ylabel: &str) {
     }
 }
 
+/// Plot column 2 of several CSV files (`t_s`, value) on the same axes, one line each, titled
+/// as given: the variants of one case, as the paper draws them.
+pub fn plot_together(series: &[(PathBuf, String)], png: &Path, title: &str, ylabel: &str) {
+    let lines: Vec<String> = series
+        .iter()
+        .filter(|(csv, _)| csv.exists())
+        .map(|(csv, label)| {
+            format!(
+                "'{}' using 1:2 every ::1 with lines lw 2 title '{}'",
+                csv.display(),
+                label.replace('\'', "")
+            )
+        })
+        .collect();
+    if lines.is_empty() {
+        return;
+    }
+    let script = format!(
+        "set datafile separator ','; set terminal png size 900,500 noenhanced; set output '{}'; \
+         set title '{}'; set xlabel 'time (s)'; set ylabel '{}'; set grid; set key outside right; \
+         set yrange [0:*]; plot {}",
+        png.display(),
+        title.replace('\'', ""),
+        ylabel,
+        lines.join(", ")
+    );
+    match Command::new("gnuplot").args(["-e", &script]).output() {
+        Ok(o) if o.status.success() => {}
+        Ok(o) => eprintln!(
+            "gnuplot failed for {}: {}",
+            png.display(),
+            String::from_utf8_lossy(&o.stderr)
+        ),
+        Err(_) => eprintln!("gnuplot not installed: no {}", png.display()),
+    }
+}
+
 pub fn write(out: &Path, name: &str, text: &str) -> Result<PathBuf> {
     std::fs::create_dir_all(out)?;
     let p = out.join(name);

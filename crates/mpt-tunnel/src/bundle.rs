@@ -109,7 +109,7 @@ impl<P> Endpoint<P> {
         self.sched.on_sent(now, path, cost);
         self.counts.tx_packets += 1;
         self.counts.tx_bytes += packet.len() as u64;
-        self.counts.bundled_packets += 1;
+        self.counts.held_packets += 1;
         true
     }
 
@@ -141,18 +141,25 @@ impl<P> Endpoint<P> {
             return None;
         };
         let path = PathId(i as u8);
+        let prefix = self.prefix();
+        let mut buf = b.buf;
+        // a bundle of one is sent as the data datagram it would have been (its gap byte out)
+        let kind = if count == 1 {
+            buf.remove(prefix);
+            Kind::Data
+        } else {
+            Kind::Bundle
+        };
         let p = &mut self.paths[i];
         let header = HeaderRepr {
-            kind: Kind::Bundle,
+            kind,
             path,
             path_seq: p.path_seq,
             session,
             seq: b.first_seq,
             timestamp: now.wire_micros(),
         };
-        p.path_seq = p.path_seq.wrapping_add(b.count as u16);
-        let prefix = self.prefix();
-        let mut buf = b.buf;
+        p.path_seq = p.path_seq.wrapping_add(count as u16);
         let body = buf.len() - prefix;
         header.emit(&mut buf);
         let len = if self.sealing() {
@@ -168,7 +175,10 @@ impl<P> Endpoint<P> {
             prefix + body
         };
         buf.truncate(len);
-        self.counts.bundles_sent += 1;
+        if count > 1 {
+            self.counts.bundles_sent += 1;
+            self.counts.bundled_packets += count as u64;
+        }
         Some(Transmit {
             path,
             destination: self.remote(path)?,

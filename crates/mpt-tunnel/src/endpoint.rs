@@ -139,6 +139,8 @@ pub(crate) struct Counts {
     /// Bundles sent, and the packets they carried.
     pub(crate) bundles_sent: u64,
     pub(crate) bundled_packets: u64,
+    /// Packets that went into a bundle (one left alone in it is sent as plain data).
+    pub(crate) held_packets: u64,
 }
 
 /// When each periodic job is next due.
@@ -415,7 +417,7 @@ impl<P> Endpoint<P> {
         self.pacer.fraction()
     }
 
-    /// Bundles sent, and the inner packets they carried.
+    /// Bundles sent (of two packets or more), and the inner packets they carried.
     pub fn bundle_counts(&self) -> (u64, u64) {
         (self.counts.bundles_sent, self.counts.bundled_packets)
     }

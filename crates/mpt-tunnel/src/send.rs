@@ -186,12 +186,12 @@ impl<P> Endpoint<P> {
         inner: usize,
     ) -> Result<Option<(PathId, std::net::SocketAddr, usize)>, SendError> {
         let mut plan = [None];
-        let bundled = self.counts.bundled_packets;
+        let held = self.counts.held_packets;
         let sealer = self
             .number_batch(now, &[inner], &mut [&mut *buf], &mut plan)
             .ok_or(SendError::Dropped(DropReason::NoSession))?;
         self.batch_sent(sealer.used());
-        if self.counts.bundled_packets != bundled {
+        if self.counts.held_packets != held {
             return Ok(None);
         }
         let path = plan[0].ok_or(SendError::Dropped(DropReason::NoPath))?;

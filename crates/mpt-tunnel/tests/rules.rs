@@ -1452,7 +1452,8 @@ fn small_packets_travel_in_bundles_while_their_path_is_busy() {
     p.run(ms(300));
     assert_eq!(p.delivered_numbers(Side::B), (0..40).collect::<Vec<_>>());
     let (bundles, packets) = p.ep(Side::A).bundle_counts();
-    assert_eq!(packets, held);
+    // (a packet left alone in a bundle goes as a data datagram)
+    assert!(packets <= held, "{packets} bundled, {held} held");
     assert!(packets >= 30, "{packets} of 40 bundled");
     assert!((3..=8).contains(&bundles), "{bundles} bundles");
     let datagrams = p.node(Side::A).sent_log[before..]
@@ -1460,6 +1461,7 @@ fn small_packets_travel_in_bundles_while_their_path_is_busy() {
         .filter(|(_, d)| matches!(kind_of(d), Kind::Data | Kind::Bundle))
         .count();
     assert_eq!(datagrams as u64, 40 - packets + bundles);
+    assert_eq!(sent(&p, Side::A, Kind::Bundle) as u64, bundles);
     // the receiver counts every packet on the path, none lost
     let st = p.ep(Side::B).stats().paths[0].clone();
     assert_eq!((st.packets, st.lost), (40, 0));

@@ -153,6 +153,7 @@ pub fn run_table2(suite: &Suite, only: &[u32], out: &Path) -> Result<String> {
             crate::experiments::runs::plain_run(&mut lab, suite, c, port)?;
         eprintln!("   {plain_kbit:.1} kbit/s, loss {plain_loss:.2} %");
         port += 10;
+        let mut jitter_series = Vec::new();
         for (sched, reseq) in VARIANTS {
             if single && sched == "wrr" {
                 continue; // one path: every scheduler sends the same
@@ -184,16 +185,10 @@ pub fn run_table2(suite: &Suite, only: &[u32], out: &Path) -> Result<String> {
             let jcsv = out.join(format!("{tag}-jitter.csv"));
             port += 1;
             let (r, _) = stream_run(&mut lab, suite, c, &opts, port, &jcsv)?;
-            plot(
-                &jcsv,
-                &out.join(format!("{tag}-jitter.png")),
-                &format!(
-                    "Table II case {} ({sched}, reseq {}): receiver jitter",
-                    c.id,
-                    if reseq { "on" } else { "off" }
-                ),
-                "jitter (ms)",
-            );
+            jitter_series.push((
+                jcsv.clone(),
+                format!("{sched}, reseq {}", if reseq { "on" } else { "off" }),
+            ));
             let _ = writeln!(
                 md,
                 "| {} | {dlen} | {} | {} | {plain_kbit:.1} / {plain_loss:.2} | {sched} | {} | {} / {:.2} | {} / {:.2} | {} / {:.2} | {} / **{:.2}** | {} | {:.1} |",
@@ -232,6 +227,17 @@ pub fn run_table2(suite: &Suite, only: &[u32], out: &Path) -> Result<String> {
                 r.kbit, r.jitter_ms, r.loss_pct, r.reordered_pct
             );
         }
+        crate::report::plot_together(
+            &jitter_series,
+            &out.join(format!("table2-case{}-jitter.png", c.name())),
+            &format!(
+                "Table II case {} ({} kbit/s over {} kbit/s, {dlen}-byte datagrams): receiver jitter, every variant",
+                c.name(),
+                c.udp_kbit.unwrap_or(0),
+                c.rates_label()
+            ),
+            "jitter (ms)",
+        );
     }
     write(out, "table2.csv", &csv)?;
     write(out, "table2.md", &md)?;
