@@ -113,23 +113,6 @@ fn hostile_total(d: &DropCounts) -> u64 {
         + d.unexpected
 }
 
-/// UDP datagrams B's kernel dropped for want of socket buffer (RcvbufErrors).
-fn kernel_udp_drops(lab: &Lab) -> u64 {
-    let out = lab.sh(Side::B, "cat /proc/net/snmp").expect("snmp");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut udp = text.lines().filter(|l| l.starts_with("Udp:"));
-    let (names, values) = (
-        udp.next().expect("Udp names"),
-        udp.next().expect("Udp values"),
-    );
-    names
-        .split_whitespace()
-        .zip(values.split_whitespace())
-        .find(|(n, _)| *n == "RcvbufErrors")
-        .and_then(|(_, v)| v.parse().ok())
-        .expect("RcvbufErrors")
-}
-
 /// Count, in B's input path, the datagrams from the stranger to the path ports (nftables).
 fn count_stranger_arrivals(lab: &Lab) {
     lab.sh(
@@ -290,7 +273,7 @@ fn a_stranger_spraying_the_path_ports_gets_nothing_into_tun0() {
     for (name, datagrams, count) in &kinds {
         let before = lab.status(Side::B).expect("status").tunnel.drops;
         let total_before = hostile_total(&before);
-        let kernel_before = kernel_udp_drops(&lab);
+        let kernel_before = crate::kernel_udp_drops(&lab, Side::B);
         let arrived_before = stranger_arrivals(&lab);
         let t0 = Instant::now();
         let sent = lab
@@ -317,7 +300,7 @@ fn a_stranger_spraying_the_path_ports_gets_nothing_into_tun0() {
         let after = lab.status(Side::B).expect("mptd b answers").tunnel.drops;
         let got = count(&after) - count(&before);
         let total = hostile_total(&after) - total_before;
-        let kernel = kernel_udp_drops(&lab) - kernel_before;
+        let kernel = crate::kernel_udp_drops(&lab, Side::B) - kernel_before;
         let arrived = stranger_arrivals(&lab) - arrived_before;
         eprintln!("RESULT hostile: {name}: {sent} sent at {rate:.0}/s, {arrived} reached B, {got} counted in their own counter, {total} in all, {kernel} dropped by B's kernel (socket buffer full)");
         assert!(

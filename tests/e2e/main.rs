@@ -21,7 +21,7 @@ mod sites;
 mod systemd;
 mod throughput;
 
-use mpt_lab::harness::LinkSpec;
+use mpt_lab::harness::{Lab, LinkSpec, Side};
 
 /// The 4-path lab of the daemon issue: 20/20/10/10 Mbit/s.
 pub fn four_paths() -> Vec<LinkSpec> {
@@ -63,4 +63,41 @@ macro_rules! need {
             }
         )*
     };
+}
+
+/// UDP datagrams `side`'s kernel dropped for want of socket buffer so far (RcvbufErrors in
+/// its namespace): the daemon's path sockets and the receiving iperf3's alike.
+pub fn kernel_udp_drops(lab: &Lab, side: Side) -> u64 {
+    let out = lab.sh(side, "cat /proc/net/snmp").expect("snmp");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut udp = text.lines().filter(|l| l.starts_with("Udp:"));
+    let (names, values) = (
+        udp.next().expect("Udp names"),
+        udp.next().expect("Udp values"),
+    );
+    names
+        .split_whitespace()
+        .zip(values.split_whitespace())
+        .find(|(n, _)| *n == "RcvbufErrors")
+        .and_then(|(_, v)| v.parse().ok())
+        .expect("RcvbufErrors")
+}
+
+/// The drop reasons counted at least once, with their counts, for a test's report.
+pub fn nonzero_drops(d: &mptd::status::DropCounts) -> String {
+    let all = serde_json::to_value(d).unwrap_or_default();
+    let counted: Vec<String> = all
+        .as_object()
+        .map(|o| {
+            o.iter()
+                .filter(|(_, v)| v.as_u64().unwrap_or(0) > 0)
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect()
+        })
+        .unwrap_or_default();
+    if counted.is_empty() {
+        "none".into()
+    } else {
+        counted.join(", ")
+    }
 }
