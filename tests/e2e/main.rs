@@ -8,6 +8,7 @@
 
 mod bad_input;
 mod bundles;
+mod classes;
 mod control;
 mod emulator;
 mod failover;

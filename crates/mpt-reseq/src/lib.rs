@@ -95,7 +95,9 @@ pub struct PacketMeta {
 
 /// A held packet.
 struct Entry<P> {
-    payload: P,
+    /// `None`: an express packet, delivered when it arrived ([`Resequencer::push_express`]);
+    /// its slot only marks its seq as done, so that the release point passes it.
+    payload: Option<P>,
     arrival: Time,
 }
 
@@ -127,7 +129,10 @@ pub struct Resequencer<P> {
     cap: u64,
     mask: u64,
     ring: Vec<Option<Entry<P>>>,
+    /// Slots taken in the ring (express packets' marks included).
     held: usize,
+    /// Of `held`, the marks of express packets delivered already.
+    marks: usize,
     /// Whether the first packet of the session has fixed the extended seq space.
     started: bool,
     /// The release point: the extended seq delivered next. While packets are held, it is
@@ -177,6 +182,7 @@ impl<P> Resequencer<P> {
             mask: cap as u64 - 1,
             ring,
             held: 0,
+            marks: 0,
             started: false,
             head: EXT_OFFSET,
             received: SeqBitmap::new(history),
@@ -198,7 +204,7 @@ impl<P> Resequencer<P> {
 
     /// Number of packets held, waiting for a predecessor.
     pub fn held(&self) -> usize {
-        self.held
+        self.held - self.marks
     }
 
     /// Everything measured so far (cumulative across [`reset`](Self::reset)).
@@ -255,15 +261,62 @@ impl<P> Resequencer<P> {
         keep: impl FnOnce(P) -> P,
         deliver: &mut impl FnMut(P),
     ) {
+        if let Some((p, ext)) = self.admit(now, &meta, deliver) {
+            if self.window == 0 {
+                self.passthrough(now, p, ext, payload, deliver);
+            } else {
+                self.resequence(now, p, ext, payload, keep, deliver);
+                if self.held > 0 {
+                    self.progress_check(now, deliver);
+                }
+            }
+        }
+        self.stats.total.occupancy.record(self.held());
+    }
+
+    /// An express packet arrived at `now` ([`mpt_core::wire::Kind::Express`]): delivered at
+    /// once unless it is a duplicate (or too old to tell from one), ahead of any gap before
+    /// it. Its seq counts as received: the release point passes it without waiting, and a
+    /// copy that comes later is a duplicate. Held packets it makes deliverable follow it.
+    pub fn push_express(
+        &mut self,
+        now: Time,
+        meta: PacketMeta,
+        payload: P,
+        deliver: &mut impl FnMut(P),
+    ) {
+        if let Some((p, ext)) = self.admit(now, &meta, deliver) {
+            if self.window == 0 {
+                self.passthrough(now, p, ext, payload, deliver);
+            } else if ext <= self.head {
+                // in order, or late: as any packet
+                self.resequence(now, p, ext, payload, |p| p, deliver);
+            } else {
+                self.mark_express(now, ext, payload, deliver);
+                self.progress_check(now, deliver);
+            }
+        }
+        self.stats.total.occupancy.record(self.held());
+    }
+
+    /// What every arriving data packet goes through: expiry of held packets, measurement,
+    /// the seq extended and the path's progress. `None` for a packet of no path, or a
+    /// duplicate (counted); else its path and extended seq.
+    fn admit(
+        &mut self,
+        now: Time,
+        meta: &PacketMeta,
+        deliver: &mut impl FnMut(P),
+    ) -> Option<(usize, u64)> {
         let p = meta.path.index();
         if p >= self.paths.len() {
             self.stats.total.invalid_path += 1;
-            return;
+            return None;
         }
         if self.held > 0 {
             self.expire(now, deliver);
         }
-        self.measure.arrival(now, p, &meta, &mut self.stats);
+        self.measure.arrival(now, p, meta, &mut self.stats);
         self.counting |= 1u64 << p;
         if !self.started {
             self.start(meta.seq);
@@ -274,31 +327,22 @@ impl<P> Resequencer<P> {
         if ext >= *progress {
             *progress = ext + 1;
         }
-
         if self.is_duplicate(ext) {
             self.stats.total.duplicates += 1;
             self.stats.paths[p].duplicates += 1;
-        } else {
-            if let Some(extent) = self.reorder.observe(ext) {
-                let t = &mut self.stats.total;
-                t.reordered += 1;
-                t.reorder_extent_sum += extent;
-                t.reorder_extent_max = t.reorder_extent_max.max(extent);
-                let s = &mut self.stats.paths[p];
-                s.reordered += 1;
-                s.reorder_extent_sum += extent;
-                s.reorder_extent_max = s.reorder_extent_max.max(extent);
-            }
-            if self.window == 0 {
-                self.passthrough(now, p, ext, payload, deliver);
-            } else {
-                self.resequence(now, p, ext, payload, keep, deliver);
-                if self.held > 0 {
-                    self.progress_check(now, deliver);
-                }
-            }
+            return None;
         }
-        self.stats.total.occupancy.record(self.held);
+        if let Some(extent) = self.reorder.observe(ext) {
+            let t = &mut self.stats.total;
+            t.reordered += 1;
+            t.reorder_extent_sum += extent;
+            t.reorder_extent_max = t.reorder_extent_max.max(extent);
+            let s = &mut self.stats.paths[p];
+            s.reordered += 1;
+            s.reorder_extent_sum += extent;
+            s.reorder_extent_max = s.reorder_extent_max.max(extent);
+        }
+        Some((p, ext))
     }
 
     /// A control message arrived on `path`: the sender's next global seq is `next_seq` and its
@@ -397,12 +441,13 @@ impl<P> Resequencer<P> {
     pub fn reset(&mut self) {
         if self.held > 0 {
             for slot in self.ring.iter_mut() {
-                if slot.take().is_some() {
+                if slot.take().is_some_and(|e| e.payload.is_some()) {
                     self.stats.total.dropped_on_reset += 1;
                 }
             }
         }
         self.held = 0;
+        self.marks = 0;
         self.started = false;
         self.head = EXT_OFFSET;
         self.received.clear_all();
@@ -781,6 +826,86 @@ mod tests {
         assert_eq!(h.r.held(), 0);
         // m-4 (after m-3), m-2, m-1, m and 0 (after 1), 2 (after 3)
         assert_eq!(h.total().reordered, 6);
+    }
+
+    impl H {
+        /// An express packet `seq` on `path` at `now_us`; returns what was delivered.
+        fn express(&mut self, now_us: u64, path: u8, seq: u32) -> Vec<u32> {
+            let ps = self.path_seq[usize::from(path)];
+            self.path_seq[usize::from(path)] = ps.wrapping_add(1);
+            let meta = PacketMeta {
+                path: PathId(path),
+                seq,
+                path_seq: ps,
+                sent_us: 0,
+                len: 100,
+            };
+            let mut got = Vec::new();
+            self.r
+                .push_express(t(now_us), meta, seq, &mut |p| got.push(p));
+            self.out.extend_from_slice(&got);
+            self.check_bounds();
+            got
+        }
+    }
+
+    #[test]
+    fn an_express_packet_passes_the_gaps_before_it_and_is_never_delivered_twice() {
+        let mut h = H::new(config(64, 100, 2));
+        assert_eq!(h.push(0, 0, 0), vec![0]);
+        assert_eq!(h.push(0, 1, 1), vec![1]);
+        // 2 and 3 are on the slow path 1; 4 is express on the fast path 0: delivered at once
+        assert_eq!(h.express(1_000, 0, 4), vec![4]);
+        assert_eq!(
+            h.r.held(),
+            0,
+            "an express packet's mark is not a held packet"
+        );
+        assert_eq!(
+            h.push(2_000, 0, 5),
+            Vec::<u32>::new(),
+            "5 waits for 2 and 3"
+        );
+        // the gaps fill: the release point passes 4 without delivering it again
+        assert_eq!(h.push(50_000, 1, 2), vec![2]);
+        assert_eq!(h.push(51_000, 1, 3), vec![3, 5]);
+        // its copy, sent on the slow path after 2 and 3, is a duplicate
+        assert_eq!(h.express(52_000, 1, 4), Vec::<u32>::new());
+        assert_eq!(h.total().duplicates, 1);
+        assert_eq!(h.out, vec![0, 1, 4, 2, 3, 5]);
+        assert_eq!(
+            (h.r.held(), h.total().skipped, h.total().delivered),
+            (0, 0, 6)
+        );
+        // an express packet at the release point is delivered as any
+        assert_eq!(h.express(52_000, 0, 6), vec![6]);
+        assert_eq!(h.push(53_000, 1, 8), Vec::<u32>::new());
+        assert_eq!(h.express(54_000, 1, 9), vec![9]);
+        // 7 never comes: at 8's deadline the gap is given up, 8 delivered, 9 passed
+        h.timeout_at(t(153_000));
+        assert_eq!(h.out, vec![0, 1, 4, 2, 3, 5, 6, 9, 8]);
+        assert_eq!((h.total().skipped, h.r.held()), (1, 0));
+        assert_eq!(
+            h.push(160_000, 0, 7),
+            vec![7],
+            "late, delivered out of order"
+        );
+        assert_eq!(h.total().late, 1);
+    }
+
+    #[test]
+    fn express_packets_never_overrun_the_window_and_a_reset_forgets_their_marks() {
+        let mut h = H::new(config(4, 100, 1));
+        h.push(0, 0, 0);
+        // 1 is missing; 2..=9 express: each delivered at once, the window's marks given up
+        // in turn when full
+        for s in 2..10 {
+            assert_eq!(h.express(1_000, 0, s), vec![s]);
+        }
+        assert!(h.r.held <= 4);
+        h.r.reset();
+        assert_eq!((h.r.held(), h.r.held, h.r.marks), (0, 0, 0));
+        assert_eq!(h.total().dropped_on_reset, 0, "marks are not packets");
     }
 
     #[test]

@@ -80,6 +80,22 @@ impl<P> Resequencer<P> {
             }
             return;
         }
+        self.make_room(now, ext, deliver);
+        self.received.set(ext);
+        if ext == self.head {
+            self.set_head(ext + 1);
+            self.emit(now, now, payload, deliver);
+            if self.held > 0 {
+                self.deliver_consecutive(now, deliver);
+            }
+        } else {
+            self.hold(now, ext, Some(keep(payload)));
+        }
+    }
+
+    /// Before `ext` (ahead of the release point) takes a slot: a packet beyond the ring
+    /// flushes what lies too far back, and a full window gives up its oldest gap.
+    fn make_room(&mut self, now: Time, ext: u64, deliver: &mut impl FnMut(P)) {
         if ext > self.head {
             if ext - self.head >= self.cap {
                 // beyond the ring: flush (in order) what lies too far back, O(cap)
@@ -91,35 +107,68 @@ impl<P> Resequencer<P> {
                 self.release_to(now, first.min(ext), Cause::Overflow, deliver);
             }
         }
+    }
+
+    /// Put `payload` (`None`: the mark of an express packet delivered already) in `ext`'s
+    /// slot, ahead of the release point, with its deadline.
+    fn hold(&mut self, now: Time, ext: u64, payload: Option<P>) {
+        let slot = (ext & self.mask) as usize;
+        if self.ring.is_empty() {
+            self.ring.resize_with(self.cap as usize, || None);
+            self.deadlines.reserve(2 * self.cap as usize + 1);
+        }
+        let mark = payload.is_none();
+        if let Some(s) = self.ring.get_mut(slot) {
+            if let Some(old) = s.replace(Entry {
+                payload,
+                arrival: now,
+            }) {
+                // (a slot is taken once per seq: duplicates never reach here)
+                self.marks -= usize::from(old.payload.is_none());
+            } else {
+                self.held += 1;
+            }
+            self.marks += usize::from(mark);
+        }
+        self.deadlines.push_back((ext, now + self.timeout));
+        if self.deadlines.len() > 2 * self.cap as usize {
+            let head = self.head;
+            self.deadlines.retain(|&(e, _)| e >= head);
+        }
+    }
+
+    /// Window > 0: an express packet ahead of the release point is delivered now; its slot
+    /// keeps a mark, so that the release point passes it when the gaps before it are filled
+    /// or given up, as if it had been held.
+    pub(crate) fn mark_express(
+        &mut self,
+        now: Time,
+        ext: u64,
+        payload: P,
+        deliver: &mut impl FnMut(P),
+    ) {
+        self.make_room(now, ext, deliver);
         self.received.set(ext);
         if ext == self.head {
+            // making room gave up every gap before it
             self.set_head(ext + 1);
             self.emit(now, now, payload, deliver);
             if self.held > 0 {
                 self.deliver_consecutive(now, deliver);
             }
-        } else {
-            let slot = (ext & self.mask) as usize;
-            if self.ring.is_empty() {
-                self.ring.resize_with(self.cap as usize, || None);
-                self.deadlines.reserve(2 * self.cap as usize + 1);
-            }
-            if let Some(s) = self.ring.get_mut(slot) {
-                if s.replace(Entry {
-                    payload: keep(payload),
+            return;
+        }
+        self.emit(now, now, payload, deliver);
+        self.hold(now, ext, None);
+    }
 
-                    arrival: now,
-                })
-                .is_none()
-                {
-                    self.held += 1;
-                }
-            }
-            self.deadlines.push_back((ext, now + self.timeout));
-            if self.deadlines.len() > 2 * self.cap as usize {
-                let head = self.head;
-                self.deadlines.retain(|&(e, _)| e >= head);
-            }
+    /// Hand over a slot's entry taken at the release point: its packet, unless it is the
+    /// mark of an express packet delivered already.
+    fn release_entry(&mut self, now: Time, entry: Entry<P>, deliver: &mut impl FnMut(P)) {
+        self.held -= 1;
+        match entry.payload {
+            Some(payload) => self.emit(now, entry.arrival, payload, deliver),
+            None => self.marks -= 1,
         }
     }
 
@@ -176,9 +225,8 @@ impl<P> Resequencer<P> {
             let Some(entry) = self.ring.get_mut(slot).and_then(Option::take) else {
                 break;
             };
-            self.held -= 1;
             self.set_head(self.head + 1);
-            self.emit(now, entry.arrival, entry.payload, deliver);
+            self.release_entry(now, entry, deliver);
         }
         self.tidy_deadlines();
     }
@@ -214,9 +262,8 @@ impl<P> Resequencer<P> {
             for k in 0..span.min(self.cap) {
                 let slot = ((self.head + k) & self.mask) as usize;
                 if let Some(entry) = self.ring.get_mut(slot).and_then(Option::take) {
-                    self.held -= 1;
                     delivered += 1;
-                    self.emit(now, entry.arrival, entry.payload, deliver);
+                    self.release_entry(now, entry, deliver);
                 }
             }
         }

@@ -161,20 +161,10 @@ impl<P> Endpoint<P> {
         };
         p.path_seq = p.path_seq.wrapping_add(count as u16);
         let body = buf.len() - prefix;
-        header.emit(&mut buf);
-        let len = if self.sealing() {
-            let Some(key) = self.seal.clone() else {
-                self.counts.drops.add(DropReason::NoSession, count as u64);
-                return None;
-            };
-            buf.resize(prefix + body + TAG_LEN, 0);
-            let counter = self.counter;
-            self.counter += 1;
-            key.seal(counter, &mut buf, body).ok()?
-        } else {
-            prefix + body
+        let Some(buf) = self.seal_owned(&header, buf, body) else {
+            self.counts.drops.add(DropReason::NoSession, count as u64);
+            return None;
         };
-        buf.truncate(len);
         if count > 1 {
             self.counts.bundles_sent += 1;
             self.counts.bundled_packets += count as u64;
@@ -184,6 +174,29 @@ impl<P> Endpoint<P> {
             destination: self.remote(path)?,
             contents: buf,
         })
+    }
+
+    /// Seal a datagram built in a buffer of our own: `header` written into its prefix, then
+    /// `body` bytes after it, sealed under the next counter. `None` while sealing has no key.
+    pub(crate) fn seal_owned(
+        &mut self,
+        header: &HeaderRepr,
+        mut buf: Vec<u8>,
+        body: usize,
+    ) -> Option<Vec<u8>> {
+        let prefix = self.prefix();
+        header.emit(&mut buf);
+        let len = if self.sealing() {
+            let key = self.seal.clone()?;
+            buf.resize(prefix + body + TAG_LEN, 0);
+            let counter = self.counter;
+            self.counter += 1;
+            key.seal(counter, &mut buf, body).ok()?
+        } else {
+            prefix + body
+        };
+        buf.truncate(len);
+        Some(buf)
     }
 
     /// Bundles that must leave before the batch just numbered, in order: send them first on

@@ -49,6 +49,8 @@ pub struct Endpoint<P> {
     pub(crate) pending: VecDeque<Pending>,
     /// Bundles closed to leave before the batch being numbered ([`Endpoint::take_bundles`]).
     pub(crate) ready: Vec<Transmit>,
+    /// Copies that leave after the batch being numbered ([`Endpoint::take_copies`]).
+    pub(crate) after: Vec<Transmit>,
     pub(crate) events: VecDeque<Event>,
     pub(crate) counts: Counts,
     pub(crate) timers: Timers,
@@ -141,6 +143,9 @@ pub(crate) struct Counts {
     pub(crate) bundled_packets: u64,
     /// Packets that went into a bundle (one left alone in it is sent as plain data).
     pub(crate) held_packets: u64,
+    /// Packets sent per class (configuration order) and path; copies sent.
+    pub(crate) class_sent: Vec<Vec<u64>>,
+    pub(crate) copies_sent: u64,
 }
 
 /// When each periodic job is next due.
@@ -236,6 +241,7 @@ impl<P> Endpoint<P> {
             released: Vec::new(),
             pending: VecDeque::new(),
             ready: Vec::new(),
+            after: Vec::new(),
             events: VecDeque::new(),
             counts: Counts::default(),
             timers: Timers {
@@ -437,6 +443,10 @@ impl<P> Endpoint<P> {
     pub fn poll_transmit(&mut self, now: Time) -> Option<Transmit> {
         if !self.ready.is_empty() {
             return Some(self.ready.remove(0));
+        }
+        // copies leave after their batch
+        if !self.after.is_empty() && self.paths.iter().all(|p| p.unsent == 0) {
+            return Some(self.after.remove(0));
         }
         while let Some(p) = self.pending.pop_front() {
             // nothing but a handshake's answer goes on a path whose uplink is down (or that

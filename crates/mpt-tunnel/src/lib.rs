@@ -14,6 +14,7 @@
 #![forbid(unsafe_code)]
 
 mod bundle;
+mod class;
 mod crypto;
 mod drops;
 mod endpoint;
@@ -29,6 +30,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 pub use bundle::{BUNDLE_MARGIN, BUNDLE_MAX_HOLD, BUNDLE_MIN_WAIT};
+pub use class::{classify, default_classes, protocol_number, ClassRule, Mode, PacketInfo, DSCP_EF};
 pub use crypto::PREVIOUS_SESSION_KEPT;
 pub use drops::{DropCounts, DropReason, Drops};
 pub use endpoint::{Endpoint, PathInfo};
@@ -113,6 +115,9 @@ pub struct EndpointConfig {
     pub follow_peer_paths: bool,
     /// Pack small packets into bundles while their path is busy ([`mpt_core::wire::Kind::Bundle`]).
     pub bundle: bool,
+    /// Traffic classes, the first that matches a packet deciding how it is sent
+    /// ([`ClassRule`]; the configured ones, then usually [`default_classes`]).
+    pub classes: Vec<ClassRule>,
 }
 
 impl EndpointConfig {
@@ -184,6 +189,8 @@ pub struct Incoming {
     /// Where the inner packet lies in the datagram's buffer (it always starts at
     /// [`Endpoint::prefix`]).
     pub packet: std::ops::Range<usize>,
+    /// Sent express ([`mpt_core::wire::Kind::Express`]): delivered at once, not in order.
+    pub express: bool,
 }
 
 /// A control datagram to send.

@@ -131,7 +131,7 @@ impl<P> Endpoint<P> {
     }
 
     /// Whether the scheduler may use `path` now, as far as its state goes.
-    fn usable(&self, path: PathId) -> bool {
+    pub(crate) fn usable(&self, path: PathId) -> bool {
         let p = &self.paths[path.index()];
         p.remote.is_some()
             && !p.live.uplink_down

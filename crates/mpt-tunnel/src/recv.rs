@@ -36,8 +36,13 @@ impl<P> Endpoint<P> {
     /// `payload` points into is reused after the batch).
     pub fn push_data(&mut self, now: Time, data: &Incoming, payload: P, keep: impl FnOnce(P) -> P) {
         let out = &mut self.released;
-        self.reseq
-            .push_keeping(now, data.meta, payload, keep, &mut |p| out.push(p));
+        if data.express {
+            self.reseq
+                .push_express(now, data.meta, payload, &mut |p| out.push(p));
+        } else {
+            self.reseq
+                .push_keeping(now, data.meta, payload, keep, &mut |p| out.push(p));
+        }
     }
 
     fn receive(
@@ -127,6 +132,7 @@ impl<P> Endpoint<P> {
                         len: packet.len(),
                     },
                     packet: start + HEADER_LEN..end,
+                    express: h.kind == Kind::Express,
                 }));
             }
             Datagram::Bundle { body, count, .. } => {
@@ -149,6 +155,7 @@ impl<P> Endpoint<P> {
                             len: e.len,
                         },
                         packet: at + e.start..at + e.start + e.len,
+                        express: false,
                     });
                 }
                 return Ok(Outcome::Bundle(out));

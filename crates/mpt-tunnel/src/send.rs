@@ -7,7 +7,7 @@ use mpt_core::seal::{SealError, SealKey, SEAL_OVERHEAD};
 use mpt_core::wire::{self, AckRepr, HeaderRepr, Kind, ReportEntry, ReportRepr, HEADER_LEN};
 use mpt_core::{PathId, Time};
 
-use crate::{DropReason, Endpoint, Transmit};
+use crate::{DropReason, Endpoint, Mode, Transmit};
 
 /// A control datagram queued for [`Endpoint::poll_transmit`], built when polled (so that an
 /// answer says how long it was held, and fences are current).
@@ -113,20 +113,36 @@ impl<P> Endpoint<P> {
             self.counter += n as u64;
         }
         let mut used = 0u64;
+        // packets of `duplicate` classes, copied once the batch is numbered: (k, class, seq, path)
+        let mut copies = Vec::new();
         for k in 0..n {
             let inner = sizes[k];
             if inner == 0 {
                 continue;
             }
             let len = inner + overhead.datagram();
-            let Some(path) = self.sched.select(now, inner + overhead.link()) else {
+            let at = self.prefix();
+            let (class, mode) = self.class_of(&bufs[k].as_mut()[at..at + inner]);
+            let chosen = match mode {
+                Mode::Bond => self.sched.select(now, inner + overhead.link()),
+                Mode::Fastest | Mode::Duplicate => self
+                    .soonest(now, None)
+                    .or_else(|| self.sched.select(now, inner + overhead.link())),
+            };
+            let Some(path) = chosen else {
                 self.count(DropReason::NoPath);
                 continue;
             };
             let i = path.index();
-            let at = self.prefix();
-            if self.bundle_packet(now, path, &bufs[k].as_mut()[at..at + inner], &mut used) {
+            self.count_class(class, path);
+            // light traffic never waits in a bundle
+            if mode == Mode::Bond
+                && self.bundle_packet(now, path, &bufs[k].as_mut()[at..at + inner], &mut used)
+            {
                 continue;
+            }
+            if mode == Mode::Duplicate {
+                copies.push((k, class, self.seq, path));
             }
             // an open bundle leaves before the packets that follow it on the path
             self.close_riding(now, i, &mut used);
@@ -139,7 +155,12 @@ impl<P> Endpoint<P> {
                 p.unsent += 1;
             }
             HeaderRepr {
-                kind: Kind::Data,
+                // light traffic is delivered as soon as it arrives, not in order with bulk
+                kind: if mode == Mode::Bond {
+                    Kind::Data
+                } else {
+                    Kind::Express
+                },
                 path,
                 path_seq: p.path_seq,
                 session: peer_session,
@@ -155,6 +176,11 @@ impl<P> Endpoint<P> {
             self.counts.tx_packets += 1;
             self.counts.tx_bytes += inner as u64;
             plan[k] = Some(path);
+        }
+        for (k, class, seq, first) in copies {
+            let at = self.prefix();
+            let packet = &bufs[k].as_mut()[at..at + sizes[k]];
+            self.send_copy(now, class, seq, first, packet, &mut used);
         }
         Some(Sealer {
             key,

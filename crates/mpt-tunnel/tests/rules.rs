@@ -1528,3 +1528,125 @@ fn a_big_packet_after_a_bundle_leaves_after_it_and_fences_hold() {
     assert_eq!((st.packets, st.lost, st.path_seq_errors), (20, 0, 0));
     assert_eq!(p.ep(Side::B).drops().too_old, 0);
 }
+
+/// A UDP packet of `len` bytes from port `k` to port `port`, DSCP `dscp`: its number (what
+/// [`sim::number`] reads back) is `k << 16 | port`.
+fn udp(k: u32, port: u16, len: usize, dscp: u8) -> Vec<u8> {
+    let mut p = packet((k << 16) | u32::from(port), len);
+    p[1] = dscp << 2;
+    p[9] = 17;
+    p
+}
+
+/// Two paths, path 0 with 10 ms one way, path 1 with 60 ms, `classes` as given (the built-in
+/// ones after them); keys agreed and both paths' round-trip times measured.
+fn fast_and_slow_pair(seed: u64, classes: Vec<mpt_tunnel::ClassRule>) -> Pair {
+    let cfg = |side| {
+        let mut c = sim::config(side, 2, true);
+        let mut all = classes.clone();
+        all.extend(mpt_tunnel::default_classes());
+        c.classes = all;
+        c
+    };
+    let mut p = Pair::with(sim::seed(seed), cfg(Side::A), cfg(Side::B));
+    for side in [Side::A, Side::B] {
+        p.link(side, 0).delay = ms(10);
+        p.link(side, 1).delay = ms(60);
+    }
+    p.run_until(ms(500), Pair::agreed)
+        .expect("keys agreed within 500 ms");
+    // keepalives measure both paths
+    p.run(ms(1000));
+    p
+}
+
+#[test]
+fn light_traffic_goes_the_fastest_way_and_is_delivered_at_once_not_behind_bulk() {
+    let mut p = fast_and_slow_pair(70, Vec::new());
+    // bulk round-robin over both paths, and among it a voice packet (DSCP EF) every 20 ms and
+    // a DNS query now and then
+    let mut sent_at = std::collections::HashMap::new();
+    let mut light = Vec::new();
+    for k in 0..100u32 {
+        p.send(Side::A, &packet(1_000_000 + k, 1000))
+            .expect("bulk sent");
+        if k % 4 == 0 {
+            let voice = udp(k, 4000, 200, mpt_tunnel::DSCP_EF);
+            assert_eq!(
+                p.send(Side::A, &voice).expect("voice sent"),
+                Some(PathId(0))
+            );
+            sent_at.insert(sim::number(&voice), p.now);
+            light.push(sim::number(&voice));
+        }
+        if k % 25 == 0 {
+            let dns = udp(k, 53, 80, 0);
+            assert_eq!(p.send(Side::A, &dns).expect("dns sent"), Some(PathId(0)));
+            sent_at.insert(sim::number(&dns), p.now);
+            light.push(sim::number(&dns));
+        }
+        p.run(ms(5));
+    }
+    p.run(ms(500));
+    // everything arrived once; the light packets within the fast path's delay, although the
+    // bulk sent before them waited for the slow path's
+    let delivered = p.delivered_numbers(Side::B);
+    assert_eq!(delivered.len(), 100 + light.len());
+    let mut sorted = delivered.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    assert_eq!(sorted.len(), delivered.len(), "something delivered twice");
+    for (at, bytes) in &p.node(Side::B).delivered {
+        if let Some(&sent) = sent_at.get(&sim::number(bytes)) {
+            let took = *at - sent;
+            assert!(took < ms(15), "a light packet took {took:?}");
+        }
+    }
+    // bulk went both ways; the classes' counters say where the light packets went
+    let (per_class, copies) = p.ep(Side::A).class_counts();
+    assert_eq!(copies, 0);
+    assert_eq!(per_class[0], vec![25], "ef");
+    assert_eq!(per_class[1], vec![4], "dns");
+    let bulk_on_slow = p.ep(Side::B).stats().paths[1].packets;
+    assert!(bulk_on_slow >= 45, "bulk on the slow path: {bulk_on_slow}");
+    assert_eq!(p.ep(Side::B).drops().too_old, 0);
+}
+
+#[test]
+fn a_duplicate_class_goes_on_two_paths_once_delivered_and_a_blackout_costs_it_nothing() {
+    let voice = mpt_tunnel::ClassRule {
+        name: "voice".into(),
+        protocol: Some(17),
+        ports: Some((5004, 5004)),
+        mode: mpt_tunnel::Mode::Duplicate,
+        ..mpt_tunnel::ClassRule::default()
+    };
+    let mut p = fast_and_slow_pair(71, vec![voice]);
+    let mut numbers = Vec::new();
+    // 50 packets a second for 3 s; the fast path blacks out for the second in the middle
+    for k in 0..150u32 {
+        if k == 50 {
+            p.set_up(0, false);
+        }
+        if k == 100 {
+            p.set_up(0, true);
+        }
+        let v = udp(k, 5004, 200, 0);
+        numbers.push(sim::number(&v));
+        p.send(Side::A, &v).expect("voice sent");
+        p.run(ms(20));
+    }
+    p.run(ms(500));
+    let mut delivered = p.delivered_numbers(Side::B);
+    assert_eq!(delivered.len(), 150, "each packet delivered exactly once");
+    delivered.sort_unstable();
+    numbers.sort_unstable();
+    assert_eq!(delivered, numbers);
+    let (per_class, copies) = p.ep(Side::A).class_counts();
+    // every packet had a copy while both paths were up (and some while the fast one was
+    // down but not yet known to be)
+    assert!(copies >= 100, "copies sent: {copies}");
+    assert_eq!(per_class[0].iter().sum::<u64>(), 150 + copies);
+    // the receiver dropped the copy that came second of every pair that both arrived
+    assert!(p.ep(Side::B).drops().duplicate >= 90);
+}

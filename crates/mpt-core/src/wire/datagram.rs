@@ -5,6 +5,7 @@ use super::*;
 /// A validated datagram borrowed from a receive buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Datagram<'a> {
+    /// One inner packet ([`Kind::Data`], or [`Kind::Express`] as the header says).
     Data {
         header: HeaderRepr,
         packet: &'a [u8],
@@ -49,7 +50,7 @@ impl<'a> Datagram<'a> {
         let header = HeaderRepr::parse(buf)?;
         let body = &buf[HEADER_LEN..];
         match header.kind {
-            Kind::Data => {
+            Kind::Data | Kind::Express => {
                 check_inner_packet(body)?;
                 Ok(Datagram::Data {
                     header,

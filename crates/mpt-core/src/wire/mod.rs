@@ -169,6 +169,11 @@ pub enum Kind {
     CookieReply = 7,
     /// Several inner packets, each with its global sequence and length ([`bundle_entries`]).
     Bundle = 8,
+    /// An inner IP packet, as [`Kind::Data`], that the receiver delivers as soon as it
+    /// arrives rather than in global order (light traffic of a `fastest` or `duplicate`
+    /// class: it never waits for bulk on slower paths). Its sequence number still counts:
+    /// duplicates are dropped and the resequencer does not wait for it again.
+    Express = 9,
 }
 
 impl Kind {
@@ -183,6 +188,7 @@ impl Kind {
             6 => Some(Kind::Response),
             7 => Some(Kind::CookieReply),
             8 => Some(Kind::Bundle),
+            9 => Some(Kind::Express),
             _ => None,
         }
     }
@@ -445,8 +451,8 @@ mod tests {
         assert_eq!(Datagram::parse(&bad), Err(WireError::BadVersion(1)));
         bad[0] = (2 << 5) | SEALED_FLAG;
         assert_eq!(Datagram::parse(&bad), Err(WireError::Sealed));
-        bad[0] = (2 << 5) | 9;
-        assert_eq!(Datagram::parse(&bad), Err(WireError::UnknownKind(9)));
+        bad[0] = (2 << 5) | 10;
+        assert_eq!(Datagram::parse(&bad), Err(WireError::UnknownKind(10)));
         let mut ka = vec![0u8; HEADER_LEN + 1];
         header(Kind::Keepalive).emit(&mut ka);
         assert_eq!(
@@ -522,6 +528,7 @@ mod tests {
         prop_oneof![
             Just(Kind::Data),
             Just(Kind::Bundle),
+            Just(Kind::Express),
             Just(Kind::Keepalive),
             Just(Kind::KeepaliveAck),
             Just(Kind::Report),
@@ -553,6 +560,15 @@ mod tests {
 
     proptest! {
         #[test]
+        fn express_data_round_trips(h in any_header(Kind::Express), len in 20u16..1500) {
+            let mut buf = vec![0u8; HEADER_LEN];
+            h.emit(&mut buf);
+            let inner = ipv4(len);
+            buf.extend(&inner);
+            prop_assert_eq!(Datagram::parse(&buf), Ok(Datagram::Data { header: h, packet: &inner[..] }));
+        }
+
+        #[test]
         fn data_round_trips(h in any_header(Kind::Data), len in 20u16..1500) {
             let mut buf = vec![0u8; HEADER_LEN];
             h.emit(&mut buf);
@@ -568,7 +584,7 @@ mod tests {
             let h = HeaderRepr { kind, ..h0 };
             let mut buf = vec![0u8; report_len(64)];
             match kind {
-                Kind::Data => return Ok(()),
+                Kind::Data | Kind::Express => return Ok(()),
                 Kind::Bundle => {
                     h.emit(&mut buf);
                     let mut body = Vec::new();

@@ -41,6 +41,8 @@ pub struct TunnelOpts {
     pub links: Option<Vec<usize>>,
     /// `[connection] bundle` (`None`: the default, on).
     pub bundle: Option<bool>,
+    /// `[[class]]` entries, on both ends.
+    pub classes: Vec<mptd::config::ClassFile>,
 }
 
 impl TunnelOpts {
@@ -73,6 +75,7 @@ impl Default for TunnelOpts {
             metrics_on_a: None,
             links: None,
             bundle: None,
+            classes: Vec::new(),
         }
     }
 }
@@ -141,6 +144,7 @@ impl Lab {
                 keepalive_ms: Some(o.keepalive_ms as i64),
                 dead_ms: Some(o.dead_ms as i64),
                 bundle: o.bundle,
+                default_classes: None,
             },
             control: ControlFile {
                 socket: Some(self.control_socket(side).display().to_string()),
@@ -167,6 +171,7 @@ impl Lab {
                 })
                 .collect(),
             hooks: o.hooks_on_a.clone().filter(|_| side == Side::A),
+            class: o.classes.clone(),
         })
     }
 

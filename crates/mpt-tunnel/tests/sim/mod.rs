@@ -163,6 +163,7 @@ pub fn config(side: Side, paths: usize, sealing: bool) -> EndpointConfig {
         index_slot: None,
         follow_peer_paths: false,
         bundle: true,
+        classes: mpt_tunnel::default_classes(),
     }
 }
 
@@ -305,6 +306,11 @@ impl Pair {
             self.put_on_link(side, path.index(), dest, buf);
             path
         });
+        let mut copies = Vec::new();
+        self.nodes[side.index()].ep.take_copies(&mut copies);
+        for c in copies {
+            self.put_on_link(side, c.path.index(), c.destination, c.contents);
+        }
         self.drive(side);
         Ok(path)
     }

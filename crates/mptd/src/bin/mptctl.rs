@@ -317,6 +317,33 @@ fn print_status(s: &Status) {
         t.bundles_sent,
         t.bundled_packets
     );
+    let path_name = |i: usize| {
+        s.paths
+            .get(i)
+            .map_or_else(|| format!("#{i}"), |p| p.name.clone())
+    };
+    for c in s.tunnel.classes.iter().filter(|c| c.sent > 0) {
+        let where_: Vec<String> = c
+            .sent_per_path
+            .iter()
+            .enumerate()
+            .filter(|(_, &n)| n > 0)
+            .map(|(i, n)| format!("{} {n}", path_name(i)))
+            .collect();
+        println!(
+            "  class {} ({}): {} packets sent: {}",
+            c.name,
+            c.mode,
+            c.sent,
+            where_.join(", ")
+        );
+    }
+    if s.tunnel.copies_sent > 0 {
+        println!(
+            "  copies sent (duplicate classes): {}",
+            s.tunnel.copies_sent
+        );
+    }
     if s.peers.is_empty() {
         println!();
         print_paths(&s.paths);

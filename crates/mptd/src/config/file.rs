@@ -24,6 +24,44 @@ pub struct ConfigFile {
     pub path: Vec<PathFile>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hooks: Option<HooksFile>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub class: Vec<ClassFile>,
+}
+
+/// One `[[class]]` as written.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClassFile {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dscp: Option<Vec<i64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<ProtocolFile>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub port: Option<PortFile>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tcp_syn: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_size: Option<i64>,
+}
+
+/// A class's `protocol`: a name (`"udp"`) or a number.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum ProtocolFile {
+    Number(i64),
+    Name(String),
+}
+
+/// A class's `port`: one port, or a range as text (`"5000-5100"`).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum PortFile {
+    Number(i64),
+    Range(String),
 }
 
 /// `[hooks]` as written.
@@ -112,6 +150,8 @@ pub struct ConnectionFile {
     pub dead_ms: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bundle: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default_classes: Option<bool>,
 }
 
 /// One `[[path]]` as written.

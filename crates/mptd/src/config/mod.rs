@@ -16,8 +16,8 @@ mod file;
 mod validate;
 
 pub use file::{
-    ConfigFile, ConnectionFile, ControlFile, HooksFile, ListenFile, PathFile, PeerFile, RateFile,
-    SecurityFile, TunnelFile,
+    ClassFile, ConfigFile, ConnectionFile, ControlFile, HooksFile, ListenFile, PathFile, PeerFile,
+    PortFile, ProtocolFile, RateFile, SecurityFile, TunnelFile,
 };
 pub use validate::parse_rate;
 use validate::Validator;
@@ -239,6 +239,10 @@ pub struct Connection {
     pub dead: Duration,
     /// Pack small packets into one datagram while their path is busy.
     pub bundle: bool,
+    /// Traffic classes (`[[class]]`, then the built-in ones unless
+    /// `connection.default_classes = false`): the first that matches a packet decides how it
+    /// is sent.
+    pub classes: Vec<mpt_tunnel::ClassRule>,
 }
 
 /// One `[[path]]`.
@@ -679,6 +683,51 @@ interface = "wwan0"
             parse(&text).expect("valid").connection.scheduler,
             SchedulerKind::Rate
         );
+    }
+
+    #[test]
+    fn classes_come_first_then_the_built_in_ones_and_bad_ones_are_refused() {
+        let voice = "\n[[class]]\nname = \"voice\"\nmode = \"duplicate\"\nprotocol = \"udp\"\nport = \"5000-5100\"\nmax_size = 300\n\n[[class]]\nname = \"marked\"\nmode = \"fastest\"\ndscp = [34, 46]\n";
+        let c = parse(&format!("{GOOD}{voice}")).expect("valid");
+        let names: Vec<&str> = c
+            .connection
+            .classes
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect();
+        assert_eq!(names, ["voice", "marked", "ef", "dns", "tcp-handshake"]);
+        let v = &c.connection.classes[0];
+        assert_eq!(
+            (v.mode, v.protocol, v.ports, v.max_size),
+            (
+                mpt_tunnel::Mode::Duplicate,
+                Some(17),
+                Some((5000, 5100)),
+                Some(300)
+            )
+        );
+        assert_eq!(c.connection.classes[1].dscp, [34, 46]);
+        // no built-in classes when asked
+        let off = GOOD.replace("dead_ms = 500", "dead_ms = 500\ndefault_classes = false");
+        assert!(parse(&off).expect("valid").connection.classes.is_empty());
+        let with = |class: &str| format!("{GOOD}\n[[class]]\nname = \"c\"\n{class}\n");
+        for (class, key) in [
+            ("mode = \"fast\"", "class[0].mode"),
+            ("dscp = [64]", "class[0].dscp"),
+            ("dscp = []", "class[0].dscp"),
+            ("protocol = \"sctp\"", "class[0].protocol"),
+            ("protocol = 300", "class[0].protocol"),
+            ("port = 0", "class[0].port"),
+            ("port = \"6000-5000\"", "class[0].port"),
+            ("port = \"http\"", "class[0].port"),
+            ("protocol = \"icmp\"\nport = 53", "class[0].port"),
+            ("protocol = \"udp\"\ntcp_syn = true", "class[0].tcp_syn"),
+            ("max_size = 10", "class[0].max_size"),
+        ] {
+            assert_eq!(invalid_key(&with(class)), key, "{class}");
+        }
+        let twice = format!("{GOOD}\n[[class]]\nname = \"c\"\n[[class]]\nname = \"c\"\n");
+        assert_eq!(invalid_key(&twice), "class[1].name");
     }
 
     #[test]

@@ -158,8 +158,9 @@ async fn send_for_peer(
         masked[k] = if route[k] == Some(i) { sizes[k] } else { 0 };
     }
     let now = t.clock.now();
-    // bundles that must leave before this batch's packets on their paths
-    let mut bundles = Vec::new();
+    // bundles that must leave before this batch's packets on their paths, and copies
+    // (`duplicate` classes) that leave after them
+    let (mut bundles, mut copies) = (Vec::new(), Vec::new());
     let sealer = {
         let mut guard = peer.lock();
         let Some(ep) = guard.as_mut() else {
@@ -169,6 +170,7 @@ async fn send_for_peer(
         };
         let sealer = ep.number_batch(now, &masked[..n], &mut bufs[..n], &mut plan[..n]);
         ep.take_bundles(&mut bundles);
+        ep.take_copies(&mut copies);
         remotes.clear();
         remotes.extend((0..ep.path_count()).map(|p| ep.remote(PathId(p as u8))));
         if peer.note_deadline(ep) {
@@ -205,13 +207,17 @@ async fn send_for_peer(
             flush_run(t, &peer, PathId(p as u8), run, bufs, remote).await;
         }
     }
+    for c in &copies {
+        send_bundle(t, &peer, c).await;
+    }
     // This batch has left: control messages may fence it now.
     if let Some(ep) = peer.lock().as_mut() {
         ep.batch_sent(sealer.used());
     };
 }
 
-/// Send a bundle that leaves before a batch.
+/// Send a datagram the endpoint built whole: a bundle that leaves before a batch, or a copy
+/// that leaves after it.
 async fn send_bundle(t: &Tunnel, peer: &crate::peer::Peer, b: &mpt_tunnel::Transmit) {
     let Some(s) = t.socket(peer.socket(b.path)) else {
         t.io_drop(DropReason::SendError, 1);

@@ -8,7 +8,8 @@ use mpt_core::Time;
 use mpt_tunnel::Endpoint;
 
 use super::{
-    CallCounts, DropCounts, PathStatus, PeerReport, PeerStatus, ReseqStatus, Status, TunnelStatus,
+    CallCounts, ClassStatus, DropCounts, PathStatus, PeerReport, PeerStatus, ReseqStatus, Status,
+    TunnelStatus,
 };
 use crate::datapath::RxBuf;
 use crate::peer::Peer;
@@ -81,6 +82,18 @@ impl Tunnel {
         let mut first_paths = Vec::new();
         let (mut tx, mut rx, mut delivered, mut reports, mut kas) = ((0, 0), (0, 0), 0, 0, (0, 0));
         let mut bundles = (0u64, 0u64);
+        let mut copies = 0u64;
+        let mut classes: Vec<ClassStatus> = self
+            .cfg()
+            .connection
+            .classes
+            .iter()
+            .map(|c| ClassStatus {
+                name: c.name.clone(),
+                mode: c.mode.name().to_owned(),
+                ..ClassStatus::default()
+            })
+            .collect();
         for peer in all.iter().filter(|p| !p.retired) {
             let cfg = peer.cfg();
             let guard = peer.lock();
@@ -120,6 +133,17 @@ impl Tunnel {
             kas = (kas.0 + ks, kas.1 + ka);
             let (bs, bp) = ep.bundle_counts();
             bundles = (bundles.0 + bs, bundles.1 + bp);
+            let (per_class, c) = ep.class_counts();
+            copies += c;
+            for (status, per_path) in classes.iter_mut().zip(per_class) {
+                if status.sent_per_path.len() < per_path.len() {
+                    status.sent_per_path.resize(per_path.len(), 0);
+                }
+                for (sum, n) in status.sent_per_path.iter_mut().zip(per_path) {
+                    *sum += n;
+                }
+                status.sent += per_path.iter().sum::<u64>();
+            }
             let paths = self.path_status(now, peer, ep);
             if first.is_none() {
                 first = Some(self.tunnel_status(now, ep));
@@ -153,6 +177,8 @@ impl Tunnel {
         tunnel.tx_report_bytes = reports;
         (tunnel.keepalives_sent, tunnel.keepalive_acks_sent) = kas;
         (tunnel.bundles_sent, tunnel.bundled_packets) = bundles;
+        tunnel.copies_sent = copies;
+        tunnel.classes = classes;
         tunnel.drops = DropCounts::from_counts(&counts);
         Status {
             version: 3,
@@ -188,6 +214,8 @@ impl Tunnel {
             keepalives_sent: 0,
             bundles_sent: 0,
             bundled_packets: 0,
+            copies_sent: 0,
+            classes: Vec::new(),
             keepalive_acks_sent: 0,
             calls: self.call_counts(),
             report_fraction: 0.0,

@@ -97,12 +97,31 @@ pub struct TunnelStatus {
     pub bundles_sent: u64,
     #[serde(default)]
     pub bundled_packets: u64,
+    /// Copies sent by classes in `duplicate` mode (of `tx_packets`' packets; the peer drops
+    /// the copy that arrives second and counts it in `drops.duplicate`).
+    #[serde(default)]
+    pub copies_sent: u64,
+    /// The traffic classes in the order they are matched, and what each sent where.
+    #[serde(default)]
+    pub classes: Vec<ClassStatus>,
     pub drops: DropCounts,
     pub reseq: ReseqStatus,
     /// Datapath system calls: with `tx_packets` and `delivered`, how many packets each one
     /// carried (batching, offloads).
     #[serde(default)]
     pub calls: CallCounts,
+}
+
+/// One traffic class (`[[class]]`, or a built-in one), summed over the peers.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ClassStatus {
+    pub name: String,
+    /// "bond", "fastest" or "duplicate".
+    pub mode: String,
+    /// Packets of the class sent (copies included).
+    pub sent: u64,
+    /// Of those, per path (by path id, as in `paths`).
+    pub sent_per_path: Vec<u64>,
 }
 
 /// Datapath system calls, cumulative.

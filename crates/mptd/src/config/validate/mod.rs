@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use super::*;
 
+mod classes;
 mod paths;
 mod peers;
 
@@ -74,6 +75,9 @@ impl Validator<'_> {
         let explicit_scheduler = raw.connection.scheduler.clone();
         let connection = self.connection(raw.connection)?;
         let mut connection = connection;
+        let mut classes = self.classes(raw.class)?;
+        classes.append(&mut connection.classes);
+        connection.classes = classes;
         let listen = self.listen(raw.listen)?;
         let peers = self.peers(raw.peer)?;
 
@@ -267,6 +271,12 @@ impl Validator<'_> {
             keepalive,
             dead,
             bundle: raw.bundle.unwrap_or(true),
+            // [[class]] is read after the connection: see `classes`
+            classes: if raw.default_classes.unwrap_or(true) {
+                mpt_tunnel::default_classes()
+            } else {
+                Vec::new()
+            },
         })
     }
 

@@ -1,0 +1,439 @@
+//! Traffic classes: how an inner packet is sent, by what it is. A class matches on the
+//! packet's DSCP, IP protocol, TCP/UDP port, TCP SYN flag and size; its mode says how packets
+//! that match are sent:
+//!
+//! * [`Mode::Bond`] (every packet no class matches): the scheduler shares them out over the
+//!   paths, and a busy path may bundle them;
+//! * [`Mode::Fastest`]: on the path where a datagram sent now arrives soonest (its queue as the
+//!   scheduler's clock sees it, plus half its round-trip time), never held in a bundle;
+//! * [`Mode::Duplicate`]: on the two soonest paths at once, under one sequence number; the
+//!   receiver delivers the copy that arrives first and drops the other as a duplicate.
+//!
+//! The first class that matches decides. Unless the configuration says otherwise, the
+//! [`default_classes`] follow the ones configured: DSCP EF (voice), DNS and TCP handshakes go
+//! the fastest way, so that light traffic never waits behind bulk.
+
+use std::time::Duration;
+
+use mpt_core::seal::TAG_LEN;
+use mpt_core::wire::{HeaderRepr, Kind};
+use mpt_core::{PathId, Time};
+
+use crate::{Endpoint, Transmit};
+
+/// How the packets of a class are sent (see the module documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    #[default]
+    Bond,
+    Fastest,
+    Duplicate,
+}
+
+impl Mode {
+    /// As the configuration names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Bond => "bond",
+            Mode::Fastest => "fastest",
+            Mode::Duplicate => "duplicate",
+        }
+    }
+
+    /// The mode the configuration names `s`.
+    pub fn parse(s: &str) -> Option<Mode> {
+        match s {
+            "bond" => Some(Mode::Bond),
+            "fastest" => Some(Mode::Fastest),
+            "duplicate" => Some(Mode::Duplicate),
+            _ => None,
+        }
+    }
+}
+
+/// IP protocol numbers a class may name.
+pub const PROTO_ICMP: u8 = 1;
+pub const PROTO_TCP: u8 = 6;
+pub const PROTO_UDP: u8 = 17;
+pub const PROTO_ICMPV6: u8 = 58;
+
+/// The IP protocol number the configuration names `name` ("tcp", "udp", "icmp", "icmpv6").
+pub fn protocol_number(name: &str) -> Option<u8> {
+    match name.to_ascii_lowercase().as_str() {
+        "tcp" => Some(PROTO_TCP),
+        "udp" => Some(PROTO_UDP),
+        "icmp" => Some(PROTO_ICMP),
+        "icmpv6" | "ipv6-icmp" => Some(PROTO_ICMPV6),
+        _ => None,
+    }
+}
+
+/// DSCP "expedited forwarding" (RFC 3246): voice.
+pub const DSCP_EF: u8 = 46;
+
+/// One class: what it matches (every condition given must hold; none given matches every
+/// packet) and how its packets are sent.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ClassRule {
+    pub name: String,
+    /// The DSCP is one of these (empty: any).
+    pub dscp: Vec<u8>,
+    /// The IP protocol (IPv6: the first header after the fixed one).
+    pub protocol: Option<u8>,
+    /// A TCP or UDP packet whose source or destination port lies in this range (inclusive).
+    pub ports: Option<(u16, u16)>,
+    /// A TCP segment with SYN set (a handshake's first two segments).
+    pub tcp_syn: bool,
+    /// The inner packet is at most this many bytes long.
+    pub max_size: Option<usize>,
+    pub mode: Mode,
+}
+
+/// The classes that follow the configured ones unless `[connection] default_classes = false`:
+/// DSCP EF, DNS (port 53, UDP or TCP) and TCP handshakes, all `fastest`.
+pub fn default_classes() -> Vec<ClassRule> {
+    vec![
+        ClassRule {
+            name: "ef".into(),
+            dscp: vec![DSCP_EF],
+            mode: Mode::Fastest,
+            ..ClassRule::default()
+        },
+        ClassRule {
+            name: "dns".into(),
+            ports: Some((53, 53)),
+            mode: Mode::Fastest,
+            ..ClassRule::default()
+        },
+        ClassRule {
+            name: "tcp-handshake".into(),
+            protocol: Some(PROTO_TCP),
+            tcp_syn: true,
+            mode: Mode::Fastest,
+            ..ClassRule::default()
+        },
+    ]
+}
+
+/// What a class can match on, read from an inner packet's headers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PacketInfo {
+    pub dscp: u8,
+    pub protocol: u8,
+    /// Source and destination port (TCP and UDP, in a packet that is not a later fragment).
+    pub ports: Option<(u16, u16)>,
+    pub syn: bool,
+    pub len: usize,
+}
+
+impl PacketInfo {
+    /// Read an IPv4 or IPv6 packet's headers; `None` when it is neither or too short.
+    pub fn parse(p: &[u8]) -> Option<PacketInfo> {
+        let (dscp, protocol, l4) = match p.first()? >> 4 {
+            4 if p.len() >= 20 => {
+                let ihl = usize::from(p[0] & 0x0f) * 4;
+                // a later fragment carries no transport header
+                let later_fragment = u16::from_be_bytes([p[6], p[7]]) & 0x1fff != 0;
+                let l4 = (!later_fragment && ihl >= 20)
+                    .then(|| p.get(ihl..))
+                    .flatten();
+                (p[1] >> 2, p[9], l4)
+            }
+            6 if p.len() >= 40 => {
+                let tc = (p[0] << 4) | (p[1] >> 4);
+                (tc >> 2, p[6], p.get(40..))
+            }
+            _ => return None,
+        };
+        let mut info = PacketInfo {
+            dscp,
+            protocol,
+            ports: None,
+            syn: false,
+            len: p.len(),
+        };
+        if let Some(l4) = l4 {
+            if matches!(protocol, PROTO_TCP | PROTO_UDP) && l4.len() >= 4 {
+                info.ports = Some((
+                    u16::from_be_bytes([l4[0], l4[1]]),
+                    u16::from_be_bytes([l4[2], l4[3]]),
+                ));
+            }
+            if protocol == PROTO_TCP && l4.len() >= 14 {
+                info.syn = l4[13] & 0x02 != 0;
+            }
+        }
+        Some(info)
+    }
+}
+
+impl ClassRule {
+    /// Whether the packet `info` describes is of this class.
+    pub fn matches(&self, info: &PacketInfo) -> bool {
+        (self.dscp.is_empty() || self.dscp.contains(&info.dscp))
+            && self.protocol.is_none_or(|p| p == info.protocol)
+            && self.ports.is_none_or(|(lo, hi)| {
+                info.ports
+                    .is_some_and(|(s, d)| (lo..=hi).contains(&s) || (lo..=hi).contains(&d))
+            })
+            && (!self.tcp_syn || (info.protocol == PROTO_TCP && info.syn))
+            && self.max_size.is_none_or(|m| info.len <= m)
+    }
+}
+
+/// The first of `classes` the inner packet `packet` is of (`None`: no class, or not an IP
+/// packet: [`Mode::Bond`]).
+pub fn classify(classes: &[ClassRule], packet: &[u8]) -> Option<usize> {
+    if classes.is_empty() {
+        return None;
+    }
+    let info = PacketInfo::parse(packet)?;
+    classes.iter().position(|c| c.matches(&info))
+}
+
+/// A path whose round-trip time is not measured yet counts as this slow.
+const UNMEASURED_RTT: Duration = Duration::from_secs(1);
+
+impl<P> Endpoint<P> {
+    /// The class of the inner packet `packet` (its index in the configuration's classes) and
+    /// how it is sent.
+    pub(crate) fn class_of(&self, packet: &[u8]) -> (Option<usize>, Mode) {
+        let class = classify(&self.cfg.classes, packet);
+        (
+            class,
+            class.map_or(Mode::Bond, |c| self.cfg.classes[c].mode),
+        )
+    }
+
+    /// The path where a datagram sent at `now` arrives soonest, other than `not`: its queue as
+    /// the scheduler's clock sees it plus half its smoothed round-trip time. Only paths the
+    /// scheduler may use, and backup paths only while no regular one is usable.
+    pub(crate) fn soonest(&self, now: Time, not: Option<PathId>) -> Option<PathId> {
+        let usable: Vec<PathId> = (0..self.paths.len())
+            .map(|i| PathId(i as u8))
+            .filter(|&p| Some(p) != not && self.usable(p))
+            .collect();
+        let regular = usable.iter().any(|p| !self.cfg.paths[p.index()].backup);
+        usable
+            .into_iter()
+            .filter(|p| !regular || !self.cfg.paths[p.index()].backup)
+            .min_by_key(|&p| {
+                let rtt = self.paths[p.index()]
+                    .srtt_us
+                    .map_or(UNMEASURED_RTT, Duration::from_micros);
+                self.sched.backlog(now, p) + rtt / 2
+            })
+    }
+
+    /// Count a packet of `class` sent on `path` (a copy too).
+    pub(crate) fn count_class(&mut self, class: Option<usize>, path: PathId) {
+        let Some(c) = class else { return };
+        let n = self.cfg.classes.len();
+        let sent = &mut self.counts.class_sent;
+        if sent.len() < n {
+            sent.resize(n, Vec::new());
+        }
+        let per_path = &mut sent[c];
+        if per_path.len() <= path.index() {
+            per_path.resize(path.index() + 1, 0);
+        }
+        per_path[path.index()] += 1;
+    }
+
+    /// Send a copy of `packet` (global sequence `seq`, sent on `first` already) on the next
+    /// soonest path, numbered after the batch's packets there and leaving after them
+    /// ([`Endpoint::take_copies`]), so that each path's datagrams stay in order. `used` is the
+    /// batch's set of paths: the copy's path joins it, and its fences hold until the batch
+    /// and the copy have left.
+    pub(crate) fn send_copy(
+        &mut self,
+        now: Time,
+        class: Option<usize>,
+        seq: u32,
+        first: PathId,
+        packet: &[u8],
+        used: &mut u64,
+    ) {
+        let Some(session) = self.peer_session else {
+            return;
+        };
+        let Some(path) = self.soonest(now, Some(first)) else {
+            return;
+        };
+        let Some(destination) = self.remote(path) else {
+            return;
+        };
+        let i = path.index();
+        let prefix = self.prefix();
+        let seq_now = self.seq;
+        let p = &mut self.paths[i];
+        if *used & (1 << i) == 0 {
+            *used |= 1 << i;
+            if p.unsent == 0 {
+                p.fence_before = (seq_now, p.path_seq);
+            }
+            p.unsent += 1;
+        }
+        let header = HeaderRepr {
+            kind: Kind::Express,
+            path,
+            path_seq: p.path_seq,
+            session,
+            seq,
+            timestamp: now.wire_micros(),
+        };
+        p.path_seq = p.path_seq.wrapping_add(1);
+        p.data_unsent += 1;
+        let mut buf = Vec::with_capacity(prefix + packet.len() + TAG_LEN);
+        buf.resize(prefix, 0);
+        buf.extend_from_slice(packet);
+        let Some(contents) = self.seal_owned(&header, buf, packet.len()) else {
+            return;
+        };
+        let cost = contents.len() + self.cfg.paths[i].overhead;
+        self.sched.on_sent(now, path, cost);
+        self.counts.copies_sent += 1;
+        self.count_class(class, path);
+        self.after.push(Transmit {
+            path,
+            destination,
+            contents,
+        });
+    }
+
+    /// Copies ([`Mode::Duplicate`]) that leave after the batch just numbered: send them once
+    /// its datagrams have left, before [`Endpoint::batch_sent`]. (Left here, they go with
+    /// [`Endpoint::poll_transmit`] once no batch is being sent.)
+    pub fn take_copies(&mut self, out: &mut Vec<Transmit>) {
+        out.append(&mut self.after);
+    }
+
+    /// Packets sent per class and path (`[class][path]`, in the configuration's order of
+    /// classes; a class or path never used may be missing), and the copies sent by classes
+    /// in `duplicate` mode.
+    pub fn class_counts(&self) -> (&[Vec<u64>], u64) {
+        (&self.counts.class_sent, self.counts.copies_sent)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An IPv4 packet of `len` bytes: protocol, DSCP, ports and TCP flags as given.
+    fn v4(len: usize, protocol: u8, dscp: u8, ports: (u16, u16), flags: u8) -> Vec<u8> {
+        let mut p = vec![0u8; len];
+        p[0] = 0x45;
+        p[1] = dscp << 2;
+        p[2..4].copy_from_slice(&(len as u16).to_be_bytes());
+        p[9] = protocol;
+        p[20..22].copy_from_slice(&ports.0.to_be_bytes());
+        p[22..24].copy_from_slice(&ports.1.to_be_bytes());
+        if protocol == PROTO_TCP {
+            p[33] = flags;
+        }
+        p
+    }
+
+    fn v6(len: usize, next: u8, dscp: u8, ports: (u16, u16), flags: u8) -> Vec<u8> {
+        let mut p = vec![0u8; len];
+        let tc = dscp << 2;
+        p[0] = 0x60 | (tc >> 4);
+        p[1] = tc << 4;
+        p[4..6].copy_from_slice(&((len - 40) as u16).to_be_bytes());
+        p[6] = next;
+        p[40..42].copy_from_slice(&ports.0.to_be_bytes());
+        p[42..44].copy_from_slice(&ports.1.to_be_bytes());
+        if next == PROTO_TCP {
+            p[53] = flags;
+        }
+        p
+    }
+
+    #[test]
+    fn the_default_classes_take_voice_dns_and_handshakes_and_nothing_else() {
+        let c = default_classes();
+        let name = |p: &[u8]| classify(&c, p).map(|i| c[i].name.as_str());
+        assert_eq!(
+            name(&v4(200, PROTO_UDP, DSCP_EF, (4000, 4002), 0)),
+            Some("ef")
+        );
+        assert_eq!(
+            name(&v6(200, PROTO_UDP, DSCP_EF, (4000, 4002), 0)),
+            Some("ef")
+        );
+        assert_eq!(name(&v4(80, PROTO_UDP, 0, (40000, 53), 0)), Some("dns"));
+        assert_eq!(name(&v6(120, PROTO_UDP, 0, (53, 40000), 0)), Some("dns"));
+        assert_eq!(name(&v4(80, PROTO_TCP, 0, (40000, 53), 0x10)), Some("dns"));
+        // SYN, SYN-ACK: a handshake; ACK, data: bulk
+        assert_eq!(
+            name(&v4(60, PROTO_TCP, 0, (40000, 443), 0x02)),
+            Some("tcp-handshake")
+        );
+        assert_eq!(
+            name(&v6(80, PROTO_TCP, 0, (443, 40000), 0x12)),
+            Some("tcp-handshake")
+        );
+        assert_eq!(name(&v4(1400, PROTO_TCP, 0, (40000, 443), 0x10)), None);
+        assert_eq!(name(&v4(1400, PROTO_UDP, 0, (5201, 40000), 0)), None);
+        assert_eq!(name(&v6(1400, PROTO_UDP, 10, (5201, 40000), 0)), None);
+        // not IP, or cut short: no class
+        assert_eq!(name(&[0x00; 60]), None);
+        assert_eq!(name(&[0x45; 10]), None);
+    }
+
+    #[test]
+    fn every_condition_must_hold_and_the_first_class_that_matches_decides() {
+        let voice = ClassRule {
+            name: "voice".into(),
+            protocol: Some(PROTO_UDP),
+            ports: Some((5000, 5100)),
+            max_size: Some(300),
+            mode: Mode::Duplicate,
+            ..ClassRule::default()
+        };
+        let mut classes = vec![voice];
+        classes.extend(default_classes());
+        let mode = |p: &[u8]| classify(&classes, p).map(|i| classes[i].mode);
+        assert_eq!(
+            mode(&v4(200, PROTO_UDP, 0, (5050, 9), 0)),
+            Some(Mode::Duplicate)
+        );
+        assert_eq!(
+            mode(&v4(200, PROTO_UDP, 0, (9, 5100), 0)),
+            Some(Mode::Duplicate)
+        );
+        // too big, another port, another protocol: not voice
+        assert_eq!(mode(&v4(400, PROTO_UDP, 0, (5050, 9), 0)), None);
+        assert_eq!(mode(&v4(200, PROTO_UDP, 0, (5101, 9), 0)), None);
+        assert_eq!(mode(&v4(200, PROTO_TCP, 0, (5050, 9), 0x10)), None);
+        // voice marked EF: the configured class comes first
+        assert_eq!(
+            mode(&v4(200, PROTO_UDP, DSCP_EF, (5050, 9), 0)),
+            Some(Mode::Duplicate)
+        );
+        assert_eq!(
+            mode(&v4(200, PROTO_UDP, DSCP_EF, (7000, 9), 0)),
+            Some(Mode::Fastest)
+        );
+    }
+
+    #[test]
+    fn a_later_fragment_has_no_ports_and_a_short_transport_header_none() {
+        let mut p = v4(200, PROTO_UDP, 0, (53, 53), 0);
+        p[6] = 0x00;
+        p[7] = 0x10; // offset 128 bytes
+        assert_eq!(PacketInfo::parse(&p).and_then(|i| i.ports), None);
+        let short = &v4(200, PROTO_UDP, 0, (53, 53), 0)[..22];
+        assert_eq!(PacketInfo::parse(short).and_then(|i| i.ports), None);
+        assert_eq!(Mode::parse("duplicate"), Some(Mode::Duplicate));
+        assert_eq!(Mode::parse("fast"), None);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_bytes_classify_without_panic(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..120)) {
+            let _ = classify(&default_classes(), &bytes);
+        }
+    }
+}
