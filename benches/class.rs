@@ -34,11 +34,9 @@ fn class(c: &mut Criterion) {
     many.extend(default_classes());
     for (name, classes) in [("built-in", default_classes()), ("8+built-in", many)] {
         for (what, packet) in [("bulk", ipv4(1400, 6, 443)), ("dns", ipv4(80, 17, 53))] {
-            g.bench_with_input(
-                BenchmarkId::new(name, what),
-                &packet,
-                |b, packet| b.iter(|| classify(black_box(&classes), black_box(packet))),
-            );
+            g.bench_with_input(BenchmarkId::new(name, what), &packet, |b, packet| {
+                b.iter(|| classify(black_box(&classes), black_box(packet)))
+            });
         }
     }
     g.finish();

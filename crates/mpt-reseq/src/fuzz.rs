@@ -59,27 +59,49 @@ pub fn run_ops(data: &[u8]) {
                 if let Some(s) = path_seq.get_mut(path) {
                     *s = s.wrapping_add(1);
                 }
-                let mut borrowed_out = 0;
-                r.push_keeping(
-                    now,
-                    PacketMeta {
-                        path: PathId(path as u8),
-                        seq,
-                        path_seq: ps,
-                        sent_us: now.wire_micros(),
-                        len: 100,
-                    },
-                    (seq, false),
-                    |(s, _)| (s, true),
-                    &mut |(s, kept)| {
+                let meta = PacketMeta {
+                    path: PathId(path as u8),
+                    seq,
+                    path_seq: ps,
+                    sent_us: now.wire_micros(),
+                    len: 100,
+                };
+                if op & 0x40 != 0 {
+                    // express: delivered at once, ahead of order (left out of the order
+                    // check), never held; what it releases after it comes in order
+                    let mut own = false;
+                    r.push_express(now, meta, (seq, false), &mut |(s, kept)| {
                         if !kept {
                             assert_eq!(s, seq, "a borrowed payload came out of another push");
-                            borrowed_out += 1;
+                            assert!(!own, "an express packet delivered twice");
+                            own = true;
+                        } else {
+                            out.push(s)
                         }
-                        out.push(s)
-                    },
-                );
-                assert!(borrowed_out <= 1, "one borrowed payload delivered twice");
+                    });
+                } else {
+                    let mut borrowed_out = 0;
+                    r.push_keeping(
+                        now,
+                        PacketMeta {
+                            path: PathId(path as u8),
+                            seq,
+                            path_seq: ps,
+                            sent_us: now.wire_micros(),
+                            len: 100,
+                        },
+                        (seq, false),
+                        |(s, _)| (s, true),
+                        &mut |(s, kept)| {
+                            if !kept {
+                                assert_eq!(s, seq, "a borrowed payload came out of another push");
+                                borrowed_out += 1;
+                            }
+                            out.push(s)
+                        },
+                    );
+                    assert!(borrowed_out <= 1, "one borrowed payload delivered twice");
+                }
                 pushed += 1;
                 invalid += u64::from(path >= paths);
             }
