@@ -95,6 +95,13 @@ impl<P> Endpoint<P> {
             .sum();
         self.counts.drops.add(DropReason::NoPath, orphaned);
         self.paths = paths;
+        // per-class counters follow the classes by position: they start again when the
+        // classes changed
+        let names =
+            |c: &EndpointConfig| c.classes.iter().map(|c| c.name.clone()).collect::<Vec<_>>();
+        if names(&self.cfg) != names(&new) {
+            self.counts.class_sent.clear();
+        }
         let keep = EndpointConfig {
             keys: self.cfg.keys.clone(),
             mtu: self.cfg.mtu,
