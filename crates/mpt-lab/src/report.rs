@@ -55,24 +55,7 @@ pub fn plot(csv_path: &Path, png: &Path, title: &str, ylabel: &str) {
             )
         })
         .collect();
-    let script = format!(
-        "set datafile separator ','; set terminal png size 900,500 noenhanced; set output '{}'; \
-         set title '{}'; set xlabel 'time (s)'; set ylabel '{}'; set grid; set key outside right; \
-         set yrange [0:*]; plot {}",
-        png.display(),
-        title.replace('\'', ""),
-        ylabel,
-        series.join(", ")
-    );
-    match Command::new("gnuplot").args(["-e", &script]).output() {
-        Ok(o) if o.status.success() => {}
-        Ok(o) => eprintln!(
-            "gnuplot failed for {}: {}",
-            png.display(),
-            String::from_utf8_lossy(&o.stderr)
-        ),
-        Err(_) => eprintln!("gnuplot not installed: no {}", png.display()),
-    }
+    gnuplot(png, title, ylabel, &series);
 }
 
 /// Plot column 2 of several CSV files (`t_s`, value) on the same axes, one line each, titled
@@ -92,6 +75,12 @@ pub fn plot_together(series: &[(PathBuf, String)], png: &Path, title: &str, ylab
     if lines.is_empty() {
         return;
     }
+    gnuplot(png, title, ylabel, &lines);
+}
+
+/// Draw `plots` (gnuplot plot clauses) on one pair of axes into `png`; a missing or failing
+/// gnuplot is said, not fatal.
+fn gnuplot(png: &Path, title: &str, ylabel: &str, plots: &[String]) {
     let script = format!(
         "set datafile separator ','; set terminal png size 900,500 noenhanced; set output '{}'; \
          set title '{}'; set xlabel 'time (s)'; set ylabel '{}'; set grid; set key outside right; \
@@ -99,7 +88,7 @@ pub fn plot_together(series: &[(PathBuf, String)], png: &Path, title: &str, ylab
         png.display(),
         title.replace('\'', ""),
         ylabel,
-        lines.join(", ")
+        plots.join(", ")
     );
     match Command::new("gnuplot").args(["-e", &script]).output() {
         Ok(o) if o.status.success() => {}

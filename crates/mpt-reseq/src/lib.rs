@@ -292,7 +292,7 @@ impl<P> Resequencer<P> {
                 // in order, or late: as any packet
                 self.resequence(now, p, ext, payload, |p| p, deliver);
             } else {
-                self.mark_express(now, ext, payload, deliver);
+                self.mark_express(now, p, ext, payload, deliver);
                 self.progress_check(now, deliver);
             }
         }

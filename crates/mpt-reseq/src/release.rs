@@ -143,21 +143,18 @@ impl<P> Resequencer<P> {
     pub(crate) fn mark_express(
         &mut self,
         now: Time,
+        p: usize,
         ext: u64,
         payload: P,
         deliver: &mut impl FnMut(P),
     ) {
         self.make_room(now, ext, deliver);
-        self.received.set(ext);
         if ext == self.head {
-            // making room gave up every gap before it
-            self.set_head(ext + 1);
-            self.emit(now, now, payload, deliver);
-            if self.held > 0 {
-                self.deliver_consecutive(now, deliver);
-            }
+            // making room gave up every gap before it: it is in order now
+            self.resequence(now, p, ext, payload, |p| p, deliver);
             return;
         }
+        self.received.set(ext);
         self.emit(now, now, payload, deliver);
         self.hold(now, ext, None);
     }
