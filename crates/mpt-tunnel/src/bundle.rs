@@ -14,7 +14,7 @@ use mpt_core::seal::TAG_LEN;
 use mpt_core::wire::{push_bundle_entry, HeaderRepr, Kind, BUNDLE_ENTRY_LEN, MAX_BUNDLE};
 use mpt_core::{PathId, Time};
 
-use crate::send::Pending;
+use crate::send::{BatchPaths, Pending};
 use crate::{DropReason, Endpoint, Transmit};
 
 /// A packet is bundled when its path's queue would hold it at least this long anyway.
@@ -48,14 +48,14 @@ impl crate::endpoint::PathState {
 impl<P> Endpoint<P> {
     /// Bundle the inner packet `packet`, which the scheduler put on `path`, if its path is
     /// busy (or a bundle is open there already): numbered, accounted and held. `used` is the
-    /// batch's set of paths, which a full bundle joins to leave before the batch. Returns
-    /// whether the packet was taken.
+    /// batch's paths, which a full bundle joins to leave with the batch. Returns whether the
+    /// packet was taken.
     pub(crate) fn bundle_packet(
         &mut self,
         now: Time,
         path: PathId,
         packet: &[u8],
-        used: &mut u64,
+        b: &mut BatchPaths,
     ) -> bool {
         let i = path.index();
         let mtu = usize::from(self.cfg.mtu);
@@ -63,13 +63,13 @@ impl<P> Endpoint<P> {
             return false;
         }
         let wait = self.sched.backlog(now, path);
-        if let Some(b) = &self.paths[i].bundle {
-            let gap = self.seq.wrapping_sub(b.last_seq).wrapping_sub(1);
-            let fits = b.buf.len() - self.prefix() + BUNDLE_ENTRY_LEN + packet.len() <= mtu
-                && b.count < MAX_BUNDLE
+        if let Some(open) = &self.paths[i].bundle {
+            let gap = self.seq.wrapping_sub(open.last_seq).wrapping_sub(1);
+            let fits = open.buf.len() - self.prefix() + BUNDLE_ENTRY_LEN + packet.len() <= mtu
+                && open.count < MAX_BUNDLE
                 && gap <= u32::from(u8::MAX);
             if !fits {
-                self.close_riding(now, i, used);
+                self.close_riding(now, i, b);
             }
         }
         if self.paths[i].bundle.is_none() {
@@ -113,22 +113,29 @@ impl<P> Endpoint<P> {
         true
     }
 
-    /// Close `path`'s bundle, if one is open, to leave before a batch that uses the path:
-    /// the batch's fences hold until it has left ([`Endpoint::take_bundles`]).
-    pub(crate) fn close_riding(&mut self, now: Time, i: usize, used: &mut u64) {
+    /// Close `path`'s bundle, if one is open, to leave with a batch that uses the path: before
+    /// it ([`Endpoint::take_bundles`]), or after it ([`Endpoint::take_after_batch`]) when the
+    /// batch has datagrams on the path already, which were numbered before the bundle. The
+    /// batch's fences hold until it has left.
+    pub(crate) fn close_riding(&mut self, now: Time, i: usize, b: &mut BatchPaths) {
         if self.paths[i].bundle.is_none() {
             return;
         }
         let p = &mut self.paths[i];
-        if *used & (1 << i) == 0 {
-            *used |= 1 << i;
+        if b.used & (1 << i) == 0 {
+            b.used |= 1 << i;
             // the open bundle counts in `unsent`: the fence from before it holds
             p.unsent += 1;
         }
         p.unsent -= 1;
         p.data_unsent += 1;
         if let Some(t) = self.seal_bundle(now, i) {
-            self.ready.push(t);
+            if b.inbuf & (1 << i) != 0 {
+                b.tail |= 1 << i;
+                self.after.push(t);
+            } else {
+                self.ready.push(t);
+            }
         }
     }
 

@@ -15,7 +15,6 @@
 
 use std::time::Duration;
 
-use mpt_core::seal::TAG_LEN;
 use mpt_core::wire::{HeaderRepr, Kind};
 use mpt_core::{PathId, Time};
 
@@ -242,7 +241,7 @@ impl<P> Endpoint<P> {
 
     /// Send a copy of `packet` (global sequence `seq`, sent on `first` already) on the next
     /// soonest path, numbered after the batch's packets there and leaving after them
-    /// ([`Endpoint::take_copies`]), so that each path's datagrams stay in order. `used` is the
+    /// ([`Endpoint::take_after_batch`]), so that each path's datagrams stay in order. `used` is the
     /// batch's set of paths: the copy's path joins it, and its fences hold until the batch
     /// and the copy have left.
     pub(crate) fn send_copy(
@@ -260,11 +259,10 @@ impl<P> Endpoint<P> {
         let Some(path) = self.soonest(now, Some(first)) else {
             return;
         };
-        let Some(destination) = self.remote(path) else {
+        if self.remote(path).is_none() {
             return;
-        };
+        }
         let i = path.index();
-        let prefix = self.prefix();
         let seq_now = self.seq;
         let p = &mut self.paths[i];
         if *used & (1 << i) == 0 {
@@ -284,27 +282,22 @@ impl<P> Endpoint<P> {
         };
         p.path_seq = p.path_seq.wrapping_add(1);
         p.data_unsent += 1;
-        let mut buf = Vec::with_capacity(prefix + packet.len() + TAG_LEN);
-        buf.resize(prefix, 0);
-        buf.extend_from_slice(packet);
-        let Some(contents) = self.seal_owned(&header, buf, packet.len()) else {
+        let Some(t) = self.owned_datagram(&header, packet) else {
             return;
         };
-        let cost = contents.len() + self.cfg.paths[i].overhead;
+        let cost = t.contents.len() + self.cfg.paths[i].overhead;
         self.sched.on_sent(now, path, cost);
         self.counts.copies_sent += 1;
         self.count_class(class, path);
-        self.after.push(Transmit {
-            path,
-            destination,
-            contents,
-        });
+        self.after.push(t);
     }
 
-    /// Copies ([`Mode::Duplicate`]) that leave after the batch just numbered: send them once
-    /// its datagrams have left, before [`Endpoint::batch_sent`]. (Left here, they go with
-    /// [`Endpoint::poll_transmit`] once no batch is being sent.)
-    pub fn take_copies(&mut self, out: &mut Vec<Transmit>) {
+    /// What leaves after the batch just numbered, in order: copies ([`Mode::Duplicate`]),
+    /// and on a path where a bundle closed by the batch was numbered after datagrams already
+    /// in the batch, that bundle and what the batch numbered on the path after it. Send them
+    /// once the batch's datagrams have left, before [`Endpoint::batch_sent`]. (Left here, they
+    /// go with [`Endpoint::poll_transmit`] once no batch is being sent.)
+    pub fn take_after_batch(&mut self, out: &mut Vec<Transmit>) {
         out.append(&mut self.after);
     }
 

@@ -49,7 +49,7 @@ pub struct Endpoint<P> {
     pub(crate) pending: VecDeque<Pending>,
     /// Bundles closed to leave before the batch being numbered ([`Endpoint::take_bundles`]).
     pub(crate) ready: Vec<Transmit>,
-    /// Copies that leave after the batch being numbered ([`Endpoint::take_copies`]).
+    /// What leaves after the batch being numbered ([`Endpoint::take_after_batch`]).
     pub(crate) after: Vec<Transmit>,
     pub(crate) events: VecDeque<Event>,
     pub(crate) counts: Counts,

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use mpt_core::seal::{SealError, SealKey, SEAL_OVERHEAD};
+use mpt_core::seal::{SealError, SealKey, SEAL_OVERHEAD, TAG_LEN};
 use mpt_core::wire::{self, AckRepr, HeaderRepr, Kind, ReportEntry, ReportRepr, HEADER_LEN};
 use mpt_core::{PathId, Time};
 
@@ -42,6 +42,18 @@ impl Pending {
             Pending::Raw { .. } => None,
         }
     }
+}
+
+/// The paths a batch being numbered uses, one bit each: all of them (`used`: their fences
+/// hold until it has left), those with datagrams in the batch's own buffers (`inbuf`), and
+/// those where something numbered in the batch leaves after it (`tail`: a bundle the batch
+/// closed after the path had datagrams in it), so that what is numbered next on them leaves
+/// after it too and each path's datagrams leave in the order of their path sequences.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct BatchPaths {
+    pub(crate) used: u64,
+    pub(crate) inbuf: u64,
+    pub(crate) tail: u64,
 }
 
 /// Why [`Endpoint::send_one`] sent nothing.
@@ -112,7 +124,7 @@ impl<P> Endpoint<P> {
         if key.is_some() {
             self.counter += n as u64;
         }
-        let mut used = 0u64;
+        let mut b = BatchPaths::default();
         // packets of `duplicate` classes, copied once the batch is numbered: (k, class, seq, path)
         let mut copies = Vec::new();
         for k in 0..n {
@@ -137,7 +149,7 @@ impl<P> Endpoint<P> {
             self.count_class(class, path);
             // light traffic never waits in a bundle
             if mode == Mode::Bond
-                && self.bundle_packet(now, path, &bufs[k].as_mut()[at..at + inner], &mut used)
+                && self.bundle_packet(now, path, &bufs[k].as_mut()[at..at + inner], &mut b)
             {
                 continue;
             }
@@ -145,16 +157,16 @@ impl<P> Endpoint<P> {
                 copies.push((k, class, self.seq, path));
             }
             // an open bundle leaves before the packets that follow it on the path
-            self.close_riding(now, i, &mut used);
+            self.close_riding(now, i, &mut b);
             let p = &mut self.paths[i];
-            if used & (1 << i) == 0 {
-                used |= 1 << i;
+            if b.used & (1 << i) == 0 {
+                b.used |= 1 << i;
                 if p.unsent == 0 {
                     p.fence_before = (self.seq, p.path_seq);
                 }
                 p.unsent += 1;
             }
-            HeaderRepr {
+            let header = HeaderRepr {
                 // light traffic is delivered as soon as it arrives, not in order with bulk
                 kind: if mode == Mode::Bond {
                     Kind::Data
@@ -166,8 +178,7 @@ impl<P> Endpoint<P> {
                 session: peer_session,
                 seq: self.seq,
                 timestamp: now.wire_micros(),
-            }
-            .emit(bufs[k].as_mut());
+            };
             self.seq = self.seq.wrapping_add(1);
             p.path_seq = p.path_seq.wrapping_add(1);
             p.data_unsent += 1;
@@ -175,17 +186,48 @@ impl<P> Endpoint<P> {
             self.sched.on_sent(now, path, len + outer);
             self.counts.tx_packets += 1;
             self.counts.tx_bytes += inner as u64;
+            if b.tail & (1 << i) != 0 {
+                // something numbered before it on the path leaves after the batch: so does it
+                let packet = &bufs[k].as_mut()[at..at + inner];
+                if let Some(t) = self.owned_datagram(&header, packet) {
+                    self.after.push(t);
+                }
+                continue;
+            }
+            header.emit(bufs[k].as_mut());
+            b.inbuf |= 1 << i;
             plan[k] = Some(path);
         }
         for (k, class, seq, first) in copies {
             let at = self.prefix();
             let packet = &bufs[k].as_mut()[at..at + sizes[k]];
-            self.send_copy(now, class, seq, first, packet, &mut used);
+            self.send_copy(now, class, seq, first, packet, &mut b.used);
         }
         Some(Sealer {
             key,
             first_counter,
-            used,
+            used: b.used,
+        })
+    }
+
+    /// A data datagram built in a buffer of our own for `header` and the inner packet
+    /// `packet`, sealed, to the path's remote (`None` while sealing has no key or the remote
+    /// is unknown).
+    pub(crate) fn owned_datagram(
+        &mut self,
+        header: &HeaderRepr,
+        packet: &[u8],
+    ) -> Option<Transmit> {
+        let destination = self.remote(header.path)?;
+        let prefix = self.prefix();
+        let mut buf = Vec::with_capacity(prefix + packet.len() + TAG_LEN);
+        buf.resize(prefix, 0);
+        buf.extend_from_slice(packet);
+        let contents = self.seal_owned(header, buf, packet.len())?;
+        Some(Transmit {
+            path: header.path,
+            destination,
+            contents,
         })
     }
 

@@ -1650,3 +1650,22 @@ fn a_duplicate_class_goes_on_two_paths_once_delivered_and_a_blackout_costs_it_no
     // the receiver dropped the copy that came second of every pair that both arrived
     assert!(p.ep(Side::B).drops().duplicate >= 90);
 }
+
+#[test]
+fn a_bundle_closed_by_a_batch_that_sent_on_its_path_already_leaves_in_path_order() {
+    let mut p = rated_pair(65, 1_000_000, true);
+    // one batch: the first packets find the path idle and go in datagrams of their own, the
+    // next wait in a bundle, and a big one closes it: the bundle was numbered after the first
+    // ones, and must not overtake them
+    let mut batch: Vec<Vec<u8>> = (0..6).map(|n| packet(n, 160)).collect();
+    batch.push(packet(6, 1400));
+    batch.extend((7..10).map(|n| packet(n, 160)));
+    p.send_batch(Side::A, &batch);
+    p.run(ms(500));
+    assert!(p.ep(Side::A).bundle_counts().0 >= 1, "no bundle was made");
+    assert_eq!(p.delivered_numbers(Side::B), (0..10).collect::<Vec<_>>());
+    let st = p.ep(Side::B).stats().paths[0].clone();
+    assert_eq!((st.lost, st.path_seq_errors), (0, 0), "{st:?}");
+    let t = &p.ep(Side::B).stats().total;
+    assert_eq!((t.late, t.skipped), (0, 0));
+}

@@ -307,12 +307,59 @@ impl Pair {
             path
         });
         let mut copies = Vec::new();
-        self.nodes[side.index()].ep.take_copies(&mut copies);
+        self.nodes[side.index()].ep.take_after_batch(&mut copies);
         for c in copies {
             self.put_on_link(side, c.path.index(), c.destination, c.contents);
         }
         self.drive(side);
         Ok(path)
+    }
+
+    /// `side`'s application sends `packets` at once, and the endpoint takes them as one batch,
+    /// as the daemon's tx task does: numbered together; the bundles closed by the batch leave
+    /// first, then the batch's datagrams in order, then what leaves after it (copies).
+    pub fn send_batch(&mut self, side: Side, packets: &[Vec<u8>]) {
+        let now = self.now;
+        let node = &mut self.nodes[side.index()];
+        let prefix = node.ep.prefix();
+        let sizes: Vec<usize> = packets.iter().map(Vec::len).collect();
+        let mut bufs: Vec<Vec<u8>> = packets
+            .iter()
+            .map(|p| {
+                let mut b = vec![0u8; prefix + p.len() + 16];
+                b[prefix..prefix + p.len()].copy_from_slice(p);
+                b
+            })
+            .collect();
+        let mut plan = vec![None; packets.len()];
+        let Some(sealer) = node.ep.number_batch(now, &sizes, &mut bufs, &mut plan) else {
+            return;
+        };
+        let (mut before, mut after) = (Vec::new(), Vec::new());
+        node.ep.take_bundles(&mut before);
+        node.ep.take_after_batch(&mut after);
+        let remotes: Vec<_> = (0..node.ep.path_count())
+            .map(|i| node.ep.remote(PathId(i as u8)))
+            .collect();
+        let mut batch = Vec::new();
+        for (k, mut buf) in bufs.into_iter().enumerate() {
+            let Some(path) = plan[k] else { continue };
+            let len = sealer.seal(k, &mut buf, sizes[k]).expect("sealed");
+            buf.truncate(len);
+            let dest = remotes[path.index()].expect("remote");
+            batch.push((path, dest, buf));
+        }
+        for t in before {
+            self.put_on_link(side, t.path.index(), t.destination, t.contents);
+        }
+        for (path, dest, buf) in batch {
+            self.put_on_link(side, path.index(), dest, buf);
+        }
+        for t in after {
+            self.put_on_link(side, t.path.index(), t.destination, t.contents);
+        }
+        self.nodes[side.index()].ep.batch_sent(sealer.used());
+        self.drive(side);
     }
 
     /// Inject a datagram as if it arrived now at `to` on `path` from `from`.

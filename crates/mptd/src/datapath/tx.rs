@@ -158,9 +158,10 @@ async fn send_for_peer(
         masked[k] = if route[k] == Some(i) { sizes[k] } else { 0 };
     }
     let now = t.clock.now();
-    // bundles that must leave before this batch's packets on their paths, and copies
-    // (`duplicate` classes) that leave after them
-    let (mut bundles, mut copies) = (Vec::new(), Vec::new());
+    // bundles that must leave before this batch's packets on their paths, and what leaves
+    // after them (copies of `duplicate` classes; a path's datagrams numbered after a bundle the
+    // batch closed there)
+    let (mut bundles, mut after) = (Vec::new(), Vec::new());
     let sealer = {
         let mut guard = peer.lock();
         let Some(ep) = guard.as_mut() else {
@@ -170,7 +171,7 @@ async fn send_for_peer(
         };
         let sealer = ep.number_batch(now, &masked[..n], &mut bufs[..n], &mut plan[..n]);
         ep.take_bundles(&mut bundles);
-        ep.take_copies(&mut copies);
+        ep.take_after_batch(&mut after);
         remotes.clear();
         remotes.extend((0..ep.path_count()).map(|p| ep.remote(PathId(p as u8))));
         if peer.note_deadline(ep) {
@@ -207,7 +208,7 @@ async fn send_for_peer(
             flush_run(t, &peer, PathId(p as u8), run, bufs, remote).await;
         }
     }
-    for c in &copies {
+    for c in &after {
         send_bundle(t, &peer, c).await;
     }
     // This batch has left: control messages may fence it now.
