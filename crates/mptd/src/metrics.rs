@@ -228,6 +228,16 @@ pub fn render(st: &Status, reseq: Vec<ReseqHistograms>) -> String {
         "cookie_replies",
         "Cookie replies sent while under handshake load",
     );
+    let class_sent = counter(
+        &mut reg,
+        "class_sent_packets",
+        "Packets of each traffic class sent, per path (copies included)",
+    );
+    let copies = counter(
+        &mut reg,
+        "copies_sent_packets",
+        "Copies sent by traffic classes in duplicate mode",
+    );
     let mut hold = PeerHistograms::default();
     let mut occupancy = PeerHistograms::default();
     for (peer, h, o) in &reseq {
@@ -288,6 +298,16 @@ pub fn render(st: &Status, reseq: Vec<ReseqHistograms>) -> String {
                 .inc_by(n.as_u64().unwrap_or(0));
         }
     }
+    for c in &t.classes {
+        for (i, &n) in c.sent_per_path.iter().enumerate() {
+            // the first peer's path names (all of a one-peer tunnel's)
+            let path = st.paths.get(i).map_or_else(|| i.to_string(), |p| p.name.clone());
+            class_sent
+                .get_or_create(&labels(&[("class", &c.name), ("path", &path)]))
+                .inc_by(n);
+        }
+    }
+    copies.get_or_create(&Vec::new()).inc_by(t.copies_sent);
     held.get_or_create(&Vec::new()).set(t.reseq.held as f64);
     uptime
         .get_or_create(&Vec::new())
