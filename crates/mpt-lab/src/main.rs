@@ -31,8 +31,9 @@ enum Cmd {
     },
     /// Run an experiment suite: table1 (FTP), table2 (UDP stream), delay (delay diversity),
     /// adaptive (all of the adaptive scheduler's runs; adaptive-ftp, adaptive-stream,
-    /// adaptive-cut, adaptive-outage: one),
-    /// or a scenario file.
+    /// adaptive-cut, adaptive-outage: one), realworld (TCP with BBR and cubic over unequal,
+    /// lossy paths: the paths alone, kernel MPTCP and mptd, in the same run), or a scenario
+    /// file.
     Run {
         suite: String,
         /// Only these case ids (default: all).
@@ -47,13 +48,17 @@ enum Cmd {
         /// that runs compare across machines).
         #[arg(long)]
         encryption: Option<String>,
-        /// table1, table2, delay: seconds per UDP run instead of the suite's (the paper ran 60).
+        /// table1, table2, delay: seconds per UDP run instead of the suite's (the paper ran 60);
+        /// realworld: seconds per transfer (default 10).
         #[arg(long)]
         duration: Option<u64>,
         /// table2: the tunnel sends every packet in a datagram of its own (`[connection]
         /// bundle = false`), to compare with the default.
         #[arg(long)]
         no_bundle: bool,
+        /// realworld: runs of each scenario, averaged.
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
         /// Where the markdown, CSV and PNG files go.
         #[arg(long, default_value = "lab-out")]
         out: std::path::PathBuf,
@@ -97,7 +102,7 @@ fn run(
     schedulers: &[String],
     encryption: Option<&str>,
     duration: Option<u64>,
-    no_bundle: bool,
+    (no_bundle, runs): (bool, usize),
     out: &std::path::Path,
 ) -> anyhow::Result<()> {
     let only = mpt_lab::experiments::adaptive::Only {
@@ -127,6 +132,17 @@ fn run(
         }
         "adaptive-outage" => {
             println!("{}", mpt_lab::experiments::adaptive::outage(out)?);
+            return Ok(());
+        }
+        "realworld" => {
+            let md = mpt_lab::experiments::realworld::run_realworld(
+                cases,
+                runs,
+                duration.unwrap_or(10),
+                out,
+            )?;
+            println!("{md}");
+            eprintln!("results in {}", out.display());
             return Ok(());
         }
         _ => {}
@@ -219,6 +235,7 @@ fn main() -> ExitCode {
             encryption,
             duration,
             no_bundle,
+            runs,
             out,
         } => run(
             &suite,
@@ -226,7 +243,7 @@ fn main() -> ExitCode {
             &schedulers,
             encryption.as_deref(),
             duration,
-            no_bundle,
+            (no_bundle, runs),
             &out,
         ),
         Cmd::Bench {

@@ -6,7 +6,8 @@
 //! * [`adaptive`]: the adaptive scheduler with nothing configured, on the paper's setups;
 //! * [`bench`]: throughput, latency and build-against-build benchmarks;
 //! * [`floor`]: the minimal blocking tunnel that sets the machine's latency floor;
-//! * [`demo`]: the README's main job.
+//! * [`demo`]: the README's main job;
+//! * [`realworld`]: bonding on real-looking links against kernel MPTCP.
 
 pub mod adaptive;
 pub mod bench;
@@ -14,5 +15,6 @@ pub mod demo;
 pub mod floor;
 pub mod paper;
 pub mod peers;
+pub mod realworld;
 pub mod runs;
 pub mod scenario;

@@ -231,7 +231,7 @@ pub fn run_table2(suite: &Suite, only: &[u32], out: &Path) -> Result<String> {
             &jitter_series,
             &out.join(format!("table2-case{}-jitter.png", c.name())),
             &format!(
-                "Table II case {} ({} kbit/s over {} kbit/s, {dlen}-byte datagrams): receiver jitter, every variant",
+                "Table II case {}: {} kbit/s over {}, {dlen} B",
                 c.name(),
                 c.udp_kbit.unwrap_or(0),
                 c.rates_label()

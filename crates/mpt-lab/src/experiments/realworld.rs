@@ -1,0 +1,311 @@
+//! `mpt-lab run realworld`: bonding on real-looking links, against kernel MPTCP measured in the
+//! same run (issue 19). Each scenario's paths get their rate from `tbf` and their delay,
+//! jitter and loss from the userspace wire; one TCP transfer at a time, with BBR and with
+//! cubic, goes
+//!
+//! * over each path at once, a plain TCP connection per path (what the paths carry alone);
+//! * over kernel MPTCP: an `IPPROTO_MPTCP` connection from A's first path address, the
+//!   in-kernel path manager adding a subflow from each of A's other path addresses (`ip mptcp
+//!   endpoint ... subflow`, routed out of its own path by a source rule);
+//! * through mptd with the `adaptive` scheduler and nothing configured per path.
+//!
+//! The transfers are this program's own (a socket that writes for the run's length, one that
+//! reads and counts), so that every column is measured the same way.
+
+use std::fmt::Write as _;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::Path;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Context, Result};
+use socket2::{Domain, Protocol, Socket, Type};
+
+use crate::harness::{in_netns, tunnel_addr, Impair, Lab, LinkSpec, Side, TunnelOpts};
+use crate::report::write;
+
+/// IPPROTO_MPTCP.
+const IPPROTO_MPTCP: i32 = 262;
+
+/// One scenario: its name and paths.
+struct Scenario {
+    id: u32,
+    name: &'static str,
+    paths: Vec<LinkSpec>,
+}
+
+/// A path of `mbit` Mbit/s (`tbf`, both ways) and `ms` one-way delay, with `jitter_ms` of
+/// jitter and `loss_pct` of random loss, both ways.
+fn path(mbit: u64, ms: f64, jitter_ms: f64, loss_pct: f64) -> LinkSpec {
+    let i = Impair {
+        delay_ms: ms,
+        jitter_ms,
+        loss_pct,
+        ..Impair::default()
+    };
+    LinkSpec {
+        rate_bps: Some(mbit * 1_000_000),
+        ab: i,
+        ba: i,
+    }
+}
+
+fn scenarios() -> Vec<Scenario> {
+    vec![
+        Scenario {
+            id: 1,
+            name: "20 Mbit/s at 10 ms + 20 Mbit/s at 60 ms",
+            paths: vec![path(20, 10.0, 0.0, 0.0), path(20, 60.0, 0.0, 0.0)],
+        },
+        Scenario {
+            id: 2,
+            name: "40 Mbit/s 10 ms clean + 20 Mbit/s 35 ms ±3 ms 0.5 % loss + 30 Mbit/s 25 ms ±1.5 ms 1 % loss",
+            paths: vec![
+                path(40, 10.0, 0.0, 0.0),
+                path(20, 35.0, 3.0, 0.5),
+                path(30, 25.0, 1.5, 1.0),
+            ],
+        },
+        Scenario {
+            id: 3,
+            name: "20 Mbit/s at 5 ms + 20 Mbit/s at 120 ms",
+            paths: vec![path(20, 5.0, 0.0, 0.0), path(20, 120.0, 0.0, 0.0)],
+        },
+        Scenario {
+            id: 4,
+            name: "20/20/10/10 Mbit/s, no delay",
+            paths: vec![
+                path(20, 0.0, 0.0, 0.0),
+                path(20, 0.0, 0.0, 0.0),
+                path(10, 0.0, 0.0, 0.0),
+                path(10, 0.0, 0.0, 0.0),
+            ],
+        },
+    ]
+}
+
+const CCS: [&str; 2] = ["bbr", "cubic"];
+
+/// Receive one connection on `listener` (in B) and count its bytes: bytes and seconds from
+/// the first byte to the end.
+fn receive(listener: TcpListener) -> Result<(u64, f64)> {
+    let (mut s, _) = listener.accept()?;
+    s.set_read_timeout(Some(Duration::from_secs(30)))?;
+    let mut buf = vec![0u8; 1 << 16];
+    let mut total = 0u64;
+    let mut first: Option<Instant> = None;
+    loop {
+        let n = s.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        first.get_or_insert_with(Instant::now);
+        total += n as u64;
+    }
+    let secs = first.map_or(0.0, |t| t.elapsed().as_secs_f64());
+    Ok((total, secs))
+}
+
+/// A TCP (or MPTCP) socket in the current namespace with congestion control `cc`.
+fn socket(mptcp: bool, cc: &str) -> Result<Socket> {
+    let proto = if mptcp {
+        Protocol::from(IPPROTO_MPTCP)
+    } else {
+        Protocol::TCP
+    };
+    let s = Socket::new(Domain::IPV4, Type::STREAM, Some(proto))
+        .with_context(|| format!("socket (mptcp {mptcp})"))?;
+    s.set_tcp_congestion(cc.as_bytes())
+        .with_context(|| format!("congestion control {cc}"))?;
+    Ok(s)
+}
+
+/// Transfers from A to each of `targets` (B's addresses) at once for `secs`, congestion
+/// control `cc`, over MPTCP or TCP: Mbit/s received at each.
+fn transfer(lab: &Lab, targets: &[SocketAddr], mptcp: bool, cc: &str, secs: u64) -> Result<Vec<f64>> {
+    let ns_b = lab.ns(Side::B);
+    let mut receivers = Vec::new();
+    for &t in targets {
+        let (ready_tx, ready_rx) = mpsc::channel();
+        let ns = ns_b.clone();
+        let cc = cc.to_owned();
+        receivers.push(std::thread::spawn(move || {
+            in_netns(&ns, move || -> Result<(u64, f64)> {
+                let s = socket(mptcp, &cc)?;
+                s.set_reuse_address(true)?;
+                s.bind(&t.into())?;
+                s.listen(4)?;
+                ready_tx.send(()).map_err(|_| anyhow!("ready"))?;
+                receive(s.into())
+            })?
+        }));
+        ready_rx
+            .recv_timeout(Duration::from_secs(5))
+            .map_err(|_| anyhow!("the receiver on {t} did not start"))?;
+    }
+    let senders: Vec<_> = targets
+        .iter()
+        .map(|&t| {
+            let ns = lab.ns(Side::A);
+            let cc = cc.to_owned();
+            std::thread::spawn(move || {
+                in_netns(&ns, move || -> Result<()> {
+                    let s = socket(mptcp, &cc)?;
+                    s.connect_timeout(&t.into(), Duration::from_secs(5))?;
+                    let mut s: TcpStream = s.into();
+                    s.set_write_timeout(Some(Duration::from_secs(30)))?;
+                    let chunk = vec![0x5au8; 1 << 16];
+                    let start = Instant::now();
+                    while start.elapsed() < Duration::from_secs(secs) {
+                        s.write_all(&chunk)?;
+                    }
+                    s.shutdown(std::net::Shutdown::Write)?;
+                    // until the receiver has read everything
+                    let mut rest = [0u8; 16];
+                    let _ = s.read(&mut rest);
+                    Ok(())
+                })?
+            })
+        })
+        .collect();
+    for s in senders {
+        s.join().map_err(|_| anyhow!("sender panicked"))??;
+    }
+    receivers
+        .into_iter()
+        .map(|r| {
+            let (bytes, secs) = r.join().map_err(|_| anyhow!("receiver panicked"))??;
+            Ok(if secs > 0.0 {
+                bytes as f64 * 8.0 / secs / 1e6
+            } else {
+                0.0
+            })
+        })
+        .collect()
+}
+
+/// Kernel MPTCP in the lab: the path manager may add a subflow per path, A announces each
+/// of its path addresses but the first as a subflow endpoint, and a source rule sends each out
+/// of its own path.
+fn set_up_mptcp(lab: &Lab) -> Result<()> {
+    let mut s = String::new();
+    let n = lab.paths.len();
+    for side in [Side::A, Side::B] {
+        writeln!(
+            s,
+            "ip -n {} mptcp limits set subflow {n} add_addr_accepted {n}",
+            lab.ns(side)
+        )?;
+    }
+    let a = lab.ns(Side::A);
+    for i in 0..n {
+        let addr = lab.path_addr(Side::A, i);
+        writeln!(s, "ip -n {a} rule add from {addr} table {}", 10 + i)?;
+        writeln!(
+            s,
+            "ip -n {a} route add default via 198.18.{}.254 dev {} table {}",
+            i + 1,
+            Lab::link(i),
+            10 + i
+        )?;
+        if i > 0 {
+            writeln!(
+                s,
+                "ip -n {a} mptcp endpoint add {addr} dev {} subflow",
+                Lab::link(i)
+            )?;
+        }
+    }
+    crate::harness::process::sh(&s)?;
+    Ok(())
+}
+
+/// Mean of the runs.
+fn mean(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        0.0
+    } else {
+        v.iter().sum::<f64>() / v.len() as f64
+    }
+}
+
+/// Run the scenarios (`cases`: only these ids), `runs` times each, `secs` per transfer.
+pub fn run_realworld(cases: &[u32], runs: usize, secs: u64, out: &Path) -> Result<String> {
+    let mut md = String::new();
+    writeln!(
+        md,
+        "### Real-world bonding: mptd against kernel MPTCP (`mpt-lab run realworld`)\n\n\
+         One TCP transfer of {secs} s at a time (this program's own sender and receiver), mean of \
+         {runs} run(s), Mbit/s received. *paths alone*: a plain TCP connection on every path at \
+         once, cubic, summed. *MPTCP*: kernel MPTCP, a subflow per path (in-kernel path \
+         manager). *mptd*: TCP through the tunnel, `adaptive` scheduler, nothing configured per \
+         path, default settings. Rates from `tbf`, delay, jitter and loss from the userspace \
+         wire, both ways.\n\n\
+         | # | scenario | paths alone (sum) | MPTCP BBR | MPTCP cubic | mptd BBR | mptd cubic | mptd BBR / sum | mptd cubic / sum |\n\
+         |---|---|---|---|---|---|---|---|---|"
+    )?;
+    for sc in scenarios()
+        .into_iter()
+        .filter(|s| cases.is_empty() || cases.contains(&s.id))
+    {
+        let mut alone = Vec::new();
+        let mut mptcp = [Vec::new(), Vec::new()];
+        let mut tunnel = [Vec::new(), Vec::new()];
+        for run in 0..runs {
+            eprintln!("== realworld {}: {} (run {})", sc.id, sc.name, run + 1);
+            let mut lab = Lab::new(&sc.paths).context("lab")?;
+            let per_path: Vec<SocketAddr> = (0..sc.paths.len())
+                .map(|i| {
+                    format!("{}:{}", lab.path_addr(Side::B, i), 5600 + i)
+                        .parse()
+                        .expect("address")
+                })
+                .collect();
+            let each = transfer(&lab, &per_path, false, "cubic", secs)?;
+            eprintln!("   paths alone: {each:.1?} Mbit/s");
+            alone.push(each.iter().sum::<f64>());
+            set_up_mptcp(&lab)?;
+            for (k, cc) in CCS.iter().enumerate() {
+                let got = transfer(&lab, &per_path[..1], true, cc, secs)?[0];
+                eprintln!("   MPTCP {cc}: {got:.1} Mbit/s");
+                mptcp[k].push(got);
+            }
+            let opts = TunnelOpts {
+                scheduler: "adaptive".into(),
+                configure_rates: false,
+                ..TunnelOpts::default()
+            };
+            lab.start_tunnel(&opts).context("tunnel")?;
+            let inner: SocketAddr = format!("{}:5700", tunnel_addr(Side::B)).parse()?;
+            for (k, cc) in CCS.iter().enumerate() {
+                let got = transfer(&lab, &[inner], false, cc, secs)?[0];
+                eprintln!("   mptd {cc}: {got:.1} Mbit/s");
+                tunnel[k].push(got);
+            }
+        }
+        let sum = mean(&alone);
+        let ratio = |v: &[f64]| {
+            if sum > 0.0 {
+                format!("{:.2}", mean(v) / sum)
+            } else {
+                "—".into()
+            }
+        };
+        writeln!(
+            md,
+            "| {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {} | {} |",
+            sc.id,
+            sc.name,
+            sum,
+            mean(&mptcp[0]),
+            mean(&mptcp[1]),
+            mean(&tunnel[0]),
+            mean(&tunnel[1]),
+            ratio(&tunnel[0]),
+            ratio(&tunnel[1]),
+        )?;
+    }
+    write(out, "realworld.md", &md)?;
+    Ok(md)
+}
