@@ -3,10 +3,11 @@
 //! jitter and loss from the userspace wire; one TCP transfer at a time, with BBR and with
 //! cubic, goes
 //!
-//! * over each path at once, a plain TCP connection per path (what the paths carry alone);
-//! * over kernel MPTCP: an `IPPROTO_MPTCP` connection from A's first path address, the
-//!   in-kernel path manager adding a subflow from each of A's other path addresses (`ip mptcp
-//!   endpoint ... subflow`, routed out of its own path by a source rule);
+//! * over each path at once, a plain TCP connection with BBR per path (what the paths carry
+//!   alone: cubic would measure what random loss leaves of it);
+//! * over kernel MPTCP: an `IPPROTO_MPTCP` connection to B's first path address; B announces
+//!   its other path addresses (`ip mptcp endpoint ... signal`) and A's in-kernel path manager
+//!   opens a subflow to each, over that address's path;
 //! * through mptd with the `adaptive` scheduler and nothing configured per path.
 //!
 //! The transfers are this program's own (a socket that writes for the run's length, one that
@@ -134,7 +135,13 @@ fn transfer(lab: &Lab, targets: &[SocketAddr], mptcp: bool, cc: &str, secs: u64)
             in_netns(&ns, move || -> Result<(u64, f64)> {
                 let s = socket(mptcp, &cc)?;
                 s.set_reuse_address(true)?;
-                s.bind(&t.into())?;
+                // MPTCP: the subflows B announces join at its other addresses
+                let at = if mptcp {
+                    SocketAddr::from(([0, 0, 0, 0], t.port()))
+                } else {
+                    t
+                };
+                s.bind(&at.into())?;
                 s.listen(4)?;
                 ready_tx.send(()).map_err(|_| anyhow!("ready"))?;
                 receive(s.into())
@@ -185,9 +192,9 @@ fn transfer(lab: &Lab, targets: &[SocketAddr], mptcp: bool, cc: &str, secs: u64)
         .collect()
 }
 
-/// Kernel MPTCP in the lab: the path manager may add a subflow per path, A announces each
-/// of its path addresses but the first as a subflow endpoint, and a source rule sends each out
-/// of its own path.
+/// Kernel MPTCP in the lab: the in-kernel path managers may add a subflow per path, and B
+/// announces each of its path addresses but the first (`signal` endpoints), to which A opens a
+/// subflow each, over the path its routes give (the path of that address).
 fn set_up_mptcp(lab: &Lab) -> Result<()> {
     let mut s = String::new();
     let n = lab.paths.len();
@@ -198,24 +205,14 @@ fn set_up_mptcp(lab: &Lab) -> Result<()> {
             lab.ns(side)
         )?;
     }
-    let a = lab.ns(Side::A);
-    for i in 0..n {
-        let addr = lab.path_addr(Side::A, i);
-        writeln!(s, "ip -n {a} rule add from {addr} table {}", 10 + i)?;
+    let b = lab.ns(Side::B);
+    for i in 1..n {
         writeln!(
             s,
-            "ip -n {a} route add default via 198.18.{}.254 dev {} table {}",
-            i + 1,
-            Lab::link(i),
-            10 + i
+            "ip -n {b} mptcp endpoint add {} dev {} signal",
+            lab.path_addr(Side::B, i),
+            Lab::link(i)
         )?;
-        if i > 0 {
-            writeln!(
-                s,
-                "ip -n {a} mptcp endpoint add {addr} dev {} subflow",
-                Lab::link(i)
-            )?;
-        }
     }
     crate::harness::process::sh(&s)?;
     Ok(())
@@ -237,8 +234,8 @@ pub fn run_realworld(cases: &[u32], runs: usize, secs: u64, out: &Path) -> Resul
         md,
         "### Real-world bonding: mptd against kernel MPTCP (`mpt-lab run realworld`)\n\n\
          One TCP transfer of {secs} s at a time (this program's own sender and receiver), mean of \
-         {runs} run(s), Mbit/s received. *paths alone*: a plain TCP connection on every path at \
-         once, cubic, summed. *MPTCP*: kernel MPTCP, a subflow per path (in-kernel path \
+         {runs} run(s), Mbit/s received. *paths alone*: a plain TCP connection with BBR on every \
+         path at once, summed (what the paths carry, their random loss notwithstanding). *MPTCP*: kernel MPTCP, a subflow per path (in-kernel path \
          manager). *mptd*: TCP through the tunnel, `adaptive` scheduler, nothing configured per \
          path, default settings. Rates from `tbf`, delay, jitter and loss from the userspace \
          wire, both ways.\n\n\
@@ -262,7 +259,8 @@ pub fn run_realworld(cases: &[u32], runs: usize, secs: u64, out: &Path) -> Resul
                         .expect("address")
                 })
                 .collect();
-            let each = transfer(&lab, &per_path, false, "cubic", secs)?;
+            // BBR: what a path carries, its random loss notwithstanding
+            let each = transfer(&lab, &per_path, false, "bbr", secs)?;
             eprintln!("   paths alone: {each:.1?} Mbit/s");
             alone.push(each.iter().sum::<f64>());
             set_up_mptcp(&lab)?;
