@@ -59,7 +59,7 @@ impl<P> Endpoint<P> {
     ) -> bool {
         let i = path.index();
         let mtu = usize::from(self.cfg.mtu);
-        if !self.cfg.bundle || packet.len() + BUNDLE_ENTRY_LEN > mtu {
+        if !self.cfg.bundle || !self.peer_express || packet.len() + BUNDLE_ENTRY_LEN > mtu {
             return false;
         }
         let wait = self.sched.backlog(now, path);

@@ -273,7 +273,11 @@ impl<P> Endpoint<P> {
             p.unsent += 1;
         }
         let header = HeaderRepr {
-            kind: Kind::Express,
+            kind: if self.peer_express {
+                Kind::Express
+            } else {
+                Kind::Data
+            },
             path,
             path_seq: p.path_seq,
             session,
@@ -299,6 +303,19 @@ impl<P> Endpoint<P> {
     /// go with [`Endpoint::poll_transmit`] once no batch is being sent.)
     pub fn take_after_batch(&mut self, out: &mut Vec<Transmit>) {
         out.append(&mut self.after);
+    }
+
+    /// The peer takes bundles and express data (its handshake said so): without, every packet
+    /// goes in a data datagram of its own.
+    pub fn peer_takes_express(&self) -> bool {
+        self.peer_express
+    }
+
+    /// Behave as towards a peer whose handshake did not say it takes bundles and express data
+    /// (an older mptd), until the next handshake: for tests.
+    #[doc(hidden)]
+    pub fn forget_peer_express(&mut self) {
+        self.peer_express = false;
     }
 
     /// Packets sent per class and path (`[class][path]`, in the configuration's order of

@@ -41,6 +41,9 @@ pub struct Endpoint<P> {
     pub(crate) peer_session: Option<u32>,
     /// Sessions made after the first.
     pub(crate) peer_restarts: u64,
+    /// The peer's handshake said it takes bundles and express data
+    /// ([`mpt_core::wire::CipherFlags::EXPRESS`]).
+    pub(crate) peer_express: bool,
     pub(crate) pacer: ReportPacer,
     pub(crate) crypto: CryptoState,
     /// Packets the resequencer released, for [`Endpoint::take_delivered`].
@@ -236,6 +239,7 @@ impl<P> Endpoint<P> {
             reseq,
             peer_session: None,
             peer_restarts: 0,
+            peer_express: false,
             pacer: ReportPacer::default(),
             crypto,
             released: Vec::new(),

@@ -78,7 +78,7 @@ impl<P> Endpoint<P> {
         let payload = Initiation {
             index,
             timestamp,
-            flags: c.flags | self.continues(),
+            flags: c.flags | self.continues() | CipherFlags::EXPRESS,
             paths: self.paths.len() as u8,
         }
         .emit();
@@ -272,10 +272,11 @@ impl<P> Endpoint<P> {
         if self.crypto.initiating.is_some() && self.cfg.keys.private.public() < self.cfg.keys.peer {
             return Ok(());
         }
+        self.peer_express = init.flags & CipherFlags::EXPRESS != 0;
         let index = self.fresh_index();
         let reply = Response {
             index,
-            flags: self.crypto.flags | self.continues(),
+            flags: self.crypto.flags | self.continues() | CipherFlags::EXPRESS,
         }
         .emit();
         let mut d = vec![0u8; RESPONSE_LEN];
@@ -344,6 +345,7 @@ impl<P> Endpoint<P> {
             Ok(c) => c,
             Err(_) => return Err(self.refused(path, DropReason::CipherMismatch)),
         };
+        self.peer_express = resp.flags & CipherFlags::EXPRESS != 0;
         let continues = self.peer_session.is_some() && resp.flags & CipherFlags::CONTINUES != 0;
         self.install(
             now,

@@ -168,7 +168,7 @@ impl<P> Endpoint<P> {
             }
             let header = HeaderRepr {
                 // light traffic is delivered as soon as it arrives, not in order with bulk
-                kind: if mode == Mode::Bond {
+                kind: if mode == Mode::Bond || !self.peer_express {
                     Kind::Data
                 } else {
                     Kind::Express

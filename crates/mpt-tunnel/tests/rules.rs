@@ -1669,3 +1669,31 @@ fn a_bundle_closed_by_a_batch_that_sent_on_its_path_already_leaves_in_path_order
     let t = &p.ep(Side::B).stats().total;
     assert_eq!((t.late, t.skipped), (0, 0));
 }
+
+#[test]
+fn to_a_peer_that_does_not_take_bundles_and_express_data_every_packet_goes_as_data() {
+    let mut p = rated_pair(72, 1_000_000, true);
+    // both ends said so in the handshake
+    assert!(p.ep(Side::A).peer_takes_express() && p.ep(Side::B).peer_takes_express());
+    p.ep(Side::A).forget_peer_express();
+    let before = p.node(Side::A).sent_log.len();
+    // a burst that would be bundled, and voice that would go express
+    for n in 0..30 {
+        p.send(Side::A, &packet(n, 160)).expect("sent");
+    }
+    for k in 0..5 {
+        p.send(Side::A, &udp(k, 4000, 200, mpt_tunnel::DSCP_EF))
+            .expect("voice sent");
+    }
+    p.run(ms(500));
+    assert_eq!(p.ep(Side::A).bundle_counts(), (0, 0));
+    let kinds: Vec<Kind> = p.node(Side::A).sent_log[before..]
+        .iter()
+        .map(|(_, d)| HeaderRepr::parse_outer(d).expect("header").0.kind)
+        .collect();
+    assert!(
+        !kinds.contains(&Kind::Bundle) && !kinds.contains(&Kind::Express),
+        "{kinds:?}"
+    );
+    assert_eq!(p.delivered_numbers(Side::B).len(), 35);
+}

@@ -301,7 +301,10 @@ pub fn render(st: &Status, reseq: Vec<ReseqHistograms>) -> String {
     for c in &t.classes {
         for (i, &n) in c.sent_per_path.iter().enumerate() {
             // the first peer's path names (all of a one-peer tunnel's)
-            let path = st.paths.get(i).map_or_else(|| i.to_string(), |p| p.name.clone());
+            let path = st
+                .paths
+                .get(i)
+                .map_or_else(|| i.to_string(), |p| p.name.clone());
             class_sent
                 .get_or_create(&labels(&[("class", &c.name), ("path", &path)]))
                 .inc_by(n);

@@ -117,4 +117,8 @@ impl CipherFlags {
     /// too keeps its resequencer and statistics. Without it the sender starts afresh (it
     /// restarted), and the receiver starts its resequencer again.
     pub const CONTINUES: u8 = 8;
+    /// Not a cipher bit: the sender takes bundles (type 8) and express data (type 9). Sent to a
+    /// peer without it (an older mptd, which drops both as unknown), packets go one to a
+    /// datagram, as data (type 0).
+    pub const EXPRESS: u8 = 16;
 }

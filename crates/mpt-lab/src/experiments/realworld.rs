@@ -124,7 +124,13 @@ fn socket(mptcp: bool, cc: &str) -> Result<Socket> {
 
 /// Transfers from A to each of `targets` (B's addresses) at once for `secs`, congestion
 /// control `cc`, over MPTCP or TCP: Mbit/s received at each.
-fn transfer(lab: &Lab, targets: &[SocketAddr], mptcp: bool, cc: &str, secs: u64) -> Result<Vec<f64>> {
+fn transfer(
+    lab: &Lab,
+    targets: &[SocketAddr],
+    mptcp: bool,
+    cc: &str,
+    secs: u64,
+) -> Result<Vec<f64>> {
     let ns_b = lab.ns(Side::B);
     let mut receivers = Vec::new();
     for &t in targets {
