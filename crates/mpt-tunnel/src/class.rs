@@ -208,13 +208,13 @@ impl<P> Endpoint<P> {
     /// the scheduler's clock sees it plus half its smoothed round-trip time. Only paths the
     /// scheduler may use, and backup paths only while no regular one is usable.
     pub(crate) fn soonest(&self, now: Time, not: Option<PathId>) -> Option<PathId> {
-        let usable: Vec<PathId> = (0..self.paths.len())
-            .map(|i| PathId(i as u8))
-            .filter(|&p| Some(p) != not && self.usable(p))
-            .collect();
-        let regular = usable.iter().any(|p| !self.cfg.paths[p.index()].backup);
-        usable
-            .into_iter()
+        let usable = || {
+            (0..self.paths.len())
+                .map(|i| PathId(i as u8))
+                .filter(move |&p| Some(p) != not && self.usable(p))
+        };
+        let regular = usable().any(|p| !self.cfg.paths[p.index()].backup);
+        usable()
             .filter(|p| !regular || !self.cfg.paths[p.index()].backup)
             .min_by_key(|&p| {
                 let rtt = self.paths[p.index()]
@@ -263,15 +263,8 @@ impl<P> Endpoint<P> {
             return;
         }
         let i = path.index();
-        let seq_now = self.seq;
+        self.join_batch(i, used);
         let p = &mut self.paths[i];
-        if *used & (1 << i) == 0 {
-            *used |= 1 << i;
-            if p.unsent == 0 {
-                p.fence_before = (seq_now, p.path_seq);
-            }
-            p.unsent += 1;
-        }
         let header = HeaderRepr {
             kind: if self.peer_express {
                 Kind::Express

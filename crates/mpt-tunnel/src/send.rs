@@ -158,14 +158,8 @@ impl<P> Endpoint<P> {
             }
             // an open bundle leaves before the packets that follow it on the path
             self.close_riding(now, i, &mut b);
+            self.join_batch(i, &mut b.used);
             let p = &mut self.paths[i];
-            if b.used & (1 << i) == 0 {
-                b.used |= 1 << i;
-                if p.unsent == 0 {
-                    p.fence_before = (self.seq, p.path_seq);
-                }
-                p.unsent += 1;
-            }
             let header = HeaderRepr {
                 // light traffic is delivered as soon as it arrives, not in order with bulk
                 kind: if mode == Mode::Bond || !self.peer_express {
@@ -208,6 +202,19 @@ impl<P> Endpoint<P> {
             first_counter,
             used: b.used,
         })
+    }
+
+    /// Path `i` takes part in the batch being numbered, whose paths are `used`: the first
+    /// time, the fence that holds until the batch has left is the one from before it.
+    pub(crate) fn join_batch(&mut self, i: usize, used: &mut u64) {
+        if *used & (1 << i) == 0 {
+            *used |= 1 << i;
+            let p = &mut self.paths[i];
+            if p.unsent == 0 {
+                p.fence_before = (self.seq, p.path_seq);
+            }
+            p.unsent += 1;
+        }
     }
 
     /// A data datagram built in a buffer of our own for `header` and the inner packet
