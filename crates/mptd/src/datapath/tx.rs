@@ -181,7 +181,7 @@ async fn send_for_peer(
     };
     let Some(sealer) = sealer else { return };
     for b in &bundles {
-        send_bundle(t, &peer, b).await;
+        send_whole(t, &peer, b).await;
     }
     for k in 0..n {
         let Some(path) = plan[k] else { continue };
@@ -209,7 +209,7 @@ async fn send_for_peer(
         }
     }
     for c in &after {
-        send_bundle(t, &peer, c).await;
+        send_whole(t, &peer, c).await;
     }
     // This batch has left: control messages may fence it now.
     if let Some(ep) = peer.lock().as_mut() {
@@ -217,9 +217,10 @@ async fn send_for_peer(
     };
 }
 
-/// Send a datagram the endpoint built whole: a bundle that leaves before a batch, or a copy
-/// that leaves after it.
-async fn send_bundle(t: &Tunnel, peer: &crate::peer::Peer, b: &mpt_tunnel::Transmit) {
+/// Send a data datagram the endpoint built whole: a bundle that leaves before a batch, or
+/// what leaves after it. Unlike a control datagram ([`Tunnel::send`], which a full socket
+/// buffer drops), it waits for room, as the batch's own datagrams do.
+async fn send_whole(t: &Tunnel, peer: &crate::peer::Peer, b: &mpt_tunnel::Transmit) {
     let Some(s) = t.socket(peer.socket(b.path)) else {
         t.io_drop(DropReason::SendError, 1);
         return;
