@@ -293,59 +293,6 @@ fn junk(n: usize, seed: &mut u64, session: u32) -> Vec<Vec<u8>> {
     out
 }
 
-/// A tunnel MTU the path interfaces cannot carry once mptd's header and sealing are added would
-/// make every full-size packet fail with "message too long": refused at start, naming the key
-/// and the largest value that fits.
-#[test]
-fn a_tunnel_mtu_too_large_for_the_path_interface_is_refused() {
-    need!("tunnel_mtu_vs_path_mtu");
-    let mut lab = Lab::new(&four_paths()[..2]).expect("lab");
-    // veth MTU 1500: 1456 fits a plain tunnel (1456 + 16 + 28) but not a sealed one (+ 24).
-    let sealed = TunnelOpts {
-        mtu: 1456,
-        ..TunnelOpts::default()
-    };
-    // --check says so first, as a host that cannot run it (3), not a bad config (2)
-    let cfg = lab.write_config(Side::A, &sealed).expect("config");
-    let out = lab
-        .cmd(
-            Side::A,
-            mpt_lab::harness::mptd_bin()
-                .expect("mptd")
-                .to_str()
-                .expect("utf-8"),
-        )
-        .arg("-c")
-        .arg(&cfg)
-        .arg("--check")
-        .output()
-        .expect("mptd --check");
-    let said = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(3), "{said}");
-    assert!(said.contains("tunnel.mtu <= 1432"), "{said}");
-    let err = format!("{:#}", lab.start_mptd(Side::A, &sealed).unwrap_err());
-    for want in [
-        "tunnel.mtu = 1456",
-        "\"p0\"",
-        "MTU 1500",
-        "tunnel.mtu <= 1432",
-        ".toml",
-    ] {
-        assert!(err.contains(want), "{want:?} missing from: {err}");
-    }
-    let plain = TunnelOpts {
-        encryption: "none".into(),
-        ..sealed.clone()
-    };
-    lab.start_mptd(Side::A, &plain)
-        .expect("1456 fits a plain tunnel");
-    lab.stop_mptd(Side::A).expect("stop");
-    let fits = sealed.with_full_mtu();
-    assert_eq!(fits.mtu, 1432);
-    lab.start_mptd(Side::A, &fits)
-        .expect("1432 fits a sealed tunnel");
-}
-
 #[test]
 fn hostile_datagrams_are_dropped_and_counted_and_the_daemon_keeps_running() {
     need!("hostile_datagrams", "ping");

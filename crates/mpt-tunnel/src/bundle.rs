@@ -11,7 +11,10 @@
 use std::time::Duration;
 
 use mpt_core::seal::TAG_LEN;
-use mpt_core::wire::{push_bundle_entry, HeaderRepr, Kind, BUNDLE_ENTRY_LEN, MAX_BUNDLE};
+use mpt_core::wire::{
+    push_bundle_entry, push_continuation, HeaderRepr, Kind, BUNDLE_ENTRY_LEN, CONTINUATION_LEN,
+    MAX_BUNDLE, MIN_HEAD_PIECE,
+};
 use mpt_core::{PathId, Time};
 
 use crate::send::{BatchPaths, Pending};
@@ -30,10 +33,16 @@ pub const BUNDLE_MAX_HOLD: Duration = Duration::from_millis(100);
 pub(crate) struct OpenBundle {
     /// Room for the header (and counter), then the entries.
     buf: Vec<u8>,
+    /// The header's global sequence: the first entry's, or the continued packet's.
     first_seq: u32,
-    /// The last entry's global sequence number.
+    /// The last entry's global sequence number (the continued packet's before any entry).
     last_seq: u32,
+    /// Entries (each takes a path sequence; a continuation takes none).
     count: usize,
+    /// It starts with a continuation ([`Kind::Continued`]).
+    continued: bool,
+    /// Its last entry is a head piece: it is full.
+    head: bool,
     /// When it leaves at the latest.
     pub(crate) due: Time,
 }
@@ -47,9 +56,15 @@ impl crate::endpoint::PathState {
 
 impl<P> Endpoint<P> {
     /// Bundle the inner packet `packet`, which the scheduler put on `path`, if its path is
-    /// busy (or a bundle is open there already): numbered, accounted and held. `used` is the
-    /// batch's paths, which a full bundle joins to leave with the batch. Returns whether the
-    /// packet was taken.
+    /// busy (or a bundle is open there already), or put it in pieces if it is larger than a
+    /// datagram on the path carries: numbered, accounted and held. `used` is the batch's
+    /// paths, which a full bundle joins to leave with the batch. Returns whether the packet
+    /// was taken.
+    ///
+    /// A packet in pieces fills the path's open bundle (or a new one) with its head piece;
+    /// each full datagram leaves with the batch, and the last piece opens the next, which the
+    /// packets after it fill up. That last datagram is held as a bundle would be while the
+    /// path is busy, and leaves with the batch when it is not.
     pub(crate) fn bundle_packet(
         &mut self,
         now: Time,
@@ -58,14 +73,20 @@ impl<P> Endpoint<P> {
         b: &mut BatchPaths,
     ) -> bool {
         let i = path.index();
-        let mtu = usize::from(self.cfg.mtu);
-        if !self.cfg.bundle || !self.peer_express || packet.len() + BUNDLE_ENTRY_LEN > mtu {
+        let cap = self.body_cap(i);
+        let pieces = packet.len() > cap && self.peer_pieces;
+        if !pieces
+            && (!self.cfg.bundle || !self.peer_express || packet.len() + BUNDLE_ENTRY_LEN > cap)
+        {
             return false;
         }
         let wait = self.sched.backlog(now, path);
         if let Some(open) = &self.paths[i].bundle {
             let gap = self.seq.wrapping_sub(open.last_seq).wrapping_sub(1);
-            let fits = open.buf.len() - self.prefix() + BUNDLE_ENTRY_LEN + packet.len() <= mtu
+            let room = cap.saturating_sub(open.buf.len() - self.prefix());
+            let need = BUNDLE_ENTRY_LEN + if pieces { MIN_HEAD_PIECE } else { packet.len() };
+            let fits = !open.head
+                && need <= room
                 && open.count < MAX_BUNDLE
                 && gap <= u32::from(u8::MAX);
             if !fits {
@@ -73,44 +94,81 @@ impl<P> Endpoint<P> {
             }
         }
         if self.paths[i].bundle.is_none() {
-            if wait < BUNDLE_MIN_WAIT {
+            if wait < BUNDLE_MIN_WAIT && !pieces {
                 return false;
             }
-            let hold = (wait - BUNDLE_MARGIN).min(BUNDLE_MAX_HOLD);
-            let prefix = self.prefix();
-            let p = &mut self.paths[i];
-            if p.unsent == 0 {
-                p.fence_before = (self.seq, p.path_seq);
-            }
-            p.unsent += 1;
-            let mut buf = Vec::with_capacity(prefix + mtu + TAG_LEN);
-            buf.resize(prefix, 0);
-            p.bundle = Some(OpenBundle {
-                buf,
-                first_seq: self.seq,
-                last_seq: self.seq,
-                count: 0,
-                due: now + hold,
-            });
+            // pieces on an idle path leave with the batch
+            let hold = match wait.checked_sub(BUNDLE_MARGIN) {
+                Some(h) if wait >= BUNDLE_MIN_WAIT => h.min(BUNDLE_MAX_HOLD),
+                _ => Duration::ZERO,
+            };
+            self.open_bundle(i, now + hold, None);
         }
+        let seq = self.seq;
         let overhead = self.overhead().datagram() + self.cfg.paths[i].overhead;
-        let Some(b) = self.paths[i].bundle.as_mut() else {
+        let prefix = self.prefix();
+        let Some(open) = self.paths[i].bundle.as_mut() else {
             return false;
         };
-        let last = (b.count > 0).then_some(b.last_seq);
-        if push_bundle_entry(&mut b.buf, last, self.seq, packet).is_none() {
+        let first_entry = !open.continued && open.count == 0;
+        let last = (!first_entry).then_some(open.last_seq);
+        let room = cap.saturating_sub(open.buf.len() - prefix + BUNDLE_ENTRY_LEN);
+        let head = packet.len().min(room);
+        if push_bundle_entry(&mut open.buf, last, seq, &packet[..head]).is_none() {
             return false;
         }
-        b.last_seq = self.seq;
         // the first packet pays for the datagram; the others only for their entries
-        let cost = packet.len() + BUNDLE_ENTRY_LEN + if b.count == 0 { overhead } else { 0 };
-        b.count += 1;
+        let mut cost = head + BUNDLE_ENTRY_LEN + if open.buf.len() - prefix == head + 1 { overhead } else { 0 };
+        open.last_seq = seq;
+        open.count += 1;
+        open.head = head < packet.len();
+        let due = open.due;
+        let mut offset = head;
+        while offset < packet.len() {
+            // this datagram is full: the rest goes in the next ones
+            self.close_riding(now, i, b);
+            self.open_bundle(i, due, Some(seq));
+            let Some(open) = self.paths[i].bundle.as_mut() else {
+                return true;
+            };
+            let n = (packet.len() - offset).min(cap - CONTINUATION_LEN);
+            push_continuation(&mut open.buf, offset, &packet[offset..offset + n]);
+            open.head = offset + n < packet.len();
+            offset += n;
+            cost += overhead + CONTINUATION_LEN + n;
+        }
+        if pieces {
+            self.counts.pieced_packets += 1;
+        }
         self.seq = self.seq.wrapping_add(1);
         self.sched.on_sent(now, path, cost);
         self.counts.tx_packets += 1;
         self.counts.tx_bytes += packet.len() as u64;
         self.counts.held_packets += 1;
         true
+    }
+
+    /// Open a bundle on path `i` that leaves at `due` at the latest: one that continues packet
+    /// `continues` (its last pieces), or an empty one.
+    fn open_bundle(&mut self, i: usize, due: Time, continues: Option<u32>) {
+        let prefix = self.prefix();
+        let cap = self.body_cap(i);
+        let p = &mut self.paths[i];
+        if p.unsent == 0 {
+            p.fence_before = (self.seq, p.path_seq);
+        }
+        p.unsent += 1;
+        let mut buf = Vec::with_capacity(prefix + cap + TAG_LEN);
+        buf.resize(prefix, 0);
+        p.bundle = Some(OpenBundle {
+            buf,
+            first_seq: continues.unwrap_or(self.seq),
+            last_seq: continues.unwrap_or(self.seq),
+            count: 0,
+            continued: continues.is_some(),
+            head: false,
+            due,
+        });
     }
 
     /// Close `path`'s bundle, if one is open, to leave with a batch that uses the path: before
@@ -150,8 +208,11 @@ impl<P> Endpoint<P> {
         let path = PathId(i as u8);
         let prefix = self.prefix();
         let mut buf = b.buf;
-        // a bundle of one is sent as the data datagram it would have been (its gap byte out)
-        let kind = if count == 1 {
+        // a bundle of one whole packet is sent as the data datagram it would have been (its
+        // gap byte out)
+        let kind = if b.continued {
+            Kind::Continued
+        } else if count == 1 && !b.head {
             buf.remove(prefix);
             Kind::Data
         } else {
@@ -172,7 +233,7 @@ impl<P> Endpoint<P> {
             self.counts.drops.add(DropReason::NoSession, count as u64);
             return None;
         };
-        if count > 1 {
+        if count > 1 || (count == 1 && kind != Kind::Data) {
             self.counts.bundles_sent += 1;
             self.counts.bundled_packets += count as u64;
         }

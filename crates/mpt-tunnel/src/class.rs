@@ -259,10 +259,11 @@ impl<P> Endpoint<P> {
         let Some(path) = self.soonest(now, Some(first)) else {
             return;
         };
-        if self.remote(path).is_none() {
+        let i = path.index();
+        // a copy goes whole or not at all
+        if self.remote(path).is_none() || (packet.len() > self.body_cap(i) && self.peer_pieces) {
             return;
         }
-        let i = path.index();
         self.join_batch(i, used);
         let p = &mut self.paths[i];
         let header = HeaderRepr {

@@ -118,6 +118,15 @@ drop_reasons! {
     /// Data packets too old to tell from a duplicate (far behind the resequencer's release
     /// point).
     TooOld => too_old,
+    /// Pieces of a packet that overlap a piece of it that arrived before (the packet is
+    /// dropped), or whose packet is longer than the tunnel MTU.
+    FragmentOverlap => fragment_overlap,
+    /// Packets sent in pieces whose other pieces did not arrive in time (or that were pushed
+    /// out by newer ones while too many were incomplete).
+    FragmentExpired => fragment_expired,
+    /// Outbound packets larger than the paths can carry (the peer does not take pieces, or a
+    /// packet needs more than 64): the sender gets an ICMP "too big" for each.
+    TooBig => too_big,
 }
 
 impl DropReason {
@@ -138,9 +147,10 @@ impl DropReason {
             WireError::UnknownKind(_) => DropReason::UnknownKind,
             WireError::EmptyPayload => DropReason::Empty,
             WireError::NotIp(_) => DropReason::NotIp,
-            WireError::InnerLength { .. } | WireError::BundleCount(_) | WireError::BundleGap(_) => {
-                DropReason::InnerLength
-            }
+            WireError::InnerLength { .. }
+            | WireError::BundleCount(_)
+            | WireError::BundleGap(_)
+            | WireError::BadPiece { .. } => DropReason::InnerLength,
             WireError::ReportEntryLen(_) | WireError::ControlLength { .. } => {
                 DropReason::BadControl
             }
@@ -202,7 +212,7 @@ mod tests {
         for &r in DropReason::ALL {
             assert_eq!(c.get(r), d.get(r), "{}", r.name());
         }
-        assert_eq!(DropReason::COUNT, 29);
+        assert_eq!(DropReason::COUNT, 32);
         assert_eq!(DropReason::NoPath.name(), "no_path");
     }
 }

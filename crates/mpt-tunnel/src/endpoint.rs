@@ -44,6 +44,13 @@ pub struct Endpoint<P> {
     /// The peer's handshake said it takes bundles and express data
     /// ([`mpt_core::wire::CipherFlags::EXPRESS`]).
     pub(crate) peer_express: bool,
+    /// The peer's handshake said it puts packets in pieces back together
+    /// ([`mpt_core::wire::CipherFlags::PIECES`]).
+    pub(crate) peer_pieces: bool,
+    /// Packets that came in pieces, waiting for the rest.
+    pub(crate) reasm: crate::reassembly::Reassembly,
+    /// Packets put back together, for [`Endpoint::take_assembled`].
+    pub(crate) assembled: VecDeque<(crate::Incoming, Vec<u8>)>,
     pub(crate) pacer: ReportPacer,
     pub(crate) crypto: CryptoState,
     /// Packets the resequencer released, for [`Endpoint::take_delivered`].
@@ -91,11 +98,13 @@ pub(crate) struct PathState {
     pub(crate) peer_silent: bool,
     /// Small packets waiting for the path ([`crate::bundle`]).
     pub(crate) bundle: Option<crate::bundle::OpenBundle>,
+    /// Path MTU discovery: the largest datagram the path carries.
+    pub(crate) pmtu: crate::pmtu::Pmtu,
 }
 
 impl PathState {
     /// A path watched from `now` on, sending to `remote` (when known).
-    pub(crate) fn new(remote: Option<SocketAddr>, now: Time) -> PathState {
+    pub(crate) fn new(remote: Option<SocketAddr>, now: Time, ceiling: usize) -> PathState {
         PathState {
             remote,
             path_seq: 0,
@@ -112,6 +121,7 @@ impl PathState {
             down_reason: None,
             peer_silent: false,
             bundle: None,
+            pmtu: crate::pmtu::Pmtu::new(now, ceiling),
         }
     }
 
@@ -119,14 +129,14 @@ impl PathState {
     /// learned of its link starts again, but its numbering goes on, so that the peer's
     /// resequencer sees no gap or jump on the id, and batches numbered for it and not yet
     /// sent still find their fences.
-    pub(crate) fn replaced(&self, remote: Option<SocketAddr>, now: Time) -> PathState {
+    pub(crate) fn replaced(&self, remote: Option<SocketAddr>, now: Time, ceiling: usize) -> PathState {
         PathState {
             path_seq: self.path_seq,
             unsent: self.unsent,
             fence_before: self.fence_before,
             data_unsent: self.data_unsent,
             bundle: self.bundle.clone(),
-            ..PathState::new(remote, now)
+            ..PathState::new(remote, now, ceiling)
         }
     }
 }
@@ -146,6 +156,8 @@ pub(crate) struct Counts {
     pub(crate) bundled_packets: u64,
     /// Packets that went into a bundle (one left alone in it is sent as plain data).
     pub(crate) held_packets: u64,
+    /// Packets sent in pieces (larger than their path's datagram).
+    pub(crate) pieced_packets: u64,
     /// Packets sent per class (configuration order) and path; copies sent.
     pub(crate) class_sent: Vec<Vec<u64>>,
     pub(crate) copies_sent: u64,
@@ -182,6 +194,13 @@ pub struct PathInfo {
     pub down_events: u64,
     /// Why it is down, while it is.
     pub down_reason: Option<crate::DownReason>,
+    /// The largest datagram (UDP payload) the path carries, as discovery knows it, and
+    /// whether its search is over.
+    pub datagram_max: usize,
+    pub pmtu_found: bool,
+    /// Path MTU probes sent; times the size found stopped passing.
+    pub pmtu_probes: u64,
+    pub pmtu_drops: u64,
 }
 
 /// The scheduler of `cfg`'s paths (all usable until told otherwise).
@@ -219,7 +238,8 @@ impl<P> Endpoint<P> {
         let paths = cfg
             .paths
             .iter()
-            .map(|p| PathState::new(p.remote, now))
+            .enumerate()
+            .map(|(i, p)| PathState::new(p.remote, now, cfg.datagram_ceiling(i)))
             .collect();
         let mut sched = sched;
         for (i, p) in cfg.paths.iter().enumerate() {
@@ -240,6 +260,9 @@ impl<P> Endpoint<P> {
             peer_session: None,
             peer_restarts: 0,
             peer_express: false,
+            peer_pieces: false,
+            reasm: Default::default(),
+            assembled: VecDeque::new(),
             pacer: ReportPacer::default(),
             crypto,
             released: Vec::new(),
@@ -362,7 +385,33 @@ impl<P> Endpoint<P> {
             } else {
                 p.down_reason.filter(|_| down)
             },
+            datagram_max: p.pmtu.size,
+            pmtu_found: p.pmtu.found(),
+            pmtu_probes: p.pmtu.probes_sent,
+            pmtu_drops: p.pmtu.drops,
         }
+    }
+
+    /// The most bytes of body (after the header, and counter) a datagram on path `i` may
+    /// carry now: what discovery found passes, less the header (and counter and tag).
+    pub(crate) fn body_cap(&self, i: usize) -> usize {
+        let datagram = self.paths[i].pmtu.size.min(self.max_datagram());
+        datagram.saturating_sub(self.overhead().datagram())
+    }
+
+    /// Sending a datagram of `size` bytes on `path` failed as too big (`EMSGSIZE`: the kernel
+    /// knows the route's MTU is lower): discovery takes it at once.
+    pub fn datagram_too_big(&mut self, now: Time, path: PathId, size: usize) {
+        if let Some(p) = self.paths.get_mut(path.index()) {
+            p.pmtu.too_big(now, size);
+        }
+    }
+
+    /// A packet that came in pieces, put back together: give it to
+    /// [`Endpoint::push_data`] (its [`Incoming::packet`] range is in the `Vec`). Take these
+    /// after each [`Endpoint::handle_datagram`], before the packets of its outcome.
+    pub fn take_assembled(&mut self) -> Option<(crate::Incoming, Vec<u8>)> {
+        self.assembled.pop_front()
     }
 
     /// The resequencer's statistics (what arrived, per path and in all).
@@ -388,7 +437,7 @@ impl<P> Endpoint<P> {
     pub fn drop_counts(&self) -> [u64; DropReason::COUNT] {
         let mut c = *self.counts.drops.counts();
         let t = &self.reseq.stats().total;
-        c[DropReason::Duplicate as usize] = t.duplicates;
+        c[DropReason::Duplicate as usize] += t.duplicates;
         c[DropReason::TooOld as usize] = t.too_old;
         c
     }

@@ -78,7 +78,7 @@ impl<P> Endpoint<P> {
         let payload = Initiation {
             index,
             timestamp,
-            flags: c.flags | self.continues() | CipherFlags::EXPRESS,
+            flags: c.flags | self.continues() | CipherFlags::EXPRESS | CipherFlags::PIECES,
             paths: self.paths.len() as u8,
         }
         .emit();
@@ -273,10 +273,11 @@ impl<P> Endpoint<P> {
             return Ok(());
         }
         self.peer_express = init.flags & CipherFlags::EXPRESS != 0;
+        self.peer_pieces = init.flags & CipherFlags::PIECES != 0;
         let index = self.fresh_index();
         let reply = Response {
             index,
-            flags: self.crypto.flags | self.continues() | CipherFlags::EXPRESS,
+            flags: self.crypto.flags | self.continues() | CipherFlags::EXPRESS | CipherFlags::PIECES,
         }
         .emit();
         let mut d = vec![0u8; RESPONSE_LEN];
@@ -346,6 +347,7 @@ impl<P> Endpoint<P> {
             Err(_) => return Err(self.refused(path, DropReason::CipherMismatch)),
         };
         self.peer_express = resp.flags & CipherFlags::EXPRESS != 0;
+        self.peer_pieces = resp.flags & CipherFlags::PIECES != 0;
         let continues = self.peer_session.is_some() && resp.flags & CipherFlags::CONTINUES != 0;
         self.install(
             now,

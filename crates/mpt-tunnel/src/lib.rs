@@ -21,6 +21,8 @@ mod endpoint;
 mod handshake;
 mod liveness;
 mod open;
+mod pmtu;
+mod reassembly;
 mod reconfigure;
 mod recv;
 mod send;
@@ -36,6 +38,8 @@ pub use drops::{DropCounts, DropReason, Drops};
 pub use endpoint::{Endpoint, PathInfo};
 pub use liveness::LinkState;
 pub use open::{Opened, Opener};
+pub use pmtu::BASE_DATAGRAM;
+pub use reassembly::{MAX_INCOMPLETE, MAX_PIECES};
 pub use send::{Sealer, SendError};
 
 use mpt_core::seal::{CipherChoice, PrivateKey, Psk, PublicKey};
@@ -62,6 +66,9 @@ pub struct PathSettings {
     /// Bytes a datagram costs on the link beyond its UDP payload: outer IP + UDP and
     /// [`FRAMING`] ([`Overhead::outer_link`]).
     pub overhead: usize,
+    /// The user's cap on the path's MTU (outer IP packet bytes): discovery never goes above
+    /// it. `None`: found by discovery alone.
+    pub mtu: Option<u16>,
 }
 
 /// Who we are, who the peer is, and how the session is sealed.
@@ -102,7 +109,7 @@ pub struct EndpointConfig {
     pub reorder_timeout: Duration,
     pub keepalive: Duration,
     pub dead: Duration,
-    /// Largest inner packet.
+    /// Largest inner packet. One larger than a path's datagram goes in pieces.
     pub mtu: u16,
     pub keys: KeySettings,
     /// A driver with many endpoints behind one socket finds a datagram's endpoint by the index
@@ -138,10 +145,29 @@ impl EndpointConfig {
                     rate_bps: None,
                     backup: false,
                     overhead,
+                    mtu: None,
                 })
                 .collect(),
             ..self.clone()
         }
+    }
+}
+
+impl EndpointConfig {
+    /// The largest datagram (UDP payload) worth having on path `i`: a whole inner packet of
+    /// `mtu` bytes with its header (and counter and tag), below the path's MTU cap if any.
+    pub fn datagram_ceiling(&self, i: usize) -> usize {
+        let most = usize::from(self.mtu) + Overhead::new(self.keys.encryption.is_some(), false).datagram();
+        let Some(p) = self.paths.get(i) else {
+            return most;
+        };
+        let outer = match p.remote {
+            Some(SocketAddr::V6(_)) => 48,
+            _ => 28,
+        };
+        p.mtu
+            .map_or(most, |m| most.min(usize::from(m).saturating_sub(outer)))
+            .max(mpt_core::wire::HEADER_LEN + 64)
     }
 }
 

@@ -79,13 +79,15 @@ impl<P> Endpoint<P> {
                 }
                 (None, Some(s)) => {
                     fresh.push(i);
-                    s.replaced(p.remote, now)
+                    s.replaced(p.remote, now, new.datagram_ceiling(i))
                 }
                 (_, None) => {
                     fresh.push(i);
-                    PathState::new(p.remote, now)
+                    PathState::new(p.remote, now, new.datagram_ceiling(i))
                 }
             };
+            let mut state = state;
+            state.pmtu.set_ceiling(now, new.datagram_ceiling(i));
             paths.push(state);
         }
         // packets waiting in the bundle of a path that is gone are lost with it, counted

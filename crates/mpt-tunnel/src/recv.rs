@@ -139,26 +139,35 @@ impl<P> Endpoint<P> {
                 if self.paths[path.index()].peer_silent {
                     self.peer_view(now, path, false);
                 }
-                // the entries take consecutive path sequences from the header's
-                let at = start + HEADER_LEN;
-                let mut out = Vec::with_capacity(count);
-                for (k, e) in mpt_core::wire::bundle_entries(body, h.seq)
-                    .flatten()
-                    .enumerate()
-                {
-                    out.push(Incoming {
-                        meta: PacketMeta {
-                            path,
-                            seq: e.seq,
-                            path_seq: h.path_seq.wrapping_add(k as u16),
-                            sent_us: h.timestamp,
-                            len: e.len,
-                        },
-                        packet: at + e.start..at + e.start + e.len,
-                        express: false,
-                    });
-                }
+                let entries = mpt_core::wire::bundle_entries(body, h.seq);
+                let out = self.take_entries(now, &h, body, start + HEADER_LEN, count, entries);
                 return Ok(Outcome::Bundle(out));
+            }
+            Datagram::Continued {
+                cont, body, count, ..
+            } => {
+                if self.paths[path.index()].peer_silent {
+                    self.peer_view(now, path, false);
+                }
+                let at = mpt_core::wire::CONTINUATION_LEN;
+                let piece = crate::reassembly::Piece::Rest {
+                    seq: h.seq,
+                    offset: cont.offset,
+                    bytes: &body[at..at + cont.len],
+                };
+                self.take_piece(now, piece);
+                let entries = mpt_core::wire::continued_entries(body, h.seq);
+                let out = self.take_entries(now, &h, body, start + HEADER_LEN, count, entries);
+                return Ok(Outcome::Bundle(out));
+            }
+            Datagram::Probe { size, .. } => {
+                self.reseq.fence(now, path, h.seq, h.path_seq, &mut release);
+                self.pending.push_back(Pending::ProbeAck { path, size });
+            }
+            Datagram::ProbeAck { size, .. } => {
+                self.reseq.fence(now, path, h.seq, h.path_seq, &mut release);
+                let wire = usize::from(size) + self.seal_overhead();
+                self.paths[path.index()].pmtu.acked(now, wire);
             }
             Datagram::Goodbye { .. } => {
                 self.reseq.fence(now, path, h.seq, h.path_seq, &mut release);
@@ -191,6 +200,68 @@ impl<P> Endpoint<P> {
             }
         }
         Ok(Outcome::Handled)
+    }
+
+    /// The entries of a bundle (or of a continued datagram) with header `h`, whose body
+    /// `body` starts at `at` in the buffer: whole packets for the resequencer, in order; a head
+    /// piece to the reassembly. They take consecutive path sequences from the header's.
+    fn take_entries(
+        &mut self,
+        now: Time,
+        h: &HeaderRepr,
+        body: &[u8],
+        at: usize,
+        count: usize,
+        entries: mpt_core::wire::BundleEntries<'_>,
+    ) -> Vec<Incoming> {
+        let mut out = Vec::with_capacity(count);
+        for (k, e) in entries.flatten().enumerate() {
+            let meta = PacketMeta {
+                path: h.path,
+                seq: e.seq,
+                path_seq: h.path_seq.wrapping_add(k as u16),
+                sent_us: h.timestamp,
+                len: e.len,
+            };
+            if e.is_head() {
+                let piece = crate::reassembly::Piece::Head {
+                    meta,
+                    total: e.total,
+                    bytes: &body[e.start..e.start + e.len],
+                };
+                self.take_piece(now, piece);
+                continue;
+            }
+            out.push(Incoming {
+                meta,
+                packet: at + e.start..at + e.start + e.len,
+                express: false,
+            });
+        }
+        out
+    }
+
+    /// A piece of a packet: to the reassembly; a packet it completes goes to
+    /// [`Endpoint::take_assembled`].
+    pub(crate) fn take_piece(&mut self, now: Time, piece: crate::reassembly::Piece<'_>) {
+        let max = usize::from(self.cfg.mtu);
+        match self.reasm.add(now, max, piece) {
+            Ok(Some((meta, bytes))) => {
+                let len = bytes.len();
+                self.assembled.push_back((
+                    Incoming {
+                        meta,
+                        packet: 0..len,
+                        express: false,
+                    },
+                    bytes,
+                ));
+            }
+            Ok(None) => {}
+            Err(reason) => {
+                self.count(reason);
+            }
+        }
     }
 
     /// Open a sealed datagram of the session in place. Returns where its plain form lies in

@@ -25,6 +25,16 @@ pub(crate) enum Pending {
         path: PathId,
         entries: Vec<ReportEntry>,
     },
+    /// A path MTU probe, `size` bytes on the wire (UDP payload).
+    Probe {
+        path: PathId,
+        size: usize,
+    },
+    /// The answer to a probe whose plain form was `size` bytes.
+    ProbeAck {
+        path: PathId,
+        size: u16,
+    },
     /// A datagram built already (a handshake message).
     Raw {
         path: PathId,
@@ -39,6 +49,7 @@ impl Pending {
         match self {
             Pending::Keepalive(path) | Pending::Goodbye(path) => Some(*path),
             Pending::Ack { path, .. } | Pending::Report { path, .. } => Some(*path),
+            Pending::Probe { path, .. } | Pending::ProbeAck { path, .. } => Some(*path),
             Pending::Raw { .. } => None,
         }
     }
@@ -147,13 +158,15 @@ impl<P> Endpoint<P> {
             };
             let i = path.index();
             self.count_class(class, path);
-            // light traffic never waits in a bundle
-            if mode == Mode::Bond
+            // light traffic never waits in a bundle; a packet larger than the path's
+            // datagram goes in pieces, whatever its class
+            let whole = inner <= self.body_cap(i) || !self.peer_pieces;
+            if (mode == Mode::Bond || !whole)
                 && self.bundle_packet(now, path, &bufs[k].as_mut()[at..at + inner], &mut b)
             {
                 continue;
             }
-            if mode == Mode::Duplicate {
+            if mode == Mode::Duplicate && whole {
                 copies.push((k, class, self.seq, path));
             }
             // an open bundle leaves before the packets that follow it on the path
@@ -191,6 +204,12 @@ impl<P> Endpoint<P> {
             header.emit(bufs[k].as_mut());
             b.inbuf |= 1 << i;
             plan[k] = Some(path);
+        }
+        // pieces on a path that is not busy leave with the batch
+        for i in 0..self.paths.len() {
+            if self.paths[i].bundle.as_ref().is_some_and(|o| o.due <= now) {
+                self.close_riding(now, i, &mut b);
+            }
         }
         for (k, class, seq, first) in copies {
             let at = self.prefix();
@@ -347,6 +366,22 @@ impl<P> Endpoint<P> {
                 self.counts.keepalives_sent += 1;
                 path
             }
+            Pending::Probe { path, size } => {
+                // padded to `size` on the wire: its plain form says how long it is
+                let plain = size.saturating_sub(self.seal_overhead()).max(wire::PROBE_MIN_LEN);
+                buf.resize(plain + SEAL_OVERHEAD, 0);
+                self.fence_header(Kind::Probe, path, now).emit(&mut buf);
+                buf[HEADER_LEN..wire::PROBE_MIN_LEN].copy_from_slice(&(plain as u16).to_be_bytes());
+                self.seal_control(now, path, &mut buf, plain)?;
+                path
+            }
+            Pending::ProbeAck { path, size } => {
+                buf.resize(wire::PROBE_ACK_LEN + SEAL_OVERHEAD, 0);
+                self.fence_header(Kind::ProbeAck, path, now).emit(&mut buf);
+                buf[HEADER_LEN..wire::PROBE_ACK_LEN].copy_from_slice(&size.to_be_bytes());
+                self.seal_control(now, path, &mut buf, wire::PROBE_ACK_LEN)?;
+                path
+            }
             Pending::Goodbye(path) => {
                 buf.resize(HEADER_LEN + SEAL_OVERHEAD, 0);
                 self.fence_header(Kind::Goodbye, path, now).emit(&mut buf);
@@ -387,6 +422,15 @@ impl<P> Endpoint<P> {
             destination: self.remote(path)?,
             contents: buf,
         })
+    }
+
+    /// Bytes sealing adds to a datagram's plain form (counter and tag; none in the clear).
+    pub(crate) fn seal_overhead(&self) -> usize {
+        if self.sealing() {
+            SEAL_OVERHEAD
+        } else {
+            0
+        }
     }
 
     /// Seal a control message built in `buf[..plain]` (with room for the seal after it) and

@@ -41,6 +41,9 @@ impl<P> Endpoint<P> {
             self.timers.liveness = next_tick(self.timers.liveness, now, self.liveness_tick());
             self.check_liveness(now);
             self.handshake_tick(now);
+            self.pmtu_tick(now);
+            let expired = self.reasm.expire(now, self.reassembly_timeout());
+            self.counts.drops.add(crate::DropReason::FragmentExpired, expired);
         }
         if self.timers.keepalive <= now {
             self.timers.keepalive = next_tick(self.timers.keepalive, now, self.keepalive());
@@ -50,6 +53,35 @@ impl<P> Endpoint<P> {
             self.timers.report = next_tick(self.timers.report, now, REPORT_TICK);
             self.report_tick(now);
         }
+    }
+
+    /// Path MTU probes due at `now`, on paths that are up and whose peer answers them.
+    fn pmtu_tick(&mut self, now: Time) {
+        if self.peer_session.is_none() || !self.peer_pieces {
+            return;
+        }
+        for i in 0..self.paths.len() {
+            let up = self.path_info(PathId(i as u8)).state == LinkState::Up;
+            if !up || self.paths[i].remote.is_none() {
+                continue;
+            }
+            let rate = self.path_info(PathId(i as u8)).rate_bps;
+            let p = &mut self.paths[i];
+            let timeout = crate::pmtu::Pmtu::probe_timeout(p.srtt_us.map(Duration::from_micros));
+            let confirm = p.pmtu.confirm_interval(rate);
+            if let Some(size) = p.pmtu.poll(now, timeout, confirm) {
+                self.pending.push_back(Pending::Probe {
+                    path: PathId(i as u8),
+                    size,
+                });
+            }
+        }
+    }
+
+    /// How long a packet's pieces wait for the rest: twice the resequencer's hold, within
+    /// 100 ms and 2 s.
+    pub(crate) fn reassembly_timeout(&self) -> Duration {
+        (self.cfg.reorder_timeout * 2).clamp(Duration::from_millis(100), Duration::from_secs(2))
     }
 
     /// How often liveness is checked.

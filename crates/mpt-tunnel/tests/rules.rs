@@ -1434,6 +1434,10 @@ fn rated_pair(seed: u64, rate: u64, bundle: bool) -> Pair {
     }
     p.run_until(ms(500), Pair::agreed)
         .expect("keys agreed within 500 ms");
+    // and path MTU discovery found the path's, so that its first probes do not queue before
+    // the packets of the test
+    p.run_until(ms(2000), |p| p.node(Side::A).ep.path_info(PathId(0)).pmtu_found)
+        .expect("path MTU found within 2 s");
     p
 }
 
@@ -1696,4 +1700,130 @@ fn to_a_peer_that_does_not_take_bundles_and_express_data_every_packet_goes_as_da
         "{kinds:?}"
     );
     assert_eq!(p.delivered_numbers(Side::B).len(), 35);
+}
+
+
+/// A pair with `mtu`-byte inner packets over two paths whose links carry datagrams of at
+/// most `datagrams[i]` bytes (black holes above), 10 Mbit/s each, keys agreed.
+fn mtu_pair(seed: u64, mtu: u16, datagrams: [usize; 2]) -> Pair {
+    let cfg = |side| {
+        let mut c = sim::config(side, 2, true);
+        c.mtu = mtu;
+        c.scheduler = mpt_sched::SchedulerKind::Rate;
+        for p in &mut c.paths {
+            p.rate_bps = Some(10_000_000);
+        }
+        c
+    };
+    let mut p = Pair::with(sim::seed(seed), cfg(Side::A), cfg(Side::B));
+    for side in [Side::A, Side::B] {
+        for (i, &d) in datagrams.iter().enumerate() {
+            p.link(side, i).rate_bps = Some(10_000_000);
+            p.link(side, i).mtu = Some(d);
+        }
+    }
+    p.run_until(ms(500), Pair::agreed)
+        .expect("keys agreed within 500 ms");
+    p
+}
+
+#[test]
+fn discovery_finds_each_paths_largest_datagram_within_seconds() {
+    // interface MTUs 1500 and 1280 under IPv4: UDP payloads of 1472 and 1252
+    let mut p = mtu_pair(70, 1500, [1472, 1252]);
+    let found = p.run_until(ms(3000), |p| {
+        (0..2).all(|i| p.node(Side::A).ep.path_info(PathId(i)).pmtu_found)
+    });
+    let at = found.expect("both paths' MTU found within 3 s");
+    for (i, want) in [1472, 1252].into_iter().enumerate() {
+        let got = p.ep(Side::A).path_info(PathId(i as u8)).datagram_max;
+        assert!(got <= want && got + 8 >= want, "path {i}: {got}, the link carries {want}");
+    }
+    eprintln!("found after {at:?}");
+}
+
+#[test]
+fn packets_larger_than_a_paths_datagram_arrive_whole_and_in_order_in_pieces_that_fill_datagrams() {
+    let mut p = mtu_pair(71, 1500, [1472, 1252]);
+    p.run_until(ms(3000), |p| (0..2).all(|i| p.node(Side::A).ep.path_info(PathId(i)).pmtu_found))
+        .expect("found");
+    let before = p.node(Side::A).sent_log.len();
+    // 1500-byte packets in batches of 8 every 2 ms (48 Mbit/s offered to 20 Mbit/s of paths
+    // for 200 ms: they queue, as bulk does)
+    let mut sent = Vec::new();
+    for b in 0..100u32 {
+        let batch: Vec<Vec<u8>> = (0..8).map(|k| {
+            let mut q = packet(b * 8 + k, 1500);
+            for (j, byte) in q[24..].iter_mut().enumerate() {
+                *byte = (j as u32 ^ (b * 8 + k)) as u8;
+            }
+            q
+        }).collect();
+        sent.extend(batch.iter().cloned());
+        p.send_batch(Side::A, &batch);
+        p.run(ms(2));
+    }
+    p.run(ms(2000));
+    let got: Vec<&Vec<u8>> = p.node(Side::B).delivered.iter().map(|(_, d)| d).collect();
+    assert_eq!(got.len(), sent.len(), "every packet delivered");
+    assert!(got.iter().zip(&sent).all(|(g, s)| *g == s), "in order and intact");
+    let data = p.node(Side::A).sent_log[before..]
+        .iter()
+        .filter(|(_, d)| matches!(kind_of(d), Kind::Data | Kind::Bundle | Kind::Continued))
+        .count();
+    // packets of 1500 bytes in datagrams of at most 1432 and 1212 bytes of body: whole
+    // pieces alone would take 2 datagrams each; filled, about 1.15
+    let per_packet = data as f64 / sent.len() as f64;
+    assert!(per_packet < 1.2, "{data} datagrams for {} packets", sent.len());
+    let t = &p.ep(Side::B).stats().total;
+    assert_eq!((t.lost, t.skipped, t.late), (0, 0, 0), "{t:?}");
+    assert_eq!(p.ep(Side::B).drops().fragment_expired, 0);
+    eprintln!("{per_packet:.3} datagrams per packet");
+}
+
+#[test]
+fn a_path_mtu_that_drops_is_noticed_within_two_seconds_and_found_again_when_it_returns() {
+    let mut p = mtu_pair(72, 1500, [1472, 1472]);
+    p.run_until(ms(3000), |p| (0..2).all(|i| p.node(Side::A).ep.path_info(PathId(i)).pmtu_found))
+        .expect("found");
+    let mut n = 0u32;
+    let stream = |p: &mut Pair, n: &mut u32, d: Duration| {
+        let end = p.now + d;
+        while p.now < end {
+            let batch: Vec<Vec<u8>> = (0..2).map(|k| packet(*n + k, 1500)).collect();
+            *n += 2;
+            p.send_batch(Side::A, &batch);
+            p.run(ms(2));
+        }
+    };
+    stream(&mut p, &mut n, ms(500));
+    // a route change: path 0 now carries 1400-byte datagrams, no ICMP comes back
+    let t0 = p.now;
+    for side in [Side::A, Side::B] {
+        p.link(side, 0).mtu = Some(1400);
+    }
+    let mut noticed = None;
+    for _ in 0..150 {
+        stream(&mut p, &mut n, ms(20));
+        if noticed.is_none() && p.ep(Side::A).path_info(PathId(0)).datagram_max <= 1400 {
+            noticed = Some(p.now - t0);
+        }
+    }
+    let noticed = noticed.expect("the drop was noticed");
+    assert!(noticed <= ms(2000), "noticed after {noticed:?}");
+    assert_eq!(p.ep(Side::A).path_info(PathId(0)).pmtu_drops, 1);
+    // what was sent after it was noticed arrived
+    let sent_after = n;
+    stream(&mut p, &mut n, ms(500));
+    p.run(ms(500));
+    let delivered = p.delivered_numbers(Side::B);
+    assert!(delivered.iter().filter(|&&x| x >= sent_after).count() as u32 >= n - sent_after);
+    // the route comes back: raised again within the raise interval
+    for side in [Side::A, Side::B] {
+        p.link(side, 0).mtu = Some(1472);
+    }
+    p.run(ms(35_000));
+    let got = p.ep(Side::A).path_info(PathId(0)).datagram_max;
+    assert!(got > 1460, "raised to {got}");
+    eprintln!("noticed after {noticed:?}");
 }

@@ -6,7 +6,6 @@ use std::path::Path;
 
 use crate::config::{IpNet, PathConfig, Tunnel};
 use anyhow::{anyhow, Context, Result};
-use mpt_core::wire::Overhead;
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::net::UdpSocket;
 
@@ -75,6 +74,16 @@ fn udp_socket(
         sock.set_recv_buffer_size(SOCKET_BUFFER).ok();
     }
     sock.set_send_buffer_size(SOCKET_BUFFER).ok();
+    // DF on everything, and no fragmenting by the kernel: a datagram larger than the route's
+    // MTU fails with EMSGSIZE, which path MTU discovery takes at once (docs/protocol.md,
+    // "Path MTU probes")
+    let (level, name, value) = if local.is_ipv6() {
+        (libc::IPPROTO_IPV6, libc::IPV6_MTU_DISCOVER, libc::IPV6_PMTUDISC_DO)
+    } else {
+        (libc::IPPROTO_IP, libc::IP_MTU_DISCOVER, libc::IP_PMTUDISC_DO)
+    };
+    set_int_option(&sock, level, name, value)
+        .with_context(|| format!("{what}: cannot set path MTU discovery"))?;
     sock.set_nonblocking(true)?;
     sock.bind(&local.into())
         .map_err(|e| match e.raw_os_error() {
@@ -119,47 +128,6 @@ pub fn set_int_option(
     } else {
         Err(io::Error::last_os_error())
     }
-}
-
-/// Bytes of the largest datagram path `p` sends on its IP link: a full tunnel-MTU packet, the
-/// mptd header, sealing when on, and the outer UDP/IP header.
-pub fn max_datagram_on_wire(mtu: u16, sealing: bool, p: &PathConfig) -> usize {
-    usize::from(mtu) + Overhead::new(sealing, p.local.is_ipv6()).ip()
-}
-
-/// Paths bound to an interface whose MTU cannot carry a full tunnel packet: such datagrams
-/// would fail with "message too long" (they are sent with DF), a silent black hole for the
-/// applications. One message per path, naming what to change.
-pub fn check_path_mtus(cfg: &crate::config::Config) -> Vec<String> {
-    let sealing = cfg.security.cipher.is_some();
-    let mut problems = Vec::new();
-    for p in &cfg.paths {
-        let Some(ifname) = p.interface.as_deref() else {
-            continue;
-        };
-        let Some(if_mtu) = std::fs::read_to_string(format!("/sys/class/net/{ifname}/mtu"))
-            .ok()
-            .and_then(|s| s.trim().parse::<usize>().ok())
-        else {
-            continue;
-        };
-        let need = max_datagram_on_wire(cfg.tunnel.mtu, sealing, p);
-        if need > if_mtu {
-            let most = usize::from(cfg.tunnel.mtu) - (need - if_mtu);
-            problems.push(format!(
-                "tunnel.mtu = {} makes {need}-byte datagrams on path {:?}, but its interface \
-                 {ifname} has MTU {if_mtu}: expected tunnel.mtu <= {most}{}",
-                cfg.tunnel.mtu,
-                p.name,
-                if sealing {
-                    " (sealing adds 24 bytes per datagram)"
-                } else {
-                    ""
-                }
-            ));
-        }
-    }
-    problems
 }
 
 /// Create the TUN interface with its addresses and MTU, and bring it up: `t.queues` queues
@@ -334,7 +302,6 @@ pub fn check_host(cfg: &crate::config::Config) -> (Vec<String>, Vec<String>) {
             problems.push(format!("listen[{i}]: {} cannot be bound here: {e}", l.ip()));
         }
     }
-    problems.extend(check_path_mtus(cfg));
     if std::os::unix::net::UnixStream::connect(&cfg.control.socket).is_ok() {
         problems.push(format!(
             "control socket {} answers: another mptd runs with this config",

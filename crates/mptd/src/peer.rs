@@ -42,6 +42,9 @@ pub struct Peer {
     /// The hooks were last told that the peer is up (a path of it up); `peer_down` is told
     /// once when none is left.
     pub hook_up: std::sync::atomic::AtomicBool,
+    /// Datagrams the kernel refused as too big (EMSGSIZE): path and size, for the endpoint's
+    /// path MTU discovery the next time it is locked ([`Peer::apply_too_big`]).
+    too_big: std::sync::Mutex<Vec<(PathId, usize)>>,
 }
 
 impl Peer {
@@ -71,6 +74,7 @@ impl Peer {
             path_source: Mutex::new(if listening { vec![None; n] } else { Vec::new() }),
             deadline: AtomicU64::new(u64::MAX),
             hook_up: std::sync::atomic::AtomicBool::new(false),
+            too_big: std::sync::Mutex::new(Vec::new()),
             ep: Mutex::new(None),
         };
         if let Some(ep) = ep {
@@ -85,6 +89,22 @@ impl Peer {
         Peer {
             retired: true,
             ..Peer::new(cfg, slot, None, false, None, &[])
+        }
+    }
+
+    /// The kernel refused a datagram of `size` bytes on `path` as larger than its route's MTU.
+    pub fn note_too_big(&self, path: PathId, size: usize) {
+        let mut v = self.too_big.lock().unwrap_or_else(|p| p.into_inner());
+        if v.len() < 64 {
+            v.push((path, size));
+        }
+    }
+
+    /// Tell the endpoint (locked by the caller) what the kernel refused as too big.
+    pub fn apply_too_big(&self, ep: &mut Endpoint<RxBuf>, now: mpt_core::Time) {
+        let taken = std::mem::take(&mut *self.too_big.lock().unwrap_or_else(|p| p.into_inner()));
+        for (path, size) in taken {
+            ep.datagram_too_big(now, path, size);
         }
     }
 

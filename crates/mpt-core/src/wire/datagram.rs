@@ -17,6 +17,24 @@ pub enum Datagram<'a> {
         body: &'a [u8],
         count: usize,
     },
+    /// The rest of a packet a bundle began, and more entries ([`continued_entries`]); `body`
+    /// is checked ([`check_continued`]) and holds `count` entries after the continuation.
+    Continued {
+        header: HeaderRepr,
+        cont: Continuation,
+        body: &'a [u8],
+        count: usize,
+    },
+    /// A path MTU probe of `size` bytes (the datagram's length, which it also claims).
+    Probe {
+        header: HeaderRepr,
+        size: u16,
+    },
+    /// A probe of `size` bytes arrived.
+    ProbeAck {
+        header: HeaderRepr,
+        size: u16,
+    },
     Goodbye {
         header: HeaderRepr,
     },
@@ -62,6 +80,27 @@ impl<'a> Datagram<'a> {
                 body,
                 count: check_bundle(body)?,
             }),
+            Kind::Continued => {
+                let (cont, count) = check_continued(body)?;
+                Ok(Datagram::Continued {
+                    header,
+                    cont,
+                    body,
+                    count,
+                })
+            }
+            Kind::Probe => {
+                let size = buf.get(HEADER_LEN..PROBE_MIN_LEN).map_or(0, be16);
+                exact_len(buf, usize::from(size).max(PROBE_MIN_LEN))?;
+                Ok(Datagram::Probe { header, size })
+            }
+            Kind::ProbeAck => {
+                exact_len(buf, PROBE_ACK_LEN)?;
+                Ok(Datagram::ProbeAck {
+                    header,
+                    size: be16(&buf[HEADER_LEN..PROBE_ACK_LEN]),
+                })
+            }
             Kind::Keepalive => {
                 exact_len(buf, KEEPALIVE_LEN)?;
                 Ok(Datagram::Keepalive {
@@ -99,6 +138,9 @@ impl<'a> Datagram<'a> {
         match self {
             Datagram::Data { header, .. }
             | Datagram::Bundle { header, .. }
+            | Datagram::Continued { header, .. }
+            | Datagram::Probe { header, .. }
+            | Datagram::ProbeAck { header, .. }
             | Datagram::Keepalive { header, .. }
             | Datagram::Goodbye { header }
             | Datagram::KeepaliveAck { header, .. }

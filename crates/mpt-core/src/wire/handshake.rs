@@ -121,4 +121,8 @@ impl CipherFlags {
     /// peer without it (an older mptd, which drops both as unknown), packets go one to a
     /// datagram, as data (type 0).
     pub const EXPRESS: u8 = 16;
+    /// Not a cipher bit: the sender takes packets in pieces (a bundle's head piece and
+    /// continuations, type 10) and answers path MTU probes (types 11 and 12). Sent to a
+    /// peer without it, packets go whole, whatever their size.
+    pub const PIECES: u8 = 32;
 }

@@ -12,8 +12,9 @@ mod header;
 mod report;
 
 pub use bundle::{
-    bundle_entries, check_bundle, push_bundle_entry, BundleEntries, BundleEntry, BUNDLE_ENTRY_LEN,
-    MAX_BUNDLE,
+    bundle_entries, check_bundle, check_continued, continued_entries, push_bundle_entry,
+    push_continuation, BundleEntries, BundleEntry, Continuation, BUNDLE_ENTRY_LEN,
+    CONTINUATION_LEN, MAX_BUNDLE, MIN_HEAD_PIECE,
 };
 pub(crate) use datagram::exact_len;
 pub use datagram::{check_inner_packet, AckRepr, Datagram};
@@ -40,6 +41,13 @@ pub const KEEPALIVE_SILENT: u8 = 1;
 
 /// Length of a keepalive-ack (header + echoed timestamp + hold time).
 pub const ACK_LEN: usize = HEADER_LEN + 8;
+
+/// Smallest path MTU probe: the header and the 2-byte size it claims; padding (any bytes)
+/// brings it to that size.
+pub const PROBE_MIN_LEN: usize = HEADER_LEN + 2;
+
+/// Length of a probe's answer: the header and the size of the probe that arrived.
+pub const PROBE_ACK_LEN: usize = HEADER_LEN + 2;
 
 /// Length of the fixed part of a receiver report, before its entries.
 pub const REPORT_FIXED_LEN: usize = HEADER_LEN + 4;
@@ -174,6 +182,14 @@ pub enum Kind {
     /// class: it never waits for bulk on slower paths). Its sequence number still counts:
     /// duplicates are dropped and the resequencer does not wait for it again.
     Express = 9,
+    /// The rest of an inner packet a bundle's last entry began ([`continued_entries`]), then
+    /// optionally more entries as in a bundle: a packet larger than a path's datagram is
+    /// carried in pieces, each datagram filled up with the next packets.
+    Continued = 10,
+    /// A path MTU probe: padded to the size being tried, sent with DF set ([`PROBE_MIN_LEN`]).
+    Probe = 11,
+    /// The answer to a probe: the size that arrived ([`PROBE_ACK_LEN`]).
+    ProbeAck = 12,
 }
 
 impl Kind {
@@ -189,6 +205,9 @@ impl Kind {
             7 => Some(Kind::CookieReply),
             8 => Some(Kind::Bundle),
             9 => Some(Kind::Express),
+            10 => Some(Kind::Continued),
+            11 => Some(Kind::Probe),
+            12 => Some(Kind::ProbeAck),
             _ => None,
         }
     }
@@ -217,6 +236,8 @@ pub enum WireError {
     BundleCount(usize),
     #[error("a bundle's first entry has gap {0}, expected 0")]
     BundleGap(u8),
+    #[error("a continuation at offset {offset} of {len} bytes")]
+    BadPiece { offset: usize, len: usize },
     #[error("control message of {got} bytes, expected {expected}")]
     ControlLength { expected: usize, got: usize },
 }
@@ -451,8 +472,8 @@ mod tests {
         assert_eq!(Datagram::parse(&bad), Err(WireError::BadVersion(1)));
         bad[0] = (2 << 5) | SEALED_FLAG;
         assert_eq!(Datagram::parse(&bad), Err(WireError::Sealed));
-        bad[0] = (2 << 5) | 10;
-        assert_eq!(Datagram::parse(&bad), Err(WireError::UnknownKind(10)));
+        bad[0] = (2 << 5) | 13;
+        assert_eq!(Datagram::parse(&bad), Err(WireError::UnknownKind(13)));
         let mut ka = vec![0u8; HEADER_LEN + 1];
         header(Kind::Keepalive).emit(&mut ka);
         assert_eq!(
@@ -535,7 +556,10 @@ mod tests {
             Just(Kind::Initiation),
             Just(Kind::Response),
             Just(Kind::CookieReply),
-            Just(Kind::Goodbye)
+            Just(Kind::Goodbye),
+            Just(Kind::Continued),
+            Just(Kind::Probe),
+            Just(Kind::ProbeAck)
         ]
     }
 
@@ -593,7 +617,34 @@ mod tests {
                     buf[HEADER_LEN..n].copy_from_slice(&body);
                     prop_assert_eq!(Datagram::parse(&buf[..n]), Ok(Datagram::Bundle { header: h, body: &body[..], count: 1 }));
                     prop_assert!(Datagram::parse(&buf[..HEADER_LEN]).is_err());
-                    prop_assert!(Datagram::parse(&buf[..n - 1]).is_err());
+                    // cut short, it is the head piece of a longer packet if long enough to be one
+                    prop_assert_eq!(Datagram::parse(&buf[..n - 1]).is_err(), n - 2 - HEADER_LEN < MIN_HEAD_PIECE);
+                }
+                Kind::Continued => {
+                    h.emit(&mut buf);
+                    let mut body = Vec::new();
+                    push_continuation(&mut body, 1400, &[fill; 100]);
+                    push_bundle_entry(&mut body, Some(h.seq), h.seq.wrapping_add(1), &ipv4(20 + u16::from(fill))).expect("fits");
+                    let n = HEADER_LEN + body.len();
+                    buf[HEADER_LEN..n].copy_from_slice(&body);
+                    let cont = Continuation { offset: 1400, len: 100 };
+                    prop_assert_eq!(Datagram::parse(&buf[..n]), Ok(Datagram::Continued { header: h, cont, body: &body[..], count: 1 }));
+                    let seqs: Vec<u32> = continued_entries(&body, h.seq).map(|e| e.unwrap().seq).collect();
+                    prop_assert_eq!(seqs, vec![h.seq.wrapping_add(1)]);
+                    prop_assert!(Datagram::parse(&buf[..HEADER_LEN + 3]).is_err());
+                    prop_assert!(Datagram::parse(&buf[..HEADER_LEN + 50]).is_err());
+                }
+                Kind::Probe => {
+                    let size = PROBE_MIN_LEN + usize::from(fill);
+                    h.emit(&mut buf);
+                    buf[HEADER_LEN..PROBE_MIN_LEN].copy_from_slice(&(size as u16).to_be_bytes());
+                    prop_assert_eq!(Datagram::parse(&buf[..size]), Ok(Datagram::Probe { header: h, size: size as u16 }));
+                    prop_assert!(Datagram::parse(&buf[..size + 1]).is_err());
+                }
+                Kind::ProbeAck => {
+                    h.emit(&mut buf);
+                    buf[HEADER_LEN..PROBE_ACK_LEN].copy_from_slice(&[5, 220]);
+                    prop_assert_eq!(Datagram::parse(&buf[..PROBE_ACK_LEN]), Ok(Datagram::ProbeAck { header: h, size: 1500 }));
                 }
                 Kind::Keepalive => {
                     h.emit(&mut buf);

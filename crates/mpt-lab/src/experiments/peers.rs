@@ -36,6 +36,7 @@ fn site_config(key: PrivateKey, server: PublicKey, to: SocketAddr, unix: u64) ->
             rate_bps: None,
             backup: false,
             overhead: Overhead::new(true, false).outer_link(),
+            mtu: None,
         }],
         scheduler: mpt_sched::SchedulerKind::RoundRobin,
         reorder_window: 64,

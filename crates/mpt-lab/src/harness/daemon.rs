@@ -168,6 +168,7 @@ impl Lab {
                         .then(|| (rate_of(p) / unit).clamp(1, 10_000) as i64),
                     rate: o.configure_rates.then(|| RateFile::Bits(rate_of(p) as i64)),
                     backup: None,
+                    mtu: None,
                 })
                 .collect(),
             hooks: o.hooks_on_a.clone().filter(|_| side == Side::A),

@@ -54,6 +54,9 @@ pub struct LinkSpec {
     /// Probability that a datagram is lost.
     pub loss: f64,
     pub up: bool,
+    /// Largest datagram (UDP payload) the link carries; larger ones vanish (a black hole:
+    /// no ICMP). `None`: any.
+    pub mtu: Option<usize>,
 }
 
 impl Default for LinkSpec {
@@ -64,6 +67,7 @@ impl Default for LinkSpec {
             jitter: Duration::ZERO,
             loss: 0.0,
             up: true,
+            mtu: None,
         }
     }
 }
@@ -74,6 +78,8 @@ struct Link {
     busy_until: Time,
     /// Lose this many of the next datagrams (targeted loss).
     drop_next: usize,
+    /// Datagrams lost for being larger than the link's MTU.
+    too_big: u64,
 }
 
 /// A datagram on its way.
@@ -142,6 +148,7 @@ pub fn config(side: Side, paths: usize, sealing: bool) -> EndpointConfig {
                 rate_bps: None,
                 backup: false,
                 overhead: Overhead::new(sealing, false).outer_link(),
+                mtu: None,
             })
             .collect(),
         scheduler: SchedulerKind::RoundRobin,
@@ -207,6 +214,7 @@ impl Pair {
             spec: LinkSpec::default(),
             busy_until: Time::ZERO,
             drop_next: 0,
+            too_big: 0,
         };
         let mut pair = Pair {
             now: Time::ZERO,
@@ -236,6 +244,7 @@ impl Pair {
                     spec: LinkSpec::default(),
                     busy_until: Time::ZERO,
                     drop_next: 0,
+                    too_big: 0,
                 });
             }
             let sent = &mut self.nodes[side.index()].control_sent;
@@ -398,6 +407,10 @@ impl Pair {
             link.drop_next -= 1;
             return;
         }
+        if link.spec.mtu.is_some_and(|m| bytes.len() > m) {
+            link.too_big += 1;
+            return;
+        }
         if link.spec.loss > 0.0 && self.rng.unit() < link.spec.loss {
             return;
         }
@@ -444,6 +457,9 @@ impl Pair {
             Some(o) => node.ep.handle_opened(now, id, from, bytes, o),
             None => node.ep.handle_datagram(now, id, from, bytes),
         };
+        while let Some((data, payload)) = node.ep.take_assembled() {
+            node.ep.push_data(now, &data, payload, |p| p);
+        }
         for data in out.packets() {
             let payload = bytes[data.packet.clone()].to_vec();
             node.ep.push_data(now, data, payload, |p| p);

@@ -134,13 +134,6 @@ fn main() -> ExitCode {
             cfg.tunnel.name
         );
     }
-    let mtu_problems = mptd::net::check_path_mtus(&cfg);
-    if !mtu_problems.is_empty() {
-        for m in &mtu_problems {
-            eprintln!("mptd: invalid configuration: {}: {m}", config.display());
-        }
-        return ExitCode::from(2);
-    }
     // A worker per direction (two at least); with more TUN queues, one per queue plus rx.
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads((cfg.tunnel.queues + 1).max(2))

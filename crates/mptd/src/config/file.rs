@@ -172,6 +172,8 @@ pub struct PathFile {
     pub rate: Option<RateFile>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub backup: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mtu: Option<i64>,
 }
 
 /// A path's `rate`: bits per second, or text such as `"20mbit"`.

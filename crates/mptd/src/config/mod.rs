@@ -263,6 +263,8 @@ pub struct PathConfig {
     /// Configured rate in bits per second.
     pub rate_bps: Option<u64>,
     pub backup: bool,
+    /// A cap on the path's MTU (outer IP packet bytes); discovery finds it otherwise.
+    pub mtu: Option<u16>,
 }
 
 /// `[control]`: the unix socket `mptctl` talks to.
@@ -311,7 +313,7 @@ impl ConfigError {
 
 /// Defaults, documented in `config/README.md`.
 pub mod defaults {
-    pub const MTU: u16 = 1400;
+    pub const MTU: u16 = 1500;
     /// One TUN queue: on a 2-core host the two directions already take a core each.
     pub const QUEUES: usize = 1;
     /// Packets: enough for two unshaped multi-Gbit/s paths, whose datagrams can reach their

@@ -158,6 +158,7 @@ fn run_timers(t: &Tunnel, now: Time, b: &mut RxBufs, outputs: &mut Outputs) {
         }
         let mut guard = peer.lock();
         let Some(ep) = guard.as_mut() else { continue };
+        peer.apply_too_big(ep, now);
         ep.handle_timeout(now);
         let from = b.out.len();
         ep.take_delivered(&mut b.out);
@@ -310,6 +311,21 @@ fn receive_batch(
                 Some(o) => ep.handle_opened(now, p.path, p.from, d, o),
                 None => ep.handle_datagram(now, p.path, p.from, d),
             };
+            // packets that came in pieces and are whole now, before the datagram's own
+            while let Some((data, bytes)) = ep.take_assembled() {
+                let prefix = t.prefix;
+                let mut buf = b.pool.pop().unwrap_or_else(|| vec![0u8; b.cap]);
+                if buf.len() < prefix + bytes.len() {
+                    buf.resize(prefix + bytes.len(), 0);
+                }
+                buf[prefix..prefix + bytes.len()].copy_from_slice(&bytes);
+                let here = RxBuf::Own {
+                    buf,
+                    start: prefix,
+                    end: prefix + bytes.len(),
+                };
+                ep.push_data(now, &data, here, |p| p);
+            }
             match outcome {
                 Outcome::Data(_) | Outcome::Bundle(_) => {
                     if peer.listening {

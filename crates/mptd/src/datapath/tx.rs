@@ -169,6 +169,7 @@ async fn send_for_peer(
             t.io_drop(DropReason::NoSession, waiting as u64);
             return;
         };
+        peer.apply_too_big(ep, now);
         let sealer = ep.number_batch(now, &masked[..n], &mut bufs[..n], &mut plan[..n]);
         ep.take_bundles(&mut bundles);
         ep.take_after_batch(&mut after);
@@ -232,7 +233,7 @@ async fn send_whole(t: &Tunnel, peer: &crate::peer::Peer, b: &mpt_tunnel::Transm
         .await
     {
         Ok(()) => peer.sent(b.path, 1, b.contents.len()),
-        Err(e) => t.send_failed(peer, b.path, &e),
+        Err(e) => t.send_failed(peer, b.path, b.contents.len(), &e),
     }
 }
 
@@ -274,11 +275,11 @@ async fn flush_run(
             for d in run.datagrams(bufs) {
                 match p.io.send(d, remote, peer.source(path)).await {
                     Ok(()) => peer.sent(path, 1, d.len()),
-                    Err(e) => t.send_failed(peer, path, &e),
+                    Err(e) => t.send_failed(peer, path, d.len(), &e),
                 }
             }
         }
-        Err(e) => t.send_failed(peer, path, &e),
+        Err(e) => t.send_failed(peer, path, run.bytes() / count.max(1), &e),
     }
     run.clear();
 }

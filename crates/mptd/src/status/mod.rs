@@ -212,6 +212,17 @@ pub struct PathStatus {
     pub peer: Option<PeerReport>,
     /// Times this path went down.
     pub down_events: u64,
+    /// The path's MTU as discovery knows it (outer IP packet bytes: the largest datagram it
+    /// carries plus the outer IP and UDP headers), and whether its search is over.
+    #[serde(default)]
+    pub mtu: usize,
+    #[serde(default)]
+    pub mtu_found: bool,
+    /// Path MTU probes sent, and times the MTU found stopped passing (a drop noticed).
+    #[serde(default)]
+    pub mtu_probes: u64,
+    #[serde(default)]
+    pub mtu_drops: u64,
 }
 
 /// The peer's view of one of our paths (from its receiver reports).

@@ -316,12 +316,17 @@ impl Tunnel {
         };
         match s.io.try_send(datagram, remote, peer.source(path)) {
             Ok(()) => peer.sent(path, 1, datagram.len()),
-            Err(e) => self.send_failed(peer, path, &e),
+            Err(e) => self.send_failed(peer, path, datagram.len(), &e),
         }
     }
 
-    pub fn send_failed(&self, peer: &Peer, path: PathId, e: &std::io::Error) {
+    /// Sending a datagram of `len` bytes on `path` failed with `e`: counted (and logged now and
+    /// then); one the kernel found too big goes to path MTU discovery.
+    pub fn send_failed(&self, peer: &Peer, path: PathId, len: usize, e: &std::io::Error) {
         self.io_drop(DropReason::SendError, 1);
+        if e.raw_os_error() == Some(libc::EMSGSIZE) {
+            peer.note_too_big(path, len);
+        }
         let Some(s) = self.socket(peer.socket(path)) else {
             return;
         };

@@ -41,19 +41,7 @@ impl Tunnel {
         let file = self.cfg().source.0.clone();
         let loaded = Config::load(&file)
             .and_then(|c| c.load_keys(&file).map(|k| (c, k)))
-            .map_err(|e| format!("nothing applied, the running configuration is kept: {e}"))
-            .and_then(|(c, k)| {
-                let mtu = crate::net::check_path_mtus(&c);
-                if mtu.is_empty() {
-                    Ok((c, k))
-                } else {
-                    Err(format!(
-                        "nothing applied, the running configuration is kept: {}: {}",
-                        file.display(),
-                        mtu.join("; ")
-                    ))
-                }
-            });
+            .map_err(|e| format!("nothing applied, the running configuration is kept: {e}"));
         let r = loaded.and_then(|(c, k)| self.reload(c, &k));
         if let Err(e) = &r {
             tracing::error!(config = %file.display(), "reload refused: {e}");

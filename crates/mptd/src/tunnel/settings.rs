@@ -74,6 +74,7 @@ pub(super) fn config_paths(cfg: &Config, peer: &PeerConfig) -> Vec<PathSettings>
             rate_bps: p.rate_bps,
             backup: p.backup,
             overhead: Overhead::new(cfg.security.cipher.is_some(), p.local.is_ipv6()).outer_link(),
+            mtu: p.mtu,
         });
     }
     paths

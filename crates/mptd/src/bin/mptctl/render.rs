@@ -89,6 +89,11 @@ pub(crate) fn print_show(s: &Status, only: Option<&str>) {
                 bytes(p.rx_bytes),
                 bytes(p.tx_bytes)
             );
+            println!(
+                "    mtu: {}{}",
+                p.mtu,
+                if p.mtu_found { "" } else { " (searching)" }
+            );
         }
     }
 }
@@ -265,9 +270,11 @@ fn print_paths(paths: &[mptd::status::PathStatus]) {
             p.rate_bps.map_or("-".to_owned(), |r| format!("{:.3}", r as f64 / 1e6))
         );
         println!(
-            "    {} -> {}{}",
+            "    {} -> {}   mtu {}{}{}",
             p.local,
             p.remote,
+            p.mtu,
+            if p.mtu_found { "" } else { " (searching)" },
             p.down_reason
                 .as_deref()
                 .map_or(String::new(), |r| format!("   down: {r}"))

@@ -95,6 +95,12 @@ impl Validator<'_> {
                     "missing, required by scheduler = \"rate\" (e.g. rate = \"20mbit\")",
                 ));
             }
+            let min_mtu = if local.is_ipv6() { 1280 } else { 576 };
+            let mtu = r
+                .mtu
+                .map(|_| self.int_in(&key("mtu"), r.mtu, 1500, min_mtu, 65_535))
+                .transpose()?
+                .map(|m| m as u16);
             paths.push(PathConfig {
                 id: PathId(i as u8),
                 name,
@@ -104,6 +110,7 @@ impl Validator<'_> {
                 weight,
                 rate_bps,
                 backup: r.backup.unwrap_or(false),
+                mtu,
             });
         }
         if paths.iter().all(|p| p.backup) {

@@ -1,0 +1,299 @@
+//! Path MTU discovery per path, in the manner of RFC 8899 (DPLPMTUD): padded probes sent
+//! with DF set find the largest datagram a path carries; data never waits for them.
+//!
+//! A path starts at [`BASE_DATAGRAM`], which every IPv4 or IPv6 path carries, and searches
+//! up at once: the largest useful size first (the tunnel MTU's datagram), then halving the
+//! interval between the largest size that passed and the smallest that did not. A size fails
+//! when [`PROBE_TRIES`] probes of it go unanswered (or the driver says the kernel refused it
+//! as too big: at once). Once found, the size is confirmed every [`Pmtu::confirm_interval`]:
+//! a confirmation that fails [`PROBE_TRIES`] times means the path's MTU dropped (a route
+//! change, an LTE reattach), and the path falls back to the base and searches again. Every
+//! [`RAISE_INTERVAL`] a path below the largest useful size tries to go up again.
+
+use std::time::Duration;
+
+use mpt_core::Time;
+
+/// The datagram (UDP payload) every path is assumed to carry (RFC 8899's `BASE_PLPMTU`, what
+/// an IPv6 path of the minimum MTU 1280 carries with room to spare).
+pub const BASE_DATAGRAM: usize = 1200;
+/// The smallest datagram a path is ever taken to carry (an IPv4 path of the minimum MTU,
+/// 576, less its IP and UDP headers), however the kernel or probes disagree.
+pub const MIN_DATAGRAM: usize = 548;
+/// Probes of the size found that must go unanswered before it counts as no longer passing (a
+/// search gives a size up after one).
+pub const PROBE_TRIES: u8 = 2;
+/// A search stops when the largest size that passed and the smallest that failed are this
+/// close.
+pub const SEARCH_GRANULARITY: usize = 8;
+/// How often a path below the largest useful size tries to raise it.
+pub const RAISE_INTERVAL: Duration = Duration::from_secs(30);
+/// How often a path's size is confirmed at the least (more seldom on slow paths, see
+/// [`Pmtu::confirm_interval`]).
+pub const CONFIRM_INTERVAL: Duration = Duration::from_secs(1);
+
+/// A probe in flight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct InFlight {
+    size: usize,
+    sent: Time,
+    tries: u8,
+}
+
+/// One path's discovery.
+#[derive(Debug, Clone)]
+pub(crate) struct Pmtu {
+    /// The largest datagram known to pass: what data is sized to.
+    pub(crate) size: usize,
+    /// The largest worth having: the tunnel MTU's datagram, or the user's cap.
+    ceiling: usize,
+    /// The smallest size known not to pass (above `ceiling`: none).
+    fails_at: usize,
+    probe: Option<InFlight>,
+    /// When the next probe goes, when none is in flight.
+    next: Time,
+    /// `size` is confirmed: the search is over.
+    found: bool,
+    /// When the search last ended (for raising).
+    found_at: Time,
+    /// Probes sent; drops of the size found (black holes).
+    pub(crate) probes_sent: u64,
+    pub(crate) drops: u64,
+}
+
+impl Pmtu {
+    /// Discovery from `now` on a path whose datagrams are worth at most `ceiling` bytes.
+    pub(crate) fn new(now: Time, ceiling: usize) -> Pmtu {
+        Pmtu {
+            size: BASE_DATAGRAM.min(ceiling),
+            ceiling,
+            fails_at: ceiling + 1,
+            probe: None,
+            next: now,
+            found: ceiling <= BASE_DATAGRAM,
+            found_at: now,
+            probes_sent: 0,
+            drops: 0,
+        }
+    }
+
+    /// The ceiling changed (a reload, another MTU): search again from what passes.
+    pub(crate) fn set_ceiling(&mut self, now: Time, ceiling: usize) {
+        if ceiling == self.ceiling {
+            return;
+        }
+        *self = Pmtu {
+            probes_sent: self.probes_sent,
+            drops: self.drops,
+            ..Pmtu::new(now, ceiling)
+        };
+    }
+
+    /// The size found (the search is over).
+    pub(crate) fn found(&self) -> bool {
+        self.found
+    }
+
+    /// How long a probe waits for its answer on a path of smoothed RTT `srtt`.
+    pub(crate) fn probe_timeout(srtt: Option<Duration>) -> Duration {
+        srtt.map_or(Duration::from_millis(200), |r| {
+            (r * 2 + Duration::from_millis(20)).clamp(Duration::from_millis(100), Duration::from_secs(1))
+        })
+    }
+
+    /// How often the size found is confirmed on a path of `rate` bits/s: every
+    /// [`CONFIRM_INTERVAL`], or seldom enough that probes take at most 1 % of the path.
+    pub(crate) fn confirm_interval(&self, rate: Option<u64>) -> Duration {
+        let airtime = rate.filter(|&r| r > 0).map_or(Duration::ZERO, |r| {
+            Duration::from_micros(self.size as u64 * 8 * 1_000_000 / r)
+        });
+        CONFIRM_INTERVAL.max(airtime * 100)
+    }
+
+    /// The size of a probe to send at `now`, if one is due (it counts as sent). `timeout`:
+    /// how long an earlier probe waits for its answer; `confirm`: how often the size found
+    /// is confirmed.
+    pub(crate) fn poll(&mut self, now: Time, timeout: Duration, confirm: Duration) -> Option<usize> {
+        if let Some(p) = self.probe {
+            if now.saturating_since(p.sent) < timeout {
+                return None;
+            }
+            // unanswered: a search moves on at once (a probe lost to chance costs a lower size
+            // until the next raise); a confirmation tries again before it gives the size up
+            if self.found && p.tries < PROBE_TRIES {
+                self.probe = Some(InFlight {
+                    sent: now,
+                    tries: p.tries + 1,
+                    ..p
+                });
+                self.probes_sent += 1;
+                return Some(p.size);
+            }
+            self.probe = None;
+            self.failed(now, p.size);
+        }
+        if now < self.next {
+            return None;
+        }
+        let size = if self.found {
+            if self.size < self.ceiling && now.saturating_since(self.found_at) >= RAISE_INTERVAL {
+                // try to go up again
+                self.found = false;
+                self.fails_at = self.ceiling + 1;
+                self.candidate()
+            } else {
+                self.next = now + confirm;
+                self.size
+            }
+        } else {
+            self.candidate()
+        };
+        self.probe = Some(InFlight {
+            size,
+            sent: now,
+            tries: 1,
+        });
+        self.probes_sent += 1;
+        Some(size)
+    }
+
+    /// The next size a search tries: the ceiling first, then halfway.
+    fn candidate(&self) -> usize {
+        if self.fails_at > self.ceiling {
+            self.ceiling
+        } else {
+            (self.size + self.fails_at) / 2
+        }
+    }
+
+    /// A probe of `size` came back.
+    pub(crate) fn acked(&mut self, now: Time, size: usize) {
+        if self.probe.is_some_and(|p| p.size == size) {
+            self.probe = None;
+        }
+        if size > self.ceiling {
+            return;
+        }
+        if size >= self.size {
+            self.size = size;
+        }
+        if !self.found {
+            if self.fails_at.saturating_sub(self.size) <= SEARCH_GRANULARITY || self.size == self.ceiling {
+                self.end_search(now);
+            } else {
+                self.next = now;
+            }
+        }
+    }
+
+    /// Sending a datagram of `size` failed as too big (the kernel knows the route's MTU is
+    /// lower): a probe of that size fails at once; data that large means the size found no
+    /// longer passes.
+    pub(crate) fn too_big(&mut self, now: Time, size: usize) {
+        if self.probe.is_some_and(|p| p.size == size) {
+            self.probe = None;
+            self.failed(now, size);
+        } else if size <= self.size {
+            self.failed(now, size);
+        }
+    }
+
+    /// No datagram of `size` passes.
+    fn failed(&mut self, now: Time, size: usize) {
+        if size <= self.size {
+            // what passed no longer does: back to the base, search again
+            if self.found && size == self.size {
+                self.drops += 1;
+            }
+            self.size = BASE_DATAGRAM
+                .min(size.saturating_sub(1))
+                .min(self.ceiling)
+                .max(MIN_DATAGRAM);
+            self.fails_at = size;
+            self.found = false;
+            self.next = now;
+            return;
+        }
+        self.fails_at = self.fails_at.min(size);
+        if self.fails_at.saturating_sub(self.size) <= SEARCH_GRANULARITY {
+            self.end_search(now);
+        } else {
+            self.next = now;
+        }
+    }
+
+    fn end_search(&mut self, now: Time) {
+        self.found = true;
+        self.found_at = now;
+        self.next = now + CONFIRM_INTERVAL;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T: Duration = Duration::from_millis(100);
+
+    /// Run discovery against a path that carries `mtu`-byte datagrams, every probe answered
+    /// (or not) after 10 ms; returns the size after `ms` milliseconds.
+    fn run(p: &mut Pmtu, from: u64, ms: u64, passes: impl Fn(u64) -> usize) -> usize {
+        let mut answer: Option<(Time, usize)> = None;
+        for t in from..from + ms {
+            let now = Time::ZERO + Duration::from_millis(t);
+            if let Some((at, size)) = answer {
+                if at <= now {
+                    p.acked(now, size);
+                    answer = None;
+                }
+            }
+            if let Some(size) = p.poll(now, T, CONFIRM_INTERVAL) {
+                if size <= passes(t) {
+                    answer = Some((now + Duration::from_millis(10), size));
+                }
+            }
+        }
+        p.size
+    }
+
+    #[test]
+    fn finds_the_largest_size_a_path_carries_within_a_few_seconds() {
+        for mtu in [1540, 1464, 1452, 1252, 1212] {
+            let mut p = Pmtu::new(Time::ZERO, 1540);
+            let got = run(&mut p, 0, 3000, |_| mtu);
+            assert!(p.found(), "{mtu}");
+            assert!(got <= mtu && got + SEARCH_GRANULARITY >= mtu.min(1540), "{mtu}: {got}");
+        }
+    }
+
+    #[test]
+    fn a_drop_is_noticed_within_two_seconds_and_the_size_raised_again_later() {
+        let mut p = Pmtu::new(Time::ZERO, 1540);
+        assert_eq!(run(&mut p, 0, 3000, |_| 1540), 1540);
+        // the path's MTU drops at 3 s
+        let size = run(&mut p, 3000, 2000, |_| 1464);
+        assert!(size <= 1464, "{size}");
+        assert_eq!(p.drops, 1);
+        // and comes back: raised within the raise interval and a search
+        let size = run(&mut p, 5000, RAISE_INTERVAL.as_millis() as u64 + 3000, |_| 1540);
+        assert_eq!(size, 1540);
+    }
+
+    #[test]
+    fn the_kernel_refusing_a_size_fails_it_at_once() {
+        let mut p = Pmtu::new(Time::ZERO, 1540);
+        let now = Time::ZERO;
+        assert_eq!(p.poll(now, T, CONFIRM_INTERVAL), Some(1540));
+        p.too_big(now, 1540);
+        let next = p.poll(now, T, CONFIRM_INTERVAL).unwrap();
+        assert!(next < 1540 && next > BASE_DATAGRAM);
+    }
+
+    #[test]
+    fn slow_paths_are_confirmed_seldom() {
+        let p = Pmtu::new(Time::ZERO, 1540);
+        assert_eq!(p.confirm_interval(Some(100_000_000)), CONFIRM_INTERVAL);
+        // 1200 bytes at 128 kbit/s take 75 ms: once in 7.5 s
+        assert_eq!(p.confirm_interval(Some(128_000)), Duration::from_millis(7500));
+    }
+}
