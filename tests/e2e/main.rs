@@ -15,6 +15,7 @@ mod failover;
 mod ftp;
 mod hostile;
 mod lab;
+mod mtu;
 mod package;
 mod rekey;
 mod reload;

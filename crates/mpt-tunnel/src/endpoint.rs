@@ -121,7 +121,11 @@ impl PathState {
             down_reason: None,
             peer_silent: false,
             bundle: None,
-            pmtu: crate::pmtu::Pmtu::new(now, ceiling),
+            pmtu: crate::pmtu::Pmtu::new(
+                now,
+                ceiling,
+                if remote.is_some_and(|r| r.is_ipv6()) { 48 } else { 28 },
+            ),
         }
     }
 

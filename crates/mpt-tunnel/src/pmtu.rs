@@ -23,6 +23,12 @@ pub const MIN_DATAGRAM: usize = 548;
 /// Probes of the size found that must go unanswered before it counts as no longer passing (a
 /// search gives a size up after one).
 pub const PROBE_TRIES: u8 = 2;
+/// Link MTUs met often (jumbo, Ethernet, PPPoE, DS-Lite, LTE and other tunnels, IPv6's
+/// minimum): a search tries them first, largest first, before it halves intervals.
+const COMMON_MTUS: [usize; 15] = [
+    9000, 4470, 1500, 1492, 1480, 1472, 1460, 1450, 1440, 1420, 1400, 1380, 1360, 1340, 1280,
+];
+
 /// A search stops when the largest size that passed and the smallest that failed are this
 /// close.
 pub const SEARCH_GRANULARITY: usize = 8;
@@ -47,6 +53,8 @@ pub(crate) struct Pmtu {
     pub(crate) size: usize,
     /// The largest worth having: the tunnel MTU's datagram, or the user's cap.
     ceiling: usize,
+    /// The outer IP and UDP headers: a link MTU less these is a datagram size.
+    outer: usize,
     /// The smallest size known not to pass (above `ceiling`: none).
     fails_at: usize,
     probe: Option<InFlight>,
@@ -62,11 +70,13 @@ pub(crate) struct Pmtu {
 }
 
 impl Pmtu {
-    /// Discovery from `now` on a path whose datagrams are worth at most `ceiling` bytes.
-    pub(crate) fn new(now: Time, ceiling: usize) -> Pmtu {
+    /// Discovery from `now` on a path whose datagrams are worth at most `ceiling` bytes and
+    /// carry `outer` bytes of IP and UDP headers.
+    pub(crate) fn new(now: Time, ceiling: usize, outer: usize) -> Pmtu {
         Pmtu {
             size: BASE_DATAGRAM.min(ceiling),
             ceiling,
+            outer,
             fails_at: ceiling + 1,
             probe: None,
             next: now,
@@ -85,7 +95,7 @@ impl Pmtu {
         *self = Pmtu {
             probes_sent: self.probes_sent,
             drops: self.drops,
-            ..Pmtu::new(now, ceiling)
+            ..Pmtu::new(now, ceiling, self.outer)
         };
     }
 
@@ -157,13 +167,17 @@ impl Pmtu {
         Some(size)
     }
 
-    /// The next size a search tries: the ceiling first, then halfway.
+    /// The next size a search tries: the ceiling first, then the largest common link MTU's
+    /// between what passed and what failed, then halfway.
     fn candidate(&self) -> usize {
         if self.fails_at > self.ceiling {
-            self.ceiling
-        } else {
-            (self.size + self.fails_at) / 2
+            return self.ceiling;
         }
+        COMMON_MTUS
+            .iter()
+            .map(|m| m.saturating_sub(self.outer))
+            .find(|&d| d > self.size && d < self.fails_at)
+            .unwrap_or((self.size + self.fails_at) / 2)
     }
 
     /// A probe of `size` came back.
@@ -259,7 +273,7 @@ mod tests {
     #[test]
     fn finds_the_largest_size_a_path_carries_within_a_few_seconds() {
         for mtu in [1540, 1464, 1452, 1252, 1212] {
-            let mut p = Pmtu::new(Time::ZERO, 1540);
+            let mut p = Pmtu::new(Time::ZERO, 1540, 28);
             let got = run(&mut p, 0, 3000, |_| mtu);
             assert!(p.found(), "{mtu}");
             assert!(got <= mtu && got + SEARCH_GRANULARITY >= mtu.min(1540), "{mtu}: {got}");
@@ -268,7 +282,7 @@ mod tests {
 
     #[test]
     fn a_drop_is_noticed_within_two_seconds_and_the_size_raised_again_later() {
-        let mut p = Pmtu::new(Time::ZERO, 1540);
+        let mut p = Pmtu::new(Time::ZERO, 1540, 28);
         assert_eq!(run(&mut p, 0, 3000, |_| 1540), 1540);
         // the path's MTU drops at 3 s
         let size = run(&mut p, 3000, 2000, |_| 1464);
@@ -281,7 +295,7 @@ mod tests {
 
     #[test]
     fn the_kernel_refusing_a_size_fails_it_at_once() {
-        let mut p = Pmtu::new(Time::ZERO, 1540);
+        let mut p = Pmtu::new(Time::ZERO, 1540, 28);
         let now = Time::ZERO;
         assert_eq!(p.poll(now, T, CONFIRM_INTERVAL), Some(1540));
         p.too_big(now, 1540);
@@ -291,7 +305,7 @@ mod tests {
 
     #[test]
     fn slow_paths_are_confirmed_seldom() {
-        let p = Pmtu::new(Time::ZERO, 1540);
+        let p = Pmtu::new(Time::ZERO, 1540, 28);
         assert_eq!(p.confirm_interval(Some(100_000_000)), CONFIRM_INTERVAL);
         // 1200 bytes at 128 kbit/s take 75 ms: once in 7.5 s
         assert_eq!(p.confirm_interval(Some(128_000)), Duration::from_millis(7500));

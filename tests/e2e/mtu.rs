@@ -1,0 +1,171 @@
+//! The full 1500-byte inner MTU over paths whose MTUs are smaller, found by path MTU
+//! discovery: packets in pieces, and a path MTU that drops under traffic.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use mpt_lab::harness::{run, tunnel_addr, Lab, LinkSpec, Side, TunnelOpts};
+
+use crate::need;
+
+const V6_B: &str = "2001:db8:19::2";
+
+fn sha256(path: &std::path::Path) -> String {
+    let out = run(Command::new("sha256sum").arg(path)).expect("sha256sum");
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Set the MTU of link `i` on `sides`.
+fn set_mtu(lab: &Lab, sides: &[Side], i: usize, mtu: u32) {
+    for &side in sides {
+        lab.sh(side, &format!("ip link set {} mtu {mtu}", Lab::link(i)))
+            .expect("ip link set mtu");
+    }
+}
+
+/// Each path's MTU as `side`'s daemon knows it, once every search is over (or after `limit`):
+/// the MTUs and how long it took.
+fn discovered(lab: &Lab, side: Side, limit: Duration) -> (Vec<usize>, Duration) {
+    let t0 = Instant::now();
+    loop {
+        let st = lab.status(side).expect("status");
+        let paths = &st.peers[0].paths;
+        if paths.iter().all(|p| p.mtu_found) || t0.elapsed() > limit {
+            return (paths.iter().map(|p| p.mtu).collect(), t0.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `ping` from A with `args`: its loss in percent (100 when it says nothing).
+fn ping_loss(lab: &Lab, args: &[&str]) -> f64 {
+    let out = lab.cmd(Side::A, "ping").args(args).output().expect("ping");
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.split(',')
+        .find(|s| s.contains("packet loss"))
+        .and_then(|s| s.trim().split('%').next())
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(100.0)
+}
+
+#[test]
+fn a_1500_byte_tunnel_carries_full_size_packets_over_paths_of_mtu_1500_1492_and_1280() {
+    need!("mtu_three_paths", "ping", "iperf3", "vsftpd", "curl");
+    let mut lab = Lab::new(&vec![LinkSpec::shaped(20_000_000); 3]).expect("lab");
+    set_mtu(&lab, &[Side::A, Side::B], 1, 1492);
+    set_mtu(&lab, &[Side::A, Side::B], 2, 1280);
+    let opts = TunnelOpts {
+        mtu: 1500,
+        ..TunnelOpts::default()
+    };
+    lab.start_tunnel(&opts).expect("tunnel");
+    let (mtus, took) = discovered(&lab, Side::A, Duration::from_secs(10));
+    eprintln!("RESULT mtu: paths' MTUs found {mtus:?} after {took:?} (interfaces 1500, 1492, 1280)");
+    for (got, want) in mtus.iter().zip([1500, 1492, 1280]) {
+        assert!(*got <= want && got + 8 >= want, "found {mtus:?}, interfaces 1500/1492/1280");
+    }
+    assert!(took < Duration::from_secs(5), "discovery took {took:?}");
+
+    // full-size pings, with DF and without, both families
+    let b4 = tunnel_addr(Side::B);
+    for args in [
+        vec!["-c", "20", "-i", "0.05", "-M", "do", "-s", "1472", b4.as_str()],
+        vec!["-c", "20", "-i", "0.05", "-s", "1472", b4.as_str()],
+        vec!["-6", "-c", "20", "-i", "0.05", "-M", "do", "-s", "1452", V6_B],
+        vec!["-6", "-c", "20", "-i", "0.05", "-s", "1452", V6_B],
+    ] {
+        let loss = ping_loss(&lab, &args);
+        assert_eq!(loss, 0.0, "ping {args:?}: {loss} % lost");
+    }
+
+    // UDP with 1472-byte datagrams (1500-byte packets): none lost to size
+    let v = lab
+        .iperf3(Side::A, &b4, 5301, &["-u", "-l", "1472", "-b", "8M", "-t", "4", "--get-server-output"])
+        .expect("iperf3 udp");
+    let sent = v["end"]["sum"]["packets"].as_u64().unwrap_or(0);
+    let got = v["server_output_json"]["end"]["sum"]["packets"].as_u64().unwrap_or(0)
+        - v["server_output_json"]["end"]["sum"]["lost_packets"].as_u64().unwrap_or(0);
+    eprintln!("RESULT mtu: iperf3 UDP 1472-byte datagrams: {got} of {sent} arrived");
+    assert!(sent > 2000, "{sent} sent");
+    assert_eq!(got, sent, "datagrams lost: {v}");
+
+    // TCP at the LAN's own MSS, and a file through FTP, intact
+    let v = lab.iperf3(Side::A, &b4, 5302, &["-t", "3"]).expect("iperf3 tcp");
+    let mss = v["start"]["tcp_mss_default"].as_u64().unwrap_or(0);
+    let bps = mpt_lab::harness::iperf3_bps(&v);
+    eprintln!("RESULT mtu: TCP over the 1500-byte tunnel: MSS {mss}, {:.1} Mbit/s", bps / 1e6);
+    assert!(mss >= 1448, "MSS {mss}: the tunnel's 1500-byte MTU is not in use");
+    let ftp = lab.ftp_server(Side::B, 5_000_000).expect("vsftpd");
+    let got = lab.dir.join("downloaded.bin");
+    let dl = lab
+        .cmd(Side::A, "curl")
+        .args(["-sS", "--max-time", "60", "-o", got.to_str().unwrap()])
+        .arg(format!("{}/random.bin", ftp.url))
+        .output()
+        .expect("curl");
+    assert!(dl.status.success(), "{}", String::from_utf8_lossy(&dl.stderr));
+    assert_eq!(sha256(&got), sha256(&ftp.file), "downloaded file differs");
+    lab.reap(ftp.pid);
+
+    let st = lab.status(Side::B).expect("status");
+    let d = &st.tunnel.drops;
+    eprintln!(
+        "RESULT mtu: B dropped {} overlapping and {} expired pieces",
+        d.fragment_overlap, d.fragment_expired
+    );
+    assert_eq!(d.fragment_overlap, 0);
+}
+
+#[test]
+fn a_path_mtu_that_drops_under_traffic_is_noticed_within_two_seconds_and_nothing_stalls() {
+    need!("mtu_drop", "iperf3");
+    let mut lab = Lab::new(&vec![LinkSpec::shaped(20_000_000); 2]).expect("lab");
+    let opts = TunnelOpts {
+        mtu: 1500,
+        ..TunnelOpts::default()
+    };
+    lab.start_tunnel(&opts).expect("tunnel");
+    let (mtus, _) = discovered(&lab, Side::A, Duration::from_secs(10));
+    assert_eq!(mtus, [1500, 1500]);
+    let (spid, client) = lab.tcp_transfer_in_background(5303, 8).expect("iperf3");
+    std::thread::sleep(Duration::from_secs(2));
+    // B's end of path 0 now takes at most 1400 bytes: A's larger datagrams vanish without an
+    // ICMP (a black hole); B's own fail at once with EMSGSIZE
+    set_mtu(&lab, &[Side::B], 0, 1400);
+    let t0 = Instant::now();
+    let mut noticed = None;
+    while t0.elapsed() < Duration::from_secs(4) {
+        let a = lab.status(Side::A).expect("status");
+        let p = &a.peers[0].paths[0];
+        if noticed.is_none() && p.mtu <= 1400 {
+            noticed = Some(t0.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = client.wait_with_output().expect("iperf3 client");
+    lab.reap(spid);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("iperf3 JSON");
+    let intervals: Vec<f64> = v["intervals"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|i| i["sum"]["bits_per_second"].as_f64()).collect())
+        .unwrap_or_default();
+    let a = lab.status(Side::A).expect("status");
+    let p = &a.peers[0].paths[0];
+    eprintln!(
+        "RESULT mtu: path 0's MTU dropped to 1400 under TCP: noticed after {noticed:?}, now {} \
+         ({} drops noticed); TCP per second {:?} Mbit/s",
+        p.mtu,
+        p.mtu_drops,
+        intervals.iter().map(|b| (b / 1e5).round() / 10.0).collect::<Vec<_>>()
+    );
+    let noticed = noticed.expect("the drop was noticed");
+    assert!(noticed <= Duration::from_secs(2), "noticed after {noticed:?}");
+    assert!(p.mtu <= 1400 && p.mtu + 8 >= 1400, "path 0's MTU now {}", p.mtu);
+    // no second without traffic: the black hole lasted less than that
+    assert!(intervals.len() >= 8, "{intervals:?}");
+    assert!(intervals.iter().all(|&b| b > 1e6), "a second nearly without traffic: {intervals:?}");
+}
