@@ -137,11 +137,21 @@ impl<P> Endpoint<P> {
             offset += n;
             cost += overhead + CONTINUATION_LEN + n;
         }
-        if pieces {
-            self.counts.pieced_packets += 1;
-        }
         self.seq = self.seq.wrapping_add(1);
         self.sched.on_sent(now, path, cost);
+        if pieces {
+            self.counts.pieced_packets += 1;
+            // the last piece waits for the packets after it while the path still carries
+            // what went before (never past the time it would have left the link's queue)
+            let wait = self.sched.backlog(now, path);
+            let hold = match wait.checked_sub(BUNDLE_MARGIN) {
+                Some(h) if wait >= BUNDLE_MIN_WAIT => h,
+                _ => wait,
+            };
+            if let Some(open) = self.paths[i].bundle.as_mut() {
+                open.due = open.due.max(now + hold.min(BUNDLE_MAX_HOLD));
+            }
+        }
         self.counts.tx_packets += 1;
         self.counts.tx_bytes += packet.len() as u64;
         self.counts.held_packets += 1;

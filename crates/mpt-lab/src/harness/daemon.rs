@@ -65,7 +65,7 @@ impl Default for TunnelOpts {
             reorder_timeout_ms: 100,
             keepalive_ms: 100,
             dead_ms: 500,
-            mtu: 1400,
+            mtu: mptd::config::defaults::MTU,
             queues: 1,
             configure_rates: true,
             encryption: "chacha20-poly1305".into(),
