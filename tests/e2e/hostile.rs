@@ -264,7 +264,7 @@ fn a_stranger_spraying_the_path_ports_gets_nothing_into_tun0() {
     ));
     assert!(kinds.iter().all(|(_, ds, _)| ds
         .iter()
-        .all(|d| d.len() <= 1400 + SEALED_HEADER_LEN + TAG_LEN)));
+        .all(|d| d.len() <= usize::from(opts.mtu) + SEALED_HEADER_LEN + TAG_LEN)));
 
     let targets = [
         format!("{}:4754", lab.path_addr(Side::B, 0)),

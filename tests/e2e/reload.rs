@@ -212,7 +212,7 @@ fn a_bad_or_restart_only_configuration_is_refused_and_the_running_one_kept() {
         text.contains(&file.display().to_string()) && text.contains("keepalive_ms"),
         "the refusal names the file and the key: {text}"
     );
-    std::fs::write(&file, good.replace("mtu = 1400", "mtu = 1300")).expect("write");
+    std::fs::write(&file, good.replace("mtu = 1500", "mtu = 1300")).expect("write");
     let (code, text) = mptctl(&sock, &["reload"]);
     assert_ne!(code, 0, "an MTU change needs a restart: {text}");
     assert!(
@@ -221,7 +221,7 @@ fn a_bad_or_restart_only_configuration_is_refused_and_the_running_one_kept() {
     );
     // the running configuration is the first one, and the tunnel still works
     let (_, conf) = mptctl(&sock, &["showconf"]);
-    assert!(conf.contains("mtu = 1400"), "{conf}");
+    assert!(conf.contains("mtu = 1500"), "{conf}");
     lab.wait_for_tunnel(Duration::from_secs(2))
         .expect("the tunnel still works");
     assert!(lab.mptd_log(Side::A).contains("reload refused"));

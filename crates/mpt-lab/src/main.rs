@@ -90,6 +90,10 @@ enum Cmd {
         /// peers only: how many sites.
         #[arg(long, default_value_t = 1000)]
         count: usize,
+        /// throughput only: the tunnel MTUs to measure, each a row of its own (default: the
+        /// product's, 1500; e.g. `--mtu 1400,1500` to see what the full MTU costs).
+        #[arg(long, value_delimiter = ',')]
+        mtu: Vec<u16>,
     },
     /// Internal: run the link emulator (started by the lab inside its middle namespace).
     #[command(hide = true)]
@@ -177,14 +181,14 @@ fn bench(
     encryption: &[String],
     out: &std::path::Path,
     compare: (&[std::path::PathBuf], usize, usize),
-    count: usize,
+    (count, mtus): (usize, &[u16]),
 ) -> anyhow::Result<()> {
     if !mpt_lab::harness::require_root("mpt-lab bench") {
         anyhow::bail!("the lab needs root");
     }
     match what {
         "throughput" => {
-            let md = mpt_lab::experiments::bench::run_throughput(out, encryption)?;
+            let md = mpt_lab::experiments::bench::run_throughput(out, encryption, mtus)?;
             println!("{md}");
             eprintln!("results in {}", out.display());
             Ok(())
@@ -254,7 +258,8 @@ fn main() -> ExitCode {
             paths,
             rounds,
             count,
-        } => bench(&what, &encryption, &out, (&mptd, paths, rounds), count),
+            mtu,
+        } => bench(&what, &encryption, &out, (&mptd, paths, rounds), (count, &mtu)),
         Cmd::Emulate { spec } => serde_json::from_str(&spec)
             .map_err(anyhow::Error::from)
             .and_then(|links: Vec<mpt_lab::harness::emulator::Link>| {

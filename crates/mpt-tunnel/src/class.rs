@@ -261,7 +261,7 @@ impl<P> Endpoint<P> {
         };
         let i = path.index();
         // a copy goes whole or not at all
-        if self.remote(path).is_none() || (packet.len() > self.body_cap(i) && self.peer_pieces) {
+        if self.remote(path).is_none() || packet.len() > self.body_cap(i) {
             return;
         }
         self.join_batch(i, used);
@@ -303,6 +303,13 @@ impl<P> Endpoint<P> {
     /// goes in a data datagram of its own.
     pub fn peer_takes_express(&self) -> bool {
         self.peer_express
+    }
+
+    /// Behave as towards a peer whose handshake did not say it takes packets in pieces (an
+    /// older mptd), until the next handshake: for tests.
+    #[doc(hidden)]
+    pub fn forget_peer_pieces(&mut self) {
+        self.peer_pieces = false;
     }
 
     /// Behave as towards a peer whose handshake did not say it takes bundles and express data

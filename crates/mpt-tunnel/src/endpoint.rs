@@ -51,6 +51,13 @@ pub struct Endpoint<P> {
     pub(crate) reasm: crate::reassembly::Reassembly,
     /// Packets put back together, for [`Endpoint::take_assembled`].
     pub(crate) assembled: VecDeque<(crate::Incoming, Vec<u8>)>,
+    /// "Too big" answers for the TUN device ([`Endpoint::take_icmp`]), and the second they
+    /// are limited in: its start and how many were made in it.
+    pub(crate) icmp: VecDeque<Vec<u8>>,
+    pub(crate) icmp_second: (Time, u32),
+    /// When we last sent a packet too large for the base datagram ([`crate::BASE_DATAGRAM`]):
+    /// slow paths are probed only while such packets are sent.
+    pub(crate) big_at: Option<Time>,
     pub(crate) pacer: ReportPacer,
     pub(crate) crypto: CryptoState,
     /// Packets the resequencer released, for [`Endpoint::take_delivered`].
@@ -65,6 +72,9 @@ pub struct Endpoint<P> {
     pub(crate) counts: Counts,
     pub(crate) timers: Timers,
 }
+
+/// Most "too big" answers an endpoint makes a second.
+pub const ICMP_PER_SECOND: u32 = 20;
 
 /// Everything the endpoint keeps per path.
 #[derive(Debug, Clone)]
@@ -267,6 +277,9 @@ impl<P> Endpoint<P> {
             peer_pieces: false,
             reasm: Default::default(),
             assembled: VecDeque::new(),
+            icmp: VecDeque::new(),
+            icmp_second: (now, 0),
+            big_at: None,
             pacer: ReportPacer::default(),
             crypto,
             released: Vec::new(),
@@ -403,11 +416,45 @@ impl<P> Endpoint<P> {
         datagram.saturating_sub(self.overhead().datagram())
     }
 
+    /// The largest inner packet a datagram carries whole on one of the paths that are up
+    /// (none up: the tunnel MTU).
+    pub fn largest_whole_packet(&self) -> usize {
+        (0..self.paths.len())
+            .filter(|&i| self.path_info(PathId(i as u8)).state == LinkState::Up)
+            .map(|i| self.body_cap(i))
+            .max()
+            .unwrap_or(usize::from(self.cfg.mtu))
+    }
+
     /// Sending a datagram of `size` bytes on `path` failed as too big (`EMSGSIZE`: the kernel
     /// knows the route's MTU is lower): discovery takes it at once.
     pub fn datagram_too_big(&mut self, now: Time, path: PathId, size: usize) {
         if let Some(p) = self.paths.get_mut(path.index()) {
             p.pmtu.too_big(now, size);
+        }
+    }
+
+    /// An ICMP "too big" answer to write to the TUN device, for a packet larger than the
+    /// tunnel could carry (a peer that takes no pieces): at most [`ICMP_PER_SECOND`].
+    pub fn take_icmp(&mut self) -> Option<Vec<u8>> {
+        self.icmp.pop_front()
+    }
+
+    /// `packet` cannot be carried: dropped, counted, and answered (within the rate limit)
+    /// with the largest inner packet that passes, `most` bytes.
+    pub(crate) fn too_big(&mut self, now: Time, packet: &[u8], most: usize) {
+        self.count(DropReason::TooBig);
+        let (start, n) = &mut self.icmp_second;
+        if now.saturating_since(*start) >= Duration::from_secs(1) {
+            *start = now;
+            *n = 0;
+        }
+        if *n >= ICMP_PER_SECOND {
+            return;
+        }
+        if let Some(answer) = crate::too_big(packet, most.min(usize::from(u16::MAX)) as u16) {
+            *n += 1;
+            self.icmp.push_back(answer);
         }
     }
 

@@ -104,20 +104,28 @@ impl Pmtu {
         self.found
     }
 
-    /// How long a probe waits for its answer on a path of smoothed RTT `srtt`.
-    pub(crate) fn probe_timeout(srtt: Option<Duration>) -> Duration {
-        srtt.map_or(Duration::from_millis(200), |r| {
-            (r * 2 + Duration::from_millis(20)).clamp(Duration::from_millis(100), Duration::from_secs(1))
+    /// How long a probe waits for its answer on a path of smoothed RTT `srtt` and `rate`
+    /// bits/s: twice the RTT and 20 ms (0.1 to 1 s; 0.2 s before an RTT is known), and twice
+    /// the time the path takes to carry the largest probe (on a 64 kbit/s line, 0.18 s).
+    pub(crate) fn probe_timeout(&self, srtt: Option<Duration>, rate: Option<u64>) -> Duration {
+        let rtt = srtt.map_or(Duration::from_millis(200), |r| {
+            (r * 2 + Duration::from_millis(20))
+                .clamp(Duration::from_millis(100), Duration::from_secs(1))
+        });
+        rtt + self.airtime(self.ceiling, rate) * 2
+    }
+
+    /// How long a path of `rate` bits/s takes to carry `size` bytes (unknown rate: none).
+    fn airtime(&self, size: usize, rate: Option<u64>) -> Duration {
+        rate.filter(|&r| r > 0).map_or(Duration::ZERO, |r| {
+            Duration::from_micros(size as u64 * 8 * 1_000_000 / r)
         })
     }
 
     /// How often the size found is confirmed on a path of `rate` bits/s: every
     /// [`CONFIRM_INTERVAL`], or seldom enough that probes take at most 1 % of the path.
     pub(crate) fn confirm_interval(&self, rate: Option<u64>) -> Duration {
-        let airtime = rate.filter(|&r| r > 0).map_or(Duration::ZERO, |r| {
-            Duration::from_micros(self.size as u64 * 8 * 1_000_000 / r)
-        });
-        CONFIRM_INTERVAL.max(airtime * 100)
+        CONFIRM_INTERVAL.max(self.airtime(self.size, rate) * 100)
     }
 
     /// The size of a probe to send at `now`, if one is due (it counts as sent). `timeout`:

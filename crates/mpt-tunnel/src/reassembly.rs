@@ -24,7 +24,7 @@ pub const MAX_PIECES: usize = 64;
 
 /// A piece of a packet that arrived.
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum Piece<'a> {
+pub enum Piece<'a> {
     /// The start of a packet of `total` bytes: `meta` is its (path, sequences, timestamp).
     Head {
         meta: PacketMeta,
@@ -54,10 +54,10 @@ struct Incomplete {
 
 /// Packets waiting for the rest of their pieces.
 #[derive(Debug, Default)]
-pub(crate) struct Reassembly {
+pub struct Reassembly {
     waiting: Vec<Incomplete>,
     /// Packets put together.
-    pub(crate) assembled: u64,
+    pub assembled: u64,
     /// Packets pushed out for room since [`Reassembly::expire`] last counted them.
     evicted: u64,
 }
@@ -72,7 +72,7 @@ impl Reassembly {
     /// Take piece `piece`, arrived at `now`, of a packet of at most `max` bytes. Returns the
     /// packet if it is whole now (its meta the head's), or why the piece (and maybe its
     /// packet) was dropped.
-    pub(crate) fn add(
+    pub fn add(
         &mut self,
         now: Time,
         max: usize,
@@ -146,7 +146,7 @@ impl Reassembly {
 
     /// Give up the packets that waited longer than `timeout` at `now`; returns how many,
     /// with those pushed out for room since the last call.
-    pub(crate) fn expire(&mut self, now: Time, timeout: Duration) -> u64 {
+    pub fn expire(&mut self, now: Time, timeout: Duration) -> u64 {
         let before = self.waiting.len();
         self.waiting
             .retain(|w| now.saturating_since(w.since) <= timeout);

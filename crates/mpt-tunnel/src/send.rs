@@ -144,6 +144,9 @@ impl<P> Endpoint<P> {
                 continue;
             }
             let len = inner + overhead.datagram();
+            if len > crate::BASE_DATAGRAM {
+                self.big_at = Some(now);
+            }
             let at = self.prefix();
             let (class, mode) = self.class_of(&bufs[k].as_mut()[at..at + inner]);
             let chosen = match mode {
@@ -160,7 +163,14 @@ impl<P> Endpoint<P> {
             self.count_class(class, path);
             // light traffic never waits in a bundle; a packet larger than the path's
             // datagram goes in pieces, whatever its class
-            let whole = inner <= self.body_cap(i) || !self.peer_pieces;
+            let cap = self.body_cap(i);
+            let whole = inner <= cap;
+            if !whole && !self.peer_pieces {
+                // the peer cannot put pieces together: the sender learns the size that passes
+                let packet = bufs[k].as_mut()[at..at + inner].to_vec();
+                self.too_big(now, &packet, cap);
+                continue;
+            }
             if (mode == Mode::Bond || !whole)
                 && self.bundle_packet(now, path, &bufs[k].as_mut()[at..at + inner], &mut b)
             {

@@ -11,6 +11,11 @@ use crate::liveness::LinkState;
 use crate::send::Pending;
 use crate::{DownReason, Endpoint};
 
+/// Below this rate (bits/s) a path is probed for its MTU only while packets larger than the
+/// base datagram are sent: a 1500-byte probe holds a 1 Mbit/s path for 12 ms, a 64 kbit/s one
+/// for 0.19 s.
+pub const SLOW_PATH: u64 = 1_000_000;
+
 /// How often the pacer is asked whether a report is due.
 pub const REPORT_TICK: Duration = Duration::from_millis(10);
 /// A path gone quiet this much longer than the last one heard from is passed over for reports.
@@ -66,8 +71,17 @@ impl<P> Endpoint<P> {
                 continue;
             }
             let rate = self.path_info(PathId(i as u8)).rate_bps;
+            // a probe takes a slow path long to carry, delaying what waits behind it: those
+            // are probed only while packets that need more than the base datagram are sent
+            let slow = rate.is_some_and(|r| r < SLOW_PATH);
+            let needed = self
+                .big_at
+                .is_some_and(|t| now.saturating_since(t) < Duration::from_secs(10));
+            if slow && !needed {
+                continue;
+            }
             let p = &mut self.paths[i];
-            let timeout = crate::pmtu::Pmtu::probe_timeout(p.srtt_us.map(Duration::from_micros));
+            let timeout = p.pmtu.probe_timeout(p.srtt_us.map(Duration::from_micros), rate);
             let confirm = p.pmtu.confirm_interval(rate);
             if let Some(size) = p.pmtu.poll(now, timeout, confirm) {
                 self.pending.push_back(Pending::Probe {

@@ -1827,3 +1827,73 @@ fn a_path_mtu_that_drops_is_noticed_within_two_seconds_and_found_again_when_it_r
     assert!(got > 1460, "raised to {got}");
     eprintln!("noticed after {noticed:?}");
 }
+
+#[test]
+fn to_a_peer_that_takes_no_pieces_a_packet_too_big_for_its_path_is_answered_with_icmp() {
+    let mut p = mtu_pair(73, 1500, [1472, 1472]);
+    p.ep(Side::A).forget_peer_pieces();
+    let most = p.ep(Side::A).path_info(PathId(0)).datagram_max - 40;
+    let before = p.node(Side::A).sent_log.len();
+    let mut big = packet(1, 1500);
+    big[12..20].copy_from_slice(&[10, 0, 0, 1, 10, 0, 0, 2]);
+    let _ = p.send(Side::A, &big);
+    p.run(ms(100));
+    assert_eq!(p.ep(Side::A).drops().too_big, 1);
+    let answer = p.ep(Side::A).take_icmp().expect("an ICMP answer");
+    assert_eq!((answer[9], answer[20], answer[21]), (1, 3, 4), "fragmentation needed");
+    assert_eq!(usize::from(u16::from_be_bytes([answer[26], answer[27]])), most);
+    assert!(p.delivered_numbers(Side::B).is_empty());
+    // what fits still goes; nothing of the big one went
+    let _ = p.send(Side::A, &packet(2, most));
+    p.run(ms(100));
+    assert_eq!(p.delivered_numbers(Side::B), [2]);
+    let data = p.node(Side::A).sent_log[before..]
+        .iter()
+        .filter(|(_, d)| matches!(kind_of(d), Kind::Data | Kind::Bundle | Kind::Continued))
+        .count();
+    assert_eq!(data, 1);
+    // answers are rate-limited
+    for _ in 0..100 {
+        let _ = p.send(Side::A, &big);
+    }
+    let mut answers = 0;
+    while p.ep(Side::A).take_icmp().is_some() {
+        answers += 1;
+    }
+    assert_eq!(answers, mpt_tunnel::ICMP_PER_SECOND - 1);
+    assert_eq!(p.ep(Side::A).drops().too_big, 101);
+}
+
+#[test]
+fn a_slow_path_is_probed_for_its_mtu_only_while_large_packets_need_it() {
+    let mut p = rated_pair_unfound(74, 128_000);
+    let probes = |p: &Pair| sent(p, Side::A, Kind::Probe);
+    // small packets only: 100 a second for 3 s
+    for n in 0..300 {
+        let _ = p.send(Side::A, &packet(n, 160));
+        p.run(ms(10));
+    }
+    assert_eq!(probes(&p), 0, "a slow path carrying small packets was probed");
+    // one large packet: the search starts
+    let _ = p.send(Side::A, &packet(1000, 1400));
+    p.run(ms(3000));
+    assert!(probes(&p) >= 1);
+    assert!(p.ep(Side::A).path_info(PathId(0)).pmtu_found);
+}
+
+/// [`rated_pair`] of one path of `rate` bits/s, keys agreed, its MTU not searched for yet.
+fn rated_pair_unfound(seed: u64, rate: u64) -> Pair {
+    let cfg = |side| {
+        let mut c = sim::config(side, 1, true);
+        c.scheduler = mpt_sched::SchedulerKind::Rate;
+        c.paths[0].rate_bps = Some(rate);
+        c
+    };
+    let mut p = Pair::with(sim::seed(seed), cfg(Side::A), cfg(Side::B));
+    for side in [Side::A, Side::B] {
+        p.link(side, 0).rate_bps = Some(rate);
+    }
+    p.run_until(ms(500), Pair::agreed)
+        .expect("keys agreed within 500 ms");
+    p
+}

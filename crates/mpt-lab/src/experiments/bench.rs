@@ -131,10 +131,12 @@ fn measure(lab: &mut Lab, setup: String, addr: &str, pids: &[u32]) -> Result<Row
 }
 
 /// Runs `measure` on the bare veth, then through mptd over each of `path_counts` unshaped
-/// paths with each encryption setting: `measure(lab, setup name, address, daemon pids)`.
+/// paths with each encryption setting and tunnel MTU (none given: the default):
+/// `measure(lab, setup name, address, daemon pids)`.
 fn each_setup<R>(
     path_counts: &[usize],
     encryptions: &[String],
+    mtus: &[u16],
     mut measure: impl FnMut(&mut Lab, String, &str, &[u32]) -> Result<R>,
 ) -> Result<Vec<R>> {
     let mut rows = Vec::new();
@@ -143,18 +145,23 @@ fn each_setup<R>(
         let addr = lab.path_addr(Side::B, 0);
         rows.push(measure(&mut lab, "raw veth".into(), &addr, &[])?);
     }
+    let default = [TunnelOpts::default().mtu];
+    let mtus = if mtus.is_empty() { &default[..] } else { mtus };
     for &paths in path_counts {
         for enc in encryptions {
-            let opts = TunnelOpts {
-                encryption: enc.clone(),
-                ..TunnelOpts::default()
-            };
-            let (mut lab, pids) = tunnel_lab(paths, &opts)?;
-            let setup = format!(
-                "mptd, {paths} path{}, {enc}",
-                if paths > 1 { "s" } else { "" }
-            );
-            rows.push(measure(&mut lab, setup, &tunnel_addr(Side::B), &pids)?);
+            for &mtu in mtus {
+                let opts = TunnelOpts {
+                    encryption: enc.clone(),
+                    mtu,
+                    ..TunnelOpts::default()
+                };
+                let (mut lab, pids) = tunnel_lab(paths, &opts)?;
+                let setup = format!(
+                    "mptd, {paths} path{}, {enc}, MTU {mtu}",
+                    if paths > 1 { "s" } else { "" }
+                );
+                rows.push(measure(&mut lab, setup, &tunnel_addr(Side::B), &pids)?);
+            }
         }
     }
     Ok(rows)
@@ -170,7 +177,7 @@ pub fn run_latency(out: &Path, encryptions: &[String]) -> Result<String> {
         eprintln!("{setup}: p50 {p50:.0} µs, p99 {p99:.0} µs");
         Ok((setup, p50, p99))
     };
-    let mut rows = each_setup(&[1], encryptions, |lab, setup, addr, _| {
+    let mut rows = each_setup(&[1], encryptions, &[], |lab, setup, addr, _| {
         idle_ping(lab, setup, addr)
     })?;
     for (spin, setup) in [
@@ -254,9 +261,9 @@ pub fn run_compare(
 }
 
 /// Run the throughput benchmark; returns the markdown table (also written to `out`).
-pub fn run_throughput(out: &Path, encryptions: &[String]) -> Result<String> {
+pub fn run_throughput(out: &Path, encryptions: &[String], mtus: &[u16]) -> Result<String> {
     std::fs::create_dir_all(out)?;
-    let rows = each_setup(&[1, 2], encryptions, measure)?;
+    let rows = each_setup(&[1, 2], encryptions, mtus, measure)?;
     let raw = rows[0].tcp1_bps.max(1.0);
     let mut md = String::new();
     writeln!(md, "| setup | TCP 1 stream Gbit/s | TCP 4 streams Gbit/s | UDP 1400 B Gbit/s received (kpps, loss) | mptd/raw (TCP 1) | daemons' CPU s/GB | ping idle p50 / p99 µs | ping under TCP load p50 / p99 µs |")?;

@@ -7,6 +7,7 @@
 //! * [`tun_write`]: writing released packets to the TUN device from where they lie.
 
 pub mod rx;
+pub mod tun_read;
 pub mod tun_write;
 pub mod tx;
 

@@ -26,8 +26,10 @@ pub async fn tx_task(t: Arc<Tunnel>, queue: usize) -> Result<()> {
     let prefix = t.prefix;
     // Each packet is read after room for the header (and counter), and sealed in place.
     let mut original = vec![0u8; tun_rs::VIRTIO_NET_HDR_LEN + 65535];
-    // Room one TUN read may need: a 64 KiB TSO super-packet split into MTU-sized packets.
-    let read_room = 65_535 / mtu.saturating_sub(40).max(1) + 2;
+    // Room one TUN read may need: a 64 KiB TSO super-packet split into MTU-sized packets, or
+    // into segments that fit a path.
+    let read_room = (65_535 / mtu.saturating_sub(40).max(1) + 2)
+        .max(crate::datapath::tun_read::max_segments());
     let batch = TX_BATCH.max(2 * read_room);
     let mut bufs: Vec<Vec<u8>> = (0..batch)
         .map(|_| vec![0u8; prefix + mtu + TAG_LEN])
@@ -48,11 +50,14 @@ pub async fn tx_task(t: Arc<Tunnel>, queue: usize) -> Result<()> {
         .min()
         .unwrap_or(1);
     let mut runs: Vec<GsoRun> = (0..mpt_core::MAX_PATHS).map(|_| GsoRun::new(gso)).collect();
+    // "too big" answers to packets the tunnel could not carry, back into the TUN device
+    let mut answers: Vec<Vec<u8>> = Vec::new();
+    let mut gro = tun_rs::GROTable::default();
     loop {
-        let n = match tun
-            .recv_multiple(&mut original, &mut bufs, &mut sizes, prefix)
-            .await
-        {
+        let whole = t.whole_max.load(Relaxed);
+        let n = match tun.recv(&mut original).await.and_then(|len| {
+            crate::datapath::tun_read::split(&mut original[..len], &mut bufs, &mut sizes, prefix, whole)
+        }) {
             Ok(n) => n,
             Err(e) => {
                 // A malformed super-packet or a full batch: counted, not fatal; a device that
@@ -71,7 +76,16 @@ pub async fn tx_task(t: Arc<Tunnel>, queue: usize) -> Result<()> {
         // that runs to a path leave in one GSO send.
         let mut n = n;
         while batch - n >= read_room {
-            match tun.try_recv_multiple(&mut original, &mut bufs[n..], &mut sizes[n..], prefix) {
+            let more = tun.try_recv(&mut original).and_then(|len| {
+                crate::datapath::tun_read::split(
+                    &mut original[..len],
+                    &mut bufs[n..],
+                    &mut sizes[n..],
+                    prefix,
+                    whole,
+                )
+            });
+            match more {
                 Ok(more) => {
                     t.calls.tun_reads.fetch_add(1, Relaxed);
                     n += more;
@@ -130,8 +144,18 @@ pub async fn tx_task(t: Arc<Tunnel>, queue: usize) -> Result<()> {
                 &mut plan,
                 &mut remotes,
                 &mut runs,
+                &mut answers,
             )
             .await;
+        }
+        for a in answers.drain(..) {
+            let mut buf = vec![0u8; prefix + a.len()];
+            buf[prefix..].copy_from_slice(&a);
+            if let Err(e) = tun.send_multiple(&mut gro, &mut [buf], prefix).await {
+                if let Some(n) = t.io_drop(DropReason::TunWriteError, 1) {
+                    warn!(error = %e, dropped = n, "writing an ICMP answer to the TUN device failed");
+                }
+            }
         }
     }
 }
@@ -149,6 +173,7 @@ async fn send_for_peer(
     plan: &mut [Option<PathId>],
     remotes: &mut Vec<Option<SocketAddr>>,
     runs: &mut [GsoRun],
+    answers: &mut Vec<Vec<u8>>,
 ) {
     // routes only name slots the peer list has (it never shrinks)
     let Some(peer) = t.peer(i) else {
@@ -170,9 +195,11 @@ async fn send_for_peer(
             return;
         };
         peer.apply_too_big(ep, now);
+        t.whole_max.store(ep.largest_whole_packet(), Relaxed);
         let sealer = ep.number_batch(now, &masked[..n], &mut bufs[..n], &mut plan[..n]);
         ep.take_bundles(&mut bundles);
         ep.take_after_batch(&mut after);
+        answers.extend(std::iter::from_fn(|| ep.take_icmp()));
         remotes.clear();
         remotes.extend((0..ep.path_count()).map(|p| ep.remote(PathId(p as u8))));
         if peer.note_deadline(ep) {

@@ -1,0 +1,174 @@
+//! One read from the TUN device, split into packets: a super-packet (TSO, USO) into its
+//! segments, and a TCP super-packet into segments that each fit a path's datagram whole, so
+//! that bulk TCP through a tunnel whose MTU is larger than the paths' (1500 over 1500) is not
+//! sent in pieces (`docs/protocol.md`, "Packets in pieces"): the inner TCP negotiated its MSS
+//! from the tunnel's MTU, and gets segments a little shorter than that, as it would behind a
+//! router that segments for it.
+
+use std::io;
+
+use tun_rs::{VirtioNetHdr, VIRTIO_NET_HDR_GSO_TCPV4, VIRTIO_NET_HDR_GSO_TCPV6, VIRTIO_NET_HDR_LEN};
+
+const GSO_NONE: u8 = 0;
+const GSO_ECN: u8 = 0x80;
+const NEEDS_CSUM: u8 = 1;
+
+/// TCP segments are cut no shorter than this to fit a path (a path that carries less sends
+/// the kernel's segments in pieces): a super-packet never needs more than
+/// [`max_segments`] buffers.
+pub const MIN_SEGMENT: usize = 1000;
+
+/// Most packets one read can split into.
+pub fn max_segments() -> usize {
+    65_535 / MIN_SEGMENT + 2
+}
+
+/// Split `raw` (the virtio-net header and the packet or super-packet after it, as read) into
+/// packets at `offset` in `bufs`, their lengths in `sizes`; returns how many. TCP segments are
+/// cut to at most `max_packet` bytes (headers included) when the kernel's are longer and at
+/// least [`MIN_SEGMENT`] bytes of payload are left.
+pub fn split<B: AsRef<[u8]> + AsMut<[u8]>>(
+    raw: &mut [u8],
+    bufs: &mut [B],
+    sizes: &mut [usize],
+    offset: usize,
+    max_packet: usize,
+) -> io::Result<usize> {
+    if raw.len() <= VIRTIO_NET_HDR_LEN {
+        return Err(io::Error::other(format!(
+            "a read of {} bytes, no longer than the virtio-net header",
+            raw.len()
+        )));
+    }
+    let mut hdr = VirtioNetHdr::decode(raw)?;
+    let input = &mut raw[VIRTIO_NET_HDR_LEN..];
+    let len = input.len();
+    if hdr.gso_type == GSO_NONE {
+        if hdr.flags & NEEDS_CSUM != 0 {
+            finish_checksum(input, usize::from(hdr.csum_start), usize::from(hdr.csum_offset))?;
+        }
+        let room = bufs
+            .first_mut()
+            .and_then(|b| b.as_mut().get_mut(offset..offset + len))
+            .ok_or_else(|| io::Error::other(format!("a packet of {len} bytes overflows its buffer")))?;
+        room.copy_from_slice(input);
+        sizes[0] = len;
+        return Ok(1);
+    }
+    let is_v6 = match input.first().map(|b| b >> 4) {
+        Some(4) => false,
+        Some(6) => true,
+        v => return Err(io::Error::other(format!("a super-packet of IP version {v:?}"))),
+    };
+    let csum_start = usize::from(hdr.csum_start);
+    // the header lengths from the headers themselves (the kernel's hdr_len may be the whole
+    // first segment on the forwarding path)
+    let hdr_len = match hdr.gso_type & !GSO_ECN {
+        VIRTIO_NET_HDR_GSO_TCPV4 | VIRTIO_NET_HDR_GSO_TCPV6 => {
+            let th = input
+                .get(csum_start + 12)
+                .map(|b| usize::from(b >> 4) * 4)
+                .filter(|t| (20..=60).contains(t))
+                .ok_or_else(|| io::Error::other("a TCP super-packet without a valid TCP header"))?;
+            let hdr_len = csum_start + th;
+            let fit = max_packet.saturating_sub(hdr_len);
+            if fit >= MIN_SEGMENT && fit < usize::from(hdr.gso_size) {
+                hdr.gso_size = fit as u16;
+            }
+            hdr_len
+        }
+        _ => csum_start + 8,
+    };
+    if len < hdr_len || csum_start + usize::from(hdr.csum_offset) + 2 > len {
+        return Err(io::Error::other("a super-packet shorter than its headers"));
+    }
+    hdr.hdr_len = u16::try_from(hdr_len).map_err(io::Error::other)?;
+    tun_rs::gso_split(input, hdr, bufs, sizes, offset, is_v6)
+}
+
+/// Complete a checksum the kernel left partial (`CHECKSUM_PARTIAL`): the field at
+/// `start + at` holds the pseudo-header's sum; the checksum covers everything from `start`.
+fn finish_checksum(p: &mut [u8], start: usize, at: usize) -> io::Result<()> {
+    let field = start + at;
+    if field + 2 > p.len() {
+        return Err(io::Error::other("a checksum field past the packet"));
+    }
+    let mut sum = u64::from(u16::from_be_bytes([p[field], p[field + 1]]));
+    p[field] = 0;
+    p[field + 1] = 0;
+    let mut chunks = p[start..].chunks_exact(2);
+    for c in &mut chunks {
+        sum += u64::from(u16::from_be_bytes([c[0], c[1]]));
+    }
+    if let [last] = chunks.remainder() {
+        sum += u64::from(*last) << 8;
+    }
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    p[field..field + 2].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A TCP/IPv4 super-packet of `payload` bytes in segments of `mss`, as the kernel hands it
+    /// over: its virtio-net header, then the packet.
+    fn super_packet(payload: usize, mss: u16) -> Vec<u8> {
+        let hdr = VirtioNetHdr {
+            flags: NEEDS_CSUM,
+            gso_type: VIRTIO_NET_HDR_GSO_TCPV4,
+            hdr_len: 40,
+            gso_size: mss,
+            csum_start: 20,
+            csum_offset: 16,
+        };
+        let mut raw = vec![0u8; VIRTIO_NET_HDR_LEN + 40 + payload];
+        hdr.encode(&mut raw).expect("header");
+        let p = &mut raw[VIRTIO_NET_HDR_LEN..];
+        p[0] = 0x45;
+        p[2..4].copy_from_slice(&((40 + payload) as u16).to_be_bytes());
+        p[8] = 64;
+        p[9] = 6;
+        p[12..16].copy_from_slice(&[10, 0, 0, 1]);
+        p[16..20].copy_from_slice(&[10, 0, 0, 2]);
+        p[32] = 5 << 4;
+        for (k, b) in p[40..].iter_mut().enumerate() {
+            *b = k as u8;
+        }
+        raw
+    }
+
+    fn run(raw: &mut [u8], max_packet: usize) -> Vec<usize> {
+        let mut bufs = vec![vec![0u8; 24 + 1500]; 80];
+        let mut sizes = vec![0usize; 80];
+        let n = split(raw, &mut bufs, &mut sizes, 24, max_packet).expect("split");
+        sizes[..n].to_vec()
+    }
+
+    #[test]
+    fn tcp_super_packets_are_cut_to_fit_a_path_and_no_shorter_than_the_floor() {
+        // the kernel's own segments when they fit
+        assert_eq!(run(&mut super_packet(4000, 1448), 1500), [1488, 1488, 1144]);
+        // cut to fit 1432-byte packets: 1392 bytes of payload each
+        assert_eq!(run(&mut super_packet(4000, 1448), 1432), [1432, 1432, 1256]);
+        // never below the floor: a path that small gets the kernel's segments in pieces
+        assert_eq!(run(&mut super_packet(4000, 1448), 900), [1488, 1488, 1144]);
+    }
+
+    #[test]
+    fn a_plain_packet_is_copied_whole_and_a_broken_read_is_refused() {
+        let mut raw = vec![0u8; VIRTIO_NET_HDR_LEN + 60];
+        raw[VIRTIO_NET_HDR_LEN] = 0x45;
+        assert_eq!(run(&mut raw, 1400), [60]);
+        let mut short = vec![0u8; VIRTIO_NET_HDR_LEN];
+        let mut bufs = vec![vec![0u8; 100]];
+        let mut sizes = vec![0];
+        assert!(split(&mut short, &mut bufs, &mut sizes, 0, 1400).is_err());
+        let mut bad = super_packet(4000, 1448);
+        bad[VIRTIO_NET_HDR_LEN + 32] = 2 << 4; // a TCP header of 8 bytes
+        assert!(split(&mut bad, &mut bufs, &mut sizes, 0, 1400).is_err());
+    }
+}
