@@ -169,3 +169,102 @@ fn a_path_mtu_that_drops_under_traffic_is_noticed_within_two_seconds_and_nothing
     assert!(intervals.len() >= 8, "{intervals:?}");
     assert!(intervals.iter().all(|&b| b > 1e6), "a second nearly without traffic: {intervals:?}");
 }
+
+/// Forged pieces, in the clear, with the session's index and from the peer's own address and
+/// port (the worst a stranger can do without keys): pieces of packets that never complete,
+/// overlapping pieces, pieces past the MTU. Nothing reaches tun0, each is counted, and the
+/// daemon's memory stays bounded (at most 64 packets of 1500 bytes wait).
+#[test]
+fn forged_pieces_never_reach_tun0_and_memory_stays_bounded() {
+    need!("mtu_forged_pieces");
+    use mpt_core::wire::{HeaderRepr, Kind, HEADER_LEN};
+    use mpt_core::PathId;
+    let mut lab = Lab::new(&[LinkSpec::unshaped()]).expect("lab");
+    let opts = TunnelOpts {
+        mtu: 1500,
+        encryption: "none".into(),
+        ..TunnelOpts::default()
+    };
+    lab.start_mptd(Side::A, &opts).expect("mptd a");
+    let pid_b = lab.start_mptd(Side::B, &opts).expect("mptd b");
+    lab.wait_for_tunnel(Duration::from_secs(10)).expect("tunnel");
+    lab.stop_mptd(Side::A).expect("stop a");
+    let before = lab.status(Side::B).expect("status");
+    let session = u32::from_str_radix(&before.tunnel.session, 16).expect("hex session");
+    let rss = |pid: u32| -> u64 {
+        let s = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+        s.lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmRSS")
+    };
+    let rss0 = rss(pid_b);
+    let datagram = |kind: Kind, seq: u32, body: &[u8]| {
+        let mut d = vec![0u8; HEADER_LEN];
+        HeaderRepr {
+            kind,
+            path: PathId(0),
+            path_seq: seq as u16,
+            session,
+            seq,
+            timestamp: 0,
+        }
+        .emit(&mut d);
+        d.extend_from_slice(body);
+        d
+    };
+    let continuation = |offset: u16, len: u16| {
+        let mut b = offset.to_be_bytes().to_vec();
+        b.extend_from_slice(&len.to_be_bytes());
+        b.resize(4 + usize::from(len), 0x5a);
+        b
+    };
+    let head = |total: u16, len: usize| {
+        let mut b = vec![0u8; 1 + len];
+        b[1] = 0x45;
+        b[3..5].copy_from_slice(&total.to_be_bytes());
+        b
+    };
+    let mut forged = Vec::new();
+    // pieces of 20000 packets that never complete
+    for k in 0..20_000u32 {
+        forged.push(datagram(Kind::Continued, 1_000_000 + k, &continuation(700, 700)));
+    }
+    // a head piece, then a piece overlapping it: the packet is dropped
+    for k in 0..100u32 {
+        forged.push(datagram(Kind::Bundle, 5_000_000 + k, &head(1500, 800)));
+        forged.push(datagram(Kind::Continued, 5_000_000 + k, &continuation(700, 800)));
+    }
+    // a head piece claiming more than the MTU
+    forged.push(datagram(Kind::Bundle, 6_000_000, &head(9000, 800)));
+    let n = forged.len();
+    let target = format!("{}:4754", lab.path_addr(Side::B, 0));
+    let a0 = lab.path_addr(Side::A, 0);
+    lab.in_ns(Side::A, move || {
+        let s = std::net::UdpSocket::bind(format!("{a0}:4754")).expect("bind as the peer");
+        for (i, d) in forged.iter().enumerate() {
+            s.send_to(d, &target).expect("send");
+            if i % 200 == 0 {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+    })
+    .expect("ns");
+    std::thread::sleep(Duration::from_millis(2500));
+    let after = lab.status(Side::B).expect("mptd on b still answers");
+    let rss1 = rss(pid_b);
+    let (d0, d1) = (&before.tunnel.drops, &after.tunnel.drops);
+    eprintln!(
+        "RESULT mtu: {n} forged pieces: {} overlapping, {} expired, {} more delivered; B's memory {} -> {} KiB",
+        d1.fragment_overlap - d0.fragment_overlap,
+        d1.fragment_expired - d0.fragment_expired,
+        after.tunnel.delivered - before.tunnel.delivered,
+        rss0,
+        rss1
+    );
+    assert_eq!(after.tunnel.delivered, before.tunnel.delivered, "forged pieces reached tun0");
+    assert_eq!(d1.fragment_overlap - d0.fragment_overlap, 101);
+    // every incomplete packet is given up, pushed out or timed out
+    assert!(d1.fragment_expired - d0.fragment_expired >= 20_000 + 100 - 101);
+    assert!(rss1 < rss0 + 8 * 1024, "memory grew from {rss0} to {rss1} KiB");
+}
