@@ -17,7 +17,7 @@ use crate::tunnel::Tunnel;
 const TX_BATCH: usize = 256;
 
 /// TUN → scheduler → path socket, a batch at a time: one TUN read (a TCP super-packet from
-/// TSO is split into tunnel-MTU packets), one lock of the endpoint to schedule and number the
+/// TSO is split into segments that fit a path's datagram), one lock of the endpoint to schedule and number the
 /// whole batch, sealing in place without the lock, and per path one GSO send for each run of
 /// datagrams.
 pub async fn tx_task(t: Arc<Tunnel>, queue: usize) -> Result<()> {
