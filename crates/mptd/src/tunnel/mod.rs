@@ -321,6 +321,11 @@ impl Tunnel {
         };
         match s.io.try_send(datagram, remote, peer.source(path)) {
             Ok(()) => peer.sent(path, 1, datagram.len()),
+            // a control datagram too big for the route is a path MTU probe of a size that
+            // does not pass: discovery's answer, not a drop
+            Err(e) if e.raw_os_error() == Some(libc::EMSGSIZE) => {
+                peer.note_too_big(path, datagram.len());
+            }
             Err(e) => self.send_failed(peer, path, datagram.len(), &e),
         }
     }
