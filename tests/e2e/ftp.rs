@@ -1,17 +1,6 @@
-use std::process::Command;
+use mpt_lab::harness::{Lab, Side, TunnelOpts};
 
-use mpt_lab::harness::{run, Lab, Side, TunnelOpts};
-
-use crate::{four_paths, need};
-
-fn sha256(path: &std::path::Path) -> String {
-    let out = run(Command::new("sha256sum").arg(path)).expect("sha256sum");
-    String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .next()
-        .unwrap_or_default()
-        .to_owned()
-}
+use crate::{four_paths, need, sha256};
 
 #[test]
 fn ftp_download_and_upload_through_the_tunnel_are_intact() {

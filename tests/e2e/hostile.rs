@@ -90,15 +90,6 @@ fn set_counter(d: &mut [u8], c: u64) {
         .expect("a sealed datagram");
 }
 
-/// Resident memory of `pid` in KiB.
-fn rss_kib(pid: u32) -> u64 {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
-    s.lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmRSS")
-}
-
 /// Every counter a hostile datagram can land in.
 fn hostile_total(d: &DropCounts) -> u64 {
     d.malformed()
@@ -174,7 +165,7 @@ fn a_stranger_spraying_the_path_ports_gets_nothing_into_tun0() {
         genuine.len()
     );
     let top = genuine.iter().map(|d| counter(d)).max().unwrap_or(0);
-    let rss0 = rss_kib(pid_b);
+    let rss0 = crate::rss_kib(pid_b);
     let delivered0 = lab.status(Side::B).expect("status").tunnel.delivered;
 
     let mut rng = Rng::new(0x2545_F491_4F6C_DD1D);
@@ -319,7 +310,7 @@ fn a_stranger_spraying_the_path_ports_gets_nothing_into_tun0() {
         format!("{a0}:4754"),
         "B now sends to the stranger"
     );
-    let rss1 = rss_kib(pid_b);
+    let rss1 = crate::rss_kib(pid_b);
     eprintln!("RESULT hostile: mptd on B resident {rss0} KiB before the spray, {rss1} KiB after");
     assert!(
         rss1 < rss0 + 16 * 1024,

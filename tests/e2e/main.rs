@@ -67,6 +67,26 @@ macro_rules! need {
     };
 }
 
+/// The SHA-256 of a file, as `sha256sum` prints it.
+pub fn sha256(path: &std::path::Path) -> String {
+    let out = mpt_lab::harness::run(std::process::Command::new("sha256sum").arg(path))
+        .expect("sha256sum");
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Resident memory of `pid` in KiB.
+pub fn rss_kib(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+    s.lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS")
+}
+
 /// UDP datagrams `side`'s kernel dropped for want of socket buffer so far (RcvbufErrors in
 /// its namespace): the daemon's path sockets and the receiving iperf3's alike.
 pub fn kernel_udp_drops(lab: &Lab, side: Side) -> u64 {

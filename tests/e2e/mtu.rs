@@ -1,23 +1,13 @@
 //! The full 1500-byte inner MTU over paths whose MTUs are smaller, found by path MTU
 //! discovery: packets in pieces, and a path MTU that drops under traffic.
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use mpt_lab::harness::{run, tunnel_addr, Lab, LinkSpec, Side, TunnelOpts};
+use mpt_lab::harness::{tunnel_addr, Lab, LinkSpec, Side, TunnelOpts};
 
-use crate::need;
+use crate::{need, sha256};
 
 const V6_B: &str = "2001:db8:19::2";
-
-fn sha256(path: &std::path::Path) -> String {
-    let out = run(Command::new("sha256sum").arg(path)).expect("sha256sum");
-    String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .next()
-        .unwrap_or_default()
-        .to_owned()
-}
 
 /// Set the MTU of link `i` on `sides`.
 fn set_mtu(lab: &Lab, sides: &[Side], i: usize, mtu: u32) {
@@ -191,14 +181,7 @@ fn forged_pieces_never_reach_tun0_and_memory_stays_bounded() {
     lab.stop_mptd(Side::A).expect("stop a");
     let before = lab.status(Side::B).expect("status");
     let session = u32::from_str_radix(&before.tunnel.session, 16).expect("hex session");
-    let rss = |pid: u32| -> u64 {
-        let s = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
-        s.lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .expect("VmRSS")
-    };
-    let rss0 = rss(pid_b);
+    let rss0 = crate::rss_kib(pid_b);
     let datagram = |kind: Kind, seq: u32, body: &[u8]| {
         let mut d = vec![0u8; HEADER_LEN];
         HeaderRepr {
@@ -252,7 +235,7 @@ fn forged_pieces_never_reach_tun0_and_memory_stays_bounded() {
     .expect("ns");
     std::thread::sleep(Duration::from_millis(2500));
     let after = lab.status(Side::B).expect("mptd on b still answers");
-    let rss1 = rss(pid_b);
+    let rss1 = crate::rss_kib(pid_b);
     let (d0, d1) = (&before.tunnel.drops, &after.tunnel.drops);
     eprintln!(
         "RESULT mtu: {n} forged pieces: {} overlapping, {} expired, {} more delivered; B's memory {} -> {} KiB",

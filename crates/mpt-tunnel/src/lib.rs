@@ -38,7 +38,7 @@ pub use crypto::PREVIOUS_SESSION_KEPT;
 pub use drops::{DropCounts, DropReason, Drops};
 pub use endpoint::{Endpoint, PathInfo, ICMP_PER_SECOND};
 pub use liveness::LinkState;
-pub use icmp::too_big;
+pub use icmp::{internet_checksum, too_big};
 pub use open::{Opened, Opener};
 pub use pmtu::BASE_DATAGRAM;
 pub use reassembly::{Piece, Reassembly, MAX_INCOMPLETE, MAX_PIECES};

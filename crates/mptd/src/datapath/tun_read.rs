@@ -93,20 +93,11 @@ fn finish_checksum(p: &mut [u8], start: usize, at: usize) -> io::Result<()> {
     if field + 2 > p.len() {
         return Err(io::Error::other("a checksum field past the packet"));
     }
-    let mut sum = u64::from(u16::from_be_bytes([p[field], p[field + 1]]));
+    let partial = u32::from(u16::from_be_bytes([p[field], p[field + 1]]));
     p[field] = 0;
     p[field + 1] = 0;
-    let mut chunks = p[start..].chunks_exact(2);
-    for c in &mut chunks {
-        sum += u64::from(u16::from_be_bytes([c[0], c[1]]));
-    }
-    if let [last] = chunks.remainder() {
-        sum += u64::from(*last) << 8;
-    }
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    p[field..field + 2].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+    let sum = mpt_tunnel::internet_checksum(partial, &[&p[start..]]);
+    p[field..field + 2].copy_from_slice(&sum.to_be_bytes());
     Ok(())
 }
 
