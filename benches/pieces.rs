@@ -34,8 +34,7 @@ fn pieces(c: &mut Criterion) {
         b.iter(|| {
             head.clear();
             rest.clear();
-            push_bundle_entry(&mut head, None, 1000, black_box(&packet[..head_len]))
-                .expect("fits");
+            push_bundle_entry(&mut head, None, 1000, black_box(&packet[..head_len])).expect("fits");
             push_continuation(&mut rest, head_len, black_box(&packet[head_len..]));
             black_box((head.len(), rest.len()))
         })

@@ -54,18 +54,35 @@ fn a_1500_byte_tunnel_carries_full_size_packets_over_paths_of_mtu_1500_1492_and_
     };
     lab.start_tunnel(&opts).expect("tunnel");
     let (mtus, took) = discovered(&lab, Side::A, Duration::from_secs(10));
-    eprintln!("RESULT mtu: paths' MTUs found {mtus:?} after {took:?} (interfaces 1500, 1492, 1280)");
+    eprintln!(
+        "RESULT mtu: paths' MTUs found {mtus:?} after {took:?} (interfaces 1500, 1492, 1280)"
+    );
     for (got, want) in mtus.iter().zip([1500, 1492, 1280]) {
-        assert!(*got <= want && got + 8 >= want, "found {mtus:?}, interfaces 1500/1492/1280");
+        assert!(
+            *got <= want && got + 8 >= want,
+            "found {mtus:?}, interfaces 1500/1492/1280"
+        );
     }
     assert!(took < Duration::from_secs(5), "discovery took {took:?}");
 
     // full-size pings, with DF and without, both families
     let b4 = tunnel_addr(Side::B);
     for args in [
-        vec!["-c", "20", "-i", "0.05", "-M", "do", "-s", "1472", b4.as_str()],
+        vec![
+            "-c",
+            "20",
+            "-i",
+            "0.05",
+            "-M",
+            "do",
+            "-s",
+            "1472",
+            b4.as_str(),
+        ],
         vec!["-c", "20", "-i", "0.05", "-s", "1472", b4.as_str()],
-        vec!["-6", "-c", "20", "-i", "0.05", "-M", "do", "-s", "1452", V6_B],
+        vec![
+            "-6", "-c", "20", "-i", "0.05", "-M", "do", "-s", "1452", V6_B,
+        ],
         vec!["-6", "-c", "20", "-i", "0.05", "-s", "1452", V6_B],
     ] {
         let loss = ping_loss(&lab, &args);
@@ -74,21 +91,47 @@ fn a_1500_byte_tunnel_carries_full_size_packets_over_paths_of_mtu_1500_1492_and_
 
     // UDP with 1472-byte datagrams (1500-byte packets): none lost to size
     let v = lab
-        .iperf3(Side::A, &b4, 5301, &["-u", "-l", "1472", "-b", "8M", "-t", "4", "--get-server-output"])
+        .iperf3(
+            Side::A,
+            &b4,
+            5301,
+            &[
+                "-u",
+                "-l",
+                "1472",
+                "-b",
+                "8M",
+                "-t",
+                "4",
+                "--get-server-output",
+            ],
+        )
         .expect("iperf3 udp");
     let sent = v["end"]["sum"]["packets"].as_u64().unwrap_or(0);
-    let got = v["server_output_json"]["end"]["sum"]["packets"].as_u64().unwrap_or(0)
-        - v["server_output_json"]["end"]["sum"]["lost_packets"].as_u64().unwrap_or(0);
+    let got = v["server_output_json"]["end"]["sum"]["packets"]
+        .as_u64()
+        .unwrap_or(0)
+        - v["server_output_json"]["end"]["sum"]["lost_packets"]
+            .as_u64()
+            .unwrap_or(0);
     eprintln!("RESULT mtu: iperf3 UDP 1472-byte datagrams: {got} of {sent} arrived");
     assert!(sent > 2000, "{sent} sent");
     assert_eq!(got, sent, "datagrams lost: {v}");
 
     // TCP at the LAN's own MSS, and a file through FTP, intact
-    let v = lab.iperf3(Side::A, &b4, 5302, &["-t", "3"]).expect("iperf3 tcp");
+    let v = lab
+        .iperf3(Side::A, &b4, 5302, &["-t", "3"])
+        .expect("iperf3 tcp");
     let mss = v["start"]["tcp_mss_default"].as_u64().unwrap_or(0);
     let bps = mpt_lab::harness::iperf3_bps(&v);
-    eprintln!("RESULT mtu: TCP over the 1500-byte tunnel: MSS {mss}, {:.1} Mbit/s", bps / 1e6);
-    assert!(mss >= 1448, "MSS {mss}: the tunnel's 1500-byte MTU is not in use");
+    eprintln!(
+        "RESULT mtu: TCP over the 1500-byte tunnel: MSS {mss}, {:.1} Mbit/s",
+        bps / 1e6
+    );
+    assert!(
+        mss >= 1448,
+        "MSS {mss}: the tunnel's 1500-byte MTU is not in use"
+    );
     let ftp = lab.ftp_server(Side::B, 5_000_000).expect("vsftpd");
     let got = lab.dir.join("downloaded.bin");
     let dl = lab
@@ -97,7 +140,11 @@ fn a_1500_byte_tunnel_carries_full_size_packets_over_paths_of_mtu_1500_1492_and_
         .arg(format!("{}/random.bin", ftp.url))
         .output()
         .expect("curl");
-    assert!(dl.status.success(), "{}", String::from_utf8_lossy(&dl.stderr));
+    assert!(
+        dl.status.success(),
+        "{}",
+        String::from_utf8_lossy(&dl.stderr)
+    );
     assert_eq!(sha256(&got), sha256(&ftp.file), "downloaded file differs");
     lab.reap(ftp.pid);
 
@@ -141,7 +188,11 @@ fn a_path_mtu_that_drops_under_traffic_is_noticed_within_two_seconds_and_nothing
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("iperf3 JSON");
     let intervals: Vec<f64> = v["intervals"]
         .as_array()
-        .map(|a| a.iter().filter_map(|i| i["sum"]["bits_per_second"].as_f64()).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|i| i["sum"]["bits_per_second"].as_f64())
+                .collect()
+        })
         .unwrap_or_default();
     let a = lab.status(Side::A).expect("status");
     let p = &a.peers[0].paths[0];
@@ -150,14 +201,27 @@ fn a_path_mtu_that_drops_under_traffic_is_noticed_within_two_seconds_and_nothing
          ({} drops noticed); TCP per second {:?} Mbit/s",
         p.mtu,
         p.mtu_drops,
-        intervals.iter().map(|b| (b / 1e5).round() / 10.0).collect::<Vec<_>>()
+        intervals
+            .iter()
+            .map(|b| (b / 1e5).round() / 10.0)
+            .collect::<Vec<_>>()
     );
     let noticed = noticed.expect("the drop was noticed");
-    assert!(noticed <= Duration::from_secs(2), "noticed after {noticed:?}");
-    assert!(p.mtu <= 1400 && p.mtu + 8 >= 1400, "path 0's MTU now {}", p.mtu);
+    assert!(
+        noticed <= Duration::from_secs(2),
+        "noticed after {noticed:?}"
+    );
+    assert!(
+        p.mtu <= 1400 && p.mtu + 8 >= 1400,
+        "path 0's MTU now {}",
+        p.mtu
+    );
     // no second without traffic: the black hole lasted less than that
     assert!(intervals.len() >= 8, "{intervals:?}");
-    assert!(intervals.iter().all(|&b| b > 1e6), "a second nearly without traffic: {intervals:?}");
+    assert!(
+        intervals.iter().all(|&b| b > 1e6),
+        "a second nearly without traffic: {intervals:?}"
+    );
 }
 
 /// Forged pieces, in the clear, with the session's index and from the peer's own address and
@@ -177,7 +241,8 @@ fn forged_pieces_never_reach_tun0_and_memory_stays_bounded() {
     };
     lab.start_mptd(Side::A, &opts).expect("mptd a");
     let pid_b = lab.start_mptd(Side::B, &opts).expect("mptd b");
-    lab.wait_for_tunnel(Duration::from_secs(10)).expect("tunnel");
+    lab.wait_for_tunnel(Duration::from_secs(10))
+        .expect("tunnel");
     lab.stop_mptd(Side::A).expect("stop a");
     let before = lab.status(Side::B).expect("status");
     let session = u32::from_str_radix(&before.tunnel.session, 16).expect("hex session");
@@ -211,12 +276,20 @@ fn forged_pieces_never_reach_tun0_and_memory_stays_bounded() {
     let mut forged = Vec::new();
     // pieces of 20000 packets that never complete
     for k in 0..20_000u32 {
-        forged.push(datagram(Kind::Continued, 1_000_000 + k, &continuation(700, 700)));
+        forged.push(datagram(
+            Kind::Continued,
+            1_000_000 + k,
+            &continuation(700, 700),
+        ));
     }
     // a head piece, then a piece overlapping it: the packet is dropped
     for k in 0..100u32 {
         forged.push(datagram(Kind::Bundle, 5_000_000 + k, &head(1500, 800)));
-        forged.push(datagram(Kind::Continued, 5_000_000 + k, &continuation(700, 800)));
+        forged.push(datagram(
+            Kind::Continued,
+            5_000_000 + k,
+            &continuation(700, 800),
+        ));
     }
     // a head piece claiming more than the MTU
     forged.push(datagram(Kind::Bundle, 6_000_000, &head(9000, 800)));
@@ -245,9 +318,15 @@ fn forged_pieces_never_reach_tun0_and_memory_stays_bounded() {
         rss0,
         rss1
     );
-    assert_eq!(after.tunnel.delivered, before.tunnel.delivered, "forged pieces reached tun0");
+    assert_eq!(
+        after.tunnel.delivered, before.tunnel.delivered,
+        "forged pieces reached tun0"
+    );
     assert_eq!(d1.fragment_overlap - d0.fragment_overlap, 101);
     // every incomplete packet is given up, pushed out or timed out
     assert!(d1.fragment_expired - d0.fragment_expired >= 20_000 + 100 - 101);
-    assert!(rss1 < rss0 + 8 * 1024, "memory grew from {rss0} to {rss1} KiB");
+    assert!(
+        rss1 < rss0 + 8 * 1024,
+        "memory grew from {rss0} to {rss1} KiB"
+    );
 }

@@ -80,7 +80,12 @@ fn tcp_over_four_shaped_paths_reaches_90_percent_of_their_sum_once() {
         lab.status(Side::B).map(|s| s.tunnel.reseq.reordered).unwrap_or(0),
         lab.status(Side::B).map(|s| s.tunnel.reseq.delivered_out_of_order).unwrap_or(0),
     );
-    let datagrams: u64 = after.paths.iter().zip(&before.paths).map(|(a, b)| a.tx_packets - b.tx_packets).sum();
+    let datagrams: u64 = after
+        .paths
+        .iter()
+        .zip(&before.paths)
+        .map(|(a, b)| a.tx_packets - b.tx_packets)
+        .sum();
     let packets = after.tunnel.tx_packets - before.tunnel.tx_packets;
     eprintln!(
         "RESULT tcp: {datagrams} datagrams for {packets} packets ({:.3} each) at tunnel MTU {}",

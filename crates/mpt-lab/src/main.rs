@@ -259,7 +259,13 @@ fn main() -> ExitCode {
             rounds,
             count,
             mtu,
-        } => bench(&what, &encryption, &out, (&mptd, paths, rounds), (count, &mtu)),
+        } => bench(
+            &what,
+            &encryption,
+            &out,
+            (&mptd, paths, rounds),
+            (count, &mtu),
+        ),
         Cmd::Emulate { spec } => serde_json::from_str(&spec)
             .map_err(anyhow::Error::from)
             .and_then(|links: Vec<mpt_lab::harness::emulator::Link>| {

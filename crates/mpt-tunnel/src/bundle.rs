@@ -85,10 +85,8 @@ impl<P> Endpoint<P> {
             let gap = self.seq.wrapping_sub(open.last_seq).wrapping_sub(1);
             let room = cap.saturating_sub(open.buf.len() - self.prefix());
             let need = BUNDLE_ENTRY_LEN + if pieces { MIN_HEAD_PIECE } else { packet.len() };
-            let fits = !open.head
-                && need <= room
-                && open.count < MAX_BUNDLE
-                && gap <= u32::from(u8::MAX);
+            let fits =
+                !open.head && need <= room && open.count < MAX_BUNDLE && gap <= u32::from(u8::MAX);
             if !fits {
                 self.close_riding(now, i, b);
             }
@@ -118,7 +116,13 @@ impl<P> Endpoint<P> {
             return false;
         }
         // the first packet pays for the datagram; the others only for their entries
-        let mut cost = head + BUNDLE_ENTRY_LEN + if open.buf.len() - prefix == head + 1 { overhead } else { 0 };
+        let mut cost = head
+            + BUNDLE_ENTRY_LEN
+            + if open.buf.len() - prefix == head + 1 {
+                overhead
+            } else {
+                0
+            };
         open.last_seq = seq;
         open.count += 1;
         open.head = head < packet.len();

@@ -134,7 +134,11 @@ impl PathState {
             pmtu: crate::pmtu::Pmtu::new(
                 now,
                 ceiling,
-                if remote.is_some_and(|r| r.is_ipv6()) { 48 } else { 28 },
+                if remote.is_some_and(|r| r.is_ipv6()) {
+                    48
+                } else {
+                    28
+                },
             ),
         }
     }
@@ -143,7 +147,12 @@ impl PathState {
     /// learned of its link starts again, but its numbering goes on, so that the peer's
     /// resequencer sees no gap or jump on the id, and batches numbered for it and not yet
     /// sent still find their fences.
-    pub(crate) fn replaced(&self, remote: Option<SocketAddr>, now: Time, ceiling: usize) -> PathState {
+    pub(crate) fn replaced(
+        &self,
+        remote: Option<SocketAddr>,
+        now: Time,
+        ceiling: usize,
+    ) -> PathState {
         PathState {
             path_seq: self.path_seq,
             unsent: self.unsent,

@@ -277,7 +277,10 @@ impl<P> Endpoint<P> {
         let index = self.fresh_index();
         let reply = Response {
             index,
-            flags: self.crypto.flags | self.continues() | CipherFlags::EXPRESS | CipherFlags::PIECES,
+            flags: self.crypto.flags
+                | self.continues()
+                | CipherFlags::EXPRESS
+                | CipherFlags::PIECES,
         }
         .emit();
         let mut d = vec![0u8; RESPONSE_LEN];

@@ -30,7 +30,11 @@ fn too_big_v4(p: &[u8], mtu: u16) -> Option<Vec<u8>> {
         return None;
     }
     let offset = u16::from_be_bytes([p[6], p[7]]) & 0x1fff;
-    if offset != 0 || (p[9] == 1 && p.get(ihl).is_some_and(|&t| !matches!(t, 0 | 8 | 13 | 15 | 17))) {
+    if offset != 0
+        || (p[9] == 1
+            && p.get(ihl)
+                .is_some_and(|&t| !matches!(t, 0 | 8 | 13 | 15 | 17)))
+    {
         return None;
     }
     let quoted = &p[..p.len().min(V4_MAX - 28)];

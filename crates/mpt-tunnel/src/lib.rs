@@ -37,8 +37,8 @@ pub use class::{classify, default_classes, protocol_number, ClassRule, Mode, Pac
 pub use crypto::PREVIOUS_SESSION_KEPT;
 pub use drops::{DropCounts, DropReason, Drops};
 pub use endpoint::{Endpoint, PathInfo, ICMP_PER_SECOND};
-pub use liveness::LinkState;
 pub use icmp::{internet_checksum, too_big};
+pub use liveness::LinkState;
 pub use open::{Opened, Opener};
 pub use pmtu::BASE_DATAGRAM;
 pub use reassembly::{Piece, Reassembly, MAX_INCOMPLETE, MAX_PIECES};
@@ -159,7 +159,8 @@ impl EndpointConfig {
     /// The largest datagram (UDP payload) worth having on path `i`: a whole inner packet of
     /// `mtu` bytes with its header (and counter and tag), below the path's MTU cap if any.
     pub fn datagram_ceiling(&self, i: usize) -> usize {
-        let most = usize::from(self.mtu) + Overhead::new(self.keys.encryption.is_some(), false).datagram();
+        let most =
+            usize::from(self.mtu) + Overhead::new(self.keys.encryption.is_some(), false).datagram();
         let Some(p) = self.paths.get(i) else {
             return most;
         };

@@ -131,7 +131,12 @@ impl Pmtu {
     /// The size of a probe to send at `now`, if one is due (it counts as sent). `timeout`:
     /// how long an earlier probe waits for its answer; `confirm`: how often the size found
     /// is confirmed.
-    pub(crate) fn poll(&mut self, now: Time, timeout: Duration, confirm: Duration) -> Option<usize> {
+    pub(crate) fn poll(
+        &mut self,
+        now: Time,
+        timeout: Duration,
+        confirm: Duration,
+    ) -> Option<usize> {
         if let Some(p) = self.probe {
             if now.saturating_since(p.sent) < timeout {
                 return None;
@@ -200,7 +205,9 @@ impl Pmtu {
             self.size = size;
         }
         if !self.found {
-            if self.fails_at.saturating_sub(self.size) <= SEARCH_GRANULARITY || self.size == self.ceiling {
+            if self.fails_at.saturating_sub(self.size) <= SEARCH_GRANULARITY
+                || self.size == self.ceiling
+            {
                 self.end_search(now);
             } else {
                 self.next = now;
@@ -284,7 +291,10 @@ mod tests {
             let mut p = Pmtu::new(Time::ZERO, 1540, 28);
             let got = run(&mut p, 0, 3000, |_| mtu);
             assert!(p.found(), "{mtu}");
-            assert!(got <= mtu && got + SEARCH_GRANULARITY >= mtu.min(1540), "{mtu}: {got}");
+            assert!(
+                got <= mtu && got + SEARCH_GRANULARITY >= mtu.min(1540),
+                "{mtu}: {got}"
+            );
         }
     }
 
@@ -297,7 +307,12 @@ mod tests {
         assert!(size <= 1464, "{size}");
         assert_eq!(p.drops, 1);
         // and comes back: raised within the raise interval and a search
-        let size = run(&mut p, 5000, RAISE_INTERVAL.as_millis() as u64 + 3000, |_| 1540);
+        let size = run(
+            &mut p,
+            5000,
+            RAISE_INTERVAL.as_millis() as u64 + 3000,
+            |_| 1540,
+        );
         assert_eq!(size, 1540);
     }
 
@@ -316,6 +331,9 @@ mod tests {
         let p = Pmtu::new(Time::ZERO, 1540, 28);
         assert_eq!(p.confirm_interval(Some(100_000_000)), CONFIRM_INTERVAL);
         // 1200 bytes at 128 kbit/s take 75 ms: once in 7.5 s
-        assert_eq!(p.confirm_interval(Some(128_000)), Duration::from_millis(7500));
+        assert_eq!(
+            p.confirm_interval(Some(128_000)),
+            Duration::from_millis(7500)
+        );
     }
 }

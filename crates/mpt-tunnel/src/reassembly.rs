@@ -152,7 +152,6 @@ impl Reassembly {
             .retain(|w| now.saturating_since(w.since) <= timeout);
         (before - self.waiting.len()) as u64 + std::mem::take(&mut self.evicted)
     }
-
 }
 
 #[cfg(test)]
@@ -258,7 +257,13 @@ mod tests {
         let later = Time::ZERO + Duration::from_millis(60);
         // 10 pushed out, then those older than 50 ms at 60 ms (10..=9: none) ...
         assert_eq!(r.expire(later, Duration::from_millis(50)), 10);
-        assert_eq!(r.expire(later + Duration::from_millis(100), Duration::from_millis(50)), MAX_INCOMPLETE as u64);
+        assert_eq!(
+            r.expire(
+                later + Duration::from_millis(100),
+                Duration::from_millis(50)
+            ),
+            MAX_INCOMPLETE as u64
+        );
         assert_eq!(r.waiting(), 0);
     }
 

@@ -378,7 +378,9 @@ impl<P> Endpoint<P> {
             }
             Pending::Probe { path, size } => {
                 // padded to `size` on the wire: its plain form says how long it is
-                let plain = size.saturating_sub(self.seal_overhead()).max(wire::PROBE_MIN_LEN);
+                let plain = size
+                    .saturating_sub(self.seal_overhead())
+                    .max(wire::PROBE_MIN_LEN);
                 buf.resize(plain + SEAL_OVERHEAD, 0);
                 self.fence_header(Kind::Probe, path, now).emit(&mut buf);
                 buf[HEADER_LEN..wire::PROBE_MIN_LEN].copy_from_slice(&(plain as u16).to_be_bytes());

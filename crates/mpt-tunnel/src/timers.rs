@@ -48,7 +48,9 @@ impl<P> Endpoint<P> {
             self.handshake_tick(now);
             self.pmtu_tick(now);
             let expired = self.reasm.expire(now, self.reassembly_timeout());
-            self.counts.drops.add(crate::DropReason::FragmentExpired, expired);
+            self.counts
+                .drops
+                .add(crate::DropReason::FragmentExpired, expired);
         }
         if self.timers.keepalive <= now {
             self.timers.keepalive = next_tick(self.timers.keepalive, now, self.keepalive());
@@ -81,7 +83,9 @@ impl<P> Endpoint<P> {
                 continue;
             }
             let p = &mut self.paths[i];
-            let timeout = p.pmtu.probe_timeout(p.srtt_us.map(Duration::from_micros), rate);
+            let timeout = p
+                .pmtu
+                .probe_timeout(p.srtt_us.map(Duration::from_micros), rate);
             let confirm = p.pmtu.confirm_interval(rate);
             if let Some(size) = p.pmtu.poll(now, timeout, confirm) {
                 self.pending.push_back(Pending::Probe {

@@ -1436,8 +1436,10 @@ fn rated_pair(seed: u64, rate: u64, bundle: bool) -> Pair {
         .expect("keys agreed within 500 ms");
     // and path MTU discovery found the path's, so that its first probes do not queue before
     // the packets of the test
-    p.run_until(ms(2000), |p| p.node(Side::A).ep.path_info(PathId(0)).pmtu_found)
-        .expect("path MTU found within 2 s");
+    p.run_until(ms(2000), |p| {
+        p.node(Side::A).ep.path_info(PathId(0)).pmtu_found
+    })
+    .expect("path MTU found within 2 s");
     p
 }
 
@@ -1702,7 +1704,6 @@ fn to_a_peer_that_does_not_take_bundles_and_express_data_every_packet_goes_as_da
     assert_eq!(p.delivered_numbers(Side::B).len(), 35);
 }
 
-
 /// A pair with `mtu`-byte inner packets over two paths whose links carry datagrams of at
 /// most `datagrams[i]` bytes (black holes above), 10 Mbit/s each, keys agreed.
 fn mtu_pair(seed: u64, mtu: u16, datagrams: [usize; 2]) -> Pair {
@@ -1737,7 +1738,10 @@ fn discovery_finds_each_paths_largest_datagram_within_seconds() {
     let at = found.expect("both paths' MTU found within 3 s");
     for (i, want) in [1472, 1252].into_iter().enumerate() {
         let got = p.ep(Side::A).path_info(PathId(i as u8)).datagram_max;
-        assert!(got <= want && got + 8 >= want, "path {i}: {got}, the link carries {want}");
+        assert!(
+            got <= want && got + 8 >= want,
+            "path {i}: {got}, the link carries {want}"
+        );
     }
     eprintln!("found after {at:?}");
 }
@@ -1745,20 +1749,24 @@ fn discovery_finds_each_paths_largest_datagram_within_seconds() {
 #[test]
 fn packets_larger_than_a_paths_datagram_arrive_whole_and_in_order_in_pieces_that_fill_datagrams() {
     let mut p = mtu_pair(71, 1500, [1472, 1252]);
-    p.run_until(ms(3000), |p| (0..2).all(|i| p.node(Side::A).ep.path_info(PathId(i)).pmtu_found))
-        .expect("found");
+    p.run_until(ms(3000), |p| {
+        (0..2).all(|i| p.node(Side::A).ep.path_info(PathId(i)).pmtu_found)
+    })
+    .expect("found");
     let before = p.node(Side::A).sent_log.len();
     // 1500-byte packets in batches of 8 every 2 ms (48 Mbit/s offered to 20 Mbit/s of paths
     // for 200 ms: they queue, as bulk does)
     let mut sent = Vec::new();
     for b in 0..100u32 {
-        let batch: Vec<Vec<u8>> = (0..8).map(|k| {
-            let mut q = packet(b * 8 + k, 1500);
-            for (j, byte) in q[24..].iter_mut().enumerate() {
-                *byte = (j as u32 ^ (b * 8 + k)) as u8;
-            }
-            q
-        }).collect();
+        let batch: Vec<Vec<u8>> = (0..8)
+            .map(|k| {
+                let mut q = packet(b * 8 + k, 1500);
+                for (j, byte) in q[24..].iter_mut().enumerate() {
+                    *byte = (j as u32 ^ (b * 8 + k)) as u8;
+                }
+                q
+            })
+            .collect();
         sent.extend(batch.iter().cloned());
         p.send_batch(Side::A, &batch);
         p.run(ms(2));
@@ -1766,7 +1774,10 @@ fn packets_larger_than_a_paths_datagram_arrive_whole_and_in_order_in_pieces_that
     p.run(ms(2000));
     let got: Vec<&Vec<u8>> = p.node(Side::B).delivered.iter().map(|(_, d)| d).collect();
     assert_eq!(got.len(), sent.len(), "every packet delivered");
-    assert!(got.iter().zip(&sent).all(|(g, s)| *g == s), "in order and intact");
+    assert!(
+        got.iter().zip(&sent).all(|(g, s)| *g == s),
+        "in order and intact"
+    );
     let data = p.node(Side::A).sent_log[before..]
         .iter()
         .filter(|(_, d)| matches!(kind_of(d), Kind::Data | Kind::Bundle | Kind::Continued))
@@ -1774,7 +1785,11 @@ fn packets_larger_than_a_paths_datagram_arrive_whole_and_in_order_in_pieces_that
     // packets of 1500 bytes in datagrams of at most 1432 and 1212 bytes of body: whole
     // pieces alone would take 2 datagrams each; filled, about 1.15
     let per_packet = data as f64 / sent.len() as f64;
-    assert!(per_packet < 1.2, "{data} datagrams for {} packets", sent.len());
+    assert!(
+        per_packet < 1.2,
+        "{data} datagrams for {} packets",
+        sent.len()
+    );
     let t = &p.ep(Side::B).stats().total;
     assert_eq!((t.lost, t.skipped, t.late), (0, 0, 0), "{t:?}");
     assert_eq!(p.ep(Side::B).drops().fragment_expired, 0);
@@ -1784,8 +1799,10 @@ fn packets_larger_than_a_paths_datagram_arrive_whole_and_in_order_in_pieces_that
 #[test]
 fn a_path_mtu_that_drops_is_noticed_within_two_seconds_and_found_again_when_it_returns() {
     let mut p = mtu_pair(72, 1500, [1472, 1472]);
-    p.run_until(ms(3000), |p| (0..2).all(|i| p.node(Side::A).ep.path_info(PathId(i)).pmtu_found))
-        .expect("found");
+    p.run_until(ms(3000), |p| {
+        (0..2).all(|i| p.node(Side::A).ep.path_info(PathId(i)).pmtu_found)
+    })
+    .expect("found");
     let mut n = 0u32;
     let stream = |p: &mut Pair, n: &mut u32, d: Duration| {
         let end = p.now + d;
@@ -1840,8 +1857,15 @@ fn to_a_peer_that_takes_no_pieces_a_packet_too_big_for_its_path_is_answered_with
     p.run(ms(100));
     assert_eq!(p.ep(Side::A).drops().too_big, 1);
     let answer = p.ep(Side::A).take_icmp().expect("an ICMP answer");
-    assert_eq!((answer[9], answer[20], answer[21]), (1, 3, 4), "fragmentation needed");
-    assert_eq!(usize::from(u16::from_be_bytes([answer[26], answer[27]])), most);
+    assert_eq!(
+        (answer[9], answer[20], answer[21]),
+        (1, 3, 4),
+        "fragmentation needed"
+    );
+    assert_eq!(
+        usize::from(u16::from_be_bytes([answer[26], answer[27]])),
+        most
+    );
     assert!(p.delivered_numbers(Side::B).is_empty());
     // what fits still goes; nothing of the big one went
     let _ = p.send(Side::A, &packet(2, most));
@@ -1873,7 +1897,11 @@ fn a_slow_path_is_probed_for_its_mtu_only_while_large_packets_need_it() {
         let _ = p.send(Side::A, &packet(n, 160));
         p.run(ms(10));
     }
-    assert_eq!(probes(&p), 0, "a slow path carrying small packets was probed");
+    assert_eq!(
+        probes(&p),
+        0,
+        "a slow path carrying small packets was probed"
+    );
     // one large packet: the search starts
     let _ = p.send(Side::A, &packet(1000, 1400));
     p.run(ms(3000));

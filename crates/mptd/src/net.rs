@@ -78,9 +78,17 @@ fn udp_socket(
     // MTU fails with EMSGSIZE, which path MTU discovery takes at once (docs/protocol.md,
     // "Path MTU probes")
     let (level, name, value) = if local.is_ipv6() {
-        (libc::IPPROTO_IPV6, libc::IPV6_MTU_DISCOVER, libc::IPV6_PMTUDISC_DO)
+        (
+            libc::IPPROTO_IPV6,
+            libc::IPV6_MTU_DISCOVER,
+            libc::IPV6_PMTUDISC_DO,
+        )
     } else {
-        (libc::IPPROTO_IP, libc::IP_MTU_DISCOVER, libc::IP_PMTUDISC_DO)
+        (
+            libc::IPPROTO_IP,
+            libc::IP_MTU_DISCOVER,
+            libc::IP_PMTUDISC_DO,
+        )
     };
     set_int_option(&sock, level, name, value)
         .with_context(|| format!("{what}: cannot set path MTU discovery"))?;

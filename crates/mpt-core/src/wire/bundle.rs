@@ -352,7 +352,13 @@ mod tests {
         push_bundle_entry(&mut cont, Some(11), 13, &ipv4(60, 2)).unwrap();
         assert_eq!(
             check_continued(&cont),
-            Ok((Continuation { offset: 1000, len: 500 }, 1))
+            Ok((
+                Continuation {
+                    offset: 1000,
+                    len: 500
+                },
+                1
+            ))
         );
         let e: Vec<_> = continued_entries(&cont, 11).map(Result::unwrap).collect();
         assert_eq!((e[0].seq, e[0].start, e[0].len), (13, 505, 60));

@@ -7,7 +7,9 @@
 
 use std::io;
 
-use tun_rs::{VirtioNetHdr, VIRTIO_NET_HDR_GSO_TCPV4, VIRTIO_NET_HDR_GSO_TCPV6, VIRTIO_NET_HDR_LEN};
+use tun_rs::{
+    VirtioNetHdr, VIRTIO_NET_HDR_GSO_TCPV4, VIRTIO_NET_HDR_GSO_TCPV6, VIRTIO_NET_HDR_LEN,
+};
 
 const GSO_NONE: u8 = 0;
 const GSO_ECN: u8 = 0x80;
@@ -45,12 +47,18 @@ pub fn split<B: AsRef<[u8]> + AsMut<[u8]>>(
     let len = input.len();
     if hdr.gso_type == GSO_NONE {
         if hdr.flags & NEEDS_CSUM != 0 {
-            finish_checksum(input, usize::from(hdr.csum_start), usize::from(hdr.csum_offset))?;
+            finish_checksum(
+                input,
+                usize::from(hdr.csum_start),
+                usize::from(hdr.csum_offset),
+            )?;
         }
         let room = bufs
             .first_mut()
             .and_then(|b| b.as_mut().get_mut(offset..offset + len))
-            .ok_or_else(|| io::Error::other(format!("a packet of {len} bytes overflows its buffer")))?;
+            .ok_or_else(|| {
+                io::Error::other(format!("a packet of {len} bytes overflows its buffer"))
+            })?;
         room.copy_from_slice(input);
         sizes[0] = len;
         return Ok(1);
@@ -58,7 +66,11 @@ pub fn split<B: AsRef<[u8]> + AsMut<[u8]>>(
     let is_v6 = match input.first().map(|b| b >> 4) {
         Some(4) => false,
         Some(6) => true,
-        v => return Err(io::Error::other(format!("a super-packet of IP version {v:?}"))),
+        v => {
+            return Err(io::Error::other(format!(
+                "a super-packet of IP version {v:?}"
+            )))
+        }
     };
     let csum_start = usize::from(hdr.csum_start);
     // the header lengths from the headers themselves (the kernel's hdr_len may be the whole

@@ -28,8 +28,8 @@ pub async fn tx_task(t: Arc<Tunnel>, queue: usize) -> Result<()> {
     let mut original = vec![0u8; tun_rs::VIRTIO_NET_HDR_LEN + 65535];
     // Room one TUN read may need: a 64 KiB TSO super-packet split into MTU-sized packets, or
     // into segments that fit a path.
-    let read_room = (65_535 / mtu.saturating_sub(40).max(1) + 2)
-        .max(crate::datapath::tun_read::max_segments());
+    let read_room =
+        (65_535 / mtu.saturating_sub(40).max(1) + 2).max(crate::datapath::tun_read::max_segments());
     let batch = TX_BATCH.max(2 * read_room);
     let mut bufs: Vec<Vec<u8>> = (0..batch)
         .map(|_| vec![0u8; prefix + mtu + TAG_LEN])
@@ -56,7 +56,13 @@ pub async fn tx_task(t: Arc<Tunnel>, queue: usize) -> Result<()> {
     loop {
         let whole = t.whole_max.load(Relaxed);
         let n = match tun.recv(&mut original).await.and_then(|len| {
-            crate::datapath::tun_read::split(&mut original[..len], &mut bufs, &mut sizes, prefix, whole)
+            crate::datapath::tun_read::split(
+                &mut original[..len],
+                &mut bufs,
+                &mut sizes,
+                prefix,
+                whole,
+            )
         }) {
             Ok(n) => n,
             Err(e) => {

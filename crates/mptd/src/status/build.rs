@@ -68,7 +68,11 @@ impl Tunnel {
                     }),
                     down_events: info.down_events,
                     mtu: info.datagram_max
-                        + if info.remote.is_some_and(|r| r.is_ipv6()) { 48 } else { 28 },
+                        + if info.remote.is_some_and(|r| r.is_ipv6()) {
+                            48
+                        } else {
+                            28
+                        },
                     mtu_found: info.pmtu_found,
                     mtu_probes: info.pmtu_probes,
                     mtu_drops: info.pmtu_drops,
