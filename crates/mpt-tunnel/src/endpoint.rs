@@ -12,10 +12,11 @@ use mpt_reseq::feedback::ReportPacer;
 use mpt_reseq::{Resequencer, Stats};
 use mpt_sched::{PathSpec, Scheduler};
 
+use crate::counts::Counts;
 use crate::crypto::CryptoState;
 use crate::liveness::{LinkState, Liveness};
 use crate::send::Pending;
-use crate::{DropCounts, DropReason, Drops, EndpointConfig, Event, Overhead, Random, Transmit};
+use crate::{EndpointConfig, Event, Overhead, Random, Transmit};
 
 /// One peer session: see the crate documentation. `P` is how the caller holds a received
 /// inner packet while the resequencer may keep it (a buffer, or where it lies).
@@ -72,9 +73,6 @@ pub struct Endpoint<P> {
     pub(crate) counts: Counts,
     pub(crate) timers: Timers,
 }
-
-/// Most "too big" answers an endpoint makes a second.
-pub const ICMP_PER_SECOND: u32 = 20;
 
 /// Everything the endpoint keeps per path.
 #[derive(Debug, Clone)]
@@ -162,28 +160,6 @@ impl PathState {
             ..PathState::new(remote, now, ceiling)
         }
     }
-}
-
-/// Counters other than drops.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Counts {
-    pub(crate) drops: Drops,
-    pub(crate) tx_packets: u64,
-    pub(crate) tx_bytes: u64,
-    pub(crate) delivered: u64,
-    pub(crate) report_bytes: u64,
-    pub(crate) keepalives_sent: u64,
-    pub(crate) keepalive_acks_sent: u64,
-    /// Bundles sent, and the packets they carried.
-    pub(crate) bundles_sent: u64,
-    pub(crate) bundled_packets: u64,
-    /// Packets that went into a bundle (one left alone in it is sent as plain data).
-    pub(crate) held_packets: u64,
-    /// Packets sent in pieces (larger than their path's datagram).
-    pub(crate) pieced_packets: u64,
-    /// Packets sent per class (configuration order) and path; copies sent.
-    pub(crate) class_sent: Vec<Vec<u64>>,
-    pub(crate) copies_sent: u64,
 }
 
 /// When each periodic job is next due.
@@ -418,62 +394,6 @@ impl<P> Endpoint<P> {
         }
     }
 
-    /// The most bytes of body (after the header, and counter) a datagram on path `i` may
-    /// carry now: what discovery found passes, less the header (and counter and tag).
-    pub(crate) fn body_cap(&self, i: usize) -> usize {
-        let datagram = self.paths[i].pmtu.size.min(self.max_datagram());
-        datagram.saturating_sub(self.overhead().datagram())
-    }
-
-    /// The largest inner packet a datagram carries whole on one of the paths that are up
-    /// (none up: the tunnel MTU).
-    pub fn largest_whole_packet(&self) -> usize {
-        (0..self.paths.len())
-            .filter(|&i| self.path_info(PathId(i as u8)).state == LinkState::Up)
-            .map(|i| self.body_cap(i))
-            .max()
-            .unwrap_or(usize::from(self.cfg.mtu))
-    }
-
-    /// Sending a datagram of `size` bytes on `path` failed as too big (`EMSGSIZE`: the kernel
-    /// knows the route's MTU is lower): discovery takes it at once.
-    pub fn datagram_too_big(&mut self, now: Time, path: PathId, size: usize) {
-        if let Some(p) = self.paths.get_mut(path.index()) {
-            p.pmtu.too_big(now, size);
-        }
-    }
-
-    /// An ICMP "too big" answer to write to the TUN device, for a packet larger than the
-    /// tunnel could carry (a peer that takes no pieces): at most [`ICMP_PER_SECOND`].
-    pub fn take_icmp(&mut self) -> Option<Vec<u8>> {
-        self.icmp.pop_front()
-    }
-
-    /// `packet` cannot be carried: dropped, counted, and answered (within the rate limit)
-    /// with the largest inner packet that passes, `most` bytes.
-    pub(crate) fn too_big(&mut self, now: Time, packet: &[u8], most: usize) {
-        self.count(DropReason::TooBig);
-        let (start, n) = &mut self.icmp_second;
-        if now.saturating_since(*start) >= Duration::from_secs(1) {
-            *start = now;
-            *n = 0;
-        }
-        if *n >= ICMP_PER_SECOND {
-            return;
-        }
-        if let Some(answer) = crate::too_big(packet, most.min(usize::from(u16::MAX)) as u16) {
-            *n += 1;
-            self.icmp.push_back(answer);
-        }
-    }
-
-    /// A packet that came in pieces, put back together: give it to
-    /// [`Endpoint::push_data`] (its [`Incoming::packet`] range is in the `Vec`). Take these
-    /// after each [`Endpoint::handle_datagram`], before the packets of its outcome.
-    pub fn take_assembled(&mut self) -> Option<(crate::Incoming, Vec<u8>)> {
-        self.assembled.pop_front()
-    }
-
     /// The resequencer's statistics (what arrived, per path and in all).
     pub fn stats(&self) -> &Stats {
         self.reseq.stats()
@@ -491,54 +411,6 @@ impl<P> Endpoint<P> {
             1 => None,
             _ => self.reseq.lagging_path(),
         }
-    }
-
-    /// Drops by reason, the resequencer's duplicates and too-old packets included.
-    pub fn drop_counts(&self) -> [u64; DropReason::COUNT] {
-        let mut c = *self.counts.drops.counts();
-        let t = &self.reseq.stats().total;
-        c[DropReason::Duplicate as usize] += t.duplicates;
-        c[DropReason::TooOld as usize] = t.too_old;
-        c
-    }
-
-    /// [`Endpoint::drop_counts`] by name.
-    pub fn drops(&self) -> DropCounts {
-        DropCounts::from_counts(&self.drop_counts())
-    }
-
-    pub fn drop_count(&self, reason: DropReason) -> u64 {
-        self.drop_counts()[reason as usize]
-    }
-
-    /// Inner packets numbered for sending, and their bytes.
-    pub fn tx_counts(&self) -> (u64, u64) {
-        (self.counts.tx_packets, self.counts.tx_bytes)
-    }
-
-    /// Inner packets released for delivery so far.
-    pub fn delivered(&self) -> u64 {
-        self.counts.delivered
-    }
-
-    /// Bytes of receiver reports sent (outer headers included).
-    pub fn report_bytes(&self) -> u64 {
-        self.counts.report_bytes
-    }
-
-    /// Keepalives sent, and keepalives answered.
-    pub fn keepalive_counts(&self) -> (u64, u64) {
-        (self.counts.keepalives_sent, self.counts.keepalive_acks_sent)
-    }
-
-    /// Share of the received bandwidth the report pacer spends on reports.
-    pub fn report_fraction(&self) -> f64 {
-        self.pacer.fraction()
-    }
-
-    /// Bundles sent (of two packets or more), and the inner packets they carried.
-    pub fn bundle_counts(&self) -> (u64, u64) {
-        (self.counts.bundles_sent, self.counts.bundled_packets)
     }
 
     /// The packets the resequencer released, in the order to deliver them, appended to `out`.
@@ -581,11 +453,6 @@ impl<P> Endpoint<P> {
         let mut b = [0u8; N];
         (self.random)(&mut b);
         b
-    }
-
-    pub(crate) fn count(&mut self, reason: DropReason) -> DropReason {
-        self.counts.drops.add(reason, 1);
-        reason
     }
 
     pub(crate) fn keepalive(&self) -> Duration {

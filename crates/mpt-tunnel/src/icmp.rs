@@ -3,6 +3,12 @@
 //! sender, from the address it was sent to, carrying the largest packet that passes, so that
 //! the sender's path MTU discovery takes it.
 
+use std::time::Duration;
+
+use mpt_core::Time;
+
+use crate::DropReason;
+
 /// Most bytes of an IPv4 answer (RFC 1812: as much of the packet as fits in 576).
 const V4_MAX: usize = 576;
 /// Most bytes of an ICMPv6 answer (RFC 4443: as much as fits in the minimum MTU, 1280).
@@ -111,6 +117,35 @@ pub fn internet_checksum(initial: u32, parts: &[&[u8]]) -> u16 {
 
 fn checksum(parts: &[&[u8]]) -> u16 {
     internet_checksum(0, parts)
+}
+
+/// Most "too big" answers an endpoint makes a second.
+pub const ICMP_PER_SECOND: u32 = 20;
+
+impl<P> crate::Endpoint<P> {
+    /// An ICMP "too big" answer to write to the TUN device, for a packet larger than the
+    /// tunnel could carry (a peer that takes no pieces): at most [`ICMP_PER_SECOND`].
+    pub fn take_icmp(&mut self) -> Option<Vec<u8>> {
+        self.icmp.pop_front()
+    }
+
+    /// `packet` cannot be carried: dropped, counted, and answered (within the rate limit)
+    /// with the largest inner packet that passes, `most` bytes.
+    pub(crate) fn too_big(&mut self, now: Time, packet: &[u8], most: usize) {
+        self.count(DropReason::TooBig);
+        let (start, n) = &mut self.icmp_second;
+        if now.saturating_since(*start) >= Duration::from_secs(1) {
+            *start = now;
+            *n = 0;
+        }
+        if *n >= ICMP_PER_SECOND {
+            return;
+        }
+        if let Some(answer) = crate::too_big(packet, most.min(usize::from(u16::MAX)) as u16) {
+            *n += 1;
+            self.icmp.push_back(answer);
+        }
+    }
 }
 
 #[cfg(test)]

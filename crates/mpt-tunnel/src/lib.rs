@@ -15,6 +15,7 @@
 
 mod bundle;
 mod class;
+mod counts;
 mod crypto;
 mod drops;
 mod endpoint;
@@ -36,7 +37,8 @@ pub use bundle::{BUNDLE_MARGIN, BUNDLE_MAX_HOLD, BUNDLE_MIN_WAIT};
 pub use class::{classify, default_classes, protocol_number, ClassRule, Mode, PacketInfo, DSCP_EF};
 pub use crypto::PREVIOUS_SESSION_KEPT;
 pub use drops::{DropCounts, DropReason, Drops};
-pub use endpoint::{Endpoint, PathInfo, ICMP_PER_SECOND};
+pub use endpoint::{Endpoint, PathInfo};
+pub use icmp::ICMP_PER_SECOND;
 pub use icmp::{internet_checksum, too_big};
 pub use liveness::LinkState;
 pub use open::{Opened, Opener};

@@ -12,7 +12,9 @@
 
 use std::time::Duration;
 
-use mpt_core::Time;
+use mpt_core::{PathId, Time};
+
+use crate::liveness::LinkState;
 
 /// The datagram (UDP payload) every path is assumed to carry (RFC 8899's `BASE_PLPMTU`, what
 /// an IPv6 path of the minimum MTU 1280 carries with room to spare).
@@ -255,6 +257,33 @@ impl Pmtu {
         self.found = true;
         self.found_at = now;
         self.next = now + CONFIRM_INTERVAL;
+    }
+}
+
+impl<P> crate::Endpoint<P> {
+    /// The most bytes of body (after the header, and counter) a datagram on path `i` may
+    /// carry now: what discovery found passes, less the header (and counter and tag).
+    pub(crate) fn body_cap(&self, i: usize) -> usize {
+        let datagram = self.paths[i].pmtu.size.min(self.max_datagram());
+        datagram.saturating_sub(self.overhead().datagram())
+    }
+
+    /// The largest inner packet a datagram carries whole on one of the paths that are up
+    /// (none up: the tunnel MTU).
+    pub fn largest_whole_packet(&self) -> usize {
+        (0..self.paths.len())
+            .filter(|&i| self.path_info(PathId(i as u8)).state == LinkState::Up)
+            .map(|i| self.body_cap(i))
+            .max()
+            .unwrap_or(usize::from(self.cfg.mtu))
+    }
+
+    /// Sending a datagram of `size` bytes on `path` failed as too big (`EMSGSIZE`: the kernel
+    /// knows the route's MTU is lower): discovery takes it at once.
+    pub fn datagram_too_big(&mut self, now: Time, path: PathId, size: usize) {
+        if let Some(p) = self.paths.get_mut(path.index()) {
+            p.pmtu.too_big(now, size);
+        }
     }
 }
 

@@ -154,6 +154,38 @@ impl Reassembly {
     }
 }
 
+impl<P> crate::Endpoint<P> {
+    /// A packet that came in pieces, put back together: give it to
+    /// [`crate::Endpoint::push_data`] (its [`crate::Incoming::packet`] range is in the `Vec`).
+    /// Take these after each [`crate::Endpoint::handle_datagram`], before the packets of its outcome.
+    pub fn take_assembled(&mut self) -> Option<(crate::Incoming, Vec<u8>)> {
+        self.assembled.pop_front()
+    }
+
+    /// A piece of a packet: to the reassembly; a packet it completes goes to
+    /// [`Endpoint::take_assembled`].
+    pub(crate) fn take_piece(&mut self, now: Time, piece: crate::reassembly::Piece<'_>) {
+        let max = usize::from(self.cfg.mtu);
+        match self.reasm.add(now, max, piece) {
+            Ok(Some((meta, bytes))) => {
+                let len = bytes.len();
+                self.assembled.push_back((
+                    crate::Incoming {
+                        meta,
+                        packet: 0..len,
+                        express: false,
+                    },
+                    bytes,
+                ));
+            }
+            Ok(None) => {}
+            Err(reason) => {
+                self.count(reason);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

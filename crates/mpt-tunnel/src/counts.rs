@@ -1,0 +1,82 @@
+//! What an endpoint counts and shows of it: drops by reason (the resequencer's included),
+//! packets and bytes sent and delivered, control traffic, bundles.
+
+use crate::{DropCounts, DropReason, Drops, Endpoint};
+
+/// Counters other than drops.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Counts {
+    pub(crate) drops: Drops,
+    pub(crate) tx_packets: u64,
+    pub(crate) tx_bytes: u64,
+    pub(crate) delivered: u64,
+    pub(crate) report_bytes: u64,
+    pub(crate) keepalives_sent: u64,
+    pub(crate) keepalive_acks_sent: u64,
+    /// Bundles sent, and the packets they carried.
+    pub(crate) bundles_sent: u64,
+    pub(crate) bundled_packets: u64,
+    /// Packets that went into a bundle (one left alone in it is sent as plain data).
+    pub(crate) held_packets: u64,
+    /// Packets sent in pieces (larger than their path's datagram).
+    pub(crate) pieced_packets: u64,
+    /// Packets sent per class (configuration order) and path; copies sent.
+    pub(crate) class_sent: Vec<Vec<u64>>,
+    pub(crate) copies_sent: u64,
+}
+
+impl<P> Endpoint<P> {
+    /// Drops by reason, the resequencer's duplicates and too-old packets included.
+    pub fn drop_counts(&self) -> [u64; DropReason::COUNT] {
+        let mut c = *self.counts.drops.counts();
+        let t = &self.reseq.stats().total;
+        c[DropReason::Duplicate as usize] += t.duplicates;
+        c[DropReason::TooOld as usize] = t.too_old;
+        c
+    }
+
+    /// [`Endpoint::drop_counts`] by name.
+    pub fn drops(&self) -> DropCounts {
+        DropCounts::from_counts(&self.drop_counts())
+    }
+
+    pub fn drop_count(&self, reason: DropReason) -> u64 {
+        self.drop_counts()[reason as usize]
+    }
+
+    /// Inner packets numbered for sending, and their bytes.
+    pub fn tx_counts(&self) -> (u64, u64) {
+        (self.counts.tx_packets, self.counts.tx_bytes)
+    }
+
+    /// Inner packets released for delivery so far.
+    pub fn delivered(&self) -> u64 {
+        self.counts.delivered
+    }
+
+    /// Bytes of receiver reports sent (outer headers included).
+    pub fn report_bytes(&self) -> u64 {
+        self.counts.report_bytes
+    }
+
+    /// Keepalives sent, and keepalives answered.
+    pub fn keepalive_counts(&self) -> (u64, u64) {
+        (self.counts.keepalives_sent, self.counts.keepalive_acks_sent)
+    }
+
+    /// Share of the received bandwidth the report pacer spends on reports.
+    pub fn report_fraction(&self) -> f64 {
+        self.pacer.fraction()
+    }
+
+    /// Bundles sent (of two packets or more), and the inner packets they carried.
+    pub fn bundle_counts(&self) -> (u64, u64) {
+        (self.counts.bundles_sent, self.counts.bundled_packets)
+    }
+
+    /// Count a drop for `reason`; returns it.
+    pub(crate) fn count(&mut self, reason: DropReason) -> DropReason {
+        self.counts.drops.add(reason, 1);
+        reason
+    }
+}
