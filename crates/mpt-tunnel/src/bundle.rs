@@ -144,7 +144,6 @@ impl<P> Endpoint<P> {
         self.seq = self.seq.wrapping_add(1);
         self.sched.on_sent(now, path, cost);
         if pieces {
-            self.counts.pieced_packets += 1;
             // the last piece waits for the packets after it while the path still carries
             // what went before (never past the time it would have left the link's queue)
             let wait = self.sched.backlog(now, path);

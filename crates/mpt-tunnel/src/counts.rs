@@ -18,8 +18,6 @@ pub(crate) struct Counts {
     pub(crate) bundled_packets: u64,
     /// Packets that went into a bundle (one left alone in it is sent as plain data).
     pub(crate) held_packets: u64,
-    /// Packets sent in pieces (larger than their path's datagram).
-    pub(crate) pieced_packets: u64,
     /// Packets sent per class (configuration order) and path; copies sent.
     pub(crate) class_sent: Vec<Vec<u64>>,
     pub(crate) copies_sent: u64,

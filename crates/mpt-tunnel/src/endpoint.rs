@@ -357,6 +357,24 @@ impl<P> Endpoint<P> {
         self.paths.len()
     }
 
+    /// Path `i`'s state as the operator sees it: down while the peer hears nothing from us on
+    /// it, and while its uplink is down (even one never up).
+    pub(crate) fn path_state(&self, i: usize) -> LinkState {
+        let p = &self.paths[i];
+        if p.peer_silent || p.live.uplink_down {
+            LinkState::Down
+        } else {
+            p.live.state
+        }
+    }
+
+    /// The rate the scheduler assumes for `path`: learned, or configured.
+    pub(crate) fn path_rate(&self, path: PathId) -> Option<u64> {
+        self.sched
+            .learned_rate(path)
+            .or(self.cfg.paths[path.index()].rate_bps)
+    }
+
     /// Where datagrams for `path` go now, once known.
     pub fn remote(&self, path: PathId) -> Option<SocketAddr> {
         self.paths[path.index()].remote
@@ -365,21 +383,13 @@ impl<P> Endpoint<P> {
     pub fn path_info(&self, path: PathId) -> PathInfo {
         let p = &self.paths[path.index()];
         let silent = p.peer_silent && p.live.state != LinkState::Down && !p.live.uplink_down;
-        // a path whose uplink is down is down to the operator, even one that was never up
         let down = p.live.state == LinkState::Down || p.live.uplink_down;
         PathInfo {
-            state: if silent || down {
-                LinkState::Down
-            } else {
-                p.live.state
-            },
+            state: self.path_state(path.index()),
             remote: p.remote,
             last_heard: p.live.last_heard,
             srtt_us: p.srtt_us,
-            rate_bps: self
-                .sched
-                .learned_rate(path)
-                .or(self.cfg.paths[path.index()].rate_bps),
+            rate_bps: self.path_rate(path),
             peer_report: p.peer_report,
             down_events: p.live.down_events,
             down_reason: if silent {

@@ -272,7 +272,7 @@ impl<P> crate::Endpoint<P> {
     /// (none up: the tunnel MTU).
     pub fn largest_whole_packet(&self) -> usize {
         (0..self.paths.len())
-            .filter(|&i| self.path_info(PathId(i as u8)).state == LinkState::Up)
+            .filter(|&i| self.path_state(i) == LinkState::Up)
             .map(|i| self.body_cap(i))
             .max()
             .unwrap_or(usize::from(self.cfg.mtu))

@@ -68,11 +68,11 @@ impl<P> Endpoint<P> {
             return;
         }
         for i in 0..self.paths.len() {
-            let up = self.path_info(PathId(i as u8)).state == LinkState::Up;
+            let up = self.path_state(i) == LinkState::Up;
             if !up || self.paths[i].remote.is_none() {
                 continue;
             }
-            let rate = self.path_info(PathId(i as u8)).rate_bps;
+            let rate = self.path_rate(PathId(i as u8));
             // a probe takes a slow path long to carry, delaying what waits behind it: those
             // are probed only while packets that need more than the base datagram are sent
             let slow = rate.is_some_and(|r| r < SLOW_PATH);
