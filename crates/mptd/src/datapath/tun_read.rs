@@ -53,6 +53,13 @@ pub fn split<B: AsRef<[u8]> + AsMut<[u8]>>(
                 usize::from(hdr.csum_offset),
             )?;
         }
+        // one TCP segment too long for the paths (a retransmission, or a sender without
+        // offloads) is cut as a super-packet of itself would be
+        if let Some(h) = too_long_tcp(input, max_packet) {
+            hdr = h;
+        }
+    }
+    if hdr.gso_type == GSO_NONE {
         let room = bufs
             .first_mut()
             .and_then(|b| b.as_mut().get_mut(offset..offset + len))
@@ -96,6 +103,39 @@ pub fn split<B: AsRef<[u8]> + AsMut<[u8]>>(
     }
     hdr.hdr_len = u16::try_from(hdr_len).map_err(io::Error::other)?;
     tun_rs::gso_split(input, hdr, bufs, sizes, offset, is_v6)
+}
+
+/// A plain TCP packet longer than `max_packet` that cutting would bring under it (at least
+/// [`MIN_SEGMENT`] bytes of payload a piece): the virtio-net header of a super-packet of one
+/// segment, whose split recomputes every checksum. `None` for anything else (IPv4 fragments,
+/// IPv6 with extension headers, other protocols).
+fn too_long_tcp(p: &[u8], max_packet: usize) -> Option<VirtioNetHdr> {
+    if p.len() <= max_packet {
+        return None;
+    }
+    let (ip_len, gso_type) = match p.first()? >> 4 {
+        4 => {
+            let ihl = usize::from(p[0] & 0x0f) * 4;
+            let fragment = u16::from_be_bytes([*p.get(6)?, *p.get(7)?]) & 0x3fff;
+            (*p.get(9)? == 6 && fragment == 0 && ihl >= 20)
+                .then_some((ihl, VIRTIO_NET_HDR_GSO_TCPV4))?
+        }
+        6 => (*p.get(6)? == 6).then_some((40, VIRTIO_NET_HDR_GSO_TCPV6))?,
+        _ => return None,
+    };
+    let th = usize::from(p.get(ip_len + 12)? >> 4) * 4;
+    let payload = p.len().checked_sub(ip_len + th)?;
+    if !(20..=60).contains(&th) || max_packet.saturating_sub(ip_len + th) < MIN_SEGMENT {
+        return None;
+    }
+    Some(VirtioNetHdr {
+        flags: NEEDS_CSUM,
+        gso_type,
+        hdr_len: (ip_len + th) as u16,
+        gso_size: u16::try_from(payload).ok()?,
+        csum_start: ip_len as u16,
+        csum_offset: 16,
+    })
 }
 
 /// Complete a checksum the kernel left partial (`CHECKSUM_PARTIAL`): the field at
@@ -159,6 +199,39 @@ mod tests {
         assert_eq!(run(&mut super_packet(4000, 1448), 1432), [1432, 1432, 1256]);
         // never below the floor: a path that small gets the kernel's segments in pieces
         assert_eq!(run(&mut super_packet(4000, 1448), 900), [1488, 1488, 1144]);
+    }
+
+    #[test]
+    fn one_tcp_segment_too_long_for_the_paths_is_cut_with_valid_checksums() {
+        // a single 1448-byte segment, its checksums complete, as a retransmission comes
+        let mut raw = super_packet(1448, 1448);
+        let mut plain = VirtioNetHdr::decode(&raw).expect("header");
+        plain.gso_type = GSO_NONE;
+        plain.flags = 0;
+        plain.encode(&mut raw).expect("header");
+        let mut bufs = vec![vec![0u8; 1500]; 4];
+        let mut sizes = vec![0usize; 4];
+        let n = split(&mut raw, &mut bufs, &mut sizes, 0, 1432).expect("split");
+        assert_eq!(sizes[..n], [1432, 96]);
+        let mut payload = Vec::new();
+        for (b, &len) in bufs.iter().zip(&sizes[..n]) {
+            let p = &b[..len];
+            assert_eq!(usize::from(u16::from_be_bytes([p[2], p[3]])), len);
+            assert_eq!(mpt_tunnel::internet_checksum(0, &[&p[..20]]), 0, "IPv4 checksum");
+            let pseudo = [&p[12..20], &[0, 6], &((len - 20) as u16).to_be_bytes()[..]].concat();
+            assert_eq!(
+                mpt_tunnel::internet_checksum(0, &[&pseudo, &p[20..]]),
+                0,
+                "TCP checksum"
+            );
+            payload.extend_from_slice(&p[40..]);
+        }
+        assert_eq!(payload, (0..1448).map(|k| k as u8).collect::<Vec<_>>());
+        // one that fits, or that would be cut below the floor, is left whole
+        let mut raw = super_packet(1448, 1448);
+        plain.encode(&mut raw).expect("header");
+        assert_eq!(run(&mut raw, 1500), [1488]);
+        assert_eq!(run(&mut raw, 900), [1488]);
     }
 
     #[test]
