@@ -101,7 +101,7 @@ fn voice(lab: &Lab, port: u16, tos: u32, secs: u64, epoch: Instant) -> (u32, Rec
 
 /// Bulk UDP from A to B's tunnel address, port `port`: `bps` in 1200-byte datagrams for
 /// `secs`. Returns the datagrams sent and received.
-fn bulk_udp(lab: &Lab, port: u16, bps: u64, secs: u64) -> (u64, u64) {
+pub(crate) fn bulk_udp(lab: &Lab, port: u16, bps: u64, secs: u64) -> (u64, u64) {
     let (ns_b, listen) = (lab.ns(Side::B), format!("{}:{port}", tunnel_addr(Side::B)));
     let (ready_tx, ready_rx) = mpsc::channel();
     let sink = std::thread::spawn(move || {

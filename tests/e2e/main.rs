@@ -17,6 +17,7 @@ mod hostile;
 mod lab;
 mod mtu;
 mod package;
+mod recovery;
 mod rekey;
 mod reload;
 mod sites;

@@ -17,6 +17,15 @@ fn held_out(out: &mut Vec<u32>) -> impl FnMut((u32, bool)) + '_ {
     }
 }
 
+/// What holds after every operation.
+fn continue_checks<P>(r: &Resequencer<P>, window: usize) {
+    assert!(
+        r.held() <= window.max(1),
+        "held {} > window {window}",
+        r.held()
+    );
+}
+
 /// Interpret `data` as a configuration and a sequence of operations; panics when an invariant
 /// breaks: more held than the window, a packet delivered twice, or out of order within a
 /// session without being counted late, a deadline in the past left pending, counters that do
@@ -36,6 +45,12 @@ pub fn run_ops(data: &[u8]) {
         timeout,
         paths,
     });
+    if p & 0x80 != 0 {
+        // resending on: lost gaps wait for their packets to come again
+        r.set_repair(Some(timeout / 2));
+    }
+    let mut resent = 0u64;
+    let mut gaps = Vec::new();
     let mut now = Time::ZERO;
     let mut seq: u32 = 0;
     let mut path_seq = [0u16; 8];
@@ -66,7 +81,21 @@ pub fn run_ops(data: &[u8]) {
                     sent_us: now.wire_micros(),
                     len: 100,
                 };
-                if op & 0x40 != 0 {
+                if op & 0x60 == 0x20 {
+                    // sent again because it was asked for: fills its gap, is not measured
+                    let started = r.next_seq().is_some();
+                    r.push_resent(
+                        now,
+                        meta,
+                        (seq, false),
+                        |(s, _)| (s, true),
+                        &mut |(s, _)| out.push(s),
+                    );
+                    resent += u64::from(path < paths && started);
+                    r.take_gaps(&mut gaps);
+                    assert!(gaps.len() <= crate::MAX_GAPS);
+                    gaps.clear();
+                } else if op & 0x40 != 0 {
                     // express: delivered at once, ahead of order (left out of the order
                     // check), never held; what it releases after it comes in order
                     let mut own = false;
@@ -102,8 +131,10 @@ pub fn run_ops(data: &[u8]) {
                     );
                     assert!(borrowed_out <= 1, "one borrowed payload delivered twice");
                 }
-                pushed += 1;
-                invalid += u64::from(path >= paths);
+                if op & 0x60 != 0x20 {
+                    pushed += 1;
+                    invalid += u64::from(path >= paths);
+                }
             }
             4 => {
                 let ps = path_seq.get(path).copied().unwrap_or(0);
@@ -138,11 +169,7 @@ pub fn run_ops(data: &[u8]) {
                 now = now + Duration::from_micros(u64::from(arg));
             }
         }
-        assert!(
-            r.held() <= window.max(1),
-            "held {} > window {window}",
-            r.held()
-        );
+        continue_checks(&r, window);
         // After the last one, in serial arithmetic, or counted as delivered out of order (a
         // late packet). Jumps of half the sequence space make the comparison meaningless (the
         // resequencer orders on its own extended numbers).
@@ -169,7 +196,7 @@ pub fn run_ops(data: &[u8]) {
     assert_eq!(t.packets + invalid, pushed, "packets counted");
     assert_eq!(
         t.delivered + t.duplicates + t.too_old + t.dropped_on_reset + held,
-        t.packets,
+        t.packets + resent,
         "delivered {} duplicates {} too old {} dropped on reset {} held {held} of {} packets",
         t.delivered,
         t.duplicates,

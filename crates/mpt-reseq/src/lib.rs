@@ -51,7 +51,7 @@ pub use stats::{
 /// Largest accepted [`Config::window`]; larger values are clamped.
 pub const MAX_WINDOW: usize = 1 << 20;
 
-pub use measure::OWD_GAIN;
+pub use measure::{Gap, MAX_GAPS, OWD_GAIN};
 
 /// The received-bitmap always reaches at least this far on each side of the release point, so
 /// duplicates up to this many seqs old are told from late packets even with small windows.
@@ -149,6 +149,12 @@ pub struct Resequencer<P> {
     measure: Measure,
     rebase_at: u64,
     stats: Stats,
+    /// With resending on ([`Resequencer::set_repair`]): how long a gap the progress rule
+    /// gives up still waits for its packet to be sent again.
+    repair: Option<Duration>,
+    /// Gaps the progress rule gave up, waiting for repair: (release point target, when), in
+    /// increasing order of both.
+    repairs: VecDeque<(u64, Time)>,
 }
 
 impl<P> std::fmt::Debug for Resequencer<P> {
@@ -192,6 +198,8 @@ impl<P> Resequencer<P> {
             reorder: ReorderTracker::new(),
             measure: Measure::new(npaths),
             rebase_at: REBASE_AT,
+            repair: None,
+            repairs: VecDeque::new(),
             stats: Stats {
                 total: Totals {
                     occupancy: OccupancyHistogram::for_window(window),
@@ -297,6 +305,64 @@ impl<P> Resequencer<P> {
             }
         }
         self.stats.total.occupancy.record(self.held());
+    }
+
+    /// A packet the sender sent again because we named its path sequence in a resend
+    /// request ([`mpt_core::wire::Kind::Resent`]), arrived at `now` on `meta.path`: it fills
+    /// its gap like any packet, but says nothing of the path it came on (no measurement, no
+    /// progress: it was numbered before what the path carried since). Returns whether it
+    /// filled a gap not given up yet (a loss recovered, [`Totals::recovered`]).
+    pub fn push_resent(
+        &mut self,
+        now: Time,
+        meta: PacketMeta,
+        payload: P,
+        keep: impl FnOnce(P) -> P,
+        deliver: &mut impl FnMut(P),
+    ) -> bool {
+        self.stats.total.resent += 1;
+        let p = meta.path.index();
+        if p >= self.paths.len() || !self.started {
+            self.stats.total.invalid_path += u64::from(p >= self.paths.len());
+            return false;
+        }
+        if self.held > 0 {
+            self.expire(now, deliver);
+        }
+        self.maybe_rebase();
+        let ext = self.extend(meta.seq);
+        if self.is_duplicate(ext) {
+            self.stats.total.duplicates += 1;
+            self.stats.paths[p].duplicates += 1;
+            return false;
+        }
+        let in_time = ext >= self.head;
+        if self.window == 0 {
+            self.passthrough(now, p, ext, payload, deliver);
+        } else {
+            self.resequence(now, p, ext, payload, keep, deliver);
+            if self.held > 0 {
+                self.progress_check(now, deliver);
+            }
+        }
+        self.stats.total.recovered += u64::from(in_time);
+        self.stats.total.occupancy.record(self.held());
+        in_time
+    }
+
+    /// Resending on (`Some`) or off: a gap the progress rule finds lost (every path has
+    /// carried something sent after it) still waits `wait` for its packet to come again,
+    /// never past the hold time. Path sequence gaps are kept for [`take_gaps`](Self::take_gaps)
+    /// while it is on.
+    pub fn set_repair(&mut self, wait: Option<Duration>) {
+        self.repair = wait;
+        self.measure.keep_gaps = wait.is_some();
+    }
+
+    /// The path sequence gaps seen since the last call (at most [`MAX_GAPS`]; while
+    /// resending is on).
+    pub fn take_gaps(&mut self, out: &mut Vec<Gap>) {
+        self.measure.take_gaps(out);
     }
 
     /// What every arriving data packet goes through: expiry of held packets, measurement,
@@ -424,7 +490,12 @@ impl<P> Resequencer<P> {
         if self.held == 0 {
             return None;
         }
-        self.deadlines.front().map(|&(_, deadline)| deadline)
+        let hold = self.deadlines.front().map(|&(_, deadline)| deadline);
+        let repair = self.repairs.front().map(|&(_, at)| at);
+        match (hold, repair) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Releases every held packet whose deadline is not after `now`, with everything before it
@@ -452,6 +523,7 @@ impl<P> Resequencer<P> {
         self.head = EXT_OFFSET;
         self.received.clear_all();
         self.deadlines.clear();
+        self.repairs.clear();
         for ps in self.paths.iter_mut() {
             *ps = PathState::default();
         }
@@ -587,6 +659,100 @@ mod tests {
         let mut h = H::new(c);
         h.fence(0, idle, 0);
         h
+    }
+
+    /// Two paths; path 0 loses seq 1 (its path sequence 1), path 1 carries seq 2, then path 0
+    /// carries seq 3: every path has progressed past 1.
+    fn lose_seq_1(h: &mut H) {
+        h.push(0, 0, 0);
+        h.path_seq[0] += 1; // seq 1, lost
+        h.push(1_000, 1, 2);
+        h.push(2_000, 0, 3);
+    }
+
+    fn resent(h: &mut H, now_us: u64, path: u8, seq: u32) -> (bool, Vec<u32>) {
+        let meta = PacketMeta {
+            path: PathId(path),
+            seq,
+            path_seq: 999,
+            sent_us: 0,
+            len: 100,
+        };
+        let mut got = Vec::new();
+        let filled =
+            h.r.push_resent(t(now_us), meta, seq, |p| p, &mut |p| got.push(p));
+        h.out.extend_from_slice(&got);
+        (filled, got)
+    }
+
+    #[test]
+    fn without_repair_a_fenced_gap_is_given_up_at_once() {
+        let mut h = H::new(config(64, 100, 2));
+        lose_seq_1(&mut h);
+        assert_eq!(h.out, [0, 2, 3]);
+        assert_eq!(h.total().released_by_fence, 1);
+        let mut gaps = Vec::new();
+        h.r.take_gaps(&mut gaps);
+        assert!(gaps.is_empty(), "gaps are kept only while resending is on");
+    }
+
+    #[test]
+    fn a_gap_waits_for_repair_and_a_resent_packet_fills_it() {
+        let mut h = H::new(config(64, 100, 2));
+        h.r.set_repair(Some(Duration::from_millis(20)));
+        lose_seq_1(&mut h);
+        assert_eq!(h.out, [0], "the gap waits for its packet to come again");
+        let mut gaps = Vec::new();
+        h.r.take_gaps(&mut gaps);
+        assert_eq!(
+            gaps,
+            [Gap {
+                path: PathId(0),
+                first: 1,
+                count: 1
+            }]
+        );
+        assert_eq!(
+            h.r.poll_timeout(),
+            Some(t(22_000)),
+            "the repair wait, not the hold"
+        );
+        let lost = h.path(0).lost;
+        // it comes again on the other path, 10 ms later
+        assert_eq!(resent(&mut h, 12_000, 1, 1), (true, vec![1, 2, 3]));
+        assert_eq!(h.r.held(), 0);
+        let tot = h.total();
+        assert_eq!((tot.resent, tot.recovered, tot.skipped), (1, 1, 0));
+        assert_eq!(h.path(0).lost, lost, "a resent packet is not measured");
+        assert_eq!(h.path(1).packets, 1);
+        // sent twice more: duplicates
+        assert_eq!(resent(&mut h, 13_000, 0, 1), (false, vec![]));
+        assert_eq!(h.total().duplicates, 1);
+    }
+
+    #[test]
+    fn a_gap_not_repaired_in_time_is_given_up_then_its_packet_is_late() {
+        let mut h = H::new(config(64, 100, 2));
+        h.r.set_repair(Some(Duration::from_millis(20)));
+        lose_seq_1(&mut h);
+        assert_eq!(h.timeout_at(t(21_999)), Vec::<u32>::new());
+        assert_eq!(h.timeout_at(t(22_000)), [2, 3]);
+        assert_eq!(h.total().released_by_fence, 1);
+        assert_eq!(h.r.poll_timeout(), None);
+        // the packet comes after all: late, delivered, not a recovery
+        assert_eq!(resent(&mut h, 30_000, 1, 1), (false, vec![1]));
+        assert_eq!((h.total().late, h.total().recovered), (1, 0));
+    }
+
+    #[test]
+    fn the_repair_wait_never_outlasts_the_hold_time() {
+        let mut h = H::new(config(64, 10, 2));
+        h.r.set_repair(Some(Duration::from_millis(50)));
+        lose_seq_1(&mut h);
+        // seq 2 arrived at 1 ms: held at most 10 ms
+        assert_eq!(h.r.poll_timeout(), Some(t(11_000)));
+        assert_eq!(h.timeout_at(t(11_000)), [2, 3]);
+        h.check_bounds();
     }
 
     #[test]

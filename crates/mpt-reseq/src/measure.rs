@@ -37,7 +37,23 @@ pub(crate) struct Measure {
     owd_base: Option<u32>,
     /// Smallest relative delay of any path this session.
     owd_min: i64,
+    /// Whether path sequence gaps are kept for [`Measure::take_gaps`].
+    pub(crate) keep_gaps: bool,
+    /// Path sequence gaps seen since the caller last took them: (path, first missing,
+    /// how many). At most [`MAX_GAPS`] wait; more are counted lost but not kept.
+    gaps: Vec<Gap>,
 }
+
+/// Path sequences a path skipped: `count` of them from `first` on, on `path`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gap {
+    pub path: mpt_core::PathId,
+    pub first: u16,
+    pub count: u16,
+}
+
+/// Most gaps kept between two [`crate::Resequencer::take_gaps`].
+pub const MAX_GAPS: usize = 64;
 
 impl Measure {
     pub(crate) fn new(paths: usize) -> Measure {
@@ -45,7 +61,25 @@ impl Measure {
             paths: vec![PathMeasure::default(); paths],
             owd_base: None,
             owd_min: i64::MAX,
+            keep_gaps: false,
+            gaps: Vec::new(),
         }
+    }
+
+    /// Path `p` skipped `count` path sequences from `first` on.
+    fn gap(&mut self, p: usize, first: u16, count: u16) {
+        if self.keep_gaps && self.gaps.len() < MAX_GAPS {
+            self.gaps.push(Gap {
+                path: mpt_core::PathId(p as u8),
+                first,
+                count,
+            });
+        }
+    }
+
+    /// The gaps kept since the last call.
+    pub(crate) fn take_gaps(&mut self, out: &mut Vec<Gap>) {
+        out.append(&mut self.gaps);
     }
 
     /// Measure `n` paths from now on: the first `n` keep what was measured.
@@ -65,6 +99,7 @@ impl Measure {
         }
         self.owd_base = None;
         self.owd_min = i64::MAX;
+        self.gaps.clear();
     }
 
     /// A data packet arrived on path `p` at `now`.
@@ -76,19 +111,24 @@ impl Measure {
         let st = &mut stats.paths[p];
         st.packets += 1;
         st.bytes += len;
-        let m = &mut self.paths[p];
-        if let Some(expected) = m.expected_path_seq {
+        let mut gap = None;
+        if let Some(expected) = self.paths[p].expected_path_seq {
             let d = seq16_diff(meta.path_seq, expected);
             if d != 0 {
                 if d > 0 && d < i16::MAX {
                     st.lost += d as u64;
                     stats.total.lost += d as u64;
+                    gap = Some((expected, d as u16));
                 } else {
                     st.path_seq_errors += 1;
                     stats.total.path_seq_errors += 1;
                 }
             }
         }
+        if let Some((first, count)) = gap {
+            self.gap(p, first, count);
+        }
+        let m = &mut self.paths[p];
         m.expected_path_seq = Some(meta.path_seq.wrapping_add(1));
         st.highest_path_seq = Some(meta.path_seq);
         st.last_sent_us = Some(meta.sent_us);
@@ -105,19 +145,19 @@ impl Measure {
 
     /// A fence on path `p` says the next `path_seq` there: the ones skipped are lost.
     pub(crate) fn fence(&mut self, p: usize, next_path_seq: u16, stats: &mut Stats) {
-        let m = &mut self.paths[p];
-        if let Some(expected) = m.expected_path_seq {
+        if let Some(expected) = self.paths[p].expected_path_seq {
             let d = seq16_diff(next_path_seq, expected);
             if d > 0 {
                 stats.paths[p].lost += d as u64;
                 stats.total.lost += d as u64;
+                self.gap(p, expected, d as u16);
             } else if d < 0 {
                 // a fence from before datagrams that arrived already (the sender built it
                 // while they were unsent): it says nothing new
                 return;
             }
         }
-        m.expected_path_seq = Some(next_path_seq);
+        self.paths[p].expected_path_seq = Some(next_path_seq);
     }
 
     /// Fold a packet's transit time into path `p`'s delay, relative to the session's first

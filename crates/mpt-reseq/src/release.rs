@@ -6,6 +6,9 @@ use mpt_core::Time;
 
 use super::*;
 
+/// Most gaps waiting for repair at once.
+const MAX_REPAIRS: usize = 256;
+
 impl<P> Resequencer<P> {
     /// Anchors the extended seq space on the first seq of a session: start from 0 if the seq is
     /// small (a fresh sender, earlier packets may still be in flight), else resync to it.
@@ -212,6 +215,9 @@ impl<P> Resequencer<P> {
         for d in self.deadlines.iter_mut() {
             d.0 = d.0.saturating_sub(delta);
         }
+        for r in self.repairs.iter_mut() {
+            r.0 = r.0.saturating_sub(delta);
+        }
         self.reorder.rebase(delta);
     }
 
@@ -299,8 +305,16 @@ impl<P> Resequencer<P> {
             .find(|&s| matches!(self.ring.get((s & self.mask) as usize), Some(Some(_))))
     }
 
-    /// Releases the held packets whose deadline is not after `now`.
+    /// Releases the held packets whose deadline is not after `now`, and the gaps whose wait
+    /// for repair is over.
     pub(crate) fn expire(&mut self, now: Time, deliver: &mut impl FnMut(P)) {
+        while let Some(&(target, at)) = self.repairs.front() {
+            if at > now {
+                break;
+            }
+            self.repairs.pop_front();
+            self.release_to(now, target, Cause::Fence, deliver);
+        }
         loop {
             self.tidy_deadlines();
             match self.deadlines.front() {
@@ -330,8 +344,20 @@ impl<P> Resequencer<P> {
                 None => return,
             }
         };
-        if target > self.head && target != u64::MAX {
-            self.release_to(now, target, Cause::Fence, deliver);
+        if target <= self.head || target == u64::MAX {
+            return;
+        }
+        match self.repair {
+            // the gap's packet may come again: it waits for it (not past the hold time)
+            Some(wait) if self.counting != 0 => {
+                // (bounded: past that, a gap waits for its packets' hold time)
+                if self.repairs.len() < MAX_REPAIRS
+                    && self.repairs.back().is_none_or(|&(t, _)| t < target)
+                {
+                    self.repairs.push_back((target, now + wait));
+                }
+            }
+            _ => self.release_to(now, target, Cause::Fence, deliver),
         }
     }
 }

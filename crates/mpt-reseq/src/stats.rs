@@ -236,6 +236,10 @@ pub struct Totals {
     pub dropped_on_reset: u64,
     /// Per-path sequence gaps, summed over paths (see [`PathStats::lost`]).
     pub lost: u64,
+    /// Packets the sender sent again because we asked ([`crate::Resequencer::push_resent`]).
+    pub resent: u64,
+    /// Of those, the ones that filled their gap before it was given up: losses recovered.
+    pub recovered: u64,
     /// Per-path sequence errors, summed over paths.
     pub path_seq_errors: u64,
     /// Packets and fences naming a path outside the configuration (ignored).

@@ -21,6 +21,12 @@ pub(crate) struct Counts {
     /// Packets sent per class (configuration order) and path; copies sent.
     pub(crate) class_sent: Vec<Vec<u64>>,
     pub(crate) copies_sent: u64,
+    /// Resend requests sent, the path sequences they named, and their bytes on the links.
+    pub(crate) nacks_sent: u64,
+    pub(crate) nacked: u64,
+    pub(crate) nack_bytes: u64,
+    /// What resending did, per path that lost the packets.
+    pub(crate) resend: Vec<crate::ResendCounts>,
 }
 
 impl<P> Endpoint<P> {

@@ -151,9 +151,9 @@ impl DropReason {
             | WireError::BundleCount(_)
             | WireError::BundleGap(_)
             | WireError::BadPiece { .. } => DropReason::InnerLength,
-            WireError::ReportEntryLen(_) | WireError::ControlLength { .. } => {
-                DropReason::BadControl
-            }
+            WireError::ReportEntryLen(_)
+            | WireError::ControlLength { .. }
+            | WireError::NackRanges(_) => DropReason::BadControl,
         }
     }
 }

@@ -48,6 +48,13 @@ pub struct Endpoint<P> {
     /// The peer's handshake said it puts packets in pieces back together
     /// ([`mpt_core::wire::CipherFlags::PIECES`]).
     pub(crate) peer_pieces: bool,
+    /// The peer's handshake said it asks for and resends lost packets
+    /// ([`mpt_core::wire::CipherFlags::RESEND`]).
+    pub(crate) peer_resend: bool,
+    /// Packets sent lately, for the peer's resend requests.
+    pub(crate) resend: crate::resend::ResendBuffer,
+    /// Path sequence gaps taken from the resequencer (a buffer kept between calls).
+    pub(crate) gaps: Vec<mpt_reseq::Gap>,
     /// Packets that came in pieces, waiting for the rest.
     pub(crate) reasm: crate::reassembly::Reassembly,
     /// Packets put back together, for [`Endpoint::take_assembled`].
@@ -260,6 +267,9 @@ impl<P> Endpoint<P> {
             peer_restarts: 0,
             peer_express: false,
             peer_pieces: false,
+            peer_resend: false,
+            resend: Default::default(),
+            gaps: Vec::new(),
             reasm: Default::default(),
             assembled: VecDeque::new(),
             icmp: VecDeque::new(),
@@ -436,6 +446,8 @@ impl<P> Endpoint<P> {
 
     /// The next control datagram to send at `now`, if any (built and sealed now).
     pub fn poll_transmit(&mut self, now: Time) -> Option<Transmit> {
+        // what the paths lost since the last poll is asked for at once
+        self.request_resends();
         if !self.ready.is_empty() {
             return Some(self.ready.remove(0));
         }

@@ -78,7 +78,7 @@ impl<P> Endpoint<P> {
         let payload = Initiation {
             index,
             timestamp,
-            flags: c.flags | self.continues() | CipherFlags::EXPRESS | CipherFlags::PIECES,
+            flags: c.flags | self.continues() | self.feature_flags(),
             paths: self.paths.len() as u8,
         }
         .emit();
@@ -274,13 +274,11 @@ impl<P> Endpoint<P> {
         }
         self.peer_express = init.flags & CipherFlags::EXPRESS != 0;
         self.peer_pieces = init.flags & CipherFlags::PIECES != 0;
+        self.peer_resend = init.flags & CipherFlags::RESEND != 0;
         let index = self.fresh_index();
         let reply = Response {
             index,
-            flags: self.crypto.flags
-                | self.continues()
-                | CipherFlags::EXPRESS
-                | CipherFlags::PIECES,
+            flags: self.crypto.flags | self.continues() | self.feature_flags(),
         }
         .emit();
         let mut d = vec![0u8; RESPONSE_LEN];
@@ -351,6 +349,7 @@ impl<P> Endpoint<P> {
         };
         self.peer_express = resp.flags & CipherFlags::EXPRESS != 0;
         self.peer_pieces = resp.flags & CipherFlags::PIECES != 0;
+        self.peer_resend = resp.flags & CipherFlags::RESEND != 0;
         let continues = self.peer_session.is_some() && resp.flags & CipherFlags::CONTINUES != 0;
         self.install(
             now,
@@ -441,6 +440,7 @@ impl<P> Endpoint<P> {
             }
         };
         self.events.push_back(event);
+        self.update_repair_wait();
         self.learn_address(path, from);
         self.reopen_closed(now);
         if self.paths[path.index()].live.handshake_crossed() {
@@ -458,6 +458,17 @@ impl<P> Endpoint<P> {
         } else {
             0
         }
+    }
+
+    /// What our handshake messages say we take besides the cipher: bundles and express data,
+    /// pieces, and (when configured) resend requests.
+    fn feature_flags(&self) -> u8 {
+        let resend = if self.cfg.resend {
+            CipherFlags::RESEND
+        } else {
+            0
+        };
+        CipherFlags::EXPRESS | CipherFlags::PIECES | resend
     }
 
     /// A random index for a new session, never 0 nor the current one (its low 16 bits the

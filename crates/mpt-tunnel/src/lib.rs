@@ -27,6 +27,7 @@ mod pmtu;
 mod reassembly;
 mod reconfigure;
 mod recv;
+mod resend;
 mod send;
 mod timers;
 
@@ -44,6 +45,7 @@ pub use liveness::LinkState;
 pub use open::{Opened, Opener};
 pub use pmtu::BASE_DATAGRAM;
 pub use reassembly::{Piece, Reassembly, MAX_INCOMPLETE, MAX_PIECES};
+pub use resend::{ResendCounts, MAX_RESEND_GAP, RESEND_KEPT};
 pub use send::{Sealer, SendError};
 
 use mpt_core::seal::{CipherChoice, PrivateKey, Psk, PublicKey};
@@ -126,6 +128,9 @@ pub struct EndpointConfig {
     pub follow_peer_paths: bool,
     /// Pack small packets into bundles while their path is busy ([`mpt_core::wire::Kind::Bundle`]).
     pub bundle: bool,
+    /// Recover what a path lost inside the tunnel: ask the peer for it, and send it again when
+    /// the peer asks ([`mpt_core::wire::Kind::Nack`]). Used when both ends' handshakes say so.
+    pub resend: bool,
     /// Traffic classes, the first that matches a packet deciding how it is sent
     /// ([`ClassRule`]; the configured ones, then usually [`default_classes`]).
     pub classes: Vec<ClassRule>,
@@ -222,6 +227,9 @@ pub struct Incoming {
     pub packet: std::ops::Range<usize>,
     /// Sent express ([`mpt_core::wire::Kind::Express`]): delivered at once, not in order.
     pub express: bool,
+    /// Sent again because we asked ([`mpt_core::wire::Kind::Resent`]): it fills its gap but
+    /// says nothing of the path it came on.
+    pub resent: bool,
 }
 
 /// A control datagram to send.

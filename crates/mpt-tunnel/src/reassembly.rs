@@ -174,6 +174,7 @@ impl<P> crate::Endpoint<P> {
                         meta,
                         packet: 0..len,
                         express: false,
+                        resent: false,
                     },
                     bytes,
                 ));

@@ -35,7 +35,10 @@ impl<P> Endpoint<P> {
     /// `payload` points into is reused after the batch).
     pub fn push_data(&mut self, now: Time, data: &Incoming, payload: P, keep: impl FnOnce(P) -> P) {
         let out = &mut self.released;
-        if data.express {
+        if data.resent {
+            self.reseq
+                .push_resent(now, data.meta, payload, keep, &mut |p| out.push(p));
+        } else if data.express {
             self.reseq
                 .push_express(now, data.meta, payload, &mut |p| out.push(p));
         } else {
@@ -132,6 +135,7 @@ impl<P> Endpoint<P> {
                     },
                     packet: start + HEADER_LEN..end,
                     express: h.kind == Kind::Express,
+                    resent: h.kind == Kind::Resent,
                 }));
             }
             Datagram::Bundle { body, count, .. } => {
@@ -162,6 +166,14 @@ impl<P> Endpoint<P> {
             Datagram::Probe { size, .. } => {
                 self.reseq.fence(now, path, h.seq, h.path_seq, &mut release);
                 self.pending.push_back(Pending::ProbeAck { path, size });
+            }
+            Datagram::Nack { body, .. } => {
+                self.reseq.fence(now, path, h.seq, h.path_seq, &mut release);
+                if self.resending() {
+                    self.take_nack(now, mpt_core::wire::nack_ranges(body));
+                } else {
+                    return Err(self.count(DropReason::Unexpected));
+                }
             }
             Datagram::ProbeAck { size, .. } => {
                 self.reseq.fence(now, path, h.seq, h.path_seq, &mut release);
@@ -235,6 +247,7 @@ impl<P> Endpoint<P> {
                 meta,
                 packet: at + e.start..at + e.start + e.len,
                 express: false,
+                resent: false,
             });
         }
         out
@@ -367,6 +380,7 @@ impl<P> Endpoint<P> {
         let p = &mut self.paths[path.index()];
         let rtt = u64::from(rtt);
         p.srtt_us = Some(p.srtt_us.map_or(rtt, |old| (old * 7 + rtt) / 8));
+        self.update_repair_wait();
     }
 }
 

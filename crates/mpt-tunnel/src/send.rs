@@ -30,6 +30,11 @@ pub(crate) enum Pending {
         path: PathId,
         size: usize,
     },
+    /// A resend request for `ranges` (at most [`mpt_core::wire::MAX_NACK_RANGES`]).
+    Nack {
+        path: PathId,
+        ranges: Vec<mpt_core::wire::NackRange>,
+    },
     /// The answer to a probe whose plain form was `size` bytes.
     ProbeAck {
         path: PathId,
@@ -50,6 +55,7 @@ impl Pending {
             Pending::Keepalive(path) | Pending::Goodbye(path) => Some(*path),
             Pending::Ack { path, .. } | Pending::Report { path, .. } => Some(*path),
             Pending::Probe { path, .. } | Pending::ProbeAck { path, .. } => Some(*path),
+            Pending::Nack { path, .. } => Some(*path),
             Pending::Raw { .. } => None,
         }
     }
@@ -203,6 +209,11 @@ impl<P> Endpoint<P> {
             self.sched.on_sent(now, path, len + outer);
             self.counts.tx_packets += 1;
             self.counts.tx_bytes += inner as u64;
+            if self.resending() {
+                let packet = &bufs[k].as_mut()[at..at + inner];
+                self.resend
+                    .keep(path, header.path_seq, header.seq, now, packet);
+            }
             if b.tail & (1 << i) != 0 {
                 // something numbered before it on the path leaves after the batch: so does it
                 let packet = &bufs[k].as_mut()[at..at + inner];
@@ -392,6 +403,15 @@ impl<P> Endpoint<P> {
                 self.fence_header(Kind::ProbeAck, path, now).emit(&mut buf);
                 buf[HEADER_LEN..wire::PROBE_ACK_LEN].copy_from_slice(&size.to_be_bytes());
                 self.seal_control(now, path, &mut buf, wire::PROBE_ACK_LEN)?;
+                path
+            }
+            Pending::Nack { path, ranges } => {
+                let plain = wire::nack_len(ranges.len());
+                buf.resize(plain + SEAL_OVERHEAD, 0);
+                self.fence_header(Kind::Nack, path, now).emit(&mut buf);
+                wire::emit_nack(&mut buf[HEADER_LEN..plain], &ranges);
+                let len = self.seal_control(now, path, &mut buf, plain)?;
+                self.counts.nack_bytes += (len + self.cfg.paths[path.index()].overhead) as u64;
                 path
             }
             Pending::Goodbye(path) => {

@@ -185,7 +185,7 @@ impl<P> Endpoint<P> {
     /// that stopped delivering a moment ago (an outage `dead` has not yet confirmed) would
     /// lose the very report that tells the sender, and a sender whose TCP flow stalls with it
     /// has nothing more to report for a while.
-    fn report_path(&self) -> Option<PathId> {
+    pub(crate) fn report_path(&self) -> Option<PathId> {
         pick_report_path(self.paths.iter().map(|p| {
             let heard_if_up = p.live.last_heard.filter(|_| p.live.state == LinkState::Up);
             (heard_if_up, p.srtt_us.unwrap_or(u64::MAX))

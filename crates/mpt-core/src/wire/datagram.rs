@@ -5,7 +5,8 @@ use super::*;
 /// A validated datagram borrowed from a receive buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Datagram<'a> {
-    /// One inner packet ([`Kind::Data`], or [`Kind::Express`] as the header says).
+    /// One inner packet ([`Kind::Data`], or [`Kind::Express`] or [`Kind::Resent`] as the
+    /// header says).
     Data {
         header: HeaderRepr,
         packet: &'a [u8],
@@ -29,6 +30,12 @@ pub enum Datagram<'a> {
     Probe {
         header: HeaderRepr,
         size: u16,
+    },
+    /// A resend request: `count` ranges ([`nack_ranges`]) in `body`, checked ([`check_nack`]).
+    Nack {
+        header: HeaderRepr,
+        body: &'a [u8],
+        count: usize,
     },
     /// A probe of `size` bytes arrived.
     ProbeAck {
@@ -68,7 +75,7 @@ impl<'a> Datagram<'a> {
         let header = HeaderRepr::parse(buf)?;
         let body = &buf[HEADER_LEN..];
         match header.kind {
-            Kind::Data | Kind::Express => {
+            Kind::Data | Kind::Express | Kind::Resent => {
                 check_inner_packet(body)?;
                 Ok(Datagram::Data {
                     header,
@@ -101,6 +108,11 @@ impl<'a> Datagram<'a> {
                     size: be16(&buf[HEADER_LEN..PROBE_ACK_LEN]),
                 })
             }
+            Kind::Nack => Ok(Datagram::Nack {
+                header,
+                body,
+                count: check_nack(body)?,
+            }),
             Kind::Keepalive => {
                 exact_len(buf, KEEPALIVE_LEN)?;
                 Ok(Datagram::Keepalive {
@@ -141,6 +153,7 @@ impl<'a> Datagram<'a> {
             | Datagram::Continued { header, .. }
             | Datagram::Probe { header, .. }
             | Datagram::ProbeAck { header, .. }
+            | Datagram::Nack { header, .. }
             | Datagram::Keepalive { header, .. }
             | Datagram::Goodbye { header }
             | Datagram::KeepaliveAck { header, .. }

@@ -125,4 +125,7 @@ impl CipherFlags {
     /// continuations, type 10) and answers path MTU probes (types 11 and 12). Sent to a
     /// peer without it, packets go whole, whatever their size.
     pub const PIECES: u8 = 32;
+    /// Not a cipher bit: the sender asks for what a path lost (resend requests, type 13) and
+    /// sends again what it is asked for (type 14). Both ends must say it.
+    pub const RESEND: u8 = 64;
 }

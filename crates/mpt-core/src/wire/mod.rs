@@ -9,6 +9,7 @@ mod bundle;
 mod datagram;
 mod handshake;
 mod header;
+mod nack;
 mod report;
 
 pub use bundle::{
@@ -24,6 +25,10 @@ pub use handshake::{
     RESPONSE_LEN, RESPONSE_PAYLOAD_LEN,
 };
 pub use header::{Header, HeaderRepr};
+pub use nack::{
+    check_nack, emit_nack, nack_len, nack_ranges, NackRange, MAX_NACK_RANGES, NACK_FIXED_LEN,
+    NACK_RANGE_LEN,
+};
 pub use report::{report_len, Report, ReportEntry, ReportRepr};
 
 /// Protocol version carried in the top three bits of byte 0.
@@ -190,6 +195,11 @@ pub enum Kind {
     Probe = 11,
     /// The answer to a probe: the size that arrived ([`PROBE_ACK_LEN`]).
     ProbeAck = 12,
+    /// A resend request: the path sequences of data datagrams a path lost ([`NackRange`]).
+    Nack = 13,
+    /// An inner packet sent again, as [`Kind::Data`], because the peer asked for it: its
+    /// global sequence is the packet's own; its path sequence is the path's next, not taken.
+    Resent = 14,
 }
 
 impl Kind {
@@ -208,6 +218,8 @@ impl Kind {
             10 => Some(Kind::Continued),
             11 => Some(Kind::Probe),
             12 => Some(Kind::ProbeAck),
+            13 => Some(Kind::Nack),
+            14 => Some(Kind::Resent),
             _ => None,
         }
     }
@@ -240,6 +252,8 @@ pub enum WireError {
     BadPiece { offset: usize, len: usize },
     #[error("control message of {got} bytes, expected {expected}")]
     ControlLength { expected: usize, got: usize },
+    #[error("resend request of {0} ranges (or an empty range)")]
+    NackRanges(usize),
 }
 
 pub(crate) fn be16(b: &[u8]) -> u16 {
@@ -472,8 +486,8 @@ mod tests {
         assert_eq!(Datagram::parse(&bad), Err(WireError::BadVersion(1)));
         bad[0] = (2 << 5) | SEALED_FLAG;
         assert_eq!(Datagram::parse(&bad), Err(WireError::Sealed));
-        bad[0] = (2 << 5) | 13;
-        assert_eq!(Datagram::parse(&bad), Err(WireError::UnknownKind(13)));
+        bad[0] = (2 << 5) | 15;
+        assert_eq!(Datagram::parse(&bad), Err(WireError::UnknownKind(15)));
         let mut ka = vec![0u8; HEADER_LEN + 1];
         header(Kind::Keepalive).emit(&mut ka);
         assert_eq!(
@@ -559,7 +573,9 @@ mod tests {
             Just(Kind::Goodbye),
             Just(Kind::Continued),
             Just(Kind::Probe),
-            Just(Kind::ProbeAck)
+            Just(Kind::ProbeAck),
+            Just(Kind::Nack),
+            Just(Kind::Resent)
         ]
     }
 
@@ -608,7 +624,7 @@ mod tests {
             let h = HeaderRepr { kind, ..h0 };
             let mut buf = vec![0u8; report_len(64)];
             match kind {
-                Kind::Data | Kind::Express => return Ok(()),
+                Kind::Data | Kind::Express | Kind::Resent => return Ok(()),
                 Kind::Bundle => {
                     h.emit(&mut buf);
                     let mut body = Vec::new();
@@ -640,6 +656,25 @@ mod tests {
                     buf[HEADER_LEN..PROBE_MIN_LEN].copy_from_slice(&(size as u16).to_be_bytes());
                     prop_assert_eq!(Datagram::parse(&buf[..size]), Ok(Datagram::Probe { header: h, size: size as u16 }));
                     prop_assert!(Datagram::parse(&buf[..size + 1]).is_err());
+                }
+                Kind::Nack => {
+                    let n_ranges = usize::from(fill) % MAX_NACK_RANGES + 1;
+                    let ranges: Vec<NackRange> = (0..n_ranges)
+                        .map(|k| NackRange { path: PathId(k as u8), first: h.path_seq.wrapping_add(k as u16), count: fill.max(1) })
+                        .collect();
+                    let n = nack_len(n_ranges);
+                    h.emit(&mut buf);
+                    emit_nack(&mut buf[HEADER_LEN..n], &ranges);
+                    let body = buf[HEADER_LEN..n].to_vec();
+                    prop_assert_eq!(Datagram::parse(&buf[..n]), Ok(Datagram::Nack { header: h, body: &body[..], count: n_ranges }));
+                    prop_assert_eq!(nack_ranges(&body).collect::<Vec<_>>(), ranges);
+                    prop_assert!(Datagram::parse(&buf[..n - 1]).is_err());
+                    prop_assert!(Datagram::parse(&buf[..n + NACK_RANGE_LEN]).is_err());
+                    // an empty range, or none at all
+                    buf[HEADER_LEN + NACK_FIXED_LEN + 1] = 0;
+                    prop_assert!(Datagram::parse(&buf[..n]).is_err());
+                    buf[HEADER_LEN] = 0;
+                    prop_assert!(Datagram::parse(&buf[..HEADER_LEN + NACK_FIXED_LEN]).is_err());
                 }
                 Kind::ProbeAck => {
                     h.emit(&mut buf);

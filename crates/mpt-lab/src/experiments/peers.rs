@@ -57,6 +57,7 @@ fn site_config(key: PrivateKey, server: PublicKey, to: SocketAddr, unix: u64) ->
         index_slot: None,
         follow_peer_paths: false,
         bundle: true,
+        resend: true,
         classes: mpt_tunnel::default_classes(),
     }
 }

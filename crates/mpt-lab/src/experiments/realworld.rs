@@ -124,7 +124,7 @@ fn socket(mptcp: bool, cc: &str) -> Result<Socket> {
 
 /// Transfers from A to each of `targets` (B's addresses) at once for `secs`, congestion
 /// control `cc`, over MPTCP or TCP: Mbit/s received at each.
-fn transfer(
+pub fn transfer(
     lab: &Lab,
     targets: &[SocketAddr],
     mptcp: bool,

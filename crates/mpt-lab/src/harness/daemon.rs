@@ -41,6 +41,8 @@ pub struct TunnelOpts {
     pub links: Option<Vec<usize>>,
     /// `[connection] bundle` (`None`: the default, on).
     pub bundle: Option<bool>,
+    /// `connection.resend`; `None`: the default (on).
+    pub resend: Option<bool>,
     /// `[[class]]` entries, on both ends.
     pub classes: Vec<mptd::config::ClassFile>,
 }
@@ -75,6 +77,7 @@ impl Default for TunnelOpts {
             metrics_on_a: None,
             links: None,
             bundle: None,
+            resend: None,
             classes: Vec::new(),
         }
     }
@@ -144,6 +147,7 @@ impl Lab {
                 keepalive_ms: Some(o.keepalive_ms as i64),
                 dead_ms: Some(o.dead_ms as i64),
                 bundle: o.bundle,
+                resend: o.resend,
                 default_classes: None,
             },
             control: ControlFile {

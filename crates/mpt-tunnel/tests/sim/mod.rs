@@ -170,6 +170,7 @@ pub fn config(side: Side, paths: usize, sealing: bool) -> EndpointConfig {
         index_slot: None,
         follow_peer_paths: false,
         bundle: true,
+        resend: true,
         classes: mpt_tunnel::default_classes(),
     }
 }

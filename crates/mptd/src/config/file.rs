@@ -151,6 +151,8 @@ pub struct ConnectionFile {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bundle: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub resend: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub default_classes: Option<bool>,
 }
 

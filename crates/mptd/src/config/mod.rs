@@ -239,6 +239,9 @@ pub struct Connection {
     pub dead: Duration,
     /// Pack small packets into one datagram while their path is busy.
     pub bundle: bool,
+    /// Ask the peer to send again what a path lost, and do what it asks (`docs/protocol.md`,
+    /// "Resend requests").
+    pub resend: bool,
     /// Traffic classes (`[[class]]`, then the built-in ones unless
     /// `connection.default_classes = false`): the first that matches a packet decides how it
     /// is sent.

@@ -217,7 +217,11 @@ mod tests {
         for (b, &len) in bufs.iter().zip(&sizes[..n]) {
             let p = &b[..len];
             assert_eq!(usize::from(u16::from_be_bytes([p[2], p[3]])), len);
-            assert_eq!(mpt_tunnel::internet_checksum(0, &[&p[..20]]), 0, "IPv4 checksum");
+            assert_eq!(
+                mpt_tunnel::internet_checksum(0, &[&p[..20]]),
+                0,
+                "IPv4 checksum"
+            );
             let pseudo = [&p[12..20], &[0, 6], &((len - 20) as u16).to_be_bytes()[..]].concat();
             assert_eq!(
                 mpt_tunnel::internet_checksum(0, &[&pseudo, &p[20..]]),

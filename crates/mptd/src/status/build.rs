@@ -24,6 +24,7 @@ impl Tunnel {
                 let path = PathId(i as u8);
                 let ps = st.paths.get(i).cloned().unwrap_or_default();
                 let info = ep.path_info(path);
+                let resend = ep.resend_counts(path);
                 let expected = ps.packets + ps.lost;
                 let (tx_packets, tx_bytes) = peer.tx(path);
                 let local = self
@@ -76,6 +77,10 @@ impl Tunnel {
                     mtu_found: info.pmtu_found,
                     mtu_probes: info.pmtu_probes,
                     mtu_drops: info.pmtu_drops,
+                    resend_asked: resend.requested,
+                    resent: resend.resent,
+                    resent_bytes: resend.resent_bytes,
+                    resend_missed: resend.missed,
                 }
             })
             .collect()
@@ -265,6 +270,11 @@ impl Tunnel {
                 delivered_out_of_order: t.delivered_out_of_order,
                 skipped: t.skipped,
                 late: t.late,
+                resend_requests: ep.nack_counts().0,
+                resend_asked: ep.nack_counts().1,
+                resend_request_bytes: ep.nack_bytes(),
+                resent_received: t.resent,
+                recovered: t.recovered,
                 released_by_timeout: t.released_by_timeout,
                 released_by_fence: t.released_by_fence,
                 released_by_overflow: t.released_by_overflow,

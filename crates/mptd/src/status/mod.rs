@@ -160,6 +160,19 @@ pub struct ReseqStatus {
     /// counted in `drops.too_old` instead.
     #[serde(default)]
     pub late: u64,
+    /// Resend requests we sent, the lost packets they named and their bytes on the links
+    /// (outer headers included); packets that came again, and of those the ones that filled
+    /// their gap in time (losses recovered).
+    #[serde(default)]
+    pub resend_requests: u64,
+    #[serde(default)]
+    pub resend_asked: u64,
+    #[serde(default)]
+    pub resend_request_bytes: u64,
+    #[serde(default)]
+    pub resent_received: u64,
+    #[serde(default)]
+    pub recovered: u64,
     pub released_by_timeout: u64,
     pub released_by_fence: u64,
     pub released_by_overflow: u64,
@@ -223,6 +236,17 @@ pub struct PathStatus {
     pub mtu_probes: u64,
     #[serde(default)]
     pub mtu_drops: u64,
+    /// Loss recovery for what we sent on this path: packets the peer asked for again, those
+    /// sent again (on the path where they arrived soonest) and what that cost on the links
+    /// (bytes, outer headers included), and those asked for too late or no longer kept.
+    #[serde(default)]
+    pub resend_asked: u64,
+    #[serde(default)]
+    pub resent: u64,
+    #[serde(default)]
+    pub resent_bytes: u64,
+    #[serde(default)]
+    pub resend_missed: u64,
 }
 
 /// The peer's view of one of our paths (from its receiver reports).

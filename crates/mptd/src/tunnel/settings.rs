@@ -43,6 +43,7 @@ pub(super) fn peer_endpoint_config(
         index_slot: Some(slot),
         follow_peer_paths: false,
         bundle: cfg.connection.bundle,
+        resend: cfg.connection.resend,
         classes: cfg.connection.classes.clone(),
     }
 }

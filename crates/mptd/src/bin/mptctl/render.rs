@@ -94,6 +94,15 @@ pub(crate) fn print_show(s: &Status, only: Option<&str>) {
                 p.mtu,
                 if p.mtu_found { "" } else { " (searching)" }
             );
+            if p.resend_asked > 0 {
+                println!(
+                    "    resent: {} of {} asked for ({}), {} too late",
+                    p.resent,
+                    p.resend_asked,
+                    bytes(p.resent_bytes),
+                    p.resend_missed
+                );
+            }
         }
     }
 }
@@ -132,6 +141,12 @@ pub(crate) fn print_status(s: &Status) {
         r.window, r.timeout_ms, r.held, r.reordered, r.reorder_extent_max, r.delivered_out_of_order,
         r.skipped, r.late, r.released_by_timeout, r.released_by_fence, r.released_by_overflow
     );
+    if r.resend_requests > 0 || r.resent_received > 0 {
+        println!(
+            "  resend: asked for {} lost packets in {} requests ({} B), {} came again, {} recovered in time",
+            r.resend_asked, r.resend_requests, r.resend_request_bytes, r.resent_received, r.recovered
+        );
+    }
     println!(
         "  hold p50 {}us p99 {}us max {}us   occupancy mean {:.1} p99 {} max {}",
         r.hold_p50_us,
@@ -270,11 +285,19 @@ fn print_paths(paths: &[mptd::status::PathStatus]) {
             p.rate_bps.map_or("-".to_owned(), |r| format!("{:.3}", r as f64 / 1e6))
         );
         println!(
-            "    {} -> {}   mtu {}{}{}",
+            "    {} -> {}   mtu {}{}{}{}",
             p.local,
             p.remote,
             p.mtu,
             if p.mtu_found { "" } else { " (searching)" },
+            if p.resend_asked > 0 {
+                format!(
+                    "   resent {}/{} ({} B)",
+                    p.resent, p.resend_asked, p.resent_bytes
+                )
+            } else {
+                String::new()
+            },
             p.down_reason
                 .as_deref()
                 .map_or(String::new(), |r| format!("   down: {r}"))

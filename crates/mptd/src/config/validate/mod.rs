@@ -271,6 +271,7 @@ impl Validator<'_> {
             keepalive,
             dead,
             bundle: raw.bundle.unwrap_or(true),
+            resend: raw.resend.unwrap_or(true),
             // [[class]] is read after the connection: see `classes`
             classes: if raw.default_classes.unwrap_or(true) {
                 mpt_tunnel::default_classes()

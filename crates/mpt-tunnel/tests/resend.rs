@@ -1,0 +1,169 @@
+//! Losses recovered inside the tunnel (resend requests, `docs/protocol.md`), driven through a
+//! simulated pair of endpoints: a lost datagram is asked for and comes again before its gap
+//! is given up; random loss is recovered at a cost close to the loss itself; nothing is
+//! resent on clean paths; and without resending on both ends, nothing changes.
+
+#[allow(dead_code)]
+mod sim;
+
+use std::time::Duration;
+
+use mpt_core::wire::Kind;
+use mpt_core::PathId;
+use sim::{packet, Pair, Side, LEN};
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+fn agreed(p: &mut Pair) {
+    p.run_until(ms(500), Pair::agreed)
+        .expect("keys agreed within 500 ms");
+    p.run(ms(200));
+}
+
+/// Data datagrams of `kind` that `side` sent.
+fn sent(p: &Pair, side: Side, kind: Kind) -> usize {
+    p.node(side)
+        .sent_log
+        .iter()
+        .filter(|(_, d)| mpt_core::wire::HeaderRepr::parse_outer(d).map(|h| h.0.kind) == Ok(kind))
+        .count()
+}
+
+/// A sealed pair over `paths` paths with resending set on each side as given.
+fn pair(seed: u64, paths: usize, resend_a: bool, resend_b: bool) -> Pair {
+    let mut a = sim::config(Side::A, paths, true);
+    let mut b = sim::config(Side::B, paths, true);
+    a.resend = resend_a;
+    b.resend = resend_b;
+    let mut p = Pair::with(sim::seed(seed), a, b);
+    agreed(&mut p);
+    p
+}
+
+#[test]
+fn a_lost_datagram_is_asked_for_and_sent_again_within_a_round_trip() {
+    let mut p = pair(1, 2, true, true);
+    assert!(p.ep(Side::A).resending() && p.ep(Side::B).resending());
+    // the next data datagram on path 1 is lost
+    p.drop_next(Side::A, 1, 1);
+    let start = p.now;
+    for k in 0..10 {
+        p.send(Side::A, &packet(k, LEN)).expect("sent");
+    }
+    p.run(ms(300));
+    assert_eq!(
+        p.delivered_numbers(Side::B),
+        (0..10).collect::<Vec<_>>(),
+        "every packet, in order"
+    );
+    let last = p.node(Side::B).delivered.last().expect("delivered").0 - start;
+    // lost at 0 ms; seen missing when path 1's next datagram arrives (10 ms); asked for on
+    // the 10 ms path, sent again on the soonest: back about 30 ms after it left
+    assert!(last <= ms(45), "the gap was filled after {last:?}");
+    assert_eq!(p.ep(Side::B).nack_counts(), (1, 1));
+    let c = p.ep(Side::A).resend_counts(PathId(1));
+    assert_eq!((c.requested, c.resent, c.missed), (1, 1, 0));
+    assert_eq!(p.ep(Side::A).resend_counts(PathId(0)).requested, 0);
+    let total = &p.ep(Side::B).stats().total;
+    assert_eq!((total.resent, total.recovered, total.skipped), (1, 1, 0));
+    assert_eq!(sent(&p, Side::A, Kind::Resent), 1);
+    assert_eq!(sent(&p, Side::B, Kind::Nack), 1);
+}
+
+#[test]
+fn without_resending_at_both_ends_a_lost_datagram_stays_lost() {
+    for (a, b) in [(true, false), (false, true), (false, false)] {
+        let mut p = pair(2, 2, a, b);
+        assert!(!p.ep(Side::A).resending() && !p.ep(Side::B).resending());
+        p.drop_next(Side::A, 1, 1);
+        for k in 0..10 {
+            p.send(Side::A, &packet(k, LEN)).expect("sent");
+        }
+        p.run(ms(300));
+        assert_eq!(p.delivered_numbers(Side::B), [0, 2, 3, 4, 5, 6, 7, 8, 9]);
+        assert_eq!(sent(&p, Side::B, Kind::Nack), 0);
+        assert_eq!(sent(&p, Side::A, Kind::Resent), 0);
+    }
+}
+
+/// `side` streams `n` packets of `len` bytes every `every` over paths with `loss` both ways;
+/// returns (packets delivered, bytes resent on the links, bytes of data sent on the links).
+fn lossy_stream(seed: u64, loss: f64, n: u32, resend: bool) -> (Pair, usize) {
+    let mut p = pair(seed, 2, resend, resend);
+    for path in 0..2 {
+        p.link(Side::A, path).loss = loss;
+        p.link(Side::B, path).loss = loss;
+    }
+    let mut sent = 0;
+    for k in 0..n {
+        let _ = p.send(Side::A, &packet(k, 1200));
+        sent += 1;
+        let until = p.now + ms(1);
+        p.run(until - p.now);
+    }
+    p.run(ms(500));
+    (p, sent)
+}
+
+#[test]
+fn random_loss_is_recovered_at_a_cost_close_to_the_loss() {
+    let n = 20_000;
+    let (mut p, sent) = lossy_stream(3, 0.01, n, true);
+    let got = p.delivered_numbers(Side::B);
+    let missing = sent - got.len();
+    let lost_on_paths: u64 = (0..2).map(|i| p.ep(Side::B).stats().paths[i].lost).sum();
+    assert!(
+        lost_on_paths > u64::from(n) / 200,
+        "the links lost {lost_on_paths} of {n}"
+    );
+    // what is still missing: a resend lost too, or its request
+    assert!(
+        missing * 2000 <= sent,
+        "{missing} of {sent} missing (more than 0.05 %), {lost_on_paths} lost on the paths"
+    );
+    let mut sorted = got.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    assert_eq!(sorted.len(), got.len(), "nothing delivered twice");
+    let resent: u64 = (0..2)
+        .map(|i| p.ep(Side::A).resend_counts(PathId(i)).resent_bytes)
+        .sum();
+    let data_bytes = u64::from(n) * (1200 + 82);
+    // at most twice the loss rate plus 1 % of the traffic
+    assert!(
+        resent * 100 <= data_bytes * 3,
+        "resent {resent} bytes for {data_bytes} of data"
+    );
+    let (nacks, named) = p.ep(Side::B).nack_counts();
+    assert!(nacks > 0 && named >= nacks);
+    println!(
+        "RESULT sim-resend 1% loss: {missing} of {sent} missing, {lost_on_paths} lost on the \
+         paths, {named} asked for in {nacks} requests, {resent} bytes resent ({:.2} % of data)",
+        resent as f64 * 100.0 / data_bytes as f64
+    );
+}
+
+#[test]
+fn the_same_loss_without_resending_loses_about_as_much_as_the_links() {
+    let n = 5_000;
+    let (p, sent) = lossy_stream(3, 0.01, n, false);
+    let missing = sent - p.delivered_numbers(Side::B).len();
+    assert!(
+        missing * 200 >= sent,
+        "only {missing} of {sent} missing without resending"
+    );
+}
+
+#[test]
+fn clean_paths_cost_nothing() {
+    let (mut p, sent) = lossy_stream(4, 0.0, 5_000, true);
+    assert_eq!(p.delivered_numbers(Side::B).len(), sent);
+    assert_eq!(p.ep(Side::B).nack_counts(), (0, 0));
+    assert_eq!(sent_kind(&p), 0);
+}
+
+fn sent_kind(p: &Pair) -> usize {
+    sent(p, Side::A, Kind::Resent)
+}
