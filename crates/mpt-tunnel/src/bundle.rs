@@ -242,9 +242,7 @@ impl<P> Endpoint<P> {
         };
         p.path_seq = p.path_seq.wrapping_add(count as u16);
         let body = buf.len() - prefix;
-        if self.resending() {
-            self.keep_bundled(now, &header, &buf[prefix..]);
-        }
+        self.keep_bundled(now, &header, &buf[prefix..]);
         let Some(buf) = self.seal_owned(&header, buf, body) else {
             self.counts.drops.add(DropReason::NoSession, count as u64);
             return None;

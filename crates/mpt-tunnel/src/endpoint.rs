@@ -115,6 +115,9 @@ pub(crate) struct PathState {
     pub(crate) bundle: Option<crate::bundle::OpenBundle>,
     /// Path MTU discovery: the largest datagram the path carries.
     pub(crate) pmtu: crate::pmtu::Pmtu,
+    /// Until when the packets sent on the path are kept for resending: the peer asked for
+    /// one of them lately ([`crate::resend::KEEP_AFTER_LOSS`]).
+    pub(crate) keep_until: Option<Time>,
 }
 
 impl PathState {
@@ -136,6 +139,7 @@ impl PathState {
             down_reason: None,
             peer_silent: false,
             bundle: None,
+            keep_until: None,
             pmtu: crate::pmtu::Pmtu::new(
                 now,
                 ceiling,

@@ -45,7 +45,7 @@ pub use liveness::LinkState;
 pub use open::{Opened, Opener};
 pub use pmtu::BASE_DATAGRAM;
 pub use reassembly::{Piece, Reassembly, MAX_INCOMPLETE, MAX_PIECES};
-pub use resend::{ResendCounts, MAX_RESEND_GAP, RESEND_KEPT};
+pub use resend::{ResendBuffer, ResendCounts, KEEP_AFTER_LOSS, MAX_RESEND_GAP, RESEND_KEPT};
 pub use send::{Sealer, SendError};
 
 use mpt_core::seal::{CipherChoice, PrivateKey, Psk, PublicKey};

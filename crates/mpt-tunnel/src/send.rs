@@ -209,7 +209,7 @@ impl<P> Endpoint<P> {
             self.sched.on_sent(now, path, len + outer);
             self.counts.tx_packets += 1;
             self.counts.tx_bytes += inner as u64;
-            if self.resending() {
+            if self.keeps(i, now) {
                 let packet = &bufs[k].as_mut()[at..at + inner];
                 self.resend
                     .keep(path, header.path_seq, header.seq, now, packet);

@@ -42,17 +42,49 @@ fn pair(seed: u64, paths: usize, resend_a: bool, resend_b: bool) -> Pair {
     p
 }
 
+/// Path 1 loses one datagram of ten packets numbered from `first`; returns when they left.
+fn lose_one(p: &mut Pair, first: u32) -> mpt_core::Time {
+    p.drop_next(Side::A, 1, 1);
+    let start = p.now;
+    for k in first..first + 10 {
+        p.send(Side::A, &packet(k, LEN)).expect("sent");
+    }
+    p.run(ms(300));
+    start
+}
+
+#[test]
+fn a_path_s_first_loss_is_asked_for_but_only_later_ones_are_kept_to_send_again() {
+    let mut p = pair(5, 2, true, true);
+    lose_one(&mut p, 0);
+    assert_eq!(p.delivered_numbers(Side::B), [0, 2, 3, 4, 5, 6, 7, 8, 9]);
+    let c = p.ep(Side::A).resend_counts(PathId(1));
+    assert_eq!((c.requested, c.resent, c.missed), (1, 0, 1));
+    // from then on path 1's packets are kept, for a minute after the last request
+    lose_one(&mut p, 10);
+    assert_eq!(
+        p.delivered_numbers(Side::B)[9..],
+        (10..20).collect::<Vec<_>>()
+    );
+    p.run(mpt_tunnel::KEEP_AFTER_LOSS);
+    lose_one(&mut p, 20);
+    let c = p.ep(Side::A).resend_counts(PathId(1));
+    assert_eq!(
+        (c.requested, c.resent, c.missed),
+        (3, 1, 2),
+        "kept no longer"
+    );
+}
+
 #[test]
 fn a_lost_datagram_is_asked_for_and_sent_again_within_a_round_trip() {
     let mut p = pair(1, 2, true, true);
     assert!(p.ep(Side::A).resending() && p.ep(Side::B).resending());
+    // a first loss on path 1: its packets are kept from then on
+    lose_one(&mut p, 100);
+    p.node_mut(Side::B).delivered.clear();
     // the next data datagram on path 1 is lost
-    p.drop_next(Side::A, 1, 1);
-    let start = p.now;
-    for k in 0..10 {
-        p.send(Side::A, &packet(k, LEN)).expect("sent");
-    }
-    p.run(ms(300));
+    let start = lose_one(&mut p, 0);
     assert_eq!(
         p.delivered_numbers(Side::B),
         (0..10).collect::<Vec<_>>(),
@@ -62,14 +94,14 @@ fn a_lost_datagram_is_asked_for_and_sent_again_within_a_round_trip() {
     // lost at 0 ms; seen missing when path 1's next datagram arrives (10 ms); asked for on
     // the 10 ms path, sent again on the soonest: back about 30 ms after it left
     assert!(last <= ms(45), "the gap was filled after {last:?}");
-    assert_eq!(p.ep(Side::B).nack_counts(), (1, 1));
+    assert_eq!(p.ep(Side::B).nack_counts(), (2, 2));
     let c = p.ep(Side::A).resend_counts(PathId(1));
-    assert_eq!((c.requested, c.resent, c.missed), (1, 1, 0));
+    assert_eq!((c.requested, c.resent, c.missed), (2, 1, 1));
     assert_eq!(p.ep(Side::A).resend_counts(PathId(0)).requested, 0);
     let total = &p.ep(Side::B).stats().total;
-    assert_eq!((total.resent, total.recovered, total.skipped), (1, 1, 0));
+    assert_eq!((total.resent, total.recovered, total.skipped), (1, 1, 1));
     assert_eq!(sent(&p, Side::A, Kind::Resent), 1);
-    assert_eq!(sent(&p, Side::B, Kind::Nack), 1);
+    assert_eq!(sent(&p, Side::B, Kind::Nack), 2);
 }
 
 #[test]

@@ -258,6 +258,11 @@ impl Pair {
         &self.nodes[side.index()]
     }
 
+    #[allow(dead_code)] // (not every test binary uses it)
+    pub fn node_mut(&mut self, side: Side) -> &mut Node {
+        &mut self.nodes[side.index()]
+    }
+
     pub fn ep(&mut self, side: Side) -> &mut Endpoint<Vec<u8>> {
         &mut self.nodes[side.index()].ep
     }
