@@ -166,6 +166,21 @@ pub fn render(st: &Status, reseq: Vec<ReseqHistograms>) -> String {
         "path_reordered_packets",
         "Packets that arrived out of order on the path",
     );
+    let resent_p = counter(
+        &mut reg,
+        "path_resent_packets",
+        "Packets the path lost that were sent again because the peer asked",
+    );
+    let resent_b = counter(
+        &mut reg,
+        "path_resent_bytes",
+        "Bytes on the links that sending the path's losses again cost",
+    );
+    let recovered = counter(
+        &mut reg,
+        "recovered_packets",
+        "Lost packets that came again in time to fill their gap (the first peer's)",
+    );
     let downs = counter(&mut reg, "path_down_events", "Times the path went down");
     let rtt = gauge(
         &mut reg,
@@ -277,6 +292,8 @@ pub fn render(st: &Status, reseq: Vec<ReseqHistograms>) -> String {
             recv_p.get_or_create(&l).inc_by(path.rx_packets);
             lost.get_or_create(&l).inc_by(path.lost);
             reordered.get_or_create(&l).inc_by(path.reordered);
+            resent_p.get_or_create(&l).inc_by(path.resent);
+            resent_b.get_or_create(&l).inc_by(path.resent_bytes);
             downs.get_or_create(&l).inc_by(path.down_events);
             jitter.get_or_create(&l).set(path.jitter_us / 1e6);
             if let Some(r) = path.rtt_us {
@@ -311,6 +328,9 @@ pub fn render(st: &Status, reseq: Vec<ReseqHistograms>) -> String {
         }
     }
     copies.get_or_create(&Vec::new()).inc_by(t.copies_sent);
+    recovered
+        .get_or_create(&Vec::new())
+        .inc_by(t.reseq.recovered);
     held.get_or_create(&Vec::new()).set(t.reseq.held as f64);
     uptime
         .get_or_create(&Vec::new())
