@@ -40,7 +40,9 @@ enum Cmd {
         #[arg(long, value_delimiter = ',')]
         cases: Vec<u32>,
         /// adaptive, adaptive-ftp and adaptive-stream only: only these schedulers of the
-        /// comparison (wrr, rate, adaptive; default: all).
+        /// comparison (wrr, rate, adaptive; default: all). realworld: mptd's scheduler (the
+        /// first given; default adaptive, nothing configured per path; rr, wrr and rate get
+        /// each path's rate and weight configured).
         #[arg(long, value_delimiter = ',')]
         schedulers: Vec<String>,
         /// adaptive, adaptive-ftp and adaptive-stream only: the tunnel's encryption
@@ -143,6 +145,7 @@ fn run(
                 cases,
                 runs,
                 duration.unwrap_or(10),
+                schedulers.first().map_or("adaptive", String::as_str),
                 out,
             )?;
             println!("{md}");

@@ -233,8 +233,21 @@ fn mean(v: &[f64]) -> f64 {
     }
 }
 
-/// Run the scenarios (`cases`: only these ids), `runs` times each, `secs` per transfer.
-pub fn run_realworld(cases: &[u32], runs: usize, secs: u64, out: &Path) -> Result<String> {
+/// Run the scenarios (`cases`: only these ids), `runs` times each, `secs` per transfer, mptd
+/// with `scheduler` (`adaptive`: nothing configured per path; the others get each path's rate
+/// and weight).
+pub fn run_realworld(
+    cases: &[u32],
+    runs: usize,
+    secs: u64,
+    scheduler: &str,
+    out: &Path,
+) -> Result<String> {
+    let configured = if scheduler == "adaptive" {
+        "nothing configured per path"
+    } else {
+        "each path's rate and weight configured"
+    };
     let mut md = String::new();
     writeln!(
         md,
@@ -242,8 +255,8 @@ pub fn run_realworld(cases: &[u32], runs: usize, secs: u64, out: &Path) -> Resul
          One TCP transfer of {secs} s at a time (this program's own sender and receiver), mean of \
          {runs} run(s), Mbit/s received. *paths alone*: a plain TCP connection with BBR on every \
          path at once, summed (what the paths carry, their random loss notwithstanding). *MPTCP*: kernel MPTCP, a subflow per path (in-kernel path \
-         manager). *mptd*: TCP through the tunnel, `adaptive` scheduler, nothing configured per \
-         path, default settings. Rates from `tbf`, delay, jitter and loss from the userspace \
+         manager). *mptd*: TCP through the tunnel, `{scheduler}` scheduler, {configured}, \
+         default settings. Rates from `tbf`, delay, jitter and loss from the userspace \
          wire, both ways.\n\n\
          | # | scenario | paths alone (sum) | MPTCP BBR | MPTCP cubic | mptd BBR | mptd cubic | mptd BBR / sum | mptd cubic / sum |\n\
          |---|---|---|---|---|---|---|---|---|"
@@ -276,8 +289,8 @@ pub fn run_realworld(cases: &[u32], runs: usize, secs: u64, out: &Path) -> Resul
                 mptcp[k].push(got);
             }
             let opts = TunnelOpts {
-                scheduler: "adaptive".into(),
-                configure_rates: false,
+                scheduler: scheduler.into(),
+                configure_rates: scheduler != "adaptive",
                 ..TunnelOpts::default()
             };
             lab.start_tunnel(&opts).context("tunnel")?;
