@@ -270,16 +270,30 @@ impl<P> Resequencer<P> {
         deliver: &mut impl FnMut(P),
     ) {
         if let Some((p, ext)) = self.admit(now, &meta, deliver) {
-            if self.window == 0 {
-                self.passthrough(now, p, ext, payload, deliver);
-            } else {
-                self.resequence(now, p, ext, payload, keep, deliver);
-                if self.held > 0 {
-                    self.progress_check(now, deliver);
-                }
-            }
+            self.place(now, p, ext, payload, keep, deliver);
         }
         self.stats.total.occupancy.record(self.held());
+    }
+
+    /// A new (non-duplicate) packet of path `p`, extended seq `ext`: delivered at once, held
+    /// or dropped as the window says, and what it makes deliverable follows.
+    fn place(
+        &mut self,
+        now: Time,
+        p: usize,
+        ext: u64,
+        payload: P,
+        keep: impl FnOnce(P) -> P,
+        deliver: &mut impl FnMut(P),
+    ) {
+        if self.window == 0 {
+            self.passthrough(now, p, ext, payload, deliver);
+        } else {
+            self.resequence(now, p, ext, payload, keep, deliver);
+            if self.held > 0 {
+                self.progress_check(now, deliver);
+            }
+        }
     }
 
     /// An express packet arrived at `now` ([`mpt_core::wire::Kind::Express`]): delivered at
@@ -337,14 +351,7 @@ impl<P> Resequencer<P> {
             return false;
         }
         let in_time = ext >= self.head;
-        if self.window == 0 {
-            self.passthrough(now, p, ext, payload, deliver);
-        } else {
-            self.resequence(now, p, ext, payload, keep, deliver);
-            if self.held > 0 {
-                self.progress_check(now, deliver);
-            }
-        }
+        self.place(now, p, ext, payload, keep, deliver);
         self.stats.total.recovered += u64::from(in_time);
         self.stats.total.occupancy.record(self.held());
         in_time
