@@ -102,6 +102,12 @@ fn voice(lab: &Lab, port: u16, tos: u32, secs: u64, epoch: Instant) -> (u32, Rec
 /// Bulk UDP from A to B's tunnel address, port `port`: `bps` in 1200-byte datagrams for
 /// `secs`. Returns the datagrams sent and received.
 pub(crate) fn bulk_udp(lab: &Lab, port: u16, bps: u64, secs: u64) -> (u64, u64) {
+    counted_udp(lab, port, bps, secs, 1200)
+}
+
+/// [`bulk_udp`] with datagrams of `len` bytes. The receiver counts until a second passes
+/// without one, so unlike iperf3 it also counts what arrives after the sender has finished.
+pub(crate) fn counted_udp(lab: &Lab, port: u16, bps: u64, secs: u64, len: usize) -> (u64, u64) {
     let (ns_b, listen) = (lab.ns(Side::B), format!("{}:{port}", tunnel_addr(Side::B)));
     let (ready_tx, ready_rx) = mpsc::channel();
     let sink = std::thread::spawn(move || {
@@ -127,13 +133,14 @@ pub(crate) fn bulk_udp(lab: &Lab, port: u16, bps: u64, secs: u64) -> (u64, u64) 
         .in_ns(Side::A, move || {
             let s = UdpSocket::bind("0.0.0.0:0").expect("bind");
             s.connect(&target).expect("connect");
-            let per_ms = (bps / 8 / 1200 / 1000).max(1);
+            let per_ms = (bps / 8 / len as u64 / 1000).max(1);
+            let datagram = vec![0u8; len];
             let start = Instant::now();
             let mut sent = 0u64;
             let mut ms = 0u32;
             while start.elapsed() < Duration::from_secs(secs) {
                 for _ in 0..per_ms {
-                    if s.send(&[0u8; 1200]).is_ok() {
+                    if s.send(&datagram).is_ok() {
                         sent += 1;
                     }
                 }
