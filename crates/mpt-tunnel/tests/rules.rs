@@ -1446,6 +1446,38 @@ fn rated_pair(seed: u64, rate: u64, bundle: bool) -> Pair {
     p
 }
 
+/// A learned rate is what a path was offered: where the path carries little (acknowledgements
+/// going back), the clock runs far ahead of any real queue, and small packets must not wait
+/// in bundles for it. `adaptive`, nothing configured, a fast link that never queues: a burst
+/// of small packets goes at once, unbundled, while the peer reports no queue.
+#[test]
+fn small_packets_are_not_held_for_a_queue_only_a_learned_rate_imagines() {
+    let cfg = |side| {
+        let mut c = sim::config(side, 1, true);
+        c.scheduler = mpt_sched::SchedulerKind::Adaptive;
+        c
+    };
+    let mut p = Pair::with(sim::seed(77), cfg(Side::A), cfg(Side::B));
+    p.run_until(ms(500), Pair::agreed)
+        .expect("keys agreed within 500 ms");
+    // a trickle, so that the estimator learns the little it is offered, and reports come
+    for k in 0..200u32 {
+        let _ = p.send(Side::A, &packet(k, 100));
+        p.run(ms(5));
+    }
+    let (bundles_before, _) = p.ep(Side::A).bundle_counts();
+    let burst: Vec<Vec<u8>> = (200..400u32).map(|k| packet(k, 100)).collect();
+    p.send_batch(Side::A, &burst);
+    p.run(ms(300));
+    let (bundles, _) = p.ep(Side::A).bundle_counts();
+    assert_eq!(
+        bundles - bundles_before,
+        0,
+        "small packets were bundled for a queue the link never had"
+    );
+    assert_eq!(p.delivered_numbers(Side::B).len(), 400);
+}
+
 #[test]
 fn small_packets_travel_in_bundles_while_their_path_is_busy() {
     let mut p = rated_pair(60, 1_000_000, true);
