@@ -223,18 +223,27 @@ impl<P> Endpoint<P> {
         }
         p.unsent -= 1;
         p.data_unsent += 1;
-        if let Some(t) = self.seal_bundle(now, i) {
+        let mut parities = Vec::new();
+        if let Some(t) = self.seal_bundle(now, i, &mut parities) {
             if b.inbuf & (1 << i) != 0 {
                 b.tail |= 1 << i;
                 self.after.push(t);
+                self.after.append(&mut parities);
             } else {
                 self.ready.push(t);
+                self.ready.append(&mut parities);
             }
         }
     }
 
-    /// Build and seal `path`'s open bundle; it takes the next path sequences.
-    fn seal_bundle(&mut self, now: Time, i: usize) -> Option<Transmit> {
+    /// Build and seal `path`'s open bundle; it takes the next path sequences. Parities its
+    /// packets complete, to leave after it, go in `parities`.
+    fn seal_bundle(
+        &mut self,
+        now: Time,
+        i: usize,
+        parities: &mut Vec<Transmit>,
+    ) -> Option<Transmit> {
         let b = self.paths[i].bundle.take()?;
         let count = b.count;
         let Some(session) = self.peer_session else {
@@ -266,6 +275,9 @@ impl<P> Endpoint<P> {
         p.path_seq = p.path_seq.wrapping_add(count as u16);
         let body = buf.len() - prefix;
         self.keep_bundled(now, &header, &buf[prefix..]);
+        if self.paths[i].fec_tx.k > 0 {
+            self.parity_entries(now, &header, &buf[prefix..], parities);
+        }
         let Some(buf) = self.seal_owned(&header, buf, body) else {
             self.counts.drops.add(DropReason::NoSession, count as u64);
             return None;
@@ -328,12 +340,18 @@ impl<P> Endpoint<P> {
             let p = &mut self.paths[i];
             p.unsent -= 1;
             p.data_sent += 1;
-            if let Some(t) = self.seal_bundle(now, i) {
-                self.pending.push_front(Pending::Raw {
+            let mut parities = Vec::new();
+            if let Some(t) = self.seal_bundle(now, i, &mut parities) {
+                let raw = |t: Transmit| Pending::Raw {
                     path: t.path,
                     destination: t.destination,
                     contents: t.contents,
-                });
+                };
+                // the bundle first, then its parities
+                for p in parities.into_iter().rev() {
+                    self.pending.push_front(raw(p));
+                }
+                self.pending.push_front(raw(t));
             }
         }
     }

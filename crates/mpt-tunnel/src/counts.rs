@@ -27,6 +27,8 @@ pub(crate) struct Counts {
     pub(crate) nack_bytes: u64,
     /// What resending did, per path that lost the packets.
     pub(crate) resend: Vec<crate::ResendCounts>,
+    /// What parity did at the receiver.
+    pub(crate) parity: crate::ParityCounts,
 }
 
 impl<P> Endpoint<P> {

@@ -153,7 +153,8 @@ impl DropReason {
             | WireError::BadPiece { .. } => DropReason::InnerLength,
             WireError::ReportEntryLen(_)
             | WireError::ControlLength { .. }
-            | WireError::NackRanges(_) => DropReason::BadControl,
+            | WireError::NackRanges(_)
+            | WireError::ParityGroup(_) => DropReason::BadControl,
         }
     }
 }

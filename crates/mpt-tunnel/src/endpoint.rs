@@ -55,6 +55,11 @@ pub struct Endpoint<P> {
     pub(crate) resend: crate::resend::ResendBuffer,
     /// Path sequence gaps taken from the resequencer (a buffer kept between calls).
     pub(crate) gaps: Vec<mpt_reseq::Gap>,
+    /// Gaps to ask for in the next resend request; gaps that wait for a parity until when.
+    pub(crate) asked: Vec<mpt_reseq::Gap>,
+    pub(crate) deferred: Vec<(mpt_reseq::Gap, Time)>,
+    /// The peer's handshake said it takes parity ([`mpt_core::wire::CipherFlags::PARITY`]).
+    pub(crate) peer_parity: bool,
     /// Packets that came in pieces, waiting for the rest.
     pub(crate) reasm: crate::reassembly::Reassembly,
     /// Packets put back together, for [`Endpoint::take_assembled`].
@@ -118,6 +123,9 @@ pub(crate) struct PathState {
     /// Until when the packets sent on the path are kept for resending: the peer asked for
     /// one of them lately ([`crate::resend::KEEP_AFTER_LOSS`]).
     pub(crate) keep_until: Option<Time>,
+    /// Parity: the sending side (loss rate, group), the receiving side (packets kept).
+    pub(crate) fec_tx: crate::fec::FecTx,
+    pub(crate) fec_rx: crate::fec::FecRx,
 }
 
 impl PathState {
@@ -140,6 +148,8 @@ impl PathState {
             peer_silent: false,
             bundle: None,
             keep_until: None,
+            fec_tx: Default::default(),
+            fec_rx: Default::default(),
             pmtu: crate::pmtu::Pmtu::new(
                 now,
                 ceiling,
@@ -274,6 +284,9 @@ impl<P> Endpoint<P> {
             peer_resend: false,
             resend: Default::default(),
             gaps: Vec::new(),
+            asked: Vec::new(),
+            deferred: Vec::new(),
+            peer_parity: false,
             reasm: Default::default(),
             assembled: VecDeque::new(),
             icmp: VecDeque::new(),
@@ -451,7 +464,7 @@ impl<P> Endpoint<P> {
     /// The next control datagram to send at `now`, if any (built and sealed now).
     pub fn poll_transmit(&mut self, now: Time) -> Option<Transmit> {
         // what the paths lost since the last poll is asked for at once
-        self.request_resends();
+        self.request_resends(now);
         if !self.ready.is_empty() {
             return Some(self.ready.remove(0));
         }

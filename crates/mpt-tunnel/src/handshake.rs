@@ -275,6 +275,7 @@ impl<P> Endpoint<P> {
         self.peer_express = init.flags & CipherFlags::EXPRESS != 0;
         self.peer_pieces = init.flags & CipherFlags::PIECES != 0;
         self.peer_resend = init.flags & CipherFlags::RESEND != 0;
+        self.peer_parity = init.flags & CipherFlags::PARITY != 0;
         let index = self.fresh_index();
         let reply = Response {
             index,
@@ -350,6 +351,7 @@ impl<P> Endpoint<P> {
         self.peer_express = resp.flags & CipherFlags::EXPRESS != 0;
         self.peer_pieces = resp.flags & CipherFlags::PIECES != 0;
         self.peer_resend = resp.flags & CipherFlags::RESEND != 0;
+        self.peer_parity = resp.flags & CipherFlags::PARITY != 0;
         let continues = self.peer_session.is_some() && resp.flags & CipherFlags::CONTINUES != 0;
         self.install(
             now,
@@ -468,7 +470,12 @@ impl<P> Endpoint<P> {
         } else {
             0
         };
-        CipherFlags::EXPRESS | CipherFlags::PIECES | resend
+        let parity = if self.cfg.resend && self.cfg.parity {
+            CipherFlags::PARITY
+        } else {
+            0
+        };
+        CipherFlags::EXPRESS | CipherFlags::PIECES | resend | parity
     }
 
     /// A random index for a new session, never 0 nor the current one (its low 16 bits the

@@ -19,6 +19,7 @@ mod counts;
 mod crypto;
 mod drops;
 mod endpoint;
+mod fec;
 mod handshake;
 mod icmp;
 mod liveness;
@@ -39,6 +40,7 @@ pub use class::{classify, default_classes, protocol_number, ClassRule, Mode, Pac
 pub use crypto::PREVIOUS_SESSION_KEPT;
 pub use drops::{DropCounts, DropReason, Drops};
 pub use endpoint::{Endpoint, PathInfo};
+pub use fec::{group_size, FecRx, FecTx, ParityCounts, Solved, FEC_OFF_LOSS, FEC_ON_LOSS};
 pub use icmp::ICMP_PER_SECOND;
 pub use icmp::{internet_checksum, too_big};
 pub use liveness::LinkState;
@@ -131,6 +133,10 @@ pub struct EndpointConfig {
     /// Recover what a path lost inside the tunnel: ask the peer for it, and send it again when
     /// the peer asks ([`mpt_core::wire::Kind::Nack`]). Used when both ends' handshakes say so.
     pub resend: bool,
+    /// Send parity on paths that lose packets, and make lost packets again from it
+    /// ([`mpt_core::wire::Kind::Parity`]). Used when both ends' handshakes say so, with
+    /// `resend`.
+    pub parity: bool,
     /// Traffic classes, the first that matches a packet deciding how it is sent
     /// ([`ClassRule`]; the configured ones, then usually [`default_classes`]).
     pub classes: Vec<ClassRule>,

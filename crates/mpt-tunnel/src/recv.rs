@@ -125,14 +125,18 @@ impl<P> Endpoint<P> {
                 if self.paths[path.index()].peer_silent {
                     self.peer_view(now, path, false);
                 }
+                let meta = PacketMeta {
+                    path,
+                    seq: h.seq,
+                    path_seq: h.path_seq,
+                    sent_us: h.timestamp,
+                    len: packet.len(),
+                };
+                if h.kind != Kind::Resent {
+                    self.parity_keep(now, &meta, packet);
+                }
                 return Ok(Outcome::Data(Incoming {
-                    meta: PacketMeta {
-                        path,
-                        seq: h.seq,
-                        path_seq: h.path_seq,
-                        sent_us: h.timestamp,
-                        len: packet.len(),
-                    },
+                    meta,
                     packet: start + HEADER_LEN..end,
                     express: h.kind == Kind::Express,
                     resent: h.kind == Kind::Resent,
@@ -174,6 +178,10 @@ impl<P> Endpoint<P> {
                 } else {
                     return Err(self.count(DropReason::Unexpected));
                 }
+            }
+            Datagram::Parity { body, count, .. } => {
+                // no fence: its sequence fields name its group
+                self.take_parity(now, &h, body, count)?;
             }
             Datagram::ProbeAck { size, .. } => {
                 self.reseq.fence(now, path, h.seq, h.path_seq, &mut release);
@@ -243,6 +251,7 @@ impl<P> Endpoint<P> {
                 self.take_piece(now, piece);
                 continue;
             }
+            self.parity_keep(now, &meta, &body[e.start..e.start + e.len]);
             out.push(Incoming {
                 meta,
                 packet: at + e.start..at + e.start + e.len,
@@ -345,6 +354,7 @@ impl<P> Endpoint<P> {
             };
             p.peer_report = Some((now, e));
             self.sched.on_report(now, e.path, &e);
+            p.fec_tx.take_report(&e);
             if e.echo != 0 {
                 let rtt = now
                     .wire_micros()

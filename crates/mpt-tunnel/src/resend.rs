@@ -117,6 +117,9 @@ pub struct ResendCounts {
     pub resent_bytes: u64,
     /// Asked for but no longer kept (or older than the hold time): not sent again.
     pub missed: u64,
+    /// Parities sent on the path ([`crate::fec`]), and their bytes on the links.
+    pub parity_sent: u64,
+    pub parity_bytes: u64,
 }
 
 impl<P> Endpoint<P> {
@@ -134,28 +137,27 @@ impl<P> Endpoint<P> {
     }
 
     /// The receiver's half: the path sequence gaps the resequencer saw since the last call go
-    /// into resend requests (queued for [`Endpoint::poll_transmit`]), and its repair wait
-    /// follows the paths' round-trip times.
-    pub(crate) fn request_resends(&mut self) {
+    /// into resend requests (queued for [`Endpoint::poll_transmit`]), but for those that wait
+    /// for a parity ([`crate::fec`]) until it is due; and its repair wait follows the paths'
+    /// round-trip times.
+    pub(crate) fn request_resends(&mut self, now: Time) {
         if !self.resending() {
             return;
         }
-        let mut gaps = std::mem::take(&mut self.gaps);
-        self.reseq.take_gaps(&mut gaps);
-        if gaps.is_empty() {
-            self.gaps = gaps;
+        self.collect_gaps(now);
+        self.expire_deferred(now);
+        if self.asked.is_empty() {
             return;
         }
-        let ranges: Vec<NackRange> = gaps
+        let ranges: Vec<NackRange> = self
+            .asked
             .drain(..)
-            .filter(|g: &Gap| g.count <= MAX_RESEND_GAP)
-            .map(|g| NackRange {
+            .map(|g: Gap| NackRange {
                 path: g.path,
                 first: g.first,
                 count: g.count as u8,
             })
             .collect();
-        self.gaps = gaps;
         let Some(path) = self.report_path() else {
             return;
         };
@@ -175,16 +177,20 @@ impl<P> Endpoint<P> {
     /// variation and the sender's queue, so twice the lowest smoothed RTT and 20 ms; the hold
     /// time while no RTT is known, and never more.
     pub(crate) fn update_repair_wait(&mut self) {
-        let wait = if self.resending() {
-            let rtt = self.paths.iter().filter_map(|p| p.srtt_us).min();
-            let hold = self.cfg.reorder_timeout;
-            Some(rtt.map_or(hold, |us| {
-                (Duration::from_micros(2 * us) + Duration::from_millis(20)).min(hold)
-            }))
-        } else {
-            None
-        };
+        let wait = self.repair_wait();
         self.reseq.set_repair(wait);
+    }
+
+    /// The wait [`Endpoint::update_repair_wait`] sets (`None`: resending is off).
+    pub(crate) fn repair_wait(&self) -> Option<Duration> {
+        if !self.resending() {
+            return None;
+        }
+        let rtt = self.paths.iter().filter_map(|p| p.srtt_us).min();
+        let hold = self.cfg.reorder_timeout;
+        Some(rtt.map_or(hold, |us| {
+            (Duration::from_micros(2 * us) + Duration::from_millis(20)).min(hold)
+        }))
     }
 
     /// The sender's half: the peer asks for the packets `ranges` name. Each one still kept
@@ -194,11 +200,7 @@ impl<P> Endpoint<P> {
             return;
         };
         let max_age = self.cfg.reorder_timeout;
-        if self.counts.resend.len() < self.paths.len() {
-            self.counts
-                .resend
-                .resize(self.paths.len(), ResendCounts::default());
-        }
+        self.grow_resend_counts();
         for r in ranges {
             let lost = r.path.index();
             if lost >= self.paths.len() {
@@ -279,6 +281,15 @@ impl<P> Endpoint<P> {
                 let packet = &body[e.start..e.start + e.len];
                 self.resend.keep(header.path, path_seq, e.seq, now, packet);
             }
+        }
+    }
+
+    /// [`ResendCounts`] for every path.
+    pub(crate) fn grow_resend_counts(&mut self) {
+        if self.counts.resend.len() < self.paths.len() {
+            self.counts
+                .resend
+                .resize(self.paths.len(), ResendCounts::default());
         }
     }
 

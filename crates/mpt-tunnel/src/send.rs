@@ -214,14 +214,23 @@ impl<P> Endpoint<P> {
                 self.resend
                     .keep(path, header.path_seq, header.seq, now, packet);
             }
+            // a parity its packet completes leaves after it
+            let parity = if self.paths[i].fec_tx.k > 0 {
+                let packet = &bufs[k].as_mut()[at..at + inner];
+                self.parity_add(now, &header, packet)
+            } else {
+                None
+            };
             if b.tail & (1 << i) != 0 {
                 // something numbered before it on the path leaves after the batch: so does it
                 let packet = &bufs[k].as_mut()[at..at + inner];
                 if let Some(t) = self.owned_datagram(&header, packet) {
                     self.after.push(t);
                 }
+                self.after.extend(parity);
                 continue;
             }
+            self.after.extend(parity);
             header.emit(bufs[k].as_mut());
             b.inbuf |= 1 << i;
             plan[k] = Some(path);

@@ -120,10 +120,23 @@ fn without_resending_at_both_ends_a_lost_datagram_stays_lost() {
     }
 }
 
-/// `side` streams `n` packets of `len` bytes every `every` over paths with `loss` both ways;
-/// returns (packets delivered, bytes resent on the links, bytes of data sent on the links).
-fn lossy_stream(seed: u64, loss: f64, n: u32, resend: bool) -> (Pair, usize) {
-    let mut p = pair(seed, 2, resend, resend);
+/// A streams `n` packets of 1200 bytes, `per_ms` a millisecond, over two paths with `loss` both
+/// ways, resending on both ends as `resend` says, parity as `parity` says; returns the pair
+/// and the packets sent.
+fn lossy_stream(
+    seed: u64,
+    loss: f64,
+    n: u32,
+    per_ms: u32,
+    resend: bool,
+    parity: bool,
+) -> (Pair, usize) {
+    let mut a = sim::config(Side::A, 2, true);
+    let mut b = sim::config(Side::B, 2, true);
+    (a.resend, b.resend) = (resend, resend);
+    (a.parity, b.parity) = (parity, parity);
+    let mut p = Pair::with(sim::seed(seed), a, b);
+    agreed(&mut p);
     for path in 0..2 {
         p.link(Side::A, path).loss = loss;
         p.link(Side::B, path).loss = loss;
@@ -132,55 +145,113 @@ fn lossy_stream(seed: u64, loss: f64, n: u32, resend: bool) -> (Pair, usize) {
     for k in 0..n {
         let _ = p.send(Side::A, &packet(k, 1200));
         sent += 1;
-        let until = p.now + ms(1);
-        p.run(until - p.now);
+        if (k + 1) % per_ms == 0 {
+            p.run(ms(1));
+        }
     }
     p.run(ms(500));
     (p, sent)
 }
 
-#[test]
-fn random_loss_is_recovered_at_a_cost_close_to_the_loss() {
-    let n = 20_000;
-    let (mut p, sent) = lossy_stream(3, 0.01, n, true);
+/// What recovering a lossy stream did: (missing, lost on the paths, asked for, bytes resent,
+/// bytes of parity, packets made again from parity, hold time p99).
+struct Recovery {
+    missing: usize,
+    lost: u64,
+    asked: u64,
+    resent: u64,
+    parity: u64,
+    repaired: u64,
+    hold_p99: Duration,
+}
+
+fn recover(seed: u64, loss: f64, n: u32, per_ms: u32, parity: bool) -> Recovery {
+    let (mut p, sent) = lossy_stream(seed, loss, n, per_ms, true, parity);
     let got = p.delivered_numbers(Side::B);
-    let missing = sent - got.len();
-    let lost_on_paths: u64 = (0..2).map(|i| p.ep(Side::B).stats().paths[i].lost).sum();
-    assert!(
-        lost_on_paths > u64::from(n) / 200,
-        "the links lost {lost_on_paths} of {n}"
-    );
-    // what is still missing: a resend lost too, or its request
-    assert!(
-        missing * 2000 <= sent,
-        "{missing} of {sent} missing (more than 0.05 %), {lost_on_paths} lost on the paths"
-    );
     let mut sorted = got.clone();
     sorted.sort_unstable();
     sorted.dedup();
     assert_eq!(sorted.len(), got.len(), "nothing delivered twice");
-    let resent: u64 = (0..2)
-        .map(|i| p.ep(Side::A).resend_counts(PathId(i)).resent_bytes)
-        .sum();
+    let counts: Vec<_> = (0..2)
+        .map(|i| p.ep(Side::A).resend_counts(PathId(i)))
+        .collect();
+    Recovery {
+        missing: sent - got.len(),
+        lost: (0..2).map(|i| p.ep(Side::B).stats().paths[i].lost).sum(),
+        asked: p.ep(Side::B).nack_counts().1,
+        resent: counts.iter().map(|c| c.resent_bytes).sum(),
+        parity: counts.iter().map(|c| c.parity_bytes).sum(),
+        repaired: p.ep(Side::B).parity_counts().repaired,
+        hold_p99: p.ep(Side::B).stats().total.hold_time_percentile(0.99),
+    }
+}
+
+#[test]
+fn random_loss_is_recovered_at_a_cost_close_to_the_loss() {
+    let n = 20_000;
     let data_bytes = u64::from(n) * (1200 + 82);
-    // at most twice the loss rate plus 1 % of the traffic
-    assert!(
-        resent * 100 <= data_bytes * 3,
-        "resent {resent} bytes for {data_bytes} of data"
-    );
-    let (nacks, named) = p.ep(Side::B).nack_counts();
-    assert!(nacks > 0 && named >= nacks);
-    println!(
-        "RESULT sim-resend 1% loss: {missing} of {sent} missing, {lost_on_paths} lost on the \
-         paths, {named} asked for in {nacks} requests, {resent} bytes resent ({:.2} % of data)",
-        resent as f64 * 100.0 / data_bytes as f64
-    );
+    for parity in [false, true] {
+        let r = recover(3, 0.01, n, 4, parity);
+        assert!(
+            r.lost > u64::from(n) / 200,
+            "the links lost {} of {n}",
+            r.lost
+        );
+        // what is still missing: a resend lost too, or its request
+        assert!(
+            r.missing * 2000 <= n as usize,
+            "{} of {n} missing (more than 0.05 %), {} lost on the paths",
+            r.missing,
+            r.lost
+        );
+        // at most twice the loss rate plus 1 % of the traffic
+        let cost = r.resent + r.parity;
+        assert!(
+            cost * 100 <= data_bytes * 3,
+            "resent {} and parity {} bytes for {data_bytes} of data",
+            r.resent,
+            r.parity
+        );
+        println!(
+            "RESULT sim-resend 1% loss, parity {}: {} of {n} missing, {} lost on the paths, {} \
+             asked for, {} made again from parity; {} bytes resent, {} of parity ({:.2} % of \
+             data); hold p99 {:?}",
+            if parity { "on" } else { "off" },
+            r.missing,
+            r.lost,
+            r.asked,
+            r.repaired,
+            r.resent,
+            r.parity,
+            cost as f64 * 100.0 / data_bytes as f64,
+            r.hold_p99,
+        );
+        if parity {
+            // one parity per 64 packets at 1 % loss: about half the groups with a loss lack
+            // only one
+            assert!(
+                r.repaired * 3 > r.lost,
+                "parity made {} of {} again",
+                r.repaired,
+                r.lost
+            );
+            assert!(
+                r.asked * 3 < r.lost * 2,
+                "{} asked for of {} lost",
+                r.asked,
+                r.lost
+            );
+        } else {
+            assert_eq!((r.repaired, r.parity), (0, 0));
+            assert!(r.asked >= r.lost * 9 / 10);
+        }
+    }
 }
 
 #[test]
 fn the_same_loss_without_resending_loses_about_as_much_as_the_links() {
     let n = 5_000;
-    let (p, sent) = lossy_stream(3, 0.01, n, false);
+    let (p, sent) = lossy_stream(3, 0.01, n, 1, false, false);
     let missing = sent - p.delivered_numbers(Side::B).len();
     assert!(
         missing * 200 >= sent,
@@ -190,12 +261,45 @@ fn the_same_loss_without_resending_loses_about_as_much_as_the_links() {
 
 #[test]
 fn clean_paths_cost_nothing() {
-    let (mut p, sent) = lossy_stream(4, 0.0, 5_000, true);
-    assert_eq!(p.delivered_numbers(Side::B).len(), sent);
+    let (mut p, n) = lossy_stream(4, 0.0, 5_000, 4, true, true);
+    assert_eq!(p.delivered_numbers(Side::B).len(), n);
     assert_eq!(p.ep(Side::B).nack_counts(), (0, 0));
     assert_eq!(sent_kind(&p), 0);
+    assert_eq!(
+        sent(&p, Side::A, Kind::Parity),
+        0,
+        "no parity on clean paths"
+    );
 }
 
 fn sent_kind(p: &Pair) -> usize {
     sent(p, Side::A, Kind::Resent)
+}
+
+#[test]
+fn parity_is_sent_only_when_both_ends_take_it() {
+    for (pa, pb) in [(true, true), (true, false), (false, true)] {
+        let mut a = sim::config(Side::A, 2, true);
+        let mut b = sim::config(Side::B, 2, true);
+        (a.parity, b.parity) = (pa, pb);
+        let mut p = Pair::with(sim::seed(6), a, b);
+        agreed(&mut p);
+        for path in 0..2 {
+            p.link(Side::A, path).loss = 0.02;
+        }
+        for k in 0..8_000 {
+            let _ = p.send(Side::A, &packet(k, 1200));
+            if k % 4 == 3 {
+                p.run(ms(1));
+            }
+        }
+        p.run(ms(500));
+        let parities = sent(&p, Side::A, Kind::Parity);
+        if pa && pb {
+            assert!(parities > 0, "no parity at 2 % loss");
+        } else {
+            assert_eq!(parities, 0, "parity {pa} / {pb}");
+        }
+        assert!(sent(&p, Side::A, Kind::Resent) > 0, "resending goes on");
+    }
 }

@@ -181,6 +181,16 @@ pub fn render(st: &Status, reseq: Vec<ReseqHistograms>) -> String {
         "recovered_packets",
         "Lost packets that came again in time to fill their gap (the first peer's)",
     );
+    let parity_b = counter(
+        &mut reg,
+        "path_parity_bytes",
+        "Bytes on the links that parity (forward error correction) on the path cost",
+    );
+    let repaired = counter(
+        &mut reg,
+        "parity_repaired_packets",
+        "Lost packets made again from the peer's parity (the first peer's)",
+    );
     let downs = counter(&mut reg, "path_down_events", "Times the path went down");
     let rtt = gauge(
         &mut reg,
@@ -294,6 +304,7 @@ pub fn render(st: &Status, reseq: Vec<ReseqHistograms>) -> String {
             reordered.get_or_create(&l).inc_by(path.reordered);
             resent_p.get_or_create(&l).inc_by(path.resent);
             resent_b.get_or_create(&l).inc_by(path.resent_bytes);
+            parity_b.get_or_create(&l).inc_by(path.parity_bytes);
             downs.get_or_create(&l).inc_by(path.down_events);
             jitter.get_or_create(&l).set(path.jitter_us / 1e6);
             if let Some(r) = path.rtt_us {
@@ -331,6 +342,9 @@ pub fn render(st: &Status, reseq: Vec<ReseqHistograms>) -> String {
     recovered
         .get_or_create(&Vec::new())
         .inc_by(t.reseq.recovered);
+    repaired
+        .get_or_create(&Vec::new())
+        .inc_by(t.reseq.parity_repaired);
     held.get_or_create(&Vec::new()).set(t.reseq.held as f64);
     uptime
         .get_or_create(&Vec::new())

@@ -37,6 +37,12 @@ pub enum Datagram<'a> {
         body: &'a [u8],
         count: usize,
     },
+    /// The XOR of `count` packets of one path ([`check_parity`]); `body` is the sum.
+    Parity {
+        header: HeaderRepr,
+        body: &'a [u8],
+        count: usize,
+    },
     /// A probe of `size` bytes arrived.
     ProbeAck {
         header: HeaderRepr,
@@ -113,6 +119,11 @@ impl<'a> Datagram<'a> {
                 body,
                 count: check_nack(body)?,
             }),
+            Kind::Parity => Ok(Datagram::Parity {
+                header,
+                body,
+                count: check_parity(&header, body)?,
+            }),
             Kind::Keepalive => {
                 exact_len(buf, KEEPALIVE_LEN)?;
                 Ok(Datagram::Keepalive {
@@ -154,6 +165,7 @@ impl<'a> Datagram<'a> {
             | Datagram::Probe { header, .. }
             | Datagram::ProbeAck { header, .. }
             | Datagram::Nack { header, .. }
+            | Datagram::Parity { header, .. }
             | Datagram::Keepalive { header, .. }
             | Datagram::Goodbye { header }
             | Datagram::KeepaliveAck { header, .. }

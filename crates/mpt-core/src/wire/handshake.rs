@@ -128,4 +128,7 @@ impl CipherFlags {
     /// Not a cipher bit: the sender asks for what a path lost (resend requests, type 13) and
     /// sends again what it is asked for (type 14). Both ends must say it.
     pub const RESEND: u8 = 64;
+    /// Not a cipher bit: the sender sends parity on paths that lose packets and makes lost
+    /// packets again from it (type 15). Both ends must say it, and [`CipherFlags::RESEND`].
+    pub const PARITY: u8 = 128;
 }

@@ -10,6 +10,7 @@ mod datagram;
 mod handshake;
 mod header;
 mod nack;
+mod parity;
 mod report;
 
 pub use bundle::{
@@ -29,6 +30,7 @@ pub use nack::{
     check_nack, emit_nack, nack_len, nack_ranges, NackRange, MAX_NACK_RANGES, NACK_FIXED_LEN,
     NACK_RANGE_LEN,
 };
+pub use parity::{check_parity, ip_length, xor_into, MAX_PARITY_GROUP, MIN_PARITY_GROUP};
 pub use report::{report_len, Report, ReportEntry, ReportRepr};
 
 /// Protocol version carried in the top three bits of byte 0.
@@ -200,6 +202,9 @@ pub enum Kind {
     /// An inner packet sent again, as [`Kind::Data`], because the peer asked for it: its
     /// global sequence is the packet's own; its path sequence is the path's next, not taken.
     Resent = 14,
+    /// The XOR of a group of data datagrams' packets on one path, sent after them: a
+    /// receiver that lost one of them makes it again ([`check_parity`]).
+    Parity = 15,
 }
 
 impl Kind {
@@ -220,6 +225,7 @@ impl Kind {
             12 => Some(Kind::ProbeAck),
             13 => Some(Kind::Nack),
             14 => Some(Kind::Resent),
+            15 => Some(Kind::Parity),
             _ => None,
         }
     }
@@ -254,6 +260,8 @@ pub enum WireError {
     ControlLength { expected: usize, got: usize },
     #[error("resend request of {0} ranges (or an empty range)")]
     NackRanges(usize),
+    #[error("parity over {0} packets, outside {min}..={max}", min = MIN_PARITY_GROUP, max = MAX_PARITY_GROUP)]
+    ParityGroup(u32),
 }
 
 pub(crate) fn be16(b: &[u8]) -> u16 {
@@ -317,7 +325,7 @@ mod tests {
         assert!(Header::new_unchecked(&mut short[..])
             .set_counter(1)
             .is_err());
-        // checked once: too short, another version, an unknown kind
+        // checked once: too short, another version
         assert_eq!(
             Header::new_checked(&b[..15]),
             Err(WireError::Truncated { need: 16, got: 15 })
@@ -326,9 +334,10 @@ mod tests {
             Header::new_checked(&[0x21u8; 16][..]),
             Err(WireError::BadVersion(1))
         );
+        // every type is known: 15 is a parity
         assert_eq!(
-            Header::new_checked(&[0x4fu8; 16][..]),
-            Err(WireError::UnknownKind(15))
+            Header::new_checked(&[0x4fu8; 16][..]).map(|h| h.kind()),
+            Ok(Kind::Parity)
         );
     }
 
@@ -487,7 +496,10 @@ mod tests {
         bad[0] = (2 << 5) | SEALED_FLAG;
         assert_eq!(Datagram::parse(&bad), Err(WireError::Sealed));
         bad[0] = (2 << 5) | 15;
-        assert_eq!(Datagram::parse(&bad), Err(WireError::UnknownKind(15)));
+        assert!(matches!(
+            Datagram::parse(&bad),
+            Err(WireError::ParityGroup(_)) | Ok(Datagram::Parity { .. })
+        ));
         let mut ka = vec![0u8; HEADER_LEN + 1];
         header(Kind::Keepalive).emit(&mut ka);
         assert_eq!(
@@ -575,7 +587,8 @@ mod tests {
             Just(Kind::Probe),
             Just(Kind::ProbeAck),
             Just(Kind::Nack),
-            Just(Kind::Resent)
+            Just(Kind::Resent),
+            Just(Kind::Parity)
         ]
     }
 
@@ -704,6 +717,20 @@ mod tests {
                     };
                     prop_assert_eq!(header, h);
                     prop_assert_eq!(report.entries().collect::<Vec<_>>(), entries);
+                }
+                Kind::Parity => {
+                    let k = u32::from(fill) % 70;
+                    let h = HeaderRepr { timestamp: k, ..h };
+                    let n = HEADER_LEN + 20 + usize::from(fill);
+                    h.emit(&mut buf);
+                    let body = buf[HEADER_LEN..n].to_vec();
+                    let ok = (MIN_PARITY_GROUP as u32..=MAX_PARITY_GROUP as u32).contains(&k);
+                    if ok {
+                        prop_assert_eq!(Datagram::parse(&buf[..n]), Ok(Datagram::Parity { header: h, body: &body[..], count: k as usize }));
+                    } else {
+                        prop_assert_eq!(Datagram::parse(&buf[..n]), Err(WireError::ParityGroup(k)));
+                    }
+                    prop_assert!(Datagram::parse(&buf[..HEADER_LEN + 19]).is_err());
                 }
                 Kind::Initiation | Kind::Response | Kind::CookieReply => {
                     let n = handshake_len(kind).expect("a handshake kind");

@@ -43,6 +43,8 @@ pub struct TunnelOpts {
     pub bundle: Option<bool>,
     /// `connection.resend`; `None`: the default (on).
     pub resend: Option<bool>,
+    /// `connection.parity`; `None`: the default (on).
+    pub parity: Option<bool>,
     /// `[[class]]` entries, on both ends.
     pub classes: Vec<mptd::config::ClassFile>,
 }
@@ -78,6 +80,7 @@ impl Default for TunnelOpts {
             links: None,
             bundle: None,
             resend: None,
+            parity: None,
             classes: Vec::new(),
         }
     }
@@ -148,6 +151,7 @@ impl Lab {
                 dead_ms: Some(o.dead_ms as i64),
                 bundle: o.bundle,
                 resend: o.resend,
+                parity: o.parity,
                 default_classes: None,
             },
             control: ControlFile {

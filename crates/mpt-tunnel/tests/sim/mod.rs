@@ -171,6 +171,7 @@ pub fn config(side: Side, paths: usize, sealing: bool) -> EndpointConfig {
         follow_peer_paths: false,
         bundle: true,
         resend: true,
+        parity: true,
         classes: mpt_tunnel::default_classes(),
     }
 }

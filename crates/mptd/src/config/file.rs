@@ -153,6 +153,8 @@ pub struct ConnectionFile {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resend: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub parity: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub default_classes: Option<bool>,
 }
 

@@ -242,6 +242,9 @@ pub struct Connection {
     /// Ask the peer to send again what a path lost, and do what it asks (`docs/protocol.md`,
     /// "Resend requests").
     pub resend: bool,
+    /// Send parity on paths that lose packets, so that the peer makes a lost packet again
+    /// without asking (`docs/protocol.md`, "Parity"); with `resend` only.
+    pub parity: bool,
     /// Traffic classes (`[[class]]`, then the built-in ones unless
     /// `connection.default_classes = false`): the first that matches a packet decides how it
     /// is sent.

@@ -81,6 +81,10 @@ impl Tunnel {
                     resent: resend.resent,
                     resent_bytes: resend.resent_bytes,
                     resend_missed: resend.missed,
+                    sent_loss_pct: ep.parity_state(path).0 * 100.0,
+                    parity_group: ep.parity_state(path).1,
+                    parity_sent: resend.parity_sent,
+                    parity_bytes: resend.parity_bytes,
                 }
             })
             .collect()
@@ -275,6 +279,11 @@ impl Tunnel {
                 resend_request_bytes: ep.nack_bytes(),
                 resent_received: t.resent,
                 recovered: t.recovered,
+                parity_received: ep.parity_counts().received,
+                parity_repaired: ep.parity_counts().repaired,
+                parity_unrepairable: ep.parity_counts().unrepairable,
+                parity_unneeded: ep.parity_counts().unneeded,
+                parity_mismatched: ep.parity_counts().mismatched,
                 released_by_timeout: t.released_by_timeout,
                 released_by_fence: t.released_by_fence,
                 released_by_overflow: t.released_by_overflow,

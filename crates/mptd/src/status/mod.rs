@@ -173,6 +173,19 @@ pub struct ReseqStatus {
     pub resent_received: u64,
     #[serde(default)]
     pub recovered: u64,
+    /// Parities received, the lost packets they made again (also in `resent_received` and
+    /// `recovered`), and those whose group lacked two or more (asked for instead).
+    #[serde(default)]
+    pub parity_received: u64,
+    #[serde(default)]
+    pub parity_repaired: u64,
+    #[serde(default)]
+    pub parity_unrepairable: u64,
+    /// Parities whose group lacked nothing, and those whose sum was no packet.
+    #[serde(default)]
+    pub parity_unneeded: u64,
+    #[serde(default)]
+    pub parity_mismatched: u64,
     pub released_by_timeout: u64,
     pub released_by_fence: u64,
     pub released_by_overflow: u64,
@@ -247,6 +260,17 @@ pub struct PathStatus {
     pub resent_bytes: u64,
     #[serde(default)]
     pub resend_missed: u64,
+    /// Parity on this path (`docs/protocol.md`, "Parity"): the loss rate of what we send on
+    /// it as the peer's reports show it (smoothed, %), packets per parity while it is on (0:
+    /// off), and the parities sent and their bytes on the links.
+    #[serde(default)]
+    pub sent_loss_pct: f64,
+    #[serde(default)]
+    pub parity_group: usize,
+    #[serde(default)]
+    pub parity_sent: u64,
+    #[serde(default)]
+    pub parity_bytes: u64,
 }
 
 /// The peer's view of one of our paths (from its receiver reports).

@@ -44,6 +44,7 @@ pub(super) fn peer_endpoint_config(
         follow_peer_paths: false,
         bundle: cfg.connection.bundle,
         resend: cfg.connection.resend,
+        parity: cfg.connection.parity,
         classes: cfg.connection.classes.clone(),
     }
 }

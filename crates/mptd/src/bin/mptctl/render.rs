@@ -103,6 +103,20 @@ pub(crate) fn print_show(s: &Status, only: Option<&str>) {
                     p.resend_missed
                 );
             }
+            if p.parity_group > 0 || p.parity_sent > 0 {
+                println!(
+                    "    parity: {} sent ({}), one per {} packets{}, loss {:.2} %",
+                    p.parity_sent,
+                    bytes(p.parity_bytes),
+                    p.parity_group,
+                    if p.parity_group == 0 {
+                        " (off now)"
+                    } else {
+                        ""
+                    },
+                    p.sent_loss_pct
+                );
+            }
         }
     }
 }
@@ -145,6 +159,12 @@ pub(crate) fn print_status(s: &Status) {
         println!(
             "  resend: asked for {} lost packets in {} requests ({} B), {} came again, {} recovered in time",
             r.resend_asked, r.resend_requests, r.resend_request_bytes, r.resent_received, r.recovered
+        );
+    }
+    if r.parity_received > 0 {
+        println!(
+            "  parity: {} received, {} lost packets made again, {} groups lacked more than one",
+            r.parity_received, r.parity_repaired, r.parity_unrepairable
         );
     }
     println!(

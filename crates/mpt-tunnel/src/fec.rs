@@ -1,0 +1,581 @@
+//! Forward error correction on paths that lose packets (`docs/protocol.md`, "Parity").
+//!
+//! The sender learns each path's loss rate from the peer's reports. While it is at least
+//! [`FEC_ON_LOSS`], every `k` consecutive data datagrams on the path are followed by a parity
+//! ([`Kind::Parity`]): the XOR of their packets, with `k` chosen so that parity costs about
+//! 1.5 times the loss rate's worth of bytes ([`group_size`]). The receiver keeps a copy of the
+//! packets that arrive on a path that carries parity; a parity whose group lacks exactly one
+//! packet makes that packet again, a little after the loss and without a round trip. A lost
+//! packet is asked for again ([`crate::resend`]) only when the parity cannot make it: its
+//! gap waits for the parity of its group first (about the time a group takes to send).
+//!
+//! Parity is sent only where resending is on at both ends and both take parity.
+
+use std::time::Duration;
+
+use mpt_core::wire::{self, HeaderRepr, Kind, ReportEntry, MAX_PARITY_GROUP, MIN_PARITY_GROUP};
+use mpt_core::{PathId, Time};
+use mpt_reseq::{Gap, PacketMeta};
+
+use crate::{DropReason, Endpoint, Incoming, Transmit};
+
+/// A path's parity starts when its smoothed loss rate reaches this.
+pub const FEC_ON_LOSS: f64 = 0.005;
+/// ... and stops when it falls below this.
+pub const FEC_OFF_LOSS: f64 = 0.002;
+/// Packets a loss sample spans at least (between two of the peer's reports).
+const LOSS_SAMPLE: u32 = 200;
+/// Weight of a new sample in the smoothed loss rate.
+const LOSS_GAIN: f64 = 0.125;
+/// Packets of a path the receiver keeps copies of (a power of two, at least two groups).
+const RING: usize = 2 * MAX_PARITY_GROUP;
+/// A group not complete this long after its first packet was sent has no parity: on a path
+/// that carries fewer than `k` packets in that time, a parity would come later than a resend.
+const MAX_GROUP_AGE: Duration = Duration::from_millis(40);
+/// Packets made again that a receiver remembers, per path.
+const REPAIRED: usize = 8;
+/// A receiver keeps copies (and lets gaps wait for parity) for this long after a path's
+/// last parity.
+const PARITY_QUIET: Duration = Duration::from_secs(2);
+/// A gap waits for its group's parity at most this long while the parities' interval is
+/// unknown.
+const DEFAULT_PARITY_WAIT: Duration = Duration::from_millis(10);
+
+/// Packets per parity at loss rate `loss`: parity then costs about 1.5 times the loss rate
+/// (`1 / k`), within 8 (from 8 % loss on) and [`MAX_PARITY_GROUP`] (up to 1 % loss). With
+/// the losses parity cannot make again (a group that lacks two), recovery then costs less
+/// than twice the loss rate plus 1 % of the traffic.
+pub fn group_size(loss: f64) -> usize {
+    let k = if loss > 0.0 {
+        (1.0 / (1.5 * loss)) as usize
+    } else {
+        MAX_PARITY_GROUP
+    };
+    k.clamp(8.max(MIN_PARITY_GROUP), MAX_PARITY_GROUP)
+}
+
+/// What a parity and the packets kept make ([`FecRx::solve`]): how many of its group are
+/// missing, the last of them, and the sums: with one missing, its bytes (zero-padded) and
+/// global sequence.
+#[derive(Debug, Clone)]
+pub struct Solved {
+    pub missing: usize,
+    pub last_missing: Option<u16>,
+    pub sum: Vec<u8>,
+    pub seq: u32,
+}
+
+/// The sender's side, per path: the loss rate and the group being summed.
+#[derive(Debug, Clone, Default)]
+pub struct FecTx {
+    /// Packets per parity while parity is on; 0: off.
+    pub k: usize,
+    /// Smoothed loss rate, and the report counters (packets, lost) it was last sampled at.
+    pub(crate) loss: f64,
+    sampled: Option<(u32, u32)>,
+    /// The group: its first path sequence, how many so far, their packets' and global
+    /// sequences' XOR.
+    first: u16,
+    count: usize,
+    seqs: u32,
+    sum: Vec<u8>,
+    /// When its first packet was sent.
+    started: Time,
+}
+
+impl FecTx {
+    /// Parity on, a parity every `k` packets (for tests and benchmarks: an endpoint sets `k`
+    /// from the peer's reports).
+    pub fn with_group(k: usize) -> FecTx {
+        FecTx {
+            k,
+            ..FecTx::default()
+        }
+    }
+
+    /// The peer reported `e` on the path: sample its loss since the last sample (once enough
+    /// packets passed) and decide whether parity is on, and its group size.
+    pub(crate) fn take_report(&mut self, e: &ReportEntry) {
+        let Some((packets, lost)) = self.sampled else {
+            self.sampled = Some((e.packets, e.lost));
+            return;
+        };
+        let got = e.packets.wrapping_sub(packets);
+        let missed = e.lost.wrapping_sub(lost);
+        // counters that went back (a new session) start sampling again
+        if got > u32::MAX / 2 || missed > u32::MAX / 2 {
+            self.sampled = Some((e.packets, e.lost));
+            return;
+        }
+        if got.saturating_add(missed) < LOSS_SAMPLE {
+            return;
+        }
+        self.sampled = Some((e.packets, e.lost));
+        let rate = f64::from(missed) / f64::from(got + missed);
+        self.loss += LOSS_GAIN * (rate - self.loss);
+        if self.k == 0 && self.loss >= FEC_ON_LOSS {
+            self.k = group_size(self.loss);
+        } else if self.k > 0 {
+            self.k = if self.loss < FEC_OFF_LOSS {
+                0
+            } else {
+                group_size(self.loss)
+            };
+        }
+    }
+
+    /// Add a data datagram's packet (path sequence `path_seq`, global sequence `seq`) to the
+    /// group; the group when it is complete: (first path sequence, size, XOR of global
+    /// sequences, XOR of packets).
+    pub fn add(
+        &mut self,
+        now: Time,
+        path_seq: u16,
+        seq: u32,
+        packet: &[u8],
+    ) -> Option<(u16, usize, u32, Vec<u8>)> {
+        // a datagram of another kind took numbers in between, or the group is too old to
+        // be of use (a parity later than a resend would be): that group has no parity
+        if self.count > 0
+            && (path_seq != self.first.wrapping_add(self.count as u16)
+                || now.saturating_since(self.started) > MAX_GROUP_AGE)
+        {
+            self.count = 0;
+        }
+        if self.count == 0 {
+            self.first = path_seq;
+            self.seqs = 0;
+            self.sum.clear();
+            self.started = now;
+        }
+        wire::xor_into(&mut self.sum, packet);
+        self.seqs ^= seq;
+        self.count += 1;
+        if self.count < self.k.max(MIN_PARITY_GROUP) {
+            return None;
+        }
+        let k = std::mem::take(&mut self.count);
+        let sum = std::mem::replace(&mut self.sum, Vec::with_capacity(packet.len()));
+        Some((self.first, k, self.seqs, sum))
+    }
+}
+
+/// One packet a receiver kept.
+#[derive(Debug, Clone, Default)]
+struct Kept {
+    valid: bool,
+    path_seq: u16,
+    seq: u32,
+    bytes: Vec<u8>,
+}
+
+/// The receiver's side, per path: copies of the packets that arrived while the path carries
+/// parity, and the parities' pace.
+#[derive(Debug, Clone, Default)]
+pub struct FecRx {
+    /// When the last parity came, and the smoothed time between parities.
+    last: Option<Time>,
+    interval: Option<Duration>,
+    ring: Vec<Kept>,
+    /// The path sequences made again lately: their gaps, seen later, are not asked for.
+    repaired: [Option<u16>; REPAIRED],
+    next_repaired: usize,
+}
+
+impl FecRx {
+    /// Whether the path carries parity (one came lately): its packets are kept, and its gaps
+    /// wait for their parity.
+    pub(crate) fn active(&self, now: Time) -> bool {
+        self.last
+            .is_some_and(|t| now.saturating_since(t) <= PARITY_QUIET)
+    }
+
+    /// How long a gap waits for its group's parity: a little more than parities come apart.
+    pub(crate) fn wait(&self) -> Duration {
+        self.interval.map_or(DEFAULT_PARITY_WAIT, |i| {
+            i + i / 4 + Duration::from_millis(2)
+        })
+    }
+
+    /// Keep a copy of `packet`, path sequence `path_seq`, global sequence `seq`.
+    pub fn keep(&mut self, path_seq: u16, seq: u32, packet: &[u8]) {
+        if self.ring.is_empty() {
+            self.ring.resize_with(RING, Kept::default);
+        }
+        let k = &mut self.ring[usize::from(path_seq) % RING];
+        k.valid = true;
+        k.path_seq = path_seq;
+        k.seq = seq;
+        k.bytes.clear();
+        k.bytes.extend_from_slice(packet);
+    }
+
+    /// A parity over the `k` packets from path sequence `first` on, the XOR of their global
+    /// sequences `seq` and of their bytes `body`, summed with the packets kept.
+    pub fn solve(&self, first: u16, k: usize, seq: u32, body: &[u8]) -> Solved {
+        let mut s = Solved {
+            missing: 0,
+            last_missing: None,
+            sum: body.to_vec(),
+            seq,
+        };
+        for j in 0..k {
+            let ps = first.wrapping_add(j as u16);
+            match self.ring.get(usize::from(ps) % RING) {
+                Some(kept)
+                    if kept.valid && kept.path_seq == ps && kept.bytes.len() <= body.len() =>
+                {
+                    wire::xor_into(&mut s.sum, &kept.bytes);
+                    s.seq ^= kept.seq;
+                }
+                _ => {
+                    s.missing += 1;
+                    s.last_missing = Some(ps);
+                }
+            }
+        }
+        s
+    }
+
+    fn parity_came(&mut self, now: Time) {
+        if let Some(last) = self.last {
+            let d = now.saturating_since(last).min(Duration::from_secs(1));
+            self.interval = Some(self.interval.map_or(d, |i| (i * 7 + d) / 8));
+        }
+        self.last = Some(now);
+    }
+}
+
+/// What parity did: sent per path (by the sender), and at the receiver.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ParityCounts {
+    /// Parities received; packets they made again; parities whose group lacked two or more
+    /// (the losses were asked for instead); parities whose group lacked nothing.
+    pub received: u64,
+    pub repaired: u64,
+    pub unrepairable: u64,
+    pub unneeded: u64,
+    /// Parities whose group lacked one packet, but whose sum was no IP packet (a packet
+    /// kept that was not the one the sender summed): nothing made.
+    pub mismatched: u64,
+}
+
+impl<P> Endpoint<P> {
+    /// Whether parity may be used with this peer: both ends take it, and resending is on.
+    pub fn parity(&self) -> bool {
+        self.peer_parity && self.cfg.parity && self.resending()
+    }
+
+    /// The sender's loss rate and parity group size for `path` (0: no parity).
+    pub fn parity_state(&self, path: PathId) -> (f64, usize) {
+        self.paths
+            .get(path.index())
+            .map_or((0.0, 0), |p| (p.fec_tx.loss, p.fec_tx.k))
+    }
+
+    /// What parity did at the receiver.
+    pub fn parity_counts(&self) -> ParityCounts {
+        self.counts.parity
+    }
+
+    /// A data datagram with `header` and inner `packet` was numbered on its path: it joins
+    /// the path's parity group, and a group complete is summed into a parity, to leave after
+    /// it.
+    pub(crate) fn parity_add(
+        &mut self,
+        now: Time,
+        header: &HeaderRepr,
+        packet: &[u8],
+    ) -> Option<Transmit> {
+        let i = header.path.index();
+        if self.paths[i].fec_tx.k == 0 || !self.parity() {
+            return None;
+        }
+        let (first, k, seqs, sum) =
+            self.paths[i]
+                .fec_tx
+                .add(now, header.path_seq, header.seq, packet)?;
+        let session = self.peer_session?;
+        let h = HeaderRepr {
+            kind: Kind::Parity,
+            path: header.path,
+            path_seq: first,
+            session,
+            seq: seqs,
+            timestamp: k as u32,
+        };
+        let prefix = self.prefix();
+        let mut buf = Vec::with_capacity(prefix + sum.len() + wire::TAG_LEN);
+        buf.resize(prefix, 0);
+        buf.extend_from_slice(&sum);
+        let contents = self.seal_owned(&h, buf, sum.len())?;
+        let destination = self.remote(header.path)?;
+        let cost = contents.len() + self.cfg.paths[i].overhead;
+        self.sched.on_control_sent(now, header.path, cost);
+        self.grow_resend_counts();
+        let c = &mut self.counts.resend[i];
+        c.parity_sent += 1;
+        c.parity_bytes += cost as u64;
+        Some(Transmit {
+            path: header.path,
+            destination,
+            contents,
+        })
+    }
+
+    /// The whole packets of a data, bundle or continued datagram with `header` and plain
+    /// `body` join the path's parity group (in the order of their path sequences); the
+    /// parities they complete go in `out`, to leave after the datagram.
+    pub(crate) fn parity_entries(
+        &mut self,
+        now: Time,
+        header: &HeaderRepr,
+        body: &[u8],
+        out: &mut Vec<Transmit>,
+    ) {
+        let entries = match header.kind {
+            Kind::Data => {
+                out.extend(self.parity_add(now, header, body));
+                return;
+            }
+            Kind::Bundle => wire::bundle_entries(body, header.seq),
+            Kind::Continued => wire::continued_entries(body, header.seq),
+            _ => return,
+        };
+        for (k, e) in entries.flatten().enumerate() {
+            // a head piece is not a whole packet: the group it falls in has no parity
+            if !e.is_head() {
+                let h = HeaderRepr {
+                    path_seq: header.path_seq.wrapping_add(k as u16),
+                    seq: e.seq,
+                    ..*header
+                };
+                out.extend(self.parity_add(now, &h, &body[e.start..e.start + e.len]));
+            }
+        }
+    }
+
+    /// A data or express datagram arrived on `path`: kept while the path carries parity.
+    pub(crate) fn parity_keep(&mut self, now: Time, meta: &PacketMeta, packet: &[u8]) {
+        let rx = &mut self.paths[meta.path.index()].fec_rx;
+        if rx.active(now) {
+            rx.keep(meta.path_seq, meta.seq, packet);
+        }
+    }
+
+    /// A parity over `k` packets arrived on `path` with `header`, their XOR `body`: a gap of
+    /// its group that waits for it is made again when it is the group's only one; the group's
+    /// gaps are asked for at once when there are more.
+    pub(crate) fn take_parity(
+        &mut self,
+        now: Time,
+        header: &HeaderRepr,
+        body: &[u8],
+        k: usize,
+    ) -> Result<(), DropReason> {
+        if !self.parity() {
+            return Err(self.count(DropReason::Unexpected));
+        }
+        self.counts.parity.received += 1;
+        let path = header.path;
+        // gaps the resequencer saw in the group's packets, before they are asked for
+        self.collect_gaps(now);
+        let rx = &mut self.paths[path.index()].fec_rx;
+        rx.parity_came(now);
+        if rx.ring.is_empty() {
+            // the first parity: nothing kept yet
+            rx.ring.resize_with(RING, Kept::default);
+            return Ok(());
+        }
+        let Solved {
+            missing: n_missing,
+            last_missing: missing,
+            mut sum,
+            seq,
+        } = rx.solve(header.path_seq, k, header.seq, body);
+        let in_group = |g: &Gap| g.path == path && g.first.wrapping_sub(header.path_seq) < k as u16;
+        match (n_missing, missing) {
+            (0, _) => self.counts.parity.unneeded += 1,
+            (1, Some(ps)) => {
+                // (a path is FIFO: a packet sent before its parity and not here is lost; the
+                // group's last one is, before the resequencer sees its gap)
+                let len = wire::ip_length(&sum);
+                let Some(len) = len.filter(|&l| wire::check_inner_packet(&sum[..l]).is_ok()) else {
+                    self.counts.parity.mismatched += 1;
+                    return Ok(());
+                };
+                if let Some(w) = self
+                    .deferred
+                    .iter()
+                    .position(|(g, _)| g.path == path && g.first == ps && g.count == 1)
+                {
+                    self.deferred.swap_remove(w);
+                }
+                let rx = &mut self.paths[path.index()].fec_rx;
+                rx.repaired[rx.next_repaired % REPAIRED] = Some(ps);
+                rx.next_repaired += 1;
+                sum.truncate(len);
+                self.counts.parity.repaired += 1;
+                let meta = PacketMeta {
+                    path,
+                    seq,
+                    path_seq: ps,
+                    sent_us: now.wire_micros(),
+                    len,
+                };
+                let incoming = Incoming {
+                    meta,
+                    packet: 0..len,
+                    express: false,
+                    resent: true,
+                };
+                self.assembled.push_back((incoming, sum));
+            }
+            _ => {
+                self.counts.parity.unrepairable += 1;
+                // the group's gaps cannot wait for anything: asked for now
+                let mut j = 0;
+                while j < self.deferred.len() {
+                    if in_group(&self.deferred[j].0) {
+                        let (g, _) = self.deferred.swap_remove(j);
+                        self.asked.push(g);
+                    } else {
+                        j += 1;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The gaps the resequencer saw since the last call: each to be asked for at once, or,
+    /// a single packet on a path that carries parity, to wait for its group's parity first.
+    pub(crate) fn collect_gaps(&mut self, now: Time) {
+        let mut gaps = std::mem::take(&mut self.gaps);
+        self.reseq.take_gaps(&mut gaps);
+        // a gap waits for its parity no longer than half the time the resequencer waits for
+        // its packet to come again
+        let most = self.repair_wait().unwrap_or_default() / 2;
+        for g in gaps.drain(..) {
+            if g.count > crate::MAX_RESEND_GAP {
+                continue;
+            }
+            let rx = &self.paths[g.path.index()].fec_rx;
+            if g.count == 1 && rx.repaired.contains(&Some(g.first)) {
+                // made again from a parity before its gap was seen
+                continue;
+            }
+            if g.count == 1 && self.parity() && rx.active(now) {
+                self.deferred.push((g, now + rx.wait().min(most)));
+            } else {
+                self.asked.push(g);
+            }
+        }
+        self.gaps = gaps;
+    }
+
+    /// When the first gap that waits for parity is to be asked for anyway.
+    pub(crate) fn deferred_due(&self) -> Option<Time> {
+        self.deferred.iter().map(|&(_, t)| t).min()
+    }
+
+    /// Gaps whose parity did not come in time join those to be asked for.
+    pub(crate) fn expire_deferred(&mut self, now: Time) {
+        let mut j = 0;
+        while j < self.deferred.len() {
+            if self.deferred[j].1 <= now {
+                let (g, _) = self.deferred.swap_remove(j);
+                self.asked.push(g);
+            } else {
+                j += 1;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(packets: u32, lost: u32) -> ReportEntry {
+        ReportEntry {
+            path: PathId(0),
+            flags: 1,
+            path_seq: 0,
+            packets,
+            bytes: 0,
+            lost,
+            owd_min_us: 0,
+            jitter_us: 0,
+            owd_us: 0,
+            echo: 0,
+            echo_age_us: 0,
+            owd_min_len: 0,
+        }
+    }
+
+    #[test]
+    fn parity_starts_above_the_loss_threshold_and_stops_below_the_lower_one() {
+        let mut f = FecTx::default();
+        f.take_report(&entry(0, 0));
+        let (mut packets, mut lost) = (0u32, 0u32);
+        // 1 % loss: on after a few samples, about one parity per 50 packets
+        for _ in 0..20 {
+            packets += 990;
+            lost += 10;
+            f.take_report(&entry(packets, lost));
+        }
+        assert!(f.k > 0, "loss {}", f.loss);
+        assert!((60..=64).contains(&f.k), "k {}", f.k);
+        // a sample of fewer packets than a sample needs changes nothing
+        let k = f.k;
+        f.take_report(&entry(packets + 50, lost + 10));
+        assert_eq!(f.k, k);
+        // clean again: off
+        for _ in 0..30 {
+            packets += 1000;
+            f.take_report(&entry(packets, lost));
+        }
+        assert_eq!(f.k, 0, "loss {}", f.loss);
+        // 0.3 %: between the thresholds, stays off
+        for _ in 0..30 {
+            packets += 997;
+            lost += 3;
+            f.take_report(&entry(packets, lost));
+        }
+        assert_eq!(f.k, 0, "loss {}", f.loss);
+    }
+
+    #[test]
+    fn group_size_spends_one_and_a_half_times_the_loss_on_parity() {
+        assert_eq!(group_size(0.01), 64);
+        assert_eq!(group_size(0.02), 33);
+        assert_eq!(group_size(0.002), MAX_PARITY_GROUP);
+        assert_eq!(group_size(0.2), 8);
+    }
+
+    #[test]
+    fn a_group_is_summed_over_consecutive_path_sequences_only() {
+        let mut f = FecTx {
+            k: 3,
+            ..FecTx::default()
+        };
+        let t = Time::from_millis(1);
+        assert!(f.add(t, 10, 100, &[1, 2, 3]).is_none());
+        assert!(f.add(t, 11, 101, &[4, 5]).is_none());
+        // path sequence 12 went in a bundle: the group starts again at 13
+        assert!(f.add(t, 13, 103, &[7]).is_none());
+        assert!(f.add(t, 14, 104, &[8]).is_none());
+        let (first, k, seqs, sum) = f.add(t, 15, 105, &[9, 9]).expect("complete");
+        assert_eq!((first, k, seqs), (13, 3, 103 ^ 104 ^ 105));
+        assert_eq!(sum, vec![7 ^ 8 ^ 9, 9]);
+        // a group that fills slowly has no parity: the next begins after MAX_GROUP_AGE
+        assert!(f.add(t, 16, 106, &[1]).is_none());
+        assert!(f.add(t, 17, 107, &[2]).is_none());
+        let late = t + MAX_GROUP_AGE + Duration::from_millis(1);
+        assert!(f.add(late, 18, 108, &[3]).is_none());
+        assert!(f.add(late, 19, 109, &[4]).is_none());
+        let (first, k, _, _) = f.add(late, 20, 110, &[5]).expect("complete");
+        assert_eq!((first, k), (18, 3));
+    }
+}
