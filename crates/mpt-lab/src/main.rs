@@ -58,6 +58,10 @@ enum Cmd {
         /// bundle = false`), to compare with the default.
         #[arg(long)]
         no_bundle: bool,
+        /// realworld: mptd without parity on lossy paths (`[connection] parity = false`;
+        /// losses are still asked for and resent), to compare with the default.
+        #[arg(long)]
+        no_parity: bool,
         /// realworld: runs of each scenario, averaged.
         #[arg(long, default_value_t = 3)]
         runs: usize,
@@ -108,7 +112,7 @@ fn run(
     schedulers: &[String],
     encryption: Option<&str>,
     duration: Option<u64>,
-    (no_bundle, runs): (bool, usize),
+    (no_bundle, no_parity, runs): (bool, bool, usize),
     out: &std::path::Path,
 ) -> anyhow::Result<()> {
     let only = mpt_lab::experiments::adaptive::Only {
@@ -145,7 +149,10 @@ fn run(
                 cases,
                 runs,
                 duration.unwrap_or(10),
-                schedulers.first().map_or("adaptive", String::as_str),
+                (
+                    schedulers.first().map_or("adaptive", String::as_str),
+                    !no_parity,
+                ),
                 out,
             )?;
             println!("{md}");
@@ -242,6 +249,7 @@ fn main() -> ExitCode {
             encryption,
             duration,
             no_bundle,
+            no_parity,
             runs,
             out,
         } => run(
@@ -250,7 +258,7 @@ fn main() -> ExitCode {
             &schedulers,
             encryption.as_deref(),
             duration,
-            (no_bundle, runs),
+            (no_bundle, no_parity, runs),
             &out,
         ),
         Cmd::Bench {

@@ -55,9 +55,8 @@ pub struct Endpoint<P> {
     pub(crate) resend: crate::resend::ResendBuffer,
     /// Path sequence gaps taken from the resequencer (a buffer kept between calls).
     pub(crate) gaps: Vec<mpt_reseq::Gap>,
-    /// Gaps to ask for in the next resend request; gaps that wait for a parity until when.
+    /// Gaps to ask for in the next resend request.
     pub(crate) asked: Vec<mpt_reseq::Gap>,
-    pub(crate) deferred: Vec<(mpt_reseq::Gap, Time)>,
     /// The peer's handshake said it takes parity ([`mpt_core::wire::CipherFlags::PARITY`]).
     pub(crate) peer_parity: bool,
     /// Packets that came in pieces, waiting for the rest.
@@ -285,7 +284,6 @@ impl<P> Endpoint<P> {
             resend: Default::default(),
             gaps: Vec::new(),
             asked: Vec::new(),
-            deferred: Vec::new(),
             peer_parity: false,
             reasm: Default::default(),
             assembled: VecDeque::new(),
@@ -464,7 +462,7 @@ impl<P> Endpoint<P> {
     /// The next control datagram to send at `now`, if any (built and sealed now).
     pub fn poll_transmit(&mut self, now: Time) -> Option<Transmit> {
         // what the paths lost since the last poll is asked for at once
-        self.request_resends(now);
+        self.request_resends();
         if !self.ready.is_empty() {
             return Some(self.ready.remove(0));
         }

@@ -3,11 +3,13 @@
 //! The sender learns each path's loss rate from the peer's reports. While it is at least
 //! [`FEC_ON_LOSS`], every `k` consecutive data datagrams on the path are followed by a parity
 //! ([`Kind::Parity`]): the XOR of their packets, with `k` chosen so that parity costs about
-//! 1.5 times the loss rate's worth of bytes ([`group_size`]). The receiver keeps a copy of the
-//! packets that arrive on a path that carries parity; a parity whose group lacks exactly one
-//! packet makes that packet again, a little after the loss and without a round trip. A lost
-//! packet is asked for again ([`crate::resend`]) only when the parity cannot make it: its
-//! gap waits for the parity of its group first (about the time a group takes to send).
+//! the loss rate's worth of bytes ([`group_size`]). The receiver keeps a copy of the packets
+//! that arrive on a path that carries parity; a parity whose group lacks exactly one packet
+//! makes that packet again, as soon as the parity arrives. Losses are still asked for at once
+//! ([`crate::resend`]): a parity only comes sooner than the resend (without the round trip),
+//! or makes what a lost request or resend would not. (Holding a gap's request back until its
+//! parity had come cost cubic a third of its throughput on jittery paths: the losses parity
+//! could not make waited longer.)
 //!
 //! Parity is sent only where resending is on at both ends and both take parity.
 
@@ -15,7 +17,7 @@ use std::time::Duration;
 
 use mpt_core::wire::{self, HeaderRepr, Kind, ReportEntry, MAX_PARITY_GROUP, MIN_PARITY_GROUP};
 use mpt_core::{PathId, Time};
-use mpt_reseq::{Gap, PacketMeta};
+use mpt_reseq::PacketMeta;
 
 use crate::{DropReason, Endpoint, Incoming, Transmit};
 
@@ -34,20 +36,16 @@ const RING: usize = 2 * MAX_PARITY_GROUP;
 const MAX_GROUP_AGE: Duration = Duration::from_millis(40);
 /// Packets made again that a receiver remembers, per path.
 const REPAIRED: usize = 8;
-/// A receiver keeps copies (and lets gaps wait for parity) for this long after a path's
-/// last parity.
+/// A receiver keeps copies for this long after a path's last parity.
 const PARITY_QUIET: Duration = Duration::from_secs(2);
-/// A gap waits for its group's parity at most this long while the parities' interval is
-/// unknown.
-const DEFAULT_PARITY_WAIT: Duration = Duration::from_millis(10);
 
-/// Packets per parity at loss rate `loss`: parity then costs about 1.5 times the loss rate
-/// (`1 / k`), within 8 (from 8 % loss on) and [`MAX_PARITY_GROUP`] (up to 1 % loss). With
-/// the losses parity cannot make again (a group that lacks two), recovery then costs less
-/// than twice the loss rate plus 1 % of the traffic.
+/// Packets per parity at loss rate `loss`: parity then costs about the loss rate (`1 / k`),
+/// within 8 (from 12.5 % loss on) and [`MAX_PARITY_GROUP`] (up to 1.5 % loss). With every
+/// loss also resent, recovery costs about twice the loss rate, within the budget of twice the
+/// loss rate plus 1 % of the traffic.
 pub fn group_size(loss: f64) -> usize {
     let k = if loss > 0.0 {
-        (1.0 / (1.5 * loss)) as usize
+        (1.0 / loss) as usize
     } else {
         MAX_PARITY_GROUP
     };
@@ -170,12 +168,11 @@ struct Kept {
 }
 
 /// The receiver's side, per path: copies of the packets that arrived while the path carries
-/// parity, and the parities' pace.
+/// parity.
 #[derive(Debug, Clone, Default)]
 pub struct FecRx {
-    /// When the last parity came, and the smoothed time between parities.
+    /// When the last parity came.
     last: Option<Time>,
-    interval: Option<Duration>,
     ring: Vec<Kept>,
     /// The path sequences made again lately: their gaps, seen later, are not asked for.
     repaired: [Option<u16>; REPAIRED],
@@ -183,18 +180,10 @@ pub struct FecRx {
 }
 
 impl FecRx {
-    /// Whether the path carries parity (one came lately): its packets are kept, and its gaps
-    /// wait for their parity.
+    /// Whether the path carries parity (one came lately): its packets are kept.
     pub(crate) fn active(&self, now: Time) -> bool {
         self.last
             .is_some_and(|t| now.saturating_since(t) <= PARITY_QUIET)
-    }
-
-    /// How long a gap waits for its group's parity: a little more than parities come apart.
-    pub(crate) fn wait(&self) -> Duration {
-        self.interval.map_or(DEFAULT_PARITY_WAIT, |i| {
-            i + i / 4 + Duration::from_millis(2)
-        })
     }
 
     /// Keep a copy of `packet`, path sequence `path_seq`, global sequence `seq`.
@@ -238,10 +227,6 @@ impl FecRx {
     }
 
     fn parity_came(&mut self, now: Time) {
-        if let Some(last) = self.last {
-            let d = now.saturating_since(last).min(Duration::from_secs(1));
-            self.interval = Some(self.interval.map_or(d, |i| (i * 7 + d) / 8));
-        }
         self.last = Some(now);
     }
 }
@@ -333,26 +318,15 @@ impl<P> Endpoint<P> {
         body: &[u8],
         out: &mut Vec<Transmit>,
     ) {
-        let entries = match header.kind {
-            Kind::Data => {
-                out.extend(self.parity_add(now, header, body));
-                return;
-            }
-            Kind::Bundle => wire::bundle_entries(body, header.seq),
-            Kind::Continued => wire::continued_entries(body, header.seq),
-            _ => return,
-        };
-        for (k, e) in entries.flatten().enumerate() {
-            // a head piece is not a whole packet: the group it falls in has no parity
-            if !e.is_head() {
-                let h = HeaderRepr {
-                    path_seq: header.path_seq.wrapping_add(k as u16),
-                    seq: e.seq,
-                    ..*header
-                };
-                out.extend(self.parity_add(now, &h, &body[e.start..e.start + e.len]));
-            }
-        }
+        // a head piece is not a whole packet: the group it falls in has no parity
+        crate::resend::whole_packets(header, body, |path_seq, seq, packet| {
+            let h = HeaderRepr {
+                path_seq,
+                seq,
+                ..*header
+            };
+            out.extend(self.parity_add(now, &h, packet));
+        });
     }
 
     /// A data or express datagram arrived on `path`: kept while the path carries parity.
@@ -363,9 +337,10 @@ impl<P> Endpoint<P> {
         }
     }
 
-    /// A parity over `k` packets arrived on `path` with `header`, their XOR `body`: a gap of
-    /// its group that waits for it is made again when it is the group's only one; the group's
-    /// gaps are asked for at once when there are more.
+    /// A parity over `k` packets arrived on `path` with `header`, their XOR `body`: the
+    /// group's one missing packet, if it lacks only one, is made again (a path is FIFO: a
+    /// packet sent before its parity and not here is lost), and its gap, if the resequencer
+    /// has not seen it yet (the group's last packet), is not asked for.
     pub(crate) fn take_parity(
         &mut self,
         now: Time,
@@ -378,8 +353,6 @@ impl<P> Endpoint<P> {
         }
         self.counts.parity.received += 1;
         let path = header.path;
-        // gaps the resequencer saw in the group's packets, before they are asked for
-        self.collect_gaps(now);
         let rx = &mut self.paths[path.index()].fec_rx;
         rx.parity_came(now);
         if rx.ring.is_empty() {
@@ -388,108 +361,65 @@ impl<P> Endpoint<P> {
             return Ok(());
         }
         let Solved {
-            missing: n_missing,
-            last_missing: missing,
+            missing,
+            last_missing,
             mut sum,
             seq,
         } = rx.solve(header.path_seq, k, header.seq, body);
-        let in_group = |g: &Gap| g.path == path && g.first.wrapping_sub(header.path_seq) < k as u16;
-        match (n_missing, missing) {
-            (0, _) => self.counts.parity.unneeded += 1,
-            (1, Some(ps)) => {
-                // (a path is FIFO: a packet sent before its parity and not here is lost; the
-                // group's last one is, before the resequencer sees its gap)
-                let len = wire::ip_length(&sum);
-                let Some(len) = len.filter(|&l| wire::check_inner_packet(&sum[..l]).is_ok()) else {
-                    self.counts.parity.mismatched += 1;
-                    return Ok(());
-                };
-                if let Some(w) = self
-                    .deferred
-                    .iter()
-                    .position(|(g, _)| g.path == path && g.first == ps && g.count == 1)
-                {
-                    self.deferred.swap_remove(w);
-                }
-                let rx = &mut self.paths[path.index()].fec_rx;
-                rx.repaired[rx.next_repaired % REPAIRED] = Some(ps);
-                rx.next_repaired += 1;
-                sum.truncate(len);
-                self.counts.parity.repaired += 1;
-                let meta = PacketMeta {
-                    path,
-                    seq,
-                    path_seq: ps,
-                    sent_us: now.wire_micros(),
-                    len,
-                };
-                let incoming = Incoming {
-                    meta,
-                    packet: 0..len,
-                    express: false,
-                    resent: true,
-                };
-                self.assembled.push_back((incoming, sum));
+        let ps = match (missing, last_missing) {
+            (0, _) => {
+                self.counts.parity.unneeded += 1;
+                return Ok(());
             }
+            (1, Some(ps)) => ps,
             _ => {
                 self.counts.parity.unrepairable += 1;
-                // the group's gaps cannot wait for anything: asked for now
-                let mut j = 0;
-                while j < self.deferred.len() {
-                    if in_group(&self.deferred[j].0) {
-                        let (g, _) = self.deferred.swap_remove(j);
-                        self.asked.push(g);
-                    } else {
-                        j += 1;
-                    }
-                }
+                return Ok(());
             }
-        }
+        };
+        let len = wire::ip_length(&sum);
+        let Some(len) = len.filter(|&l| wire::check_inner_packet(&sum[..l]).is_ok()) else {
+            self.counts.parity.mismatched += 1;
+            return Ok(());
+        };
+        let rx = &mut self.paths[path.index()].fec_rx;
+        rx.repaired[rx.next_repaired % REPAIRED] = Some(ps);
+        rx.next_repaired += 1;
+        sum.truncate(len);
+        self.counts.parity.repaired += 1;
+        let meta = PacketMeta {
+            path,
+            seq,
+            path_seq: ps,
+            sent_us: now.wire_micros(),
+            len,
+        };
+        let incoming = Incoming {
+            meta,
+            packet: 0..len,
+            express: false,
+            resent: true,
+        };
+        self.assembled.push_back((incoming, sum));
         Ok(())
     }
 
-    /// The gaps the resequencer saw since the last call: each to be asked for at once, or,
-    /// a single packet on a path that carries parity, to wait for its group's parity first.
-    pub(crate) fn collect_gaps(&mut self, now: Time) {
+    /// The gaps the resequencer saw since the last call, to be asked for, but for those of
+    /// packets a parity made again before the gap was seen.
+    pub(crate) fn collect_gaps(&mut self) {
         let mut gaps = std::mem::take(&mut self.gaps);
         self.reseq.take_gaps(&mut gaps);
-        // a gap waits for its parity no longer than half the time the resequencer waits for
-        // its packet to come again
-        let most = self.repair_wait().unwrap_or_default() / 2;
         for g in gaps.drain(..) {
             if g.count > crate::MAX_RESEND_GAP {
                 continue;
             }
             let rx = &self.paths[g.path.index()].fec_rx;
             if g.count == 1 && rx.repaired.contains(&Some(g.first)) {
-                // made again from a parity before its gap was seen
                 continue;
             }
-            if g.count == 1 && self.parity() && rx.active(now) {
-                self.deferred.push((g, now + rx.wait().min(most)));
-            } else {
-                self.asked.push(g);
-            }
+            self.asked.push(g);
         }
         self.gaps = gaps;
-    }
-
-    /// When the first gap that waits for parity is to be asked for anyway.
-    pub(crate) fn deferred_due(&self) -> Option<Time> {
-        self.deferred.iter().map(|&(_, t)| t).min()
-    }
-
-    /// Gaps whose parity did not come in time join those to be asked for.
-    pub(crate) fn expire_deferred(&mut self, now: Time) {
-        let mut j = 0;
-        while j < self.deferred.len() {
-            if self.deferred[j].1 <= now {
-                let (g, _) = self.deferred.swap_remove(j);
-                self.asked.push(g);
-            } else {
-                j += 1;
-            }
-        }
     }
 }
 
@@ -547,9 +477,10 @@ mod tests {
     }
 
     #[test]
-    fn group_size_spends_one_and_a_half_times_the_loss_on_parity() {
+    fn group_size_spends_about_the_loss_rate_on_parity() {
         assert_eq!(group_size(0.01), 64);
-        assert_eq!(group_size(0.02), 33);
+        assert_eq!(group_size(0.02), 50);
+        assert_eq!(group_size(0.1), 10);
         assert_eq!(group_size(0.002), MAX_PARITY_GROUP);
         assert_eq!(group_size(0.2), 8);
     }

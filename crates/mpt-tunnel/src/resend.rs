@@ -137,15 +137,14 @@ impl<P> Endpoint<P> {
     }
 
     /// The receiver's half: the path sequence gaps the resequencer saw since the last call go
-    /// into resend requests (queued for [`Endpoint::poll_transmit`]), but for those that wait
-    /// for a parity ([`crate::fec`]) until it is due; and its repair wait follows the paths'
-    /// round-trip times.
-    pub(crate) fn request_resends(&mut self, now: Time) {
+    /// into resend requests (queued for [`Endpoint::poll_transmit`]), but for packets a parity
+    /// made again already ([`crate::fec`]); and its repair wait follows the paths' round-trip
+    /// times.
+    pub(crate) fn request_resends(&mut self) {
         if !self.resending() {
             return;
         }
-        self.collect_gaps(now);
-        self.expire_deferred(now);
+        self.collect_gaps();
         if self.asked.is_empty() {
             return;
         }
@@ -265,23 +264,10 @@ impl<P> Endpoint<P> {
         if !self.keeps(header.path.index(), now) {
             return;
         }
-        let entries = match header.kind {
-            Kind::Data => {
-                self.resend
-                    .keep(header.path, header.path_seq, header.seq, now, body);
-                return;
-            }
-            Kind::Bundle => wire::bundle_entries(body, header.seq),
-            Kind::Continued => wire::continued_entries(body, header.seq),
-            _ => return,
-        };
-        for (k, e) in entries.flatten().enumerate() {
-            if !e.is_head() {
-                let path_seq = header.path_seq.wrapping_add(k as u16);
-                let packet = &body[e.start..e.start + e.len];
-                self.resend.keep(header.path, path_seq, e.seq, now, packet);
-            }
-        }
+        let path = header.path;
+        whole_packets(header, body, |path_seq, seq, packet| {
+            self.resend.keep(path, path_seq, seq, now, packet)
+        });
     }
 
     /// [`ResendCounts`] for every path.
@@ -310,5 +296,24 @@ impl<P> Endpoint<P> {
     /// Bytes our resend requests took on the links (outer headers included).
     pub fn nack_bytes(&self) -> u64 {
         self.counts.nack_bytes
+    }
+}
+
+/// The whole packets of a data, bundle or continued datagram with `header` and plain `body`,
+/// in the order of their path sequences: `f(path sequence, global sequence, packet)` for
+/// each. A head piece (and a continuation) is no whole packet: the rest of it went in other
+/// datagrams.
+pub(crate) fn whole_packets(header: &HeaderRepr, body: &[u8], mut f: impl FnMut(u16, u32, &[u8])) {
+    let entries = match header.kind {
+        Kind::Data => return f(header.path_seq, header.seq, body),
+        Kind::Bundle => wire::bundle_entries(body, header.seq),
+        Kind::Continued => wire::continued_entries(body, header.seq),
+        _ => return,
+    };
+    for (k, e) in entries.flatten().enumerate() {
+        if !e.is_head() {
+            let path_seq = header.path_seq.wrapping_add(k as u16);
+            f(path_seq, e.seq, &body[e.start..e.start + e.len]);
+        }
     }
 }

@@ -28,7 +28,6 @@ impl<P> Endpoint<P> {
         let t = &self.timers;
         let next = t.keepalive.min(t.report).min(t.liveness);
         let next = self.bundle_due().map_or(next, |b| next.min(b));
-        let next = self.deferred_due().map_or(next, |d| next.min(d));
         self.reseq.poll_timeout().map_or(next, |r| next.min(r))
     }
 
@@ -38,9 +37,6 @@ impl<P> Endpoint<P> {
     pub fn handle_timeout(&mut self, now: Time) {
         if self.bundle_due().is_some_and(|t| t <= now) {
             self.bundle_tick(now);
-        }
-        if self.deferred_due().is_some_and(|t| t <= now) {
-            self.request_resends(now);
         }
         if self.reseq.poll_timeout().is_some_and(|t| t <= now) {
             let out = &mut self.released;

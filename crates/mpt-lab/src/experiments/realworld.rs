@@ -235,18 +235,19 @@ fn mean(v: &[f64]) -> f64 {
 
 /// Run the scenarios (`cases`: only these ids), `runs` times each, `secs` per transfer, mptd
 /// with `scheduler` (`adaptive`: nothing configured per path; the others get each path's rate
-/// and weight).
+/// and weight), with or without `parity`.
 pub fn run_realworld(
     cases: &[u32],
     runs: usize,
     secs: u64,
-    scheduler: &str,
+    (scheduler, parity): (&str, bool),
     out: &Path,
 ) -> Result<String> {
-    let configured = if scheduler == "adaptive" {
-        "nothing configured per path"
-    } else {
-        "each path's rate and weight configured"
+    let configured = match (scheduler == "adaptive", parity) {
+        (true, true) => "nothing configured per path",
+        (true, false) => "nothing configured per path but `parity = false`",
+        (false, true) => "each path's rate and weight configured",
+        (false, false) => "each path's rate and weight configured, `parity = false`",
     };
     let mut md = String::new();
     writeln!(
@@ -291,6 +292,7 @@ pub fn run_realworld(
             let opts = TunnelOpts {
                 scheduler: scheduler.into(),
                 configure_rates: scheduler != "adaptive",
+                parity: (!parity).then_some(false),
                 ..TunnelOpts::default()
             };
             lab.start_tunnel(&opts).context("tunnel")?;
