@@ -27,7 +27,7 @@ pub use clock::LinkClock;
 pub use estimator::{Estimator, PathEstimate};
 pub use kind::SchedulerKind;
 pub use paths::PathSet;
-pub use rate::RateScheduler;
+pub use rate::{RateScheduler, MAX_BACKLOG};
 pub use rr::RoundRobin;
 pub use scheduler::{build, PathSpec, Scheduler, DEFAULT_OVERHEAD};
 pub use wrr::WeightedRoundRobin;

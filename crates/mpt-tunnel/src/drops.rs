@@ -127,6 +127,11 @@ drop_reasons! {
     /// Outbound packets larger than the paths can carry (the peer does not take pieces, or a
     /// packet needs more than 64): the sender gets an ICMP "too big" for each.
     TooBig => too_big,
+    /// Outbound packets that would go in pieces on a slow path (below 1 Mbit/s) with a
+    /// configured rate whose queue is full (its clock runs more than two datagrams, or 50 ms,
+    /// ahead): dropped whole at the sender rather than in pieces by the link, where losing
+    /// one piece loses the packet.
+    QueueFull => queue_full,
 }
 
 impl DropReason {
@@ -213,7 +218,7 @@ mod tests {
         for &r in DropReason::ALL {
             assert_eq!(c.get(r), d.get(r), "{}", r.name());
         }
-        assert_eq!(DropReason::COUNT, 32);
+        assert_eq!(DropReason::COUNT, 33);
         assert_eq!(DropReason::NoPath.name(), "no_path");
     }
 }

@@ -1960,3 +1960,65 @@ fn rated_pair_unfound(seed: u64, rate: u64) -> Pair {
         .expect("keys agreed within 500 ms");
     p
 }
+
+/// A 128 kbit/s line with its rate configured, offered twice that in 1500-byte packets (each
+/// in two pieces): the packets its queue has no room for are dropped whole at the sender
+/// (`queue_full`), so that what the line carries are whole packets, soon, instead of pieces
+/// of all of them, late (or, on a real line, dropped piece by piece).
+#[test]
+fn a_slow_line_offered_twice_its_rate_carries_whole_packets_and_drops_the_rest_whole() {
+    let cfg = |side| {
+        let mut c = sim::config(side, 1, true);
+        c.mtu = 1500;
+        c.scheduler = mpt_sched::SchedulerKind::Rate;
+        c.paths[0].rate_bps = Some(128_000);
+        c
+    };
+    let mut p = Pair::with(sim::seed(72), cfg(Side::A), cfg(Side::B));
+    for side in [Side::A, Side::B] {
+        p.link(side, 0).rate_bps = Some(128_000);
+        // an Ethernet MTU: a 1500-byte packet goes in two pieces
+        p.link(side, 0).mtu = Some(1472);
+    }
+    p.run_until(ms(500), Pair::agreed)
+        .expect("keys agreed within 500 ms");
+    // 256 kbit/s: a 1500-byte packet every 47 ms for 4 s
+    let n = 85u32;
+    for k in 0..n {
+        let _ = p.send(Side::A, &packet(k, 1500));
+        p.run(ms(47));
+    }
+    let stopped = p.now;
+    p.run(ms(3000));
+    let got = p.delivered_numbers(Side::B);
+    let dropped = p.ep(Side::A).drops().queue_full;
+    eprintln!(
+        "RESULT slow line: {} of {n} delivered, {dropped} dropped whole; A's drops {:?}; B's {:?}",
+        got.len(),
+        p.ep(Side::A).drops(),
+        p.ep(Side::B).drops()
+    );
+    // the line carries about 128 kbit/s × 4 s / (1584 × 8 bits) = 40 of them
+    assert!(dropped > 0, "nothing dropped: the queue grows without end");
+    assert!(got.len() >= 30, "{} delivered", got.len());
+    assert_eq!(
+        got.len() as u64 + dropped,
+        u64::from(n),
+        "each packet delivered or counted"
+    );
+    let mut sorted = got.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, got, "in order");
+    // what arrived did not wait behind seconds of queue
+    let last = p
+        .node(Side::B)
+        .delivered
+        .last()
+        .map(|(t, _)| *t)
+        .expect("some");
+    assert!(
+        last.saturating_since(stopped) < ms(700),
+        "the last packet arrived {:?} after the sender stopped",
+        last.saturating_since(stopped)
+    );
+}
