@@ -1,0 +1,180 @@
+//! Arrivals: every data packet goes through [`Resequencer::admit`] (expiry, measurement,
+//! duplicates, reordering) and is then placed: in order, held, late or dropped. Bulk, express
+//! and resent packets differ only in how they are placed; the repair wait and the path
+//! sequence gaps for resend requests are set and taken here too.
+
+use std::time::Duration;
+
+use mpt_core::Time;
+
+use crate::{Gap, PacketMeta, Resequencer};
+
+impl<P> Resequencer<P> {
+    /// A data packet arrived at `now`. Packets that become deliverable (possibly including
+    /// this one) are passed to `deliver` in order. Held packets whose deadline is not after
+    /// `now` are released first.
+    pub fn push(&mut self, now: Time, meta: PacketMeta, payload: P, deliver: &mut impl FnMut(P)) {
+        self.push_keeping(now, meta, payload, |p| p, deliver);
+    }
+
+    /// [`push`](Self::push) for a payload that may borrow the caller's short-lived storage
+    /// (a receive buffer about to be reused): `keep` is called on it exactly when this packet
+    /// is held, and must return a payload that owns its bytes. A packet delivered or dropped
+    /// within this call is never kept, so in-order packets need no copy of their own.
+    pub fn push_keeping(
+        &mut self,
+        now: Time,
+        meta: PacketMeta,
+        payload: P,
+        keep: impl FnOnce(P) -> P,
+        deliver: &mut impl FnMut(P),
+    ) {
+        if let Some((p, ext)) = self.admit(now, &meta, deliver) {
+            self.place(now, p, ext, payload, keep, deliver);
+        }
+        self.stats.total.occupancy.record(self.held());
+    }
+
+    /// A new (non-duplicate) packet of path `p`, extended seq `ext`: delivered at once, held
+    /// or dropped as the window says, and what it makes deliverable follows.
+    fn place(
+        &mut self,
+        now: Time,
+        p: usize,
+        ext: u64,
+        payload: P,
+        keep: impl FnOnce(P) -> P,
+        deliver: &mut impl FnMut(P),
+    ) {
+        if self.window == 0 {
+            self.passthrough(now, p, ext, payload, deliver);
+        } else {
+            self.resequence(now, p, ext, payload, keep, deliver);
+            if self.held > 0 {
+                self.progress_check(now, deliver);
+            }
+        }
+    }
+
+    /// An express packet arrived at `now` ([`mpt_core::wire::Kind::Express`]): delivered at
+    /// once unless it is a duplicate (or too old to tell from one), ahead of any gap before
+    /// it. Its seq counts as received: the release point passes it without waiting, and a
+    /// copy that comes later is a duplicate. Held packets it makes deliverable follow it.
+    pub fn push_express(
+        &mut self,
+        now: Time,
+        meta: PacketMeta,
+        payload: P,
+        deliver: &mut impl FnMut(P),
+    ) {
+        if let Some((p, ext)) = self.admit(now, &meta, deliver) {
+            if self.window == 0 {
+                self.passthrough(now, p, ext, payload, deliver);
+            } else if ext <= self.head {
+                // in order, or late: as any packet
+                self.resequence(now, p, ext, payload, |p| p, deliver);
+            } else {
+                self.mark_express(now, p, ext, payload, deliver);
+                self.progress_check(now, deliver);
+            }
+        }
+        self.stats.total.occupancy.record(self.held());
+    }
+
+    /// A packet the sender sent again because we named its path sequence in a resend
+    /// request ([`mpt_core::wire::Kind::Resent`]), arrived at `now` on `meta.path`: it fills
+    /// its gap like any packet, but says nothing of the path it came on (no measurement, no
+    /// progress: it was numbered before what the path carried since). Returns whether it
+    /// filled a gap not given up yet (a loss recovered, [`Totals::recovered`]).
+    pub fn push_resent(
+        &mut self,
+        now: Time,
+        meta: PacketMeta,
+        payload: P,
+        keep: impl FnOnce(P) -> P,
+        deliver: &mut impl FnMut(P),
+    ) -> bool {
+        self.stats.total.resent += 1;
+        let p = meta.path.index();
+        if p >= self.paths.len() || !self.started {
+            self.stats.total.invalid_path += u64::from(p >= self.paths.len());
+            return false;
+        }
+        if self.held > 0 {
+            self.expire(now, deliver);
+        }
+        self.maybe_rebase();
+        let ext = self.extend(meta.seq);
+        if self.is_duplicate(ext) {
+            self.stats.total.duplicates += 1;
+            self.stats.paths[p].duplicates += 1;
+            return false;
+        }
+        let in_time = ext >= self.head;
+        self.place(now, p, ext, payload, keep, deliver);
+        self.stats.total.recovered += u64::from(in_time);
+        self.stats.total.occupancy.record(self.held());
+        in_time
+    }
+
+    /// Resending on (`Some`) or off: a gap the progress rule finds lost (every path has
+    /// carried something sent after it) still waits `wait` for its packet to come again,
+    /// never past the hold time. Path sequence gaps are kept for [`take_gaps`](Self::take_gaps)
+    /// while it is on.
+    pub fn set_repair(&mut self, wait: Option<Duration>) {
+        self.repair = wait;
+        self.measure.keep_gaps = wait.is_some();
+    }
+
+    /// The path sequence gaps seen since the last call (at most [`MAX_GAPS`]; while
+    /// resending is on).
+    pub fn take_gaps(&mut self, out: &mut Vec<Gap>) {
+        self.measure.take_gaps(out);
+    }
+
+    /// What every arriving data packet goes through: expiry of held packets, measurement,
+    /// the seq extended and the path's progress. `None` for a packet of no path, or a
+    /// duplicate (counted); else its path and extended seq.
+    fn admit(
+        &mut self,
+        now: Time,
+        meta: &PacketMeta,
+        deliver: &mut impl FnMut(P),
+    ) -> Option<(usize, u64)> {
+        let p = meta.path.index();
+        if p >= self.paths.len() {
+            self.stats.total.invalid_path += 1;
+            return None;
+        }
+        if self.held > 0 {
+            self.expire(now, deliver);
+        }
+        self.measure.arrival(now, p, meta, &mut self.stats);
+        self.counting |= 1u64 << p;
+        if !self.started {
+            self.start(meta.seq);
+        }
+        self.maybe_rebase();
+        let ext = self.extend(meta.seq);
+        let progress = &mut self.paths[p].progress;
+        if ext >= *progress {
+            *progress = ext + 1;
+        }
+        if self.is_duplicate(ext) {
+            self.stats.total.duplicates += 1;
+            self.stats.paths[p].duplicates += 1;
+            return None;
+        }
+        if let Some(extent) = self.reorder.observe(ext) {
+            let t = &mut self.stats.total;
+            t.reordered += 1;
+            t.reorder_extent_sum += extent;
+            t.reorder_extent_max = t.reorder_extent_max.max(extent);
+            let s = &mut self.stats.paths[p];
+            s.reordered += 1;
+            s.reorder_extent_sum += extent;
+            s.reorder_extent_max = s.reorder_extent_max.max(extent);
+        }
+        Some((p, ext))
+    }
+}
