@@ -17,7 +17,8 @@ use mpt_core::wire::{
 };
 use mpt_core::{PathId, Time};
 
-use crate::send::{BatchPaths, Pending};
+use crate::control::Pending;
+use crate::send::BatchPaths;
 use crate::{DropReason, Endpoint, Transmit};
 
 /// A packet is bundled when its path's queue would hold it at least this long anyway.

@@ -12,10 +12,10 @@ use mpt_reseq::feedback::ReportPacer;
 use mpt_reseq::{Resequencer, Stats};
 use mpt_sched::{PathSpec, Scheduler};
 
+use crate::control::Pending;
 use crate::counts::Counts;
 use crate::crypto::CryptoState;
 use crate::liveness::{LinkState, Liveness};
-use crate::send::Pending;
 use crate::{EndpointConfig, Event, Overhead, Random, Transmit};
 
 /// One peer session: see the crate documentation. `P` is how the caller holds a received

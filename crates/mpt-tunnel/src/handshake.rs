@@ -12,8 +12,8 @@ use mpt_core::wire::{
 };
 use mpt_core::{PathId, Time};
 
+use crate::control::Pending;
 use crate::crypto::{Keys, NextSession, OldSession, PREVIOUS_SESSION_KEPT};
-use crate::send::Pending;
 use crate::{DropReason, Endpoint, Event};
 
 /// The first retry of an unanswered initiation; each next one waits twice as long, up to

@@ -15,6 +15,7 @@
 
 mod bundle;
 mod class;
+mod control;
 mod counts;
 mod crypto;
 mod drops;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use mpt_core::{PathId, Time};
 
-use crate::send::Pending;
+use crate::control::Pending;
 use crate::Event;
 
 /// Datagrams a path must deliver, over at least one keepalive interval, before a path that

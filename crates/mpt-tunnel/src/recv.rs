@@ -9,7 +9,7 @@ use mpt_core::wire::{Datagram, HeaderRepr, Kind, Report, HEADER_LEN};
 use mpt_core::{PathId, Time};
 use mpt_reseq::PacketMeta;
 
-use crate::send::Pending;
+use crate::control::Pending;
 use crate::{DropReason, Endpoint, Event, Incoming, Outcome};
 
 /// On a path we send data on, keepalives are answered at most this often.

@@ -21,7 +21,7 @@ use mpt_core::wire::{self, HeaderRepr, Kind, NackRange, MAX_NACK_RANGES};
 use mpt_core::{PathId, Time};
 use mpt_reseq::Gap;
 
-use crate::send::Pending;
+use crate::control::Pending;
 use crate::Endpoint;
 
 /// Packets kept for resending (the latest ones sent; a power of two). At 1 Gbit/s of

@@ -7,8 +7,8 @@ use mpt_core::wire::{self, HEADER_LEN};
 use mpt_core::{PathId, Time};
 use mpt_reseq::PathStats;
 
+use crate::control::Pending;
 use crate::liveness::LinkState;
-use crate::send::Pending;
 use crate::{DownReason, Endpoint};
 
 /// Below this rate (bits/s) a path is probed for its MTU only while packets larger than the
