@@ -1,6 +1,6 @@
 //! The endpoint's side of the handshake (`docs/protocol.md`, "Handshake"): starting one and
-//! starting again while the peer is silent, answering the peer's, and installing the session
-//! it makes.
+//! starting again while the peer is silent, and answering the peer's (the session it makes
+//! is installed in `crypto.rs`).
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -13,7 +13,7 @@ use mpt_core::wire::{
 use mpt_core::{PathId, Time};
 
 use crate::control::Pending;
-use crate::crypto::{Keys, NextSession, OldSession, PREVIOUS_SESSION_KEPT};
+use crate::crypto::{Keys, NextSession};
 use crate::{DropReason, Endpoint, Event};
 
 /// The first retry of an unanswered initiation; each next one waits twice as long, up to
@@ -372,86 +372,6 @@ impl<P> Endpoint<P> {
         Ok(())
     }
 
-    /// A handshake made a session: `ours` and `theirs` are the indices, `keys` its keys.
-    /// `continues`: the peer had the session this one replaces, and its sequence numbers go
-    /// on (a rekey): the old session's keys still open what was in flight, and nothing is
-    /// reset. Otherwise the peer is new, or new again.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn install(
-        &mut self,
-        now: Time,
-        path: PathId,
-        from: SocketAddr,
-        ours: u32,
-        theirs: u32,
-        keys: Keys,
-        continues: bool,
-    ) {
-        let c = &mut self.crypto;
-        let old_open = std::mem::replace(&mut c.open, keys.open);
-        self.seal = keys.seal;
-        let old_epoch = c.epoch;
-        c.epoch += 1;
-        c.cipher = keys.cipher;
-        c.made_at = Some(now);
-        let old_replay = std::mem::take(&mut c.replay);
-        c.attempts = 0;
-        c.next_initiation = None;
-        c.announce_paths = false;
-        c.next = None;
-        self.counter = 0;
-        let old = std::mem::replace(&mut self.session, ours);
-        c.previous = continues.then(|| OldSession {
-            session: old,
-            open: old_open,
-            epoch: old_epoch,
-            replay: old_replay,
-            until: now + PREVIOUS_SESSION_KEPT,
-        });
-        let had = self.peer_session.replace(theirs).is_some();
-        let event = if continues {
-            c.rekeys += 1;
-            Event::Rekeyed {
-                path,
-                old,
-                session: ours,
-            }
-        } else {
-            // what the peer said of our paths was of the old session
-            for p in &mut self.paths {
-                p.peer_silent = false;
-            }
-            if had {
-                self.reseq.reset();
-                self.peer_restarts += 1;
-                Event::NewSession {
-                    path,
-                    old,
-                    session: ours,
-                    cipher: keys.cipher,
-                }
-            } else {
-                for p in &mut self.paths {
-                    p.live.session_made(now);
-                }
-                Event::PeerAuthenticated {
-                    path,
-                    session: ours,
-                    cipher: keys.cipher,
-                }
-            }
-        };
-        self.events.push_back(event);
-        self.update_repair_wait();
-        self.learn_address(path, from);
-        self.reopen_closed(now);
-        if self.paths[path.index()].live.handshake_crossed() {
-            self.sched.on_path_state(now, path, true);
-            self.events.push_back(Event::PathUp { path, again: true });
-        }
-        self.heard(now, path);
-    }
-
     /// The [`CipherFlags::CONTINUES`] bit of our handshake messages: set while we have a
     /// session with the peer (our sequence numbers go on from it).
     fn continues(&self) -> u8 {
@@ -476,20 +396,6 @@ impl<P> Endpoint<P> {
             0
         };
         CipherFlags::EXPRESS | CipherFlags::PIECES | resend | parity
-    }
-
-    /// A random index for a new session, never 0 nor the current one (its low 16 bits the
-    /// configured slot, if any).
-    fn fresh_index(&mut self) -> u32 {
-        loop {
-            let mut i = u32::from_be_bytes(self.random());
-            if let Some(slot) = self.cfg.index_slot {
-                i = (i & 0xFFFF_0000) | u32::from(slot);
-            }
-            if i != 0 && i != self.session {
-                return i;
-            }
-        }
     }
 
     /// Count a refused handshake, and tell the driver (the operator should hear of it).
