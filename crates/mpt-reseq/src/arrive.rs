@@ -105,9 +105,7 @@ impl<P> Resequencer<P> {
         }
         self.maybe_rebase();
         let ext = self.extend(meta.seq);
-        if self.is_duplicate(ext) {
-            self.stats.total.duplicates += 1;
-            self.stats.paths[p].duplicates += 1;
+        if self.duplicate(p, ext) {
             return false;
         }
         let in_time = ext >= self.head;
@@ -130,6 +128,16 @@ impl<P> Resequencer<P> {
     /// resending is on).
     pub fn take_gaps(&mut self, out: &mut Vec<Gap>) {
         self.measure.take_gaps(out);
+    }
+
+    /// Whether extended seq `ext`, arrived on path `p`, was received before (counted).
+    fn duplicate(&mut self, p: usize, ext: u64) -> bool {
+        let dup = self.is_duplicate(ext);
+        if dup {
+            self.stats.total.duplicates += 1;
+            self.stats.paths[p].duplicates += 1;
+        }
+        dup
     }
 
     /// What every arriving data packet goes through: expiry of held packets, measurement,
@@ -160,9 +168,7 @@ impl<P> Resequencer<P> {
         if ext >= *progress {
             *progress = ext + 1;
         }
-        if self.is_duplicate(ext) {
-            self.stats.total.duplicates += 1;
-            self.stats.paths[p].duplicates += 1;
+        if self.duplicate(p, ext) {
             return None;
         }
         if let Some(extent) = self.reorder.observe(ext) {

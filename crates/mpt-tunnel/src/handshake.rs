@@ -272,10 +272,7 @@ impl<P> Endpoint<P> {
         if self.crypto.initiating.is_some() && self.cfg.keys.private.public() < self.cfg.keys.peer {
             return Ok(());
         }
-        self.peer_express = init.flags & CipherFlags::EXPRESS != 0;
-        self.peer_pieces = init.flags & CipherFlags::PIECES != 0;
-        self.peer_resend = init.flags & CipherFlags::RESEND != 0;
-        self.peer_parity = init.flags & CipherFlags::PARITY != 0;
+        self.take_feature_flags(init.flags);
         let index = self.fresh_index();
         let reply = Response {
             index,
@@ -348,10 +345,7 @@ impl<P> Endpoint<P> {
             Ok(c) => c,
             Err(_) => return Err(self.refused(path, DropReason::CipherMismatch)),
         };
-        self.peer_express = resp.flags & CipherFlags::EXPRESS != 0;
-        self.peer_pieces = resp.flags & CipherFlags::PIECES != 0;
-        self.peer_resend = resp.flags & CipherFlags::RESEND != 0;
-        self.peer_parity = resp.flags & CipherFlags::PARITY != 0;
+        self.take_feature_flags(resp.flags);
         let continues = self.peer_session.is_some() && resp.flags & CipherFlags::CONTINUES != 0;
         self.install(
             now,
@@ -382,8 +376,16 @@ impl<P> Endpoint<P> {
         }
     }
 
+    /// What the peer's handshake message says it takes besides the cipher ([`Self::feature_flags`]).
+    fn take_feature_flags(&mut self, flags: u8) {
+        self.peer_express = flags & CipherFlags::EXPRESS != 0;
+        self.peer_pieces = flags & CipherFlags::PIECES != 0;
+        self.peer_resend = flags & CipherFlags::RESEND != 0;
+        self.peer_parity = flags & CipherFlags::PARITY != 0;
+    }
+
     /// What our handshake messages say we take besides the cipher: bundles and express data,
-    /// pieces, and (when configured) resend requests.
+    /// pieces, and (when configured) resend requests and parity.
     fn feature_flags(&self) -> u8 {
         let resend = if self.cfg.resend {
             CipherFlags::RESEND
