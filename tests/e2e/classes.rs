@@ -304,3 +304,80 @@ fn a_duplicate_class_loses_nothing_when_a_path_blacks_out() {
         "the unmarked stream lost nothing: was there a blackout?"
     );
 }
+
+/// Issue 19's case: a TCP bulk transfer fills a 20 Mbit/s path 10 ms away and one 60 ms away
+/// (`adaptive`, nothing configured per path), and a voice stream marked EF runs next to it.
+/// The voice must see the near path's idle delay plus at most 20 ms, and lose nothing; the bulk
+/// must still get `bulk_mbit`.
+fn voice_next_to_tcp_bulk(cc: &'static str, bulk_mbit: f64) {
+    let shaped = |ms: f64| LinkSpec {
+        rate_bps: Some(20_000_000),
+        ..away(ms)
+    };
+    let mut lab = Lab::new(&[shaped(10.0), shaped(60.0)]).expect("lab");
+    lab.start_tunnel(&TunnelOpts::default()).expect("tunnel");
+    std::thread::sleep(Duration::from_millis(500));
+    let target: std::net::SocketAddr = format!("{}:5600", tunnel_addr(Side::B))
+        .parse()
+        .expect("addr");
+    let epoch = Instant::now();
+    let ((sent, ef), bulk) = {
+        let lab = &lab;
+        std::thread::scope(|s| {
+            let bulk = s.spawn(move || {
+                mpt_lab::experiments::realworld::transfer(lab, &[target], false, cc, 9)
+            });
+            std::thread::sleep(Duration::from_secs(3));
+            let ef = voice(lab, 5602, 0xb8, 5, epoch);
+            (ef, bulk.join().expect("bulk"))
+        })
+    };
+    let mbit = bulk.expect("bulk transfer")[0];
+    let st = lab.status(Side::A).expect("status a");
+    let rx = lab.status(Side::B).expect("status b").tunnel.reseq;
+    let ef_class = st
+        .tunnel
+        .classes
+        .iter()
+        .find(|c| c.name == "ef")
+        .cloned()
+        .unwrap_or_default();
+    eprintln!(
+        "RESULT voice next to {cc} bulk: voice {}/{sent} arrived, one-way p50 {:?} p99 {:?} max {:?}; sent per path {:?}; bulk {mbit:.1} Mbit/s, data per path {:?}; B: late {}, skipped {}, hold p99 {} us",
+        ef.delays.len(),
+        ef.quantile(0.5),
+        ef.quantile(0.99),
+        ef.quantile(1.0),
+        ef_class.sent_per_path,
+        st.paths.iter().map(|p| p.tx_packets).collect::<Vec<_>>(),
+        rx.late,
+        rx.skipped,
+        rx.hold_p99_us,
+    );
+    assert!(sent >= 240, "sent only {sent}");
+    assert_eq!(ef.delays.len() as u32, sent, "the voice lost packets");
+    assert!(
+        ef.quantile(0.99) < Duration::from_millis(30),
+        "voice p99 {:?}: it waited behind the bulk",
+        ef.quantile(0.99)
+    );
+    assert!(mbit > bulk_mbit, "the bulk got {mbit:.1} Mbit/s");
+}
+
+#[test]
+fn voice_waits_for_no_cubic_bulk_on_unequal_paths() {
+    need!("voice_next_to_cubic");
+    crate::measured_twice("voice_next_to_cubic", || {
+        // both paths (40 Mbit/s between them)
+        voice_next_to_tcp_bulk("cubic", 28.0)
+    });
+}
+
+#[test]
+fn voice_waits_for_no_bbr_bulk_on_unequal_paths() {
+    need!("voice_next_to_bbr");
+    crate::measured_twice("voice_next_to_bbr", || {
+        // the near path's worth at least: BBR over unequal delays is issue 19's goal 1
+        voice_next_to_tcp_bulk("bbr", 15.0)
+    });
+}

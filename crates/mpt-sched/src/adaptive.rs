@@ -99,6 +99,10 @@ impl Scheduler for AdaptiveScheduler {
         self.inner.backlog(now, path)
     }
 
+    fn keep_short(&mut self, path: Option<PathId>, limit: std::time::Duration) {
+        self.inner.keep_short(path, limit);
+    }
+
     fn learned_rate(&self, path: PathId) -> Option<u64> {
         self.est
             .path(path.index())

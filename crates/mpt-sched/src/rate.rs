@@ -40,6 +40,8 @@ pub struct RateScheduler {
     last_len: Vec<usize>,
     /// Paths to pass over while another is eligible ([`Self::avoid`]).
     avoided: u64,
+    /// The path kept short and its backlog limit in nanoseconds ([`Scheduler::keep_short`]).
+    short: Option<(usize, u64)>,
 }
 
 /// Most queueing delay the scheduler builds on a path while another path has room.
@@ -65,6 +67,7 @@ impl RateScheduler {
             last: None,
             last_len: vec![0; paths.len()],
             avoided: 0,
+            short: None,
         }
     }
 
@@ -127,12 +130,18 @@ impl RateScheduler {
         }
     }
 
-    /// The paths a packet may go to: the eligible ones not avoided, or all eligible ones.
-    fn candidates(&self) -> u64 {
+    /// The paths a packet may go to at `now` (nanoseconds): the eligible ones not avoided, or
+    /// all eligible ones; without the path kept short while its backlog is over its limit and
+    /// another path remains.
+    fn candidates(&self, now: u64) -> u64 {
         let eligible = self.paths.eligible();
-        match eligible & !self.avoided {
+        let c = match eligible & !self.avoided {
             0 => eligible,
             c => c,
+        };
+        match self.short {
+            Some((i, limit)) if self.busy[i] > now + limit && c & !(1 << i) != 0 => c & !(1 << i),
+            _ => c,
         }
     }
 
@@ -168,7 +177,8 @@ impl Scheduler for RateScheduler {
         // alike, as every path does before anything is learned) take turns instead of all
         // going to the lowest-numbered path.
         let first = self.last.map_or(0, |l| (l + 1) as u32);
-        let order = bits(self.candidates().rotate_right(first)).map(|j| (j + first as usize) % 64);
+        let candidates = self.candidates(now);
+        let order = bits(candidates.rotate_right(first)).map(|j| (j + first as usize) % 64);
         for i in order {
             let start = self.busy[i].max(now);
             let arrival = start + self.serialisation(i, len) + self.owd[i];
@@ -188,7 +198,7 @@ impl Scheduler for RateScheduler {
         // first path chosen, however slow it really is.
         if let Some(l) = self
             .last
-            .filter(|&l| l != i && self.candidates() & (1 << l) != 0 && self.busy[l] > now)
+            .filter(|&l| l != i && candidates & (1 << l) != 0 && self.busy[l] > now)
         {
             let start = self.busy[l].max(now);
             let arrival_l = start + self.serialisation(l, len) + self.owd[l];
@@ -233,6 +243,13 @@ impl Scheduler for RateScheduler {
     fn backlog(&self, now: Time, path: PathId) -> std::time::Duration {
         RateScheduler::backlog(self, now, path)
     }
+
+    fn keep_short(&mut self, path: Option<PathId>, limit: std::time::Duration) {
+        self.short = path
+            .map(|p| p.index())
+            .filter(|&i| i < self.busy.len())
+            .map(|i| (i, limit.as_nanos() as u64));
+    }
 }
 
 #[cfg(test)]
@@ -240,6 +257,7 @@ mod tests {
     use super::*;
     use crate::testutil::*;
     use crate::WeightedRoundRobin;
+    use std::time::Duration;
 
     /// Report `path` as `owd_us` further away than path 0 (reports cover every path).
     fn report_owd(s: &mut RateScheduler, path: PathId, owd_us: u32) {
@@ -571,5 +589,47 @@ mod tests {
     #[test]
     fn state_rules() {
         check_state_rules(|p| Box::new(RateScheduler::new(p)));
+    }
+
+    /// Two 20 Mbit/s paths, the second 50 ms further, offered 30 Mbit/s: the near path's
+    /// backlog grows to the backlog limit before the far path is the sooner one. Kept short,
+    /// it never stands more than its limit (plus one packet) ahead, and the far path takes the
+    /// rest; given up, the near path fills again.
+    #[test]
+    fn a_path_kept_short_stays_short_and_the_others_take_the_rest() {
+        let mut s = RateScheduler::new(&specs(&[20_000, 20_000]));
+        report_owd(&mut s, PathId(1), 50_000);
+        let limit = Duration::from_millis(5);
+        let packet = Duration::from_nanos(1400 * 8 * 1_000_000_000 / 20_000_000);
+        // 1400 bytes every 373 µs: 30 Mbit/s
+        let run = |s: &mut RateScheduler, from: u64, n: u64| {
+            let mut worst = Duration::ZERO;
+            let mut per_path = [0u32; 2];
+            for k in from..from + n {
+                let now = Time::from_nanos(k * 373_333);
+                let p = s.select(now, 1400).expect("path");
+                s.on_sent(now, p, 1400);
+                per_path[p.index()] += 1;
+                worst = worst.max(s.backlog(now, PathId(0)));
+            }
+            (worst, per_path)
+        };
+        let (free, _) = run(&mut s, 0, 3000);
+        assert!(
+            free > Duration::from_millis(40),
+            "near path backlog {free:?}"
+        );
+        s.keep_short(Some(PathId(0)), limit);
+        run(&mut s, 3000, 500); // what stood in the queue drains
+        let (short, per_path) = run(&mut s, 3500, 3000);
+        assert!(short <= limit + packet, "near path backlog {short:?}");
+        // the near path still carries its whole rate: two thirds of the packets
+        assert!(per_path[0] >= 1950 && per_path[1] >= 950, "{per_path:?}");
+        s.keep_short(None, limit);
+        let (again, _) = run(&mut s, 6500, 3000);
+        assert!(
+            again > Duration::from_millis(40),
+            "near path backlog {again:?}"
+        );
     }
 }

@@ -73,6 +73,12 @@ pub trait Scheduler: Send + std::fmt::Debug {
         std::time::Duration::ZERO
     }
 
+    /// Keep `path`'s queue short: bulk goes there only while its backlog is at most `limit`,
+    /// and to the other paths beyond that (while one is eligible), so that light traffic sent
+    /// on it waits behind nothing. `None`: no path is kept short. Only schedulers that keep a
+    /// virtual clock (`rate`, `adaptive`) can.
+    fn keep_short(&mut self, _path: Option<PathId>, _limit: std::time::Duration) {}
+
     /// The rate the scheduler currently assumes for `path`, when it learns rates.
     fn learned_rate(&self, _path: PathId) -> Option<u64> {
         None

@@ -163,25 +163,32 @@ impl<P> Endpoint<P> {
     }
 
     /// How long a datagram sent on `path` at `now` would wait behind what the path carries,
-    /// as bundling may count on: the scheduler's clock where the path's rate is configured;
-    /// where it is learned, no longer than the queue the peer's last report (within a
-    /// second) shows on the path (its smoothed delay above its minimum). A learned rate is
-    /// what the path was offered: on a path that carries little (TCP acknowledgements back
-    /// to a site), it runs the clock far ahead of a queue that is not there, and every
-    /// acknowledgement waited in a bundle (two sites through a NAT fell from 2.4 to
-    /// 0.1–0.8 Gbit/s each).
+    /// as bundling may count on: [`Endpoint::queue_seen`], or nothing without a report.
     pub(crate) fn bundle_wait(&self, now: Time, path: PathId) -> Duration {
+        self.queue_seen(now, path).unwrap_or(Duration::ZERO)
+    }
+
+    /// The queue a datagram sent on `path` at `now` would wait behind, as far as we know it:
+    /// the scheduler's clock where the path's rate is configured; where it is learned, no
+    /// longer than the queue the peer's last report (within a second) shows on the path (its
+    /// smoothed delay above its minimum); `None` for a learned rate without such a report. A
+    /// learned rate is what the path was offered: on a path that carries little (TCP
+    /// acknowledgements back to a site, or what BBR, which keeps its queues short, left to
+    /// it), it runs the clock far ahead of a queue that is not there. Every acknowledgement
+    /// then waited in a bundle (two sites through a NAT fell from 2.4 to 0.1–0.8 Gbit/s
+    /// each), and light traffic took a path 50 ms further.
+    pub(crate) fn queue_seen(&self, now: Time, path: PathId) -> Option<Duration> {
         let clock = self.sched.backlog(now, path);
         let i = path.index();
         if self.cfg.paths[i].rate_bps.is_some() {
-            return clock;
+            return Some(clock);
         }
         match self.paths[i].peer_report {
             Some((at, e)) if now.saturating_since(at) <= Duration::from_secs(1) => {
                 let queue = e.owd_us.saturating_sub(e.owd_min_us);
-                clock.min(Duration::from_micros(u64::from(queue)))
+                Some(clock.min(Duration::from_micros(u64::from(queue))))
             }
-            _ => Duration::ZERO,
+            _ => None,
         }
     }
 

@@ -4,8 +4,9 @@
 //!
 //! * [`Mode::Bond`] (every packet no class matches): the scheduler shares them out over the
 //!   paths, and a busy path may bundle them;
-//! * [`Mode::Fastest`]: on the path where a datagram sent now arrives soonest (its queue as the
-//!   scheduler's clock sees it, plus half its round-trip time), never held in a bundle;
+//! * [`Mode::Fastest`]: on the path where a datagram sent now arrives soonest
+//!   (`Endpoint::soonest`), never held in a bundle; for [`LIGHT_HOLD`] after it, bulk may
+//!   queue no more than [`LIGHT_QUEUE`] on that path (`Endpoint::light_sent`);
 //! * [`Mode::Duplicate`]: on the two soonest paths at once, under one sequence number; the
 //!   receiver delivers the copy that arrives first and drops the other as a duplicate.
 //!
@@ -190,6 +191,12 @@ pub fn classify(classes: &[ClassRule], packet: &[u8]) -> Option<usize> {
     classes.iter().position(|c| c.matches(&info))
 }
 
+/// The path a packet of a `fastest` or `duplicate` class took is kept short this long after
+/// it ([`Endpoint::light_sent`]).
+pub const LIGHT_HOLD: Duration = Duration::from_secs(1);
+/// The queue bulk may build on that path meanwhile.
+pub const LIGHT_QUEUE: Duration = Duration::from_millis(5);
+
 /// A path whose round-trip time is not measured yet counts as this slow.
 const UNMEASURED_RTT: Duration = Duration::from_secs(1);
 
@@ -204,9 +211,12 @@ impl<P> Endpoint<P> {
         )
     }
 
-    /// The path where a datagram sent at `now` arrives soonest, other than `not`: its queue as
-    /// the scheduler's clock sees it plus half its smoothed round-trip time. Only paths the
-    /// scheduler may use, and backup paths only while no regular one is usable.
+    /// The path where a datagram sent at `now` arrives soonest, other than `not`: its delay
+    /// plus its queue ([`Endpoint::queue_seen`], or the scheduler's clock). The delay is the
+    /// path's smallest one-way delay above the nearest path's, as the peer's last report (within
+    /// a second) gives it, or else half its smoothed round-trip time (which a report's way back
+    /// and the queue of the packet it answers are part of). Only paths the scheduler may
+    /// use, and backup paths only while no regular one is usable.
     pub(crate) fn soonest(&self, now: Time, not: Option<PathId>) -> Option<PathId> {
         let usable = || {
             (0..self.paths.len())
@@ -217,11 +227,37 @@ impl<P> Endpoint<P> {
         usable()
             .filter(|p| !regular || !self.cfg.paths[p.index()].backup)
             .min_by_key(|&p| {
-                let rtt = self.paths[p.index()]
-                    .srtt_us
-                    .map_or(UNMEASURED_RTT, Duration::from_micros);
-                self.sched.backlog(now, p) + rtt / 2
+                let path = &self.paths[p.index()];
+                let delay = match path.peer_report {
+                    Some((at, e)) if now.saturating_since(at) <= Duration::from_secs(1) => {
+                        Duration::from_micros(u64::from(e.owd_min_us))
+                    }
+                    _ => path.srtt_us.map_or(UNMEASURED_RTT, Duration::from_micros) / 2,
+                };
+                let queue = self
+                    .queue_seen(now, p)
+                    .unwrap_or_else(|| self.sched.backlog(now, p));
+                delay + queue
             })
+    }
+
+    /// A packet of a `fastest` or `duplicate` class went on `path` at `now`: for
+    /// [`LIGHT_HOLD`] the scheduler keeps the path's queue within [`LIGHT_QUEUE`]. Bulk that
+    /// would queue longer there goes to the other paths, so that the light stream's next
+    /// packets wait behind nothing. The tunnel cannot reorder the link's own queue, only keep
+    /// it short: the queue that stood when the stream began drains at the link's rate (at 20
+    /// Mbit/s a full 50 ms queue is gone before a voice call's third packet).
+    pub(crate) fn light_sent(&mut self, now: Time, path: PathId) {
+        self.light_kept = Some((path, now + LIGHT_HOLD));
+        self.sched.keep_short(Some(path), LIGHT_QUEUE);
+    }
+
+    /// The light stream's path is no longer kept short once [`LIGHT_HOLD`] passed without it.
+    pub(crate) fn light_expire(&mut self, now: Time) {
+        if self.light_kept.is_some_and(|(_, until)| until <= now) {
+            self.light_kept = None;
+            self.sched.keep_short(None, LIGHT_QUEUE);
+        }
     }
 
     /// Count a packet of `class` sent on `path` (a copy too).

@@ -70,6 +70,8 @@ pub struct Endpoint<P> {
     /// When we last sent a packet too large for the base datagram ([`crate::BASE_DATAGRAM`]):
     /// slow paths are probed only while such packets are sent.
     pub(crate) big_at: Option<Time>,
+    /// The path light traffic took lately, kept short until when ([`Endpoint::light_sent`]).
+    pub(crate) light_kept: Option<(PathId, Time)>,
     pub(crate) pacer: ReportPacer,
     pub(crate) crypto: CryptoState,
     /// Packets the resequencer released, for [`Endpoint::take_delivered`].
@@ -290,6 +292,7 @@ impl<P> Endpoint<P> {
             icmp: VecDeque::new(),
             icmp_second: (now, 0),
             big_at: None,
+            light_kept: None,
             pacer: ReportPacer::default(),
             crypto,
             released: Vec::new(),

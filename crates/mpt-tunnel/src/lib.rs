@@ -37,7 +37,10 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 pub use bundle::{BUNDLE_MARGIN, BUNDLE_MAX_HOLD, BUNDLE_MIN_WAIT};
-pub use class::{classify, default_classes, protocol_number, ClassRule, Mode, PacketInfo, DSCP_EF};
+pub use class::{
+    classify, default_classes, protocol_number, ClassRule, Mode, PacketInfo, DSCP_EF, LIGHT_HOLD,
+    LIGHT_QUEUE,
+};
 pub use crypto::PREVIOUS_SESSION_KEPT;
 pub use drops::{DropCounts, DropReason, Drops};
 pub use endpoint::{Endpoint, PathInfo};

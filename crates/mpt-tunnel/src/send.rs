@@ -90,6 +90,7 @@ impl<P> Endpoint<P> {
         if key.is_some() {
             self.counter += n as u64;
         }
+        self.light_expire(now);
         let mut b = BatchPaths::default();
         // packets of `duplicate` classes, copied once the batch is numbered: (k, class, seq, path)
         let mut copies = Vec::new();
@@ -116,6 +117,9 @@ impl<P> Endpoint<P> {
             };
             let i = path.index();
             self.count_class(class, path);
+            if mode != Mode::Bond {
+                self.light_sent(now, path);
+            }
             // light traffic never waits in a bundle; a packet larger than the path's
             // datagram goes in pieces, whatever its class
             let cap = self.body_cap(i);

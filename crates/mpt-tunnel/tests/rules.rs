@@ -1653,6 +1653,79 @@ fn light_traffic_goes_the_fastest_way_and_is_delivered_at_once_not_behind_bulk()
     assert_eq!(p.ep(Side::B).drops().too_old, 0);
 }
 
+/// Bulk offered 30 Mbit/s over a 20 Mbit/s path 10 ms away and another 60 ms away (`rate`,
+/// both rates configured) fills the near path's queue until the far path is the sooner one:
+/// 50 ms. A voice stream (DSCP EF) that starts then must not wait in that queue: from its
+/// first packet on, the near path is kept short and the far one takes the rest of the bulk.
+/// Only the packets sent while the queue that stood drains wait at all.
+#[test]
+fn a_light_stream_keeps_its_path_short_and_bulk_takes_the_other() {
+    let cfg = |side| {
+        let mut c = sim::config(side, 2, true);
+        c.scheduler = mpt_sched::SchedulerKind::Rate;
+        for path in &mut c.paths {
+            path.rate_bps = Some(20_000_000);
+        }
+        c
+    };
+    let mut p = Pair::with(sim::seed(74), cfg(Side::A), cfg(Side::B));
+    for side in [Side::A, Side::B] {
+        for (i, d) in [(0, 10), (1, 60)] {
+            p.link(side, i).delay = ms(d);
+            p.link(side, i).rate_bps = Some(20_000_000);
+        }
+    }
+    p.run_until(ms(500), Pair::agreed)
+        .expect("keys agreed within 500 ms");
+    p.run(ms(2000));
+    let every = Duration::from_micros(373);
+    let mut bulk = 0u32;
+    let mut sent_at = std::collections::HashMap::new();
+    let mut voice = Vec::new();
+    let mut on_near = 0;
+    for tick in 0..8000u32 {
+        p.send(Side::A, &packet(1_000_000 + bulk, 1400))
+            .expect("bulk sent");
+        bulk += 1;
+        // from 1.5 s on, a voice packet every 20 ms (every 54th tick)
+        if tick >= 4000 && tick % 54 == 0 {
+            let k = voice.len() as u32;
+            let v = udp(k, 4000, 200, mpt_tunnel::DSCP_EF);
+            let path = p.send(Side::A, &v).expect("voice sent");
+            on_near += u32::from(path == Some(PathId(0)));
+            sent_at.insert(sim::number(&v), p.now);
+            voice.push(sim::number(&v));
+        }
+        p.run(every);
+    }
+    p.run(ms(1000));
+    let mut took = Vec::new();
+    for (at, bytes) in &p.node(Side::B).delivered {
+        if let Some(&sent) = sent_at.get(&sim::number(bytes)) {
+            took.push((sim::number(bytes) >> 16, *at - sent));
+        }
+    }
+    took.sort_unstable();
+    assert_eq!(took.len(), voice.len(), "voice lost");
+    assert_eq!(on_near as usize, voice.len(), "voice took the far path");
+    // the queue that stood when the stream began: 40 ms and more
+    assert!(took[0].1 > ms(40), "first voice packet {:?}", took[0]);
+    for &(k, d) in &took[3..] {
+        assert!(d < ms(17), "voice packet {k} took {d:?}");
+    }
+    // both paths carried the bulk, nothing was lost
+    let st = p.ep(Side::B).stats();
+    assert!(
+        st.paths[1].packets > 2000,
+        "far path {}",
+        st.paths[1].packets
+    );
+    assert_eq!(
+        p.delivered_numbers(Side::B).len(),
+        bulk as usize + voice.len()
+    );
+}
+
 #[test]
 fn a_duplicate_class_goes_on_two_paths_once_delivered_and_a_blackout_costs_it_nothing() {
     let voice = mpt_tunnel::ClassRule {
