@@ -11,8 +11,8 @@
 //!   receiver delivers the copy that arrives first and drops the other as a duplicate.
 //!
 //! The first class that matches decides. Unless the configuration says otherwise, the
-//! [`default_classes`] follow the ones configured: DSCP EF (voice), DNS and TCP handshakes go
-//! the fastest way, so that light traffic never waits behind bulk.
+//! [`default_classes`] follow the ones configured: DSCP EF (voice), DNS, TCP handshakes and
+//! pure TCP acknowledgements go the fastest way, so that light traffic never waits behind bulk.
 
 use std::time::Duration;
 
@@ -84,6 +84,9 @@ pub struct ClassRule {
     pub ports: Option<(u16, u16)>,
     /// A TCP segment with SYN set (a handshake's first two segments).
     pub tcp_syn: bool,
+    /// A pure TCP acknowledgement: a segment that carries no data and sets none of SYN, FIN
+    /// and RST.
+    pub tcp_ack: bool,
     /// The inner packet is at most this many bytes long.
     pub max_size: Option<usize>,
     pub mode: Mode,
@@ -112,6 +115,13 @@ pub fn default_classes() -> Vec<ClassRule> {
             mode: Mode::Fastest,
             ..ClassRule::default()
         },
+        ClassRule {
+            name: "tcp-ack".into(),
+            protocol: Some(PROTO_TCP),
+            tcp_ack: true,
+            mode: Mode::Fastest,
+            ..ClassRule::default()
+        },
     ]
 }
 
@@ -123,6 +133,8 @@ pub struct PacketInfo {
     /// Source and destination port (TCP and UDP, in a packet that is not a later fragment).
     pub ports: Option<(u16, u16)>,
     pub syn: bool,
+    /// A TCP segment without data and without SYN, FIN or RST.
+    pub ack_only: bool,
     pub len: usize,
 }
 
@@ -150,6 +162,7 @@ impl PacketInfo {
             protocol,
             ports: None,
             syn: false,
+            ack_only: false,
             len: p.len(),
         };
         if let Some(l4) = l4 {
@@ -161,6 +174,9 @@ impl PacketInfo {
             }
             if protocol == PROTO_TCP && l4.len() >= 14 {
                 info.syn = l4[13] & 0x02 != 0;
+                // no data: the segment ends with its header (SYN 0x02, FIN 0x01, RST 0x04)
+                let header = usize::from(l4[12] >> 4) * 4;
+                info.ack_only = l4[13] & 0x07 == 0 && header >= 20 && l4.len() == header;
             }
         }
         Some(info)
@@ -177,6 +193,7 @@ impl ClassRule {
                     .is_some_and(|(s, d)| (lo..=hi).contains(&s) || (lo..=hi).contains(&d))
             })
             && (!self.tcp_syn || (info.protocol == PROTO_TCP && info.syn))
+            && (!self.tcp_ack || (info.protocol == PROTO_TCP && info.ack_only))
             && self.max_size.is_none_or(|m| info.len <= m)
     }
 }
@@ -195,7 +212,7 @@ pub fn classify(classes: &[ClassRule], packet: &[u8]) -> Option<usize> {
 /// it ([`Endpoint::light_sent`]).
 pub const LIGHT_HOLD: Duration = Duration::from_secs(1);
 /// The queue bulk may build on that path meanwhile.
-pub const LIGHT_QUEUE: Duration = Duration::from_millis(5);
+pub const LIGHT_QUEUE: Duration = Duration::from_millis(2);
 
 /// A path whose round-trip time is not measured yet counts as this slow.
 const UNMEASURED_RTT: Duration = Duration::from_secs(1);
@@ -250,6 +267,15 @@ impl<P> Endpoint<P> {
     pub(crate) fn light_sent(&mut self, now: Time, path: PathId) {
         self.light_kept = Some((path, now + LIGHT_HOLD));
         self.sched.keep_short(Some(path), LIGHT_QUEUE);
+    }
+
+    /// Whether a packet of `class`, sent the fastest way, keeps its path short
+    /// ([`Endpoint::light_sent`]) and never waits in a bundle: not a pure TCP
+    /// acknowledgement. A transfer's acknowledgements are a stream too, and they would keep
+    /// the near path short for bulk going their way whenever transfers run both ways at
+    /// once; bundled, they wait no longer than the path's queue would hold them anyway.
+    pub(crate) fn keeps_short(&self, class: Option<usize>) -> bool {
+        class.is_none_or(|c| !self.cfg.classes[c].tcp_ack)
     }
 
     /// The light stream's path is no longer kept short once [`LIGHT_HOLD`] passed without it.
@@ -398,7 +424,7 @@ mod tests {
     }
 
     #[test]
-    fn the_default_classes_take_voice_dns_and_handshakes_and_nothing_else() {
+    fn the_default_classes_take_voice_dns_handshakes_and_acknowledgements_and_nothing_else() {
         let c = default_classes();
         let name = |p: &[u8]| classify(&c, p).map(|i| c[i].name.as_str());
         assert_eq!(
@@ -422,6 +448,25 @@ mod tests {
             Some("tcp-handshake")
         );
         assert_eq!(name(&v4(1400, PROTO_TCP, 0, (40000, 443), 0x10)), None);
+        // a segment that is all header (32 bytes: with timestamps), ACK alone or with PSH:
+        // an acknowledgement; with data after the header, or FIN, or RST: not
+        let offset = |mut p: Vec<u8>, at: usize, words: u8| {
+            p[at] = words << 4;
+            p
+        };
+        let ack4 = |len, flags| offset(v4(len, PROTO_TCP, 0, (443, 40000), flags), 32, 8);
+        assert_eq!(name(&ack4(52, 0x10)), Some("tcp-ack"));
+        assert_eq!(name(&ack4(52, 0x18)), Some("tcp-ack"));
+        assert_eq!(name(&ack4(53, 0x10)), None);
+        assert_eq!(name(&ack4(52, 0x11)), None);
+        assert_eq!(name(&ack4(52, 0x14)), None);
+        let ack6 = offset(v6(72, PROTO_TCP, 0, (443, 40000), 0x10), 52, 8);
+        assert_eq!(name(&ack6), Some("tcp-ack"));
+        // a header length the segment does not have: no acknowledgement
+        assert_eq!(
+            name(&offset(v4(52, PROTO_TCP, 0, (443, 40000), 0x10), 32, 2)),
+            None
+        );
         assert_eq!(name(&v4(1400, PROTO_UDP, 0, (5201, 40000), 0)), None);
         assert_eq!(name(&v6(1400, PROTO_UDP, 10, (5201, 40000), 0)), None);
         // not IP, or cut short: no class

@@ -117,11 +117,13 @@ impl<P> Endpoint<P> {
             };
             let i = path.index();
             self.count_class(class, path);
-            if mode != Mode::Bond {
+            if mode != Mode::Bond && self.keeps_short(class) {
                 self.light_sent(now, path);
             }
-            // light traffic never waits in a bundle; a packet larger than the path's
-            // datagram goes in pieces, whatever its class
+            // light traffic never waits in a bundle (but for acknowledgements, which wait
+            // there no longer than the path's queue would hold them anyway, and which a fast
+            // transfer sends by the hundred thousand a second); a packet larger than the
+            // path's datagram goes in pieces, whatever its class
             let cap = self.body_cap(i);
             let whole = inner <= cap;
             if !whole && !self.peer_pieces {
@@ -134,7 +136,7 @@ impl<P> Endpoint<P> {
                 self.count(DropReason::QueueFull);
                 continue;
             }
-            if (mode == Mode::Bond || !whole)
+            if (mode == Mode::Bond || !whole || !self.keeps_short(class))
                 && self.bundle_packet(now, path, &bufs[k].as_mut()[at..at + inner], &mut b)
             {
                 continue;

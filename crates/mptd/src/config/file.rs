@@ -45,6 +45,8 @@ pub struct ClassFile {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tcp_syn: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub tcp_ack: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_size: Option<i64>,
 }
 

@@ -703,7 +703,10 @@ interface = "wwan0"
             .iter()
             .map(|c| c.name.as_str())
             .collect();
-        assert_eq!(names, ["voice", "marked", "ef", "dns", "tcp-handshake"]);
+        assert_eq!(
+            names,
+            ["voice", "marked", "ef", "dns", "tcp-handshake", "tcp-ack"]
+        );
         let v = &c.connection.classes[0];
         assert_eq!(
             (v.mode, v.protocol, v.ports, v.max_size),
@@ -730,6 +733,8 @@ interface = "wwan0"
             ("port = \"http\"", "class[0].port"),
             ("protocol = \"icmp\"\nport = 53", "class[0].port"),
             ("protocol = \"udp\"\ntcp_syn = true", "class[0].tcp_syn"),
+            ("protocol = \"udp\"\ntcp_ack = true", "class[0].tcp_ack"),
+            ("tcp_syn = true\ntcp_ack = true", "class[0].tcp_ack"),
             ("max_size = 10", "class[0].max_size"),
         ] {
             assert_eq!(invalid_key(&with(class)), key, "{class}");

@@ -79,6 +79,13 @@ impl Validator<'_> {
                     "a SYN is a TCP flag, expected protocol \"tcp\" (or no protocol) with tcp_syn",
                 ));
             }
+            let tcp_ack = r.tcp_ack.unwrap_or(false);
+            if tcp_ack && (tcp_syn || protocol.is_some_and(|p| p != 6)) {
+                return Err(self.err(
+                    key("tcp_ack"),
+                    "a pure acknowledgement is a TCP segment without SYN, expected protocol \"tcp\" (or no protocol) and no tcp_syn with tcp_ack",
+                ));
+            }
             let max_size = match r.max_size {
                 None => None,
                 Some(m) => Some(self.int_in::<usize>(&key("max_size"), Some(m), 0, 20, 65535)?),
@@ -89,6 +96,7 @@ impl Validator<'_> {
                 protocol,
                 ports,
                 tcp_syn,
+                tcp_ack,
                 max_size,
                 mode,
             });
