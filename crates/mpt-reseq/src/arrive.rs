@@ -29,7 +29,7 @@ impl<P> Resequencer<P> {
         keep: impl FnOnce(P) -> P,
         deliver: &mut impl FnMut(P),
     ) {
-        if let Some((p, ext)) = self.admit(now, &meta, deliver) {
+        if let Some((p, ext)) = self.admit(now, &meta, false, deliver) {
             self.place(now, p, ext, payload, keep, deliver);
         }
         self.stats.total.occupancy.record(self.held());
@@ -67,7 +67,7 @@ impl<P> Resequencer<P> {
         payload: P,
         deliver: &mut impl FnMut(P),
     ) {
-        if let Some((p, ext)) = self.admit(now, &meta, deliver) {
+        if let Some((p, ext)) = self.admit(now, &meta, false, deliver) {
             if self.window == 0 {
                 self.passthrough(now, p, ext, payload, deliver);
             } else if ext <= self.head {
@@ -76,6 +76,38 @@ impl<P> Resequencer<P> {
             } else {
                 self.mark_express(now, p, ext, payload, deliver);
                 self.progress_check(now, deliver);
+            }
+        }
+        self.stats.total.occupancy.record(self.held());
+    }
+
+    /// A data packet arrived at `now`, to be pushed later ([`push_measured`](Self::push_measured)):
+    /// its path's measurement (counters, loss, delay, jitter, what the receiver reports) takes
+    /// it now, as it arrived.
+    pub fn measure(&mut self, now: Time, meta: &PacketMeta) {
+        let p = meta.path.index();
+        if p < self.paths.len() {
+            self.measure.arrival(now, p, meta, &mut self.stats);
+        }
+    }
+
+    /// [`push_keeping`](Self::push_keeping) (or, with `express`,
+    /// [`push_express`](Self::push_express)) at `now` of a packet [`measure`](Self::measure)d
+    /// when it arrived, earlier: the caller kept it meanwhile.
+    pub fn push_measured(
+        &mut self,
+        now: Time,
+        meta: PacketMeta,
+        payload: P,
+        express: bool,
+        deliver: &mut impl FnMut(P),
+    ) {
+        if let Some((p, ext)) = self.admit(now, &meta, true, deliver) {
+            if express && self.window > 0 && ext > self.head {
+                self.mark_express(now, p, ext, payload, deliver);
+                self.progress_check(now, deliver);
+            } else {
+                self.place(now, p, ext, payload, |p| p, deliver);
             }
         }
         self.stats.total.occupancy.record(self.held());
@@ -147,6 +179,7 @@ impl<P> Resequencer<P> {
         &mut self,
         now: Time,
         meta: &PacketMeta,
+        measured: bool,
         deliver: &mut impl FnMut(P),
     ) -> Option<(usize, u64)> {
         let p = meta.path.index();
@@ -157,7 +190,9 @@ impl<P> Resequencer<P> {
         if self.held > 0 {
             self.expire(now, deliver);
         }
-        self.measure.arrival(now, p, meta, &mut self.stats);
+        if !measured {
+            self.measure.arrival(now, p, meta, &mut self.stats);
+        }
         self.counting |= 1u64 << p;
         if !self.started {
             self.start(meta.seq);

@@ -183,6 +183,23 @@ impl PacketInfo {
     }
 }
 
+/// Whether IP packet `p` opens a TCP connection: a SYN without ACK.
+pub(crate) fn opens_tcp(p: &[u8]) -> bool {
+    let l4 = match p.first().map(|b| b >> 4) {
+        Some(4) if p.len() >= 20 && u16::from_be_bytes([p[6], p[7]]) & 0x1fff == 0 => {
+            p.get(usize::from(p[0] & 0x0f) * 4..)
+        }
+        Some(6) if p.len() >= 40 => p.get(40..),
+        _ => None,
+    };
+    let protocol = match p.first().map(|b| b >> 4) {
+        Some(4) => p.get(9),
+        Some(6) => p.get(6),
+        _ => None,
+    };
+    protocol == Some(&PROTO_TCP) && l4.and_then(|t| t.get(13)).is_some_and(|f| f & 0x12 == 0x02)
+}
+
 impl ClassRule {
     /// Whether the packet `info` describes is of this class.
     pub fn matches(&self, info: &PacketInfo) -> bool {

@@ -29,6 +29,10 @@ pub(crate) struct Counts {
     pub(crate) resend: Vec<crate::ResendCounts>,
     /// What parity did at the receiver.
     pub(crate) parity: crate::ParityCounts,
+    /// Packets that waited to match the farthest path ([`crate::equalise`]), and those that
+    /// went on early because too many waited.
+    pub(crate) equalised: u64,
+    pub(crate) equalise_overflow: u64,
 }
 
 impl<P> Endpoint<P> {
@@ -78,6 +82,21 @@ impl<P> Endpoint<P> {
     /// Bundles sent (of two packets or more), and the inner packets they carried.
     pub fn bundle_counts(&self) -> (u64, u64) {
         (self.counts.bundles_sent, self.counts.bundled_packets)
+    }
+
+    /// Packets that waited to match the farthest path, packets that went on early because too
+    /// many waited, and packets waiting now ([`crate::equalise`]).
+    pub fn equalise_counts(&self) -> (u64, u64, usize) {
+        (
+            self.counts.equalised,
+            self.counts.equalise_overflow,
+            self.equal.waiting(),
+        )
+    }
+
+    /// How long bonded packets arriving on `path` wait now to match the farthest path.
+    pub fn equalise_lag(&self, path: mpt_core::PathId) -> std::time::Duration {
+        self.equal.lag(path.index())
     }
 
     /// Count a drop for `reason`; returns it.

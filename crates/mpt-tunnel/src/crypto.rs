@@ -186,6 +186,7 @@ impl<P> crate::Endpoint<P> {
                 p.peer_silent = false;
             }
             if had {
+                self.release_equalised(now, true, None);
                 self.reseq.reset();
                 self.peer_restarts += 1;
                 Event::NewSession {

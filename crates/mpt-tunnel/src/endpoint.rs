@@ -76,6 +76,8 @@ pub struct Endpoint<P> {
     pub(crate) crypto: CryptoState,
     /// Packets the resequencer released, for [`Endpoint::take_delivered`].
     pub(crate) released: Vec<P>,
+    /// Bonded data waiting to match the farthest path ([`crate::equalise`]).
+    pub(crate) equal: crate::equalise::Equaliser<P>,
     // outputs
     pub(crate) pending: VecDeque<Pending>,
     /// Bundles closed to leave before the batch being numbered ([`Endpoint::take_bundles`]).
@@ -296,6 +298,7 @@ impl<P> Endpoint<P> {
             pacer: ReportPacer::default(),
             crypto,
             released: Vec::new(),
+            equal: crate::equalise::Equaliser::new(cfg.paths.len()),
             pending: VecDeque::new(),
             ready: Vec::new(),
             after: Vec::new(),

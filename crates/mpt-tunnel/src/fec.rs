@@ -399,6 +399,7 @@ impl<P> Endpoint<P> {
             packet: 0..len,
             express: false,
             resent: true,
+            opens: false,
         };
         self.assembled.push_back((incoming, sum));
         Ok(())

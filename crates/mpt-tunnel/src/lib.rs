@@ -20,6 +20,7 @@ mod counts;
 mod crypto;
 mod drops;
 mod endpoint;
+mod equalise;
 mod fec;
 mod handshake;
 mod icmp;
@@ -44,6 +45,7 @@ pub use class::{
 pub use crypto::PREVIOUS_SESSION_KEPT;
 pub use drops::{DropCounts, DropReason, Drops};
 pub use endpoint::{Endpoint, PathInfo};
+pub use equalise::{MAX_LAG, MIN_LAG};
 pub use fec::{group_size, FecRx, FecTx, ParityCounts, Solved, FEC_OFF_LOSS, FEC_ON_LOSS};
 pub use icmp::ICMP_PER_SECOND;
 pub use icmp::{internet_checksum, too_big};
@@ -141,6 +143,9 @@ pub struct EndpointConfig {
     /// ([`mpt_core::wire::Kind::Parity`]). Used when both ends' handshakes say so, with
     /// `resend`.
     pub parity: bool,
+    /// Bonded data that arrives on a nearer path waits to match the farthest path up
+    /// ([`crate::equalise`]).
+    pub equalise: bool,
     /// Traffic classes, the first that matches a packet deciding how it is sent
     /// ([`ClassRule`]; the configured ones, then usually [`default_classes`]).
     pub classes: Vec<ClassRule>,
@@ -240,6 +245,9 @@ pub struct Incoming {
     /// Sent again because we asked ([`mpt_core::wire::Kind::Resent`]): it fills its gap but
     /// says nothing of the path it came on.
     pub resent: bool,
+    /// An express packet that opens a TCP connection (SYN without ACK): it waits to match the
+    /// farthest path like bonded data ([`crate::equalise`]).
+    pub opens: bool,
 }
 
 /// A control datagram to send.

@@ -210,6 +210,8 @@ impl<P> crate::Endpoint<P> {
     pub(crate) fn path_went_down(&mut self, now: Time, path: PathId, reason: crate::DownReason) {
         self.paths[path.index()].down_reason = Some(reason);
         self.sched.on_path_state(now, path, false);
+        // what waits to match the other paths goes on: this one no longer needs matching
+        self.release_equalised(now, true, Some(path.index()));
         let out = &mut self.released;
         self.reseq.path_down(now, path, &mut |p| out.push(p));
         self.events.push_back(Event::PathDown { path, reason });

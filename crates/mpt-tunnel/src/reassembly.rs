@@ -175,6 +175,7 @@ impl<P> crate::Endpoint<P> {
                         packet: 0..len,
                         express: false,
                         resent: false,
+                        opens: false,
                     },
                     bytes,
                 ));

@@ -112,6 +112,8 @@ impl<P> Endpoint<P> {
             ..new
         };
         self.cfg = keep;
+        self.release_equalised(now, true, None);
+        self.equal.resize(self.cfg.paths.len());
         let out = &mut self.released;
         self.reseq.reconfigure(
             now,

@@ -33,7 +33,28 @@ impl<P> Endpoint<P> {
     /// A data packet from [`Outcome::Data`] goes to the resequencer as `payload`, which
     /// `keep` turns into a payload of its own if the resequencer holds it (the receive buffer
     /// `payload` points into is reused after the batch).
+    /// Bonded data from a path nearer than the farthest one up first waits out the difference
+    /// ([`crate::equalise`]).
     pub fn push_data(&mut self, now: Time, data: &Incoming, payload: P, keep: impl FnOnce(P) -> P) {
+        if self.equal.next_ready().is_some_and(|t| t <= now) {
+            self.release_equalised(now, false, None);
+        }
+        if self.waits(data) {
+            let payload = keep(payload);
+            self.wait(now, data, payload);
+        } else {
+            self.resequence(now, data, payload, keep);
+        }
+    }
+
+    /// `data` goes to the resequencer.
+    pub(crate) fn resequence(
+        &mut self,
+        now: Time,
+        data: &Incoming,
+        payload: P,
+        keep: impl FnOnce(P) -> P,
+    ) {
         let out = &mut self.released;
         if data.resent {
             self.reseq
@@ -140,6 +161,7 @@ impl<P> Endpoint<P> {
                     packet: start + HEADER_LEN..end,
                     express: h.kind == Kind::Express,
                     resent: h.kind == Kind::Resent,
+                    opens: h.kind == Kind::Express && crate::class::opens_tcp(packet),
                 }));
             }
             Datagram::Bundle { body, count, .. } => {
@@ -257,6 +279,7 @@ impl<P> Endpoint<P> {
                 packet: at + e.start..at + e.start + e.len,
                 express: false,
                 resent: false,
+                opens: false,
             });
         }
         out

@@ -28,6 +28,7 @@ impl<P> Endpoint<P> {
         let t = &self.timers;
         let next = t.keepalive.min(t.report).min(t.liveness);
         let next = self.bundle_due().map_or(next, |b| next.min(b));
+        let next = self.equal.next_ready().map_or(next, |e| next.min(e));
         self.reseq.poll_timeout().map_or(next, |r| next.min(r))
     }
 
@@ -37,6 +38,9 @@ impl<P> Endpoint<P> {
     pub fn handle_timeout(&mut self, now: Time) {
         if self.bundle_due().is_some_and(|t| t <= now) {
             self.bundle_tick(now);
+        }
+        if self.equal.next_ready().is_some_and(|t| t <= now) {
+            self.release_equalised(now, false, None);
         }
         if self.reseq.poll_timeout().is_some_and(|t| t <= now) {
             let out = &mut self.released;
@@ -59,6 +63,7 @@ impl<P> Endpoint<P> {
         if self.timers.report <= now {
             self.timers.report = next_tick(self.timers.report, now, REPORT_TICK);
             self.report_tick(now);
+            self.equalise_lags();
         }
     }
 

@@ -2095,3 +2095,97 @@ fn a_slow_line_offered_twice_its_rate_carries_whole_packets_and_drops_the_rest_w
         last.saturating_since(stopped)
     );
 }
+
+/// A TCP SYN (no ACK) of 40 bytes from port `k` to port `port`; [`sim::number`] reads
+/// `k << 16 | port`.
+fn tcp_syn(k: u32, port: u16) -> Vec<u8> {
+    let mut p = packet((k << 16) | u32::from(port), 40);
+    p[9] = 6;
+    p[32] = 5 << 4;
+    p[33] = 0x02;
+    p
+}
+
+#[test]
+fn bonded_data_and_a_syn_from_the_near_path_wait_to_match_the_far_one_and_light_traffic_does_not() {
+    for equalise in [true, false] {
+        let cfg = |side| {
+            let mut c = sim::config(side, 2, true);
+            c.equalise = equalise;
+            c
+        };
+        let mut p = Pair::with(sim::seed(91), cfg(Side::A), cfg(Side::B));
+        for side in [Side::A, Side::B] {
+            p.link(side, 0).delay = ms(10);
+            p.link(side, 1).delay = ms(60);
+        }
+        p.run_until(ms(500), Pair::agreed)
+            .expect("keys agreed within 500 ms");
+        p.run(ms(1000));
+        // sparse bulk, round robin over both paths: nothing waits in the resequencer for
+        // another path's packet
+        let mut sent_at = std::collections::HashMap::new();
+        let mut kind = std::collections::HashMap::new();
+        for k in 0..40u32 {
+            let b = packet(5_000_000 + k, 1200);
+            let path = p.send(Side::A, &b).expect("bulk sent");
+            sent_at.insert(sim::number(&b), p.now);
+            kind.insert(sim::number(&b), ("bulk", path));
+            p.run(ms(50));
+            let v = udp(k, 4000, 200, mpt_tunnel::DSCP_EF);
+            let path = p.send(Side::A, &v).expect("voice sent");
+            sent_at.insert(sim::number(&v), p.now);
+            kind.insert(sim::number(&v), ("voice", path));
+            p.run(ms(50));
+        }
+        let s = tcp_syn(1, 80);
+        let path = p.send(Side::A, &s).expect("syn sent");
+        sent_at.insert(sim::number(&s), p.now);
+        kind.insert(sim::number(&s), ("syn", path));
+        p.run(ms(500));
+        let lag = p.ep(Side::B).equalise_lag(PathId(0));
+        if equalise {
+            assert!(
+                lag > ms(49) && lag < ms(52),
+                "the near path's wait: {lag:?}"
+            );
+        } else {
+            assert_eq!(lag, Duration::ZERO);
+        }
+        assert_eq!(p.ep(Side::B).equalise_lag(PathId(1)), Duration::ZERO);
+        let mut seen = 0;
+        let mut near_bulk = 0;
+        for (at, bytes) in &p.node(Side::B).delivered {
+            let n = sim::number(bytes);
+            let Some(&sent) = sent_at.get(&n) else {
+                continue;
+            };
+            seen += 1;
+            let took = *at - sent;
+            let (what, path) = kind[&n];
+            let near = path == Some(PathId(0));
+            match what {
+                "voice" => {
+                    assert!(near, "voice took the far path");
+                    assert!(took < ms(15), "voice {n:#x} took {took:?}");
+                }
+                "syn" | "bulk" if near && !equalise => {
+                    assert!(took < ms(15), "{what} {n:#x} took {took:?}")
+                }
+                _ => assert!(
+                    took >= ms(59) && took < ms(75),
+                    "{what} {n:#x} on {path:?} took {took:?}"
+                ),
+            }
+            near_bulk += usize::from(what == "bulk" && near);
+        }
+        assert_eq!(seen, sent_at.len(), "lost");
+        assert!(near_bulk >= 10, "bulk on the near path: {near_bulk}");
+        let (waited, overflow, waiting) = p.ep(Side::B).equalise_counts();
+        assert_eq!(
+            (waited > 0, overflow, waiting),
+            (equalise, 0, 0),
+            "equalise {equalise}"
+        );
+    }
+}

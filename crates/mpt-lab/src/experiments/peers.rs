@@ -58,6 +58,7 @@ fn site_config(key: PrivateKey, server: PublicKey, to: SocketAddr, unix: u64) ->
         follow_peer_paths: false,
         bundle: true,
         resend: true,
+        equalise: true,
         parity: true,
         classes: mpt_tunnel::default_classes(),
     }

@@ -45,6 +45,8 @@ pub struct TunnelOpts {
     pub resend: Option<bool>,
     /// `connection.parity`; `None`: the default (on).
     pub parity: Option<bool>,
+    /// `connection.equalise`; `None`: the default (on).
+    pub equalise: Option<bool>,
     /// `[[class]]` entries, on both ends.
     pub classes: Vec<mptd::config::ClassFile>,
 }
@@ -81,6 +83,7 @@ impl Default for TunnelOpts {
             bundle: None,
             resend: None,
             parity: None,
+            equalise: None,
             classes: Vec::new(),
         }
     }
@@ -152,6 +155,7 @@ impl Lab {
                 bundle: o.bundle,
                 resend: o.resend,
                 parity: o.parity,
+                equalise: o.equalise,
                 default_classes: None,
             },
             control: ControlFile {

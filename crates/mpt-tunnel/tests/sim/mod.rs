@@ -172,6 +172,7 @@ pub fn config(side: Side, paths: usize, sealing: bool) -> EndpointConfig {
         bundle: true,
         resend: true,
         parity: true,
+        equalise: true,
         classes: mpt_tunnel::default_classes(),
     }
 }

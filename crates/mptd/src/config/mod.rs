@@ -245,6 +245,9 @@ pub struct Connection {
     /// Send parity on paths that lose packets, so that the peer makes a lost packet again
     /// without asking (`docs/protocol.md`, "Parity"); with `resend` only.
     pub parity: bool,
+    /// Bonded data that arrives on a nearer path waits to match the farthest path up, so that
+    /// a bonded flow sees one RTT (`docs/protocol.md`, "Delay equalisation").
+    pub equalise: bool,
     /// Traffic classes (`[[class]]`, then the built-in ones unless
     /// `connection.default_classes = false`): the first that matches a packet decides how it
     /// is sent.

@@ -85,6 +85,7 @@ impl Tunnel {
                     parity_group: ep.parity_state(path).1,
                     parity_sent: resend.parity_sent,
                     parity_bytes: resend.parity_bytes,
+                    equalise_ms: ep.equalise_lag(path).as_secs_f64() * 1e3,
                 }
             })
             .collect()

@@ -271,6 +271,10 @@ pub struct PathStatus {
     pub parity_sent: u64,
     #[serde(default)]
     pub parity_bytes: u64,
+    /// How long bonded data arriving on this path waits now to match the farthest path up
+    /// (`docs/protocol.md`, "Delay equalisation"), milliseconds.
+    #[serde(default)]
+    pub equalise_ms: f64,
 }
 
 /// The peer's view of one of our paths (from its receiver reports).

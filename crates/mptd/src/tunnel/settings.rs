@@ -45,6 +45,7 @@ pub(super) fn peer_endpoint_config(
         bundle: cfg.connection.bundle,
         resend: cfg.connection.resend,
         parity: cfg.connection.parity,
+        equalise: cfg.connection.equalise,
         classes: cfg.connection.classes.clone(),
     }
 }

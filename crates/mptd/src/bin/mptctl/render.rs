@@ -103,6 +103,12 @@ pub(crate) fn print_show(s: &Status, only: Option<&str>) {
                     p.resend_missed
                 );
             }
+            if p.equalise_ms > 0.0 {
+                println!(
+                    "    equalised: bonded data from it waits {:.1} ms to match the farthest path",
+                    p.equalise_ms
+                );
+            }
             if p.parity_group > 0 || p.parity_sent > 0 {
                 println!(
                     "    parity: {} sent ({}), one per {} packets{}, loss {:.2} %",

@@ -273,6 +273,7 @@ impl Validator<'_> {
             bundle: raw.bundle.unwrap_or(true),
             resend: raw.resend.unwrap_or(true),
             parity: raw.parity.unwrap_or(true),
+            equalise: raw.equalise.unwrap_or(true),
             // [[class]] is read after the connection: see `classes`
             classes: if raw.default_classes.unwrap_or(true) {
                 mpt_tunnel::default_classes()

@@ -1,0 +1,175 @@
+//! Delay equalisation: bonded data that arrives on a path nearer than the farthest path up
+//! waits the difference before it goes to the resequencer, so that every packet of a bonded
+//! flow takes as long as if it had come the far way.
+//!
+//! Why: a tunnel carries one inner congestion control over all its paths. With paths 10 and
+//! 60 ms away, a TCP flow's packets take 10 ms while the near path has room and 60 when they
+//! spill to the far one (or wait there in the resequencer for the far path's packets). BBR caps
+//! what it keeps in flight near twice its bandwidth times the *least* RTT it saw, the near
+//! path's, which is far too little to fill the far path too: it stays at about the near path's
+//! rate. When every bonded packet takes the far path's time, the bundle is one pipe with one
+//! RTT, and any congestion control fills it. Light traffic (classes sent `fastest` or
+//! `duplicate`: voice, DNS, TCP acknowledgements) never waits here; a TCP SYN does, so that the
+//! handshake's RTT, which starts a BBR flow's minimum, is the one its data will see.
+//!
+//! The cost is latency: a bonded flow's packets take the farthest path's delay (up to
+//! [`MAX_LAG`] more), whatever path they took. `connection.equalise = false` turns it off.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use mpt_core::Time;
+
+use crate::liveness::LinkState;
+use crate::{Endpoint, Incoming};
+
+/// Most a packet waits to match the farthest path.
+pub const MAX_LAG: Duration = Duration::from_millis(200);
+/// Paths whose delays differ by less than this are not equalised (their packets' order is the
+/// resequencer's job).
+pub const MIN_LAG: Duration = Duration::from_millis(2);
+/// Most packets waiting on one path: beyond, the oldest goes on at once.
+pub const MAX_WAITING: usize = 16_384;
+
+/// A packet waiting for its time.
+struct Waiting<P> {
+    ready: Time,
+    data: Incoming,
+    payload: P,
+}
+
+/// What waits, per path, and how long each path's packets wait.
+pub(crate) struct Equaliser<P> {
+    lines: Vec<VecDeque<Waiting<P>>>,
+    lag: Vec<Duration>,
+}
+
+impl<P> Equaliser<P> {
+    pub(crate) fn new(paths: usize) -> Self {
+        Equaliser {
+            lines: (0..paths).map(|_| VecDeque::new()).collect(),
+            lag: vec![Duration::ZERO; paths],
+        }
+    }
+
+    /// Packets waiting, all paths.
+    pub(crate) fn waiting(&self) -> usize {
+        self.lines.iter().map(VecDeque::len).sum()
+    }
+
+    /// How long packets arriving on path `i` wait now.
+    pub(crate) fn lag(&self, i: usize) -> Duration {
+        self.lag.get(i).copied().unwrap_or_default()
+    }
+
+    /// When the next waiting packet is due.
+    pub(crate) fn next_ready(&self) -> Option<Time> {
+        self.lines
+            .iter()
+            .filter_map(|l| l.front().map(|w| w.ready))
+            .min()
+    }
+
+    pub(crate) fn resize(&mut self, paths: usize) {
+        self.lines.resize_with(paths, VecDeque::new);
+        self.lag.resize(paths, Duration::ZERO);
+    }
+}
+
+impl<P> Endpoint<P> {
+    /// Whether `data` waits to match the farthest path: bonded traffic (or a connection's
+    /// first SYN), while its path's lag is worth it or packets wait there already (which it
+    /// must not overtake).
+    pub(crate) fn waits(&self, data: &Incoming) -> bool {
+        let i = data.meta.path.index();
+        let Some(line) = self.equal.lines.get(i) else {
+            return false;
+        };
+        self.cfg.equalise
+            && !data.resent
+            && (!data.express || data.opens)
+            && (self.equal.lag[i] >= MIN_LAG || !line.is_empty())
+    }
+
+    /// `data` (its payload its own) waits its path's lag, and behind what waits there already.
+    pub(crate) fn wait(&mut self, now: Time, data: &Incoming, payload: P) {
+        let i = data.meta.path.index();
+        if self.equal.lines[i].len() >= MAX_WAITING {
+            if let Some(w) = self.equal.lines[i].pop_front() {
+                self.counts.equalise_overflow += 1;
+                self.equalised(now, w);
+            }
+        }
+        // measured as it arrives: what the peer hears of the path is not delayed
+        self.reseq.measure(now, &data.meta);
+        let lag = self.equal.lag[i];
+        let line = &mut self.equal.lines[i];
+        let ready = line.back().map_or(now + lag, |b| b.ready.max(now + lag));
+        line.push_back(Waiting {
+            ready,
+            data: data.clone(),
+            payload,
+        });
+        self.counts.equalised += 1;
+    }
+
+    /// Hand every waiting packet that is due at `now` (all of them with `all`; or only those
+    /// of path `only`) to the resequencer.
+    pub(crate) fn release_equalised(&mut self, now: Time, all: bool, only: Option<usize>) {
+        for i in 0..self.equal.lines.len() {
+            if only.is_some_and(|o| o != i) {
+                continue;
+            }
+            while let Some(w) = self.equal.lines[i].front() {
+                if !all && w.ready > now {
+                    break;
+                }
+                let Some(w) = self.equal.lines[i].pop_front() else {
+                    break;
+                };
+                self.equalised(now, w);
+            }
+        }
+    }
+
+    /// A packet's wait is over: to the resequencer (which measured it when it arrived).
+    fn equalised(&mut self, now: Time, w: Waiting<P>) {
+        let out = &mut self.released;
+        self.reseq
+            .push_measured(now, w.data.meta, w.payload, w.data.express, &mut |p| {
+                out.push(p)
+            });
+    }
+
+    /// Each path's lag: the farthest path up's least one-way delay (as the resequencer measures
+    /// it, or half the smoothed RTT while a path has carried no data yet) less its own, at most
+    /// [`MAX_LAG`]; none with fewer than two paths up.
+    pub(crate) fn equalise_lags(&mut self) {
+        let up: Vec<usize> = (0..self.paths.len())
+            .filter(|&i| {
+                let p = &self.paths[i];
+                p.remote.is_some() && p.live.state != LinkState::Down
+            })
+            .collect();
+        let stats = &self.reseq.stats().paths;
+        let owd: Option<Vec<i64>> = up
+            .iter()
+            .map(|&i| stats.get(i).and_then(|s| s.owd_min_us))
+            .collect();
+        let delays = owd.or_else(|| {
+            up.iter()
+                .map(|&i| self.paths[i].srtt_us.map(|r| (r / 2) as i64))
+                .collect()
+        });
+        let eq = &mut self.equal;
+        eq.lag.iter_mut().for_each(|l| *l = Duration::ZERO);
+        let Some(delays) = delays.filter(|d| d.len() >= 2 && self.cfg.equalise) else {
+            return;
+        };
+        let far = delays.iter().copied().max().unwrap_or(0);
+        for (k, &i) in up.iter().enumerate() {
+            let us = (far - delays[k]).max(0) as u64;
+            eq.lag[i] = Duration::from_micros(us).min(MAX_LAG);
+        }
+    }
+}
