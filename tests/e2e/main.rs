@@ -7,6 +7,7 @@
 #![allow(clippy::disallowed_methods)] // end-to-end tests time real processes
 
 mod bad_input;
+mod bonding;
 mod bundles;
 mod classes;
 mod control;
