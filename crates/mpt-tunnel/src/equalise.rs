@@ -86,6 +86,7 @@ impl<P> Endpoint<P> {
             return false;
         };
         self.cfg.equalise
+            && self.cfg.reorder_window > 0
             && !data.resent
             && (!data.express || data.opens)
             && (self.equal.lag[i] >= MIN_LAG || !line.is_empty())
@@ -143,12 +144,16 @@ impl<P> Endpoint<P> {
 
     /// Each path's lag: the farthest path up's least one-way delay (as the resequencer measures
     /// it, or half the smoothed RTT while a path has carried no data yet) less its own, at most
-    /// [`MAX_LAG`]; none with fewer than two paths up.
+    /// [`MAX_LAG`]; none with fewer than two paths up (backup paths left out), or without
+    /// resequencing (`reorder_window` 0: packets go on as they come).
     pub(crate) fn equalise_lags(&mut self) {
+        let on = self.cfg.equalise && self.cfg.reorder_window > 0;
         let up: Vec<usize> = (0..self.paths.len())
             .filter(|&i| {
                 let p = &self.paths[i];
-                p.remote.is_some() && p.live.state != LinkState::Down
+                on && p.remote.is_some()
+                    && p.live.state != LinkState::Down
+                    && !self.cfg.paths.get(i).is_some_and(|s| s.backup)
             })
             .collect();
         let stats = &self.reseq.stats().paths;
@@ -163,7 +168,7 @@ impl<P> Endpoint<P> {
         });
         let eq = &mut self.equal;
         eq.lag.iter_mut().for_each(|l| *l = Duration::ZERO);
-        let Some(delays) = delays.filter(|d| d.len() >= 2 && self.cfg.equalise) else {
+        let Some(delays) = delays.filter(|d| d.len() >= 2) else {
             return;
         };
         let far = delays.iter().copied().max().unwrap_or(0);
