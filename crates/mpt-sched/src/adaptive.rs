@@ -88,6 +88,7 @@ impl Scheduler for AdaptiveScheduler {
         if let Some(p) = self.est.path(path.index()).filter(|p| p.last_packets > 0) {
             let queue = std::time::Duration::from_micros(p.queue_us as u64);
             self.inner.hold_queue(now, path, queue);
+            self.inner.short_queued(path, queue);
         }
     }
 

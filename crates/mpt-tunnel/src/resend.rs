@@ -200,6 +200,12 @@ impl<P> Endpoint<P> {
         };
         let max_age = self.cfg.reorder_timeout;
         self.grow_resend_counts();
+        // not on the path light traffic keeps short, while another path is up: a burst of
+        // resends there is a queue the light stream waits behind
+        let kept = self
+            .light_kept
+            .filter(|&(_, until)| now < until)
+            .map(|(p, _)| p);
         for r in ranges {
             let lost = r.path.index();
             if lost >= self.paths.len() {
@@ -209,7 +215,7 @@ impl<P> Endpoint<P> {
             for k in 0..u16::from(r.count) {
                 let path_seq = r.first.wrapping_add(k);
                 self.counts.resend[lost].requested += 1;
-                let Some(via) = self.soonest(now, None) else {
+                let Some(via) = self.soonest(now, kept).or_else(|| self.soonest(now, None)) else {
                     self.counts.resend[lost].missed += 1;
                     continue;
                 };
