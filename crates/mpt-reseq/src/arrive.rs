@@ -67,7 +67,28 @@ impl<P> Resequencer<P> {
         payload: P,
         deliver: &mut impl FnMut(P),
     ) {
-        if let Some((p, ext)) = self.admit(now, &meta, false, deliver) {
+        self.push_express_overtaking(now, meta, payload, false, deliver);
+    }
+
+    /// [`push_express`](Self::push_express); with `overtakes`, the packet overtook packets of
+    /// its own path that the caller still holds, sent before it: its path's progress stays
+    /// where it was, so that their gaps are not given up as lost (a path's datagrams are
+    /// otherwise taken in the order it carried them).
+    pub fn push_express_overtaking(
+        &mut self,
+        now: Time,
+        meta: PacketMeta,
+        payload: P,
+        overtakes: bool,
+        deliver: &mut impl FnMut(P),
+    ) {
+        let p = meta.path.index();
+        let before = self.paths.get(p).map(|s| s.progress);
+        let admitted = self.admit(now, &meta, false, deliver);
+        if let (true, Some(progress)) = (overtakes, before) {
+            self.paths[p].progress = progress;
+        }
+        if let Some((p, ext)) = admitted {
             if self.window == 0 {
                 self.passthrough(now, p, ext, payload, deliver);
             } else if ext <= self.head {

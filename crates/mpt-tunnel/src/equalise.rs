@@ -42,6 +42,16 @@ struct Waiting<P> {
 pub(crate) struct Equaliser<P> {
     lines: Vec<VecDeque<Waiting<P>>>,
     lag: Vec<Duration>,
+    /// Two paths or more are up and one has no delay measured yet (the tunnel just started):
+    /// a connection's first SYN waits [`MAX_LAG`]. Its RTT starts a BBR flow's minimum, and
+    /// one that is too short keeps BBR at the near path's rate for ten seconds (5 Mbit/s of
+    /// two 20 Mbit/s paths, 10 and 60 ms away), where one too long is replaced by the first
+    /// data's.
+    unmeasured: bool,
+    /// Fences (a control message's next sequence numbers: path, global, path) that came
+    /// while packets waited, and when the last of those is due: a fence says everything sent
+    /// before it on its path has arrived or is lost, and must not pass packets that wait.
+    fences: VecDeque<(Time, mpt_core::PathId, u32, u16)>,
 }
 
 impl<P> Equaliser<P> {
@@ -49,7 +59,14 @@ impl<P> Equaliser<P> {
         Equaliser {
             lines: (0..paths).map(|_| VecDeque::new()).collect(),
             lag: vec![Duration::ZERO; paths],
+            unmeasured: false,
+            fences: VecDeque::new(),
         }
+    }
+
+    /// Whether packets of path `i` wait.
+    pub(crate) fn holds(&self, i: usize) -> bool {
+        self.lines.get(i).is_some_and(|l| !l.is_empty())
     }
 
     /// Packets waiting, all paths.
@@ -67,7 +84,16 @@ impl<P> Equaliser<P> {
         self.lines
             .iter()
             .filter_map(|l| l.front().map(|w| w.ready))
+            .chain(self.fences.front().map(|f| f.0))
             .min()
+    }
+
+    /// When the last packet waiting now is due.
+    fn last_ready(&self) -> Option<Time> {
+        self.lines
+            .iter()
+            .filter_map(|l| l.back().map(|w| w.ready))
+            .max()
     }
 
     pub(crate) fn resize(&mut self, paths: usize) {
@@ -89,7 +115,9 @@ impl<P> Endpoint<P> {
             && self.cfg.reorder_window > 0
             && !data.resent
             && (!data.express || data.opens)
-            && (self.equal.lag[i] >= MIN_LAG || !line.is_empty())
+            && (self.equal.lag[i] >= MIN_LAG
+                || !line.is_empty()
+                || (data.opens && self.equal.unmeasured))
     }
 
     /// `data` (its payload its own) waits its path's lag, and behind what waits there already.
@@ -103,7 +131,11 @@ impl<P> Endpoint<P> {
         }
         // measured as it arrives: what the peer hears of the path is not delayed
         self.reseq.measure(now, &data.meta);
-        let lag = self.equal.lag[i];
+        let lag = if data.opens && self.equal.unmeasured {
+            MAX_LAG
+        } else {
+            self.equal.lag[i]
+        };
         let line = &mut self.equal.lines[i];
         let ready = line.back().map_or(now + lag, |b| b.ready.max(now + lag));
         line.push_back(Waiting {
@@ -114,8 +146,29 @@ impl<P> Endpoint<P> {
         self.counts.equalised += 1;
     }
 
+    /// A control message on `path` says the peer's next global sequence is `seq` and its next
+    /// on the path `path_seq`: to the resequencer now, or, while packets wait, once they have
+    /// all gone on.
+    pub(crate) fn fence(&mut self, now: Time, path: mpt_core::PathId, seq: u32, path_seq: u16) {
+        match self.equal.last_ready() {
+            Some(at) => {
+                let at = self.equal.fences.back().map_or(at, |f| f.0.max(at));
+                self.equal.fences.push_back((at, path, seq, path_seq));
+            }
+            None if self.equal.fences.is_empty() => {
+                let out = &mut self.released;
+                self.reseq
+                    .fence(now, path, seq, path_seq, &mut |p| out.push(p));
+            }
+            None => {
+                let at = self.equal.fences.back().map_or(now, |f| f.0);
+                self.equal.fences.push_back((at, path, seq, path_seq));
+            }
+        }
+    }
+
     /// Hand every waiting packet that is due at `now` (all of them with `all`; or only those
-    /// of path `only`) to the resequencer.
+    /// of path `only`) to the resequencer, and the fences that waited for them.
     pub(crate) fn release_equalised(&mut self, now: Time, all: bool, only: Option<usize>) {
         for i in 0..self.equal.lines.len() {
             if only.is_some_and(|o| o != i) {
@@ -131,6 +184,15 @@ impl<P> Endpoint<P> {
                 self.equalised(now, w);
             }
         }
+        while let Some(&(at, path, seq, path_seq)) = self.equal.fences.front() {
+            if at > now && !(all && only.is_none()) {
+                break;
+            }
+            self.equal.fences.pop_front();
+            let out = &mut self.released;
+            self.reseq
+                .fence(now, path, seq, path_seq, &mut |p| out.push(p));
+        }
     }
 
     /// A packet's wait is over: to the resequencer (which measured it when it arrived).
@@ -145,7 +207,8 @@ impl<P> Endpoint<P> {
     /// Each path's lag: the farthest path up's least one-way delay (as the resequencer measures
     /// it, or half the smoothed RTT while a path has carried no data yet) less its own, at most
     /// [`MAX_LAG`]; none with fewer than two paths up (backup paths left out), or without
-    /// resequencing (`reorder_window` 0: packets go on as they come).
+    /// resequencing (`reorder_window` 0: packets go on as they come). While a path up has
+    /// neither figure, none either, but a SYN waits [`MAX_LAG`].
     pub(crate) fn equalise_lags(&mut self) {
         let on = self.cfg.equalise && self.cfg.reorder_window > 0;
         let up: Vec<usize> = (0..self.paths.len())
@@ -168,6 +231,7 @@ impl<P> Endpoint<P> {
         });
         let eq = &mut self.equal;
         eq.lag.iter_mut().for_each(|l| *l = Duration::ZERO);
+        eq.unmeasured = up.len() >= 2 && delays.is_none();
         let Some(delays) = delays.filter(|d| d.len() >= 2) else {
             return;
         };

@@ -60,8 +60,11 @@ impl<P> Endpoint<P> {
             self.reseq
                 .push_resent(now, data.meta, payload, keep, &mut |p| out.push(p));
         } else if data.express {
+            // ahead of bonded packets of its path that still wait: its path's progress must
+            // not pass them
+            let overtakes = self.equal.holds(data.meta.path.index());
             self.reseq
-                .push_express(now, data.meta, payload, &mut |p| out.push(p));
+                .push_express_overtaking(now, data.meta, payload, overtakes, &mut |p| out.push(p));
         } else {
             self.reseq
                 .push_keeping(now, data.meta, payload, keep, &mut |p| out.push(p));
@@ -138,8 +141,6 @@ impl<P> Endpoint<P> {
             self.peer_view(now, path, flags & mpt_core::wire::KEEPALIVE_SILENT != 0);
         }
         self.heard(now, path);
-        let out = &mut self.released;
-        let mut release = |p| out.push(p);
         match d {
             Datagram::Data { packet, .. } => {
                 // the peer sends data on a path only while it hears us there
@@ -190,11 +191,11 @@ impl<P> Endpoint<P> {
                 return Ok(Outcome::Bundle(out));
             }
             Datagram::Probe { size, .. } => {
-                self.reseq.fence(now, path, h.seq, h.path_seq, &mut release);
+                self.fence(now, path, h.seq, h.path_seq);
                 self.pending.push_back(Pending::ProbeAck { path, size });
             }
             Datagram::Nack { body, .. } => {
-                self.reseq.fence(now, path, h.seq, h.path_seq, &mut release);
+                self.fence(now, path, h.seq, h.path_seq);
                 if self.resending() {
                     self.take_nack(now, mpt_core::wire::nack_ranges(body));
                 } else {
@@ -206,16 +207,16 @@ impl<P> Endpoint<P> {
                 self.take_parity(now, &h, body, count)?;
             }
             Datagram::ProbeAck { size, .. } => {
-                self.reseq.fence(now, path, h.seq, h.path_seq, &mut release);
+                self.fence(now, path, h.seq, h.path_seq);
                 let wire = usize::from(size) + self.seal_overhead();
                 self.paths[path.index()].pmtu.acked(now, wire);
             }
             Datagram::Goodbye { .. } => {
-                self.reseq.fence(now, path, h.seq, h.path_seq, &mut release);
+                self.fence(now, path, h.seq, h.path_seq);
                 self.peer_closed(now);
             }
             Datagram::Keepalive { .. } => {
-                self.reseq.fence(now, path, h.seq, h.path_seq, &mut release);
+                self.fence(now, path, h.seq, h.path_seq);
                 if self.answer_keepalive(now, path) {
                     self.pending.push_back(Pending::Ack {
                         path,
@@ -225,14 +226,14 @@ impl<P> Endpoint<P> {
                 }
             }
             Datagram::KeepaliveAck { echo, hold_us, .. } => {
-                self.reseq.fence(now, path, h.seq, h.path_seq, &mut release);
+                self.fence(now, path, h.seq, h.path_seq);
                 self.rtt_sample(
                     path,
                     now.wire_micros().wrapping_sub(echo).wrapping_sub(hold_us),
                 );
             }
             Datagram::Report { report, .. } => {
-                self.reseq.fence(now, path, h.seq, h.path_seq, &mut release);
+                self.fence(now, path, h.seq, h.path_seq);
                 self.take_report(now, &report);
             }
             Datagram::Handshake { .. } => {
