@@ -21,6 +21,30 @@ fn path(ms: f64) -> LinkSpec {
     }
 }
 
+/// The mean RTT of ten pings from A to B through the tunnel, with TOS `tos`.
+fn ping_ms(lab: &Lab, tos: &str) -> f64 {
+    let out = lab
+        .cmd(Side::A, "ping")
+        .args([
+            "-q",
+            "-c",
+            "10",
+            "-i",
+            "0.2",
+            "-Q",
+            tos,
+            &tunnel_addr(Side::B),
+        ])
+        .output()
+        .expect("ping");
+    let text = String::from_utf8_lossy(&out.stdout);
+    // rtt min/avg/max/mdev = 20.1/20.3/20.9/0.2 ms
+    text.lines()
+        .find_map(|l| l.split_once(" = ").filter(|(k, _)| k.contains("avg")))
+        .and_then(|(_, v)| v.split('/').nth(1)?.parse().ok())
+        .unwrap_or_else(|| panic!("no RTT in ping's output: {text}"))
+}
+
 /// A TCP transfer with `cc` over 20 Mbit/s paths 10 and 60 ms away (`adaptive`, nothing
 /// configured per path) must get more than the near path alone carries: 25 Mbit/s of the
 /// 40. Without equalisation BBR got about 20 (the near path's rate), and 5 with the data held
@@ -34,6 +58,9 @@ fn fills_both_paths(cc: &'static str) {
     };
     lab.start_tunnel(&opts).expect("tunnel");
     std::thread::sleep(Duration::from_millis(500));
+    // what equalisation costs: bonded traffic (a ping) takes the far path's time each way,
+    // light traffic (a ping marked EF) the near path's
+    let (bonded, light) = (ping_ms(&lab, "0"), ping_ms(&lab, "0xb8"));
     let target = format!("{}:5700", tunnel_addr(Side::B))
         .parse()
         .expect("addr");
@@ -43,7 +70,7 @@ fn fills_both_paths(cc: &'static str) {
     let b = lab.status(Side::B).expect("status b");
     let waits: Vec<f64> = b.paths.iter().map(|p| p.equalise_ms).collect();
     eprintln!(
-        "RESULT bonding {cc} over 10 and 60 ms: {mbit:.1} Mbit/s; data per path {:?}; B's waits {:?} ms, resequencer hold p99 {} us, late {}",
+        "RESULT bonding {cc} over 10 and 60 ms: {mbit:.1} Mbit/s; data per path {:?}; B's waits {:?} ms, resequencer hold p99 {} us, late {}; ping through the tunnel {bonded:.1} ms, marked EF {light:.1} ms",
         a.paths.iter().map(|p| p.tx_packets).collect::<Vec<_>>(),
         waits,
         b.tunnel.reseq.hold_p99_us,

@@ -62,6 +62,10 @@ enum Cmd {
         /// losses are still asked for and resent), to compare with the default.
         #[arg(long)]
         no_parity: bool,
+        /// realworld: mptd without delay equalisation (`[connection] equalise = false`), to
+        /// compare with the default.
+        #[arg(long)]
+        no_equalise: bool,
         /// realworld: runs of each scenario, averaged.
         #[arg(long, default_value_t = 3)]
         runs: usize,
@@ -112,7 +116,7 @@ fn run(
     schedulers: &[String],
     encryption: Option<&str>,
     duration: Option<u64>,
-    (no_bundle, no_parity, runs): (bool, bool, usize),
+    (no_bundle, no_parity, no_equalise, runs): (bool, bool, bool, usize),
     out: &std::path::Path,
 ) -> anyhow::Result<()> {
     let only = mpt_lab::experiments::adaptive::Only {
@@ -152,6 +156,7 @@ fn run(
                 (
                     schedulers.first().map_or("adaptive", String::as_str),
                     !no_parity,
+                    !no_equalise,
                 ),
                 out,
             )?;
@@ -250,6 +255,7 @@ fn main() -> ExitCode {
             duration,
             no_bundle,
             no_parity,
+            no_equalise,
             runs,
             out,
         } => run(
@@ -258,7 +264,7 @@ fn main() -> ExitCode {
             &schedulers,
             encryption.as_deref(),
             duration,
-            (no_bundle, no_parity, runs),
+            (no_bundle, no_parity, no_equalise, runs),
             &out,
         ),
         Cmd::Bench {

@@ -235,20 +235,25 @@ fn mean(v: &[f64]) -> f64 {
 
 /// Run the scenarios (`cases`: only these ids), `runs` times each, `secs` per transfer, mptd
 /// with `scheduler` (`adaptive`: nothing configured per path; the others get each path's rate
-/// and weight), with or without `parity`.
+/// and weight), with or without `parity` and `equalise`.
 pub fn run_realworld(
     cases: &[u32],
     runs: usize,
     secs: u64,
-    (scheduler, parity): (&str, bool),
+    (scheduler, parity, equalise): (&str, bool, bool),
     out: &Path,
 ) -> Result<String> {
-    let configured = match (scheduler == "adaptive", parity) {
-        (true, true) => "nothing configured per path",
-        (true, false) => "nothing configured per path but `parity = false`",
-        (false, true) => "each path's rate and weight configured",
-        (false, false) => "each path's rate and weight configured, `parity = false`",
+    let mut configured = if scheduler == "adaptive" {
+        "nothing configured per path".to_owned()
+    } else {
+        "each path's rate and weight configured".to_owned()
     };
+    if !parity {
+        configured += ", `parity = false`";
+    }
+    if !equalise {
+        configured += ", `equalise = false`";
+    }
     let mut md = String::new();
     writeln!(
         md,
@@ -293,6 +298,7 @@ pub fn run_realworld(
                 scheduler: scheduler.into(),
                 configure_rates: scheduler != "adaptive",
                 parity: (!parity).then_some(false),
+                equalise: (!equalise).then_some(false),
                 ..TunnelOpts::default()
             };
             lab.start_tunnel(&opts).context("tunnel")?;
