@@ -288,11 +288,12 @@ impl<P> Endpoint<P> {
 
     /// Whether a packet of `class`, sent the fastest way, keeps its path short
     /// ([`Endpoint::light_sent`]) and never waits in a bundle: not a pure TCP
-    /// acknowledgement. A transfer's acknowledgements are a stream too, and they would keep
+    /// acknowledgement, nor a SYN (one packet: kept short for a second, its path starved the
+    /// transfer it opened, which the learned rates then held to the far path). A transfer's acknowledgements are a stream too, and they would keep
     /// the near path short for bulk going their way whenever transfers run both ways at
     /// once; bundled, they wait no longer than the path's queue would hold them anyway.
     pub(crate) fn keeps_short(&self, class: Option<usize>) -> bool {
-        class.is_none_or(|c| !self.cfg.classes[c].tcp_ack)
+        class.is_none_or(|c| !self.cfg.classes[c].tcp_ack && !self.cfg.classes[c].tcp_syn)
     }
 
     /// The light stream's path is no longer kept short once [`LIGHT_HOLD`] passed without it.
