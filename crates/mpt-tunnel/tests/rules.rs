@@ -2106,6 +2106,26 @@ fn tcp_syn(k: u32, port: u16) -> Vec<u8> {
     p
 }
 
+/// Two paths, path 0 10 ms one way and path 1 60 ms, endpoints configured by `cfg`, the
+/// near path limited to `near_bps` if given; keys agreed, nothing more.
+fn near_and_far(
+    seed: u64,
+    cfg: impl Fn(Side) -> mpt_tunnel::EndpointConfig,
+    near_bps: Option<u64>,
+) -> Pair {
+    let mut p = Pair::with(sim::seed(seed), cfg(Side::A), cfg(Side::B));
+    for side in [Side::A, Side::B] {
+        p.link(side, 0).delay = ms(10);
+        p.link(side, 1).delay = ms(60);
+        if near_bps.is_some() {
+            p.link(side, 0).rate_bps = near_bps;
+        }
+    }
+    p.run_until(ms(500), Pair::agreed)
+        .expect("keys agreed within 500 ms");
+    p
+}
+
 #[test]
 fn bonded_data_and_a_syn_from_the_near_path_wait_to_match_the_far_one_and_light_traffic_does_not() {
     for equalise in [true, false] {
@@ -2114,13 +2134,7 @@ fn bonded_data_and_a_syn_from_the_near_path_wait_to_match_the_far_one_and_light_
             c.equalise = equalise;
             c
         };
-        let mut p = Pair::with(sim::seed(91), cfg(Side::A), cfg(Side::B));
-        for side in [Side::A, Side::B] {
-            p.link(side, 0).delay = ms(10);
-            p.link(side, 1).delay = ms(60);
-        }
-        p.run_until(ms(500), Pair::agreed)
-            .expect("keys agreed within 500 ms");
+        let mut p = near_and_far(91, cfg, None);
         p.run(ms(1000));
         // sparse bulk, round robin over both paths: nothing waits in the resequencer for
         // another path's packet
@@ -2195,19 +2209,8 @@ fn bonded_data_and_a_syn_from_the_near_path_wait_to_match_the_far_one_and_light_
 /// soon as every path has carried something sent after them, and deliver them late.
 #[test]
 fn nothing_passes_packets_that_wait_to_match_the_far_path() {
-    let mut p = Pair::with(
-        sim::seed(92),
-        sim::config(Side::A, 2, true),
-        sim::config(Side::B, 2, true),
-    );
-    for side in [Side::A, Side::B] {
-        p.link(side, 0).delay = ms(10);
-        p.link(side, 1).delay = ms(60);
-        // the near path queues: what is sent on it takes longer than its least delay
-        p.link(side, 0).rate_bps = Some(5_600_000);
-    }
-    p.run_until(ms(500), Pair::agreed)
-        .expect("keys agreed within 500 ms");
+    // the near path queues: what is sent on it takes longer than its least delay
+    let mut p = near_and_far(92, |side| sim::config(side, 2, true), Some(5_600_000));
     p.run(ms(1000));
     let mut sent = 0;
     // bulk both ways (each end's reports fence the other's paths), round robin, in bursts of
@@ -2247,17 +2250,7 @@ fn nothing_passes_packets_that_wait_to_match_the_far_path() {
 /// 5 Mbit/s of two 20 Mbit/s paths.)
 #[test]
 fn a_syn_before_the_far_path_is_measured_waits_the_longest_wait() {
-    let mut p = Pair::with(
-        sim::seed(93),
-        sim::config(Side::A, 2, true),
-        sim::config(Side::B, 2, true),
-    );
-    for side in [Side::A, Side::B] {
-        p.link(side, 0).delay = ms(10);
-        p.link(side, 1).delay = ms(60);
-    }
-    p.run_until(ms(500), Pair::agreed)
-        .expect("keys agreed within 500 ms");
+    let mut p = near_and_far(93, |side| sim::config(side, 2, true), None);
     p.run(ms(20));
     assert_eq!(p.ep(Side::B).equalise_lag(PathId(0)), Duration::ZERO);
     let s = tcp_syn(2, 443);
