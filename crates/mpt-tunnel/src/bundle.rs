@@ -48,7 +48,7 @@ pub(crate) struct OpenBundle {
     pub(crate) due: Time,
 }
 
-impl crate::endpoint::PathState {
+impl crate::path::PathState {
     /// Packets waiting in the path's bundle.
     pub(crate) fn bundled_packets(&self) -> u64 {
         self.bundle.as_ref().map_or(0, |b| b.count as u64)

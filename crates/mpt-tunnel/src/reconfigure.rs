@@ -3,8 +3,9 @@
 
 use mpt_core::{PathId, Time};
 
-use crate::endpoint::{build_scheduler, PathState};
+use crate::endpoint::build_scheduler;
 use crate::liveness::LinkState;
+use crate::path::PathState;
 use crate::{DropReason, Endpoint, EndpointConfig, Event};
 
 impl<P> Endpoint<P> {

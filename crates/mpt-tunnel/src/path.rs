@@ -1,0 +1,178 @@
+//! What the endpoint keeps per path ([`PathState`]), and what it shows of a path
+//! ([`PathInfo`]).
+
+use std::net::SocketAddr;
+
+use mpt_core::wire::ReportEntry;
+use mpt_core::{PathId, Time};
+
+use crate::liveness::{LinkState, Liveness};
+use crate::Endpoint;
+
+/// Everything the endpoint keeps per path.
+#[derive(Debug, Clone)]
+pub(crate) struct PathState {
+    /// Where we send: configured, then wherever authenticated datagrams come from; `None`
+    /// until known.
+    pub(crate) remote: Option<SocketAddr>,
+    /// Next per-path sequence number.
+    pub(crate) path_seq: u16,
+    /// Batches numbered for this path that the driver has not yet handed to the socket, and
+    /// the fence that held before the oldest of them (see [`Endpoint::fence_header`]).
+    pub(crate) unsent: u16,
+    pub(crate) fence_before: (u32, u16),
+    /// Data datagrams numbered for the path whose batch has not been sent yet.
+    pub(crate) data_unsent: u64,
+    /// Data datagrams sent on the path; and as of the last keepalive tick.
+    pub(crate) data_sent: u64,
+    pub(crate) data_at_tick: u64,
+    /// `data_sent` and the time when we last answered a keepalive on this path.
+    pub(crate) acked_data: u64,
+    pub(crate) acked_at: Option<Time>,
+    /// Smoothed RTT in microseconds, once measured.
+    pub(crate) srtt_us: Option<u64>,
+    pub(crate) live: Liveness,
+    /// The peer's last report about our sending on this path, and when it came.
+    pub(crate) peer_report: Option<(Time, ReportEntry)>,
+    /// Why the path last went down.
+    pub(crate) down_reason: Option<crate::DownReason>,
+    /// The peer's keepalives on the path say it hears nothing from us on it: we send no data
+    /// there, whatever we hear.
+    pub(crate) peer_silent: bool,
+    /// Small packets waiting for the path ([`crate::bundle`]).
+    pub(crate) bundle: Option<crate::bundle::OpenBundle>,
+    /// Path MTU discovery: the largest datagram the path carries.
+    pub(crate) pmtu: crate::pmtu::Pmtu,
+    /// Until when the packets sent on the path are kept for resending: the peer asked for
+    /// one of them lately ([`crate::resend::KEEP_AFTER_LOSS`]).
+    pub(crate) keep_until: Option<Time>,
+    /// Parity: the sending side (loss rate, group), the receiving side (packets kept).
+    pub(crate) fec_tx: crate::fec::FecTx,
+    pub(crate) fec_rx: crate::fec::FecRx,
+}
+
+impl PathState {
+    /// A path watched from `now` on, sending to `remote` (when known).
+    pub(crate) fn new(remote: Option<SocketAddr>, now: Time, ceiling: usize) -> PathState {
+        PathState {
+            remote,
+            path_seq: 0,
+            unsent: 0,
+            fence_before: (0, 0),
+            data_unsent: 0,
+            data_sent: 0,
+            data_at_tick: 0,
+            acked_data: 0,
+            acked_at: Some(now),
+            srtt_us: None,
+            live: Liveness::new(now),
+            peer_report: None,
+            down_reason: None,
+            peer_silent: false,
+            bundle: None,
+            keep_until: None,
+            fec_tx: Default::default(),
+            fec_rx: Default::default(),
+            pmtu: crate::pmtu::Pmtu::new(
+                now,
+                ceiling,
+                if remote.is_some_and(|r| r.is_ipv6()) {
+                    48
+                } else {
+                    28
+                },
+            ),
+        }
+    }
+
+    /// A new path in the place of this one (a reload put another path at its id): what it
+    /// learned of its link starts again, but its numbering goes on, so that the peer's
+    /// resequencer sees no gap or jump on the id, and batches numbered for it and not yet
+    /// sent still find their fences.
+    pub(crate) fn replaced(
+        &self,
+        remote: Option<SocketAddr>,
+        now: Time,
+        ceiling: usize,
+    ) -> PathState {
+        PathState {
+            path_seq: self.path_seq,
+            unsent: self.unsent,
+            fence_before: self.fence_before,
+            data_unsent: self.data_unsent,
+            bundle: self.bundle.clone(),
+            ..PathState::new(remote, now, ceiling)
+        }
+    }
+}
+
+/// What the status document shows of a path.
+#[derive(Debug, Clone)]
+pub struct PathInfo {
+    pub state: LinkState,
+    pub remote: Option<SocketAddr>,
+    pub last_heard: Option<Time>,
+    pub srtt_us: Option<u64>,
+    /// The rate the scheduler assumes (learned, or configured).
+    pub rate_bps: Option<u64>,
+    pub peer_report: Option<(Time, ReportEntry)>,
+    pub down_events: u64,
+    /// Why it is down, while it is.
+    pub down_reason: Option<crate::DownReason>,
+    /// The largest datagram (UDP payload) the path carries, as discovery knows it, and
+    /// whether its search is over.
+    pub datagram_max: usize,
+    pub pmtu_found: bool,
+    /// Path MTU probes sent; times the size found stopped passing.
+    pub pmtu_probes: u64,
+    pub pmtu_drops: u64,
+}
+
+impl<P> Endpoint<P> {
+    /// Path `i`'s state as the operator sees it: down while the peer hears nothing from us on
+    /// it, and while its uplink is down (even one never up).
+    pub(crate) fn path_state(&self, i: usize) -> LinkState {
+        let p = &self.paths[i];
+        if p.peer_silent || p.live.uplink_down {
+            LinkState::Down
+        } else {
+            p.live.state
+        }
+    }
+
+    /// The rate the scheduler assumes for `path`: learned, or configured.
+    pub(crate) fn path_rate(&self, path: PathId) -> Option<u64> {
+        self.sched
+            .learned_rate(path)
+            .or(self.cfg.paths[path.index()].rate_bps)
+    }
+
+    /// Where datagrams for `path` go now, once known.
+    pub fn remote(&self, path: PathId) -> Option<SocketAddr> {
+        self.paths[path.index()].remote
+    }
+
+    pub fn path_info(&self, path: PathId) -> PathInfo {
+        let p = &self.paths[path.index()];
+        let silent = p.peer_silent && p.live.state != LinkState::Down && !p.live.uplink_down;
+        let down = p.live.state == LinkState::Down || p.live.uplink_down;
+        PathInfo {
+            state: self.path_state(path.index()),
+            remote: p.remote,
+            last_heard: p.live.last_heard,
+            srtt_us: p.srtt_us,
+            rate_bps: self.path_rate(path),
+            peer_report: p.peer_report,
+            down_events: p.live.down_events,
+            down_reason: if silent {
+                Some(crate::DownReason::PeerHearsNothing)
+            } else {
+                p.down_reason.filter(|_| down)
+            },
+            datagram_max: p.pmtu.size,
+            pmtu_found: p.pmtu.found(),
+            pmtu_probes: p.pmtu.probes_sent,
+            pmtu_drops: p.pmtu.drops,
+        }
+    }
+}
