@@ -89,15 +89,7 @@ impl<P> Resequencer<P> {
             self.paths[p].progress = progress;
         }
         if let Some((p, ext)) = admitted {
-            if self.window == 0 {
-                self.passthrough(now, p, ext, payload, deliver);
-            } else if ext <= self.head {
-                // in order, or late: as any packet
-                self.resequence(now, p, ext, payload, |p| p, deliver);
-            } else {
-                self.mark_express(now, p, ext, payload, deliver);
-                self.progress_check(now, deliver);
-            }
+            self.place_express(now, p, ext, payload, deliver);
         }
         self.stats.total.occupancy.record(self.held());
     }
@@ -124,14 +116,34 @@ impl<P> Resequencer<P> {
         deliver: &mut impl FnMut(P),
     ) {
         if let Some((p, ext)) = self.admit(now, &meta, true, deliver) {
-            if express && self.window > 0 && ext > self.head {
-                self.mark_express(now, p, ext, payload, deliver);
-                self.progress_check(now, deliver);
+            if express {
+                self.place_express(now, p, ext, payload, deliver);
             } else {
                 self.place(now, p, ext, payload, |p| p, deliver);
             }
         }
         self.stats.total.occupancy.record(self.held());
+    }
+
+    /// A new express packet of path `p`, extended seq `ext`: delivered at once, its slot
+    /// marked if it is ahead of the release point.
+    fn place_express(
+        &mut self,
+        now: Time,
+        p: usize,
+        ext: u64,
+        payload: P,
+        deliver: &mut impl FnMut(P),
+    ) {
+        if self.window == 0 {
+            self.passthrough(now, p, ext, payload, deliver);
+        } else if ext <= self.head {
+            // in order, or late: as any packet
+            self.resequence(now, p, ext, payload, |p| p, deliver);
+        } else {
+            self.mark_express(now, p, ext, payload, deliver);
+            self.progress_check(now, deliver);
+        }
     }
 
     /// A packet the sender sent again because we named its path sequence in a resend

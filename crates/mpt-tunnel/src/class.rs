@@ -133,6 +133,8 @@ pub struct PacketInfo {
     /// Source and destination port (TCP and UDP, in a packet that is not a later fragment).
     pub ports: Option<(u16, u16)>,
     pub syn: bool,
+    /// ACK set (TCP).
+    pub ack: bool,
     /// A TCP segment without data and without SYN, FIN or RST.
     pub ack_only: bool,
     pub len: usize,
@@ -162,6 +164,7 @@ impl PacketInfo {
             protocol,
             ports: None,
             syn: false,
+            ack: false,
             ack_only: false,
             len: p.len(),
         };
@@ -174,6 +177,7 @@ impl PacketInfo {
             }
             if protocol == PROTO_TCP && l4.len() >= 14 {
                 info.syn = l4[13] & 0x02 != 0;
+                info.ack = l4[13] & 0x10 != 0;
                 // no data: the segment ends with its header (SYN 0x02, FIN 0x01, RST 0x04)
                 let header = usize::from(l4[12] >> 4) * 4;
                 info.ack_only = l4[13] & 0x07 == 0 && header >= 20 && l4.len() == header;
@@ -185,19 +189,7 @@ impl PacketInfo {
 
 /// Whether IP packet `p` opens a TCP connection: a SYN without ACK.
 pub(crate) fn opens_tcp(p: &[u8]) -> bool {
-    let l4 = match p.first().map(|b| b >> 4) {
-        Some(4) if p.len() >= 20 && u16::from_be_bytes([p[6], p[7]]) & 0x1fff == 0 => {
-            p.get(usize::from(p[0] & 0x0f) * 4..)
-        }
-        Some(6) if p.len() >= 40 => p.get(40..),
-        _ => None,
-    };
-    let protocol = match p.first().map(|b| b >> 4) {
-        Some(4) => p.get(9),
-        Some(6) => p.get(6),
-        _ => None,
-    };
-    protocol == Some(&PROTO_TCP) && l4.and_then(|t| t.get(13)).is_some_and(|f| f & 0x12 == 0x02)
+    PacketInfo::parse(p).is_some_and(|i| i.protocol == PROTO_TCP && i.syn && !i.ack)
 }
 
 impl ClassRule {
@@ -289,9 +281,10 @@ impl<P> Endpoint<P> {
     /// Whether a packet of `class`, sent the fastest way, keeps its path short
     /// ([`Endpoint::light_sent`]) and never waits in a bundle: not a pure TCP
     /// acknowledgement, nor a SYN (one packet: kept short for a second, its path starved the
-    /// transfer it opened, which the learned rates then held to the far path). A transfer's acknowledgements are a stream too, and they would keep
-    /// the near path short for bulk going their way whenever transfers run both ways at
-    /// once; bundled, they wait no longer than the path's queue would hold them anyway.
+    /// transfer it opened, which the learned rates then held to the far path). A transfer's
+    /// acknowledgements are a stream too, and they would keep the near path short for bulk
+    /// going their way whenever transfers run both ways at once; bundled, they wait no
+    /// longer than the path's queue would hold them anyway.
     pub(crate) fn keeps_short(&self, class: Option<usize>) -> bool {
         class.is_none_or(|c| !self.cfg.classes[c].tcp_ack && !self.cfg.classes[c].tcp_syn)
     }

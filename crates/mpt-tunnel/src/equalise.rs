@@ -150,19 +150,14 @@ impl<P> Endpoint<P> {
     /// on the path `path_seq`: to the resequencer now, or, while packets wait, once they have
     /// all gone on.
     pub(crate) fn fence(&mut self, now: Time, path: mpt_core::PathId, seq: u32, path_seq: u16) {
-        match self.equal.last_ready() {
-            Some(at) => {
-                let at = self.equal.fences.back().map_or(at, |f| f.0.max(at));
-                self.equal.fences.push_back((at, path, seq, path_seq));
-            }
-            None if self.equal.fences.is_empty() => {
+        // after what waits, and after the fences that wait already
+        let after = self.equal.fences.back().map(|f| f.0);
+        match self.equal.last_ready().max(after) {
+            Some(at) => self.equal.fences.push_back((at, path, seq, path_seq)),
+            None => {
                 let out = &mut self.released;
                 self.reseq
                     .fence(now, path, seq, path_seq, &mut |p| out.push(p));
-            }
-            None => {
-                let at = self.equal.fences.back().map_or(now, |f| f.0);
-                self.equal.fences.push_back((at, path, seq, path_seq));
             }
         }
     }
@@ -210,35 +205,39 @@ impl<P> Endpoint<P> {
     /// resequencing (`reorder_window` 0: packets go on as they come). While a path up has
     /// neither figure, none either, but a SYN waits [`MAX_LAG`].
     pub(crate) fn equalise_lags(&mut self) {
+        // every report tick, every peer: no allocation
         let on = self.cfg.equalise && self.cfg.reorder_window > 0;
-        let up: Vec<usize> = (0..self.paths.len())
-            .filter(|&i| {
-                let p = &self.paths[i];
-                on && p.remote.is_some()
-                    && p.live.state != LinkState::Down
-                    && !self.cfg.paths.get(i).is_some_and(|s| s.backup)
-            })
-            .collect();
-        let stats = &self.reseq.stats().paths;
-        let owd: Option<Vec<i64>> = up
-            .iter()
-            .map(|&i| stats.get(i).and_then(|s| s.owd_min_us))
-            .collect();
-        let delays = owd.or_else(|| {
-            up.iter()
-                .map(|&i| self.paths[i].srtt_us.map(|r| (r / 2) as i64))
-                .collect()
-        });
-        let eq = &mut self.equal;
-        eq.lag.iter_mut().for_each(|l| *l = Duration::ZERO);
-        eq.unmeasured = up.len() >= 2 && delays.is_none();
-        let Some(delays) = delays.filter(|d| d.len() >= 2) else {
-            return;
+        let up = |i: &usize| {
+            let p = &self.paths[*i];
+            on && p.remote.is_some()
+                && p.live.state != LinkState::Down
+                && !self.cfg.paths.get(*i).is_some_and(|s| s.backup)
         };
-        let far = delays.iter().copied().max().unwrap_or(0);
-        for (k, &i) in up.iter().enumerate() {
-            let us = (far - delays[k]).max(0) as u64;
-            eq.lag[i] = Duration::from_micros(us).min(MAX_LAG);
+        let n = self.paths.len();
+        let stats = &self.reseq.stats().paths;
+        let owd = |i: usize| stats.get(i).and_then(|s| s.owd_min_us);
+        let by_owd = (0..n).filter(up).all(|i| owd(i).is_some());
+        let delay = |i: usize| {
+            if by_owd {
+                owd(i)
+            } else {
+                self.paths[i].srtt_us.map(|r| (r / 2) as i64)
+            }
+        };
+        let count = (0..n).filter(up).count();
+        let measured = (0..n).filter(up).all(|i| delay(i).is_some());
+        let far = (0..n).filter(up).filter_map(delay).max().unwrap_or(0);
+        let mut lags = [Duration::ZERO; mpt_core::MAX_PATHS];
+        if count >= 2 && measured {
+            for i in (0..n).filter(up) {
+                let us = (far - delay(i).unwrap_or(far)).max(0) as u64;
+                lags[i] = Duration::from_micros(us).min(MAX_LAG);
+            }
+        }
+        let eq = &mut self.equal;
+        eq.unmeasured = count >= 2 && !measured;
+        for (l, new) in eq.lag.iter_mut().zip(lags) {
+            *l = new;
         }
     }
 }
