@@ -100,6 +100,10 @@ impl Scheduler for AdaptiveScheduler {
         self.inner.backlog(now, path)
     }
 
+    fn equalised(&mut self, most: std::time::Duration) {
+        self.inner.equalised(most);
+    }
+
     fn keep_short(&mut self, path: Option<PathId>, limit: std::time::Duration) {
         self.inner.keep_short(path, limit);
     }

@@ -59,6 +59,11 @@ impl PathSet {
         path.index() < self.len && self.up & (1 << path.index()) != 0
     }
 
+    /// Whether path `i` is a backup.
+    pub fn is_backup(&self, i: usize) -> bool {
+        i < 64 && self.backup & (1 << i) != 0
+    }
+
     /// The paths that may carry traffic now: the regular paths that are up, or, when there
     /// are none, the backup paths that are up.
     pub fn eligible(&self) -> u64 {

@@ -45,6 +45,9 @@ pub struct RateScheduler {
     /// The receiver's last report showed the path kept short queued beyond its limit
     /// ([`RateScheduler::short_queued`]).
     short_queued: bool,
+    /// The receiver delays bonded packets to match the farthest path by at most this
+    /// ([`Scheduler::equalised`]); zero when it does not.
+    equalised: u64,
 }
 
 /// A report shows the path kept short queued when its queue is beyond the limit and this.
@@ -75,7 +78,33 @@ impl RateScheduler {
             avoided: 0,
             short: None,
             short_queued: false,
+            equalised: 0,
         }
+    }
+
+    /// What a packet on path `i` adds to its delivery time beyond its queue and
+    /// serialisation: the path's one-way delay above the nearest path's, or, where the receiver
+    /// equalises, that of the farthest path it waits for (every path not a backup, up to the
+    /// receiver's longest wait).
+    fn offset(&self, i: usize, far: u64) -> u64 {
+        if self.equalised == 0 || self.paths.is_backup(i) {
+            self.owd[i]
+        } else {
+            self.owd[i].max(far.min(self.owd[i] + self.equalised))
+        }
+    }
+
+    /// The farthest path the receiver equalises to: the largest offset among the paths up
+    /// that are not backups.
+    fn farthest(&self) -> u64 {
+        if self.equalised == 0 {
+            return 0;
+        }
+        bits(self.paths.eligible())
+            .filter(|&j| !self.paths.is_backup(j))
+            .map(|j| self.owd[j])
+            .max()
+            .unwrap_or(0)
     }
 
     /// Take a report's delay figures. A reported minimum delay includes the serialisation of
@@ -202,10 +231,11 @@ impl Scheduler for RateScheduler {
         // going to the lowest-numbered path.
         let first = self.last.map_or(0, |l| (l + 1) as u32);
         let candidates = self.candidates(now);
+        let far = self.farthest();
         let order = bits(candidates.rotate_right(first)).map(|j| (j + first as usize) % 64);
         for i in order {
             let start = self.busy[i].max(now);
-            let arrival = start + self.serialisation(i, len) + self.owd[i];
+            let arrival = start + self.serialisation(i, len) + self.offset(i, far);
             if best.is_none_or(|(_, a)| arrival < a) {
                 best = Some((i, arrival));
             }
@@ -225,7 +255,7 @@ impl Scheduler for RateScheduler {
             .filter(|&l| l != i && candidates & (1 << l) != 0 && self.busy[l] > now)
         {
             let start = self.busy[l].max(now);
-            let arrival_l = start + self.serialisation(l, len) + self.owd[l];
+            let arrival_l = start + self.serialisation(l, len) + self.offset(l, far);
             if start - now <= cap && arrival_l <= arrival + STICKY.as_nanos() as u64 {
                 return Some(PathId(l as u8));
             }
@@ -271,6 +301,10 @@ impl Scheduler for RateScheduler {
 
     fn backlog(&self, now: Time, path: PathId) -> std::time::Duration {
         RateScheduler::backlog(self, now, path)
+    }
+
+    fn equalised(&mut self, most: std::time::Duration) {
+        self.equalised = most.as_nanos() as u64;
     }
 
     fn keep_short(&mut self, path: Option<PathId>, limit: std::time::Duration) {
@@ -477,6 +511,48 @@ mod tests {
         let (ordered, bytes) = simulate(&mut s, &rates, &[10, 50], |_| 1200, interval, 100_000);
         assert!(ordered >= 0.99, "in order: {ordered}");
         assert!(bytes[1] > bytes[0] / 4, "slow path unused: {bytes:?}");
+    }
+
+    /// Two 20 Mbit/s paths 50 ms apart, offered 30 Mbit/s: the near path's worst queue.
+    fn near_queue_at_30_of_40(equalised: Option<std::time::Duration>) -> (u64, [u64; 2]) {
+        let rates = [20_000_000u64, 20_000_000];
+        let mut s = RateScheduler::new(&specs(&[20_000, 20_000]));
+        report_owd(&mut s, PathId(1), 50_000);
+        if let Some(most) = equalised {
+            s.equalised(most);
+        }
+        let interval = 1200 * 8 * 1_000_000_000 / 30_000_000;
+        let (mut worst, mut link_free, mut bytes) = (0u64, [0u64; 2], [0u64; 2]);
+        for k in 0..20_000u64 {
+            let now = k * interval;
+            let p = s.select(Time::from_nanos(now), 1200).unwrap().index();
+            s.on_sent(Time::from_nanos(now), PathId(p as u8), 1200);
+            link_free[p] = link_free[p].max(now) + 1200 * 8 * 1_000_000_000 / rates[p];
+            bytes[p] += 1200;
+            worst = worst.max(link_free[0].saturating_sub(now));
+        }
+        (worst / 1_000_000, bytes)
+    }
+
+    /// Where the receiver delays bonded packets to match the farthest path, the near path is
+    /// no sooner for them: load spreads by queue, and the near path's queue stays short
+    /// instead of standing at the backlog limit while the far path idles.
+    #[test]
+    fn an_equalising_receiver_makes_paths_share_by_queue_not_by_nearness() {
+        let (near_queue, bytes) =
+            near_queue_at_30_of_40(Some(std::time::Duration::from_millis(200)));
+        assert!(near_queue <= 2, "near path queued {near_queue} ms");
+        let share = bytes[0] as f64 / (bytes[0] + bytes[1]) as f64;
+        assert!((0.45..=0.55).contains(&share), "near path's share {share}");
+        // without: the near path fills to the backlog limit first
+        let (near_queue, _) = near_queue_at_30_of_40(None);
+        assert!(near_queue >= 40, "near path queued {near_queue} ms");
+        // beyond the receiver's longest wait, the rest of the difference still counts
+        let (near_queue, _) = near_queue_at_30_of_40(Some(std::time::Duration::from_millis(20)));
+        assert!(
+            (25..=35).contains(&near_queue),
+            "near path queued {near_queue} ms"
+        );
     }
 
     #[test]

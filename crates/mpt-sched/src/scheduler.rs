@@ -79,6 +79,13 @@ pub trait Scheduler: Send + std::fmt::Debug {
     /// virtual clock (`rate`, `adaptive`) can.
     fn keep_short(&mut self, _path: Option<PathId>, _limit: std::time::Duration) {}
 
+    /// The receiver delays every bonded packet that arrives on a path nearer than the farthest
+    /// one (not a backup) to match it, by at most `most` (zero: it does not). A bonded packet's
+    /// delivery then depends on its path's queue, not on how near the path is, and a scheduler
+    /// that places packets where they arrive soonest spreads them by queue alone instead of
+    /// filling the near path's queue first.
+    fn equalised(&mut self, _most: std::time::Duration) {}
+
     /// The rate the scheduler currently assumes for `path`, when it learns rates.
     fn learned_rate(&self, _path: PathId) -> Option<u64> {
         None

@@ -114,7 +114,13 @@ pub(crate) fn build_scheduler(cfg: &EndpointConfig) -> Box<dyn Scheduler> {
         .iter()
         .map(|p| PathSpec::new(p.weight, p.rate_bps, p.backup).with_overhead(header + p.overhead))
         .collect();
-    mpt_sched::build(cfg.scheduler, &specs)
+    let mut sched = mpt_sched::build(cfg.scheduler, &specs);
+    // The peer equalises what this end sends as this end equalises what it receives (the
+    // same setting, on by default at both ends).
+    if cfg.equalise && cfg.reorder_window > 0 {
+        sched.equalised(crate::equalise::MAX_LAG);
+    }
+    sched
 }
 
 impl<P> Endpoint<P> {

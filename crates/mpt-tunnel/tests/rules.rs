@@ -1654,15 +1654,14 @@ fn light_traffic_goes_the_fastest_way_and_is_delivered_at_once_not_behind_bulk()
 }
 
 /// Bulk offered 30 Mbit/s over a 20 Mbit/s path 10 ms away and another 60 ms away (`rate`,
-/// both rates configured) fills the near path's queue until the far path is the sooner one:
-/// 50 ms. A voice stream (DSCP EF) that starts then must not wait in that queue: from its
-/// first packet on, the near path is kept short and the far one takes the rest of the bulk.
-/// Only the packets sent while the queue that stood drains wait at all.
-#[test]
-fn a_light_stream_keeps_its_path_short_and_bulk_takes_the_other() {
+/// both rates configured), then a voice stream (DSCP EF) from 1.5 s on: how long each voice
+/// packet took (by its number), after every packet was checked delivered and both paths
+/// carried bulk.
+fn voice_next_to_bulk(equalise: bool) -> Vec<(u32, Duration)> {
     let cfg = |side| {
         let mut c = sim::config(side, 2, true);
         c.scheduler = mpt_sched::SchedulerKind::Rate;
+        c.equalise = equalise;
         for path in &mut c.paths {
             path.rate_bps = Some(20_000_000);
         }
@@ -1708,11 +1707,6 @@ fn a_light_stream_keeps_its_path_short_and_bulk_takes_the_other() {
     took.sort_unstable();
     assert_eq!(took.len(), voice.len(), "voice lost");
     assert_eq!(on_near as usize, voice.len(), "voice took the far path");
-    // the queue that stood when the stream began: 40 ms and more
-    assert!(took[0].1 > ms(40), "first voice packet {:?}", took[0]);
-    for &(k, d) in &took[3..] {
-        assert!(d < ms(17), "voice packet {k} took {d:?}");
-    }
     // both paths carried the bulk, nothing was lost
     let st = p.ep(Side::B).stats();
     assert!(
@@ -1724,6 +1718,31 @@ fn a_light_stream_keeps_its_path_short_and_bulk_takes_the_other() {
         p.delivered_numbers(Side::B).len(),
         bulk as usize + voice.len()
     );
+    took
+}
+
+/// Without delay equalisation, bulk fills the near path's queue until the far path is the
+/// sooner one: 50 ms. A voice stream that starts then must not wait in that queue: from its
+/// first packet on, the near path is kept short and the far one takes the rest of the bulk.
+/// Only the packets sent while the queue that stood drains wait at all.
+#[test]
+fn a_light_stream_keeps_its_path_short_and_bulk_takes_the_other() {
+    let took = voice_next_to_bulk(false);
+    // the queue that stood when the stream began: 40 ms and more
+    assert!(took[0].1 > ms(40), "first voice packet {:?}", took[0]);
+    for &(k, d) in &took[3..] {
+        assert!(d < ms(17), "voice packet {k} took {d:?}");
+    }
+}
+
+/// With it (the default), the near path is no sooner for bulk, which the receiver delays to
+/// match the far path: bulk shares the paths by queue, none stands on the near path, and not
+/// even the voice stream's first packet waits.
+#[test]
+fn where_the_receiver_equalises_bulk_leaves_no_queue_on_the_near_path_for_voice() {
+    for (k, d) in voice_next_to_bulk(true) {
+        assert!(d < ms(17), "voice packet {k} took {d:?}");
+    }
 }
 
 #[test]
