@@ -52,7 +52,7 @@ pub use stats::{
 /// Largest accepted [`Config::window`]; larger values are clamped.
 pub const MAX_WINDOW: usize = 1 << 20;
 
-pub use measure::{Gap, MAX_GAPS, OWD_GAIN};
+pub use measure::{Gap, CONGESTED_MIN_US, CONGESTED_SHARE, MAX_GAPS, OWD_GAIN, QUEUE_PEAK_AGE};
 
 /// The received-bitmap always reaches at least this far on each side of the release point, so
 /// duplicates up to this many seqs old are told from late packets even with small windows.
@@ -275,7 +275,7 @@ impl<P> Resequencer<P> {
             self.expire(now, deliver);
         }
         self.stats.paths[p].fences += 1;
-        self.measure.fence(p, next_path_seq, &mut self.stats);
+        self.measure.fence(now, p, next_path_seq, &mut self.stats);
         self.counting |= 1u64 << p;
         if self.started {
             self.maybe_rebase();
@@ -568,6 +568,65 @@ mod tests {
         // sent twice more: duplicates
         assert_eq!(resent(&mut h, 13_000, 0, 1), (false, vec![]));
         assert_eq!(h.total().duplicates, 1);
+    }
+
+    /// Pushes `seq` on `path` (its next path sequence), sent at `sent_us`, arriving at
+    /// `arrive_us`.
+    fn push_sent(h: &mut H, path: u8, seq: u32, sent_us: u64, arrive_us: u64) -> Vec<u32> {
+        let ps = h.path_seq[usize::from(path)];
+        h.path_seq[usize::from(path)] = ps.wrapping_add(1);
+        h.push_meta(
+            arrive_us,
+            PacketMeta {
+                path: PathId(path),
+                seq,
+                path_seq: ps,
+                sent_us: sent_us as u32,
+                len: 100,
+            },
+        )
+    }
+
+    /// A loss where the path's queue stands near the highest it has shown is the queue
+    /// overflowing: counted, not kept to be asked for, and given up at once with resending on
+    /// (the inner congestion control must see it). A loss with less queue than that is asked
+    /// for and waited for.
+    #[test]
+    fn a_loss_where_the_queue_overflowed_is_neither_asked_for_nor_waited_for() {
+        let mut h = H::new(config(64, 100, 2));
+        h.r.set_repair(Some(Duration::from_millis(20)));
+        // path 0's queue grows by 1 ms a packet to 40 ms; path 1 has none
+        for k in 0..=40u64 {
+            push_sent(
+                &mut h,
+                0,
+                k as u32,
+                k * 1_000,
+                k * 1_000 + 10_000 + k * 1_000,
+            );
+        }
+        let mut gaps = Vec::new();
+        h.r.take_gaps(&mut gaps);
+        assert!(gaps.is_empty());
+        h.path_seq[0] += 1; // seq 41 lost where the queue stood at 40 ms
+        push_sent(&mut h, 1, 42, 42_000, 52_000);
+        let got = push_sent(&mut h, 0, 43, 43_000, 93_000);
+        assert_eq!(got, [42, 43], "given up at once");
+        h.r.take_gaps(&mut gaps);
+        assert!(gaps.is_empty(), "not asked for: {gaps:?}");
+        assert_eq!((h.path(0).lost, h.path(0).congestion_lost), (1, 1));
+        // the queue falls to 12 ms: under three quarters of the highest, a loss is asked for
+        for k in 44..=50u64 {
+            let sent = (k + 60) * 1_000;
+            push_sent(&mut h, 0, k as u32, sent, sent + 10_000 + 12_000);
+        }
+        h.path_seq[0] += 1; // seq 51 lost
+        push_sent(&mut h, 1, 52, 123_000, 133_000);
+        let got = push_sent(&mut h, 0, 53, 113_000, 135_000);
+        assert!(got.is_empty(), "the gap waits for its packet: {got:?}");
+        h.r.take_gaps(&mut gaps);
+        assert_eq!(gaps.len(), 1);
+        assert_eq!((h.path(0).lost, h.path(0).congestion_lost), (2, 1));
     }
 
     #[test]

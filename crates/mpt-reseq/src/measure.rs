@@ -12,6 +12,18 @@ use crate::{PacketMeta, PathStats, Stats};
 /// a gain of 1/16 lagged a queue by half a second.
 pub const OWD_GAIN: f64 = 0.25;
 
+/// A path sequence gap is the path's queue overflowing, not a random loss, when the packet
+/// after it saw at least this share of the highest queue the path has shown lately...
+pub const CONGESTED_SHARE: f64 = 0.75;
+/// ...and at least this much queue (µs). Such a loss is not asked for again: it is the
+/// signal the inner congestion control needs (sent again, it keeps the queue full, and all
+/// the tunnel's packets wait for it; TCP through the tunnel, cubic and BBR alike, got less
+/// with losses of full queues sent again than with nothing sent again).
+pub const CONGESTED_MIN_US: i64 = 10_000;
+/// The highest queue a path has shown falls to half (or to the current queue) after this
+/// long without a higher one.
+pub const QUEUE_PEAK_AGE: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// What the measurement keeps per path between arrivals.
 #[derive(Debug, Clone, Default)]
 struct PathMeasure {
@@ -27,6 +39,9 @@ struct PathMeasure {
     /// Length of the packet that saw `owd_min`: its serialisation is part of that delay.
     owd_min_len: usize,
     owd_ewma: f64,
+    /// The highest queue (µs above the path's least delay) seen lately, and when.
+    queue_peak: i64,
+    queue_peak_at: Time,
 }
 
 /// The measurement of every path of one session.
@@ -42,6 +57,8 @@ pub(crate) struct Measure {
     /// Path sequence gaps seen since the caller last took them: (path, first missing,
     /// how many). At most [`MAX_GAPS`] wait; more are counted lost but not kept.
     gaps: Vec<Gap>,
+    /// When a gap was last kept to be asked for ([`Measure::keep_gaps`]).
+    pub(crate) gap_kept_at: Option<Time>,
 }
 
 /// Path sequences a path skipped: `count` of them from `first` on, on `path`.
@@ -63,11 +80,15 @@ impl Measure {
             owd_min: i64::MAX,
             keep_gaps: false,
             gaps: Vec::new(),
+            gap_kept_at: None,
         }
     }
 
     /// Path `p` skipped `count` path sequences from `first` on.
-    fn gap(&mut self, p: usize, first: u16, count: u16) {
+    fn gap(&mut self, now: Time, p: usize, first: u16, count: u16) {
+        if self.keep_gaps {
+            self.gap_kept_at = Some(now);
+        }
         if self.keep_gaps && self.gaps.len() < MAX_GAPS {
             self.gaps.push(Gap {
                 path: mpt_core::PathId(p as u8),
@@ -100,6 +121,7 @@ impl Measure {
         self.owd_base = None;
         self.owd_min = i64::MAX;
         self.gaps.clear();
+        self.gap_kept_at = None;
     }
 
     /// A data packet arrived on path `p` at `now`.
@@ -111,6 +133,7 @@ impl Measure {
         let st = &mut stats.paths[p];
         st.packets += 1;
         st.bytes += len;
+        let transit = now.wire_micros().wrapping_sub(meta.sent_us);
         let mut gap = None;
         if let Some(expected) = self.paths[p].expected_path_seq {
             let d = seq16_diff(meta.path_seq, expected);
@@ -125,8 +148,13 @@ impl Measure {
                 }
             }
         }
+        let congested = self.queue_overflowed(now, p, transit);
         if let Some((first, count)) = gap {
-            self.gap(p, first, count);
+            if congested {
+                st.congestion_lost += u64::from(count);
+            } else {
+                self.gap(now, p, first, count);
+            }
         }
         let m = &mut self.paths[p];
         m.expected_path_seq = Some(meta.path_seq.wrapping_add(1));
@@ -134,7 +162,6 @@ impl Measure {
         st.last_sent_us = Some(meta.sent_us);
         st.last_arrival = Some(now);
 
-        let transit = now.wire_micros().wrapping_sub(meta.sent_us);
         if let Some(prev) = m.last_transit {
             let d = f64::from(seq_diff(transit, prev)).abs();
             st.jitter_us += (d - st.jitter_us) / 16.0;
@@ -143,14 +170,33 @@ impl Measure {
         self.one_way_delay(p, transit, meta.len, stats);
     }
 
+    /// Whether a packet of path `p` whose transit time is `transit` found the path's queue
+    /// near the highest it has shown lately ([`CONGESTED_SHARE`], [`CONGESTED_MIN_US`]): a
+    /// loss just before it was the queue overflowing. Follows the highest queue.
+    fn queue_overflowed(&mut self, now: Time, p: usize, transit: u32) -> bool {
+        let (Some(base), true) = (self.owd_base, self.paths[p].owd_valid) else {
+            return false;
+        };
+        let m = &mut self.paths[p];
+        let queue = i64::from(seq_diff(transit, base)) - m.owd_min;
+        if queue >= m.queue_peak {
+            m.queue_peak = queue;
+            m.queue_peak_at = now;
+        } else if now.saturating_since(m.queue_peak_at) > QUEUE_PEAK_AGE {
+            m.queue_peak = queue.max(m.queue_peak / 2);
+            m.queue_peak_at = now;
+        }
+        queue >= CONGESTED_MIN_US && queue as f64 >= CONGESTED_SHARE * m.queue_peak as f64
+    }
+
     /// A fence on path `p` says the next `path_seq` there: the ones skipped are lost.
-    pub(crate) fn fence(&mut self, p: usize, next_path_seq: u16, stats: &mut Stats) {
+    pub(crate) fn fence(&mut self, now: Time, p: usize, next_path_seq: u16, stats: &mut Stats) {
         if let Some(expected) = self.paths[p].expected_path_seq {
             let d = seq16_diff(next_path_seq, expected);
             if d > 0 {
                 stats.paths[p].lost += d as u64;
                 stats.total.lost += d as u64;
-                self.gap(p, expected, d as u16);
+                self.gap(now, p, expected, d as u16);
             } else if d < 0 {
                 // a fence from before datagrams that arrived already (the sender built it
                 // while they were unsent): it says nothing new

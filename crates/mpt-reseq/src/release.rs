@@ -348,8 +348,15 @@ impl<P> Resequencer<P> {
             return;
         }
         match self.repair {
-            // the gap's packet may come again: it waits for it (not past the hold time)
-            Some(wait) if self.counting != 0 => {
+            // the gap's packet may come again (a gap was asked for within the wait; not a
+            // queue that overflowed): it waits for it (not past the hold time)
+            Some(wait)
+                if self.counting != 0
+                    && self
+                        .measure
+                        .gap_kept_at
+                        .is_some_and(|at| now.saturating_since(at) <= wait) =>
+            {
                 // (bounded: past that, a gap waits for its packets' hold time)
                 if self.repairs.len() < MAX_REPAIRS
                     && self.repairs.back().is_none_or(|&(t, _)| t < target)

@@ -285,6 +285,9 @@ pub struct PathStats {
     /// Packets missing from the path's sequence (`path_seq` gaps, and tail loss announced by a
     /// fence).
     pub lost: u64,
+    /// Of those, lost where the path's queue overflowed ([`crate::CONGESTED_SHARE`]):
+    /// not asked for again.
+    pub congestion_lost: u64,
     /// `path_seq` going backwards or jumping forward by 32768 or more (the counter resyncs).
     pub path_seq_errors: u64,
     /// Duplicates that arrived on this path.

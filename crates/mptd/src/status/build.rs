@@ -49,6 +49,7 @@ impl Tunnel {
                     rtt_us: info.srtt_us,
                     rate_bps: info.rate_bps,
                     lost: ps.lost,
+                    congestion_lost: ps.congestion_lost,
                     loss_pct: if expected == 0 {
                         0.0
                     } else {

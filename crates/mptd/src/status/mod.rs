@@ -225,6 +225,10 @@ pub struct PathStatus {
     pub rate_bps: Option<u64>,
     /// Packets lost on the way in (per-path sequence gaps).
     pub lost: u64,
+    /// Of `lost`, the packets lost where the path's queue overflowed: not asked for again
+    /// (the inner congestion control sees them).
+    #[serde(default)]
+    pub congestion_lost: u64,
     pub loss_pct: f64,
     /// RFC 3550 interarrival jitter, microseconds.
     pub jitter_us: f64,

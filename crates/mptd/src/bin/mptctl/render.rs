@@ -84,6 +84,12 @@ pub(crate) fn print_show(s: &Status, only: Option<&str>) {
                 p.loss_pct,
                 p.jitter_us / 1000.0
             );
+            if p.congestion_lost > 0 {
+                println!(
+                    "    lost where its queue overflowed: {} of {} (not asked for again)",
+                    p.congestion_lost, p.lost
+                );
+            }
             println!(
                 "    transfer: {} received, {} sent",
                 bytes(p.rx_bytes),
