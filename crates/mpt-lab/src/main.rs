@@ -54,21 +54,8 @@ enum Cmd {
         /// realworld: seconds per transfer (default 10).
         #[arg(long)]
         duration: Option<u64>,
-        /// table2: the tunnel sends every packet in a datagram of its own (`[connection]
-        /// bundle = false`), to compare with the default.
-        #[arg(long)]
-        no_bundle: bool,
-        /// realworld: mptd without parity on lossy paths (`[connection] parity = false`;
-        /// losses are still asked for and resent), to compare with the default.
-        #[arg(long)]
-        no_parity: bool,
-        /// realworld: mptd without delay equalisation (`[connection] equalise = false`), to
-        /// compare with the default.
-        #[arg(long)]
-        no_equalise: bool,
-        /// realworld: runs of each scenario, averaged.
-        #[arg(long, default_value_t = 3)]
-        runs: usize,
+        #[command(flatten)]
+        flags: RunFlags,
         /// Where the markdown, CSV and PNG files go.
         #[arg(long, default_value = "lab-out")]
         out: std::path::PathBuf,
@@ -110,15 +97,56 @@ enum Cmd {
     Emulate { spec: String },
 }
 
+/// What `mpt-lab run` changes in the tunnel, and how realworld measures.
+#[derive(clap::Args, Debug, Clone, Copy)]
+struct RunFlags {
+    /// table2: the tunnel sends every packet in a datagram of its own (`[connection]
+    /// bundle = false`), to compare with the default.
+    #[arg(long)]
+    no_bundle: bool,
+    /// realworld: mptd without parity on lossy paths (`[connection] parity = false`;
+    /// losses are still asked for and resent), to compare with the default.
+    #[arg(long)]
+    no_parity: bool,
+    /// realworld: mptd without delay equalisation (`[connection] equalise = false`), to
+    /// compare with the default.
+    #[arg(long)]
+    no_equalise: bool,
+    /// realworld: mptd without resending (`[connection] resend = false`, which turns parity
+    /// off too): what a path loses reaches the inner TCP.
+    #[arg(long)]
+    no_resend: bool,
+    /// realworld: print, every second of a transfer through mptd, the sender's TCP state
+    /// (`ss -tin`) and each path's `tbf` drops and backlog, then what both daemons counted.
+    #[arg(long)]
+    trace: bool,
+    /// realworld: measure mptd only (no paths-alone or MPTCP columns), to compare builds
+    /// quickly.
+    #[arg(long)]
+    mptd_only: bool,
+    /// realworld: runs of each scenario, averaged.
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+}
+
 fn run(
     name: &str,
     cases: &[u32],
     schedulers: &[String],
     encryption: Option<&str>,
     duration: Option<u64>,
-    (no_bundle, no_parity, no_equalise, runs): (bool, bool, bool, usize),
+    flags: &RunFlags,
     out: &std::path::Path,
 ) -> anyhow::Result<()> {
+    let RunFlags {
+        no_bundle,
+        no_parity,
+        no_equalise,
+        no_resend,
+        trace,
+        mptd_only,
+        runs,
+    } = *flags;
     let only = mpt_lab::experiments::adaptive::Only {
         cases,
         schedulers,
@@ -153,11 +181,14 @@ fn run(
                 cases,
                 runs,
                 duration.unwrap_or(10),
-                (
-                    schedulers.first().map_or("adaptive", String::as_str),
-                    !no_parity,
-                    !no_equalise,
-                ),
+                &mpt_lab::experiments::realworld::MptdOpts {
+                    scheduler: schedulers.first().map_or("adaptive", String::as_str),
+                    parity: !no_parity,
+                    resend: !no_resend,
+                    equalise: !no_equalise,
+                    trace,
+                    alone: mptd_only,
+                },
                 out,
             )?;
             println!("{md}");
@@ -253,10 +284,7 @@ fn main() -> ExitCode {
             schedulers,
             encryption,
             duration,
-            no_bundle,
-            no_parity,
-            no_equalise,
-            runs,
+            flags,
             out,
         } => run(
             &suite,
@@ -264,7 +292,7 @@ fn main() -> ExitCode {
             &schedulers,
             encryption.as_deref(),
             duration,
-            (no_bundle, no_parity, no_equalise, runs),
+            &flags,
             &out,
         ),
         Cmd::Bench {

@@ -224,6 +224,137 @@ fn set_up_mptcp(lab: &Lab) -> Result<()> {
     Ok(())
 }
 
+/// `--trace`: samples, once a second, the sender's TCP (`ss -tin`) and every path's `tbf` in A
+/// (drops so far, backlog), and prints what both daemons counted when the transfer is over.
+struct Tracer {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+/// The fields of `ss -tin` worth a line: congestion window, RTT, rates, BBR's model, losses.
+fn tcp_summary(ss: &str) -> String {
+    const KEEP: [&str; 9] = [
+        "cwnd:",
+        "rtt:",
+        "bbr:",
+        "pacing_rate",
+        "delivery_rate",
+        "retrans:",
+        "lost:",
+        "unacked:",
+        "minrtt:",
+    ];
+    let words: Vec<&str> = ss.split_whitespace().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < words.len() {
+        let w = words[i];
+        if KEEP.iter().any(|k| w.starts_with(k)) {
+            if (w == "pacing_rate" || w == "delivery_rate") && i + 1 < words.len() {
+                out.push(format!("{w}:{}", words[i + 1]));
+                i += 1;
+            } else {
+                out.push(w.to_owned());
+            }
+        }
+        i += 1;
+    }
+    out.join(" ")
+}
+
+/// `tc -s qdisc` of a link: (packets dropped so far, backlog in bytes).
+fn tbf_counts(tc: &str) -> (u64, u64) {
+    let after = |key: &str| -> u64 {
+        tc.split(key)
+            .nth(1)
+            .and_then(|r| {
+                r.trim_start()
+                    .split(|c: char| !c.is_ascii_digit())
+                    .next()
+                    .and_then(|n| n.parse().ok())
+            })
+            .unwrap_or(0)
+    };
+    (after("dropped"), after("backlog"))
+}
+
+impl Tracer {
+    fn start(lab: &Lab) -> Tracer {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let ns = lab.ns(Side::A);
+        let links: Vec<String> = (0..lab.paths.len()).map(Lab::link).collect();
+        let dst = tunnel_addr(Side::B);
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let start = Instant::now();
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_secs(1));
+                let out = |args: &[&str]| {
+                    std::process::Command::new("ip")
+                        .args(["netns", "exec", &ns])
+                        .args(args)
+                        .output()
+                        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                        .unwrap_or_default()
+                };
+                let ss = out(&["ss", "-tin", "dst", &dst]);
+                let queues: Vec<String> = links
+                    .iter()
+                    .map(|l| {
+                        let (dropped, backlog) =
+                            tbf_counts(&out(&["tc", "-s", "qdisc", "show", "dev", l]));
+                        format!("{l} dropped {dropped} backlog {backlog}b")
+                    })
+                    .collect();
+                eprintln!(
+                    "   t={:.0}s {} | {}",
+                    start.elapsed().as_secs_f64(),
+                    tcp_summary(&ss),
+                    queues.join(", ")
+                );
+            }
+        });
+        Tracer { stop, thread }
+    }
+
+    fn finish(self, lab: &Lab) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let _ = self.thread.join();
+        if let Ok(a) = lab.status(Side::A) {
+            for p in &a.paths {
+                eprintln!(
+                    "   A {}: sent {} pkts, resent {}, parity {}, rate {:?} bit/s, peer says lost {}",
+                    p.name,
+                    p.tx_packets,
+                    p.resent,
+                    p.parity_sent,
+                    p.rate_bps,
+                    p.peer.as_ref().map_or(0, |r| r.lost),
+                );
+            }
+        }
+        if let Ok(b) = lab.status(Side::B) {
+            let r = &b.tunnel.reseq;
+            eprintln!(
+                "   B resequencer: hold p50/p99/max {}/{}/{} us, skipped {}, by timeout {}, recovered {}, parity repaired {}, late {}; waits {:?} ms; lost (queue overflowed) {:?}",
+                r.hold_p50_us,
+                r.hold_p99_us,
+                r.hold_max_us,
+                r.skipped,
+                r.released_by_timeout,
+                r.recovered,
+                r.parity_repaired,
+                r.late,
+                b.paths.iter().map(|p| p.equalise_ms).collect::<Vec<_>>(),
+                b.paths
+                    .iter()
+                    .map(|p| (p.lost, p.congestion_lost))
+                    .collect::<Vec<_>>(),
+            );
+        }
+    }
+}
+
 /// Mean of the runs.
 fn mean(v: &[f64]) -> f64 {
     if v.is_empty() {
@@ -233,16 +364,38 @@ fn mean(v: &[f64]) -> f64 {
     }
 }
 
-/// Run the scenarios (`cases`: only these ids), `runs` times each, `secs` per transfer, mptd
-/// with `scheduler` (`adaptive`: nothing configured per path; the others get each path's rate
-/// and weight), with or without `parity` and `equalise`.
+/// How mptd runs in `mpt-lab run realworld`.
+#[derive(Debug)]
+pub struct MptdOpts<'a> {
+    /// `adaptive`: nothing configured per path; the others get each path's rate and weight.
+    pub scheduler: &'a str,
+    pub parity: bool,
+    /// Losses asked for and sent again (`[connection] resend`).
+    pub resend: bool,
+    pub equalise: bool,
+    /// Print, every second of a transfer through mptd, what the sender's TCP and A's `tbf`
+    /// queues say, and after it what both daemons counted.
+    pub trace: bool,
+    /// Measure mptd alone (no paths-alone or MPTCP column): quicker, to compare builds.
+    pub alone: bool,
+}
+
+/// Run the scenarios (`cases`: only these ids), `runs` times each, `secs` per transfer.
 pub fn run_realworld(
     cases: &[u32],
     runs: usize,
     secs: u64,
-    (scheduler, parity, equalise): (&str, bool, bool),
+    mptd: &MptdOpts,
     out: &Path,
 ) -> Result<String> {
+    let MptdOpts {
+        scheduler,
+        parity,
+        resend,
+        equalise,
+        trace,
+        alone: mptd_alone,
+    } = *mptd;
     let mut configured = if scheduler == "adaptive" {
         "nothing configured per path".to_owned()
     } else {
@@ -253,6 +406,9 @@ pub fn run_realworld(
     }
     if !equalise {
         configured += ", `equalise = false`";
+    }
+    if !resend {
+        configured += ", `resend = false`";
     }
     let mut md = String::new();
     writeln!(
@@ -284,28 +440,35 @@ pub fn run_realworld(
                         .expect("address")
                 })
                 .collect();
-            // BBR: what a path carries, its random loss notwithstanding
-            let each = transfer(&lab, &per_path, false, "bbr", secs)?;
-            eprintln!("   paths alone: {each:.1?} Mbit/s");
-            alone.push(each.iter().sum::<f64>());
-            set_up_mptcp(&lab)?;
-            for (k, cc) in CCS.iter().enumerate() {
-                let got = transfer(&lab, &per_path[..1], true, cc, secs)?[0];
-                eprintln!("   MPTCP {cc}: {got:.1} Mbit/s");
-                mptcp[k].push(got);
+            if !mptd_alone {
+                // BBR: what a path carries, its random loss notwithstanding
+                let each = transfer(&lab, &per_path, false, "bbr", secs)?;
+                eprintln!("   paths alone: {each:.1?} Mbit/s");
+                alone.push(each.iter().sum::<f64>());
+                set_up_mptcp(&lab)?;
+                for (k, cc) in CCS.iter().enumerate() {
+                    let got = transfer(&lab, &per_path[..1], true, cc, secs)?[0];
+                    eprintln!("   MPTCP {cc}: {got:.1} Mbit/s");
+                    mptcp[k].push(got);
+                }
             }
             let opts = TunnelOpts {
                 scheduler: scheduler.into(),
                 configure_rates: scheduler != "adaptive",
                 parity: (!parity).then_some(false),
+                resend: (!resend).then_some(false),
                 equalise: (!equalise).then_some(false),
                 ..TunnelOpts::default()
             };
             lab.start_tunnel(&opts).context("tunnel")?;
             let inner: SocketAddr = format!("{}:5700", tunnel_addr(Side::B)).parse()?;
             for (k, cc) in CCS.iter().enumerate() {
+                let tracer = trace.then(|| Tracer::start(&lab));
                 let got = transfer(&lab, &[inner], false, cc, secs)?[0];
                 eprintln!("   mptd {cc}: {got:.1} Mbit/s");
+                if let Some(t) = tracer {
+                    t.finish(&lab);
+                }
                 tunnel[k].push(got);
             }
         }
