@@ -13,8 +13,9 @@ use crate::{PacketMeta, PathStats, Stats};
 pub const OWD_GAIN: f64 = 0.25;
 
 /// A path sequence gap is the path's queue overflowing, not a random loss, when the packet
-/// after it saw at least this share of the highest queue the path has shown lately...
-pub const CONGESTED_SHARE: f64 = 0.75;
+/// after it leaves the path's queue (its smoothed one-way delay above its least) at this share
+/// of the highest it has shown lately or more...
+pub const CONGESTED_SHARE: f64 = 0.8;
 /// ...and at least this much queue (µs). Such a loss is not asked for again: it is the
 /// signal the inner congestion control needs (sent again, it keeps the queue full, and all
 /// the tunnel's packets wait for it; TCP through the tunnel, cubic and BBR alike, got less
@@ -23,6 +24,31 @@ pub const CONGESTED_MIN_US: i64 = 10_000;
 /// The highest queue a path has shown falls to half (or to the current queue) after this
 /// long without a higher one.
 pub const QUEUE_PEAK_AGE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The highest queue a path has shown lately, to tell a queue that overflows from one with
+/// room ([`CONGESTED_SHARE`], [`CONGESTED_MIN_US`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueuePeak {
+    peak_us: i64,
+    at: Time,
+}
+
+impl QueuePeak {
+    /// The path's queue stood at `queue_us` at `now`: whether it is near the highest it has
+    /// shown lately, where a queue overflows (a loss there is the queue's, not random). The
+    /// highest follows `queue_us`, and falls to half (or to `queue_us`) after
+    /// [`QUEUE_PEAK_AGE`] without a higher one.
+    pub fn full(&mut self, now: Time, queue_us: i64) -> bool {
+        if queue_us >= self.peak_us {
+            self.peak_us = queue_us;
+            self.at = now;
+        } else if now.saturating_since(self.at) > QUEUE_PEAK_AGE {
+            self.peak_us = queue_us.max(self.peak_us / 2);
+            self.at = now;
+        }
+        queue_us >= CONGESTED_MIN_US && queue_us as f64 >= CONGESTED_SHARE * self.peak_us as f64
+    }
+}
 
 /// What the measurement keeps per path between arrivals.
 #[derive(Debug, Clone, Default)]
@@ -39,9 +65,8 @@ struct PathMeasure {
     /// Length of the packet that saw `owd_min`: its serialisation is part of that delay.
     owd_min_len: usize,
     owd_ewma: f64,
-    /// The highest queue (µs above the path's least delay) seen lately, and when.
-    queue_peak: i64,
-    queue_peak_at: Time,
+    /// The highest queue (µs above the path's least delay) seen lately.
+    queue_peak: QueuePeak,
 }
 
 /// The measurement of every path of one session.
@@ -178,15 +203,11 @@ impl Measure {
             return false;
         };
         let m = &mut self.paths[p];
-        let queue = i64::from(seq_diff(transit, base)) - m.owd_min;
-        if queue >= m.queue_peak {
-            m.queue_peak = queue;
-            m.queue_peak_at = now;
-        } else if now.saturating_since(m.queue_peak_at) > QUEUE_PEAK_AGE {
-            m.queue_peak = queue.max(m.queue_peak / 2);
-            m.queue_peak_at = now;
-        }
-        queue >= CONGESTED_MIN_US && queue as f64 >= CONGESTED_SHARE * m.queue_peak as f64
+        // the smoothed delay as this packet leaves it: a single late or early packet (the
+        // lab's and the VM's own jitter) moves neither the queue nor its peak far
+        let rel = f64::from(seq_diff(transit, base));
+        let queue = (m.owd_ewma + (rel - m.owd_ewma) * OWD_GAIN) as i64 - m.owd_min;
+        m.queue_peak.full(now, queue)
     }
 
     /// A fence on path `p` says the next `path_seq` there: the ones skipped are lost.

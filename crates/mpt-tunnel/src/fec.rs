@@ -68,9 +68,14 @@ pub struct Solved {
 pub struct FecTx {
     /// Packets per parity while parity is on; 0: off.
     pub k: usize,
-    /// Smoothed loss rate, and the report counters (packets, lost) it was last sampled at.
+    /// Smoothed loss rate.
     pub(crate) loss: f64,
-    sampled: Option<(u32, u32)>,
+    /// The last report's counters (packets, lost), and the packets received and lost in the
+    /// sample so far.
+    last: Option<(u32, u32)>,
+    sample: (u32, u32),
+    /// The highest queue the reports have shown lately.
+    queue_peak: mpt_reseq::QueuePeak,
     /// The group: its first path sequence, how many so far, their packets' and global
     /// sequences' XOR.
     first: u16,
@@ -91,24 +96,34 @@ impl FecTx {
         }
     }
 
-    /// The peer reported `e` on the path: sample its loss since the last sample (once enough
-    /// packets passed) and decide whether parity is on, and its group size.
-    pub(crate) fn take_report(&mut self, e: &ReportEntry) {
-        let Some((packets, lost)) = self.sampled else {
-            self.sampled = Some((e.packets, e.lost));
+    /// The peer reported `e` on the path: sample its loss (once enough packets passed) and
+    /// decide whether parity is on, and its group size. Only report intervals that end with
+    /// the path's queue short of full count ([`mpt_reseq::QueuePeak`], as the peer tells a
+    /// loss of a queue that overflowed): such a loss is not asked for again, parity would
+    /// not help it (the inner congestion control needs it), and a random loss is as likely
+    /// with the queue low as high, so the other intervals give its rate.
+    pub(crate) fn take_report(&mut self, now: Time, e: &ReportEntry) {
+        let Some((packets, lost)) = self.last.replace((e.packets, e.lost)) else {
             return;
         };
         let got = e.packets.wrapping_sub(packets);
         let missed = e.lost.wrapping_sub(lost);
         // counters that went back (a new session) start sampling again
         if got > u32::MAX / 2 || missed > u32::MAX / 2 {
-            self.sampled = Some((e.packets, e.lost));
+            self.sample = (0, 0);
             return;
         }
+        let queue = e.owd_us.saturating_sub(e.owd_min_us);
+        if self.queue_peak.full(now, i64::from(queue)) {
+            return;
+        }
+        self.sample.0 = self.sample.0.saturating_add(got);
+        self.sample.1 = self.sample.1.saturating_add(missed);
+        let (got, missed) = self.sample;
         if got.saturating_add(missed) < LOSS_SAMPLE {
             return;
         }
-        self.sampled = Some((e.packets, e.lost));
+        self.sample = (0, 0);
         let rate = f64::from(missed) / f64::from(got + missed);
         self.loss += LOSS_GAIN * (rate - self.loss);
         if self.k == 0 && self.loss >= FEC_ON_LOSS {
@@ -445,34 +460,62 @@ mod tests {
         }
     }
 
+    /// Losses that come with the queue standing are the queue overflowing: no parity for
+    /// them, whatever their rate.
+    #[test]
+    fn losses_of_a_standing_queue_turn_no_parity_on() {
+        let mut f = FecTx::default();
+        f.take_report(Time::ZERO, &entry(0, 0));
+        let (mut packets, mut lost) = (0u32, 0u32);
+        for _ in 0..20 {
+            packets += 950;
+            lost += 50;
+            f.take_report(
+                Time::ZERO,
+                &ReportEntry {
+                    owd_us: 40_000,
+                    ..entry(packets, lost)
+                },
+            );
+        }
+        assert_eq!(f.k, 0, "loss {}", f.loss);
+        // the same losses with no queue: on
+        for _ in 0..20 {
+            packets += 950;
+            lost += 50;
+            f.take_report(Time::ZERO, &entry(packets, lost));
+        }
+        assert!(f.k > 0, "loss {}", f.loss);
+    }
+
     #[test]
     fn parity_starts_above_the_loss_threshold_and_stops_below_the_lower_one() {
         let mut f = FecTx::default();
-        f.take_report(&entry(0, 0));
+        f.take_report(Time::ZERO, &entry(0, 0));
         let (mut packets, mut lost) = (0u32, 0u32);
         // 1 % loss: on after a few samples, about one parity per 50 packets
         for _ in 0..20 {
             packets += 990;
             lost += 10;
-            f.take_report(&entry(packets, lost));
+            f.take_report(Time::ZERO, &entry(packets, lost));
         }
         assert!(f.k > 0, "loss {}", f.loss);
         assert!((60..=64).contains(&f.k), "k {}", f.k);
         // a sample of fewer packets than a sample needs changes nothing
         let k = f.k;
-        f.take_report(&entry(packets + 50, lost + 10));
+        f.take_report(Time::ZERO, &entry(packets + 50, lost + 10));
         assert_eq!(f.k, k);
         // clean again: off
         for _ in 0..30 {
             packets += 1000;
-            f.take_report(&entry(packets, lost));
+            f.take_report(Time::ZERO, &entry(packets, lost));
         }
         assert_eq!(f.k, 0, "loss {}", f.loss);
         // 0.3 %: between the thresholds, stays off
         for _ in 0..30 {
             packets += 997;
             lost += 3;
-            f.take_report(&entry(packets, lost));
+            f.take_report(Time::ZERO, &entry(packets, lost));
         }
         assert_eq!(f.k, 0, "loss {}", f.loss);
     }

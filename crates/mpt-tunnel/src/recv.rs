@@ -378,7 +378,7 @@ impl<P> Endpoint<P> {
             };
             p.peer_report = Some((now, e));
             self.sched.on_report(now, e.path, &e);
-            p.fec_tx.take_report(&e);
+            p.fec_tx.take_report(now, &e);
             if e.echo != 0 {
                 let rtt = now
                     .wire_micros()

@@ -284,6 +284,7 @@ impl Tracer {
         let ns = lab.ns(Side::A);
         let links: Vec<String> = (0..lab.paths.len()).map(Lab::link).collect();
         let dst = tunnel_addr(Side::B);
+        let control = lab.control_socket(Side::A);
         let flag = stop.clone();
         let thread = std::thread::spawn(move || {
             let start = Instant::now();
@@ -306,11 +307,21 @@ impl Tracer {
                         format!("{l} dropped {dropped} backlog {backlog}b")
                     })
                     .collect();
+                // the rates A's scheduler assumes (adaptive: learned)
+                let rates: Vec<String> = mptd::control::status(&control)
+                    .map(|st| {
+                        st.paths
+                            .iter()
+                            .map(|p| format!("{:.1}", p.rate_bps.unwrap_or(0) as f64 / 1e6))
+                            .collect()
+                    })
+                    .unwrap_or_default();
                 eprintln!(
-                    "   t={:.0}s {} | {}",
+                    "   t={:.0}s {} | {} | rates {} Mbit/s",
                     start.elapsed().as_secs_f64(),
                     tcp_summary(&ss),
-                    queues.join(", ")
+                    queues.join(", "),
+                    rates.join("/")
                 );
             }
         });
