@@ -414,18 +414,7 @@ mod tests {
         /// Pushes `seq` on `path` at `now_us` with the path's next `path_seq`; returns what was
         /// delivered.
         fn push(&mut self, now_us: u64, path: u8, seq: u32) -> Vec<u32> {
-            let ps = self.path_seq[usize::from(path)];
-            self.path_seq[usize::from(path)] = ps.wrapping_add(1);
-            self.push_meta(
-                now_us,
-                PacketMeta {
-                    path: PathId(path),
-                    seq,
-                    path_seq: ps,
-                    sent_us: 0,
-                    len: 100,
-                },
-            )
+            push_sent(self, path, seq, 0, now_us)
         }
 
         fn push_meta(&mut self, now_us: u64, meta: PacketMeta) -> Vec<u32> {
