@@ -579,11 +579,10 @@ mod tests {
     }
 
     /// A loss where the path's queue stands near the highest it has shown is the queue
-    /// overflowing: counted, not kept to be asked for, and given up at once with resending on
-    /// (the inner congestion control must see it). A loss with less queue than that is asked
-    /// for and waited for.
+    /// overflowing: counted, and given up at once with resending on (the inner congestion
+    /// control must see it). A loss with less queue than that is waited for.
     #[test]
-    fn a_loss_where_the_queue_overflowed_is_neither_asked_for_nor_waited_for() {
+    fn a_loss_where_the_queue_overflowed_is_not_waited_for() {
         let mut h = H::new(config(64, 100, 2));
         h.r.set_repair(Some(Duration::from_millis(20)));
         // path 0's queue grows by 1 ms a packet to 40 ms; path 1 has none
@@ -603,8 +602,11 @@ mod tests {
         push_sent(&mut h, 1, 42, 42_000, 52_000);
         let got = push_sent(&mut h, 0, 43, 43_000, 93_000);
         assert_eq!(got, [42, 43], "given up at once");
+        // still asked for: a light packet (voice) may have been in it, and it is delivered
+        // whenever it comes
         h.r.take_gaps(&mut gaps);
-        assert!(gaps.is_empty(), "not asked for: {gaps:?}");
+        assert_eq!(gaps.len(), 1);
+        gaps.clear();
         assert_eq!((h.path(0).lost, h.path(0).congestion_lost), (1, 1));
         // the queue falls to 12 ms: under three quarters of the highest, a loss is asked for
         for k in 44..=50u64 {

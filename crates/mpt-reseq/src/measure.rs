@@ -110,8 +110,10 @@ impl Measure {
     }
 
     /// Path `p` skipped `count` path sequences from `first` on.
-    fn gap(&mut self, now: Time, p: usize, first: u16, count: u16) {
-        if self.keep_gaps {
+    /// Path `p` lost `count` from `first` on, at `now`: kept to be asked for, and, unless
+    /// it was its queue overflowing (`overflow`), waited for.
+    fn gap(&mut self, now: Time, p: usize, first: u16, count: u16, overflow: bool) {
+        if self.keep_gaps && !overflow {
             self.gap_kept_at = Some(now);
         }
         if self.keep_gaps && self.gaps.len() < MAX_GAPS {
@@ -177,9 +179,8 @@ impl Measure {
         if let Some((first, count)) = gap {
             if congested {
                 st.congestion_lost += u64::from(count);
-            } else {
-                self.gap(now, p, first, count);
             }
+            self.gap(now, p, first, count, congested);
         }
         let m = &mut self.paths[p];
         m.expected_path_seq = Some(meta.path_seq.wrapping_add(1));
@@ -217,7 +218,7 @@ impl Measure {
             if d > 0 {
                 stats.paths[p].lost += d as u64;
                 stats.total.lost += d as u64;
-                self.gap(now, p, expected, d as u16);
+                self.gap(now, p, expected, d as u16, false);
             } else if d < 0 {
                 // a fence from before datagrams that arrived already (the sender built it
                 // while they were unsent): it says nothing new

@@ -268,8 +268,10 @@ impl Scheduler for RateScheduler {
         if i < self.busy.len() {
             let mut ser = self.serialisation(i, len);
             if self.short.is_some_and(|(k, _)| k == i) {
-                // a learned rate a little above the link's must not let a queue build
-                ser += ser / 4;
+                // a learned rate above the link's must not let a queue build: bulk gets at
+                // most half of what the path is believed to carry (a quarter more let BBR
+                // bulk build 20-50 ms under a voice call when a report came late)
+                ser += ser;
             }
             self.busy[i] = self.busy[i].max(now.as_nanos()) + ser;
             self.last = Some(i);
@@ -731,13 +733,10 @@ mod tests {
         s.keep_short(Some(PathId(0)), limit);
         run(&mut s, 3000, 500); // what stood in the queue drains
         let (short, per_path) = run(&mut s, 3500, 3000);
-        // (its clock counts each packet a quarter longer while it is kept short)
-        assert!(
-            short <= limit + packet * 5 / 4,
-            "near path backlog {short:?}"
-        );
-        // the near path still carries four fifths of its rate: 16 of the 30 Mbit/s
-        assert!(per_path[0] >= 1550 && per_path[1] >= 1350, "{per_path:?}");
+        // (its clock counts each packet twice while it is kept short)
+        assert!(short <= limit + packet * 2, "near path backlog {short:?}");
+        // the near path still carries half its rate: 10 of the 30 Mbit/s
+        assert!(per_path[0] >= 950 && per_path[1] >= 1950, "{per_path:?}");
         // a report shows a queue there that the clock does not: passed over until one shows
         // it gone
         s.short_queued(PathId(0), Duration::from_millis(12));
