@@ -7,7 +7,8 @@
 //! * [`bench`]: throughput, latency and build-against-build benchmarks;
 //! * [`floor`]: the minimal blocking tunnel that sets the machine's latency floor;
 //! * [`demo`]: the README's main job;
-//! * [`realworld`]: bonding on real-looking links against kernel MPTCP.
+//! * [`realworld`]: bonding on real-looking links against kernel MPTCP (`trace`: its
+//!   `--trace` samples).
 
 pub mod adaptive;
 pub mod bench;
@@ -18,3 +19,4 @@ pub mod peers;
 pub mod realworld;
 pub mod runs;
 pub mod scenario;
+mod trace;

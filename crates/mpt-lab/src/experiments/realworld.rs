@@ -26,6 +26,8 @@ use socket2::{Domain, Protocol, Socket, Type};
 use crate::harness::{in_netns, tunnel_addr, Impair, Lab, LinkSpec, Side, TunnelOpts};
 use crate::report::write;
 
+use super::trace::Tracer;
+
 /// IPPROTO_MPTCP.
 const IPPROTO_MPTCP: i32 = 262;
 
@@ -222,148 +224,6 @@ fn set_up_mptcp(lab: &Lab) -> Result<()> {
     }
     crate::harness::process::sh(&s)?;
     Ok(())
-}
-
-/// `--trace`: samples, once a second, the sender's TCP (`ss -tin`) and every path's `tbf` in A
-/// (drops so far, backlog), and prints what both daemons counted when the transfer is over.
-struct Tracer {
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    thread: std::thread::JoinHandle<()>,
-}
-
-/// The fields of `ss -tin` worth a line: congestion window, RTT, rates, BBR's model, losses.
-fn tcp_summary(ss: &str) -> String {
-    const KEEP: [&str; 9] = [
-        "cwnd:",
-        "rtt:",
-        "bbr:",
-        "pacing_rate",
-        "delivery_rate",
-        "retrans:",
-        "lost:",
-        "unacked:",
-        "minrtt:",
-    ];
-    let words: Vec<&str> = ss.split_whitespace().collect();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < words.len() {
-        let w = words[i];
-        if KEEP.iter().any(|k| w.starts_with(k)) {
-            if (w == "pacing_rate" || w == "delivery_rate") && i + 1 < words.len() {
-                out.push(format!("{w}:{}", words[i + 1]));
-                i += 1;
-            } else {
-                out.push(w.to_owned());
-            }
-        }
-        i += 1;
-    }
-    out.join(" ")
-}
-
-/// `tc -s qdisc` of a link: (packets dropped so far, backlog in bytes).
-fn tbf_counts(tc: &str) -> (u64, u64) {
-    let after = |key: &str| -> u64 {
-        tc.split(key)
-            .nth(1)
-            .and_then(|r| {
-                r.trim_start()
-                    .split(|c: char| !c.is_ascii_digit())
-                    .next()
-                    .and_then(|n| n.parse().ok())
-            })
-            .unwrap_or(0)
-    };
-    (after("dropped"), after("backlog"))
-}
-
-impl Tracer {
-    fn start(lab: &Lab) -> Tracer {
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let ns = lab.ns(Side::A);
-        let links: Vec<String> = (0..lab.paths.len()).map(Lab::link).collect();
-        let dst = tunnel_addr(Side::B);
-        let control = lab.control_socket(Side::A);
-        let flag = stop.clone();
-        let thread = std::thread::spawn(move || {
-            let start = Instant::now();
-            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
-                std::thread::sleep(Duration::from_secs(1));
-                let out = |args: &[&str]| {
-                    std::process::Command::new("ip")
-                        .args(["netns", "exec", &ns])
-                        .args(args)
-                        .output()
-                        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-                        .unwrap_or_default()
-                };
-                let ss = out(&["ss", "-tin", "dst", &dst]);
-                let queues: Vec<String> = links
-                    .iter()
-                    .map(|l| {
-                        let (dropped, backlog) =
-                            tbf_counts(&out(&["tc", "-s", "qdisc", "show", "dev", l]));
-                        format!("{l} dropped {dropped} backlog {backlog}b")
-                    })
-                    .collect();
-                // the rates A's scheduler assumes (adaptive: learned)
-                let rates: Vec<String> = mptd::control::status(&control)
-                    .map(|st| {
-                        st.paths
-                            .iter()
-                            .map(|p| format!("{:.1}", p.rate_bps.unwrap_or(0) as f64 / 1e6))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                eprintln!(
-                    "   t={:.0}s {} | {} | rates {} Mbit/s",
-                    start.elapsed().as_secs_f64(),
-                    tcp_summary(&ss),
-                    queues.join(", "),
-                    rates.join("/")
-                );
-            }
-        });
-        Tracer { stop, thread }
-    }
-
-    fn finish(self, lab: &Lab) {
-        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        let _ = self.thread.join();
-        if let Ok(a) = lab.status(Side::A) {
-            for p in &a.paths {
-                eprintln!(
-                    "   A {}: sent {} pkts, resent {}, parity {}, rate {:?} bit/s, peer says lost {}",
-                    p.name,
-                    p.tx_packets,
-                    p.resent,
-                    p.parity_sent,
-                    p.rate_bps,
-                    p.peer.as_ref().map_or(0, |r| r.lost),
-                );
-            }
-        }
-        if let Ok(b) = lab.status(Side::B) {
-            let r = &b.tunnel.reseq;
-            eprintln!(
-                "   B resequencer: hold p50/p99/max {}/{}/{} us, skipped {}, by timeout {}, recovered {}, parity repaired {}, late {}; waits {:?} ms; lost (queue overflowed) {:?}",
-                r.hold_p50_us,
-                r.hold_p99_us,
-                r.hold_max_us,
-                r.skipped,
-                r.released_by_timeout,
-                r.recovered,
-                r.parity_repaired,
-                r.late,
-                b.paths.iter().map(|p| p.equalise_ms).collect::<Vec<_>>(),
-                b.paths
-                    .iter()
-                    .map(|p| (p.lost, p.congestion_lost))
-                    .collect::<Vec<_>>(),
-            );
-        }
-    }
 }
 
 /// Mean of the runs.
