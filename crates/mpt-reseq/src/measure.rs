@@ -16,10 +16,10 @@ pub const OWD_GAIN: f64 = 0.25;
 /// after it leaves the path's queue (its smoothed one-way delay above its least) at this share
 /// of the highest it has shown lately or more...
 pub const CONGESTED_SHARE: f64 = 0.8;
-/// ...and at least this much queue (µs). Such a loss is not asked for again: it is the
-/// signal the inner congestion control needs (sent again, it keeps the queue full, and all
-/// the tunnel's packets wait for it; TCP through the tunnel, cubic and BBR alike, got less
-/// with losses of full queues sent again than with nothing sent again).
+/// ...and at least this much queue (µs). Such a loss is not waited for: it is the signal the
+/// inner congestion control needs (waited for, it held all the tunnel's packets while the
+/// queue stayed full; TCP through the tunnel, cubic and BBR alike, got less with losses of
+/// full queues waited for than with nothing sent again).
 pub const CONGESTED_MIN_US: i64 = 10_000;
 /// The highest queue a path has shown falls to half (or to the current queue) after this
 /// long without a higher one.

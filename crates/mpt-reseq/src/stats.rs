@@ -286,7 +286,7 @@ pub struct PathStats {
     /// fence).
     pub lost: u64,
     /// Of those, lost where the path's queue overflowed ([`crate::CONGESTED_SHARE`]):
-    /// not asked for again.
+    /// asked for, but not waited for.
     pub congestion_lost: u64,
     /// `path_seq` going backwards or jumping forward by 32768 or more (the counter resyncs).
     pub path_seq_errors: u64,

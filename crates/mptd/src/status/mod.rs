@@ -225,8 +225,8 @@ pub struct PathStatus {
     pub rate_bps: Option<u64>,
     /// Packets lost on the way in (per-path sequence gaps).
     pub lost: u64,
-    /// Of `lost`, the packets lost where the path's queue overflowed: not asked for again
-    /// (the inner congestion control sees them).
+    /// Of `lost`, the packets lost where the path's queue overflowed: not waited for (the
+    /// inner congestion control sees them; what comes again is delivered late).
     #[serde(default)]
     pub congestion_lost: u64,
     pub loss_pct: f64,

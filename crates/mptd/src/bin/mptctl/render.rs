@@ -86,7 +86,7 @@ pub(crate) fn print_show(s: &Status, only: Option<&str>) {
             );
             if p.congestion_lost > 0 {
                 println!(
-                    "    lost where its queue overflowed: {} of {} (not asked for again)",
+                    "    lost where its queue overflowed: {} of {} (not waited for)",
                     p.congestion_lost, p.lost
                 );
             }
