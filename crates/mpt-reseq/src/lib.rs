@@ -52,9 +52,8 @@ pub use stats::{
 /// Largest accepted [`Config::window`]; larger values are clamped.
 pub const MAX_WINDOW: usize = 1 << 20;
 
-pub use measure::{
-    Gap, QueuePeak, CONGESTED_MIN_US, CONGESTED_SHARE, MAX_GAPS, OWD_GAIN, QUEUE_PEAK_AGE,
-};
+pub use measure::{Gap, MAX_GAPS, OWD_GAIN};
+pub use mpt_core::queue::{QueuePeak, CONGESTED_MIN_US, CONGESTED_SHARE, QUEUE_PEAK_AGE};
 
 /// The received-bitmap always reaches at least this far on each side of the release point, so
 /// duplicates up to this many seqs old are told from late packets even with small windows.

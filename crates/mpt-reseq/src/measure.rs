@@ -2,6 +2,7 @@
 //! RFC 3550 interarrival jitter and the one-way delay of each path relative to the fastest.
 //! Every arrival counts, duplicates included; the results live in [`Stats`].
 
+use mpt_core::queue::QueuePeak;
 use mpt_core::wire::{seq16_diff, seq_diff};
 use mpt_core::Time;
 
@@ -11,44 +12,6 @@ use crate::{PacketMeta, PathStats, Stats};
 /// so it must follow within a few packets: on a 64 kbit/s line packets come 30 ms apart, and
 /// a gain of 1/16 lagged a queue by half a second.
 pub const OWD_GAIN: f64 = 0.25;
-
-/// A path sequence gap is the path's queue overflowing, not a random loss, when the packet
-/// after it leaves the path's queue (its smoothed one-way delay above its least) at this share
-/// of the highest it has shown lately or more...
-pub const CONGESTED_SHARE: f64 = 0.8;
-/// ...and at least this much queue (µs). Such a loss is not waited for: it is the signal the
-/// inner congestion control needs (waited for, it held all the tunnel's packets while the
-/// queue stayed full; TCP through the tunnel, cubic and BBR alike, got less with losses of
-/// full queues waited for than with nothing sent again).
-pub const CONGESTED_MIN_US: i64 = 10_000;
-/// The highest queue a path has shown falls to half (or to the current queue) after this
-/// long without a higher one.
-pub const QUEUE_PEAK_AGE: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// The highest queue a path has shown lately, to tell a queue that overflows from one with
-/// room ([`CONGESTED_SHARE`], [`CONGESTED_MIN_US`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct QueuePeak {
-    peak_us: i64,
-    at: Time,
-}
-
-impl QueuePeak {
-    /// The path's queue stood at `queue_us` at `now`: whether it is near the highest it has
-    /// shown lately, where a queue overflows (a loss there is the queue's, not random). The
-    /// highest follows `queue_us`, and falls to half (or to `queue_us`) after
-    /// [`QUEUE_PEAK_AGE`] without a higher one.
-    pub fn full(&mut self, now: Time, queue_us: i64) -> bool {
-        if queue_us >= self.peak_us {
-            self.peak_us = queue_us;
-            self.at = now;
-        } else if now.saturating_since(self.at) > QUEUE_PEAK_AGE {
-            self.peak_us = queue_us.max(self.peak_us / 2);
-            self.at = now;
-        }
-        queue_us >= CONGESTED_MIN_US && queue_us as f64 >= CONGESTED_SHARE * self.peak_us as f64
-    }
-}
 
 /// What the measurement keeps per path between arrivals.
 #[derive(Debug, Clone, Default)]
