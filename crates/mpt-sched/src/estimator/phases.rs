@@ -134,6 +134,8 @@ impl PathEstimate {
             let ratio = (iv.got_packets / iv.sent_packets).clamp(0.0, 1.0);
             self.reliability = ALPHA * self.reliability + (1.0 - ALPHA) * ratio;
             self.last_loss = (iv.lost / iv.sent_packets).clamp(0.0, 1.0);
+            let weight = (iv.sent_packets / LOSS_SPAN_PACKETS).min(1.0);
+            self.loss += weight * (self.last_loss - self.loss);
         } else {
             self.last_loss = 0.0;
         }
@@ -209,7 +211,11 @@ impl PathEstimate {
                     let age = now.wire_micros().wrapping_sub(s) as i32;
                     after > 0 && f64::from(after) <= overdue && age <= SILENT_MAX_AGE_US
                 });
-        self.congested = self.last_loss > 0.005
+        // A loss is congestion where the queue overflowed, or where the path drops more than
+        // random loss would; other losses the tunnel recovers.
+        let full = self.queue_peak.full(now, self.queue_us as i64);
+        let lossy = self.last_loss > 0.005 && (full || self.loss >= LOSS_CONGESTION);
+        self.congested = lossy
             || (iv.got_packets > 0.0 && self.queue_us > q.threshold && !q.draining)
             || (iv.sent_packets > 2.0 && iv.got_packets == 0.0);
         // What the scheduler may trust the path with until the next report: a step above what
