@@ -684,6 +684,46 @@ mod tests {
         assert!((e.path(0).unwrap().rate_bps - CUT_TO_DELIVERED * 1_680_000.0).abs() < 1.0);
     }
 
+    /// A 40 Mbit/s path whose queue stands is passed over by the scheduler (every path is
+    /// full): it carries only the last few packets of its queue, and the report still shows
+    /// the queue those saw. What it carried then is not its capacity: it was not offered more.
+    #[test]
+    fn a_path_not_offered_more_than_it_carried_keeps_its_rate_when_cut() {
+        let mut e = Estimator::new(&[Some(40_000_000)]);
+        e.on_report(Time::ZERO, 0, &report(0, 0, 0, 0, 0, 0), 1);
+        // a second at 40 Mbit/s (4000 packets of 1250 bytes), no queue
+        e.on_sent(Time::ZERO, 0, 5_000_000);
+        e.on_report(
+            Time::from_secs(1),
+            0,
+            &report(4000, 4000, 5_000_000, 0, 0, 500),
+            1,
+        );
+        let rate = e.path(0).unwrap().rate_bps;
+        assert!(rate >= 40_000_000.0, "{rate}");
+        // the queue stands at 50 ms for two reports, offered what it carries (full)
+        e.on_sent(Time::ZERO, 0, 100_000);
+        e.on_report(
+            Time::from_millis(1020),
+            0,
+            &report(4080, 4080, 5_100_000, 0, 0, 50_000),
+            1,
+        );
+        // then the scheduler passes it over: 20 ms in which it carries 4 packets and is
+        // offered none, the last of its queue still 50 ms deep
+        e.on_report(
+            Time::from_millis(1040),
+            0,
+            &report(4084, 4084, 5_105_000, 0, 0, 50_000),
+            1,
+        );
+        let p = e.path(0).unwrap();
+        assert!(
+            p.rate_bps >= 0.9 * p.delivery_bps && p.rate_bps >= 10_000_000.0,
+            "{p:?}"
+        );
+    }
+
     #[test]
     fn a_cut_keeps_what_the_path_carried_while_its_queue_stood() {
         // A 1 Mbit/s line learned at 1.02 Mbit/s from a sample taken while TCP was still

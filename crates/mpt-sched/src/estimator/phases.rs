@@ -272,7 +272,11 @@ impl Estimator {
         let busy_since = q
             .queued_since
             .or((iv.prev_queue_us > standing).then_some(iv.prev));
-        let capacity = busy_since.and_then(|from| p.carried_since(from, r, now));
+        // Only while the path was offered at least that much: one the scheduler passes over
+        // carries the last of its queue, still reported deep, far below what it can.
+        let capacity = busy_since
+            .and_then(|from| p.carried_since(from, r, now))
+            .filter(|&c| iv.offered >= c);
         let new = if let Some(c) = capacity {
             (CUT_TO_DELIVERED * c).max(MIN_RATE)
         } else if let Some(s) = far_over {
