@@ -724,6 +724,38 @@ mod tests {
         );
     }
 
+    /// Between two transfers a 20 Mbit/s path carries nothing for a second, then one
+    /// acknowledgement, which still shows the queue of the last transfer. That one packet
+    /// measures nothing: the path keeps most of its rate (traced in realworld's 5/120 ms pair,
+    /// where it fell to 12 kbit/s and the next transfer went on the far path alone).
+    #[test]
+    fn one_packet_after_an_idle_second_does_not_cut_a_path_to_nothing() {
+        let mut e = Estimator::new(&[Some(20_000_000)]);
+        e.on_report(Time::ZERO, 0, &report(0, 0, 0, 0, 0, 0), 1);
+        e.on_sent(Time::ZERO, 0, 2_500_000);
+        e.on_report(
+            Time::from_secs(1),
+            0,
+            &report(2000, 2000, 2_500_000, 0, 0, 25_000),
+            1,
+        );
+        let before = e.path(0).unwrap().clone();
+        // a second later: one 52-byte packet, offered a few bytes, the queue still 19 ms
+        e.on_sent(Time::from_secs(1), 0, 120);
+        e.on_report(
+            Time::from_secs(2),
+            0,
+            &report(2001, 2001, 2_500_052, 0, 0, 19_000),
+            1,
+        );
+        let p = e.path(0).unwrap();
+        assert!(
+            p.rate_bps >= 0.5 * before.rate_bps.min(before.delivery_bps),
+            "{} from {before:?}",
+            p.rate_bps
+        );
+    }
+
     #[test]
     fn a_cut_keeps_what_the_path_carried_while_its_queue_stood() {
         // A 1 Mbit/s line learned at 1.02 Mbit/s from a sample taken while TCP was still
