@@ -271,6 +271,13 @@ impl Lab {
             writeln!(s, "ip -n {ns} link set lo up")?;
             // No IPv6 duplicate address detection delay on the test links.
             writeln!(s, "ip netns exec {ns} sysctl -qw net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.default.accept_dad=0 || true")?;
+            // Every TCP connection starts afresh: the kernel would otherwise start one with the
+            // slow-start threshold the last connection to the same host ended with (a cubic
+            // transfer after a BBR one then left slow start at a fraction of the paths).
+            writeln!(
+                s,
+                "ip netns exec {ns} sysctl -qw net.ipv4.tcp_no_metrics_save=1"
+            )?;
         }
         for (i, p) in self.paths.iter().enumerate() {
             let l = Self::link(i);
