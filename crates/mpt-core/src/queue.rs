@@ -4,9 +4,9 @@
 
 use crate::Time;
 
-/// A loss on a path is its queue overflowing, not a random loss, when the packet
-/// after it (or the report after it) leaves the path's queue (its smoothed one-way delay above its least) at this share
-/// of the highest it has shown lately or more...
+/// A loss on a path is its queue overflowing, not a random loss, when the packet after it (or
+/// the report after it) leaves the path's queue (its smoothed one-way delay above its least)
+/// at this share of the highest it has shown lately or more...
 pub const CONGESTED_SHARE: f64 = 0.8;
 /// ...and at least this much queue (µs). Such a loss is not waited for: it is the signal the
 /// inner congestion control needs (waited for, it held all the tunnel's packets while the

@@ -13,6 +13,11 @@ use crate::{PacketMeta, PathStats, Stats};
 /// a gain of 1/16 lagged a queue by half a second.
 pub const OWD_GAIN: f64 = 0.25;
 
+/// The smoothed one-way delay `ewma` after a packet whose relative delay is `rel`.
+fn owd_step(ewma: f64, rel: f64) -> f64 {
+    ewma + (rel - ewma) * OWD_GAIN
+}
+
 /// What the measurement keeps per path between arrivals.
 #[derive(Debug, Clone, Default)]
 struct PathMeasure {
@@ -170,7 +175,7 @@ impl Measure {
         // the smoothed delay as this packet leaves it: a single late or early packet (the
         // lab's and the VM's own jitter) moves neither the queue nor its peak far
         let rel = f64::from(seq_diff(transit, base));
-        let queue = (m.owd_ewma + (rel - m.owd_ewma) * OWD_GAIN) as i64 - m.owd_min;
+        let queue = owd_step(m.owd_ewma, rel) as i64 - m.owd_min;
         m.queue_peak.full(now, queue)
     }
 
@@ -204,7 +209,7 @@ impl Measure {
                 m.owd_min = rel;
                 m.owd_min_len = len;
             }
-            m.owd_ewma += (rel as f64 - m.owd_ewma) * OWD_GAIN;
+            m.owd_ewma = owd_step(m.owd_ewma, rel as f64);
         } else {
             m.owd_valid = true;
             m.owd_min = rel;
