@@ -74,8 +74,10 @@ pub struct FecTx {
     /// sample so far.
     last: Option<(u32, u32)>,
     sample: (u32, u32),
-    /// The highest queue the reports have shown lately.
+    /// The highest queue the reports have shown lately, and whether the last report showed
+    /// the queue full (its losses the queue's, not random).
     queue_peak: mpt_reseq::QueuePeak,
+    pub(crate) queue_full: bool,
     /// The group: its first path sequence, how many so far, their packets' and global
     /// sequences' XOR.
     first: u16,
@@ -114,7 +116,8 @@ impl FecTx {
             return;
         }
         let queue = e.owd_us.saturating_sub(e.owd_min_us);
-        if self.queue_peak.full(now, i64::from(queue)) {
+        self.queue_full = self.queue_peak.full(now, i64::from(queue));
+        if self.queue_full {
             return;
         }
         self.sample.0 = self.sample.0.saturating_add(got);

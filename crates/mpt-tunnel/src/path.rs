@@ -41,6 +41,10 @@ pub(crate) struct PathState {
     pub(crate) peer_silent: bool,
     /// Small packets waiting for the path ([`crate::bundle`]).
     pub(crate) bundle: Option<crate::bundle::OpenBundle>,
+    /// When the data sent on the path was last compared with what the peer received
+    /// ([`Endpoint::watch_delivery`]): then, `data_sent` and the peer's counts of packets
+    /// received and lost.
+    pub(crate) delivery_mark: Option<(Time, u64, u32, u32)>,
     /// Path MTU discovery: the largest datagram the path carries.
     pub(crate) pmtu: crate::pmtu::Pmtu,
     /// Until when the packets sent on the path are kept for resending: the peer asked for
@@ -71,6 +75,7 @@ impl PathState {
             peer_silent: false,
             bundle: None,
             keep_until: None,
+            delivery_mark: None,
             fec_tx: Default::default(),
             fec_rx: Default::default(),
             pmtu: crate::pmtu::Pmtu::new(

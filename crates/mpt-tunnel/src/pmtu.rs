@@ -12,6 +12,7 @@
 
 use std::time::Duration;
 
+use mpt_core::wire::ReportEntry;
 use mpt_core::{PathId, Time};
 
 use crate::liveness::LinkState;
@@ -39,6 +40,12 @@ pub const RAISE_INTERVAL: Duration = Duration::from_secs(30);
 /// How often a path's size is confirmed at the least (more seldom on slow paths, see
 /// [`Pmtu::confirm_interval`]).
 pub const CONFIRM_INTERVAL: Duration = Duration::from_secs(1);
+
+/// The shortest time over which [`crate::Endpoint::watch_delivery`] compares what a path
+/// carried with what was sent on it.
+pub const DELIVERY_WINDOW: Duration = Duration::from_millis(100);
+/// The fewest data datagrams sent (or found missing) over that time for a shortfall to count.
+pub const DELIVERY_SHORTFALL: u64 = 8;
 
 /// A probe in flight.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -253,6 +260,14 @@ impl Pmtu {
         }
     }
 
+    /// The data sent on the path lately did not arrive (a black hole for its size, perhaps):
+    /// confirm the size found now rather than at the next confirmation.
+    pub(crate) fn suspect(&mut self, now: Time) {
+        if self.found && self.probe.is_none() {
+            self.next = self.next.min(now);
+        }
+    }
+
     fn end_search(&mut self, now: Time) {
         self.found = true;
         self.found_at = now;
@@ -276,6 +291,60 @@ impl<P> crate::Endpoint<P> {
             .map(|i| self.body_cap(i))
             .max()
             .unwrap_or(usize::from(self.cfg.mtu))
+    }
+
+    /// The peer reported `e` about path `i` (after the parity's sender took it). When, over
+    /// at least [`DELIVERY_WINDOW`] and twice the path's RTT, it received fewer than a
+    /// quarter of the data datagrams we sent there, or found a third or more of them missing
+    /// (at least [`DELIVERY_SHORTFALL`] either way), and the path's queue is not full (an
+    /// overflowing queue loses as much: slow start's overshoot), the path may have become a
+    /// black hole for their size (a route change with no ICMP): discovery confirms its size
+    /// at once instead of at the next confirmation, so that a drop is noticed in a few RTTs.
+    /// A false suspicion costs a probe, and a false drop (the probe lost twice) a search.
+    pub(crate) fn watch_delivery(&mut self, now: Time, i: usize, e: &ReportEntry) {
+        let p = &mut self.paths[i];
+        let mark = (now, p.data_sent, e.packets, e.lost);
+        let Some((since, sent, got, missed)) = p.delivery_mark else {
+            p.delivery_mark = Some(mark);
+            return;
+        };
+        let window = Duration::from_micros(p.srtt_us.unwrap_or(0) * 2).max(DELIVERY_WINDOW);
+        if now.saturating_since(since) < window {
+            return;
+        }
+        p.delivery_mark = Some(mark);
+        let sent = p.data_sent.saturating_sub(sent);
+        let got = u64::from(e.packets.wrapping_sub(got));
+        let missed = u64::from(e.lost.wrapping_sub(missed));
+        // counters that went back (a new session): not a shortfall
+        if got > u64::from(u32::MAX / 2) || missed > u64::from(u32::MAX / 2) {
+            return;
+        }
+        let unheard = sent >= DELIVERY_SHORTFALL && got < sent / 4;
+        let lossy = missed >= DELIVERY_SHORTFALL && missed * 2 >= got;
+        if (unheard || lossy) && !p.fec_tx.queue_full {
+            p.pmtu.suspect(now);
+        }
+    }
+
+    /// No report came from the peer for twice the window of [`Endpoint::watch_delivery`]
+    /// while we sent at least [`DELIVERY_SHORTFALL`] data datagrams on path `i`: the peer
+    /// heard none of them (when nothing at all arrives it has nothing to report, as when the
+    /// inner TCP, its packets black-holed, waits for its retransmission timer): discovery
+    /// confirms the path's size at once.
+    pub(crate) fn watch_silence(&mut self, now: Time, i: usize) {
+        let p = &mut self.paths[i];
+        let Some((since, sent, got, missed)) = p.delivery_mark else {
+            return;
+        };
+        let window = Duration::from_micros(p.srtt_us.unwrap_or(0) * 2).max(DELIVERY_WINDOW);
+        if now.saturating_since(since) < window * 2
+            || p.data_sent.saturating_sub(sent) < DELIVERY_SHORTFALL
+        {
+            return;
+        }
+        p.delivery_mark = Some((now, p.data_sent, got, missed));
+        p.pmtu.suspect(now);
     }
 
     /// Sending a datagram of `size` bytes on `path` failed as too big (`EMSGSIZE`: the kernel
@@ -343,6 +412,27 @@ mod tests {
             |_| 1540,
         );
         assert_eq!(size, 1540);
+    }
+
+    #[test]
+    fn data_that_stops_arriving_has_the_size_confirmed_at_once() {
+        let mut p = Pmtu::new(Time::ZERO, 1540, 28);
+        assert_eq!(run(&mut p, 0, 3000, |_| 1540), 1540);
+        // just after a confirmation, the next is a second away; a suspicion sends it now,
+        // and the drop is taken after its tries
+        let due = p.next.saturating_since(Time::ZERO).as_millis() as u64;
+        assert_eq!(run(&mut p, 3000, due + 50 - 3000, |_| 1540), 1540);
+        let now = due + 50;
+        assert!(
+            p.probe.is_none() && p.next.saturating_since(Time::ZERO).as_millis() as u64 > now + 900
+        );
+        p.suspect(Time::ZERO + Duration::from_millis(now));
+        let size = run(&mut p, now, 2 * T.as_millis() as u64 + 2, |_| 1464);
+        assert_eq!(p.drops, 1, "{size}");
+        // a suspicion while the search runs, or a probe is out, changes nothing
+        let before = p.clone();
+        p.suspect(Time::ZERO + Duration::from_millis(now + 300));
+        assert_eq!(p.next, before.next);
     }
 
     #[test]

@@ -379,6 +379,7 @@ impl<P> Endpoint<P> {
             p.peer_report = Some((now, e));
             self.sched.on_report(now, e.path, &e);
             p.fec_tx.take_report(now, &e);
+            self.watch_delivery(now, e.path.index(), &e);
             if e.echo != 0 {
                 let rtt = now
                     .wire_micros()

@@ -87,6 +87,7 @@ impl<P> Endpoint<P> {
             if slow && !needed {
                 continue;
             }
+            self.watch_silence(now, i);
             let p = &mut self.paths[i];
             let timeout = p
                 .pmtu
