@@ -4,9 +4,9 @@
 //! A path starts at [`BASE_DATAGRAM`], which every IPv4 or IPv6 path carries, and searches
 //! up at once: the largest useful size first (the tunnel MTU's datagram), then halving the
 //! interval between the largest size that passed and the smallest that did not. A size fails
-//! when [`PROBE_TRIES`] probes of it go unanswered (or the driver says the kernel refused it
-//! as too big: at once). Once found, the size is confirmed every [`Pmtu::confirm_interval`]:
-//! a confirmation that fails [`PROBE_TRIES`] times means the path's MTU dropped (a route
+//! when a probe of it goes unanswered (or the driver says the kernel refused it as too big).
+//! Once found, the size is confirmed every [`Pmtu::confirm_interval`]: a confirmation that
+//! goes unanswered [`PROBE_TRIES`] times means the path's MTU dropped (a route
 //! change, an LTE reattach), and the path falls back to the base and searches again. Every
 //! [`RAISE_INTERVAL`] a path below the largest useful size tries to go up again.
 
@@ -23,9 +23,10 @@ pub const BASE_DATAGRAM: usize = 1200;
 /// The smallest datagram a path is ever taken to carry (an IPv4 path of the minimum MTU,
 /// 576, less its IP and UDP headers), however the kernel or probes disagree.
 pub const MIN_DATAGRAM: usize = 548;
-/// Probes of the size found that must go unanswered before it counts as no longer passing (a
-/// search gives a size up after one).
-pub const PROBE_TRIES: u8 = 2;
+/// Probes of the size found that must go unanswered before it counts as no longer passing
+/// (RFC 8899's `MAX_PROBES`; a search gives a size up after one). A probe lost while the
+/// path's queue overflows counts for nothing: it is sent again.
+pub const PROBE_TRIES: u8 = 3;
 /// Link MTUs met often (jumbo, Ethernet, PPPoE, DS-Lite, LTE and other tunnels, IPv6's
 /// minimum): a search tries them first, largest first, before it halves intervals.
 const COMMON_MTUS: [usize; 15] = [
@@ -53,6 +54,8 @@ struct InFlight {
     size: usize,
     sent: Time,
     tries: u8,
+    /// The path's queue overflowed while it was out.
+    overflowed: bool,
 }
 
 /// One path's discovery.
@@ -139,23 +142,34 @@ impl Pmtu {
 
     /// The size of a probe to send at `now`, if one is due (it counts as sent). `timeout`:
     /// how long an earlier probe waits for its answer; `confirm`: how often the size found
-    /// is confirmed.
+    /// is confirmed; `overflowing`: the path's queue is full lately (the peer's last report
+    /// shows it at the highest it has been, [`mpt_core::queue::QueuePeak`]), so that a probe
+    /// lost now says nothing of its size.
     pub(crate) fn poll(
         &mut self,
         now: Time,
         timeout: Duration,
         confirm: Duration,
+        overflowing: bool,
     ) -> Option<usize> {
+        if let Some(p) = &mut self.probe {
+            p.overflowed |= overflowing;
+        }
         if let Some(p) = self.probe {
             if now.saturating_since(p.sent) < timeout {
                 return None;
             }
             // unanswered: a search moves on at once (a probe lost to chance costs a lower size
-            // until the next raise); a confirmation tries again before it gives the size up
-            if self.found && p.tries < PROBE_TRIES {
+            // until the next raise); a confirmation tries again before it gives the size up.
+            // Lost in a queue that overflows (a transfer's start overshoots by half), it is
+            // sent again as the same try: a false drop sends TCP in pieces, which cannot be
+            // resent, until the next raise
+            let tries = if self.found { PROBE_TRIES } else { 1 };
+            if p.overflowed || p.tries < tries {
                 self.probe = Some(InFlight {
                     sent: now,
-                    tries: p.tries + 1,
+                    tries: if p.overflowed { p.tries } else { p.tries + 1 },
+                    overflowed: overflowing,
                     ..p
                 });
                 self.probes_sent += 1;
@@ -184,6 +198,7 @@ impl Pmtu {
             size,
             sent: now,
             tries: 1,
+            overflowed: overflowing,
         });
         self.probes_sent += 1;
         Some(size)
@@ -365,6 +380,17 @@ mod tests {
     /// Run discovery against a path that carries `mtu`-byte datagrams, every probe answered
     /// (or not) after 10 ms; returns the size after `ms` milliseconds.
     fn run(p: &mut Pmtu, from: u64, ms: u64, passes: impl Fn(u64) -> usize) -> usize {
+        run_lossy(p, from, ms, passes, |_| false)
+    }
+
+    /// As [`run`], with the path's queue full (and every probe lost) while `overflowing`.
+    fn run_lossy(
+        p: &mut Pmtu,
+        from: u64,
+        ms: u64,
+        passes: impl Fn(u64) -> usize,
+        overflowing: impl Fn(u64) -> bool,
+    ) -> usize {
         let mut answer: Option<(Time, usize)> = None;
         for t in from..from + ms {
             let now = Time::ZERO + Duration::from_millis(t);
@@ -374,8 +400,8 @@ mod tests {
                     answer = None;
                 }
             }
-            if let Some(size) = p.poll(now, T, CONFIRM_INTERVAL) {
-                if size <= passes(t) {
+            if let Some(size) = p.poll(now, T, CONFIRM_INTERVAL, overflowing(t)) {
+                if size <= passes(t) && !overflowing(t) {
                     answer = Some((now + Duration::from_millis(10), size));
                 }
             }
@@ -427,21 +453,35 @@ mod tests {
             p.probe.is_none() && p.next.saturating_since(Time::ZERO).as_millis() as u64 > now + 900
         );
         p.suspect(Time::ZERO + Duration::from_millis(now));
-        let size = run(&mut p, now, 2 * T.as_millis() as u64 + 2, |_| 1464);
+        let tries = u64::from(PROBE_TRIES);
+        let size = run(&mut p, now, tries * T.as_millis() as u64 + 2, |_| 1464);
         assert_eq!(p.drops, 1, "{size}");
         // a suspicion while the search runs, or a probe is out, changes nothing
         let before = p.clone();
-        p.suspect(Time::ZERO + Duration::from_millis(now + 300));
+        p.suspect(Time::ZERO + Duration::from_millis(now + tries * 100 + 100));
         assert_eq!(p.next, before.next);
+    }
+
+    #[test]
+    fn probes_lost_while_the_queue_overflows_are_no_drop() {
+        let mut p = Pmtu::new(Time::ZERO, 1540, 28);
+        assert_eq!(run(&mut p, 0, 3000, |_| 1540), 1540);
+        // two seconds of a queue that overflows: every probe lost, none counts
+        let size = run_lossy(&mut p, 3000, 2000, |_| 1540, |_| true);
+        assert_eq!((size, p.drops), (1540, 0));
+        // nor does a search's probe: it is sent again
+        let mut p = Pmtu::new(Time::ZERO, 1540, 28);
+        let size = run_lossy(&mut p, 0, 3000, |_| 1540, |t| t < 1000);
+        assert_eq!((size, p.found()), (1540, true));
     }
 
     #[test]
     fn the_kernel_refusing_a_size_fails_it_at_once() {
         let mut p = Pmtu::new(Time::ZERO, 1540, 28);
         let now = Time::ZERO;
-        assert_eq!(p.poll(now, T, CONFIRM_INTERVAL), Some(1540));
+        assert_eq!(p.poll(now, T, CONFIRM_INTERVAL, false), Some(1540));
         p.too_big(now, 1540);
-        let next = p.poll(now, T, CONFIRM_INTERVAL).unwrap();
+        let next = p.poll(now, T, CONFIRM_INTERVAL, false).unwrap();
         assert!(next < 1540 && next > BASE_DATAGRAM);
     }
 

@@ -93,7 +93,8 @@ impl<P> Endpoint<P> {
                 .pmtu
                 .probe_timeout(p.srtt_us.map(Duration::from_micros), rate);
             let confirm = p.pmtu.confirm_interval(rate);
-            if let Some(size) = p.pmtu.poll(now, timeout, confirm) {
+            let overflowing = p.fec_tx.queue_full;
+            if let Some(size) = p.pmtu.poll(now, timeout, confirm, overflowing) {
                 self.pending.push_back(Pending::Probe {
                     path: PathId(i as u8),
                     size,
