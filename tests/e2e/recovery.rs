@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use mpt_lab::experiments::realworld::transfer;
 use mpt_lab::harness::{tunnel_addr, Impair, Lab, LinkSpec, Side, TunnelOpts};
 
-use crate::classes::bulk_udp;
+use crate::classes::{bulk_udp, counted_udp};
 use crate::need;
 
 /// Loss on the lossy path, percent.
@@ -130,6 +130,53 @@ fn a_udp_stream_over_a_lossy_path_loses_nothing_and_recovery_costs_what_was_lost
         missing * 1000 >= sent,
         "without resending only {missing} of {sent} went missing"
     );
+}
+
+/// A path of MTU 1400 next to one of 1500, losing 1 % both ways: a 1428-byte packet fits the
+/// large path's datagram whole and goes on the small one in pieces, which are recovered too,
+/// sent again whole on the large path.
+#[test]
+fn packets_that_cross_a_lossy_path_in_pieces_are_recovered_too() {
+    need!("pieces_over_lossy_path");
+    let mut lab = lab(LOSS_PCT);
+    for side in [Side::A, Side::B] {
+        lab.sh(side, &format!("ip link set {} mtu 1400", Lab::link(1)))
+            .expect("ip link set mtu");
+    }
+    lab.start_tunnel(&spread(true)).expect("tunnel");
+    let t0 = std::time::Instant::now();
+    let mtus = loop {
+        let a = lab.status(Side::A).expect("status a");
+        let paths = &a.peers[0].paths;
+        if paths.iter().all(|p| p.mtu_found) || t0.elapsed().as_secs() >= 10 {
+            break paths.iter().map(|p| p.mtu).collect::<Vec<_>>();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(mtus, [1500, 1400], "the paths' MTUs as found");
+    let (sent, got) = counted_udp(&lab, 5504, 8_000_000, 6, 1400);
+    let a = lab.status(Side::A).expect("status a");
+    let b = lab.status(Side::B).expect("status b");
+    let missing = sent.saturating_sub(got);
+    let lossy = &a.paths[1];
+    eprintln!(
+        "RESULT resend pieces: {got}/{sent} 1400-byte datagrams arrived ({missing} missing, \
+         {:.3} %); path 1 (MTU 1400) lost {}, A resent {} of {} asked for ({} missed); B gave \
+         up {} incomplete packets",
+        missing as f64 * 100.0 / sent as f64,
+        b.paths[1].lost,
+        lossy.resent,
+        lossy.resend_asked,
+        lossy.resend_missed,
+        b.tunnel.drops.fragment_expired,
+    );
+    assert!(b.paths[1].lost > 0, "the path lost nothing: no test");
+    // a path's first loss is not kept to be sent again; the rest are
+    assert!(
+        missing * 1000 <= sent,
+        "{missing} of {sent} datagrams missing: more than 0.1 %"
+    );
+    assert!(lossy.resent > 0, "nothing was sent again");
 }
 
 /// One cubic TCP transfer of `secs` through the tunnel: Mbit/s.

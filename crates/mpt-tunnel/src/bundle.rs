@@ -128,6 +128,11 @@ impl<P> Endpoint<P> {
         open.count += 1;
         open.head = head < packet.len();
         let due = open.due;
+        // the head piece's bundle is sealed next, in the loop below, and takes the path's next
+        // sequences: the head piece's is its entry's among them
+        let head_path_seq = self.paths[i]
+            .path_seq
+            .wrapping_add(self.paths[i].bundle.as_ref().map_or(1, |o| o.count) as u16 - 1);
         let mut offset = head;
         while offset < packet.len() {
             // this datagram is full: the rest goes in the next ones
@@ -144,6 +149,11 @@ impl<P> Endpoint<P> {
         }
         self.seq = self.seq.wrapping_add(1);
         self.sched.on_sent(now, path, cost);
+        if head < packet.len() && self.keeps(i, now) {
+            // a lost piece is asked for by the head piece's path sequence: the packet goes
+            // again whole, on a path it fits
+            self.resend.keep(path, head_path_seq, seq, now, packet);
+        }
         if pieces {
             // the last piece waits for the packets after it while the path still carries
             // what went before (never past the time it would have left the link's queue)

@@ -244,10 +244,19 @@ impl<P> Endpoint<P> {
     /// and the queue of the packet it answers are part of). Only paths the scheduler may
     /// use, and backup paths only while no regular one is usable.
     pub(crate) fn soonest(&self, now: Time, not: Option<PathId>) -> Option<PathId> {
+        self.soonest_where(now, |p| Some(p) != not)
+    }
+
+    /// [`Endpoint::soonest`] among the paths `allowed` admits.
+    pub(crate) fn soonest_where(
+        &self,
+        now: Time,
+        allowed: impl Fn(PathId) -> bool + Copy,
+    ) -> Option<PathId> {
         let usable = || {
             (0..self.paths.len())
                 .map(|i| PathId(i as u8))
-                .filter(move |&p| Some(p) != not && self.usable(p))
+                .filter(move |&p| allowed(p) && self.usable(p))
         };
         let regular = usable().any(|p| !self.cfg.paths[p.index()].backup);
         usable()

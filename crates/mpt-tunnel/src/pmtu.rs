@@ -162,8 +162,8 @@ impl Pmtu {
             // unanswered: a search moves on at once (a probe lost to chance costs a lower size
             // until the next raise); a confirmation tries again before it gives the size up.
             // Lost in a queue that overflows (a transfer's start overshoots by half), it is
-            // sent again as the same try: a false drop sends TCP in pieces, which cannot be
-            // resent, until the next raise
+            // sent again as the same try: a false drop sends TCP on the path in pieces until
+            // the next raise
             let tries = if self.found { PROBE_TRIES } else { 1 };
             if p.overflowed || p.tries < tries {
                 self.probe = Some(InFlight {

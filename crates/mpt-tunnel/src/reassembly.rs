@@ -144,6 +144,11 @@ impl Reassembly {
         Ok(Some((meta, w.buf)))
     }
 
+    /// Packet `seq` came whole (sent again): its pieces waiting here are not waited for.
+    pub fn forget(&mut self, seq: u32) {
+        self.waiting.retain(|w| w.seq != seq);
+    }
+
     /// Give up the packets that waited longer than `timeout` at `now`; returns how many,
     /// with those pushed out for room since the last call.
     pub fn expire(&mut self, now: Time, timeout: Duration) -> u64 {

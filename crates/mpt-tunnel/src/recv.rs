@@ -156,6 +156,9 @@ impl<P> Endpoint<P> {
                 };
                 if h.kind != Kind::Resent {
                     self.parity_keep(now, &meta, packet);
+                } else {
+                    // it may have gone in pieces first: those that came are not waited for
+                    self.reasm.forget(h.seq);
                 }
                 return Ok(Outcome::Data(Incoming {
                     meta,

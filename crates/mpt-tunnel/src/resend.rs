@@ -7,7 +7,8 @@
 //! round trip, never past the hold time). The sender keeps the packets it sent lately, by path
 //! and path sequence, and sends each requested one once more as [`Kind::Resent`] on the path
 //! where it arrives soonest. A packet comes again only if it is still kept and not older than
-//! the hold time: after that the receiver has given its gap up.
+//! the hold time: after that the receiver has given its gap up. A packet sent in pieces is
+//! kept whole by its head piece's path sequence, and goes again whole, on a path it fits.
 //!
 //! Keeping a copy of every packet costs the sender a copy into memory that is cold by the
 //! time it is written again (a tenth of an unshaped AES-GCM tunnel's throughput): a path's
@@ -215,10 +216,6 @@ impl<P> Endpoint<P> {
             for k in 0..u16::from(r.count) {
                 let path_seq = r.first.wrapping_add(k);
                 self.counts.resend[lost].requested += 1;
-                let Some(via) = self.soonest(now, kept).or_else(|| self.soonest(now, None)) else {
-                    self.counts.resend[lost].missed += 1;
-                    continue;
-                };
                 let prefix = self.prefix();
                 let Some((seq, buf)) =
                     self.resend
@@ -229,6 +226,16 @@ impl<P> Endpoint<P> {
                             buf.extend_from_slice(packet);
                             (seq, buf)
                         })
+                else {
+                    self.counts.resend[lost].missed += 1;
+                    continue;
+                };
+                // on a path the packet fits whole (one first sent in pieces may not)
+                let len = buf.len() - prefix;
+                let fits = |p: PathId| self.body_cap(p.index()) >= len;
+                let Some(via) = self
+                    .soonest_where(now, |p| Some(p) != kept && fits(p))
+                    .or_else(|| self.soonest_where(now, fits))
                 else {
                     self.counts.resend[lost].missed += 1;
                     continue;
@@ -264,8 +271,8 @@ impl<P> Endpoint<P> {
     }
 
     /// Keep the whole packets of a data, bundle or continued datagram with `header` and plain
-    /// `body` for resending (a continuation and a head piece are not resent: the rest of
-    /// their packet went in other datagrams).
+    /// `body` for resending (not a continuation or a head piece: a packet in pieces is kept
+    /// whole where it is cut, in [`Endpoint::bundle_packet`]).
     pub(crate) fn keep_bundled(&mut self, now: Time, header: &HeaderRepr, body: &[u8]) {
         if !self.keeps(header.path.index(), now) {
             return;

@@ -105,6 +105,78 @@ fn a_lost_datagram_is_asked_for_and_sent_again_within_a_round_trip() {
 }
 
 #[test]
+fn a_packet_that_went_in_pieces_is_sent_again_whole_on_a_path_it_fits() {
+    // path 1 carries 1252-byte datagrams: a 1400-byte packet goes there in pieces, and
+    // whole on path 0
+    let mut a = sim::config(Side::A, 2, true);
+    let mut b = sim::config(Side::B, 2, true);
+    a.mtu = 1500;
+    b.mtu = 1500;
+    let mut p = Pair::with(sim::seed(6), a, b);
+    for side in [Side::A, Side::B] {
+        p.link(side, 1).mtu = Some(1252);
+    }
+    p.run_until(ms(3000), |p| {
+        (0..2).all(|i| p.node(Side::A).ep.path_info(PathId(i)).pmtu_found)
+    })
+    .expect("found");
+    assert!(p.ep(Side::A).path_info(PathId(1)).datagram_max <= 1252);
+    let lose = |p: &mut Pair, first: u32, pass: usize| {
+        p.drop_after(Side::A, 1, pass, 1);
+        for k in first..first + 10 {
+            p.send(Side::A, &packet(k, 1400)).expect("sent");
+        }
+        p.run(ms(300));
+    };
+    // the first loss makes path 1's packets kept; the next loses a head piece
+    lose(&mut p, 100, 0);
+    p.run(ms(2500));
+    let expired = p.ep(Side::B).drops().fragment_expired;
+    p.node_mut(Side::B).delivered.clear();
+    lose(&mut p, 0, 0);
+    assert_eq!(
+        p.delivered_numbers(Side::B),
+        (0..10).collect::<Vec<_>>(),
+        "every packet, in order"
+    );
+    let c = p.ep(Side::A).resend_counts(PathId(1));
+    assert_eq!((c.requested, c.resent, c.missed), (2, 1, 1));
+    // it went again whole on path 0: a datagram path 1 would not carry
+    let resent: Vec<usize> = p
+        .node(Side::A)
+        .sent_log
+        .iter()
+        .filter_map(|(_, d)| {
+            let (h, _) = mpt_core::wire::HeaderRepr::parse_outer(d).ok()?;
+            (h.kind == Kind::Resent).then_some((h.path.index(), d.len()))
+        })
+        .map(|(path, len)| {
+            assert_eq!(path, 0);
+            len
+        })
+        .collect();
+    assert_eq!(resent.len(), 1);
+    assert!(resent[0] > 1252, "{resent:?}");
+    // the pieces that came first are not left waiting, to expire as losses
+    p.run(ms(2500));
+    assert_eq!(p.ep(Side::B).drops().fragment_expired, expired);
+    // a continuation lost: no path sequence names it, but the packet never reaches the
+    // resequencer, which sees its head piece's path sequence missing when the next
+    // datagram on the path arrives, and asks for that
+    p.node_mut(Side::B).delivered.clear();
+    lose(&mut p, 200, 1);
+    assert_eq!(
+        p.delivered_numbers(Side::B),
+        (200..210).collect::<Vec<_>>(),
+        "every packet, in order"
+    );
+    let c = p.ep(Side::A).resend_counts(PathId(1));
+    assert_eq!((c.requested, c.resent, c.missed), (3, 2, 1));
+    p.run(ms(2500));
+    assert_eq!(p.ep(Side::B).drops().fragment_expired, expired);
+}
+
+#[test]
 fn without_resending_at_both_ends_a_lost_datagram_stays_lost() {
     for (a, b) in [(true, false), (false, true), (false, false)] {
         let mut p = pair(2, 2, a, b);

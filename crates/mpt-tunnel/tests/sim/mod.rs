@@ -76,8 +76,9 @@ impl Default for LinkSpec {
 struct Link {
     spec: LinkSpec,
     busy_until: Time,
-    /// Lose this many of the next datagrams (targeted loss).
+    /// Lose this many of the next datagrams (targeted loss), after passing `pass_first`.
     drop_next: usize,
+    pass_first: usize,
     /// Datagrams lost for being larger than the link's MTU.
     too_big: u64,
 }
@@ -217,6 +218,7 @@ impl Pair {
             spec: LinkSpec::default(),
             busy_until: Time::ZERO,
             drop_next: 0,
+            pass_first: 0,
             too_big: 0,
         };
         let mut pair = Pair {
@@ -247,6 +249,7 @@ impl Pair {
                     spec: LinkSpec::default(),
                     busy_until: Time::ZERO,
                     drop_next: 0,
+                    pass_first: 0,
                     too_big: 0,
                 });
             }
@@ -282,7 +285,14 @@ impl Pair {
 
     /// Lose the next `n` datagrams `side` sends on `path`.
     pub fn drop_next(&mut self, side: Side, path: usize, n: usize) {
-        self.links[side.index()][path].drop_next = n;
+        self.drop_after(side, path, 0, n);
+    }
+
+    /// Pass the next `pass` datagrams `side` sends on `path`, then lose `n`.
+    pub fn drop_after(&mut self, side: Side, path: usize, pass: usize, n: usize) {
+        let link = &mut self.links[side.index()][path];
+        link.pass_first = pass;
+        link.drop_next = n;
     }
 
     /// `side` stops cleanly: its goodbyes go out now.
@@ -412,8 +422,12 @@ impl Pair {
             return;
         }
         if link.drop_next > 0 {
-            link.drop_next -= 1;
-            return;
+            if link.pass_first > 0 {
+                link.pass_first -= 1;
+            } else {
+                link.drop_next -= 1;
+                return;
+            }
         }
         if link.spec.mtu.is_some_and(|m| bytes.len() > m) {
             link.too_big += 1;
