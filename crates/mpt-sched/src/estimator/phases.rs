@@ -52,7 +52,12 @@ impl PathEstimate {
     pub(super) fn interval(&mut self, now: Time, r: &ReportEntry) -> Option<Interval> {
         self.owd_offset_us = r.owd_min_us;
         let prev_queue_us = self.queue_us;
-        self.queue_us = f64::from(r.owd_us.saturating_sub(r.owd_min_us));
+        // A delay that varies by itself (radio, a jittery wire) keeps the smoothed delay above
+        // the least the path has shown with no queue at all: half the spread of its delays,
+        // about 1.5 times its RFC 3550 jitter where they spread evenly. Up to
+        // [`JITTER_NOT_QUEUE`] jitters of it are not queue.
+        let above_least = f64::from(r.owd_us.saturating_sub(r.owd_min_us));
+        self.queue_us = (above_least - JITTER_NOT_QUEUE * f64::from(r.jitter_us)).max(0.0);
         let Some((t0, prev)) = self.last else {
             self.last = Some((now, *r));
             self.sent_bytes = 0;
