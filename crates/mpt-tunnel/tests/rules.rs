@@ -1934,30 +1934,44 @@ fn stream(p: &mut Pair, n: &mut u32, d: Duration) {
     }
 }
 
+/// A pair whose paths' MTUs were found streams for `lead`; then path 0's MTU drops to 1400
+/// (no ICMP), and path 1 goes down too when `alone`, while `send` goes on: how long until A
+/// notices the drop.
+fn drop_noticed(
+    seed: u64,
+    lead: Duration,
+    alone: bool,
+    mut send: impl FnMut(&mut Pair, &mut u32),
+) -> Duration {
+    let mut p = mtu_pair(seed, 1500, [1472, 1472]);
+    p.run_until(ms(3000), |p| {
+        (0..2).all(|i| p.node(Side::A).ep.path_info(PathId(i)).pmtu_found)
+    })
+    .expect("found");
+    let mut n = 0u32;
+    stream(&mut p, &mut n, lead);
+    let t0 = p.now;
+    for side in [Side::A, Side::B] {
+        p.link(side, 0).mtu = Some(1400);
+        p.link(side, 1).up = !alone;
+    }
+    while p.now - t0 < ms(2000) {
+        send(&mut p, &mut n);
+        if p.ep(Side::A).path_info(PathId(0)).datagram_max <= 1400 {
+            return p.now - t0;
+        }
+    }
+    panic!("the drop was not noticed within 2 s");
+}
+
 #[test]
 fn a_path_mtu_that_drops_under_data_is_noticed_in_a_few_rtts_whenever_it_drops() {
     // the size is confirmed once a second; data that stops arriving asks for the
     // confirmation at once, so the phase of the drop against that second does not matter
     for (k, phase) in (0..1000).step_by(125).enumerate() {
-        let mut p = mtu_pair(80 + k as u64, 1500, [1472, 1472]);
-        p.run_until(ms(3000), |p| {
-            (0..2).all(|i| p.node(Side::A).ep.path_info(PathId(i)).pmtu_found)
-        })
-        .expect("found");
-        let mut n = 0u32;
-        stream(&mut p, &mut n, ms(500 + phase));
-        let t0 = p.now;
-        for side in [Side::A, Side::B] {
-            p.link(side, 0).mtu = Some(1400);
-        }
-        let mut noticed = None;
-        while noticed.is_none() && p.now - t0 < ms(2000) {
-            stream(&mut p, &mut n, ms(10));
-            if p.ep(Side::A).path_info(PathId(0)).datagram_max <= 1400 {
-                noticed = Some(p.now - t0);
-            }
-        }
-        let noticed = noticed.expect("the drop was noticed");
+        let noticed = drop_noticed(80 + k as u64, ms(500 + phase), false, |p, n| {
+            stream(p, n, ms(10))
+        });
         eprintln!("drop {phase} ms into the second: noticed after {noticed:?}");
         assert!(noticed <= ms(700), "{phase}: noticed after {noticed:?}");
     }
@@ -1969,29 +1983,12 @@ fn a_path_mtu_that_drops_while_the_sender_sends_little_is_noticed_in_a_few_rtts(
     // few datagrams on the path, and the peer, hearing nothing, reports nothing; the
     // silence asks for the confirmation
     for (k, phase) in (0..1000).step_by(200).enumerate() {
-        let mut p = mtu_pair(90 + k as u64, 1500, [1472, 1472]);
-        p.run_until(ms(3000), |p| {
-            (0..2).all(|i| p.node(Side::A).ep.path_info(PathId(i)).pmtu_found)
-        })
-        .expect("found");
-        let mut n = 0u32;
-        stream(&mut p, &mut n, ms(500 + phase));
-        let t0 = p.now;
-        for side in [Side::A, Side::B] {
-            p.link(side, 0).mtu = Some(1400);
-            p.link(side, 1).up = false;
-        }
-        let mut noticed = None;
-        while noticed.is_none() && p.now - t0 < ms(2000) {
-            let batch: Vec<Vec<u8>> = (0..4).map(|k| packet(n + k, 1500)).collect();
-            n += 4;
+        let noticed = drop_noticed(90 + k as u64, ms(500 + phase), true, |p, n| {
+            let batch: Vec<Vec<u8>> = (0..4).map(|k| packet(*n + k, 1500)).collect();
+            *n += 4;
             p.send_batch(Side::A, &batch);
             p.run(ms(50));
-            if p.ep(Side::A).path_info(PathId(0)).datagram_max <= 1400 {
-                noticed = Some(p.now - t0);
-            }
-        }
-        let noticed = noticed.expect("the drop was noticed");
+        });
         eprintln!("drop {phase} ms into the second: noticed after {noticed:?}");
         assert!(noticed <= ms(800), "{phase}: noticed after {noticed:?}");
     }
