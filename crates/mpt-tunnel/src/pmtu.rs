@@ -47,6 +47,10 @@ pub const CONFIRM_INTERVAL: Duration = Duration::from_secs(1);
 pub const DELIVERY_WINDOW: Duration = Duration::from_millis(100);
 /// The fewest data datagrams sent (or found missing) over that time for a shortfall to count.
 pub const DELIVERY_SHORTFALL: u64 = 8;
+/// How long probes lost while the path's queue overflows are sent again without counting: a
+/// transfer's start overshoots for a second or so, and a queue that the reports keep showing
+/// full for longer (a stale report of a path that went dark) must not hide a drop for ever.
+pub const OVERFLOW_GRACE: Duration = Duration::from_secs(2);
 
 /// A probe in flight.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,6 +60,9 @@ struct InFlight {
     tries: u8,
     /// The path's queue overflowed while it was out.
     overflowed: bool,
+    /// When the first probe of this size went (its sending again while the queue overflows
+    /// is bounded by [`OVERFLOW_GRACE`]).
+    first: Time,
 }
 
 /// One path's discovery.
@@ -165,10 +172,11 @@ impl Pmtu {
             // sent again as the same try: a false drop sends TCP on the path in pieces until
             // the next raise
             let tries = if self.found { PROBE_TRIES } else { 1 };
-            if p.overflowed || p.tries < tries {
+            let free = p.overflowed && now.saturating_since(p.first) < OVERFLOW_GRACE;
+            if free || p.tries < tries {
                 self.probe = Some(InFlight {
                     sent: now,
-                    tries: if p.overflowed { p.tries } else { p.tries + 1 },
+                    tries: if free { p.tries } else { p.tries + 1 },
                     overflowed: overflowing,
                     ..p
                 });
@@ -199,6 +207,7 @@ impl Pmtu {
             sent: now,
             tries: 1,
             overflowed: overflowing,
+            first: now,
         });
         self.probes_sent += 1;
         Some(size)
@@ -315,7 +324,8 @@ impl<P> crate::Endpoint<P> {
     /// overflowing queue loses as much: slow start's overshoot), the path may have become a
     /// black hole for their size (a route change with no ICMP): discovery confirms its size
     /// at once instead of at the next confirmation, so that a drop is noticed in a few RTTs.
-    /// A false suspicion costs a probe, and a false drop (the probe lost twice) a search.
+    /// A false suspicion costs a probe, and a false drop (the probe lost three times) a
+    /// search.
     pub(crate) fn watch_delivery(&mut self, now: Time, i: usize, e: &ReportEntry) {
         let p = &mut self.paths[i];
         let mark = (now, p.data_sent, e.packets, e.lost);
@@ -469,6 +479,12 @@ mod tests {
         // two seconds of a queue that overflows: every probe lost, none counts
         let size = run_lossy(&mut p, 3000, 2000, |_| 1540, |_| true);
         assert_eq!((size, p.drops), (1540, 0));
+        // but a queue shown full for ever (a stale report) hides a drop no longer than the
+        // grace and the tries
+        let grace = OVERFLOW_GRACE.as_millis() as u64;
+        let tries = u64::from(PROBE_TRIES) * T.as_millis() as u64;
+        let size = run_lossy(&mut p, 5000, grace + tries + 1200, |_| 1464, |_| true);
+        assert!(p.drops == 1 && size < 1540, "{size}");
         // nor does a search's probe: it is sent again
         let mut p = Pmtu::new(Time::ZERO, 1540, 28);
         let size = run_lossy(&mut p, 0, 3000, |_| 1540, |t| t < 1000);
