@@ -86,7 +86,7 @@ impl Scheduler for AdaptiveScheduler {
         // learned so far), new packets go where the real queues are shortest, so they arrive
         // in order, instead of in proportion to rates that the queues show are wrong.
         if let Some(p) = self.est.path(path.index()).filter(|p| p.last_packets > 0) {
-            let queue = std::time::Duration::from_micros(p.queue_us as u64);
+            let queue = std::time::Duration::from_micros(p.queue_seen_us as u64);
             self.inner.hold_queue(now, path, queue);
             self.inner.short_queued(path, queue);
         }

@@ -143,8 +143,13 @@ pub struct PathEstimate {
     queue_peak: QueuePeak,
     /// Packets delivered in the last report interval.
     pub last_packets: u32,
-    /// Queueing delay in the last report, microseconds.
+    /// Queueing delay in the last report, microseconds: the smoothed delay above the least,
+    /// less what the path's own jitter keeps it above ([`JITTER_NOT_QUEUE`]); what the rate
+    /// is judged by.
     pub queue_us: f64,
+    /// The same with the jitter left in: how much later than its least delay a packet sent
+    /// now arrives; what the scheduler's clock and the light-traffic rule go by.
+    pub queue_seen_us: f64,
     /// Whether the last report showed congestion.
     pub congested: bool,
     /// Whether the last report showed the path silent: the receiver has heard nothing on it
@@ -202,6 +207,7 @@ impl PathEstimate {
             queue_peak: QueuePeak::default(),
             last_packets: 0,
             queue_us: 0.0,
+            queue_seen_us: 0.0,
             congested: false,
             silent: false,
             saturated: false,

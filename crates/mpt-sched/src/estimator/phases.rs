@@ -58,6 +58,7 @@ impl PathEstimate {
         // [`JITTER_NOT_QUEUE`] jitters of it are not queue.
         let above_least = f64::from(r.owd_us.saturating_sub(r.owd_min_us));
         self.queue_us = (above_least - JITTER_NOT_QUEUE * f64::from(r.jitter_us)).max(0.0);
+        self.queue_seen_us = above_least;
         let Some((t0, prev)) = self.last else {
             self.last = Some((now, *r));
             self.sent_bytes = 0;
@@ -161,7 +162,9 @@ impl PathEstimate {
                 .max(self.best_delivery_bps)
                 .max(MIN_RATE);
             let excess = iv.packet - (f64::from(r.owd_min_len) + self.overhead as f64);
-            self.queue_us = (self.queue_us - serial_us(excess.max(0.0), shown)).max(0.0);
+            let serial = serial_us(excess.max(0.0), shown);
+            self.queue_us = (self.queue_us - serial).max(0.0);
+            self.queue_seen_us = (self.queue_seen_us - serial).max(0.0);
         }
         // A link that holds a standing queue of a few packets is full: it carries what it can,
         // and trusting it with more only lengthens its queue (on a fast path that is a

@@ -387,6 +387,8 @@ fn a_path_whose_delay_jitters_by_itself_is_not_taken_for_queued() {
         let p = e.path(0).unwrap();
         assert!((p.rate_bps - want).abs() < 1.0, "jitter {jitter_us}: {p:?}");
         assert!(!p.saturated || jitter_us == 0, "{p:?}");
+        // the scheduler's clock still sees the 3 ms a packet sent now is later than the least
+        assert_eq!(p.queue_seen_us, 3_000.0, "{p:?}");
     }
 }
 
