@@ -130,9 +130,8 @@ impl<P> Endpoint<P> {
         let due = open.due;
         // the head piece's bundle is sealed next, in the loop below, and takes the path's next
         // sequences: the head piece's is its entry's among them
-        let head_path_seq = self.paths[i]
-            .path_seq
-            .wrapping_add(self.paths[i].bundle.as_ref().map_or(1, |o| o.count) as u16 - 1);
+        let entry = open.count as u16 - 1;
+        let head_path_seq = self.paths[i].path_seq.wrapping_add(entry);
         let mut offset = head;
         while offset < packet.len() {
             // this datagram is full: the rest goes in the next ones

@@ -52,6 +52,12 @@ pub const DELIVERY_SHORTFALL: u64 = 8;
 /// full for longer (a stale report of a path that went dark) must not hide a drop for ever.
 pub const OVERFLOW_GRACE: Duration = Duration::from_secs(2);
 
+/// The time over which what a path carried is compared with what was sent on it, on a path of
+/// smoothed RTT `srtt_us`: twice the RTT, and at least [`DELIVERY_WINDOW`].
+fn delivery_window(srtt_us: Option<u64>) -> Duration {
+    Duration::from_micros(srtt_us.unwrap_or(0) * 2).max(DELIVERY_WINDOW)
+}
+
 /// A probe in flight.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct InFlight {
@@ -333,7 +339,7 @@ impl<P> crate::Endpoint<P> {
             p.delivery_mark = Some(mark);
             return;
         };
-        let window = Duration::from_micros(p.srtt_us.unwrap_or(0) * 2).max(DELIVERY_WINDOW);
+        let window = delivery_window(p.srtt_us);
         if now.saturating_since(since) < window {
             return;
         }
@@ -362,7 +368,7 @@ impl<P> crate::Endpoint<P> {
         let Some((since, sent, got, missed)) = p.delivery_mark else {
             return;
         };
-        let window = Duration::from_micros(p.srtt_us.unwrap_or(0) * 2).max(DELIVERY_WINDOW);
+        let window = delivery_window(p.srtt_us);
         if now.saturating_since(since) < window * 2
             || p.data_sent.saturating_sub(sent) < DELIVERY_SHORTFALL
         {
