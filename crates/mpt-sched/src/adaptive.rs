@@ -58,6 +58,10 @@ impl Scheduler for AdaptiveScheduler {
         self.inner.on_sent(now, path, len);
     }
 
+    fn on_unsent(&mut self, now: Time, path: PathId, len: usize) {
+        self.inner.on_unsent(now, path, len);
+    }
+
     fn on_path_state(&mut self, now: Time, path: PathId, up: bool) {
         self.inner.on_path_state(now, path, up);
         if up {

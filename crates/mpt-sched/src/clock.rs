@@ -37,6 +37,16 @@ impl LinkClock {
         }
     }
 
+    /// `len` bytes given to [`on_sent`](Self::on_sent) on `path` never left: the clock
+    /// runs back by their time (not before `now`).
+    pub fn on_unsent(&mut self, now: Time, path: PathId, len: usize) {
+        let i = path.index();
+        if let (Some(Some(n)), Some(busy)) = (self.ns_per_byte.get(i), self.busy.get_mut(i)) {
+            let ser = (len as u64).saturating_mul(*n) >> 16;
+            *busy = busy.saturating_sub(ser).max(now.as_nanos());
+        }
+    }
+
     /// How long a datagram sent on `path` at `now` would wait.
     pub fn backlog(&self, now: Time, path: PathId) -> std::time::Duration {
         let busy = self.busy.get(path.index()).copied().unwrap_or(0);
@@ -71,5 +81,20 @@ mod tests {
         let later = Time::from_millis(100);
         c.on_sent(later, PathId(0), 1250);
         assert_eq!(c.backlog(later, PathId(0)).as_millis(), 10);
+    }
+
+    #[test]
+    fn a_datagram_that_never_left_gives_its_time_back_but_not_more() {
+        let paths = [PathSpec::new(1, Some(1_000_000), false)];
+        let mut c = LinkClock::new(&paths);
+        let t = Time::from_millis(10);
+        c.on_sent(t, PathId(0), 1250);
+        c.on_sent(t, PathId(0), 2500);
+        c.on_unsent(t, PathId(0), 2500);
+        assert_eq!(c.backlog(t, PathId(0)).as_millis(), 10);
+        // given back after the line carried part of the rest: never behind now
+        let later = t + std::time::Duration::from_millis(5);
+        c.on_unsent(later, PathId(0), 2500);
+        assert_eq!(c.backlog(later, PathId(0)), std::time::Duration::ZERO);
     }
 }

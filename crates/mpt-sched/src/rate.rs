@@ -279,6 +279,14 @@ impl Scheduler for RateScheduler {
         }
     }
 
+    fn on_unsent(&mut self, now: Time, path: PathId, len: usize) {
+        let i = path.index();
+        if i < self.busy.len() {
+            let ser = self.serialisation(i, len);
+            self.busy[i] = self.busy[i].saturating_sub(ser).max(now.as_nanos());
+        }
+    }
+
     fn on_path_state(&mut self, now: Time, path: PathId, up: bool) {
         self.paths.set_up(path, up);
         if up {
@@ -407,6 +415,21 @@ mod tests {
         let mut count = [0u32; 4];
         send_evenly(&mut s, 0..400, 10, 270, &mut count);
         assert_eq!(count, [100; 4]);
+    }
+
+    /// A probe the kernel refused takes no time on the path's clock: the packets after it
+    /// go where they would have gone without it.
+    #[test]
+    fn a_datagram_that_never_left_gives_its_time_back() {
+        let mut s = RateScheduler::new(&[PathSpec::new(1, Some(1_000_000), false); 2]);
+        let now = Time::from_millis(1);
+        s.on_sent(now, PathId(0), 1250);
+        let before = s.backlog(now, PathId(0));
+        s.on_control_sent(now, PathId(0), 1500);
+        s.on_unsent(now, PathId(0), 1500);
+        assert_eq!(s.backlog(now, PathId(0)), before);
+        s.on_unsent(now, PathId(1), 1500);
+        assert_eq!(s.backlog(now, PathId(1)), std::time::Duration::ZERO);
     }
 
     /// A queue the receiver saw (and the virtual clock did not) keeps new packets off the path

@@ -47,6 +47,10 @@ impl Scheduler for RoundRobin {
         self.clock.on_sent(now, path, len);
     }
 
+    fn on_unsent(&mut self, now: Time, path: PathId, len: usize) {
+        self.clock.on_unsent(now, path, len);
+    }
+
     fn backlog(&self, now: Time, path: PathId) -> std::time::Duration {
         self.clock.backlog(now, path)
     }

@@ -57,6 +57,11 @@ pub trait Scheduler: Send + std::fmt::Debug {
         self.on_sent(now, path, len);
     }
 
+    /// A datagram of `len` bytes given to [`on_sent`](Self::on_sent) or
+    /// [`on_control_sent`](Self::on_control_sent) on `path` never left: the kernel refused it
+    /// (a path MTU probe larger than the interface's). Its time on the link is given back.
+    fn on_unsent(&mut self, _now: Time, _path: PathId, _len: usize) {}
+
     /// `path` went up (`true`) or down (`false`).
     fn on_path_state(&mut self, now: Time, path: PathId, up: bool);
 

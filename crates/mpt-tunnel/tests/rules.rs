@@ -2351,3 +2351,56 @@ fn a_syn_before_the_far_path_is_measured_waits_the_longest_wait() {
         "the SYN took {took:?}"
     );
 }
+
+/// Table II case 11: a 128 kbit/s stream of 1498-byte packets into a 128 kbit/s line whose
+/// interface MTU is 1500 (the kernel refuses larger datagrams). Path MTU discovery tries the
+/// sizes above it first; those refused probes must not take the line's time on the clock, or
+/// the stream's first second is dropped at the sender as if the queue were full.
+#[test]
+fn probes_the_kernel_refuses_cost_a_slow_line_nothing() {
+    let cfg = |side| {
+        let mut c = sim::config(side, 1, true);
+        c.mtu = 1500;
+        c.scheduler = mpt_sched::SchedulerKind::Rate;
+        c.paths[0].rate_bps = Some(128_000);
+        c
+    };
+    let mut p = Pair::with(sim::seed(73), cfg(Side::A), cfg(Side::B));
+    for side in [Side::A, Side::B] {
+        let l = p.link(side, 0);
+        l.rate_bps = Some(128_000);
+        l.delay = ms(1);
+        l.mtu = Some(1472);
+        l.mtu_local = true;
+        l.queue = Some(ms(300));
+    }
+    p.run_until(ms(500), Pair::agreed)
+        .expect("keys agreed within 500 ms");
+    p.run(ms(300));
+    // 128 kbit/s of 1470-byte UDP payloads: a packet every 91.875 ms for 2 s
+    let every = Duration::from_micros(91_875);
+    let start = p.now;
+    let mut k = 0u32;
+    while p.now < start + ms(2000) {
+        let _ = p.send(Side::A, &packet(k, 1498));
+        k += 1;
+        p.run(every);
+    }
+    let got = p.delivered_numbers(Side::B).len();
+    eprintln!("DBG B lost {}", p.ep(Side::B).stats().paths[0].lost);
+    let info = p.ep(Side::A).path_info(PathId(0));
+    eprintln!(
+        "RESULT slow line's first 2 s: {got} of {k} delivered, {} dropped whole, {} probes, \
+         datagrams of {} found: {}",
+        p.ep(Side::A).drops().queue_full,
+        info.pmtu_probes,
+        info.datagram_max,
+        info.pmtu_found
+    );
+    assert!(info.pmtu_found, "the search ended");
+    // the line carries a packet (two datagrams' worth with the packets around it, 1589
+    // bytes) every 99 ms, less the one probe that passes: 18 or 19 in 2 s; with the refused
+    // probes on the clock, 13
+    assert!(got >= 16, "{got} of {k} delivered in the first 2 s");
+    assert_eq!(p.overflowed(Side::A, 0), 0, "the line's queue overflowed");
+}

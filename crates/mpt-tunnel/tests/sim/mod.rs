@@ -57,6 +57,12 @@ pub struct LinkSpec {
     /// Largest datagram (UDP payload) the link carries; larger ones vanish (a black hole:
     /// no ICMP). `None`: any.
     pub mtu: Option<usize>,
+    /// The `mtu` is the sender's own interface's: the kernel refuses a larger datagram at
+    /// once (EMSGSIZE, handed to the endpoint as the daemon does) instead of losing it.
+    pub mtu_local: bool,
+    /// Most backlog the link queues before it drops (tail drop), as a serial line's buffer;
+    /// `None`: no limit.
+    pub queue: Option<Duration>,
 }
 
 impl Default for LinkSpec {
@@ -68,6 +74,8 @@ impl Default for LinkSpec {
             loss: 0.0,
             up: true,
             mtu: None,
+            mtu_local: false,
+            queue: None,
         }
     }
 }
@@ -81,6 +89,8 @@ struct Link {
     pass_first: usize,
     /// Datagrams lost for being larger than the link's MTU.
     too_big: u64,
+    /// Datagrams lost to a full queue.
+    overflowed: u64,
 }
 
 /// A datagram on its way.
@@ -220,6 +230,7 @@ impl Pair {
             drop_next: 0,
             pass_first: 0,
             too_big: 0,
+            overflowed: 0,
         };
         let mut pair = Pair {
             now: Time::ZERO,
@@ -251,6 +262,7 @@ impl Pair {
                     drop_next: 0,
                     pass_first: 0,
                     too_big: 0,
+                    overflowed: 0,
                 });
             }
             let sent = &mut self.nodes[side.index()].control_sent;
@@ -281,6 +293,11 @@ impl Pair {
     pub fn set_up(&mut self, path: usize, up: bool) {
         self.link(Side::A, path).up = up;
         self.link(Side::B, path).up = up;
+    }
+
+    /// Datagrams `side`'s link `path` lost to a full queue.
+    pub fn overflowed(&self, side: Side, path: usize) -> u64 {
+        self.links[side.index()][path].overflowed
     }
 
     /// Lose the next `n` datagrams `side` sends on `path`.
@@ -431,6 +448,12 @@ impl Pair {
         }
         if link.spec.mtu.is_some_and(|m| bytes.len() > m) {
             link.too_big += 1;
+            if link.spec.mtu_local {
+                let len = bytes.len();
+                self.nodes[from.index()]
+                    .ep
+                    .datagram_too_big(now, PathId(path as u8), len);
+            }
             return;
         }
         if link.spec.loss > 0.0 && self.rng.unit() < link.spec.loss {
@@ -440,11 +463,20 @@ impl Pair {
             let bits = (bytes.len() + Overhead::new(false, false).outer_link()) as u64 * 8;
             Duration::from_nanos(bits * 1_000_000_000 / r)
         });
-        let depart = if link.busy_until > now {
+        let start = if link.busy_until > now {
             link.busy_until
         } else {
             now
-        } + ser;
+        };
+        if link
+            .spec
+            .queue
+            .is_some_and(|q| start.saturating_since(now) > q)
+        {
+            link.overflowed += 1;
+            return;
+        }
+        let depart = start + ser;
         link.busy_until = depart;
         let jitter = link.spec.jitter.mul_f64(self.rng.unit());
         let at = depart + link.spec.delay + jitter;
