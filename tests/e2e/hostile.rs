@@ -78,10 +78,14 @@ const VNET_HDR_LEN: usize = 10;
 /// The Ethernet header of a veth frame.
 const ETH_HLEN: usize = 14;
 
+/// A captured datagram's counter (the lab's sessions never reach 2^32 datagrams, so its low
+/// 32 bits on the wire are all of it).
 fn counter(d: &[u8]) -> u64 {
-    Header::new_unchecked(d)
-        .counter()
-        .expect("a sealed datagram")
+    u64::from(
+        Header::new_unchecked(d)
+            .counter()
+            .expect("a sealed datagram"),
+    )
 }
 
 fn set_counter(d: &mut [u8], c: u64) {
@@ -213,7 +217,7 @@ fn a_stranger_spraying_the_path_ports_gets_nothing_into_tun0() {
         (0..n as u64)
             .map(|k| {
                 let mut d = pick(&mut rng);
-                set_counter(&mut d, top + (1 << 40) + k);
+                set_counter(&mut d, top + 2_000_000 + k);
                 let mut h = Header::new_unchecked(&mut d[..]);
                 h.set_seq(h.seq().wrapping_add(1 << 31));
                 d

@@ -24,6 +24,9 @@ pub struct Opener {
     session: u32,
     epoch: u64,
     max_datagram: usize,
+    /// The highest counter the session's replay window had seen when this was taken: a
+    /// datagram's counter is expanded from its low bits against it.
+    highest: Option<u64>,
 }
 
 impl std::fmt::Debug for Opener {
@@ -56,11 +59,13 @@ impl Opener {
         }
         let result = match h.counter() {
             None => Err(DropReason::Truncated),
-            Some(counter) => self
-                .key
-                .open(buf)
-                .map(|body| (counter, body))
-                .map_err(|e| DropReason::unsealed(&e)),
+            Some(low) => {
+                let counter = seal::expand_counter(self.highest, low);
+                self.key
+                    .open(buf, counter)
+                    .map(|body| (counter, body))
+                    .map_err(|e| DropReason::unsealed(&e))
+            }
         };
         Some(Opened {
             epoch: self.epoch,
@@ -78,6 +83,7 @@ impl<P> Endpoint<P> {
             session: self.session,
             epoch: c.epoch,
             max_datagram: self.max_datagram(),
+            highest: c.replay.highest(),
         })
     }
 

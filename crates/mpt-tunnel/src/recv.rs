@@ -429,13 +429,16 @@ fn open_in_place(
     replay: &mut ReplayWindow,
     buf: &mut [u8],
 ) -> Result<(usize, usize), DropReason> {
-    let Some(counter) = seal::counter_of(buf) else {
+    let Some(low) = seal::counter_of(buf) else {
         return Err(DropReason::Truncated);
     };
+    let counter = replay.expand(low);
     if replay.check(counter).is_err() {
         return Err(DropReason::Replayed);
     }
-    let body = key.open(buf).map_err(|e| DropReason::unsealed(&e))?;
+    let body = key
+        .open(buf, counter)
+        .map_err(|e| DropReason::unsealed(&e))?;
     replay.mark(counter);
     seal::unseal_in_place(buf);
     Ok((COUNTER_LEN, SEALED_HEADER_LEN + body))

@@ -1129,8 +1129,10 @@ fn garbage_is_dropped_by_reason_and_never_delivered() {
         (vec![], DropReason::Truncated),
         (vec![0x10; 3], DropReason::Truncated),
         (vec![0x01; 40], DropReason::BadVersion),
-        // version 2, a keepalive, not sealed
-        (vec![0x41; 40], DropReason::Unauthenticated),
+        // the last version, 2
+        (vec![0x41; 40], DropReason::BadVersion),
+        // version 3, a keepalive, not sealed
+        (vec![0x61; 40], DropReason::Unauthenticated),
         (vec![0x11; 2000], DropReason::Oversize),
     ];
     for (d, reason) in cases {
@@ -1180,7 +1182,7 @@ fn opening_run(split_open: bool) -> (Vec<u32>, Vec<u32>, mpt_tunnel::DropCounts)
         // a forgery under a counter never used: fails authentication either way
         let mut forged = d.clone();
         let mut h = mpt_core::wire::Header::new_unchecked(&mut forged[..]);
-        let fresh = h.counter().expect("sealed") + 1_000_000;
+        let fresh = u64::from(h.counter().expect("sealed")) + 1_000_000;
         h.set_counter(fresh).expect("room");
         p.inject(Side::B, 0, from, forged);
     }
@@ -2082,7 +2084,8 @@ fn a_drop_that_only_a_few_full_datagrams_among_small_ones_meet_is_still_noticed(
 fn to_a_peer_that_takes_no_pieces_a_packet_too_big_for_its_path_is_answered_with_icmp() {
     let mut p = mtu_pair(73, 1500, [1472, 1472]);
     p.ep(Side::A).forget_peer_pieces();
-    let most = p.ep(Side::A).path_info(PathId(0)).datagram_max - 40;
+    let most = p.ep(Side::A).path_info(PathId(0)).datagram_max
+        - mpt_core::wire::Overhead::new(true, false).datagram();
     let before = p.node(Side::A).sent_log.len();
     let mut big = packet(1, 1500);
     big[12..20].copy_from_slice(&[10, 0, 0, 1, 10, 0, 0, 2]);

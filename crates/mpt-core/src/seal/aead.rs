@@ -78,13 +78,14 @@ impl SealKey {
         self.seal(counter, buf, plain_len - HEADER_LEN)
     }
 
-    /// Verify and decrypt a sealed datagram in place; returns the body length (the body is at
-    /// `buf[SEALED_HEADER_LEN..]`). Nothing is trusted before this returns `Ok`.
-    pub fn open(&self, buf: &mut [u8]) -> Result<usize, SealError> {
+    /// Verify and decrypt a sealed datagram in place whose full counter is `counter` (its low
+    /// bits are the datagram's: [`expand_counter`] gives the rest); returns the body length
+    /// (the body is at `buf[SEALED_HEADER_LEN..]`). Nothing is trusted before this returns
+    /// `Ok`: a counter expanded wrongly fails as a forgery does.
+    pub fn open(&self, buf: &mut [u8], counter: u64) -> Result<usize, SealError> {
         if buf.len() < SEALED_HEADER_LEN + TAG_LEN {
             return Err(SealError::Truncated(buf.len()));
         }
-        let counter = counter_of(buf).ok_or(SealError::Truncated(buf.len()))?;
         let (aad, rest) = buf.split_at_mut(SEALED_HEADER_LEN);
         let plain = self
             .key
@@ -94,9 +95,29 @@ impl SealKey {
     }
 }
 
-/// The counter of a sealed datagram (not yet authenticated).
-pub fn counter_of(buf: &[u8]) -> Option<u64> {
+/// The counter's low 32 bits in a sealed datagram (not yet authenticated).
+pub fn counter_of(buf: &[u8]) -> Option<u32> {
     Header::new_unchecked(buf).counter()
+}
+
+/// The full counter whose low 32 bits are `low`: of the values with those bits, the nearest to
+/// `highest`, the highest counter of the session seen so far (`None`: none yet, and the counter
+/// is below 2^32). As QUIC's packet numbers: a datagram more than 2^31 away from the highest
+/// would be expanded wrongly, and then fails to open; the replay window takes only the last
+/// few thousand anyway.
+pub fn expand_counter(highest: Option<u64>, low: u32) -> u64 {
+    const SPAN: u64 = 1 << 32;
+    let Some(h) = highest else {
+        return u64::from(low);
+    };
+    let c = (h & !(SPAN - 1)) | u64::from(low);
+    if c > h && c - h > SPAN / 2 && c >= SPAN {
+        c - SPAN
+    } else if c < h && h - c > SPAN / 2 {
+        c.checked_add(SPAN).unwrap_or(c)
+    } else {
+        c
+    }
 }
 
 /// Turn an opened datagram into its plain form for [`crate::wire::Datagram::parse`]: the

@@ -22,7 +22,7 @@ mod key;
 mod noise;
 mod replay;
 
-pub use aead::{counter_of, unseal_in_place, SealError, SealKey};
+pub use aead::{counter_of, expand_counter, unseal_in_place, SealError, SealKey};
 pub use cipher::{aes_in_hardware, cipher_flags, negotiate, Cipher, CipherChoice, CipherMismatch};
 pub use cookie::{
     mac2, Cookies, MacKeys, COOKIE_LIFETIME, COOKIE_NONCE_LEN, MAC_LEN, SEALED_COOKIE_LEN,
@@ -223,8 +223,13 @@ mod tests {
             let mut d = sealed_data(&keys.tx, 42, 100);
             assert_eq!(counter_of(&d), Some(42));
             // only the peer's rx key opens it; our own rx key does not (no reflection)
-            assert_eq!(keys.rx.open(&mut d.clone()), Err(SealError::BadTag));
-            let n = peer.rx.open(&mut d).expect("opens");
+            assert_eq!(keys.rx.open(&mut d.clone(), 42), Err(SealError::BadTag));
+            // nor under another counter than the one it was sealed with
+            assert_eq!(
+                peer.rx.open(&mut d.clone(), 42 + (1 << 32)),
+                Err(SealError::BadTag)
+            );
+            let n = peer.rx.open(&mut d, 42).expect("opens");
             assert_eq!(n, 100);
             unseal_in_place(&mut d);
             let plain = &d[COUNTER_LEN..SEALED_HEADER_LEN + n];
@@ -243,20 +248,42 @@ mod tests {
         for i in 0..d.len() {
             let mut bad = d.clone();
             bad[i] ^= 0x01;
-            assert_eq!(peer.rx.open(&mut bad), Err(SealError::BadTag), "byte {i}");
+            let counter = expand_counter(Some(3), counter_of(&bad).unwrap_or(0));
+            assert_eq!(
+                peer.rx.open(&mut bad, counter),
+                Err(SealError::BadTag),
+                "byte {i}"
+            );
         }
         let mut short = d[..d.len() - 1].to_vec();
-        assert_eq!(peer.rx.open(&mut short), Err(SealError::BadTag));
+        assert_eq!(peer.rx.open(&mut short, 3), Err(SealError::BadTag));
         let mut tiny = d[..SEALED_HEADER_LEN + TAG_LEN - 1].to_vec();
         assert!(matches!(
-            peer.rx.open(&mut tiny),
+            peer.rx.open(&mut tiny, 3),
             Err(SealError::Truncated(_))
         ));
         // another session, another cipher: nothing opens
         let (_, other) = pair(Cipher::ChaCha20Poly1305, 2);
-        assert_eq!(other.rx.open(&mut d.clone()), Err(SealError::BadTag));
+        assert_eq!(other.rx.open(&mut d.clone(), 3), Err(SealError::BadTag));
         let (_, other) = pair(Cipher::Aes256Gcm, 1);
-        assert_eq!(other.rx.open(&mut d.clone()), Err(SealError::BadTag));
+        assert_eq!(other.rx.open(&mut d.clone(), 3), Err(SealError::BadTag));
+    }
+
+    #[test]
+    fn a_counter_is_expanded_from_its_low_bits_to_the_nearest_to_the_highest_seen() {
+        const SPAN: u64 = 1 << 32;
+        // nothing seen yet: the first counters of a session
+        assert_eq!(expand_counter(None, 7), 7);
+        // near the highest, behind or ahead of it
+        assert_eq!(expand_counter(Some(100), 90), 90);
+        assert_eq!(expand_counter(Some(100), 130), 130);
+        // across a wrap of the low bits, either way
+        assert_eq!(expand_counter(Some(SPAN - 2), 3), SPAN + 3);
+        assert_eq!(expand_counter(Some(SPAN + 3), u32::MAX - 1), SPAN - 2);
+        assert_eq!(expand_counter(Some(5 * SPAN + 10), 4), 5 * SPAN + 4);
+        // never below zero, never past the top
+        assert_eq!(expand_counter(Some(3), u32::MAX), u64::from(u32::MAX));
+        assert_eq!(expand_counter(Some(u64::MAX - 2), 0), u64::MAX - SPAN + 1);
     }
 
     #[test]
@@ -275,7 +302,7 @@ mod tests {
             keys.tx.seal_plain(1, &mut buf[..n], n).is_err(),
             "no room must be refused"
         );
-        let body = peer.rx.open(&mut buf[..n]).expect("opens");
+        let body = peer.rx.open(&mut buf[..n], 77).expect("opens");
         unseal_in_place(&mut buf);
         assert_eq!(
             Datagram::parse(&buf[COUNTER_LEN..SEALED_HEADER_LEN + body]),
@@ -298,7 +325,7 @@ mod tests {
         fn arbitrary_bytes_never_open(bytes in proptest::collection::vec(any::<u8>(), 0..300), c: u64) {
             let (keys, _) = pair(Cipher::ChaCha20Poly1305, 1);
             let mut b = bytes.clone();
-            prop_assert!(keys.rx.open(&mut b).is_err());
+            prop_assert!(keys.rx.open(&mut b, c).is_err());
             let w = ReplayWindow::default();
             prop_assert_eq!(w.check(c), Ok(()));
         }
@@ -310,7 +337,8 @@ mod tests {
             let pos = pos % d.len();
             d[pos] ^= flip;
             d.truncate(d.len() - cut);
-            prop_assert!(peer.rx.open(&mut d).is_err());
+            let low = counter_of(&d).unwrap_or(0);
+            prop_assert!(peer.rx.open(&mut d, expand_counter(Some(counter), low)).is_err());
         }
 
     }
@@ -397,11 +425,10 @@ pub mod fuzz {
             return;
         };
         let window = ReplayWindow::default();
-        if let Some(c) = counter_of(&buf) {
-            assert!(window.check(c).is_ok());
-        }
+        let counter = window.expand(counter_of(&buf).unwrap_or(0));
+        assert!(window.check(counter).is_ok());
         assert!(
-            k.theirs.rx.open(&mut buf).is_err(),
+            k.theirs.rx.open(&mut buf, counter).is_err(),
             "a forged datagram authenticated"
         );
     }
@@ -432,7 +459,9 @@ pub mod fuzz {
         let flip = fields[23];
         let pos = usize::from(u16::from_be_bytes([fields[1], fields[0]])) % n;
         buf[pos] ^= flip;
-        match k.theirs.rx.open(&mut buf) {
+        // the receiver expands the counter's low bits against the highest it has seen
+        let received = expand_counter(Some(counter), counter_of(&buf).unwrap_or(0));
+        match k.theirs.rx.open(&mut buf, received) {
             Ok(len) => {
                 assert_eq!(flip, 0, "a flipped byte at {pos} went unnoticed");
                 assert_eq!(len, body.len());
@@ -442,6 +471,6 @@ pub mod fuzz {
             Err(e) => assert!(flip != 0, "a genuine datagram was refused: {e}"),
         }
         // our own receive key never opens what we sent (no reflection)
-        assert!(k.ours.rx.open(&mut original.clone()).is_err());
+        assert!(k.ours.rx.open(&mut original.clone(), counter).is_err());
     }
 }

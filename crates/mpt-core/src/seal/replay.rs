@@ -46,6 +46,11 @@ impl ReplayWindow {
         (((c / 64) % REPLAY_WORDS as u64) as usize, 1u64 << (c % 64))
     }
 
+    /// The full counter of a datagram whose low 32 bits are `low` ([`super::expand_counter`]).
+    pub fn expand(&self, low: u32) -> u64 {
+        super::expand_counter(self.highest, low)
+    }
+
     /// Whether `counter` may still be accepted.
     pub fn check(&self, counter: u64) -> Result<(), Replay> {
         let Some(h) = self.highest else {

@@ -91,11 +91,11 @@ impl<T: AsRef<[u8]>> Header<T> {
         be32(&self.b()[field::TIMESTAMP])
     }
 
-    /// The counter after the header of a sealed datagram; `None` when the buffer is too short
-    /// to hold one (not yet authenticated either way).
-    pub fn counter(&self) -> Option<u64> {
+    /// The counter's low 32 bits after the header of a sealed datagram; `None` when the
+    /// buffer is too short to hold them (not yet authenticated either way).
+    pub fn counter(&self) -> Option<u32> {
         let c: [u8; COUNTER_LEN] = self.b().get(field::COUNTER)?.try_into().ok()?;
-        Some(u64::from_be_bytes(c))
+        Some(u32::from_be_bytes(c))
     }
 
     /// The header's fields.
@@ -150,7 +150,8 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Header<T> {
         self.b_mut()[field::TIMESTAMP].copy_from_slice(&v.to_be_bytes());
     }
 
-    /// Write the counter of a sealed datagram; refused when the buffer cannot hold one.
+    /// Write the counter of a sealed datagram (its low 32 bits: the wire carries no more);
+    /// refused when the buffer cannot hold them.
     pub fn set_counter(&mut self, counter: u64) -> Result<(), WireError> {
         let got = self.b_mut().len();
         let c = self
@@ -160,7 +161,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Header<T> {
                 need: SEALED_HEADER_LEN,
                 got,
             })?;
-        c.copy_from_slice(&counter.to_be_bytes());
+        c.copy_from_slice(&(counter as u32).to_be_bytes());
         Ok(())
     }
 }

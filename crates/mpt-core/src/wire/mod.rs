@@ -34,7 +34,7 @@ pub use parity::{check_parity, ip_length, xor_into, MAX_PARITY_GROUP, MIN_PARITY
 pub use report::{report_len, Report, ReportEntry, ReportRepr};
 
 /// Protocol version carried in the top three bits of byte 0.
-pub const VERSION: u8 = 2;
+pub const VERSION: u8 = 3;
 
 /// Length of the common header.
 pub const HEADER_LEN: usize = 16;
@@ -59,8 +59,9 @@ pub const PROBE_ACK_LEN: usize = HEADER_LEN + 2;
 /// Length of the fixed part of a receiver report, before its entries.
 pub const REPORT_FIXED_LEN: usize = HEADER_LEN + 4;
 
-/// Length of the counter that follows the header of a sealed datagram.
-pub const COUNTER_LEN: usize = 8;
+/// Length of the counter that follows the header of a sealed datagram: its low 32 bits (the
+/// receiver takes the rest from the highest it has seen, [`crate::seal::expand_counter`]).
+pub const COUNTER_LEN: usize = 4;
 
 /// Length of the authentication tag at the end of a sealed datagram.
 pub const TAG_LEN: usize = 16;
@@ -133,7 +134,7 @@ pub(crate) mod field {
     pub const SEQ: Range<usize> = 8..12;
     pub const TIMESTAMP: Range<usize> = 12..16;
     // sealed: the counter after the header
-    pub const COUNTER: Range<usize> = 16..24;
+    pub const COUNTER: Range<usize> = 16..20;
     // keepalive-ack body
     pub const ACK_ECHO: Range<usize> = 16..20;
     pub const ACK_HOLD: Range<usize> = 20..24;
@@ -297,10 +298,10 @@ mod tests {
 
     #[test]
     fn the_header_view_reads_and_writes_the_fields_in_place() {
-        // version 2, sealed, keepalive; path 2, path_seq 0x0304, session, seq, timestamp,
-        // then the counter
+        // version 3, sealed, keepalive; path 2, path_seq 0x0304, session, seq, timestamp,
+        // then the counter's low 32 bits
         let mut b = [
-            0x51, 2, 3, 4, 0xca, 0xfe, 0xba, 0xbe, 0, 0, 1, 0, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 7,
+            0x71, 2, 3, 4, 0xca, 0xfe, 0xba, 0xbe, 0, 0, 1, 0, 0, 0, 0, 9, 0, 0, 0, 7,
         ];
         let h = Header::new_checked(&b[..]).expect("valid");
         assert_eq!(
@@ -315,12 +316,12 @@ mod tests {
         let mut h = Header::new_checked(&mut b[..]).expect("valid");
         h.set_sealed(false);
         h.set_seq(257);
-        h.set_counter(8).expect("room");
-        assert_eq!(&b[..1], &[0x41]);
+        h.set_counter((5 << 32) | 8).expect("room");
+        assert_eq!(&b[..1], &[0x61]);
         assert_eq!(&b[8..12], &[0, 0, 1, 1]);
-        assert_eq!(b[23], 8);
+        assert_eq!(&b[16..20], &[0, 0, 0, 8], "the counter's low 32 bits");
         // a plain header alone has no room for a counter
-        let mut short = [0x41u8; HEADER_LEN];
+        let mut short = [0x61u8; HEADER_LEN];
         assert_eq!(Header::new_unchecked(&short[..]).counter(), None);
         assert!(Header::new_unchecked(&mut short[..])
             .set_counter(1)
@@ -336,7 +337,7 @@ mod tests {
         );
         // every type is known: 15 is a parity
         assert_eq!(
-            Header::new_checked(&[0x4fu8; 16][..]).map(|h| h.kind()),
+            Header::new_checked(&[0x6fu8; 16][..]).map(|h| h.kind()),
             Ok(Kind::Parity)
         );
     }
@@ -405,7 +406,7 @@ mod tests {
                 sealed6.ip(),
                 sealed6.link()
             ),
-            (40, 48, 88, 102)
+            (36, 48, 84, 98)
         );
         assert_eq!(sealed6.outer_link(), 62);
     }
@@ -436,7 +437,7 @@ mod tests {
         assert_eq!(
             buf,
             [
-                0x40, 0x03, 0xBE, 0xEF, 0x01, 0x02, 0x03, 0x04, 0xA0, 0xB0, 0xC0, 0xD0, 0x11, 0x22,
+                0x60, 0x03, 0xBE, 0xEF, 0x01, 0x02, 0x03, 0x04, 0xA0, 0xB0, 0xC0, 0xD0, 0x11, 0x22,
                 0x33, 0x44
             ]
         );
@@ -493,9 +494,11 @@ mod tests {
         let mut bad = buf.clone();
         bad[0] = 1 << 5;
         assert_eq!(Datagram::parse(&bad), Err(WireError::BadVersion(1)));
-        bad[0] = (2 << 5) | SEALED_FLAG;
+        bad[0] = 2 << 5;
+        assert_eq!(Datagram::parse(&bad), Err(WireError::BadVersion(2)));
+        bad[0] = (3 << 5) | SEALED_FLAG;
         assert_eq!(Datagram::parse(&bad), Err(WireError::Sealed));
-        bad[0] = (2 << 5) | 15;
+        bad[0] = (3 << 5) | 15;
         assert!(matches!(
             Datagram::parse(&bad),
             Err(WireError::ParityGroup(_)) | Ok(Datagram::Parity { .. })

@@ -14,7 +14,7 @@ use crate::report::{plot, throughput_csv, write};
 /// Table I: FTP download over the tunnel (B serves, A downloads).
 pub fn run_table1(suite: &Suite, only: &[u32], out: &Path) -> Result<String> {
     let mut md = format!(
-        "### {}\n\nEfficiency = tunnel FTP goodput / sum of what iperf3 TCP gets on each path alone (same lab, same run). Scheduler `rate`, sealed, tunnel MTU 1432 (path MTU 1500 − 68).\n\n\
+        "### {}\n\nEfficiency = tunnel FTP goodput / sum of what iperf3 TCP gets on each path alone (same lab, same run). Scheduler `rate`, sealed, tunnel MTU 1436 (path MTU 1500 − 64).\n\n\
          | case | file | paths Mbit/s | time s paper / ours | tunnel KiB/s paper / ours | per-path KiB/s paper / ours (datagram bytes) | paths alone KiB/s | efficiency paper / ours |\n|---|---|---|---|---|---|---|---|\n",
         suite.title
     );

@@ -53,7 +53,7 @@ pub struct TunnelOpts {
 
 impl TunnelOpts {
     /// These options with the largest tunnel MTU the lab's 1500-byte links carry: 1500 minus
-    /// the outer IPv4/UDP header (28), mptd's header (16) and, when sealed, counter and tag (24).
+    /// the outer IPv4/UDP header (28), mptd's header (16) and, when sealed, counter and tag (20).
     pub fn with_full_mtu(self) -> Self {
         let mtu = 1500 - mpt_core::wire::Overhead::new(self.encryption != "none", false).ip();
         TunnelOpts {
