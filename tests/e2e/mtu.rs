@@ -138,6 +138,86 @@ fn a_1500_byte_tunnel_carries_full_size_packets_over_paths_of_mtu_1500_1492_and_
 }
 
 #[test]
+fn a_jumbo_tunnel_mtu_of_9000_carries_its_full_size_packets_over_1500_byte_paths() {
+    need!("mtu_jumbo", "ping", "iperf3", "vsftpd", "curl");
+    let mut lab = Lab::new(&vec![LinkSpec::shaped(20_000_000); 2]).expect("lab");
+    let opts = TunnelOpts {
+        mtu: 9000,
+        ..TunnelOpts::default()
+    };
+    lab.start_tunnel(&opts).expect("tunnel");
+    let (mtus, _) = discovered(&lab, Side::A, Duration::from_secs(10));
+    assert_eq!(mtus, [1500, 1500], "the paths' MTUs");
+    // 9000-byte packets, with DF and without, both families: each in seven pieces
+    let b4 = tunnel_addr(Side::B);
+    for args in [
+        vec![
+            "-c",
+            "100",
+            "-i",
+            "0.02",
+            "-M",
+            "do",
+            "-s",
+            "8972",
+            b4.as_str(),
+        ],
+        vec!["-c", "50", "-i", "0.02", "-s", "8972", b4.as_str()],
+        vec![
+            "-6", "-c", "50", "-i", "0.02", "-M", "do", "-s", "8952", V6_B,
+        ],
+    ] {
+        let loss = ping_loss(&lab, &args);
+        eprintln!("RESULT mtu: jumbo ping {args:?}: {loss} % lost");
+        assert_eq!(loss, 0.0, "ping {args:?}: {loss} % lost");
+    }
+    // TCP at the jumbo LAN's MSS (each segment cut to the paths' datagrams in the TUN read),
+    // and a file through FTP, intact
+    let v = lab
+        .iperf3(Side::A, &b4, 5303, &["-t", "3"])
+        .expect("iperf3 tcp");
+    let mss = v["start"]["tcp_mss_default"].as_u64().unwrap_or(0);
+    let bps = mpt_lab::harness::iperf3_bps(&v);
+    eprintln!(
+        "RESULT mtu: TCP over the 9000-byte tunnel: MSS {mss}, {:.1} Mbit/s over 2 x 20",
+        bps / 1e6
+    );
+    assert!(
+        mss > 8000,
+        "MSS {mss}: the tunnel's 9000-byte MTU is not in use"
+    );
+    assert!(
+        bps > 20e6,
+        "{:.1} Mbit/s over two 20 Mbit/s paths",
+        bps / 1e6
+    );
+    let ftp = lab.ftp_server(Side::B, 5_000_000).expect("vsftpd");
+    let got = lab.dir.join("downloaded.bin");
+    let dl = lab
+        .cmd(Side::A, "curl")
+        .args(["-sS", "--max-time", "60", "-o", got.to_str().unwrap()])
+        .arg(format!("{}/random.bin", ftp.url))
+        .output()
+        .expect("curl");
+    assert!(
+        dl.status.success(),
+        "{}",
+        String::from_utf8_lossy(&dl.stderr)
+    );
+    assert_eq!(sha256(&got), sha256(&ftp.file), "downloaded file differs");
+    lab.reap(ftp.pid);
+    let st = lab.status(Side::B).expect("status");
+    let d = &st.tunnel.drops;
+    eprintln!(
+        "RESULT mtu: jumbo: B dropped {} overlapping and {} expired pieces, {} too big at A",
+        d.fragment_overlap,
+        d.fragment_expired,
+        lab.status(Side::A).expect("status").tunnel.drops.too_big
+    );
+    assert_eq!(d.fragment_overlap, 0);
+}
+
+#[test]
 fn a_path_mtu_that_drops_under_traffic_is_noticed_within_two_seconds_and_nothing_stalls() {
     need!("mtu_drop", "iperf3");
     let mut lab = Lab::new(&vec![LinkSpec::shaped(20_000_000); 2]).expect("lab");
