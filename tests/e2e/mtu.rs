@@ -43,6 +43,40 @@ fn ping_loss(lab: &Lab, args: &[&str]) -> f64 {
         .unwrap_or(100.0)
 }
 
+/// A 5 MB file from B's FTP server, downloaded by A through the tunnel: intact.
+fn ftp_download_is_intact(lab: &mut Lab) {
+    let ftp = lab.ftp_server(Side::B, 5_000_000).expect("vsftpd");
+    let got = lab.dir.join("downloaded.bin");
+    let dl = lab
+        .cmd(Side::A, "curl")
+        .args([
+            "-sS",
+            "--max-time",
+            "60",
+            "-o",
+            got.to_str().expect("a UTF-8 path"),
+        ])
+        .arg(format!("{}/random.bin", ftp.url))
+        .output()
+        .expect("curl");
+    assert!(
+        dl.status.success(),
+        "{}",
+        String::from_utf8_lossy(&dl.stderr)
+    );
+    assert_eq!(sha256(&got), sha256(&ftp.file), "downloaded file differs");
+    lab.reap(ftp.pid);
+}
+
+/// Each `ping` from A with these arguments loses nothing.
+fn pings_lose_nothing(lab: &Lab, runs: &[Vec<&str>]) {
+    for args in runs {
+        let loss = ping_loss(lab, args);
+        eprintln!("RESULT mtu: ping {args:?}: {loss} % lost");
+        assert_eq!(loss, 0.0, "ping {args:?}: {loss} % lost");
+    }
+}
+
 #[test]
 fn a_1500_byte_tunnel_carries_full_size_packets_over_paths_of_mtu_1500_1492_and_1280() {
     need!("mtu_three_paths", "ping", "iperf3", "vsftpd", "curl");
@@ -68,7 +102,7 @@ fn a_1500_byte_tunnel_carries_full_size_packets_over_paths_of_mtu_1500_1492_and_
 
     // full-size pings, with DF and without, both families
     let b4 = tunnel_addr(Side::B);
-    for args in [
+    let runs = [
         vec![
             "-c",
             "20",
@@ -85,10 +119,8 @@ fn a_1500_byte_tunnel_carries_full_size_packets_over_paths_of_mtu_1500_1492_and_
             "-6", "-c", "20", "-i", "0.05", "-M", "do", "-s", "1452", V6_B,
         ],
         vec!["-6", "-c", "20", "-i", "0.05", "-s", "1452", V6_B],
-    ] {
-        let loss = ping_loss(&lab, &args);
-        assert_eq!(loss, 0.0, "ping {args:?}: {loss} % lost");
-    }
+    ];
+    pings_lose_nothing(&lab, &runs);
 
     // UDP with 1472-byte datagrams (1500-byte packets): none lost to size. Counted at
     // both ends rather than by iperf3, whose server stops counting when the client's
@@ -112,21 +144,7 @@ fn a_1500_byte_tunnel_carries_full_size_packets_over_paths_of_mtu_1500_1492_and_
         mss >= 1448,
         "MSS {mss}: the tunnel's 1500-byte MTU is not in use"
     );
-    let ftp = lab.ftp_server(Side::B, 5_000_000).expect("vsftpd");
-    let got = lab.dir.join("downloaded.bin");
-    let dl = lab
-        .cmd(Side::A, "curl")
-        .args(["-sS", "--max-time", "60", "-o", got.to_str().unwrap()])
-        .arg(format!("{}/random.bin", ftp.url))
-        .output()
-        .expect("curl");
-    assert!(
-        dl.status.success(),
-        "{}",
-        String::from_utf8_lossy(&dl.stderr)
-    );
-    assert_eq!(sha256(&got), sha256(&ftp.file), "downloaded file differs");
-    lab.reap(ftp.pid);
+    ftp_download_is_intact(&mut lab);
 
     let st = lab.status(Side::B).expect("status");
     let d = &st.tunnel.drops;
@@ -150,7 +168,7 @@ fn a_jumbo_tunnel_mtu_of_9000_carries_its_full_size_packets_over_1500_byte_paths
     assert_eq!(mtus, [1500, 1500], "the paths' MTUs");
     // 9000-byte packets, with DF and without, both families: each in seven pieces
     let b4 = tunnel_addr(Side::B);
-    for args in [
+    let runs = [
         vec![
             "-c",
             "100",
@@ -166,11 +184,8 @@ fn a_jumbo_tunnel_mtu_of_9000_carries_its_full_size_packets_over_1500_byte_paths
         vec![
             "-6", "-c", "50", "-i", "0.02", "-M", "do", "-s", "8952", V6_B,
         ],
-    ] {
-        let loss = ping_loss(&lab, &args);
-        eprintln!("RESULT mtu: jumbo ping {args:?}: {loss} % lost");
-        assert_eq!(loss, 0.0, "ping {args:?}: {loss} % lost");
-    }
+    ];
+    pings_lose_nothing(&lab, &runs);
     // TCP at the jumbo LAN's MSS (each segment cut to the paths' datagrams in the TUN read),
     // and a file through FTP, intact
     let v = lab
@@ -191,21 +206,7 @@ fn a_jumbo_tunnel_mtu_of_9000_carries_its_full_size_packets_over_1500_byte_paths
         "{:.1} Mbit/s over two 20 Mbit/s paths",
         bps / 1e6
     );
-    let ftp = lab.ftp_server(Side::B, 5_000_000).expect("vsftpd");
-    let got = lab.dir.join("downloaded.bin");
-    let dl = lab
-        .cmd(Side::A, "curl")
-        .args(["-sS", "--max-time", "60", "-o", got.to_str().unwrap()])
-        .arg(format!("{}/random.bin", ftp.url))
-        .output()
-        .expect("curl");
-    assert!(
-        dl.status.success(),
-        "{}",
-        String::from_utf8_lossy(&dl.stderr)
-    );
-    assert_eq!(sha256(&got), sha256(&ftp.file), "downloaded file differs");
-    lab.reap(ftp.pid);
+    ftp_download_is_intact(&mut lab);
     let st = lab.status(Side::B).expect("status");
     let d = &st.tunnel.drops;
     eprintln!(
