@@ -72,6 +72,11 @@ pub struct Endpoint<P> {
     /// The path light traffic took lately, kept short until when ([`Endpoint::light_sent`]).
     pub(crate) light_kept: Option<(PathId, Time)>,
     pub(crate) pacer: ReportPacer,
+    /// When the peer's last report came, and how far apart its reports come lately (the
+    /// longer of the last gap and the earlier ones decaying): at a low rate the peer reports
+    /// as seldom as once a second ([`mpt_reseq::feedback::MAX_INTERVAL`]).
+    pub(crate) report_at: Option<Time>,
+    pub(crate) report_gap: Duration,
     pub(crate) crypto: CryptoState,
     /// Packets the resequencer released, for [`Endpoint::take_delivered`].
     pub(crate) released: Vec<P>,
@@ -182,6 +187,8 @@ impl<P> Endpoint<P> {
             big_at: None,
             light_kept: None,
             pacer: ReportPacer::default(),
+            report_at: None,
+            report_gap: Duration::ZERO,
             crypto,
             released: Vec::new(),
             equal: crate::equalise::Equaliser::new(cfg.paths.len()),

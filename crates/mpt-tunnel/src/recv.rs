@@ -375,6 +375,10 @@ impl<P> Endpoint<P> {
     }
 
     fn take_report(&mut self, now: Time, report: &Report<'_>) {
+        if let Some(last) = self.report_at.replace(now) {
+            let gap = now.saturating_since(last);
+            self.report_gap = gap.max(self.report_gap * 7 / 8);
+        }
         for e in report.entries() {
             let Some(p) = self.paths.get_mut(e.path.index()) else {
                 continue;

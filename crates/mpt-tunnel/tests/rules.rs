@@ -2451,3 +2451,75 @@ fn probes_the_kernel_refuses_cost_a_slow_line_nothing() {
     assert!(got >= 16, "{got} of {k} delivered in the first 2 s");
     assert_eq!(p.overflowed(Side::A, 0), 0, "the line's queue overflowed");
 }
+
+/// Table II case 13: a 128 kbit/s stream of 1498-byte packets over four 128 kbit/s lines, a
+/// quarter of what they carry. The peer reports once a second at such rates: that is no
+/// silence, and must not send confirmation probes (1500 bytes, 94 ms of a line each, every
+/// packet behind one delayed by as much) every second on every path.
+#[test]
+fn reports_a_second_apart_on_slow_lines_are_no_silence() {
+    let cfg = |side| {
+        let mut c = sim::config(side, 4, true);
+        c.mtu = 1500;
+        c.scheduler = mpt_sched::SchedulerKind::Rate;
+        for p in &mut c.paths {
+            p.rate_bps = Some(128_000);
+        }
+        c
+    };
+    let mut p = Pair::with(sim::seed(76), cfg(Side::A), cfg(Side::B));
+    for side in [Side::A, Side::B] {
+        for i in 0..4 {
+            let l = p.link(side, i);
+            l.rate_bps = Some(128_000);
+            l.delay = ms(1);
+            l.mtu = Some(1472);
+            l.mtu_local = true;
+            l.queue = Some(ms(300));
+        }
+    }
+    p.run_until(ms(500), Pair::agreed)
+        .expect("keys agreed within 500 ms");
+    p.run(ms(300));
+    let every = Duration::from_micros(91_875);
+    let start = p.now;
+    let mut k = 0u32;
+    while p.now < start + ms(20_000) {
+        let _ = p.send(Side::A, &packet(k, 1498));
+        k += 1;
+        p.run(every);
+    }
+    p.run(ms(1000));
+    // one-way delay of each packet, and RFC 3550's jitter over them (as iperf3 computes it)
+    let mut transit = Vec::new();
+    let mut jitter = 0.0f64;
+    for (t, pk) in &p.node(Side::B).delivered {
+        let sent = start + every * sim::number(pk);
+        let d = t.saturating_since(sent).as_secs_f64() * 1000.0;
+        if let Some(&last) = transit.last() {
+            let step: f64 = d - last;
+            jitter += (step.abs() - jitter) / 16.0;
+        }
+        transit.push(d);
+    }
+    let probes: u64 = (0..4)
+        .map(|i| p.ep(Side::A).path_info(PathId(i)).pmtu_probes)
+        .sum();
+    let least = transit.iter().copied().fold(f64::MAX, f64::min);
+    let most = transit.iter().copied().fold(0.0, f64::max);
+    eprintln!(
+        "RESULT case 13: {} of {k} delivered, {probes} probes (refused ones too), one-way \
+         {least:.1}-{most:.1} ms, jitter {jitter:.2} ms",
+        transit.len()
+    );
+    assert_eq!(transit.len() as u32, k, "packets lost");
+    // each path's search (its refused sizes cost nothing) and a confirmation every 9.4 s (a
+    // hundred probes' time); before, 59 probes, one every 1.4 s on each path
+    assert!(probes <= 32, "{probes} probes in 20 s");
+    // no packet waited behind a probe: before, one in ten took 90 ms more than the rest
+    assert!(
+        most - least < 70.0,
+        "one-way delays from {least:.1} to {most:.1} ms"
+    );
+    assert!(jitter < 2.0, "jitter {jitter:.2} ms");
+}
