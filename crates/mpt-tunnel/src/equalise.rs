@@ -231,7 +231,18 @@ impl<P> Endpoint<P> {
         if count >= 2 && measured {
             for i in (0..n).filter(up) {
                 let us = (far - delay(i).unwrap_or(far)).max(0) as u64;
-                lags[i] = Duration::from_micros(us).min(MAX_LAG);
+                // a least delay is measured on some packet, and its time on the line is part
+                // of it: where a full datagram takes longer to carry than the difference, the
+                // difference is that, not the paths' (on 128 kbit/s lines, one path's least
+                // came from a 150-byte datagram and another's from a full one, 85 ms apart,
+                // and the first's packets waited for nothing: Table II case 13, jitter 66 ms)
+                let carry = self
+                    .path_rate(mpt_core::PathId(i as u8))
+                    .filter(|&r| r > 0)
+                    .map_or(0, |r| self.max_datagram() as u64 * 8 * 1_000_000 / r);
+                if us > carry {
+                    lags[i] = Duration::from_micros(us).min(MAX_LAG);
+                }
             }
         }
         let eq = &mut self.equal;
