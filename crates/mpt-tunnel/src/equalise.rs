@@ -235,9 +235,12 @@ impl<P> Endpoint<P> {
                 // of it: where a full datagram takes longer to carry than the difference, the
                 // difference is that, not the paths' (on 128 kbit/s lines, one path's least
                 // came from a 150-byte datagram and another's from a full one, 85 ms apart,
-                // and the first's packets waited for nothing: Table II case 13, jitter 66 ms)
-                let carry = self
-                    .path_rate(mpt_core::PathId(i as u8))
+                // and the first's packets waited for nothing: Table II case 13, jitter 66 ms).
+                // Only a configured rate, the link's: a learned one is what we sent, and the
+                // receiver of a transfer sends little (its lags all went, and BBR's 10/60 ms
+                // bonding with them)
+                let carry = self.cfg.paths[i]
+                    .rate_bps
                     .filter(|&r| r > 0)
                     .map_or(0, |r| self.max_datagram() as u64 * 8 * 1_000_000 / r);
                 if us > carry {
