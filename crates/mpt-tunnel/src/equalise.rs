@@ -239,11 +239,8 @@ impl<P> Endpoint<P> {
                 // Only a configured rate, the link's: a learned one is what we sent, and the
                 // receiver of a transfer sends little (its lags all went, and BBR's 10/60 ms
                 // bonding with them)
-                let carry = self.cfg.paths[i]
-                    .rate_bps
-                    .filter(|&r| r > 0)
-                    .map_or(0, |r| self.max_datagram() as u64 * 8 * 1_000_000 / r);
-                if us > carry {
+                let carry = crate::pmtu::airtime(self.max_datagram(), self.cfg.paths[i].rate_bps);
+                if Duration::from_micros(us) > carry {
                     lags[i] = Duration::from_micros(us).min(MAX_LAG);
                 }
             }

@@ -58,6 +58,13 @@ fn delivery_window(srtt_us: Option<u64>) -> Duration {
     Duration::from_micros(srtt_us.unwrap_or(0) * 2).max(DELIVERY_WINDOW)
 }
 
+/// How long a path of `rate` bits/s takes to carry `size` bytes (unknown rate: none).
+pub(crate) fn airtime(size: usize, rate: Option<u64>) -> Duration {
+    rate.filter(|&r| r > 0).map_or(Duration::ZERO, |r| {
+        Duration::from_micros(size as u64 * 8 * 1_000_000 / r)
+    })
+}
+
 /// A probe in flight.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct InFlight {
@@ -140,20 +147,13 @@ impl Pmtu {
             (r * 2 + Duration::from_millis(20))
                 .clamp(Duration::from_millis(100), Duration::from_secs(1))
         });
-        rtt + self.airtime(self.ceiling, rate) * 2
-    }
-
-    /// How long a path of `rate` bits/s takes to carry `size` bytes (unknown rate: none).
-    fn airtime(&self, size: usize, rate: Option<u64>) -> Duration {
-        rate.filter(|&r| r > 0).map_or(Duration::ZERO, |r| {
-            Duration::from_micros(size as u64 * 8 * 1_000_000 / r)
-        })
+        rtt + airtime(self.ceiling, rate) * 2
     }
 
     /// How often the size found is confirmed on a path of `rate` bits/s: every
     /// [`CONFIRM_INTERVAL`], or seldom enough that probes take at most 1 % of the path.
     pub(crate) fn confirm_interval(&self, rate: Option<u64>) -> Duration {
-        CONFIRM_INTERVAL.max(self.airtime(self.size, rate) * 100)
+        CONFIRM_INTERVAL.max(airtime(self.size, rate) * 100)
     }
 
     /// The size of a probe to send at `now`, if one is due (it counts as sent). `timeout`:
