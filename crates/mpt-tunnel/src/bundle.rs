@@ -291,6 +291,10 @@ impl<P> Endpoint<P> {
         };
         p.path_seq = p.path_seq.wrapping_add(count as u16);
         let body = buf.len() - prefix;
+        if count > 0 {
+            let last = header.path_seq.wrapping_add(count as u16 - 1);
+            self.pmtu_data_sent(i, body + self.overhead().datagram(), last);
+        }
         self.keep_bundled(now, &header, &buf[prefix..]);
         if self.paths[i].fec_tx.k > 0 {
             self.parity_entries(now, &header, &buf[prefix..], parities);

@@ -98,6 +98,12 @@ pub(crate) struct Pmtu {
     found_at: Time,
     /// How often the size found is confirmed, as [`Pmtu::poll`] was last told.
     confirm: Duration,
+    /// A data datagram of the size found, sent while no probe is out: the last per-path
+    /// sequence it carried, and the losses the peer had counted on the path before it (see
+    /// [`Pmtu::data_sent`]).
+    data_check: Option<(u16, u32)>,
+    /// Confirmations that data made (no probe sent).
+    pub(crate) data_confirmed: u64,
     /// Probes sent; drops of the size found (black holes).
     pub(crate) probes_sent: u64,
     pub(crate) drops: u64,
@@ -117,6 +123,8 @@ impl Pmtu {
             found: ceiling <= BASE_DATAGRAM,
             found_at: now,
             confirm: CONFIRM_INTERVAL,
+            data_check: None,
+            data_confirmed: 0,
             probes_sent: 0,
             drops: 0,
         }
@@ -137,6 +145,11 @@ impl Pmtu {
     /// The size found (the search is over).
     pub(crate) fn found(&self) -> bool {
         self.found
+    }
+
+    /// A probe is out, waiting for its answer.
+    pub(crate) fn in_flight(&self) -> bool {
+        self.probe.is_some()
     }
 
     /// How long a probe waits for its answer on a path of smoothed RTT `srtt` and `rate`
@@ -272,6 +285,7 @@ impl Pmtu {
 
     /// No datagram of `size` passes.
     fn failed(&mut self, now: Time, size: usize) {
+        self.data_check = None;
         if size <= self.size {
             // what passed no longer does: back to the base, search again
             if self.found && size == self.size {
@@ -292,6 +306,47 @@ impl Pmtu {
         } else {
             self.next = now;
         }
+    }
+
+    /// A data datagram of `len` bytes went on the path, the last of its per-path sequences
+    /// `path_seq`, when the peer's last report counted `lost` packets lost on it (`None`: no
+    /// report yet). One of the size found is watched for until the peer's reports pass it:
+    /// see [`Pmtu::report`].
+    pub(crate) fn data_sent(&mut self, len: usize, path_seq: u16, lost: Option<u32>) {
+        if let (true, None, None, Some(lost)) = (
+            self.found && len >= self.size,
+            self.data_check,
+            self.probe,
+            lost,
+        ) {
+            self.data_check = Some((path_seq, lost));
+        }
+    }
+
+    /// The peer reports it has received up to `path_seq` on the path and counted `lost`
+    /// packets lost there. When that reaches the data datagram of the size found that is
+    /// watched for, with no loss counted since it was sent, it arrived: the size is confirmed
+    /// as a probe would have (RFC 8899 lets data confirm it). The next confirmation is put
+    /// off, but not a raise that is due.
+    pub(crate) fn report(&mut self, now: Time, path_seq: u16, lost: u32) {
+        let Some((watched, lost_before)) = self.data_check else {
+            return;
+        };
+        let ahead = path_seq.wrapping_sub(watched);
+        if ahead >= 0x8000 {
+            // not there yet
+            return;
+        }
+        self.data_check = None;
+        if lost != lost_before || !self.found || self.probe.is_some() {
+            return;
+        }
+        self.data_confirmed += 1;
+        let mut next = now + self.confirm;
+        if self.size < self.ceiling {
+            next = next.min(self.found_at + RAISE_INTERVAL);
+        }
+        self.next = self.next.max(next);
     }
 
     /// The data sent on the path lately did not arrive (a black hole for its size, perhaps):
@@ -386,6 +441,24 @@ impl<P> crate::Endpoint<P> {
         }
         p.delivery_mark = Some((now, p.data_sent, got, missed));
         p.pmtu.suspect(now);
+    }
+
+    /// A data datagram of `len` bytes went on path `i`, the last of its per-path sequences
+    /// `path_seq`. On a slow path (below [`crate::timers::SLOW_PATH`]) one of the size found
+    /// confirms it once the peer has it ([`Pmtu::report`]): a probe there holds the line long
+    /// (94 ms at 128 kbit/s) and delays what goes behind it on schedulers that do not go
+    /// around it. Faster paths keep their probes, which find a drop among small packets sooner.
+    pub(crate) fn pmtu_data_sent(&mut self, i: usize, len: usize, path_seq: u16) {
+        if len < self.paths[i].pmtu.size
+            || !self
+                .path_rate(PathId(i as u8))
+                .is_some_and(|r| r < crate::timers::SLOW_PATH)
+        {
+            return;
+        }
+        let p = &mut self.paths[i];
+        let lost = p.peer_report.as_ref().map(|(_, e)| e.lost);
+        p.pmtu.data_sent(len, path_seq, lost);
     }
 
     /// Sending a datagram of `size` bytes on `path` failed as too big (`EMSGSIZE`: the kernel
@@ -533,5 +606,53 @@ mod tests {
             p.confirm_interval(Some(128_000)),
             Duration::from_millis(7500)
         );
+    }
+
+    #[test]
+    fn a_full_data_datagram_that_arrives_confirms_the_size_and_one_lost_does_not() {
+        let mut p = Pmtu::new(Time::ZERO, 1472, 28);
+        assert_eq!(run(&mut p, 0, 2000, |_| 1472), 1472);
+        let at = |ms: u64| Time::ZERO + Duration::from_millis(ms);
+        // a confirmation is due by 3 s; data of the size found, delivered with no loss counted
+        // since, puts it off by an interval from the report
+        let probes = p.probes_sent;
+        p.data_sent(1472, 100, Some(7));
+        p.data_sent(1472, 101, Some(7)); // one watched at a time
+        p.report(at(2500), 99, 7); // not there yet
+        p.report(at(2600), 101, 7);
+        assert_eq!(p.data_confirmed, 1);
+        assert_eq!(p.poll(at(3500), T, CONFIRM_INTERVAL, false), None);
+        // smaller data says nothing, and a loss counted since the full one went leaves the
+        // confirmation to the probe
+        p.data_sent(1400, 102, Some(7));
+        p.data_sent(1472, 103, Some(7));
+        p.report(at(3550), 104, 8);
+        assert_eq!(p.data_confirmed, 1);
+        assert_eq!(p.poll(at(3600), T, CONFIRM_INTERVAL, false), Some(1472));
+        assert_eq!(p.probes_sent, probes + 1);
+        // no report yet (nothing to compare losses with): nothing watched
+        let mut q = Pmtu::new(Time::ZERO, 1472, 28);
+        run(&mut q, 0, 2000, |_| 1472);
+        q.data_sent(1472, 5, None);
+        q.report(at(2100), 6, 0);
+        assert_eq!(q.data_confirmed, 0);
+    }
+
+    #[test]
+    fn data_that_confirms_a_size_below_the_ceiling_does_not_put_off_the_raise() {
+        let mut p = Pmtu::new(Time::ZERO, 1472, 28);
+        assert_eq!(run(&mut p, 0, 3000, |_| 1464), 1464);
+        let at = |ms: u64| Time::ZERO + Duration::from_millis(ms);
+        let mut raised = false;
+        for s in 0..40u16 {
+            let now = at(3000 + u64::from(s) * 1000);
+            p.data_sent(1464, s * 2, Some(0));
+            p.report(now, s * 2 + 1, 0);
+            if p.poll(now, T, CONFIRM_INTERVAL, false) == Some(1472) {
+                raised = true;
+                break;
+            }
+        }
+        assert!(raised, "no raise within 40 s of data confirming the size");
     }
 }

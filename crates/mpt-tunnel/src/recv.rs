@@ -387,6 +387,9 @@ impl<P> Endpoint<P> {
             self.sched.on_report(now, e.path, &e);
             p.fec_tx.take_report(now, &e);
             self.watch_delivery(now, e.path.index(), &e);
+            self.paths[e.path.index()]
+                .pmtu
+                .report(now, e.path_seq, e.lost);
             if e.echo != 0 {
                 let rtt = now
                     .wire_micros()

@@ -164,6 +164,7 @@ impl<P> Endpoint<P> {
             self.seq = self.seq.wrapping_add(1);
             p.path_seq = p.path_seq.wrapping_add(1);
             p.data_unsent += 1;
+            self.pmtu_data_sent(i, len, header.path_seq);
             let outer = self.cfg.paths[i].overhead;
             self.sched.on_sent(now, path, len + outer);
             self.counts.tx_packets += 1;
