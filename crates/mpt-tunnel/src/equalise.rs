@@ -224,7 +224,7 @@ impl<P> Endpoint<P> {
         let datagram = self.overhead().datagram();
         let owd = |i: usize| {
             let s = stats.get(i)?;
-            let least = s.owd_min_us? as i64;
+            let least = s.owd_min_us?;
             let on_line = s.owd_min_len.map_or(Duration::ZERO, |len| {
                 let wire = len + datagram + self.cfg.paths[i].overhead;
                 crate::pmtu::airtime(wire, self.cfg.paths[i].rate_bps)
