@@ -1,4 +1,4 @@
-use mpt_lab::experiments::runs::{loss_pct, udp_counts};
+use mpt_lab::experiments::runs::{loss_pct, udp_sent, Arrivals};
 use mpt_lab::harness::{tunnel_addr, Impair, Lab, LinkSpec, Side, TunnelOpts};
 
 use crate::need;
@@ -27,6 +27,7 @@ fn small_packets_share_datagrams_while_their_line_is_busy() {
         };
         lab.start_tunnel(&opts).expect("tunnel");
         port += 1;
+        let arrivals = Arrivals::start(lab, port, port).expect("nft counter");
         let v = lab
             .iperf3(
                 Side::A,
@@ -35,7 +36,8 @@ fn small_packets_share_datagrams_while_their_line_is_busy() {
                 &["-u", "-b", "180k", "-l", "160", "-t", "6"],
             )
             .expect("iperf3");
-        let (sent, received) = udp_counts(&v);
+        let sent = udp_sent(&v);
+        let received = arrivals.count(lab, 160).expect("nft count");
         let st = lab.status(Side::A).expect("status A");
         let drops = lab.status(Side::B).expect("status B").tunnel.drops;
         lab.stop_mptd(Side::A).expect("stop A");

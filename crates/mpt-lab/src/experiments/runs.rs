@@ -207,14 +207,15 @@ fn print_trace(sender: &[(f64, Status)], receiver: &[(f64, Status)]) {
 /// the stream's last datagrams while a slow line still carries them: they arrived, one or two
 /// at 128 kbit/s, but the server had them lost (0.46-0.92 % in Table II rows that lost nothing).
 /// Without a tunnel the message queues behind them on the line.
-pub(crate) struct Arrivals;
+#[derive(Debug)]
+pub struct Arrivals;
 
 /// The nftables table of [`Arrivals`].
 const ARRIVALS_TABLE: &str = "inet mptlab_arrivals";
 
 impl Arrivals {
     /// Count from now on the datagrams B receives for UDP ports `first..=last`.
-    pub(crate) fn start(lab: &Lab, first: u16, last: u16) -> Result<Arrivals> {
+    pub fn start(lab: &Lab, first: u16, last: u16) -> Result<Arrivals> {
         lab.sh(
             Side::B,
             &format!(
@@ -228,19 +229,27 @@ impl Arrivals {
         Ok(Arrivals)
     }
 
-    /// The datagrams counted, after a second for what the lines still carry (a 300 ms queue
-    /// at the most, and the one-way delay); the counter is removed.
-    pub(crate) fn count(self, lab: &Lab) -> Result<u64> {
+    /// The datagrams of `payload` bytes each counted, after a second for what the lines
+    /// still carry (a 300 ms queue at the most, and the one-way delay); the counter is
+    /// removed. The counter sees packets as the stack takes them in: mptd writes datagrams
+    /// that leave the resequencer together as one (UDP GRO), so datagrams are counted from
+    /// the bytes, each packet's IPv4 and UDP headers taken out.
+    pub fn count(self, lab: &Lab, payload: usize) -> Result<u64> {
         std::thread::sleep(std::time::Duration::from_secs(1));
         let out = lab.sh(Side::B, &format!("nft list chain {ARRIVALS_TABLE} input"))?;
         let _ = lab.sh(Side::B, &format!("nft delete table {ARRIVALS_TABLE}"));
         let text = String::from_utf8_lossy(&out.stdout);
         let words: Vec<&str> = text.split_whitespace().collect();
-        words
-            .windows(2)
-            .find(|w| w[0] == "packets")
-            .and_then(|w| w[1].parse().ok())
-            .with_context(|| format!("no packet count in nft's output: {text}"))
+        let after = |key: &str| -> Option<u64> {
+            words
+                .windows(2)
+                .find(|w| w[0] == key)
+                .and_then(|w| w[1].parse().ok())
+        };
+        let (Some(packets), Some(bytes)) = (after("packets"), after("bytes")) else {
+            bail!("no packet and byte counts in nft's output: {text}");
+        };
+        Ok(bytes.saturating_sub(packets * 28) / payload.max(1) as u64)
     }
 }
 
@@ -295,7 +304,7 @@ pub(crate) fn plain_run(lab: &mut Lab, suite: &Suite, c: &Case, port: u16) -> Re
         .collect();
     let arrivals = Arrivals::start(lab, port, port + rates.len() as u16 - 1)?;
     let results = lab.iperf3_each(Side::A, &targets)?;
-    let received = arrivals.count(lab)?;
+    let received = arrivals.count(lab, len)?;
     let (mut sent, mut bits) = (0, 0.0);
     for v in &results {
         sent += udp_sent(v);
@@ -338,7 +347,7 @@ pub(crate) fn stream_run(
         ],
     );
     trace.print();
-    let received = arrivals.count(lab);
+    let received = arrivals.count(lab, len);
     let st = lab.status(Side::B);
     lab.stop_mptd(Side::A)?;
     lab.stop_mptd(Side::B)?;
