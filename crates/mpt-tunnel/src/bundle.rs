@@ -12,8 +12,9 @@ use std::time::Duration;
 
 use mpt_core::seal::TAG_LEN;
 use mpt_core::wire::{
-    push_bundle_entry, push_continuation, HeaderRepr, Kind, BUNDLE_ENTRY_LEN, CONTINUATION_LEN,
-    MAX_BUNDLE, MIN_HEAD_PIECE,
+    compresses, push_bundle_entry, push_compressed_entry, push_continuation, udp4_headers,
+    HeaderRepr, Kind, BUNDLE_ENTRY_LEN, COMPRESSED_LEN, CONTINUATION_LEN, MAX_BUNDLE,
+    MIN_HEAD_PIECE, UDP4_HEADERS,
 };
 use mpt_core::{PathId, Time};
 
@@ -44,6 +45,9 @@ pub(crate) struct OpenBundle {
     continued: bool,
     /// Its last entry is a head piece: it is full.
     head: bool,
+    /// The last entry's headers, if the next packet may be compressed against them
+    /// ([`mpt_core::wire::udp4_headers`]).
+    prev: Option<[u8; UDP4_HEADERS]>,
     /// When it leaves at the latest.
     pub(crate) due: Time,
 }
@@ -82,10 +86,21 @@ impl<P> Endpoint<P> {
             return false;
         }
         let wait = self.bundle_wait(now, path);
+        // a UDP packet like the one before it in the bundle goes without its headers
+        let compressed = |open: &OpenBundle| {
+            !pieces && open.prev.as_ref().is_some_and(|h| compresses(h, packet))
+        };
         if let Some(open) = &self.paths[i].bundle {
             let gap = self.seq.wrapping_sub(open.last_seq).wrapping_sub(1);
             let room = cap.saturating_sub(open.buf.len() - self.prefix());
-            let need = BUNDLE_ENTRY_LEN + if pieces { MIN_HEAD_PIECE } else { packet.len() };
+            let need = BUNDLE_ENTRY_LEN
+                + if pieces {
+                    MIN_HEAD_PIECE
+                } else if compressed(open) {
+                    COMPRESSED_LEN + packet.len() - UDP4_HEADERS
+                } else {
+                    packet.len()
+                };
             let fits =
                 !open.head && need <= room && open.count < MAX_BUNDLE && gap <= u32::from(u8::MAX);
             if !fits {
@@ -113,17 +128,25 @@ impl<P> Endpoint<P> {
         let last = (!first_entry).then_some(open.last_seq);
         let room = cap.saturating_sub(open.buf.len() - prefix + BUNDLE_ENTRY_LEN);
         let head = packet.len().min(room);
-        if push_bundle_entry(&mut open.buf, last, seq, &packet[..head]).is_none() {
+        let before = open.buf.len();
+        let squeezed = last.is_some() && compressed(open);
+        let pushed = match last {
+            Some(last) if squeezed => push_compressed_entry(&mut open.buf, last, seq, packet),
+            _ => push_bundle_entry(&mut open.buf, last, seq, &packet[..head]),
+        };
+        if pushed.is_none() {
             return false;
         }
+        if squeezed {
+            self.counts.compressed_packets += 1;
+        }
+        open.prev = if head == packet.len() {
+            udp4_headers(packet)
+        } else {
+            None
+        };
         // the first packet pays for the datagram; the others only for their entries
-        let mut cost = head
-            + BUNDLE_ENTRY_LEN
-            + if open.buf.len() - prefix == head + 1 {
-                overhead
-            } else {
-                0
-            };
+        let mut cost = open.buf.len() - before + if before == prefix { overhead } else { 0 };
         open.last_seq = seq;
         open.count += 1;
         open.head = head < packet.len();
@@ -220,6 +243,7 @@ impl<P> Endpoint<P> {
             count: 0,
             continued: continues.is_some(),
             head: false,
+            prev: None,
             due,
         });
     }

@@ -16,6 +16,8 @@ pub(crate) struct Counts {
     /// Bundles sent, and the packets they carried.
     pub(crate) bundles_sent: u64,
     pub(crate) bundled_packets: u64,
+    /// Of those, packets sent without their IPv4 and UDP headers (compressed entries).
+    pub(crate) compressed_packets: u64,
     /// Packets that went into a bundle (one left alone in it is sent as plain data).
     pub(crate) held_packets: u64,
     /// Packets sent per class (configuration order) and path; copies sent.
@@ -79,9 +81,14 @@ impl<P> Endpoint<P> {
         self.pacer.fraction()
     }
 
-    /// Bundles sent (of two packets or more), and the inner packets they carried.
-    pub fn bundle_counts(&self) -> (u64, u64) {
-        (self.counts.bundles_sent, self.counts.bundled_packets)
+    /// Bundles sent (of two packets or more), the inner packets they carried, and how many of
+    /// those went without their IPv4 and UDP headers (compressed entries).
+    pub fn bundle_counts(&self) -> (u64, u64, u64) {
+        (
+            self.counts.bundles_sent,
+            self.counts.bundled_packets,
+            self.counts.compressed_packets,
+        )
     }
 
     /// Packets that waited to match the farthest path, packets that went on early because too

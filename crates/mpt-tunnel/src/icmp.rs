@@ -96,24 +96,7 @@ fn too_big_v6(p: &[u8], mtu: u16) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// The Internet checksum (RFC 1071) of the bytes of `parts` (each of even length but the
-/// last), added to the partial sum `initial` (a pseudo-header's, or 0).
-pub fn internet_checksum(initial: u32, parts: &[&[u8]]) -> u16 {
-    let mut sum = u64::from(initial);
-    for part in parts {
-        let mut chunks = part.chunks_exact(2);
-        for c in &mut chunks {
-            sum += u64::from(u16::from_be_bytes([c[0], c[1]]));
-        }
-        if let [last] = chunks.remainder() {
-            sum += u64::from(*last) << 8;
-        }
-    }
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
-}
+pub use mpt_core::wire::internet_checksum;
 
 fn checksum(parts: &[&[u8]]) -> u16 {
     internet_checksum(0, parts)

@@ -160,9 +160,10 @@ impl Reassembly {
 }
 
 impl<P> crate::Endpoint<P> {
-    /// A packet that came in pieces, put back together: give it to
-    /// [`crate::Endpoint::push_data`] (its [`crate::Incoming::packet`] range is in the `Vec`).
-    /// Take these after each [`crate::Endpoint::handle_datagram`], before the packets of its outcome.
+    /// A packet that came in pieces, put back together (or a bundle's compressed entry, and
+    /// the entries of its bundle, rebuilt): give it to [`crate::Endpoint::push_data`] (its
+    /// [`crate::Incoming::packet`] range is in the `Vec`). Take these after each
+    /// [`crate::Endpoint::handle_datagram`], before the packets of its outcome.
     pub fn take_assembled(&mut self) -> Option<(crate::Incoming, Vec<u8>)> {
         self.assembled.pop_front()
     }

@@ -249,7 +249,9 @@ impl<P> Endpoint<P> {
 
     /// The entries of a bundle (or of a continued datagram) with header `h`, whose body
     /// `body` starts at `at` in the buffer: whole packets for the resequencer, in order; a head
-    /// piece to the reassembly. They take consecutive path sequences from the header's.
+    /// piece to the reassembly. They take consecutive path sequences from the header's. When
+    /// one is compressed (its headers rebuilt, so not in the buffer), all of them go as
+    /// packets of their own ([`Endpoint::take_assembled`]), in the same order.
     fn take_entries(
         &mut self,
         now: Time,
@@ -260,6 +262,7 @@ impl<P> Endpoint<P> {
         entries: mpt_core::wire::BundleEntries<'_>,
     ) -> Vec<Incoming> {
         let mut out = Vec::with_capacity(count);
+        let owned = entries.clone().flatten().any(|e| e.headers.is_some());
         for (k, e) in entries.flatten().enumerate() {
             let meta = PacketMeta {
                 path: h.path,
@@ -277,14 +280,28 @@ impl<P> Endpoint<P> {
                 self.take_piece(now, piece);
                 continue;
             }
-            self.parity_keep(now, &meta, &body[e.start..e.start + e.len]);
-            out.push(Incoming {
+            let packet = e.packet(body);
+            let meta = PacketMeta {
+                len: packet.len(),
+                ..meta
+            };
+            self.parity_keep(now, &meta, &packet);
+            let data = Incoming {
                 meta,
                 packet: at + e.start..at + e.start + e.len,
                 express: false,
                 resent: false,
                 opens: false,
-            });
+            };
+            if owned {
+                let data = Incoming {
+                    packet: 0..packet.len(),
+                    ..data
+                };
+                self.assembled.push_back((data, packet.into_owned()));
+            } else {
+                out.push(data);
+            }
         }
         out
     }

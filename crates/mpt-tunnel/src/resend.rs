@@ -326,7 +326,7 @@ pub(crate) fn whole_packets(header: &HeaderRepr, body: &[u8], mut f: impl FnMut(
     for (k, e) in entries.flatten().enumerate() {
         if !e.is_head() {
             let path_seq = header.path_seq.wrapping_add(k as u16);
-            f(path_seq, e.seq, &body[e.start..e.start + e.len]);
+            f(path_seq, e.seq, &e.packet(body));
         }
     }
 }

@@ -390,8 +390,9 @@ pub mod fuzz {
         if let Ok(Datagram::Report { report, .. }) = Datagram::parse(data) {
             assert_eq!(report.entries().count(), report.len());
         }
-        // a bundle accepted is its entries exactly: each a whole IP packet inside the body,
-        // one byte of gap before each, nothing else
+        // a bundle accepted is its entries exactly: each a whole IP packet inside the body
+        // (or a compressed one's payload, rebuilt whole), one byte of gap before each,
+        // nothing else
         if let Ok(Datagram::Bundle {
             header,
             body,
@@ -404,10 +405,17 @@ pub mod fuzz {
             assert_eq!(entries.len(), count);
             assert!((1..=crate::wire::MAX_BUNDLE).contains(&count));
             assert_eq!(entries[0].seq, header.seq);
-            let covered: usize = entries.iter().map(|e| e.len + 1).sum();
+            let fixed = |e: &crate::wire::BundleEntry| {
+                1 + if e.headers.is_some() {
+                    crate::wire::COMPRESSED_LEN
+                } else {
+                    0
+                }
+            };
+            let covered: usize = entries.iter().map(|e| e.len + fixed(e)).sum();
             assert_eq!(covered, body.len());
             for e in &entries {
-                assert!(crate::wire::check_inner_packet(&body[e.start..e.start + e.len]).is_ok());
+                assert!(crate::wire::check_inner_packet(&e.packet(body)).is_ok());
             }
         }
         let k = keys();

@@ -24,6 +24,21 @@
 //! ```
 //!
 //! A continuation takes no path sequence: a packet's is its head's.
+//!
+//! An entry may be *compressed*: an IPv4 UDP packet whose headers are those of the entry just
+//! before it in the same body but for its length, identification and checksums (a voice
+//! call's, a game's, a stream's next datagram) is carried as its UDP payload after 7 bytes
+//! instead of its 28 header bytes:
+//!
+//! ```text
+//! | gap (8) | 0x10 (8) | payload length (16) | IP identification (16) | UDP checksum (16) | UDP payload |
+//! ```
+//!
+//! The receiver rebuilds the headers from the previous entry's: total and UDP length from the
+//! payload's, the identification and UDP checksum as carried, the IPv4 header checksum
+//! computed. The sender compresses only packets whose IPv4 header is 20 bytes and checksums
+//! right, that are not fragments, and whose UDP length is theirs, so that the rebuilt packet
+//! is the one sent, byte for byte.
 
 use super::*;
 
@@ -39,23 +54,126 @@ pub const MIN_HEAD_PIECE: usize = 64;
 /// Bytes before a continuation's own: its offset and length.
 pub const CONTINUATION_LEN: usize = 4;
 
+/// The first byte after a compressed entry's gap (an IP packet's is 0x4_ or 0x6_).
+pub const COMPRESSED: u8 = 0x10;
+/// Bytes a compressed entry carries before its UDP payload (after its gap): the marker, the
+/// payload's length, the IP identification and the UDP checksum.
+pub const COMPRESSED_LEN: usize = 7;
+/// An IPv4 header of 20 bytes and a UDP header: what a compressed entry rebuilds.
+pub const UDP4_HEADERS: usize = 28;
+
 /// One packet of a bundle: its global sequence number and where it lies in the body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BundleEntry {
     pub seq: u32,
-    /// Offset of the packet from the start of the body.
+    /// Offset of the packet from the start of the body (of a compressed entry: of its UDP
+    /// payload).
     pub start: usize,
-    /// Bytes of it in this datagram.
+    /// Bytes of it in this datagram (of a compressed entry: its UDP payload's).
     pub len: usize,
-    /// The whole packet's length: more than `len` for a head piece.
+    /// The whole packet's length: more than `len` for a head piece (and for a compressed
+    /// entry, by its headers).
     pub total: usize,
+    /// A compressed entry's IPv4 and UDP headers, rebuilt: the packet is these, then the
+    /// `len` bytes at `start`.
+    pub headers: Option<[u8; UDP4_HEADERS]>,
 }
 
 impl BundleEntry {
     /// Only the start of its packet: the rest comes in continuations.
     pub fn is_head(&self) -> bool {
-        self.total > self.len
+        self.headers.is_none() && self.total > self.len
     }
+
+    /// The whole packet of an entry of `body` that is no head piece: borrowed from the body,
+    /// or rebuilt with its headers.
+    pub fn packet<'a>(&self, body: &'a [u8]) -> std::borrow::Cow<'a, [u8]> {
+        let bytes = &body[self.start..self.start + self.len];
+        match &self.headers {
+            None => std::borrow::Cow::Borrowed(bytes),
+            Some(h) => {
+                let mut p = Vec::with_capacity(UDP4_HEADERS + bytes.len());
+                p.extend_from_slice(h);
+                p.extend_from_slice(bytes);
+                std::borrow::Cow::Owned(p)
+            }
+        }
+    }
+}
+
+/// The headers of `p` if a packet after it may be compressed against them, and `p` itself
+/// may be rebuilt from another's: IPv4 with a 20-byte header whose checksum is right, its
+/// total length `p`'s, no fragment, UDP whose length is the rest.
+pub fn udp4_headers(p: &[u8]) -> Option<[u8; UDP4_HEADERS]> {
+    let h: &[u8; UDP4_HEADERS] = p.get(..UDP4_HEADERS)?.try_into().ok()?;
+    let whole = h[0] == 0x45
+        && h[9] == 17
+        && usize::from(be16(&h[2..4])) == p.len()
+        && be16(&h[6..8]) & 0x3fff == 0
+        && usize::from(be16(&h[24..26])) == p.len() - 20
+        && internet_checksum(0, &[&h[..20]]) == 0;
+    whole.then_some(*h)
+}
+
+/// Whether `p` may be sent as a compressed entry after a packet whose headers are `prev`
+/// ([`udp4_headers`]): its own qualify, and the receiver rebuilds them byte for byte (they
+/// differ from `prev` only in lengths, identification and checksums).
+pub fn compresses(prev: &[u8; UDP4_HEADERS], p: &[u8]) -> bool {
+    udp4_headers(p)
+        .is_some_and(|h| rebuild(prev, p.len() - UDP4_HEADERS, [h[4], h[5]], [h[26], h[27]]) == h)
+}
+
+/// The headers of a compressed entry's packet of `payload` bytes, with identification `id`
+/// and UDP checksum `udp_sum`, after a packet whose headers are `prev`.
+fn rebuild(
+    prev: &[u8; UDP4_HEADERS],
+    payload: usize,
+    id: [u8; 2],
+    udp_sum: [u8; 2],
+) -> [u8; UDP4_HEADERS] {
+    let mut h = *prev;
+    h[2..4].copy_from_slice(&((UDP4_HEADERS + payload) as u16).to_be_bytes());
+    h[4..6].copy_from_slice(&id);
+    h[10..12].fill(0);
+    let sum = internet_checksum(0, &[&h[..20]]);
+    h[10..12].copy_from_slice(&sum.to_be_bytes());
+    h[24..26].copy_from_slice(&((8 + payload) as u16).to_be_bytes());
+    h[26..28].copy_from_slice(&udp_sum);
+    h
+}
+
+/// Append `packet` (for which [`compresses`] holds against the previous entry's headers), global
+/// sequence `seq`, as a compressed entry to a bundle body whose last entry has global sequence
+/// `last`. `None` when the gap does not fit a byte.
+pub fn push_compressed_entry(body: &mut Vec<u8>, last: u32, seq: u32, packet: &[u8]) -> Option<()> {
+    let gap = u8::try_from(seq.wrapping_sub(last).wrapping_sub(1)).ok()?;
+    let payload = &packet[UDP4_HEADERS..];
+    body.push(gap);
+    body.push(COMPRESSED);
+    body.extend_from_slice(&(payload.len() as u16).to_be_bytes());
+    body.extend_from_slice(&packet[4..6]);
+    body.extend_from_slice(&packet[26..28]);
+    body.extend_from_slice(payload);
+    Some(())
+}
+
+/// The Internet checksum (RFC 1071) of the bytes of `parts` (each of even length but the
+/// last), added to the partial sum `initial` (a pseudo-header's, or 0).
+pub fn internet_checksum(initial: u32, parts: &[&[u8]]) -> u16 {
+    let mut sum = u64::from(initial);
+    for part in parts {
+        let mut chunks = part.chunks_exact(2);
+        for c in &mut chunks {
+            sum += u64::from(u16::from_be_bytes([c[0], c[1]]));
+        }
+        if let [last] = chunks.remainder() {
+            sum += u64::from(*last) << 8;
+        }
+    }
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
 }
 
 /// The continuation a [`Kind::Continued`] body starts with: bytes `offset..offset + len` of
@@ -103,6 +221,7 @@ pub fn continued_entries(body: &[u8], seq: u32) -> BundleEntries<'_> {
         body,
         at,
         next: seq.wrapping_add(1),
+        prev: Prev::None,
     }
 }
 
@@ -146,6 +265,7 @@ pub fn bundle_entries(body: &[u8], seq: u32) -> BundleEntries<'_> {
         at: 0,
         // the first entry's gap (0) brings it to `seq`
         next: seq,
+        prev: Prev::None,
     }
 }
 
@@ -156,6 +276,49 @@ pub struct BundleEntries<'a> {
     at: usize,
     /// The sequence number of the next entry if its gap is 0.
     next: u32,
+    /// The entry before, which a compressed entry's headers are rebuilt from.
+    prev: Prev,
+}
+
+/// What a compressed entry's headers are rebuilt from: the entry before it, as found in the
+/// body (its headers read only when needed) or as rebuilt.
+#[derive(Debug, Clone, Copy)]
+enum Prev {
+    None,
+    Whole { start: usize, len: usize },
+    Rebuilt([u8; UDP4_HEADERS]),
+}
+
+impl BundleEntries<'_> {
+    /// The compressed entry after the gap at `self.at`: its payload's start and length, and
+    /// its headers rebuilt.
+    fn compressed(&self) -> Result<(usize, usize, [u8; UDP4_HEADERS]), WireError> {
+        let at = self.at + BUNDLE_ENTRY_LEN;
+        let fixed = self
+            .body
+            .get(at..at + COMPRESSED_LEN)
+            .ok_or(WireError::Truncated {
+                need: COMPRESSED_LEN,
+                got: self.body.len() - at,
+            })?;
+        let prev = match self.prev {
+            Prev::Whole { start, len } => udp4_headers(&self.body[start..start + len]),
+            Prev::Rebuilt(h) => Some(h),
+            Prev::None => None,
+        };
+        // compressed against nothing: no IP packet
+        let prev = prev.ok_or(WireError::NotIp(COMPRESSED >> 4))?;
+        let len = usize::from(be16(&fixed[1..3]));
+        let start = at + COMPRESSED_LEN;
+        if len > MAX_INNER - UDP4_HEADERS || start + len > self.body.len() {
+            return Err(WireError::InnerLength {
+                claimed: UDP4_HEADERS + len,
+                got: UDP4_HEADERS + self.body.len() - start,
+            });
+        }
+        let headers = rebuild(&prev, len, [fixed[3], fixed[4]], [fixed[5], fixed[6]]);
+        Ok((start, len, headers))
+    }
 }
 
 impl Iterator for BundleEntries<'_> {
@@ -167,6 +330,26 @@ impl Iterator for BundleEntries<'_> {
         }
         let gap = self.body[self.at];
         let start = self.at + BUNDLE_ENTRY_LEN;
+        if self.body.get(start) == Some(&COMPRESSED) {
+            let (start, len, headers) = match self.compressed() {
+                Ok(c) => c,
+                Err(e) => {
+                    self.at = self.body.len();
+                    return Some(Err(e));
+                }
+            };
+            let seq = self.next.wrapping_add(u32::from(gap));
+            self.next = seq.wrapping_add(1);
+            self.at = start + len;
+            self.prev = Prev::Rebuilt(headers);
+            return Some(Ok(BundleEntry {
+                seq,
+                start,
+                len,
+                total: UDP4_HEADERS + len,
+                headers: Some(headers),
+            }));
+        }
         let rest = &self.body[start..];
         let len = match inner_len(rest) {
             Ok(len) if len <= rest.len() => Ok((len, len)),
@@ -197,11 +380,17 @@ impl Iterator for BundleEntries<'_> {
         let seq = self.next.wrapping_add(u32::from(gap));
         self.next = seq.wrapping_add(1);
         self.at = start + len;
+        self.prev = if len == total {
+            Prev::Whole { start, len }
+        } else {
+            Prev::None
+        };
         Some(Ok(BundleEntry {
             seq,
             start,
             len,
             total,
+            headers: None,
         }))
     }
 }
@@ -420,6 +609,138 @@ mod tests {
                 .map(|e| { let e = e.unwrap(); (e.seq, body[e.start..e.start + e.len].to_vec()) })
                 .collect();
             prop_assert_eq!(got, want);
+        }
+    }
+
+    /// An IPv4 UDP packet of `payload` bytes from 198.18.0.1:4000 to 198.18.0.2:5000, with
+    /// identification `id` and valid checksums (the UDP one over the payload only: any value
+    /// is carried as it is).
+    fn udp4(payload: &[u8], id: u16) -> Vec<u8> {
+        let len = 28 + payload.len();
+        let mut p = vec![0u8; len];
+        p[0] = 0x45;
+        p[2..4].copy_from_slice(&(len as u16).to_be_bytes());
+        p[4..6].copy_from_slice(&id.to_be_bytes());
+        p[6] = 0x40; // DF
+        p[8] = 64;
+        p[9] = 17;
+        p[12..16].copy_from_slice(&[198, 18, 0, 1]);
+        p[16..20].copy_from_slice(&[198, 18, 0, 2]);
+        let sum = internet_checksum(0, &[&p[..20]]);
+        p[10..12].copy_from_slice(&sum.to_be_bytes());
+        p[20..22].copy_from_slice(&4000u16.to_be_bytes());
+        p[22..24].copy_from_slice(&5000u16.to_be_bytes());
+        p[24..26].copy_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
+        let usum = internet_checksum(0, &[payload]);
+        p[26..28].copy_from_slice(&usum.to_be_bytes());
+        p[28..].copy_from_slice(payload);
+        p
+    }
+
+    /// Pack `packets` (global sequences from 1) as the sender does: compressed where the
+    /// entry before allows it.
+    fn pack(packets: &[Vec<u8>]) -> Vec<u8> {
+        let mut body = Vec::new();
+        let mut prev = None;
+        for (k, p) in packets.iter().enumerate() {
+            let seq = k as u32 + 1;
+            match prev {
+                Some(h) if k > 0 && compresses(&h, p) => {
+                    push_compressed_entry(&mut body, seq - 1, seq, p).unwrap()
+                }
+                _ => push_bundle_entry(&mut body, (k > 0).then_some(seq - 1), seq, p).unwrap(),
+            }
+            prev = udp4_headers(p);
+        }
+        body
+    }
+
+    #[test]
+    fn a_udp_packet_like_the_one_before_goes_without_its_headers_and_comes_back_whole() {
+        let packets = [
+            udp4(&[1; 160], 7),
+            udp4(&[2; 160], 8),
+            udp4(&[3; 100], 9000),
+        ];
+        let body = pack(&packets);
+        // 1 + 188, then 1 + 7 + 160 and 1 + 7 + 100: 21 bytes less for each after the first
+        assert_eq!(body.len(), 189 + 168 + 108);
+        assert_eq!(body[190], COMPRESSED);
+        assert_eq!(check_bundle(&body), Ok(3));
+        let back: Vec<Vec<u8>> = bundle_entries(&body, 1)
+            .map(|e| e.unwrap().packet(&body).into_owned())
+            .collect();
+        assert_eq!(back, packets);
+    }
+
+    #[test]
+    fn what_the_receiver_could_not_rebuild_byte_for_byte_goes_whole() {
+        let first = udp4(&[1; 40], 1);
+        let h = udp4_headers(&first).unwrap();
+        // another flow, another TTL, a fragment, a bad header checksum, IP options, TCP
+        let mut other_port = udp4(&[2; 40], 2);
+        other_port[22] = 9;
+        let mut ttl = udp4(&[2; 40], 2);
+        ttl[8] = 63;
+        let sum = internet_checksum(
+            0,
+            &[&{
+                let mut z = ttl[..20].to_vec();
+                z[10..12].fill(0);
+                z
+            }],
+        );
+        ttl[10..12].copy_from_slice(&sum.to_be_bytes());
+        let mut bad_sum = udp4(&[2; 40], 2);
+        bad_sum[10] ^= 1;
+        let mut fragment = udp4(&[2; 40], 2);
+        fragment[6] = 0x20; // MF
+        for p in [&other_port, &ttl, &bad_sum, &fragment] {
+            assert!(!compresses(&h, p));
+        }
+        assert!(compresses(&h, &udp4(&[9; 3], 500)));
+        assert!(udp4_headers(&ipv6(8)).is_none());
+    }
+
+    #[test]
+    fn a_compressed_entry_with_nothing_to_rebuild_from_or_cut_short_is_refused() {
+        let body = pack(&[udp4(&[1; 20], 1), udp4(&[2; 20], 2)]);
+        // the first entry a head piece, or not UDP: nothing to rebuild the second from
+        let alone = body[49..].to_vec();
+        assert_eq!(check_bundle(&alone), Err(WireError::NotIp(1)));
+        let mut after_ipv6 = Vec::new();
+        push_bundle_entry(&mut after_ipv6, None, 1, &ipv6(8)).unwrap();
+        after_ipv6.extend_from_slice(&body[49..]);
+        assert_eq!(check_bundle(&after_ipv6), Err(WireError::NotIp(1)));
+        // its payload longer than the body, or its fixed part cut
+        for cut in [1, 20, 26] {
+            let short = &body[..body.len() - cut];
+            assert!(check_bundle(short).is_err(), "cut by {cut}");
+        }
+        let mut long = body.clone();
+        long.push(0);
+        assert!(check_bundle(&long).is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn any_run_of_udp_and_other_packets_comes_back_byte_for_byte(
+            runs in proptest::collection::vec((0u8..4, 0usize..200, any::<u16>(), any::<u8>()), 1..20)
+        ) {
+            let packets: Vec<Vec<u8>> = runs
+                .iter()
+                .map(|&(kind, len, id, fill)| match kind {
+                    0 => ipv6(len),
+                    1 => ipv4(20 + len, fill),
+                    _ => udp4(&vec![fill; len], id),
+                })
+                .collect();
+            let body = pack(&packets);
+            prop_assert_eq!(check_bundle(&body), Ok(packets.len()));
+            let back: Vec<Vec<u8>> = bundle_entries(&body, 1)
+                .map(|e| e.unwrap().packet(&body).into_owned())
+                .collect();
+            prop_assert_eq!(back, packets);
         }
     }
 }

@@ -14,9 +14,10 @@ mod parity;
 mod report;
 
 pub use bundle::{
-    bundle_entries, check_bundle, check_continued, continued_entries, push_bundle_entry,
-    push_continuation, BundleEntries, BundleEntry, Continuation, BUNDLE_ENTRY_LEN,
-    CONTINUATION_LEN, MAX_BUNDLE, MIN_HEAD_PIECE,
+    bundle_entries, check_bundle, check_continued, compresses, continued_entries,
+    internet_checksum, push_bundle_entry, push_compressed_entry, push_continuation, udp4_headers,
+    BundleEntries, BundleEntry, Continuation, BUNDLE_ENTRY_LEN, COMPRESSED, COMPRESSED_LEN,
+    CONTINUATION_LEN, MAX_BUNDLE, MIN_HEAD_PIECE, UDP4_HEADERS,
 };
 pub(crate) use datagram::exact_len;
 pub use datagram::{check_inner_packet, AckRepr, Datagram};
@@ -34,7 +35,7 @@ pub use parity::{check_parity, ip_length, xor_into, MAX_PARITY_GROUP, MIN_PARITY
 pub use report::{report_len, Report, ReportEntry, ReportRepr};
 
 /// Protocol version carried in the top three bits of byte 0.
-pub const VERSION: u8 = 3;
+pub const VERSION: u8 = 4;
 
 /// Length of the common header.
 pub const HEADER_LEN: usize = 16;
@@ -298,10 +299,10 @@ mod tests {
 
     #[test]
     fn the_header_view_reads_and_writes_the_fields_in_place() {
-        // version 3, sealed, keepalive; path 2, path_seq 0x0304, session, seq, timestamp,
+        // version 4, sealed, keepalive; path 2, path_seq 0x0304, session, seq, timestamp,
         // then the counter's low 32 bits
         let mut b = [
-            0x71, 2, 3, 4, 0xca, 0xfe, 0xba, 0xbe, 0, 0, 1, 0, 0, 0, 0, 9, 0, 0, 0, 7,
+            0x91, 2, 3, 4, 0xca, 0xfe, 0xba, 0xbe, 0, 0, 1, 0, 0, 0, 0, 9, 0, 0, 0, 7,
         ];
         let h = Header::new_checked(&b[..]).expect("valid");
         assert_eq!(
@@ -317,11 +318,11 @@ mod tests {
         h.set_sealed(false);
         h.set_seq(257);
         h.set_counter((5 << 32) | 8).expect("room");
-        assert_eq!(&b[..1], &[0x61]);
+        assert_eq!(&b[..1], &[0x81]);
         assert_eq!(&b[8..12], &[0, 0, 1, 1]);
         assert_eq!(&b[16..20], &[0, 0, 0, 8], "the counter's low 32 bits");
         // a plain header alone has no room for a counter
-        let mut short = [0x61u8; HEADER_LEN];
+        let mut short = [0x81u8; HEADER_LEN];
         assert_eq!(Header::new_unchecked(&short[..]).counter(), None);
         assert!(Header::new_unchecked(&mut short[..])
             .set_counter(1)
@@ -337,7 +338,7 @@ mod tests {
         );
         // every type is known: 15 is a parity
         assert_eq!(
-            Header::new_checked(&[0x6fu8; 16][..]).map(|h| h.kind()),
+            Header::new_checked(&[0x8fu8; 16][..]).map(|h| h.kind()),
             Ok(Kind::Parity)
         );
     }
@@ -437,7 +438,7 @@ mod tests {
         assert_eq!(
             buf,
             [
-                0x60, 0x03, 0xBE, 0xEF, 0x01, 0x02, 0x03, 0x04, 0xA0, 0xB0, 0xC0, 0xD0, 0x11, 0x22,
+                0x80, 0x03, 0xBE, 0xEF, 0x01, 0x02, 0x03, 0x04, 0xA0, 0xB0, 0xC0, 0xD0, 0x11, 0x22,
                 0x33, 0x44
             ]
         );
@@ -496,9 +497,11 @@ mod tests {
         assert_eq!(Datagram::parse(&bad), Err(WireError::BadVersion(1)));
         bad[0] = 2 << 5;
         assert_eq!(Datagram::parse(&bad), Err(WireError::BadVersion(2)));
-        bad[0] = (3 << 5) | SEALED_FLAG;
+        bad[0] = 3 << 5;
+        assert_eq!(Datagram::parse(&bad), Err(WireError::BadVersion(3)));
+        bad[0] = (4 << 5) | SEALED_FLAG;
         assert_eq!(Datagram::parse(&bad), Err(WireError::Sealed));
-        bad[0] = (3 << 5) | 15;
+        bad[0] = (4 << 5) | 15;
         assert!(matches!(
             Datagram::parse(&bad),
             Err(WireError::ParityGroup(_)) | Ok(Datagram::Parity { .. })

@@ -101,7 +101,7 @@ impl Tunnel {
         let mut first: Option<TunnelStatus> = None;
         let mut first_paths = Vec::new();
         let (mut tx, mut rx, mut delivered, mut reports, mut kas) = ((0, 0), (0, 0), 0, 0, (0, 0));
-        let mut bundles = (0u64, 0u64);
+        let mut bundles = (0u64, 0u64, 0u64);
         let mut copies = 0u64;
         let mut classes: Vec<ClassStatus> = self
             .cfg()
@@ -151,8 +151,8 @@ impl Tunnel {
             delivered += ep.delivered();
             reports += ep.report_bytes();
             kas = (kas.0 + ks, kas.1 + ka);
-            let (bs, bp) = ep.bundle_counts();
-            bundles = (bundles.0 + bs, bundles.1 + bp);
+            let (bs, bp, bc) = ep.bundle_counts();
+            bundles = (bundles.0 + bs, bundles.1 + bp, bundles.2 + bc);
             let (per_class, c) = ep.class_counts();
             copies += c;
             for (status, per_path) in classes.iter_mut().zip(per_class) {
@@ -196,7 +196,11 @@ impl Tunnel {
         tunnel.delivered = delivered;
         tunnel.tx_report_bytes = reports;
         (tunnel.keepalives_sent, tunnel.keepalive_acks_sent) = kas;
-        (tunnel.bundles_sent, tunnel.bundled_packets) = bundles;
+        (
+            tunnel.bundles_sent,
+            tunnel.bundled_packets,
+            tunnel.compressed_packets,
+        ) = bundles;
         tunnel.copies_sent = copies;
         tunnel.classes = classes;
         tunnel.drops = DropCounts::from_counts(&counts);
@@ -234,6 +238,7 @@ impl Tunnel {
             keepalives_sent: 0,
             bundles_sent: 0,
             bundled_packets: 0,
+            compressed_packets: 0,
             copies_sent: 0,
             classes: Vec::new(),
             keepalive_acks_sent: 0,

@@ -97,6 +97,9 @@ pub struct TunnelStatus {
     pub bundles_sent: u64,
     #[serde(default)]
     pub bundled_packets: u64,
+    /// Of those, packets sent without their IPv4 and UDP headers (compressed bundle entries).
+    #[serde(default)]
+    pub compressed_packets: u64,
     /// Copies sent by classes in `duplicate` mode (of `tx_packets`' packets; the peer drops
     /// the copy that arrives second and counts it in `drops.duplicate`).
     #[serde(default)]

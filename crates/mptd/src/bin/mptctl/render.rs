@@ -206,13 +206,14 @@ pub(crate) fn print_status(s: &Status) {
         d.unauthenticated, d.bad_tag, d.replayed, d.unknown_session, d.no_session
     );
     println!(
-        "  reports sent: {} B (budget now {:.2} % of the bytes received); keepalives sent: {}, answered: {}; bundles sent: {} carrying {} packets",
+        "  reports sent: {} B (budget now {:.2} % of the bytes received); keepalives sent: {}, answered: {}; bundles sent: {} carrying {} packets ({} without their headers)",
         t.tx_report_bytes,
         t.report_fraction * 100.0,
         t.keepalives_sent,
         t.keepalive_acks_sent,
         t.bundles_sent,
-        t.bundled_packets
+        t.bundled_packets,
+        t.compressed_packets
     );
     let path_name = |i: usize| {
         s.paths
