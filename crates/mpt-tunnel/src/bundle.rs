@@ -127,9 +127,15 @@ impl<P> Endpoint<P> {
         let first_entry = !open.continued && open.count == 0;
         let last = (!first_entry).then_some(open.last_seq);
         let room = cap.saturating_sub(open.buf.len() - prefix + BUNDLE_ENTRY_LEN);
-        let head = packet.len().min(room);
         let before = open.buf.len();
         let squeezed = last.is_some() && compressed(open);
+        // a compressed entry is whole: it fitted as such (the room may be short of the
+        // packet's own length)
+        let head = if squeezed {
+            packet.len()
+        } else {
+            packet.len().min(room)
+        };
         let pushed = match last {
             Some(last) if squeezed => push_compressed_entry(&mut open.buf, last, seq, packet),
             _ => push_bundle_entry(&mut open.buf, last, seq, &packet[..head]),
