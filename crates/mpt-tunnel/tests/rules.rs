@@ -2808,3 +2808,26 @@ fn a_packet_that_fits_a_bundle_only_compressed_goes_whole() {
         assert_eq!(*g, s, "a frame arrived changed or out of order");
     }
 }
+
+/// Table II case 13 on `wrr`: a 128 kbit/s stream of 1498-byte packets over four 128 kbit/s
+/// lines, which `wrr` shares out whatever a line carries. While a line's MTU is searched, its
+/// data goes in 1200-byte datagrams behind probes of up to 1500 bytes; a packet must not be
+/// dropped as if the line's queue were full behind the first probe (one was, 0.46 % lost).
+#[test]
+fn a_stream_on_wrr_loses_nothing_to_the_searches_at_its_start() {
+    // the stream starting at every phase of the searches' ticks
+    let mut lost = Vec::new();
+    for phase in (0..100).step_by(3) {
+        let mut p = four_slow_lines_with(83, mpt_sched::SchedulerKind::WeightedRoundRobin);
+        p.run(ms(phase));
+        let k = stream_1498(&mut p, Duration::from_micros(91_875), ms(3000));
+        p.run(ms(1000));
+        let queue_full = p.ep(Side::A).drop_counts()[DropReason::QueueFull as usize];
+        let got = p.node(Side::B).delivered.len() as u32;
+        if queue_full > 0 || got < k {
+            lost.push((phase, k - got, queue_full));
+        }
+    }
+    eprintln!("RESULT starts that lost packets (phase ms, lost, queue_full): {lost:?}");
+    assert!(lost.is_empty(), "packets lost: {lost:?}");
+}
