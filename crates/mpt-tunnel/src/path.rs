@@ -50,6 +50,9 @@ pub(crate) struct PathState {
     /// Until when the packets sent on the path are kept for resending: the peer asked for
     /// one of them lately ([`crate::resend::KEEP_AFTER_LOSS`]).
     pub(crate) keep_until: Option<Time>,
+    /// When the scheduler's clock last showed the path idle (nothing queued), as path MTU
+    /// discovery looked: a slow path is probed when idle, unless it has not been for a while.
+    pub(crate) idle_at: Time,
     /// Parity: the sending side (loss rate, group), the receiving side (packets kept).
     pub(crate) fec_tx: crate::fec::FecTx,
     pub(crate) fec_rx: crate::fec::FecRx,
@@ -75,6 +78,7 @@ impl PathState {
             peer_silent: false,
             bundle: None,
             keep_until: None,
+            idle_at: now,
             delivery_mark: None,
             fec_tx: Default::default(),
             fec_rx: Default::default(),

@@ -15,6 +15,8 @@ use crate::{DownReason, Endpoint};
 /// base datagram are sent: a 1500-byte probe holds a 1 Mbit/s path for 12 ms, a 64 kbit/s one
 /// for 0.19 s.
 pub const SLOW_PATH: u64 = 1_000_000;
+/// A slow path whose clock has shown it busy this long is probed busy: it may never be idle.
+pub const SATURATED: Duration = Duration::from_secs(1);
 
 /// How often the pacer is asked whether a report is due.
 pub const REPORT_TICK: Duration = Duration::from_millis(10);
@@ -80,18 +82,26 @@ impl<P> Endpoint<P> {
             }
             let rate = self.path_rate(PathId(i as u8));
             // a probe takes a slow path long to carry, delaying what waits behind it: those
-            // are probed only while packets that need more than the base datagram are sent,
-            // and one at a time, so that the others carry the stream meanwhile (probed all at
+            // are probed only while packets that need more than the base datagram are sent;
+            // one at a time, so that the others carry the stream meanwhile (probed all at
             // once, four 128 kbit/s lines were each held 94 ms, and a stream of half what
             // they carry lost a packet to a full queue at its start and had one 85 ms late
-            // at every confirmation)
+            // at every confirmation); and while the line is idle, unless it has not been for
+            // [`SATURATED`] (sent behind a packet, a probe put the next beyond what the queue
+            // holds: a 64 kbit/s line on `wrr`, which sends there regardless, lost one; a line
+            // that is never idle is probed as it is)
             let needed = self
                 .big_at
                 .is_some_and(|t| now.saturating_since(t) < Duration::from_secs(10));
             if slow(self, i) {
+                let idle = self.sched.backlog(now, PathId(i as u8)).is_zero();
+                if idle {
+                    self.paths[i].idle_at = now;
+                }
+                let busy = !idle && now.saturating_since(self.paths[i].idle_at) < SATURATED;
                 let other = (0..self.paths.len())
                     .any(|j| j != i && self.paths[j].pmtu.in_flight() && slow(self, j));
-                if !needed || (other && !self.paths[i].pmtu.in_flight()) {
+                if !needed || ((other || busy) && !self.paths[i].pmtu.in_flight()) {
                     continue;
                 }
             }
