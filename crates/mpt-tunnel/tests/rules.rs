@@ -2400,12 +2400,9 @@ fn a_syn_before_the_far_path_is_measured_waits_the_longest_wait() {
     );
 }
 
-/// Table II case 11: a 128 kbit/s stream of 1498-byte packets into a 128 kbit/s line whose
-/// interface MTU is 1500 (the kernel refuses larger datagrams). Path MTU discovery tries the
-/// sizes above it first; those refused probes must not take the line's time on the clock, or
-/// the stream's first second is dropped at the sender as if the queue were full.
-#[test]
-fn probes_the_kernel_refuses_cost_a_slow_line_nothing() {
+/// One 128 kbit/s line (1 ms away, told to both ends, `rate`, tunnel MTU 1500), `link` set
+/// further on both directions; keys agreed.
+fn one_slow_line(seed: u64, link: impl Fn(&mut sim::LinkSpec)) -> Pair {
     let cfg = |side| {
         let mut c = sim::config(side, 1, true);
         c.mtu = 1500;
@@ -2413,17 +2410,29 @@ fn probes_the_kernel_refuses_cost_a_slow_line_nothing() {
         c.paths[0].rate_bps = Some(128_000);
         c
     };
-    let mut p = Pair::with(sim::seed(73), cfg(Side::A), cfg(Side::B));
+    let mut p = Pair::with(sim::seed(seed), cfg(Side::A), cfg(Side::B));
     for side in [Side::A, Side::B] {
         let l = p.link(side, 0);
         l.rate_bps = Some(128_000);
         l.delay = ms(1);
-        l.mtu = Some(1472);
-        l.mtu_local = true;
-        l.queue = Some(ms(300));
+        link(l);
     }
     p.run_until(ms(500), Pair::agreed)
         .expect("keys agreed within 500 ms");
+    p
+}
+
+/// Table II case 11: a 128 kbit/s stream of 1498-byte packets into a 128 kbit/s line whose
+/// interface MTU is 1500 (the kernel refuses larger datagrams). Path MTU discovery tries the
+/// sizes above it first; those refused probes must not take the line's time on the clock, or
+/// the stream's first second is dropped at the sender as if the queue were full.
+#[test]
+fn probes_the_kernel_refuses_cost_a_slow_line_nothing() {
+    let mut p = one_slow_line(73, |l| {
+        l.mtu = Some(1472);
+        l.mtu_local = true;
+        l.queue = Some(ms(300));
+    });
     p.run(ms(300));
     // 128 kbit/s of 1470-byte UDP payloads: a packet every 91.875 ms for 2 s
     let every = Duration::from_micros(91_875);
@@ -2699,22 +2708,7 @@ fn voice_frame(n: u32) -> Vec<u8> {
 /// arrives is the one sent, byte for byte, and in order.
 #[test]
 fn voice_frames_in_a_bundle_go_without_their_headers_and_arrive_whole() {
-    let cfg = |side| {
-        let mut c = sim::config(side, 1, true);
-        c.mtu = 1500;
-        c.scheduler = mpt_sched::SchedulerKind::Rate;
-        c.paths[0].rate_bps = Some(128_000);
-        c
-    };
-    let mut p = Pair::with(sim::seed(78), cfg(Side::A), cfg(Side::B));
-    for side in [Side::A, Side::B] {
-        let l = p.link(side, 0);
-        l.rate_bps = Some(128_000);
-        l.delay = ms(1);
-        l.queue = Some(ms(300));
-    }
-    p.run_until(ms(500), Pair::agreed)
-        .expect("keys agreed within 500 ms");
+    let mut p = one_slow_line(78, |l| l.queue = Some(ms(300)));
     let sent: Vec<Vec<u8>> = (0..1000).map(voice_frame).collect();
     for f in &sent {
         let _ = p.send(Side::A, f);
@@ -2765,21 +2759,7 @@ fn udp_frame(n: u32, payload: usize) -> Vec<u8> {
 /// frames falls between their compressed size (168 bytes) and their whole one (189).
 #[test]
 fn a_packet_that_fits_a_bundle_only_compressed_goes_whole() {
-    let cfg = |side| {
-        let mut c = sim::config(side, 1, true);
-        c.mtu = 1500;
-        c.scheduler = mpt_sched::SchedulerKind::Rate;
-        c.paths[0].rate_bps = Some(128_000);
-        c
-    };
-    let mut p = Pair::with(sim::seed(79), cfg(Side::A), cfg(Side::B));
-    for side in [Side::A, Side::B] {
-        let l = p.link(side, 0);
-        l.rate_bps = Some(128_000);
-        l.delay = ms(1);
-    }
-    p.run_until(ms(500), Pair::agreed)
-        .expect("keys agreed within 500 ms");
+    let mut p = one_slow_line(79, |_| {});
     // discovery done: datagrams of the tunnel MTU's size
     p.run(ms(2000));
     let mut sent = Vec::new();

@@ -290,6 +290,43 @@ enum Prev {
 }
 
 impl BundleEntries<'_> {
+    /// The entry after the gap at `self.at`, global sequence `seq`.
+    fn entry(&self, seq: u32) -> Result<BundleEntry, WireError> {
+        let start = self.at + BUNDLE_ENTRY_LEN;
+        if self.body.get(start) == Some(&COMPRESSED) {
+            let (start, len, headers) = self.compressed()?;
+            return Ok(BundleEntry {
+                seq,
+                start,
+                len,
+                total: UDP4_HEADERS + len,
+                headers: Some(headers),
+            });
+        }
+        let rest = &self.body[start..];
+        let (len, total) = match inner_len(rest)? {
+            len if len <= rest.len() => (len, len),
+            // the last entry, the start of a longer packet
+            total if rest.len() >= MIN_HEAD_PIECE && total <= MAX_INNER => (rest.len(), total),
+            len => {
+                return Err(WireError::Truncated {
+                    need: len,
+                    got: rest.len(),
+                })
+            }
+        };
+        if len == total {
+            check_inner_packet(&rest[..len])?;
+        }
+        Ok(BundleEntry {
+            seq,
+            start,
+            len,
+            total,
+            headers: None,
+        })
+    }
+
     /// The compressed entry after the gap at `self.at`: its payload's start and length, and
     /// its headers rebuilt.
     fn compressed(&self) -> Result<(usize, usize, [u8; UDP4_HEADERS]), WireError> {
@@ -329,69 +366,26 @@ impl Iterator for BundleEntries<'_> {
             return None;
         }
         let gap = self.body[self.at];
-        let start = self.at + BUNDLE_ENTRY_LEN;
-        if self.body.get(start) == Some(&COMPRESSED) {
-            let (start, len, headers) = match self.compressed() {
-                Ok(c) => c,
-                Err(e) => {
-                    self.at = self.body.len();
-                    return Some(Err(e));
-                }
-            };
-            let seq = self.next.wrapping_add(u32::from(gap));
-            self.next = seq.wrapping_add(1);
-            self.at = start + len;
-            self.prev = Prev::Rebuilt(headers);
-            return Some(Ok(BundleEntry {
-                seq,
-                start,
-                len,
-                total: UDP4_HEADERS + len,
-                headers: Some(headers),
-            }));
-        }
-        let rest = &self.body[start..];
-        let len = match inner_len(rest) {
-            Ok(len) if len <= rest.len() => Ok((len, len)),
-            // the last entry, the start of a longer packet
-            Ok(total) if rest.len() >= MIN_HEAD_PIECE && total <= MAX_INNER => {
-                Ok((rest.len(), total))
-            }
-            Ok(len) => Err(WireError::Truncated {
-                need: len,
-                got: rest.len(),
-            }),
-            Err(e) => Err(e),
-        }
-        .and_then(|(len, total)| {
-            if len == total {
-                check_inner_packet(&rest[..len])?;
-            }
-            Ok((len, total))
-        });
-        let (len, total) = match len {
-            Ok(l) => l,
+        let seq = self.next.wrapping_add(u32::from(gap));
+        let e = match self.entry(seq) {
+            Ok(e) => e,
             Err(e) => {
                 // nothing more from a body found broken
                 self.at = self.body.len();
                 return Some(Err(e));
             }
         };
-        let seq = self.next.wrapping_add(u32::from(gap));
         self.next = seq.wrapping_add(1);
-        self.at = start + len;
-        self.prev = if len == total {
-            Prev::Whole { start, len }
-        } else {
-            Prev::None
+        self.at = e.start + e.len;
+        self.prev = match e.headers {
+            Some(h) => Prev::Rebuilt(h),
+            None if e.len == e.total => Prev::Whole {
+                start: e.start,
+                len: e.len,
+            },
+            None => Prev::None,
         };
-        Some(Ok(BundleEntry {
-            seq,
-            start,
-            len,
-            total,
-            headers: None,
-        }))
+        Some(Ok(e))
     }
 }
 
