@@ -261,8 +261,8 @@ impl<P> Endpoint<P> {
         count: usize,
         entries: mpt_core::wire::BundleEntries<'_>,
     ) -> Vec<Incoming> {
-        let mut out = Vec::with_capacity(count);
-        let owned = entries.clone().flatten().any(|e| e.headers.is_some());
+        let mut out: Vec<Incoming> = Vec::with_capacity(count);
+        let mut owned = false;
         for (k, e) in entries.flatten().enumerate() {
             let meta = PacketMeta {
                 path: h.path,
@@ -293,6 +293,19 @@ impl<P> Endpoint<P> {
                 resent: false,
                 opens: false,
             };
+            if e.headers.is_some() && !owned {
+                // the first compressed entry: those before it go as packets of their own too,
+                // ahead of it
+                owned = true;
+                for d in out.drain(..) {
+                    let bytes = body[d.packet.start - at..d.packet.end - at].to_vec();
+                    let d = Incoming {
+                        packet: 0..bytes.len(),
+                        ..d
+                    };
+                    self.assembled.push_back((d, bytes));
+                }
+            }
             if owned {
                 let data = Incoming {
                     packet: 0..packet.len(),
