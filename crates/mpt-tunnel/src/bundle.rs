@@ -86,17 +86,22 @@ impl<P> Endpoint<P> {
             return false;
         }
         let wait = self.bundle_wait(now, path);
-        // a UDP packet like the one before it in the bundle goes without its headers
-        let compressed = |open: &OpenBundle| {
-            !pieces && open.prev.as_ref().is_some_and(|h| compresses(h, packet))
-        };
+        // the packet's headers, once looked at; a UDP packet like the one before it in the
+        // bundle goes without them (`squeeze`)
+        let mut own = None;
+        let mut squeeze = false;
         if let Some(open) = &self.paths[i].bundle {
+            if let (false, Some(prev)) = (pieces, &open.prev) {
+                let h = udp4_headers(packet);
+                squeeze = h.as_ref().is_some_and(|h| compresses(prev, h));
+                own = Some(h);
+            }
             let gap = self.seq.wrapping_sub(open.last_seq).wrapping_sub(1);
             let room = cap.saturating_sub(open.buf.len() - self.prefix());
             let need = BUNDLE_ENTRY_LEN
                 + if pieces {
                     MIN_HEAD_PIECE
-                } else if compressed(open) {
+                } else if squeeze {
                     COMPRESSED_LEN + packet.len() - UDP4_HEADERS
                 } else {
                     packet.len()
@@ -105,6 +110,7 @@ impl<P> Endpoint<P> {
                 !open.head && need <= room && open.count < MAX_BUNDLE && gap <= u32::from(u8::MAX);
             if !fits {
                 self.close_riding(now, i, b);
+                squeeze = false;
             }
         }
         if self.paths[i].bundle.is_none() {
@@ -128,7 +134,7 @@ impl<P> Endpoint<P> {
         let last = (!first_entry).then_some(open.last_seq);
         let room = cap.saturating_sub(open.buf.len() - prefix + BUNDLE_ENTRY_LEN);
         let before = open.buf.len();
-        let squeezed = last.is_some() && compressed(open);
+        let squeezed = last.is_some() && squeeze;
         // a compressed entry is whole: it fitted as such (the room may be short of the
         // packet's own length)
         let head = if squeezed {
@@ -147,7 +153,7 @@ impl<P> Endpoint<P> {
             self.counts.compressed_packets += 1;
         }
         open.prev = if head == packet.len() {
-            udp4_headers(packet)
+            own.unwrap_or_else(|| udp4_headers(packet))
         } else {
             None
         };

@@ -115,12 +115,13 @@ pub fn udp4_headers(p: &[u8]) -> Option<[u8; UDP4_HEADERS]> {
     whole.then_some(*h)
 }
 
-/// Whether `p` may be sent as a compressed entry after a packet whose headers are `prev`
-/// ([`udp4_headers`]): its own qualify, and the receiver rebuilds them byte for byte (they
-/// differ from `prev` only in lengths, identification and checksums).
-pub fn compresses(prev: &[u8; UDP4_HEADERS], p: &[u8]) -> bool {
-    udp4_headers(p)
-        .is_some_and(|h| rebuild(prev, p.len() - UDP4_HEADERS, [h[4], h[5]], [h[26], h[27]]) == h)
+/// Whether a packet whose headers are `own` may be sent as a compressed entry after a packet
+/// whose headers are `prev` (both as [`udp4_headers`] gives them): the receiver rebuilds
+/// `own` byte for byte (they differ from `prev` only in lengths, identification and
+/// checksums).
+pub fn compresses(prev: &[u8; UDP4_HEADERS], own: &[u8; UDP4_HEADERS]) -> bool {
+    let payload = usize::from(be16(&own[2..4])) - UDP4_HEADERS;
+    rebuild(prev, payload, [own[4], own[5]], [own[26], own[27]]) == *own
 }
 
 /// The headers of a compressed entry's packet of `payload` bytes, with identification `id`
@@ -639,7 +640,7 @@ mod tests {
         for (k, p) in packets.iter().enumerate() {
             let seq = k as u32 + 1;
             match prev {
-                Some(h) if k > 0 && compresses(&h, p) => {
+                Some(h) if k > 0 && udp4_headers(p).is_some_and(|own| compresses(&h, &own)) => {
                     push_compressed_entry(&mut body, seq - 1, seq, p).unwrap()
                 }
                 _ => push_bundle_entry(&mut body, (k > 0).then_some(seq - 1), seq, p).unwrap(),
@@ -690,9 +691,9 @@ mod tests {
         let mut fragment = udp4(&[2; 40], 2);
         fragment[6] = 0x20; // MF
         for p in [&other_port, &ttl, &bad_sum, &fragment] {
-            assert!(!compresses(&h, p));
+            assert!(!udp4_headers(p).is_some_and(|own| compresses(&h, &own)));
         }
-        assert!(compresses(&h, &udp4(&[9; 3], 500)));
+        assert!(compresses(&h, &udp4_headers(&udp4(&[9; 3], 500)).unwrap()));
         assert!(udp4_headers(&ipv6(8)).is_none());
     }
 
