@@ -156,6 +156,13 @@ impl<P> Endpoint<P> {
             .or(self.cfg.paths[path.index()].rate_bps)
     }
 
+    /// Path `i` is slower than [`crate::timers::SLOW_PATH`] (its learned or configured rate):
+    /// a path MTU probe holds it long, and path MTU discovery spares it.
+    pub(crate) fn slow_path(&self, i: usize) -> bool {
+        self.path_rate(PathId(i as u8))
+            .is_some_and(|r| r < crate::timers::SLOW_PATH)
+    }
+
     /// Where datagrams for `path` go now, once known.
     pub fn remote(&self, path: PathId) -> Option<SocketAddr> {
         self.paths[path.index()].remote

@@ -449,8 +449,7 @@ impl<P> crate::Endpoint<P> {
     /// (94 ms at 128 kbit/s) and delays what goes behind it on schedulers that do not go
     /// around it. Faster paths keep their probes, which find a drop among small packets sooner.
     pub(crate) fn pmtu_data_sent(&mut self, i: usize, len: usize, path_seq: u16) {
-        let slow = |r: u64| r < crate::timers::SLOW_PATH;
-        if len < self.paths[i].pmtu.size || !self.path_rate(PathId(i as u8)).is_some_and(slow) {
+        if len < self.paths[i].pmtu.size || !self.slow_path(i) {
             return;
         }
         let p = &mut self.paths[i];

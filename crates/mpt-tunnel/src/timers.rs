@@ -74,7 +74,6 @@ impl<P> Endpoint<P> {
         if self.peer_session.is_none() || !self.peer_pieces {
             return;
         }
-        let slow = |e: &Self, i: usize| e.path_rate(PathId(i as u8)).is_some_and(|r| r < SLOW_PATH);
         for i in 0..self.paths.len() {
             let up = self.path_state(i) == LinkState::Up;
             if !up || self.paths[i].remote.is_none() {
@@ -93,14 +92,14 @@ impl<P> Endpoint<P> {
             let needed = self
                 .big_at
                 .is_some_and(|t| now.saturating_since(t) < Duration::from_secs(10));
-            if slow(self, i) {
+            if self.slow_path(i) {
                 let idle = self.sched.backlog(now, PathId(i as u8)).is_zero();
                 if idle {
                     self.paths[i].idle_at = now;
                 }
                 let busy = !idle && now.saturating_since(self.paths[i].idle_at) < SATURATED;
                 let other = (0..self.paths.len())
-                    .any(|j| j != i && self.paths[j].pmtu.in_flight() && slow(self, j));
+                    .any(|j| j != i && self.paths[j].pmtu.in_flight() && self.slow_path(j));
                 if !needed || ((other || busy) && !self.paths[i].pmtu.in_flight()) {
                     continue;
                 }
