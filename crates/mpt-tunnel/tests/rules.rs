@@ -2509,6 +2509,19 @@ fn slow_lines(seed: u64, kind: mpt_sched::SchedulerKind, rates: &[(u64, u64)]) -
     p
 }
 
+/// Path MTU probes A sent on the four paths (those the kernel refused too).
+fn probes_of_four(p: &mut Pair) -> u64 {
+    (0..4)
+        .map(|i| p.ep(Side::A).path_info(PathId(i)).pmtu_probes)
+        .sum()
+}
+
+/// The least and the most of `v`.
+fn span(v: &[f64]) -> (f64, f64) {
+    let least = v.iter().copied().fold(f64::MAX, f64::min);
+    (least, v.iter().copied().fold(0.0, f64::max))
+}
+
 /// A's iperf-like stream of 1498-byte packets (1470-byte UDP payloads), one every `every`,
 /// numbered from 0, for `d`; returns how many were sent.
 fn stream_1498(p: &mut Pair, every: Duration, d: Duration) -> u32 {
@@ -2564,11 +2577,8 @@ fn reports_a_second_apart_on_slow_lines_are_no_silence() {
         }
         transit.push(d);
     }
-    let probes: u64 = (0..4)
-        .map(|i| p.ep(Side::A).path_info(PathId(i)).pmtu_probes)
-        .sum();
-    let least = transit.iter().copied().fold(f64::MAX, f64::min);
-    let most = transit.iter().copied().fold(0.0, f64::max);
+    let probes = probes_of_four(&mut p);
+    let (least, most) = span(&transit);
     eprintln!(
         "RESULT case 13: {} of {k} delivered, {probes} probes (refused ones too), one-way \
          {least:.1}-{most:.1} ms, jitter {jitter:.2} ms",
@@ -2615,11 +2625,8 @@ fn full_datagrams_confirm_a_slow_paths_size_without_probes_that_delay_the_stream
                 t.saturating_since(sent).as_secs_f64() * 1000.0
             })
             .collect();
-        let probes: u64 = (0..4)
-            .map(|i| p.ep(Side::A).path_info(PathId(i)).pmtu_probes)
-            .sum();
-        let least = transit.iter().copied().fold(f64::MAX, f64::min);
-        let most = transit.iter().copied().fold(0.0, f64::max);
+        let probes = probes_of_four(&mut p);
+        let (least, most) = span(&transit);
         eprintln!(
             "RESULT case 14 {kind:?}: {} of {k} delivered, {probes} probes, one-way after 4 s \
              {least:.1}-{most:.1} ms",
@@ -2669,8 +2676,7 @@ fn a_least_delay_measured_on_a_full_packet_is_not_taken_for_a_far_path() {
             t.saturating_since(sent).as_secs_f64() * 1000.0
         })
         .collect();
-    let lo = transit.iter().copied().fold(f64::MAX, f64::min);
-    let hi = transit.iter().copied().fold(0.0, f64::max);
+    let (lo, hi) = span(&transit);
     eprintln!(
         "RESULT least delays (us, measuring packet) {least:?}, B's lags {lags:?}, one-way \
          {lo:.1}-{hi:.1} ms over {} of {k}",
