@@ -249,7 +249,8 @@ impl Arrivals {
         let (Some(packets), Some(bytes)) = (after("packets"), after("bytes")) else {
             bail!("no packet and byte counts in nft's output: {text}");
         };
-        Ok(bytes.saturating_sub(packets * 28) / payload.max(1) as u64)
+        let headers = mpt_core::wire::UDP4_HEADERS as u64;
+        Ok(bytes.saturating_sub(packets * headers) / payload.max(1) as u64)
     }
 }
 
