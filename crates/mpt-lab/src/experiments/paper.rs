@@ -127,12 +127,12 @@ pub fn run_table2(suite: &Suite, only: &[u32], out: &Path) -> Result<String> {
     let secs = suite.duration_s.unwrap_or(20);
     let len = suite.datagram.unwrap_or(super::scenario::IPERF_DATAGRAM);
     let mut md = format!(
-        "### {}\n\niperf3 UDP, {len}-byte datagrams unless the case says otherwise, {secs} s per run (paper: 60 s). Figures as seen by the receiving iperf3, but loss: from counts, the sender's datagrams against those that reached B (an nftables counter, read a second after the stream ends: iperf3's server stops counting at the client's end-of-test message, which through the tunnel overtakes the last datagrams a slow line still carries); \"reordered\" = iperf3's out-of-order count / packets. `reseq off` = `reorder_window = 0`. \"plain UDP\" = the same stream without a tunnel, split over the lines in proportion to their rates, in the same run: what the lines carry. Bundling {}.\n\n\
-         | case | datagram B | paths kbit/s | stream kbit/s | plain UDP kbit/s / loss % | scheduler | reseq | throughput kbit/s paper / ours | jitter ms paper / ours | loss % paper / ours | reordered % paper / ours | reordered on arrival (mptd) | hold p99 ms |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+        "### {}\n\niperf3 UDP, {len}-byte datagrams unless the case says otherwise, {secs} s per run (paper: 60 s). Figures as seen by the receiving iperf3, but loss: from counts, the sender's datagrams against those that reached B (an nftables counter, read a second after the stream ends: iperf3's server stops counting at the client's end-of-test message, which through the tunnel overtakes the last datagrams a slow line still carries); \"reordered\" = iperf3's out-of-order count / packets. `reseq off` = `reorder_window = 0`. \"plain UDP\" = the same stream without a tunnel, split over the lines in proportion to their rates, in the same run: what the lines carry (its jitter: over several lines, the lines' streams' mean, weighted by packets). Bundling {}.\n\n\
+         | case | datagram B | paths kbit/s | stream kbit/s | plain UDP kbit/s / loss % / jitter ms | scheduler | reseq | throughput kbit/s paper / ours | jitter ms paper / ours | loss % paper / ours | reordered % paper / ours | reordered on arrival (mptd) | hold p99 ms |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
         suite.title,
         if suite.bundle == Some(false) { "off (`--no-bundle`)" } else { "on (the default)" }
     );
-    let mut csv = String::from("case,rates,stream_kbit,scheduler,reseq,throughput_kbit,jitter_ms,loss_pct,reordered_pct,packets,mptd_reordered,hold_p99_ms,datagram,plain_kbit,plain_loss_pct\n");
+    let mut csv = String::from("case,rates,stream_kbit,scheduler,reseq,throughput_kbit,jitter_ms,loss_pct,reordered_pct,packets,mptd_reordered,hold_p99_ms,datagram,plain_kbit,plain_loss_pct,plain_jitter_ms\n");
     let mut port = 5500;
     for c in suite
         .case
@@ -149,9 +149,9 @@ pub fn run_table2(suite: &Suite, only: &[u32], out: &Path) -> Result<String> {
             c.rates_label()
         );
         port += 10;
-        let (plain_kbit, plain_loss) =
-            crate::experiments::runs::plain_run(&mut lab, suite, c, port)?;
-        eprintln!("   {plain_kbit:.1} kbit/s, loss {plain_loss:.2} %");
+        let plain = crate::experiments::runs::plain_run(&mut lab, suite, c, port)?;
+        let (plain_kbit, plain_loss, plain_jitter) = (plain.kbit, plain.loss_pct, plain.jitter_ms);
+        eprintln!("   {plain_kbit:.1} kbit/s, loss {plain_loss:.2} %, jitter {plain_jitter:.2} ms");
         port += 10;
         let mut jitter_series = Vec::new();
         for (sched, reseq) in VARIANTS {
@@ -191,7 +191,7 @@ pub fn run_table2(suite: &Suite, only: &[u32], out: &Path) -> Result<String> {
             ));
             let _ = writeln!(
                 md,
-                "| {} | {dlen} | {} | {} | {plain_kbit:.1} / {plain_loss:.2} | {sched} | {} | {} / {:.2} | {} / {:.2} | {} / {:.2} | {} / **{:.2}** | {} | {:.1} |",
+                "| {} | {dlen} | {} | {} | {plain_kbit:.1} / {plain_loss:.2} / {plain_jitter:.2} | {sched} | {} | {} / {:.2} | {} / {:.2} | {} / {:.2} | {} / **{:.2}** | {} | {:.1} |",
                 c.name(),
                 c.rates_label(),
                 c.udp_kbit.unwrap_or(0),
@@ -209,7 +209,7 @@ pub fn run_table2(suite: &Suite, only: &[u32], out: &Path) -> Result<String> {
             );
             let _ = writeln!(
                 csv,
-                "{},{},{},{sched},{},{:.2},{:.3},{:.3},{:.3},{},{},{:.2},{dlen},{plain_kbit:.2},{plain_loss:.3}",
+                "{},{},{},{sched},{},{:.2},{:.3},{:.3},{:.3},{},{},{:.2},{dlen},{plain_kbit:.2},{plain_loss:.3},{plain_jitter:.3}",
                 c.name(),
                 c.rates_label(),
                 c.udp_kbit.unwrap_or(0),

@@ -275,9 +275,8 @@ pub fn loss_pct(sent: u64, received: u64) -> f64 {
 
 /// What plain UDP delivers over case `c`'s lines without a tunnel: the stream's rate and
 /// datagram size, split over the lines in proportion to their rates, all at once, from A's
-/// addresses on the lines to B's (iperf3 servers on `port` and up). Returns (kbit/s
-/// received, loss % from counts).
-pub(crate) fn plain_run(lab: &mut Lab, suite: &Suite, c: &Case, port: u16) -> Result<(f64, f64)> {
+/// addresses on the lines to B's (iperf3 servers on `port` and up).
+pub(crate) fn plain_run(lab: &mut Lab, suite: &Suite, c: &Case, port: u16) -> Result<Plain> {
     let kbit = c
         .udp_kbit
         .with_context(|| format!("case {} has no udp_kbit", c.id))?;
@@ -306,14 +305,35 @@ pub(crate) fn plain_run(lab: &mut Lab, suite: &Suite, c: &Case, port: u16) -> Re
     let arrivals = Arrivals::start(lab, port, port + rates.len() as u16 - 1)?;
     let results = lab.iperf3_each(Side::A, &targets)?;
     let received = arrivals.count(lab, len)?;
-    let (mut sent, mut bits) = (0, 0.0);
+    let (mut sent, mut bits, mut jitter, mut packets) = (0, 0.0, 0.0, 0);
     for v in &results {
         sent += udp_sent(v);
-        bits += v["end"]["sum_received"]["bits_per_second"]
-            .as_f64()
-            .unwrap_or(0.0);
+        let rcv = &v["end"]["sum_received"];
+        bits += rcv["bits_per_second"].as_f64().unwrap_or(0.0);
+        let n = rcv["packets"].as_u64().unwrap_or(0);
+        jitter += rcv["jitter_ms"].as_f64().unwrap_or(0.0) * n as f64;
+        packets += n;
     }
-    Ok((bits / 1000.0, loss_pct(sent, received)))
+    Ok(Plain {
+        kbit: bits / 1000.0,
+        loss_pct: loss_pct(sent, received),
+        jitter_ms: if packets == 0 {
+            f64::NAN
+        } else {
+            jitter / packets as f64
+        },
+    })
+}
+
+/// What plain UDP delivered over a case's lines ([`plain_run`]).
+pub(crate) struct Plain {
+    /// Received, kbit/s.
+    pub(crate) kbit: f64,
+    /// Loss from counts, %.
+    pub(crate) loss_pct: f64,
+    /// The receivers' jitter, ms: over more than one line, their mean weighted by packets
+    /// received (each line's stream is one iperf3 stream of its own).
+    pub(crate) jitter_ms: f64,
 }
 
 pub(crate) fn stream_run(
