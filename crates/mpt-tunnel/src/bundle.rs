@@ -86,7 +86,6 @@ impl<P> Endpoint<P> {
             return false;
         }
         let wait = self.bundle_wait(now, path);
-        let holds_riders = pieces && self.head_holds_riders(now, i);
         // the packet's headers, once looked at; a UDP packet like the one before it in the
         // bundle goes without them (`squeeze`)
         let mut own = None;
@@ -107,11 +106,8 @@ impl<P> Endpoint<P> {
                 } else {
                     packet.len()
                 };
-            let fits = !open.head
-                && !holds_riders
-                && need <= room
-                && open.count < MAX_BUNDLE
-                && gap <= u32::from(u8::MAX);
+            let fits =
+                !open.head && need <= room && open.count < MAX_BUNDLE && gap <= u32::from(u8::MAX);
             if !fits {
                 self.close_riding(now, i, b);
                 squeeze = false;
@@ -208,23 +204,6 @@ impl<P> Endpoint<P> {
         self.counts.tx_bytes += packet.len() as u64;
         self.counts.held_packets += 1;
         true
-    }
-
-    /// Whether a head piece put in path `i`'s open bundle would hold what is in it too long:
-    /// the datagram arrives whole, and on a slow path (below [`crate::timers::SLOW_PATH`]) a
-    /// head piece takes long on the line, 94 ms on a 128 kbit/s one. A packet whose last
-    /// piece waited there arrived that much later, after packets sent after it (Table II case
-    /// 14 without resequencing: 0.5-1.4 % reordered). The bytes a shared datagram saves are
-    /// worth that only on a line that has not been idle for [`crate::timers::SATURATED`]:
-    /// there they carry more packets (cases 11, 12 and 15, offered more than the lines carry).
-    fn head_holds_riders(&mut self, now: Time, i: usize) -> bool {
-        if !self.slow_path(i) {
-            return false;
-        }
-        if self.sched.backlog(now, PathId(i as u8)).is_zero() {
-            self.paths[i].idle_at = now;
-        }
-        now.saturating_since(self.paths[i].idle_at) < crate::timers::SATURATED
     }
 
     /// How long a datagram sent on `path` at `now` would wait behind what the path carries,
