@@ -101,11 +101,15 @@ impl<P> Endpoint<P> {
                 let other = (0..self.paths.len())
                     .any(|j| j != i && self.paths[j].pmtu.in_flight() && self.slow_path(j));
                 let in_flight = self.paths[i].pmtu.in_flight();
-                // a search not yet needed goes on while the line is idle (all such at once):
-                // a fresh tunnel knows its sizes before a stream starts, whose packets a
-                // probe would otherwise delay behind it on a line `wrr` sends to regardless
-                let early = !needed && !self.paths[i].pmtu.found() && (idle || in_flight);
-                if !early && (!needed || ((other || busy) && !in_flight)) {
+                let probe = if needed {
+                    in_flight || !(other || busy)
+                } else {
+                    // a search not yet needed goes on while the line is idle (all such at
+                    // once): a fresh tunnel knows its sizes before a stream starts, whose
+                    // packets a probe would otherwise delay on a line `wrr` sends to regardless
+                    !self.paths[i].pmtu.found() && (idle || in_flight)
+                };
+                if !probe {
                     continue;
                 }
             }
