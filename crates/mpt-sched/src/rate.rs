@@ -116,6 +116,13 @@ impl RateScheduler {
         let Some(slot) = self.owd_reported.get_mut(i) else {
             return;
         };
+        // No data measured on the path yet (reported as 0 us on a packet of no length): what
+        // was known stands. Taken as measured, an idle path would sit a full packet's
+        // serialisation further than the busy ones, measured on full packets, and on a slow
+        // line (95 ms for 1500 bytes at 128 kbit/s) no packet would go there to measure it.
+        if report.owd_min_len == 0 {
+            return;
+        }
         *slot = Some((report.owd_min_us, report.owd_min_len));
         // Inner packet + what the path adds to it (header, seal, outer IP/UDP, framing).
         let prop = |s: &Self, j: usize| -> Option<i64> {
@@ -342,10 +349,35 @@ mod tests {
             let report = ReportEntry {
                 path: p,
                 owd_min_us,
+                owd_min_len: 64,
                 ..Default::default()
             };
             s.on_report(Time::ZERO, p, &report);
         }
+    }
+
+    /// A path that has carried no data is reported at 0 us on a packet of no length: that is
+    /// no measurement. Taken as one, it would sit a full packet's serialisation (95 ms at 128
+    /// kbit/s) further than paths measured on full packets, and get nothing more to measure.
+    #[test]
+    fn a_path_that_measured_nothing_gets_no_delay_offset() {
+        let mut s = RateScheduler::new(&specs(&[128, 128]));
+        let measured = ReportEntry {
+            path: PathId(0),
+            owd_min_us: 95_000,
+            owd_min_len: 1498,
+            ..Default::default()
+        };
+        s.on_report(Time::ZERO, PathId(0), &measured);
+        let nothing = ReportEntry {
+            path: PathId(1),
+            ..Default::default()
+        };
+        s.on_report(Time::ZERO, PathId(1), &nothing);
+        assert_eq!(s.owd, [0, 0]);
+        // the idle path takes the next packet: its clock is free, path 0's no sooner
+        s.on_sent(Time::ZERO, PathId(0), 1498);
+        assert_eq!(s.select(Time::ZERO, 1498), Some(PathId(1)));
     }
 
     fn specs(rates_kbit: &[u64]) -> Vec<PathSpec> {

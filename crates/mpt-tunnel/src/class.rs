@@ -223,6 +223,9 @@ pub const LIGHT_HOLD: Duration = Duration::from_secs(1);
 /// The queue bulk may build on that path meanwhile.
 pub const LIGHT_QUEUE: Duration = Duration::from_millis(2);
 
+/// Paths where a light packet arrives within this of the soonest tie: it takes the nearest.
+pub const SOONEST_TIE: Duration = Duration::from_millis(5);
+
 /// A path whose round-trip time is not measured yet counts as this slow.
 const UNMEASURED_RTT: Duration = Duration::from_secs(1);
 
@@ -259,21 +262,28 @@ impl<P> Endpoint<P> {
                 .filter(move |&p| allowed(p) && self.usable(p))
         };
         let regular = usable().any(|p| !self.cfg.paths[p.index()].backup);
-        usable()
-            .filter(|p| !regular || !self.cfg.paths[p.index()].backup)
-            .min_by_key(|&p| {
-                let path = &self.paths[p.index()];
-                let delay = match path.peer_report {
-                    Some((at, e)) if now.saturating_since(at) <= Duration::from_secs(1) => {
-                        Duration::from_micros(u64::from(e.owd_min_us))
-                    }
-                    _ => path.srtt_us.map_or(UNMEASURED_RTT, Duration::from_micros) / 2,
-                };
-                let queue = self
-                    .queue_seen(now, p)
-                    .unwrap_or_else(|| self.sched.backlog(now, p));
-                delay + queue
-            })
+        let arrival = |p: PathId| {
+            let path = &self.paths[p.index()];
+            let delay = match path.peer_report {
+                Some((at, e)) if now.saturating_since(at) <= Duration::from_secs(1) => {
+                    Duration::from_micros(u64::from(e.owd_min_us))
+                }
+                _ => path.srtt_us.map_or(UNMEASURED_RTT, Duration::from_micros) / 2,
+            };
+            let queue = self
+                .queue_seen(now, p)
+                .unwrap_or_else(|| self.sched.backlog(now, p));
+            (delay, delay + queue)
+        };
+        let candidates = || usable().filter(|p| !regular || !self.cfg.paths[p.index()].backup);
+        let soonest = candidates().map(|p| arrival(p).1).min()?;
+        // Bulk spread by earliest delivery queues on the near paths until they are no sooner
+        // than the far ones, so the paths that carry it tie. Of those, the nearest: the
+        // stream keeps its path short, and there the queue drains, where on a farther path
+        // every packet after would pay the difference in delay.
+        candidates()
+            .filter(|&p| arrival(p).1 <= soonest + SOONEST_TIE)
+            .min_by_key(|&p| arrival(p))
     }
 
     /// A packet of a `fastest` or `duplicate` class went on `path` at `now`: for
