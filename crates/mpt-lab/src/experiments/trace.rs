@@ -13,10 +13,14 @@ pub(crate) struct Tracer {
     thread: std::thread::JoinHandle<()>,
 }
 
-/// The fields of `ss -tin` worth a line: congestion window, RTT, rates, BBR's model, losses.
+/// The fields of `ss -tin` worth a line: congestion window, RTT, rates, BBR's model, losses,
+/// and what limited the sender (the receiver's window, its own send buffer).
 fn tcp_summary(ss: &str) -> String {
-    const KEEP: [&str; 9] = [
+    const KEEP: [&str; 12] = [
         "cwnd:",
+        "ssthresh:",
+        "rwnd_limited:",
+        "sndbuf_limited:",
         "rtt:",
         "bbr:",
         "pacing_rate",
