@@ -48,8 +48,8 @@ fn tcp_summary(ss: &str) -> String {
     out.join(" ")
 }
 
-/// `tc -s qdisc` of a link: (packets dropped so far, backlog in bytes).
-fn tbf_counts(tc: &str) -> (u64, u64) {
+/// `tc -s qdisc` of a link: (bytes sent, packets dropped so far, backlog in bytes).
+fn tbf_counts(tc: &str) -> (u64, u64, u64) {
     let after = |key: &str| -> u64 {
         tc.split(key)
             .nth(1)
@@ -61,7 +61,7 @@ fn tbf_counts(tc: &str) -> (u64, u64) {
             })
             .unwrap_or(0)
     };
-    (after("dropped"), after("backlog"))
+    (after("Sent"), after("dropped"), after("backlog"))
 }
 
 impl Tracer {
@@ -73,24 +73,32 @@ impl Tracer {
         let control = lab.control_socket(Side::A);
         let flag = stop.clone();
         let thread = std::thread::spawn(move || {
+            let out = |args: &[&str]| {
+                std::process::Command::new("ip")
+                    .args(["netns", "exec", &ns])
+                    .args(args)
+                    .output()
+                    .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                    .unwrap_or_default()
+            };
+            let tbf = |l: &str| tbf_counts(&out(&["tc", "-s", "qdisc", "show", "dev", l]));
             let start = Instant::now();
+            // the links' byte counters run on from the transfers before this one
+            let mut last = (start, links.iter().map(|l| tbf(l).0).collect::<Vec<_>>());
             while !flag.load(std::sync::atomic::Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_secs(1));
-                let out = |args: &[&str]| {
-                    std::process::Command::new("ip")
-                        .args(["netns", "exec", &ns])
-                        .args(args)
-                        .output()
-                        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-                        .unwrap_or_default()
-                };
+                let secs = last.0.elapsed().as_secs_f64();
+                last.0 = Instant::now();
                 let ss = out(&["ss", "-tin", "dst", &dst]);
+                // what each link carried since the last line (frames, as tbf counts them)
                 let queues: Vec<String> = links
                     .iter()
-                    .map(|l| {
-                        let (dropped, backlog) =
-                            tbf_counts(&out(&["tc", "-s", "qdisc", "show", "dev", l]));
-                        format!("{l} dropped {dropped} backlog {backlog}b")
+                    .zip(last.1.iter_mut())
+                    .map(|(l, sent_before)| {
+                        let (sent, dropped, backlog) = tbf(l);
+                        let mbit = sent.saturating_sub(*sent_before) as f64 * 8.0 / secs / 1e6;
+                        *sent_before = sent;
+                        format!("{l} {mbit:.1} Mbit/s dropped {dropped} backlog {backlog}b")
                     })
                     .collect();
                 // the rates A's scheduler assumes (adaptive: learned)
