@@ -61,7 +61,7 @@ fn delivery_window(srtt_us: Option<u64>) -> Duration {
 /// How long a path of `rate` bits/s takes to carry `size` bytes (unknown rate: none).
 pub(crate) fn airtime(size: usize, rate: Option<u64>) -> Duration {
     rate.filter(|&r| r > 0).map_or(Duration::ZERO, |r| {
-        Duration::from_micros(size as u64 * 8 * 1_000_000 / r)
+        Duration::from_nanos((size as u64 * 8).saturating_mul(1_000_000_000) / r)
     })
 }
 

@@ -228,9 +228,7 @@ impl<P> Endpoint<P> {
         else {
             return false;
         };
-        let serialise = |bytes: usize| {
-            std::time::Duration::from_nanos((bytes as u64 * 8).saturating_mul(1_000_000_000) / rate)
-        };
+        let serialise = |bytes: usize| crate::pmtu::airtime(bytes, Some(rate));
         // two of the largest datagrams the tunnel sends there, not of the size found so far:
         // while the path's MTU is searched, data goes at 1200 bytes behind probes of up to
         // the largest, and a limit of two 1200-byte datagrams dropped a stream's packet
