@@ -8,10 +8,9 @@ use crate::Time;
 /// the report after it) leaves the path's queue (its smoothed one-way delay above its least)
 /// at this share of the highest it has shown lately or more...
 pub const CONGESTED_SHARE: f64 = 0.8;
-/// ...and at least this much queue (µs). Such a loss is not waited for: it is the signal the
-/// inner congestion control needs (waited for, it held all the tunnel's packets while the
-/// queue stayed full; TCP through the tunnel, cubic and BBR alike, got less with losses of
-/// full queues waited for than with nothing sent again).
+/// ...and at least this much queue (µs). Such a loss is counted apart (`congestion_lost`),
+/// and left out of the loss rate that sizes parity: it is the signal the inner congestion
+/// control needs, which parity would not help.
 pub const CONGESTED_MIN_US: i64 = 10_000;
 /// The highest queue a path has shown falls to half (or to the current queue) after this
 /// long without a higher one.

@@ -182,8 +182,8 @@ impl<P> Resequencer<P> {
 
     /// Resending on (`Some`) or off: a gap the progress rule finds lost (every path has
     /// carried something sent after it) still waits `wait` for its packet to come again,
-    /// never past the hold time. Path sequence gaps are kept for [`take_gaps`](Self::take_gaps)
-    /// while it is on.
+    /// never past the hold time (zero: not at all, the packet is delivered late when it
+    /// comes). Path sequence gaps are kept for [`take_gaps`](Self::take_gaps) while it is on.
     pub fn set_repair(&mut self, wait: Option<Duration>) {
         self.repair = wait;
         self.measure.keep_gaps = wait.is_some();

@@ -526,6 +526,26 @@ mod tests {
         assert!(gaps.is_empty(), "gaps are kept only while resending is on");
     }
 
+    /// A zero wait (what the tunnel sets): the gap is asked for, but given up at once, and its
+    /// packet, when it comes again, is delivered late, after those behind it.
+    #[test]
+    fn with_a_zero_repair_wait_a_gap_is_asked_for_and_its_packet_comes_late() {
+        let mut h = H::new(config(64, 100, 2));
+        h.r.set_repair(Some(Duration::ZERO));
+        lose_seq_1(&mut h);
+        assert_eq!(h.out, [0, 2, 3], "nothing waits for the gap");
+        let mut gaps = Vec::new();
+        h.r.take_gaps(&mut gaps);
+        assert_eq!(gaps.len(), 1, "the gap is asked for");
+        assert_eq!(resent(&mut h, 12_000, 1, 1), (false, vec![1]), "late");
+        assert_eq!(h.out, [0, 2, 3, 1]);
+        let tot = h.total();
+        assert_eq!(
+            (tot.resent, tot.recovered, tot.skipped, tot.late),
+            (1, 0, 1, 1)
+        );
+    }
+
     #[test]
     fn a_gap_waits_for_repair_and_a_resent_packet_fills_it() {
         let mut h = H::new(config(64, 100, 2));

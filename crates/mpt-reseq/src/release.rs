@@ -351,7 +351,8 @@ impl<P> Resequencer<P> {
             // the gap's packet may come again (a gap was asked for within the wait; not a
             // queue that overflowed): it waits for it (not past the hold time)
             Some(wait)
-                if self.counting != 0
+                if !wait.is_zero()
+                    && self.counting != 0
                     && self
                         .measure
                         .gap_kept_at

@@ -101,8 +101,8 @@ impl FecTx {
     /// The peer reported `e` on the path: sample its loss (once enough packets passed) and
     /// decide whether parity is on, and its group size. Only report intervals that end with
     /// the path's queue short of full count ([`mpt_reseq::QueuePeak`], as the peer tells a
-    /// loss of a queue that overflowed): such a loss is not waited for, parity would not
-    /// help it (the inner congestion control needs it), and a random loss is as likely
+    /// loss of a queue that overflowed): parity would not help such a loss (the inner
+    /// congestion control needs it), and a random loss is as likely
     /// with the queue low as high, so the other intervals give its rate.
     pub(crate) fn take_report(&mut self, now: Time, e: &ReportEntry) {
         let Some((packets, lost)) = self.last.replace((e.packets, e.lost)) else {

@@ -122,6 +122,8 @@ impl<P> Endpoint<P> {
             self.cfg.reorder_timeout,
             &mut |p| out.push(p),
         );
+        // `resend` may have changed
+        self.update_repair_wait();
         self.sched = build_scheduler(&self.cfg);
         for i in 0..self.paths.len() {
             let usable = !fresh.contains(&i) && self.usable(PathId(i as u8));

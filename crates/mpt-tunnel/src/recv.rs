@@ -455,7 +455,6 @@ impl<P> Endpoint<P> {
         let p = &mut self.paths[path.index()];
         let rtt = u64::from(rtt);
         p.srtt_us = Some(p.srtt_us.map_or(rtt, |old| (old * 7 + rtt) / 8));
-        self.update_repair_wait();
     }
 }
 
