@@ -46,8 +46,14 @@ pub fn run_ops(data: &[u8]) {
         paths,
     });
     if p & 0x80 != 0 {
-        // resending on: lost gaps wait for their packets to come again
-        r.set_repair(Some(timeout / 2));
+        // resending on: lost gaps wait for their packets to come again, or (as the tunnel
+        // sets it) not at all
+        let wait = if p & 0x40 != 0 {
+            Duration::ZERO
+        } else {
+            timeout / 2
+        };
+        r.set_repair(Some(wait));
     }
     let mut resent = 0u64;
     let mut gaps = Vec::new();
