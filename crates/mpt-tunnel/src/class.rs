@@ -282,8 +282,10 @@ impl<P> Endpoint<P> {
         // stream keeps its path short, and there the queue drains, where on a farther path
         // every packet after would pay the difference in delay.
         candidates()
-            .filter(|&p| arrival(p).1 <= soonest + SOONEST_TIE)
-            .min_by_key(|&p| arrival(p))
+            .map(|p| (arrival(p), p))
+            .filter(|&((_, at), _)| at <= soonest + SOONEST_TIE)
+            .min_by_key(|&(key, _)| key)
+            .map(|(_, p)| p)
     }
 
     /// A packet of a `fastest` or `duplicate` class went on `path` at `now`: for
