@@ -1,8 +1,12 @@
-//! Hooks: commands the operator configures (`[hooks]`) run when a path or a peer goes up or
-//! down, with the event in environment variables, as MLVPN's `statuscommand` and wg-quick's
-//! `PostUp` do. They run one at a time, in the order of the events, off the datapath (a
-//! queue feeds one task), each within `hooks.timeout_ms`; a failure, a timeout or a full queue
-//! is logged and the daemon goes on.
+//! Hooks: commands the operator configures (`[hooks]`), with the event in environment
+//! variables, as MLVPN's `statuscommand` and wg-quick's `PostUp` and `PreDown` do.
+//!
+//! `up` runs once the TUN device is configured and its routes installed, before the daemon
+//! tells systemd it is ready (a failing `up` stops the start); `down` runs when the daemon
+//! stops, before the device goes. The path and peer hooks run when a path or a peer goes up or
+//! down: one at a time, in the order of the events, off the datapath (a queue feeds one task);
+//! a failure, a timeout or a full queue is logged and the daemon goes on. Every hook runs
+//! within `hooks.timeout_ms`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,6 +21,10 @@ use crate::config::HooksConfig;
 /// What happened, for a hook.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HookEvent {
+    /// The tunnel is up (`hooks.up`).
+    Up,
+    /// The tunnel is about to go (`hooks.down`).
+    Down,
     PathUp,
     PathDown,
     PeerUp,
@@ -27,6 +35,8 @@ impl HookEvent {
     /// The name in `MPTD_EVENT`, and of its `[hooks]` key.
     pub fn name(self) -> &'static str {
         match self {
+            HookEvent::Up => "up",
+            HookEvent::Down => "down",
             HookEvent::PathUp => "path_up",
             HookEvent::PathDown => "path_down",
             HookEvent::PeerUp => "peer_up",
@@ -109,55 +119,73 @@ pub async fn run(
 ) -> anyhow::Result<()> {
     while let Some(r) = rx.recv().await {
         let cfg = t.hooks.config();
-        let Some(command) = cfg.command(r.event) else {
-            continue;
-        };
-        let mut cmd = tokio::process::Command::new("/bin/sh");
-        cmd.arg("-c")
-            .arg(command)
-            .env("MPTD_EVENT", r.event.name())
-            .env("MPTD_TUNNEL", &tunnel)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .kill_on_drop(true);
-        for (k, v) in &r.vars {
-            cmd.env(k, v);
-        }
-        let child = match cmd.spawn() {
-            Ok(c) => c,
-            Err(e) => {
-                warn!(event = r.event.name(), error = %e, "hook: cannot start /bin/sh");
-                continue;
+        if let Some(command) = cfg.command(r.event) {
+            if let Err(e) = run_one(command, &tunnel, &r, cfg.timeout).await {
+                warn!(event = r.event.name(), "{e}");
             }
-        };
-        match tokio::time::timeout(cfg.timeout, child.wait_with_output()).await {
-            Ok(Ok(out)) if out.status.success() => {
-                debug!(event = r.event.name(), "hook ran");
-            }
-            Ok(Ok(out)) => {
-                let stderr = String::from_utf8_lossy(&out.stderr);
-                let tail: String = stderr
-                    .trim()
-                    .chars()
-                    .rev()
-                    .take(300)
-                    .collect::<Vec<_>>()
-                    .into_iter()
-                    .rev()
-                    .collect();
-                warn!(event = r.event.name(), status = %out.status, stderr = %tail, "hook failed");
-            }
-            Ok(Err(e)) => warn!(event = r.event.name(), error = %e, "hook failed"),
-            // the child is dropped, and killed, with the future
-            Err(_) => warn!(
-                event = r.event.name(),
-                timeout_ms = cfg.timeout.as_millis() as u64,
-                "hook timed out: killed"
-            ),
         }
     }
     Ok(())
+}
+
+/// The tunnel's own variables for `up` and `down`: `MPTD_ADDRESSES` (its addresses with their
+/// prefix lengths, space-separated) and `MPTD_MTU`.
+pub fn tunnel_vars(t: &crate::config::Tunnel) -> Vec<(&'static str, String)> {
+    let addresses: Vec<String> = t.addresses.iter().map(ToString::to_string).collect();
+    vec![
+        ("MPTD_ADDRESSES", addresses.join(" ")),
+        ("MPTD_MTU", t.mtu.to_string()),
+    ]
+}
+
+/// Run `command` for `r` with `/bin/sh -c`, within `timeout`: Ok when it exits 0, else what
+/// went wrong (its standard error's tail included).
+pub async fn run_one(
+    command: &str,
+    tunnel: &str,
+    r: &HookRun,
+    timeout: Duration,
+) -> Result<(), String> {
+    let mut cmd = tokio::process::Command::new("/bin/sh");
+    cmd.arg("-c")
+        .arg(command)
+        .env("MPTD_EVENT", r.event.name())
+        .env("MPTD_TUNNEL", tunnel)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    for (k, v) in &r.vars {
+        cmd.env(k, v);
+    }
+    let child = cmd
+        .spawn()
+        .map_err(|e| format!("hook: cannot start /bin/sh: {e}"))?;
+    match tokio::time::timeout(timeout, child.wait_with_output()).await {
+        Ok(Ok(out)) if out.status.success() => {
+            debug!(event = r.event.name(), "hook ran");
+            Ok(())
+        }
+        Ok(Ok(out)) => {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let tail: String = stderr
+                .trim()
+                .chars()
+                .rev()
+                .take(300)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            Err(format!("hook failed ({}): {tail}", out.status))
+        }
+        Ok(Err(e)) => Err(format!("hook failed: {e}")),
+        // the child is dropped, and killed, with the future
+        Err(_) => Err(format!(
+            "hook timed out after {} ms: killed",
+            timeout.as_millis()
+        )),
+    }
 }
 
 /// Default of `hooks.timeout_ms`.

@@ -9,6 +9,7 @@
 //! * [`config`]: the TOML configuration, validated, with errors naming file, key and what
 //!   was expected.
 //! * [`net`], [`batch`]: creating the sockets and the device; batched UDP I/O.
+//! * [`fulltunnel`]: a peer allowed the default prefixes takes the host's default route.
 //! * [`uplinks`]: watching the paths' interfaces come and go.
 //! * [`control`], [`status`]: the unix socket `mptctl` talks to, and what it answers.
 //! * [`clock`], [`log`], [`random`]: the one place the clock is read; rate-limited logging;
@@ -20,6 +21,7 @@ pub mod clock;
 pub mod config;
 pub mod control;
 pub mod datapath;
+pub mod fulltunnel;
 pub mod hooks;
 pub mod log;
 pub mod metrics;

@@ -74,6 +74,16 @@ fn udp_socket(
         sock.set_recv_buffer_size(SOCKET_BUFFER).ok();
     }
     sock.set_send_buffer_size(SOCKET_BUFFER).ok();
+    // mptd's own datagrams leave by the uplinks, not through a full tunnel's default route
+    // (`crate::fulltunnel`); setting the mark needs CAP_NET_ADMIN, which the daemon has
+    if let Err(e) = set_int_option(
+        &sock,
+        libc::SOL_SOCKET,
+        libc::SO_MARK,
+        crate::fulltunnel::MARK as libc::c_int,
+    ) {
+        tracing::debug!(%what, error = %e, "cannot mark the socket (SO_MARK)");
+    }
     // DF on everything, and no fragmenting by the kernel: a datagram larger than the route's
     // MTU fails with EMSGSIZE, which path MTU discovery takes at once (docs/protocol.md,
     // "Path MTU probes")
@@ -204,14 +214,15 @@ pub fn tun_device(t: &Tunnel) -> Result<Vec<tun_rs::AsyncDevice>> {
         .collect()
 }
 
-/// The routes through the TUN device `tunnel.routes` installs: every peer's `allowed`
-/// prefixes but those inside the tunnel's own subnets, each with its peer's name.
+/// The routes through the TUN device `tunnel.routes` installs in the main table: every peer's
+/// `allowed` prefixes but those inside the tunnel's own subnets and the default prefixes (a
+/// full tunnel's: [`crate::fulltunnel`]), each with its peer's name.
 pub fn wanted_routes(cfg: &crate::config::Config) -> Vec<(IpNet, String)> {
     let own: Vec<IpNet> = cfg.tunnel.addresses.iter().map(IpNet::trunc).collect();
     let mut wanted = Vec::new();
     for peer in &cfg.peers {
         for net in &peer.allowed {
-            if !own.iter().any(|o| o.contains(net)) {
+            if !own.iter().any(|o| o.contains(net)) && !crate::fulltunnel::is_default(net) {
                 wanted.push((*net, peer.name.clone()));
             }
         }

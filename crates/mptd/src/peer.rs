@@ -39,9 +39,9 @@ pub struct Peer {
     /// When the endpoint's next timer is due (nanoseconds of [`Time`]; `u64::MAX`: none), kept
     /// so that the receive task finds the next deadline without taking every peer's lock.
     deadline: AtomicU64,
-    /// The hooks were last told that the peer is up (a path of it up); `peer_down` is told
-    /// once when none is left.
-    pub hook_up: std::sync::atomic::AtomicBool,
+    /// The peer is up (it made a session, or a path of it is up) as the hooks and a full
+    /// tunnel's route were last told; it is down again when no path of it is left up.
+    pub up: std::sync::atomic::AtomicBool,
     /// Datagrams the kernel refused as too big (EMSGSIZE): path and size, for the endpoint's
     /// path MTU discovery the next time it is locked ([`Peer::apply_too_big`]).
     too_big: std::sync::Mutex<Vec<(PathId, usize)>>,
@@ -73,7 +73,7 @@ impl Peer {
                 .collect(),
             path_source: Mutex::new(if listening { vec![None; n] } else { Vec::new() }),
             deadline: AtomicU64::new(u64::MAX),
-            hook_up: std::sync::atomic::AtomicBool::new(false),
+            up: std::sync::atomic::AtomicBool::new(false),
             too_big: std::sync::Mutex::new(Vec::new()),
             ep: Mutex::new(None),
         };

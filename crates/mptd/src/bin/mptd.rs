@@ -207,8 +207,40 @@ async fn run(cfg: Config, keys: Keys, config: &std::path::Path) -> Result<()> {
             .lock()
             .unwrap_or_else(|p| p.into_inner()) = installed;
     }
-
     let mut tasks = tokio::task::JoinSet::new();
+    if let Some((ft, up)) = &sh.full_tunnel {
+        if let Err(e) = ft.install() {
+            teardown(&sh);
+            return Err(e);
+        }
+        if ft.fail_closed {
+            ft.route(true);
+        } else {
+            // the default route follows the peer: there while it is up
+            let (ft, mut up) = (ft.clone(), up.subscribe());
+            tasks.spawn(async move {
+                while up.changed().await.is_ok() {
+                    let now = *up.borrow_and_update();
+                    let ft = ft.clone();
+                    let _ = tokio::task::spawn_blocking(move || ft.route(now)).await;
+                }
+                std::future::pending().await
+            });
+        }
+    }
+    let name = sh.cfg().tunnel.name.clone();
+    if let Some(up) = sh.cfg().hooks.up.clone() {
+        let run = mptd::hooks::HookRun {
+            event: mptd::hooks::HookEvent::Up,
+            vars: mptd::hooks::tunnel_vars(&sh.cfg().tunnel),
+        };
+        if let Err(e) = mptd::hooks::run_one(&up, &name, &run, sh.cfg().hooks.timeout).await {
+            teardown(&sh);
+            return Err(anyhow::anyhow!("hooks.up: {e}; not starting"));
+        }
+        info!("hooks.up ran");
+    }
+
     tasks.spawn(rx_task(sh.clone()));
     for q in 0..sh.tun.len() {
         tasks.spawn(tx_task(sh.clone(), q));
@@ -253,17 +285,35 @@ async fn run(cfg: Config, keys: Keys, config: &std::path::Path) -> Result<()> {
     tasks.shutdown().await;
     // the tasks are stopped: the goodbyes are the last datagrams we send
     sh.say_goodbye();
-    let name = sh.cfg().tunnel.name.clone();
+    if let Some(down) = sh.cfg().hooks.down.clone() {
+        let run = mptd::hooks::HookRun {
+            event: mptd::hooks::HookEvent::Down,
+            vars: mptd::hooks::tunnel_vars(&sh.cfg().tunnel),
+        };
+        match mptd::hooks::run_one(&down, &name, &run, sh.cfg().hooks.timeout).await {
+            Ok(()) => info!("hooks.down ran"),
+            Err(e) => warn!("hooks.down: {e}"),
+        }
+    }
+    teardown(&sh);
+    // The last reference closes the TUN device, which removes the interface.
+    drop(sh);
+    let _ = std::fs::remove_file(&control_path);
+    info!(tunnel = %name, "stopped, interface removed");
+    result
+}
+
+/// Remove what the daemon routed: its routes, and a full tunnel's rules (failing closed, those
+/// stay).
+fn teardown(sh: &Tunnel) {
     let routes = std::mem::take(
         &mut *sh
             .installed_routes
             .lock()
             .unwrap_or_else(|p| p.into_inner()),
     );
-    mptd::net::remove_routes(&name, &routes);
-    // The last reference closes the TUN device, which removes the interface.
-    drop(sh);
-    let _ = std::fs::remove_file(&control_path);
-    info!(tunnel = %name, "stopped, interface removed");
-    result
+    mptd::net::remove_routes(&sh.cfg().tunnel.name, &routes);
+    if let Some((ft, _)) = &sh.full_tunnel {
+        ft.remove();
+    }
 }

@@ -71,6 +71,10 @@ pub enum PortFile {
 #[serde(deny_unknown_fields)]
 pub struct HooksFile {
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub up: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub down: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub path_up: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path_down: Option<String>,
@@ -134,6 +138,8 @@ pub struct TunnelFile {
     pub queues: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub routes: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fail_closed: Option<bool>,
 }
 
 /// `[connection]` as written.

@@ -42,6 +42,10 @@ pub struct Config {
 /// `[hooks]`: shell commands run when a path or a peer goes up or down (`crate::hooks`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct HooksConfig {
+    /// Run once the TUN device is configured, before the daemon is ready.
+    pub up: Option<String>,
+    /// Run when the daemon stops, before the TUN device goes.
+    pub down: Option<String>,
     pub path_up: Option<String>,
     pub path_down: Option<String>,
     pub peer_up: Option<String>,
@@ -53,6 +57,8 @@ pub struct HooksConfig {
 impl Default for HooksConfig {
     fn default() -> Self {
         HooksConfig {
+            up: None,
+            down: None,
             path_up: None,
             path_down: None,
             peer_up: None,
@@ -67,6 +73,8 @@ impl HooksConfig {
     pub fn command(&self, event: crate::hooks::HookEvent) -> Option<&str> {
         use crate::hooks::HookEvent::*;
         match event {
+            Up => self.up.as_deref(),
+            Down => self.down.as_deref(),
             PathUp => self.path_up.as_deref(),
             PathDown => self.path_down.as_deref(),
             PeerUp => self.peer_up.as_deref(),
@@ -74,6 +82,7 @@ impl HooksConfig {
         }
     }
 
+    /// Whether no path or peer hook is configured (`up` and `down` are not queued).
     pub fn is_empty(&self) -> bool {
         self.path_up.is_none()
             && self.path_down.is_none()
@@ -224,6 +233,9 @@ pub struct Tunnel {
     pub queues: usize,
     /// Install a route through the TUN device for every peer's `allowed` prefix.
     pub routes: bool,
+    /// A full tunnel (a peer allowed `0.0.0.0/0` or `::/0`) blocks the host's traffic while its
+    /// peer is down and after the daemon stops, instead of letting it out of the uplinks.
+    pub fail_closed: bool,
 }
 
 /// `[connection]`: how packets are spread and put back in order.

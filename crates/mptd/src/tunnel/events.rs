@@ -31,75 +31,57 @@ impl Tunnel {
 
     pub(super) fn log_event(&self, i: usize, e: &Event) {
         self.log_event_only(i, e);
+        let Some(peer) = self.peer(i) else { return };
+        let change = peer_change(&peer, e);
         if self.hooks.any() {
-            self.hook_event(i, e);
+            self.hook_event(&peer, e, change);
+        }
+        if let (Some(up), Some((ft, tx))) = (change, &self.full_tunnel) {
+            if peer.cfg().public_key == ft.peer {
+                tx.send_replace(up);
+            }
         }
     }
 
-    /// Tell the hooks (`[hooks]`) of a path or the peer going up or down.
-    fn hook_event(&self, i: usize, e: &Event) {
+    /// Tell the hooks (`[hooks]`) of a path or the peer going up or down (`change`: the peer
+    /// went up or down with this event).
+    fn hook_event(&self, peer: &crate::peer::Peer, e: &Event, change: Option<bool>) {
         use crate::hooks::{HookEvent, HookRun};
-        use std::sync::atomic::Ordering::Relaxed;
         let hooks = &self.hooks;
-        let Some(peer) = self.peer(i) else { return };
         let cfg = peer.cfg();
         let (path, event, reason) = match e {
             Event::PathUp { path, .. } => (Some(*path), HookEvent::PathUp, None),
             Event::PathDown { path, reason } => {
                 (Some(*path), HookEvent::PathDown, Some(reason.describe()))
             }
-            Event::PeerAuthenticated { .. } | Event::NewSession { .. } => {
-                (None, HookEvent::PeerUp, None)
-            }
-            _ => return,
+            _ => (None, HookEvent::PeerUp, None),
         };
-        let (remote, any_up) = match peer.lock().as_ref() {
-            Some(ep) => (
-                path.and_then(|p| ep.remote(p)),
-                (0..ep.path_count())
-                    .any(|k| ep.path_info(PathId(k as u8)).state == mpt_tunnel::LinkState::Up),
-            ),
-            None => (None, false),
-        };
+        let remote = path.and_then(|p| peer.lock().as_ref().and_then(|ep| ep.remote(p)));
         let mut vars = vec![
             ("MPTD_PEER", cfg.name.clone()),
             ("MPTD_PEER_KEY", cfg.public_key.encode()),
         ];
+        let peer_vars = vars.clone();
         if let Some(p) = path {
-            vars.push(("MPTD_PATH", self.path_name(&peer, p)));
+            vars.push(("MPTD_PATH", self.path_name(peer, p)));
             vars.push(("MPTD_PATH_ID", p.0.to_string()));
-        }
-        if let Some(r) = remote {
-            vars.push(("MPTD_REMOTE", r.to_string()));
-        }
-        if let Some(r) = &reason {
-            vars.push(("MPTD_REASON", r.clone()));
-        }
-        let peer_vars = vars[..2].to_vec();
-        match event {
-            HookEvent::PeerUp => {
-                if !peer.hook_up.swap(true, Relaxed) {
-                    hooks.fire(HookRun { event, vars });
-                }
+            if let Some(r) = remote {
+                vars.push(("MPTD_REMOTE", r.to_string()));
             }
-            HookEvent::PathUp => {
-                hooks.fire(HookRun { event, vars });
-                if !peer.hook_up.swap(true, Relaxed) {
-                    hooks.fire(HookRun {
-                        event: HookEvent::PeerUp,
-                        vars: peer_vars,
-                    });
-                }
+            if let Some(r) = &reason {
+                vars.push(("MPTD_REASON", r.clone()));
             }
-            _ => {
-                hooks.fire(HookRun { event, vars });
-                if !any_up && peer.hook_up.swap(false, Relaxed) {
-                    hooks.fire(HookRun {
-                        event: HookEvent::PeerDown,
-                        vars: peer_vars,
-                    });
-                }
-            }
+            hooks.fire(HookRun { event, vars });
+        }
+        if let Some(up) = change {
+            hooks.fire(HookRun {
+                event: if up {
+                    HookEvent::PeerUp
+                } else {
+                    HookEvent::PeerDown
+                },
+                vars: peer_vars,
+            });
         }
     }
 
@@ -226,5 +208,24 @@ impl Tunnel {
                  session goes on"
             ),
         }
+    }
+}
+
+/// Whether `e` takes `peer` up (`Some(true)`: it made a session, or its first path is up) or
+/// down (`Some(false)`: its last path went down), as last told ([`crate::peer::Peer::up`]).
+fn peer_change(peer: &crate::peer::Peer, e: &Event) -> Option<bool> {
+    use std::sync::atomic::Ordering::Relaxed;
+    match e {
+        Event::PeerAuthenticated { .. } | Event::NewSession { .. } | Event::PathUp { .. } => {
+            (!peer.up.swap(true, Relaxed)).then_some(true)
+        }
+        Event::PathDown { .. } => {
+            let any_up = peer.lock().as_ref().is_some_and(|ep| {
+                (0..ep.path_count())
+                    .any(|k| ep.path_info(PathId(k as u8)).state == mpt_tunnel::LinkState::Up)
+            });
+            (!any_up && peer.up.swap(false, Relaxed)).then_some(false)
+        }
+        _ => None,
     }
 }

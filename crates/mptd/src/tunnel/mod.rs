@@ -100,6 +100,9 @@ pub struct Tunnel {
     /// The operator's `[hooks]`, and the queue their task takes (once) at start.
     pub hooks: crate::hooks::Hooks,
     pub hook_queue: Mutex<Option<tokio::sync::mpsc::Receiver<crate::hooks::HookRun>>>,
+    /// A full tunnel (a peer allowed a default prefix), and whether its peer is up: its
+    /// default route follows ([`crate::fulltunnel`]).
+    pub full_tunnel: Option<(crate::fulltunnel::FullTunnel, tokio::sync::watch::Sender<bool>)>,
 }
 
 /// Datapath system calls (each may carry many packets).
@@ -228,6 +231,8 @@ impl Tunnel {
             rx_beat: AtomicU64::new(0),
             hooks,
             hook_queue: Mutex::new(Some(hook_queue)),
+            full_tunnel: crate::fulltunnel::FullTunnel::of(&cfg)
+                .map(|f| (f, tokio::sync::watch::Sender::new(false))),
             config: ArcSwap::from_pointee(cfg),
         })
     }

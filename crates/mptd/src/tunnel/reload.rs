@@ -424,6 +424,11 @@ fn restart_only(old: &Config, new: &Config) -> Vec<String> {
     differs("tunnel.mtu", o.mtu != n.mtu);
     differs("tunnel.queues", o.queues != n.queues);
     differs("tunnel.routes", o.routes != n.routes);
+    differs("tunnel.fail_closed", o.fail_closed != n.fail_closed);
+    differs(
+        "peer.allowed (a full tunnel's 0.0.0.0/0 or ::/0)",
+        crate::fulltunnel::FullTunnel::of(old) != crate::fulltunnel::FullTunnel::of(new),
+    );
     differs(
         "connection.reorder_window",
         old.connection.reorder_window != new.connection.reorder_window,

@@ -140,6 +140,8 @@ impl Validator<'_> {
             v => Ok(v),
         };
         Ok(HooksConfig {
+            up: command("hooks.up", raw.up)?,
+            down: command("hooks.down", raw.down)?,
             path_up: command("hooks.path_up", raw.path_up)?,
             path_down: command("hooks.path_down", raw.path_down)?,
             peer_up: command("hooks.peer_up", raw.peer_up)?,
@@ -213,6 +215,7 @@ impl Validator<'_> {
             mtu,
             queues,
             routes: raw.routes.unwrap_or(true),
+            fail_closed: raw.fail_closed.unwrap_or(false),
         })
     }
 
