@@ -205,6 +205,11 @@ fn hooks_run_with_the_event_in_their_environment_and_failures_are_logged() {
     );
     let opts = TunnelOpts {
         hooks_on_a: Some(mptd::config::HooksFile {
+            up: Some(format!(
+                "echo \"up $MPTD_TUNNEL $MPTD_ADDRESSES\" >> {}",
+                log.display()
+            )),
+            down: Some(line.clone()),
             path_up: Some(line.clone()),
             path_down: Some(line.clone()),
             peer_up: Some(line.clone()),
@@ -264,6 +269,24 @@ fn hooks_run_with_the_event_in_their_environment_and_failures_are_logged() {
     let daemon_log = lab.mptd_log(Side::A);
     assert!(daemon_log.contains("hook timed out"), "{daemon_log}");
     assert!(lab.status(Side::A).is_ok(), "mptd on A still answers");
+    // `up` ran first, with the tunnel's addresses, and `down` runs when A stops
+    let first = format!(
+        "up mpt0 {}/24 2001:db8:19::{}/64",
+        tunnel_addr(Side::A),
+        Side::A.octet()
+    );
+    assert_eq!(lines.first(), Some(&first), "{lines:?}");
+    lab.stop_mptd(Side::A).expect("stop a");
+    let lines = hook_lines(
+        &log,
+        |l| l.iter().any(|x| x.starts_with("down ")),
+        Duration::from_secs(3),
+    );
+    assert_eq!(
+        lines.last().map(String::as_str),
+        Some("down tunnel=mpt0 peer= path= reason="),
+        "{lines:?}"
+    );
     eprintln!("RESULT hooks: {lines:?}");
     // nothing went down before the operator set p1 down: no flap while the tunnel came up
     let first_down = lines.iter().find(|l| l.starts_with("path_down "));

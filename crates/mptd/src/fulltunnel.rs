@@ -172,7 +172,16 @@ impl FullTunnel {
     pub fn route(&self, up: bool) {
         for &f in &self.families {
             let op = if up { "replace" } else { "del" };
-            let args = [f.flag(), "route", op, "default", "dev", &self.dev, "table", &TABLE.to_string()];
+            let args = [
+                f.flag(),
+                "route",
+                op,
+                "default",
+                "dev",
+                &self.dev,
+                "table",
+                &TABLE.to_string(),
+            ];
             match ip(&args.map(str::to_owned)) {
                 Ok(()) => tracing::info!(
                     family = f.flag(),
@@ -210,7 +219,8 @@ impl FullTunnel {
                     }
                 }
             }
-            let _ = ip(&[f.flag(), "route", "flush", "table", &TABLE.to_string()].map(str::to_owned));
+            let _ =
+                ip(&[f.flag(), "route", "flush", "table", &TABLE.to_string()].map(str::to_owned));
         }
     }
 

@@ -102,7 +102,10 @@ pub struct Tunnel {
     pub hook_queue: Mutex<Option<tokio::sync::mpsc::Receiver<crate::hooks::HookRun>>>,
     /// A full tunnel (a peer allowed a default prefix), and whether its peer is up: its
     /// default route follows ([`crate::fulltunnel`]).
-    pub full_tunnel: Option<(crate::fulltunnel::FullTunnel, tokio::sync::watch::Sender<bool>)>,
+    pub full_tunnel: Option<(
+        crate::fulltunnel::FullTunnel,
+        tokio::sync::watch::Sender<bool>,
+    )>,
 }
 
 /// Datapath system calls (each may carry many packets).
