@@ -85,7 +85,7 @@ impl FullTunnel {
         Some(FullTunnel {
             dev: cfg.tunnel.name.clone(),
             families,
-            peer: peer.public_key.clone(),
+            peer: peer.public_key,
             fail_closed: cfg.tunnel.fail_closed,
         })
     }
