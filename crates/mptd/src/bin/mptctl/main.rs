@@ -60,7 +60,11 @@ fn command(socket: &std::path::Path, request: &str) -> ExitCode {
     let reply = match mptd::control::request(socket, request) {
         Ok(reply) => reply,
         Err(e) => {
-            eprintln!("mptctl: no mptd answers at {}: {e}", socket.display());
+            eprintln!(
+                "mptctl: no mptd answers at {}: {e}{}",
+                socket.display(),
+                NOT_RUNNING
+            );
             return Health::NoDaemon.code();
         }
     };
@@ -78,6 +82,10 @@ fn command(socket: &std::path::Path, request: &str) -> ExitCode {
         }
     }
 }
+
+/// What follows "no mptd answers": where to look.
+const NOT_RUNNING: &str = " (is it running? `systemctl status mptd@NAME`; `-s NAME` looks at \
+     /run/mptd/NAME/control.sock, the unit's, then /run/mptd/NAME.sock)";
 
 /// The socket `-s` names: a path, or a name (see [`Args::socket`]).
 fn socket_of(s: PathBuf) -> PathBuf {
@@ -118,7 +126,11 @@ fn main() -> ExitCode {
     let status = match mptd::control::request(&args.socket, "status") {
         Ok(reply) => reply,
         Err(e) => {
-            eprintln!("mptctl: no mptd answers at {}: {e}", args.socket.display());
+            eprintln!(
+                "mptctl: no mptd answers at {}: {e}{}",
+                args.socket.display(),
+                NOT_RUNNING
+            );
             return Health::NoDaemon.code();
         }
     };
