@@ -333,8 +333,8 @@ impl<P> Endpoint<P> {
         per_path[path.index()] += 1;
     }
 
-    /// Send a copy of `packet` (global sequence `seq`, sent on `first` already) on the next
-    /// soonest path, numbered after the batch's packets there and leaving after them
+    /// Send a copy of `packet` (global sequence `seq`, sent on `first` already; `express`:
+    /// delivered at once, as light traffic is) on the next soonest path, numbered after the batch's packets there and leaving after them
     /// ([`Endpoint::take_after_batch`]), so that each path's datagrams stay in order. `used` is the
     /// batch's set of paths: the copy's path joins it, and its fences hold until the batch
     /// and the copy have left.
@@ -344,6 +344,7 @@ impl<P> Endpoint<P> {
         class: Option<usize>,
         seq: u32,
         first: PathId,
+        express: bool,
         packet: &[u8],
         used: &mut u64,
     ) {
@@ -358,10 +359,11 @@ impl<P> Endpoint<P> {
         if self.remote(path).is_none() || packet.len() > self.body_cap(i) {
             return;
         }
+        self.data_on(i, now);
         self.join_batch(i, used);
         let p = &mut self.paths[i];
         let header = HeaderRepr {
-            kind: if self.peer_express {
+            kind: if express && self.peer_express {
                 Kind::Express
             } else {
                 Kind::Data

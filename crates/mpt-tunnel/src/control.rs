@@ -113,6 +113,7 @@ impl<P> Endpoint<P> {
                 buf[HEADER_LEN] = if silent { wire::KEEPALIVE_SILENT } else { 0 };
                 self.seal_control(now, path, &mut buf, wire::KEEPALIVE_LEN)?;
                 self.counts.keepalives_sent += 1;
+                self.paths[path.index()].idle_sent_at = now;
                 path
             }
             Pending::Probe { path, size } => {
@@ -162,6 +163,7 @@ impl<P> Endpoint<P> {
                 .emit(&mut buf);
                 self.seal_control(now, path, &mut buf, plain)?;
                 self.counts.keepalive_acks_sent += 1;
+                self.paths[path.index()].idle_sent_at = now;
                 path
             }
             Pending::Report { path, entries } => {

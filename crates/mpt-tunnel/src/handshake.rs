@@ -37,8 +37,13 @@ impl<P> Endpoint<P> {
         if !self.cfg.keys.initiate {
             return;
         }
+        // every path idle: the peer's keepalives come an idle interval apart
+        let limit = (0..self.paths.len())
+            .map(|i| self.silence_limit(i, now))
+            .min()
+            .unwrap_or(self.cfg.dead);
         let c = &self.crypto;
-        let silent = c.last_heard.is_none_or(|t| now - t >= self.cfg.dead);
+        let silent = c.last_heard.is_none_or(|t| now - t >= limit);
         // A working session renews its keys when they are `rekey_after` old, and tells the
         // peer at once when our number of paths changed (a reload).
         let rekey = self.peer_session.is_some()

@@ -113,6 +113,16 @@ pub struct KeySettings {
     pub rekey_after: Duration,
 }
 
+/// A path that carried no data either way for this long is idle
+/// ([`EndpointConfig::idle_keepalive`]).
+pub const IDLE_AFTER: Duration = Duration::from_secs(2);
+
+/// How long an idle path may be silent before it is down: three idle keepalives missed, and
+/// `dead` besides.
+pub fn idle_dead(idle_keepalive: Duration, dead: Duration) -> Duration {
+    idle_keepalive * 3 + dead
+}
+
 /// The default of [`KeySettings::rekey_after`] (WireGuard's too).
 pub const REKEY_AFTER: Duration = Duration::from_secs(120);
 
@@ -125,6 +135,13 @@ pub struct EndpointConfig {
     pub reorder_timeout: Duration,
     pub keepalive: Duration,
     pub dead: Duration,
+    /// A path that has carried no data either way for [`IDLE_AFTER`] is idle: one keepalive
+    /// crosses it this often (from whichever end's turn comes first; the other answers), it is
+    /// down after [`idle_dead`] of silence, and no MTU probe confirms its size. Data sent on an
+    /// idle path wakes it: a keepalive goes at once, and until the peer is heard on it again
+    /// (down if not within `dead`) a copy of what it carries goes on another path. `None`:
+    /// paths are never idle (a keepalive every `keepalive` on every path without data).
+    pub idle_keepalive: Option<Duration>,
     /// Largest inner packet. One larger than a path's datagram goes in pieces.
     pub mtu: u16,
     pub keys: KeySettings,

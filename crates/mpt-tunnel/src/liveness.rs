@@ -116,9 +116,11 @@ impl Liveness {
     }
 
     /// At `now`, a path not already down that has been silent for `dead` goes down: returns
-    /// for how long it was silent.
-    pub fn check(&mut self, now: Time, dead: Duration) -> Option<Duration> {
-        let silent = now - self.last_heard.unwrap_or(self.since);
+    /// for how long it was silent. Silence counts from `from` at the earliest (when data woke
+    /// an idle path).
+    pub fn check(&mut self, now: Time, dead: Duration, from: Option<Time>) -> Option<Duration> {
+        let last = self.last_heard.unwrap_or(self.since);
+        let silent = now - from.map_or(last, |f| f.max(last));
         // a path never up whose uplink is down is not used, nor watched, until it is back
         if self.state == LinkState::Down || self.uplink_down || silent < dead {
             return None;
@@ -291,11 +293,45 @@ impl<P> crate::Endpoint<P> {
         }
     }
 
+    /// Whether path `i` is idle at `now` ([`crate::EndpointConfig::idle_keepalive`]).
+    pub(crate) fn idle_path(&self, i: usize, now: Time) -> bool {
+        self.cfg.idle_keepalive.is_some()
+            && now.saturating_since(self.paths[i].active_at) >= crate::IDLE_AFTER
+    }
+
+    /// Data goes on path `i` at `now`. An idle path that is not down wakes: a keepalive goes
+    /// at once, and until the peer is heard on it (down if not within `dead`), what it carries
+    /// is copied to another path ([`Endpoint::woken`]).
+    pub(crate) fn data_on(&mut self, i: usize, now: Time) {
+        if self.idle_path(i, now) && self.paths[i].live.state != LinkState::Down {
+            self.paths[i].woken_at = Some(now);
+            if self.paths[i].remote.is_some() {
+                self.pending.push_back(Pending::Keepalive(PathId(i as u8)));
+            }
+        }
+        self.paths[i].active_at = now;
+    }
+
+    /// Data woke path `i` from idle, and the peer has not been heard on it since.
+    pub(crate) fn woken(&self, i: usize) -> bool {
+        self.paths[i].woken_at.is_some()
+    }
+
+    /// How long path `i` may be silent at `now` before it is down: `dead`, or while it is
+    /// idle [`crate::idle_dead`].
+    pub(crate) fn silence_limit(&self, i: usize, now: Time) -> Duration {
+        match self.cfg.idle_keepalive {
+            Some(every) if self.idle_path(i, now) => crate::idle_dead(every, self.cfg.dead),
+            _ => self.cfg.dead,
+        }
+    }
+
     /// Something valid arrived on `path`.
     pub(crate) fn heard(&mut self, now: Time, path: PathId) {
         self.crypto.last_heard = Some(now);
         let keepalive = self.keepalive();
         let p = &mut self.paths[path.index()];
+        p.woken_at = None;
         let change = p.live.heard(now, keepalive);
         if p.peer_silent {
             // we hear the peer, it does not hear us: still no data of ours there
@@ -328,9 +364,9 @@ mod tests {
         let at = Time::from_millis;
         let mut l = Liveness::new(Time::ZERO);
         assert_eq!(l.heard(at(0), KA), Change::Up);
-        assert_eq!(l.check(at(499), DEAD), None);
-        assert_eq!(l.check(at(500), DEAD), Some(DEAD));
-        assert_eq!(l.check(at(900), DEAD), None, "down once");
+        assert_eq!(l.check(at(499), DEAD, None), None);
+        assert_eq!(l.check(at(500), DEAD, None), Some(DEAD));
+        assert_eq!(l.check(at(900), DEAD, None), None, "down once");
         // three datagrams over less than a keepalive interval: still down
         for t in [1000, 1010, 1020] {
             assert_eq!(l.heard(at(t), KA), Change::None);
@@ -352,7 +388,7 @@ mod tests {
         assert_eq!(l.state, LinkState::Unknown);
         assert!(!l.reopen());
         // a path down for silence is not reopened by a new session
-        l.check(at(2_000), DEAD);
+        l.check(at(2_000), DEAD, None);
         assert!(!l.reopen());
     }
 
@@ -361,8 +397,8 @@ mod tests {
         let at = Time::from_millis;
         // an endpoint made at 10 s (a peer session that starts late)
         let mut l = Liveness::new(at(10_000));
-        assert_eq!(l.check(at(10_100), DEAD), None);
-        assert_eq!(l.check(at(10_500), DEAD), Some(DEAD));
+        assert_eq!(l.check(at(10_100), DEAD, None), None);
+        assert_eq!(l.check(at(10_500), DEAD, None), Some(DEAD));
     }
 
     #[test]
@@ -370,7 +406,7 @@ mod tests {
         let at = Time::from_millis;
         let mut l = Liveness::new(Time::ZERO);
         l.heard(at(0), KA);
-        l.check(at(600), DEAD);
+        l.check(at(600), DEAD, None);
         l.heard(at(1000), KA);
         l.heard(at(1050), KA);
         // 250 ms of silence (more than two keepalive intervals) breaks the run

@@ -56,6 +56,13 @@ pub(crate) struct PathState {
     /// Parity: the sending side (loss rate, group), the receiving side (packets kept).
     pub(crate) fec_tx: crate::fec::FecTx,
     pub(crate) fec_rx: crate::fec::FecRx,
+    /// When the path last carried data, sent or received: idle [`crate::IDLE_AFTER`] after.
+    pub(crate) active_at: Time,
+    /// When we last sent a keepalive or answered one on the path: an idle path needs one
+    /// of either per idle keepalive interval.
+    pub(crate) idle_sent_at: Time,
+    /// Data woke the idle path at this time, and the peer has not been heard on it since.
+    pub(crate) woken_at: Option<Time>,
 }
 
 impl PathState {
@@ -82,6 +89,9 @@ impl PathState {
             delivery_mark: None,
             fec_tx: Default::default(),
             fec_rx: Default::default(),
+            active_at: now,
+            idle_sent_at: now,
+            woken_at: None,
             pmtu: crate::pmtu::Pmtu::new(
                 now,
                 ceiling,

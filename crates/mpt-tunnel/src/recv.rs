@@ -141,6 +141,12 @@ impl<P> Endpoint<P> {
             self.peer_view(now, path, flags & mpt_core::wire::KEEPALIVE_SILENT != 0);
         }
         self.heard(now, path);
+        if matches!(
+            d,
+            Datagram::Data { .. } | Datagram::Bundle { .. } | Datagram::Continued { .. }
+        ) {
+            self.paths[path.index()].active_at = now;
+        }
         match d {
             Datagram::Data { packet, .. } => {
                 // the peer sends data on a path only while it hears us there

@@ -92,7 +92,8 @@ impl<P> Endpoint<P> {
         }
         self.light_expire(now);
         let mut b = BatchPaths::default();
-        // packets of `duplicate` classes, copied once the batch is numbered: (k, class, seq, path)
+        // packets copied once the batch is numbered, of `duplicate` classes and on paths data
+        // woke from idle: (k, class, seq, path, express)
         let mut copies = Vec::new();
         for k in 0..n {
             let inner = sizes[k];
@@ -116,6 +117,7 @@ impl<P> Endpoint<P> {
                 continue;
             };
             let i = path.index();
+            self.data_on(i, now);
             self.count_class(class, path);
             if mode != Mode::Bond && self.keeps_short(class) {
                 self.light_sent(now, path);
@@ -141,8 +143,8 @@ impl<P> Endpoint<P> {
             {
                 continue;
             }
-            if mode == Mode::Duplicate && whole {
-                copies.push((k, class, self.seq, path));
+            if whole && (mode == Mode::Duplicate || self.woken(i)) {
+                copies.push((k, class, self.seq, path, mode != Mode::Bond));
             }
             // an open bundle leaves before the packets that follow it on the path
             self.close_riding(now, i, &mut b);
@@ -201,10 +203,10 @@ impl<P> Endpoint<P> {
                 self.close_riding(now, i, &mut b);
             }
         }
-        for (k, class, seq, first) in copies {
+        for (k, class, seq, first, express) in copies {
             let at = self.prefix();
             let packet = &bufs[k].as_mut()[at..at + sizes[k]];
-            self.send_copy(now, class, seq, first, packet, &mut b.used);
+            self.send_copy(now, class, seq, first, express, packet, &mut b.used);
         }
         Some(Sealer {
             key,

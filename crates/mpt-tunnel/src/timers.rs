@@ -60,7 +60,7 @@ impl<P> Endpoint<P> {
         }
         if self.timers.keepalive <= now {
             self.timers.keepalive = next_tick(self.timers.keepalive, now, self.keepalive());
-            self.keepalive_tick();
+            self.keepalive_tick(now);
         }
         if self.timers.report <= now {
             self.timers.report = next_tick(self.timers.report, now, REPORT_TICK);
@@ -76,7 +76,8 @@ impl<P> Endpoint<P> {
         }
         for i in 0..self.paths.len() {
             let up = self.path_state(i) == LinkState::Up;
-            if !up || self.paths[i].remote.is_none() {
+            // an idle path's size is confirmed when data wakes it
+            if !up || self.paths[i].remote.is_none() || self.idle_path(i, now) {
                 continue;
             }
             let rate = self.path_rate(PathId(i as u8));
@@ -153,11 +154,13 @@ impl<P> Endpoint<P> {
         if self.peer_session.is_none() {
             return;
         }
-        let dead = self.cfg.dead;
         for i in 0..self.paths.len() {
-            let Some(silent) = self.paths[i].live.check(now, dead) else {
+            let limit = self.silence_limit(i, now);
+            let from = self.paths[i].woken_at;
+            let Some(silent) = self.paths[i].live.check(now, limit, from) else {
                 continue;
             };
+            self.paths[i].woken_at = None;
             self.path_went_down(now, PathId(i as u8), DownReason::Silent(silent));
         }
     }
@@ -166,19 +169,28 @@ impl<P> Endpoint<P> {
     /// fences. A path that carries data needs none: the data keeps the path alive at the peer
     /// (and through NATs) and advances its resequencer, reports bring the RTT, and the
     /// keepalive after the data stops fences its tail. On MPT's 64 kbit/s lines a keepalive
-    /// and its answer every 100 ms took a fifth of each line. Nothing before there is a
-    /// session, nor on a path whose remote is unknown.
-    fn keepalive_tick(&mut self) {
+    /// and its answer every 100 ms took a fifth of each line. An idle path that is up gets
+    /// one every idle keepalive interval, unless we answered one of the peer's meanwhile
+    /// (the peer heard that). Nothing before there is a session, nor on a path whose remote
+    /// is unknown.
+    fn keepalive_tick(&mut self, now: Time) {
         if self.peer_session.is_none() {
             return;
         }
         for i in 0..self.paths.len() {
+            let idle = self.idle_path(i, now);
             let p = &mut self.paths[i];
             if p.remote.is_none() || p.live.uplink_down {
                 continue;
             }
             if std::mem::replace(&mut p.data_at_tick, p.data_sent) != p.data_sent {
                 continue;
+            }
+            if let Some(every) = self.cfg.idle_keepalive.filter(|_| idle) {
+                let down = p.live.state == LinkState::Down;
+                if !down && now.saturating_since(p.idle_sent_at) < every {
+                    continue;
+                }
             }
             self.pending.push_back(Pending::Keepalive(PathId(i as u8)));
         }

@@ -43,6 +43,7 @@ fn site_config(key: PrivateKey, server: PublicKey, to: SocketAddr, unix: u64) ->
         reorder_timeout: Duration::from_millis(100),
         keepalive: Duration::from_millis(100),
         dead: Duration::from_millis(500),
+        idle_keepalive: Some(Duration::from_secs(10)),
         mtu: 1400,
         keys: KeySettings {
             private: key,

@@ -19,6 +19,8 @@ pub struct TunnelOpts {
     pub reorder_timeout_ms: u64,
     pub keepalive_ms: u64,
     pub dead_ms: u64,
+    /// `connection.idle_keepalive_ms` (`None`: the daemon's default; 0: paths never idle).
+    pub idle_keepalive_ms: Option<u64>,
     pub mtu: u16,
     /// `tunnel.queues`.
     pub queues: usize,
@@ -71,6 +73,7 @@ impl Default for TunnelOpts {
             reorder_timeout_ms: 100,
             keepalive_ms: 100,
             dead_ms: 500,
+            idle_keepalive_ms: None,
             mtu: mptd::config::defaults::MTU,
             queues: 1,
             configure_rates: true,
@@ -151,6 +154,7 @@ impl Lab {
                 reorder_window: Some(o.reorder_window as i64),
                 reorder_timeout_ms: Some(o.reorder_timeout_ms as i64),
                 keepalive_ms: Some(o.keepalive_ms as i64),
+                idle_keepalive_ms: o.idle_keepalive_ms.map(|v| v as i64),
                 dead_ms: Some(o.dead_ms as i64),
                 bundle: o.bundle,
                 resend: o.resend,

@@ -167,6 +167,8 @@ pub fn config(side: Side, paths: usize, sealing: bool) -> EndpointConfig {
         reorder_timeout: Duration::from_millis(100),
         keepalive: Duration::from_millis(100),
         dead: Duration::from_millis(500),
+        // the rules' tests watch paths at the active pace; `idle.rs` sets it
+        idle_keepalive: None,
         mtu: 1400,
         keys: KeySettings {
             private: private_key(side),

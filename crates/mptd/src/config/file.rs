@@ -155,6 +155,8 @@ pub struct ConnectionFile {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub keepalive_ms: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub idle_keepalive_ms: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub dead_ms: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bundle: Option<bool>,

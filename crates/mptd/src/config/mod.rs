@@ -249,6 +249,9 @@ pub struct Connection {
     pub keepalive: Duration,
     /// A path with nothing received for this long is down.
     pub dead: Duration,
+    /// A path without data either way is idle: a keepalive crosses it this often (`None`:
+    /// never idle). See `mpt_tunnel::EndpointConfig::idle_keepalive`.
+    pub idle_keepalive: Option<Duration>,
     /// Pack small packets into one datagram while their path is busy.
     pub bundle: bool,
     /// Ask the peer to send again what a path lost, and do what it asks (`docs/protocol.md`,
@@ -344,6 +347,7 @@ pub mod defaults {
     pub const REORDER_TIMEOUT_MS: u64 = 100;
     pub const KEEPALIVE_MS: u64 = 100;
     pub const DEAD_MS: u64 = 500;
+    pub const IDLE_KEEPALIVE_MS: u64 = 10_000;
     pub const CONTROL_DIR: &str = "/run/mptd";
 }
 

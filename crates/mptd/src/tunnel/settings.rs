@@ -28,6 +28,7 @@ pub(super) fn peer_endpoint_config(
         reorder_window: cfg.connection.reorder_window,
         reorder_timeout: cfg.connection.reorder_timeout,
         keepalive: cfg.connection.keepalive,
+        idle_keepalive: cfg.connection.idle_keepalive,
         dead: cfg.connection.dead,
         mtu: cfg.tunnel.mtu,
         keys: KeySettings {

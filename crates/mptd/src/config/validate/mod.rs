@@ -267,12 +267,30 @@ impl Validator<'_> {
                 ),
             ));
         }
+        let idle = self.int_in(
+            "connection.idle_keepalive_ms",
+            raw.idle_keepalive_ms,
+            defaults::IDLE_KEEPALIVE_MS,
+            0,
+            600_000,
+        )?;
+        let idle_keepalive = (idle > 0).then(|| Duration::from_millis(idle));
+        if idle_keepalive.is_some_and(|i| i < keepalive) {
+            return Err(self.err(
+                "connection.idle_keepalive_ms",
+                format!(
+                    "{idle} ms is shorter than keepalive_ms ({} ms), expected at least that, or 0 (paths are never idle)",
+                    keepalive.as_millis()
+                ),
+            ));
+        }
         Ok(Connection {
             scheduler,
             reorder_window,
             reorder_timeout,
             keepalive,
             dead,
+            idle_keepalive,
             bundle: raw.bundle.unwrap_or(true),
             resend: raw.resend.unwrap_or(true),
             parity: raw.parity.unwrap_or(true),

@@ -1,0 +1,154 @@
+//! Idle paths (`EndpointConfig::idle_keepalive`): what an idle tunnel costs each path, and
+//! what data finds when it wakes a path that died while idle. Two endpoints over simulated
+//! links on a seeded virtual clock (`sim`).
+
+#[allow(dead_code)]
+mod sim;
+
+use std::time::Duration;
+
+use mpt_core::PathId;
+use mpt_tunnel::{DownReason, Event, LinkState};
+use sim::{packet, Pair, Side, LEN};
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+const IDLE: Duration = Duration::from_secs(10);
+
+/// A sealed pair with idle keepalives every 10 s (the daemon's default), keys agreed.
+fn idle_pair(default_seed: u64, paths: usize) -> Pair {
+    let mut a = sim::config(Side::A, paths, true);
+    let mut b = sim::config(Side::B, paths, true);
+    a.idle_keepalive = Some(IDLE);
+    b.idle_keepalive = Some(IDLE);
+    let mut p = Pair::with(sim::seed(default_seed), a, b);
+    p.run_until(ms(500), Pair::agreed).expect("keys agreed");
+    p
+}
+
+/// Bytes `side` sent on each path since its `sent_log` held `from` datagrams, with an outer
+/// IPv4 and UDP header (28 bytes) each.
+fn bytes_sent(p: &Pair, side: Side, from: usize, paths: usize) -> Vec<u64> {
+    let mut per = vec![0u64; paths];
+    for (path, d) in &p.node(side).sent_log[from..] {
+        per[*path] += d.len() as u64 + 28;
+    }
+    per
+}
+
+#[test]
+fn an_idle_path_costs_under_250_bit_s_each_way_and_stays_up() {
+    let mut p = idle_pair(61, 2);
+    // a little traffic first, then silence: the paths go idle after 2 s
+    p.stream(Side::A, ms(500), ms(10), LEN, 0);
+    p.run(Duration::from_secs(5));
+    let from = [
+        p.node(Side::A).sent_log.len(),
+        p.node(Side::B).sent_log.len(),
+    ];
+    let since = p.now;
+    let window = Duration::from_secs(300);
+    p.run(window);
+    for (k, side) in [Side::A, Side::B].into_iter().enumerate() {
+        let per = bytes_sent(&p, side, from[k], 2);
+        for (i, &b) in per.iter().enumerate() {
+            let bits = b as f64 * 8.0 / window.as_secs_f64();
+            eprintln!("{side:?} path {i}: {b} bytes in 300 s idle, {bits:.0} bit/s");
+            assert!(bits <= 250.0, "{side:?} path {i}: {bits:.0} bit/s");
+            assert!(
+                b > 0,
+                "{side:?} path {i}: something crosses each idle interval"
+            );
+        }
+        for i in 0..2 {
+            assert_eq!(p.ep(side).path_info(PathId(i)).state, LinkState::Up);
+        }
+        let downs = p
+            .events_since(side, since)
+            .into_iter()
+            .filter(|e| matches!(e, Event::PathDown { .. }))
+            .count();
+        assert_eq!(downs, 0, "{side:?}: no path went down while idle");
+    }
+}
+
+#[test]
+fn a_path_that_died_while_idle_costs_a_wakening_stream_nothing_and_goes_down() {
+    let mut p = idle_pair(62, 2);
+    p.stream(Side::A, ms(500), ms(10), LEN, 0);
+    p.run(Duration::from_secs(15));
+    // path 0 dies while idle, before three idle keepalives are missed
+    p.set_up(0, false);
+    p.run(Duration::from_secs(15));
+    assert_eq!(p.ep(Side::A).path_info(PathId(0)).state, LinkState::Up);
+    let start = p.now;
+    let before = p.node(Side::B).delivered.len();
+    // 100 packets a second for 3 s each way, as a ping and its replies
+    let mut sent = 0;
+    for n in 0..300u32 {
+        let _ = p.send(Side::A, &packet(10_000 + n, LEN));
+        let _ = p.send(Side::B, &packet(20_000 + n, LEN));
+        sent += 1;
+        let next = p.now + ms(10);
+        p.run(next - p.now);
+    }
+    let got_b = p.node(Side::B).delivered.len() - before;
+    let got_a = p
+        .node(Side::A)
+        .delivered
+        .iter()
+        .filter(|(t, d)| *t >= start && sim::number(d) >= 20_000)
+        .count();
+    eprintln!("a stream woke the paths: B got {got_b} of {sent}, A got {got_a} of {sent}");
+    assert_eq!(got_b, sent, "every packet A sent arrived");
+    assert_eq!(got_a, sent, "every packet B sent arrived");
+    for side in [Side::A, Side::B] {
+        let down = p
+            .node(side)
+            .events
+            .iter()
+            .find(|(t, e)| {
+                *t >= start
+                    && matches!(
+                        e,
+                        Event::PathDown {
+                            path: PathId(0),
+                            reason: DownReason::Silent(_)
+                        }
+                    )
+            })
+            .map(|(t, _)| *t - start);
+        eprintln!("{side:?}: path 0 down after {down:?}");
+        assert!(
+            down.is_some_and(|d| d <= ms(600)),
+            "{side:?}: path 0 down within dead of the wake: {down:?}"
+        );
+    }
+}
+
+#[test]
+fn a_path_that_fails_under_traffic_goes_down_within_dead_as_without_idling() {
+    let mut p = idle_pair(63, 2);
+    p.stream(Side::A, ms(1000), ms(2), LEN, 0);
+    p.set_up(1, false);
+    let start = p.now;
+    p.stream(Side::A, ms(1000), ms(2), LEN, 1000);
+    let down = p
+        .node(Side::A)
+        .events
+        .iter()
+        .find(|(t, e)| {
+            *t >= start
+                && matches!(
+                    e,
+                    Event::PathDown {
+                        path: PathId(1),
+                        ..
+                    }
+                )
+        })
+        .map(|(t, _)| *t - start);
+    assert!(down.is_some_and(|d| d <= ms(560)), "down after {down:?}");
+}
