@@ -229,6 +229,19 @@ pub const SOONEST_TIE: Duration = Duration::from_millis(5);
 /// A path whose round-trip time is not measured yet counts as this slow.
 const UNMEASURED_RTT: Duration = Duration::from_secs(1);
 
+/// A packet to copy on another path once its batch is numbered ([`Endpoint::send_copy`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CopyOf {
+    /// Its class, for the counts.
+    pub(crate) class: Option<usize>,
+    /// Its global sequence number.
+    pub(crate) seq: u32,
+    /// The path it went on.
+    pub(crate) first: PathId,
+    /// Delivered at once, as light traffic is (else in order, as bonded data).
+    pub(crate) express: bool,
+}
+
 impl<P> Endpoint<P> {
     /// The class of the inner packet `packet` (its index in the configuration's classes) and
     /// how it is sent.
@@ -333,21 +346,17 @@ impl<P> Endpoint<P> {
         per_path[path.index()] += 1;
     }
 
-    /// Send a copy of `packet` (global sequence `seq`, sent on `first` already; `express`:
-    /// delivered at once, as light traffic is) on the next soonest path, numbered after the batch's packets there and leaving after them
+    /// Send a copy of `packet` (as `c` says) on the next soonest path, numbered after the batch's packets there and leaving after them
     /// ([`Endpoint::take_after_batch`]), so that each path's datagrams stay in order. `used` is the
     /// batch's set of paths: the copy's path joins it, and its fences hold until the batch
     /// and the copy have left.
-    pub(crate) fn send_copy(
-        &mut self,
-        now: Time,
-        class: Option<usize>,
-        seq: u32,
-        first: PathId,
-        express: bool,
-        packet: &[u8],
-        used: &mut u64,
-    ) {
+    pub(crate) fn send_copy(&mut self, now: Time, c: CopyOf, packet: &[u8], used: &mut u64) {
+        let CopyOf {
+            class,
+            seq,
+            first,
+            express,
+        } = c;
         let Some(session) = self.peer_session else {
             return;
         };

@@ -93,7 +93,7 @@ impl<P> Endpoint<P> {
         self.light_expire(now);
         let mut b = BatchPaths::default();
         // packets copied once the batch is numbered, of `duplicate` classes and on paths data
-        // woke from idle: (k, class, seq, path, express)
+        // woke from idle: (k, what)
         let mut copies = Vec::new();
         for k in 0..n {
             let inner = sizes[k];
@@ -144,7 +144,13 @@ impl<P> Endpoint<P> {
                 continue;
             }
             if whole && (mode == Mode::Duplicate || self.woken(i)) {
-                copies.push((k, class, self.seq, path, mode != Mode::Bond));
+                let copy = crate::class::CopyOf {
+                    class,
+                    seq: self.seq,
+                    first: path,
+                    express: mode != Mode::Bond,
+                };
+                copies.push((k, copy));
             }
             // an open bundle leaves before the packets that follow it on the path
             self.close_riding(now, i, &mut b);
@@ -203,10 +209,10 @@ impl<P> Endpoint<P> {
                 self.close_riding(now, i, &mut b);
             }
         }
-        for (k, class, seq, first, express) in copies {
+        for (k, copy) in copies {
             let at = self.prefix();
             let packet = &bufs[k].as_mut()[at..at + sizes[k]];
-            self.send_copy(now, class, seq, first, express, packet, &mut b.used);
+            self.send_copy(now, copy, packet, &mut b.used);
         }
         Some(Sealer {
             key,
