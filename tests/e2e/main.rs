@@ -15,6 +15,7 @@ mod emulator;
 mod failover;
 mod ftp;
 mod hostile;
+mod idle;
 mod installed;
 mod internet;
 mod lab;
