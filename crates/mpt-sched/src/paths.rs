@@ -7,7 +7,8 @@ use crate::PathSpec;
 pub struct PathSet {
     len: usize,
     up: u64,
-    backup: u64,
+    /// The paths of each tier ([`PathSpec::tier`]), highest (lowest number) first.
+    tiers: Vec<(u8, u64)>,
 }
 
 impl PathSet {
@@ -17,11 +18,14 @@ impl PathSet {
     /// With more than [`mpt_core::MAX_PATHS`] paths (the config refuses them).
     pub fn new(paths: &[PathSpec]) -> Self {
         assert!(paths.len() <= mpt_core::MAX_PATHS, "at most 64 paths");
-        let backup = paths
-            .iter()
-            .enumerate()
-            .filter(|(_, p)| p.backup)
-            .fold(0u64, |m, (i, _)| m | 1 << i);
+        let mut tiers: Vec<(u8, u64)> = Vec::new();
+        for (i, p) in paths.iter().enumerate() {
+            match tiers.iter_mut().find(|(t, _)| *t == p.tier()) {
+                Some((_, mask)) => *mask |= 1 << i,
+                None => tiers.push((p.tier(), 1 << i)),
+            }
+        }
+        tiers.sort_unstable_by_key(|&(t, _)| t);
         let up = if paths.len() == 64 {
             u64::MAX
         } else {
@@ -30,7 +34,7 @@ impl PathSet {
         PathSet {
             len: paths.len(),
             up,
-            backup,
+            tiers,
         }
     }
 
@@ -59,26 +63,62 @@ impl PathSet {
         path.index() < self.len && self.up & (1 << path.index()) != 0
     }
 
-    /// Whether path `i` is a backup.
+    /// Whether path `i` is a backup of others: outside the highest tier configured.
     pub fn is_backup(&self, i: usize) -> bool {
-        i < 64 && self.backup & (1 << i) != 0
+        i < 64 && self.tiers.iter().skip(1).any(|&(_, m)| m & (1 << i) != 0)
     }
 
-    /// The paths that may carry traffic now: the regular paths that are up, or, when there
-    /// are none, the backup paths that are up.
+    /// The paths that may carry traffic now: those up in the highest tier that has a path up.
     pub fn eligible(&self) -> u64 {
-        let regular = self.up & !self.backup;
-        if regular != 0 {
-            regular
-        } else {
-            self.up & self.backup
+        self.eligible_overflowing(0)
+    }
+
+    /// The paths that may carry traffic now when those of `full` have no room: the highest
+    /// tier that has a path up, and the next tier's too while every path taken so far is
+    /// full (overflow), and so on; backups only while nothing else is up.
+    pub fn eligible_overflowing(&self, full: u64) -> u64 {
+        let mut taken = 0u64;
+        for &(tier, mask) in &self.tiers {
+            if tier == u8::MAX && taken != 0 {
+                break;
+            }
+            taken |= self.up & mask;
+            if taken & !full != 0 {
+                break;
+            }
         }
+        taken
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tiers_are_used_in_order_and_overflow_into_the_next_when_full() {
+        let spec = |p: u8| PathSpec::new(1, None, false).with_priority(p);
+        let mut s = PathSet::new(&[spec(2), spec(1), spec(3), PathSpec::new(1, None, true)]);
+        assert_eq!(s.eligible(), 0b0010);
+        assert!(!s.is_backup(1) && s.is_backup(0) && s.is_backup(3));
+        // the first tier full: the second overflows in; both full: the third
+        assert_eq!(s.eligible_overflowing(0b0010), 0b0011);
+        assert_eq!(s.eligible_overflowing(0b0011), 0b0111);
+        assert_eq!(
+            s.eligible_overflowing(0b0111),
+            0b0111,
+            "a backup takes no overflow"
+        );
+        // the first tier down: the second, then the third, then the backup
+        s.set_up(PathId(1), false);
+        assert_eq!(s.eligible(), 0b0001);
+        s.set_up(PathId(0), false);
+        assert_eq!(s.eligible(), 0b0100);
+        s.set_up(PathId(2), false);
+        assert_eq!(s.eligible(), 0b1000);
+        s.set_up(PathId(1), true);
+        assert_eq!(s.eligible(), 0b0010);
+    }
 
     #[test]
     fn eligible_prefers_regular_paths() {

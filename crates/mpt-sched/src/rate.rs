@@ -173,11 +173,17 @@ impl RateScheduler {
         }
     }
 
-    /// The paths a packet may go to at `now` (nanoseconds): the eligible ones not avoided, or
+    /// The paths a packet may go to at `now` (nanoseconds): the eligible ones (with the next
+    /// tier's while every eligible one is full) not avoided, or
     /// all eligible ones; without the path kept short while its backlog is over its limit and
     /// another path remains.
     fn candidates(&self, now: u64) -> u64 {
-        let eligible = self.paths.eligible();
+        // a tier whose paths all hold more than [`MAX_BACKLOG`] overflows into the next
+        let cap = MAX_BACKLOG.as_nanos() as u64;
+        let full = (0..self.busy.len())
+            .filter(|&i| self.busy[i] > now + cap)
+            .fold(0u64, |m, i| m | 1 << i);
+        let eligible = self.paths.eligible_overflowing(full);
         let c = match eligible & !self.avoided {
             0 => eligible,
             c => c,

@@ -13,8 +13,11 @@ pub struct PathSpec {
     pub weight: u32,
     /// Sending rate for `rate`, bits per second.
     pub rate_bps: Option<u64>,
-    /// Used only while no regular path is up.
+    /// Used only while no regular path is up: below every priority.
     pub backup: bool,
+    /// Its tier: 1 is the highest. Paths of a lower tier carry traffic only while no path of a
+    /// higher one is up, or (`rate`, `adaptive`) while every one up there is full.
+    pub priority: u8,
     /// Bytes a datagram costs on the link beyond its inner packet: the mptd header (and the
     /// counter and tag when sealing), outer IP/UDP and link framing. Used to take a packet's
     /// serialisation out of a reported delay.
@@ -30,7 +33,22 @@ impl PathSpec {
             weight,
             rate_bps,
             backup,
+            priority: 1,
             overhead: DEFAULT_OVERHEAD,
+        }
+    }
+
+    /// The same path in another tier (1 is the highest).
+    pub fn with_priority(self, priority: u8) -> Self {
+        PathSpec { priority, ..self }
+    }
+
+    /// Its tier, backups last: lower comes first.
+    pub fn tier(&self) -> u8 {
+        if self.backup {
+            u8::MAX
+        } else {
+            self.priority
         }
     }
 

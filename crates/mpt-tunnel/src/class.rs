@@ -274,7 +274,9 @@ impl<P> Endpoint<P> {
                 .map(|i| PathId(i as u8))
                 .filter(move |&p| allowed(p) && self.usable(p))
         };
-        let regular = usable().any(|p| !self.cfg.paths[p.index()].backup);
+        // the highest tier that has a usable path
+        let tier = |p: PathId| self.cfg.paths[p.index()].tier();
+        let top = usable().map(tier).min()?;
         let arrival = |p: PathId| {
             let path = &self.paths[p.index()];
             let delay = match path.peer_report {
@@ -288,7 +290,7 @@ impl<P> Endpoint<P> {
                 .unwrap_or_else(|| self.sched.backlog(now, p));
             (delay, delay + queue)
         };
-        let candidates = || usable().filter(|p| !regular || !self.cfg.paths[p.index()].backup);
+        let candidates = || usable().filter(move |&p| tier(p) == top);
         let soonest = candidates().map(|p| arrival(p).1).min()?;
         // Bulk spread by earliest delivery queues on the near paths until they are no sooner
         // than the far ones, so the paths that carry it tie. Of those, the nearest: the

@@ -117,7 +117,11 @@ pub(crate) fn build_scheduler(cfg: &EndpointConfig) -> Box<dyn Scheduler> {
     let specs: Vec<PathSpec> = cfg
         .paths
         .iter()
-        .map(|p| PathSpec::new(p.weight, p.rate_bps, p.backup).with_overhead(header + p.overhead))
+        .map(|p| {
+            PathSpec::new(p.weight, p.rate_bps, p.backup)
+                .with_priority(p.priority)
+                .with_overhead(header + p.overhead)
+        })
         .collect();
     let mut sched = mpt_sched::build(cfg.scheduler, &specs);
     // The peer equalises what this end sends as this end equalises what it receives (the

@@ -21,7 +21,7 @@ use std::time::Duration;
 use mpt_core::Time;
 
 use crate::liveness::LinkState;
-use crate::{Endpoint, Incoming};
+use crate::{Endpoint, Incoming, PathSettings};
 
 /// Most a packet waits to match the farthest path.
 pub const MAX_LAG: Duration = Duration::from_millis(200);
@@ -207,11 +207,12 @@ impl<P> Endpoint<P> {
     pub(crate) fn equalise_lags(&mut self) {
         // every report tick, every peer: no allocation
         let on = self.cfg.equalise && self.cfg.reorder_window > 0;
+        let top = self.cfg.paths.iter().map(PathSettings::tier).min();
         let up = |i: &usize| {
             let p = &self.paths[*i];
             on && p.remote.is_some()
                 && p.live.state != LinkState::Down
-                && !self.cfg.paths.get(*i).is_some_and(|s| s.backup)
+                && self.cfg.paths.get(*i).map(PathSettings::tier) == top
         };
         let n = self.paths.len();
         let stats = &self.reseq.stats().paths;

@@ -78,13 +78,27 @@ pub struct PathSettings {
     pub remote: Option<SocketAddr>,
     pub weight: u32,
     pub rate_bps: Option<u64>,
+    /// Used only while no other path is up.
     pub backup: bool,
+    /// Its tier, 1 the highest ([`mpt_sched::PathSpec::priority`]).
+    pub priority: u8,
     /// Bytes a datagram costs on the link beyond its UDP payload: outer IP + UDP and
     /// [`FRAMING`] ([`Overhead::outer_link`]).
     pub overhead: usize,
     /// The user's cap on the path's MTU (outer IP packet bytes): discovery never goes above
     /// it. `None`: found by discovery alone.
     pub mtu: Option<u16>,
+}
+
+impl PathSettings {
+    /// Its tier, backups last ([`mpt_sched::PathSpec::tier`]).
+    pub fn tier(&self) -> u8 {
+        if self.backup {
+            u8::MAX
+        } else {
+            self.priority
+        }
+    }
 }
 
 /// Who we are, who the peer is, and how the session is sealed.
@@ -187,6 +201,7 @@ impl EndpointConfig {
                     weight: 1,
                     rate_bps: None,
                     backup: false,
+                    priority: 1,
                     overhead,
                     mtu: None,
                 })

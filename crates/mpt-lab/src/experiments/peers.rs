@@ -35,6 +35,7 @@ fn site_config(key: PrivateKey, server: PublicKey, to: SocketAddr, unix: u64) ->
             weight: 1,
             rate_bps: None,
             backup: false,
+            priority: 1,
             overhead: Overhead::new(true, false).outer_link(),
             mtu: None,
         }],

@@ -21,6 +21,8 @@ pub struct TunnelOpts {
     pub dead_ms: u64,
     /// `connection.idle_keepalive_ms` (`None`: the daemon's default; 0: paths never idle).
     pub idle_keepalive_ms: Option<u64>,
+    /// Each path's `priority` (its tier, 1 the highest), by index; `None`: all 1.
+    pub priorities: Option<Vec<u8>>,
     pub mtu: u16,
     /// `tunnel.queues`.
     pub queues: usize,
@@ -74,6 +76,7 @@ impl Default for TunnelOpts {
             keepalive_ms: 100,
             dead_ms: 500,
             idle_keepalive_ms: None,
+            priorities: None,
             mtu: mptd::config::defaults::MTU,
             queues: 1,
             configure_rates: true,
@@ -184,6 +187,11 @@ impl Lab {
                         .then(|| (rate_of(p) / unit).clamp(1, 10_000) as i64),
                     rate: o.configure_rates.then(|| RateFile::Bits(rate_of(p) as i64)),
                     backup: None,
+                    priority: o
+                        .priorities
+                        .as_ref()
+                        .and_then(|t| t.get(i))
+                        .map(|&t| i64::from(t)),
                     mtu: None,
                 })
                 .collect(),

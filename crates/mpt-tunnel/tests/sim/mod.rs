@@ -158,6 +158,7 @@ pub fn config(side: Side, paths: usize, sealing: bool) -> EndpointConfig {
                 weight: 1,
                 rate_bps: None,
                 backup: false,
+                priority: 1,
                 overhead: Overhead::new(sealing, false).outer_link(),
                 mtu: None,
             })

@@ -189,6 +189,8 @@ pub struct PathFile {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub backup: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub mtu: Option<i64>,
 }
 

@@ -287,6 +287,9 @@ pub struct PathConfig {
     /// Configured rate in bits per second.
     pub rate_bps: Option<u64>,
     pub backup: bool,
+    /// Its tier, 1 the highest: lower tiers carry traffic while the higher ones are down or
+    /// full.
+    pub priority: u8,
     /// A cap on the path's MTU (outer IP packet bytes); discovery finds it otherwise.
     pub mtu: Option<u16>,
 }

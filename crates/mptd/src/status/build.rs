@@ -37,6 +37,7 @@ impl Tunnel {
                     state: info.state.name().to_owned(),
                     down_reason: info.down_reason.map(|r| r.describe()),
                     backup: ep.config().paths[i].backup,
+                    priority: ep.config().paths[i].priority,
                     local,
                     remote: info
                         .remote

@@ -214,6 +214,9 @@ pub struct PathStatus {
     #[serde(default)]
     pub down_reason: Option<String>,
     pub backup: bool,
+    /// Its tier (`priority`), 1 the highest.
+    #[serde(default = "first_tier")]
+    pub priority: u8,
     pub local: String,
     pub remote: String,
     pub tx_packets: u64,
@@ -335,4 +338,9 @@ impl Throughput {
         }
         out
     }
+}
+
+/// The tier of a path whose status says none (an older mptd's).
+fn first_tier() -> u8 {
+    1
 }

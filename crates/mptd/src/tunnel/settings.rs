@@ -77,6 +77,7 @@ pub(super) fn config_paths(cfg: &Config, peer: &PeerConfig) -> Vec<PathSettings>
             weight: p.weight,
             rate_bps: p.rate_bps,
             backup: p.backup,
+            priority: p.priority,
             overhead: Overhead::new(cfg.security.cipher.is_some(), p.local.is_ipv6()).outer_link(),
             mtu: p.mtu,
         });

@@ -65,11 +65,12 @@ pub(crate) fn print_show(s: &Status, only: Option<&str>) {
                 (_, state) => state.to_owned(),
             };
             println!();
-            println!(
-                "  path: {}{}",
-                p.name,
-                if p.backup { " (backup)" } else { "" }
-            );
+            let tier = match (p.backup, p.priority) {
+                (true, _) => " (backup)".to_owned(),
+                (false, 1) => String::new(),
+                (false, n) => format!(" (priority {n})"),
+            };
+            println!("  path: {}{tier}", p.name);
             println!("    state: {state}");
             println!("    endpoint: {} -> {}", p.local, p.remote);
             println!("    heard: {}", ago(p.last_heard_ms));

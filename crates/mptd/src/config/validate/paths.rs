@@ -101,6 +101,13 @@ impl Validator<'_> {
                 .map(|_| self.int_in(&key("mtu"), r.mtu, 1500, min_mtu, 65_535))
                 .transpose()?
                 .map(|m| m as u16);
+            if r.backup == Some(true) && r.priority.is_some() {
+                return Err(self.err(
+                    &key("priority"),
+                    "give priority or backup = true (below every priority), not both",
+                ));
+            }
+            let priority = self.int_in(&key("priority"), r.priority, 1, 1, 254)?;
             paths.push(PathConfig {
                 id: PathId(i as u8),
                 name,
@@ -110,6 +117,7 @@ impl Validator<'_> {
                 weight,
                 rate_bps,
                 backup: r.backup.unwrap_or(false),
+                priority,
                 mtu,
             });
         }
