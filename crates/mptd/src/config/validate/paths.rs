@@ -103,7 +103,7 @@ impl Validator<'_> {
                 .map(|m| m as u16);
             if r.backup == Some(true) && r.priority.is_some() {
                 return Err(self.err(
-                    &key("priority"),
+                    key("priority"),
                     "give priority or backup = true (below every priority), not both",
                 ));
             }
