@@ -766,6 +766,19 @@ interface = "wwan0"
     }
 
     #[test]
+    fn tiers_and_idle_keepalives_parse_with_their_defaults() {
+        let c = parse(GOOD).expect("valid");
+        assert!(c.paths.iter().all(|p| p.priority == 1));
+        assert_eq!(c.connection.idle_keepalive, Some(Duration::from_secs(10)));
+        let text = GOOD
+            .replace("weight = 2", "weight = 2\npriority = 3")
+            .replace("keepalive_ms = 100", "keepalive_ms = 100\nidle_keepalive_ms = 0");
+        let c = parse(&text).expect("valid");
+        assert_eq!(c.paths[0].priority, 3);
+        assert_eq!(c.connection.idle_keepalive, None, "0: never idle");
+    }
+
+    #[test]
     fn unknown_key_is_refused_with_its_name_and_line() {
         let text = GOOD.replace("mtu = 1400", "mtu = 1400\ncolour = \"blue\"");
         let e = parse(&text).unwrap_err();
@@ -811,6 +824,23 @@ interface = "wwan0"
                 "path[0].remote",
             ),
             ("weight = 2", "weight = 0", "path[0].weight"),
+            ("weight = 2", "weight = 2\npriority = 0", "path[0].priority"),
+            ("weight = 2", "weight = 2\npriority = 255", "path[0].priority"),
+            (
+                "weight = 2",
+                "weight = 2\npriority = 2\nbackup = true",
+                "path[0].priority",
+            ),
+            (
+                "keepalive_ms = 100",
+                "keepalive_ms = 100\nidle_keepalive_ms = 50",
+                "connection.idle_keepalive_ms",
+            ),
+            (
+                "keepalive_ms = 100",
+                "keepalive_ms = 100\nidle_keepalive_ms = -1",
+                "connection.idle_keepalive_ms",
+            ),
             (
                 "rate = \"20mbit\"",
                 "rate = \"20 furlongs\"",
