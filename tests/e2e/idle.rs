@@ -18,6 +18,16 @@ fn sent(lab: &Lab, side: Side) -> Vec<(u64, u64)> {
         .collect()
 }
 
+/// Per path of `side`: control bytes sent so far (with the same 28 bytes each).
+fn control_sent(lab: &Lab, side: Side) -> Vec<u64> {
+    lab.status(side)
+        .expect("status")
+        .paths
+        .iter()
+        .map(|p| p.tx_control_bytes + 28 * p.tx_control_packets)
+        .collect()
+}
+
 #[test]
 fn an_idle_tunnel_costs_each_path_under_250_bit_s_each_way() {
     need!("idle", "ping");
@@ -32,6 +42,7 @@ fn an_idle_tunnel_costs_each_path_under_250_bit_s_each_way() {
     // the paths go idle 2 s after the last data
     std::thread::sleep(Duration::from_secs(4));
     let before = [sent(&lab, Side::A), sent(&lab, Side::B)];
+    let control_before = control_sent(&lab, Side::A);
     let t0 = Instant::now();
     std::thread::sleep(Duration::from_secs(40));
     let secs = t0.elapsed().as_secs_f64();
@@ -58,6 +69,19 @@ fn an_idle_tunnel_costs_each_path_under_250_bit_s_each_way() {
         "an idle path costs at most 250 bit/s each way: {line:?}"
     );
     let st = lab.status(Side::A).expect("status");
+    // what an idle tunnel sends is control, and counted as such
+    let control: Vec<u64> = control_sent(&lab, Side::A)
+        .iter()
+        .zip(&control_before)
+        .map(|(a, b)| a - b)
+        .collect();
+    for i in 0..2 {
+        assert_eq!(
+            control[i],
+            after[0][i].1 - before[0][i].1,
+            "path {i}: all control"
+        );
+    }
     assert!(
         st.paths.iter().all(|p| p.state == "up"),
         "idle paths stay up"

@@ -146,6 +146,16 @@ pub fn render(st: &Status, reseq: Vec<ReseqHistograms>) -> String {
         "Bytes of datagrams sent on the path",
     );
     let sent_p = counter(&mut reg, "path_sent_packets", "Datagrams sent on the path");
+    let sent_cb = counter(
+        &mut reg,
+        "path_sent_control_bytes",
+        "Bytes of control datagrams (keepalives, reports, handshakes, probes) sent on the path",
+    );
+    let sent_cp = counter(
+        &mut reg,
+        "path_sent_control_packets",
+        "Control datagrams sent on the path",
+    );
     let recv_b = counter(
         &mut reg,
         "path_received_bytes",
@@ -298,6 +308,8 @@ pub fn render(st: &Status, reseq: Vec<ReseqHistograms>) -> String {
                 .set(f64::from(u8::from(path.state == "up")));
             sent_b.get_or_create(&l).inc_by(path.tx_bytes);
             sent_p.get_or_create(&l).inc_by(path.tx_packets);
+            sent_cb.get_or_create(&l).inc_by(path.tx_control_bytes);
+            sent_cp.get_or_create(&l).inc_by(path.tx_control_packets);
             recv_b.get_or_create(&l).inc_by(path.rx_bytes);
             recv_p.get_or_create(&l).inc_by(path.rx_packets);
             lost.get_or_create(&l).inc_by(path.lost);

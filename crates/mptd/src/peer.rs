@@ -36,6 +36,9 @@ pub struct Peer {
     path_source: Mutex<Vec<Option<std::net::IpAddr>>>,
     /// Per path: datagrams and bytes sent.
     tx: Vec<(AtomicU64, AtomicU64)>,
+    /// Per path: of those, control datagrams (keepalives, reports, handshakes, probes...) and
+    /// their bytes.
+    tx_control: Vec<(AtomicU64, AtomicU64)>,
     /// When the endpoint's next timer is due (nanoseconds of [`Time`]; `u64::MAX`: none), kept
     /// so that the receive task finds the next deadline without taking every peer's lock.
     deadline: AtomicU64,
@@ -69,6 +72,9 @@ impl Peer {
                 .map(|i| AtomicUsize::new(sockets.get(i).copied().unwrap_or(0)))
                 .collect(),
             tx: (0..n)
+                .map(|_| (AtomicU64::new(0), AtomicU64::new(0)))
+                .collect(),
+            tx_control: (0..n)
                 .map(|_| (AtomicU64::new(0), AtomicU64::new(0)))
                 .collect(),
             path_source: Mutex::new(if listening { vec![None; n] } else { Vec::new() }),
@@ -164,6 +170,10 @@ impl Peer {
             slot.store(sockets.get(i).copied().unwrap_or(0), Relaxed);
         }
         for &i in fresh {
+            if let Some((d, b)) = self.tx_control.get(i) {
+                d.store(0, Relaxed);
+                b.store(0, Relaxed);
+            }
             if let Some((d, b)) = self.tx.get(i) {
                 d.store(0, Relaxed);
                 b.store(0, Relaxed);
@@ -187,6 +197,26 @@ impl Peer {
             d.fetch_add(n as u64, Relaxed);
             b.fetch_add(bytes as u64, Relaxed);
         }
+    }
+
+    /// A datagram of `bytes` sent on `path` that may be control: counted as sent, and as
+    /// control unless it carries data.
+    pub fn sent_one(&self, path: PathId, datagram: &[u8]) {
+        self.sent(path, 1, datagram.len());
+        let data = mpt_core::wire::Kind::of_datagram(datagram).is_some_and(|k| k.carries_data());
+        if !data {
+            if let Some((d, b)) = self.tx_control.get(path.index()) {
+                d.fetch_add(1, Relaxed);
+                b.fetch_add(datagram.len() as u64, Relaxed);
+            }
+        }
+    }
+
+    /// Control datagrams and their bytes sent on `path` (of [`Peer::tx`]).
+    pub fn tx_control(&self, path: PathId) -> (u64, u64) {
+        self.tx_control
+            .get(path.index())
+            .map_or((0, 0), |(d, b)| (d.load(Relaxed), b.load(Relaxed)))
     }
 
     /// Datagrams and bytes sent on `path`.

@@ -210,6 +210,25 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// Whether a datagram of this kind carries inner packets (or their parity): data, as
+    /// opposed to control (keepalives, reports, handshakes, probes...).
+    pub fn carries_data(self) -> bool {
+        matches!(
+            self,
+            Kind::Data
+                | Kind::Bundle
+                | Kind::Express
+                | Kind::Continued
+                | Kind::Resent
+                | Kind::Parity
+        )
+    }
+
+    /// The kind of a datagram from its first byte (the kind is its low nibble), if known.
+    pub fn of_datagram(datagram: &[u8]) -> Option<Kind> {
+        datagram.first().and_then(|b| Kind::from_u8(b & 0x0f))
+    }
+
     pub(crate) fn from_u8(v: u8) -> Option<Kind> {
         match v {
             0 => Some(Kind::Data),

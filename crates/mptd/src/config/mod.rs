@@ -772,7 +772,10 @@ interface = "wwan0"
         assert_eq!(c.connection.idle_keepalive, Some(Duration::from_secs(10)));
         let text = GOOD
             .replace("weight = 2", "weight = 2\npriority = 3")
-            .replace("keepalive_ms = 100", "keepalive_ms = 100\nidle_keepalive_ms = 0");
+            .replace(
+                "keepalive_ms = 100",
+                "keepalive_ms = 100\nidle_keepalive_ms = 0",
+            );
         let c = parse(&text).expect("valid");
         assert_eq!(c.paths[0].priority, 3);
         assert_eq!(c.connection.idle_keepalive, None, "0: never idle");
@@ -825,7 +828,11 @@ interface = "wwan0"
             ),
             ("weight = 2", "weight = 0", "path[0].weight"),
             ("weight = 2", "weight = 2\npriority = 0", "path[0].priority"),
-            ("weight = 2", "weight = 2\npriority = 255", "path[0].priority"),
+            (
+                "weight = 2",
+                "weight = 2\npriority = 255",
+                "path[0].priority",
+            ),
             (
                 "weight = 2",
                 "weight = 2\npriority = 2\nbackup = true",

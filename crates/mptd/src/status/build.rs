@@ -27,6 +27,7 @@ impl Tunnel {
                 let resend = ep.resend_counts(path);
                 let expected = ps.packets + ps.lost;
                 let (tx_packets, tx_bytes) = peer.tx(path);
+                let (tx_control_packets, tx_control_bytes) = peer.tx_control(path);
                 let local = self
                     .socket(peer.socket(path))
                     .and_then(|s| s.io.sock.local_addr().ok())
@@ -44,6 +45,8 @@ impl Tunnel {
                         .map_or_else(|| "unknown".to_owned(), |r| r.to_string()),
                     tx_packets,
                     tx_bytes,
+                    tx_control_packets,
+                    tx_control_bytes,
                     rx_packets: ps.packets,
                     rx_bytes: ps.bytes,
                     last_heard_ms: info.last_heard.map(|h| (now - h).as_millis() as u64),

@@ -221,6 +221,12 @@ pub struct PathStatus {
     pub remote: String,
     pub tx_packets: u64,
     pub tx_bytes: u64,
+    /// Of those, control datagrams (keepalives and their answers, reports, handshakes, MTU
+    /// probes, resend requests, goodbyes) and their bytes.
+    #[serde(default)]
+    pub tx_control_packets: u64,
+    #[serde(default)]
+    pub tx_control_bytes: u64,
     pub rx_packets: u64,
     pub rx_bytes: u64,
     /// Milliseconds since anything valid arrived on this path.

@@ -328,7 +328,7 @@ impl Tunnel {
             return;
         };
         match s.io.try_send(datagram, remote, peer.source(path)) {
-            Ok(()) => peer.sent(path, 1, datagram.len()),
+            Ok(()) => peer.sent_one(path, datagram),
             // a control datagram too big for the route is a path MTU probe of a size that
             // does not pass: discovery's answer, not a drop
             Err(e) if e.raw_os_error() == Some(libc::EMSGSIZE) => {

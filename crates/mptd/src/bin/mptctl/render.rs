@@ -92,9 +92,10 @@ pub(crate) fn print_show(s: &Status, only: Option<&str>) {
                 );
             }
             println!(
-                "    transfer: {} received, {} sent",
+                "    transfer: {} received, {} sent ({} of it control)",
                 bytes(p.rx_bytes),
-                bytes(p.tx_bytes)
+                bytes(p.tx_bytes),
+                bytes(p.tx_control_bytes)
             );
             println!(
                 "    mtu: {}{}",
