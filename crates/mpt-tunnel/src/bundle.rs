@@ -91,7 +91,9 @@ impl<P> Endpoint<P> {
         let mut own = None;
         let mut squeeze = false;
         if let Some(open) = &self.paths[i].bundle {
-            if let (false, Some(prev)) = (pieces, &open.prev) {
+            // (a peer of version 3 takes whole entries only)
+            let v4 = self.wire_version >= 4;
+            if let (false, true, Some(prev)) = (pieces, v4, &open.prev) {
                 let h = udp4_headers(packet);
                 squeeze = h.as_ref().is_some_and(|h| compresses(prev, h));
                 own = Some(h);
@@ -360,6 +362,7 @@ impl<P> Endpoint<P> {
     ) -> Option<Vec<u8>> {
         let prefix = self.prefix();
         header.emit(&mut buf);
+        self.stamp(&mut buf);
         let len = if self.sealing() {
             let key = self.seal.clone()?;
             buf.resize(prefix + body + TAG_LEN, 0);

@@ -204,6 +204,7 @@ impl<P> Endpoint<P> {
         buf: &mut Vec<u8>,
         plain: usize,
     ) -> Option<usize> {
+        self.stamp(buf);
         let len = if self.sealing() {
             let key = self.seal.clone()?;
             let counter = self.counter;

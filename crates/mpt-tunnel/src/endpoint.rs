@@ -34,6 +34,12 @@ pub struct Endpoint<P> {
     pub(crate) seal: Option<Arc<SealKey>>,
     /// Next counter (nonce) under `seal`.
     pub(crate) counter: u64,
+    /// The protocol version of our datagrams: the session's, as its handshake set it
+    /// ([`mpt_core::wire::VERSION`] until one did, or [`mpt_core::wire::MIN_VERSION`] with a
+    /// peer that speaks no later).
+    pub(crate) wire_version: u8,
+    /// The version of the initiation in flight.
+    pub(crate) initiation_version: u8,
     // receive side
     pub(crate) reseq: Resequencer<P>,
     /// The peer's index for the current session, once a handshake made one: what we put in
@@ -174,6 +180,8 @@ impl<P> Endpoint<P> {
             seq: 0,
             seal: None,
             counter: 0,
+            wire_version: mpt_core::wire::VERSION,
+            initiation_version: mpt_core::wire::VERSION,
             reseq,
             peer_session: None,
             peer_restarts: 0,
@@ -346,6 +354,19 @@ impl<P> Endpoint<P> {
         let mut b = [0u8; N];
         (self.random)(&mut b);
         b
+    }
+
+    /// The protocol version of the session with the peer (of our datagrams to it).
+    pub fn wire_version(&self) -> u8 {
+        self.wire_version
+    }
+
+    /// Give a datagram whose header was just written the session's version (before it is
+    /// sealed: the header is authenticated with it).
+    pub(crate) fn stamp(&self, datagram: &mut [u8]) {
+        if self.wire_version != mpt_core::wire::VERSION {
+            mpt_core::wire::set_version(datagram, self.wire_version);
+        }
     }
 
     pub(crate) fn keepalive(&self) -> Duration {

@@ -68,6 +68,19 @@ impl<P> Endpoint<P> {
         c.attempts += 1;
         c.next_initiation = Some(now + wait);
         let attempt = c.attempts;
+        // the session's version for a rekey, else ours; every other try the other one, so
+        // that a peer of the version before ours answers too (it drops ours unread)
+        let first = if rekey {
+            self.wire_version
+        } else {
+            mpt_core::wire::VERSION
+        };
+        let other = if first == mpt_core::wire::VERSION {
+            mpt_core::wire::MIN_VERSION
+        } else {
+            mpt_core::wire::VERSION
+        };
+        self.initiation_version = if attempt % 2 == 0 { other } else { first };
         self.initiate(now);
         self.events
             .push_back(Event::HandshakeSent { attempt, rekey });
@@ -125,6 +138,7 @@ impl<P> Endpoint<P> {
             let mut d = msg.clone();
             // our index in the clear: a cookie reply is addressed with it
             HeaderRepr::handshake(Kind::Initiation, path, index, now).emit(&mut d);
+            mpt_core::wire::set_version(&mut d, self.initiation_version);
             self.pending.push_back(Pending::Raw {
                 path,
                 destination: to,
@@ -150,10 +164,11 @@ impl<P> Endpoint<P> {
         if header.path != path {
             return Err(self.count(DropReason::PathMismatch));
         }
+        let version = mpt_core::wire::version_of(buf).unwrap_or(mpt_core::wire::VERSION);
         match header.kind {
-            Kind::Initiation => self.take_initiation(now, path, from, message),
+            Kind::Initiation => self.take_initiation(now, path, from, message, version),
             Kind::CookieReply => self.take_cookie(now, path, header.session, message),
-            _ => self.take_response(now, path, from, header.session, message),
+            _ => self.take_response(now, path, from, header.session, message, version),
         }
     }
 
@@ -190,6 +205,7 @@ impl<P> Endpoint<P> {
         path: PathId,
         from: SocketAddr,
         message: &[u8],
+        version: u8,
     ) -> Result<(), DropReason> {
         let (message, macs) = message.split_at(NOISE_INITIATION_LEN);
         if !self.crypto.own_macs.mac1_valid(message, &macs[..MAC_LEN]) {
@@ -207,13 +223,15 @@ impl<P> Endpoint<P> {
         if *responder.peer() != self.cfg.keys.peer {
             return Err(self.count(DropReason::UnknownKey));
         }
-        self.accept(now, path, from, responder, &payload[..n], message)
+        self.accept(now, path, from, responder, &payload[..n], message, version)
     }
 
     /// An initiation that arrived at `now` on `path` from `from`, read already by a driver
     /// that found this endpoint by the initiator's key ([`Responder::read`]): `payload` is what
-    /// it carried, `message` the Noise message itself. Answered, and the session made, unless
-    /// it is stale or our settings cannot meet.
+    /// it carried, `message` the Noise message itself, `version` its header's. Answered in
+    /// that version, and the session made in it, unless it is stale or our settings cannot
+    /// meet.
+    #[allow(clippy::too_many_arguments)]
     pub fn accept_initiation(
         &mut self,
         now: Time,
@@ -222,6 +240,7 @@ impl<P> Endpoint<P> {
         responder: Responder,
         payload: &[u8],
         message: &[u8],
+        version: u8,
     ) -> crate::Outcome {
         // a peer whose paths we follow may have added this one (its initiation says so)
         let limit = if self.cfg.follow_peer_paths {
@@ -236,11 +255,12 @@ impl<P> Endpoint<P> {
             return crate::Outcome::Dropped(self.count(DropReason::StaleHandshake));
         }
         crate::Outcome::of(
-            self.accept(now, path, from, responder, payload, message)
+            self.accept(now, path, from, responder, payload, message, version)
                 .map(|()| crate::Outcome::Handled),
         )
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn accept(
         &mut self,
         now: Time,
@@ -249,6 +269,7 @@ impl<P> Endpoint<P> {
         responder: Responder,
         payload: &[u8],
         message: &[u8],
+        version: u8,
     ) -> Result<(), DropReason> {
         let Some(init) = Initiation::parse(payload) else {
             return Err(self.count(DropReason::BadHandshake));
@@ -292,6 +313,9 @@ impl<P> Endpoint<P> {
         };
         debug_assert_eq!(HEADER_LEN + len, RESPONSE_LEN);
         HeaderRepr::handshake(Kind::Response, path, init.index, now).emit(&mut d);
+        // the session speaks the initiator's version
+        mpt_core::wire::set_version(&mut d, version);
+        self.wire_version = version;
         let c = &mut self.crypto;
         c.taken_timestamp = init.timestamp;
         c.taken_ephemeral.copy_from_slice(&message[..32]);
@@ -325,6 +349,7 @@ impl<P> Endpoint<P> {
         from: SocketAddr,
         ours: u32,
         message: &[u8],
+        version: u8,
     ) -> Result<(), DropReason> {
         if self
             .crypto
@@ -351,6 +376,8 @@ impl<P> Endpoint<P> {
             Err(_) => return Err(self.refused(path, DropReason::CipherMismatch)),
         };
         self.take_feature_flags(resp.flags);
+        // the responder answered in the version of the initiation it took
+        self.wire_version = version;
         let continues = self.peer_session.is_some() && resp.flags & CipherFlags::CONTINUES != 0;
         self.install(
             now,

@@ -200,6 +200,7 @@ impl<P> Endpoint<P> {
             }
             self.after.extend(parity);
             header.emit(bufs[k].as_mut());
+            self.stamp(bufs[k].as_mut());
             b.inbuf |= 1 << i;
             plan[k] = Some(path);
         }

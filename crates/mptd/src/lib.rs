@@ -33,5 +33,20 @@ pub mod status;
 pub mod tunnel;
 pub mod uplinks;
 
-/// `mptd --version` and `mptctl --version`: the crate version and the commit it was built from.
-pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("MPTD_COMMIT"), ")");
+/// `mptd --version` and `mptctl --version`: the crate version, the commit it was built from, and
+/// the protocol versions it speaks (`mpt_core::wire::VERSION` first, down to `MIN_VERSION`).
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("MPTD_COMMIT"),
+    "), protocol versions 4 and 3"
+);
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_version_names_the_protocol_versions_spoken() {
+        let (v, min) = (mpt_core::wire::VERSION, mpt_core::wire::MIN_VERSION);
+        assert!(super::VERSION.ends_with(&format!("protocol versions {v} and {min}")));
+    }
+}

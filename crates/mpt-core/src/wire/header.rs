@@ -46,7 +46,7 @@ impl<T: AsRef<[u8]>> Header<T> {
             });
         }
         let vt = b[field::VER_TYPE];
-        if vt >> 5 != VERSION {
+        if !(super::MIN_VERSION..=VERSION).contains(&(vt >> 5)) {
             return Err(WireError::BadVersion(vt >> 5));
         }
         Kind::from_u8(vt & 0x0f).ok_or(WireError::UnknownKind(vt & 0x0f))?;

@@ -34,8 +34,25 @@ pub use nack::{
 pub use parity::{check_parity, ip_length, xor_into, MAX_PARITY_GROUP, MIN_PARITY_GROUP};
 pub use report::{report_len, Report, ReportEntry, ReportRepr};
 
-/// Protocol version carried in the top three bits of byte 0.
+/// Protocol version carried in the top three bits of byte 0: the one we speak first.
 pub const VERSION: u8 = 4;
+
+/// The oldest version we still speak, to a peer that has not upgraded: its datagrams are
+/// taken, and a session with it uses its version (handshake, `docs/protocol.md`, "Versions").
+pub const MIN_VERSION: u8 = 3;
+
+/// The version in a datagram's header, if it has a first byte.
+pub fn version_of(datagram: &[u8]) -> Option<u8> {
+    datagram.first().map(|b| b >> 5)
+}
+
+/// Write `version` into the header at the start of `datagram` (its kind and sealed flag
+/// kept).
+pub fn set_version(datagram: &mut [u8], version: u8) {
+    if let Some(b) = datagram.first_mut() {
+        *b = (*b & 0x1f) | (version << 5);
+    }
+}
 
 /// Length of the common header.
 pub const HEADER_LEN: usize = 16;
@@ -516,8 +533,11 @@ mod tests {
         assert_eq!(Datagram::parse(&bad), Err(WireError::BadVersion(1)));
         bad[0] = 2 << 5;
         assert_eq!(Datagram::parse(&bad), Err(WireError::BadVersion(2)));
+        // version 3 is still spoken (MIN_VERSION): its header passes
         bad[0] = 3 << 5;
-        assert_eq!(Datagram::parse(&bad), Err(WireError::BadVersion(3)));
+        assert_ne!(Datagram::parse(&bad), Err(WireError::BadVersion(3)));
+        bad[0] = 5 << 5;
+        assert_eq!(Datagram::parse(&bad), Err(WireError::BadVersion(5)));
         bad[0] = (4 << 5) | SEALED_FLAG;
         assert_eq!(Datagram::parse(&bad), Err(WireError::Sealed));
         bad[0] = (4 << 5) | 15;

@@ -33,6 +33,9 @@ pub struct PeerStatus {
     /// A handshake made a session with it.
     pub keys_agreed: bool,
     pub cipher: Option<String>,
+    /// The protocol version the session speaks (ours, or the peer's older one).
+    #[serde(default)]
+    pub protocol: Option<u8>,
     pub session: Option<String>,
     pub peer_session: Option<String>,
     /// Sessions made after the first that started afresh (the peer restarted).

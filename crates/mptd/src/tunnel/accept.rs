@@ -260,7 +260,8 @@ impl Tunnel {
         match admit {
             Admit::Read => {}
             Admit::Cookie => {
-                self.send_cookie(now, s, from, to, header.session, mac1);
+                let version = mpt_core::wire::version_of(d).unwrap_or(mpt_core::wire::VERSION);
+                self.send_cookie(now, s, from, to, (header.session, version), mac1);
                 return Err(DropReason::HandshakeLimited);
             }
             Admit::Refuse => {
@@ -312,7 +313,9 @@ impl Tunnel {
         let Some(ep) = guard.as_mut() else {
             return Err(DropReason::UnknownSession);
         };
-        let outcome = ep.accept_initiation(now, path, from, responder, &payload[..n], message);
+        let version = mpt_core::wire::version_of(d).unwrap_or(mpt_core::wire::VERSION);
+        let outcome =
+            ep.accept_initiation(now, path, from, responder, &payload[..n], message, version);
         Tunnel::gather(ep, now, i, out);
         peer.note_deadline(ep);
         drop(guard);
@@ -337,7 +340,7 @@ impl Tunnel {
         s: usize,
         from: SocketAddr,
         to: Option<std::net::IpAddr>,
-        index: u32,
+        (index, version): (u32, u8),
         mac1: &[u8],
     ) {
         use mpt_core::wire::{HeaderRepr, Kind, COOKIE_REPLY_LEN, HEADER_LEN};
@@ -356,6 +359,8 @@ impl Tunnel {
             d[HEADER_LEN + COOKIE_NONCE_LEN..].copy_from_slice(&sealed);
         }
         HeaderRepr::handshake(Kind::CookieReply, mpt_core::PathId(0), index, now).emit(&mut d);
+        // in the initiation's version: an initiator of the version before ours reads it
+        mpt_core::wire::set_version(&mut d, version);
         let Some(sock) = self.socket(s) else { return };
         if sock.io.try_send(&d, from, to).is_ok() {
             self.calls

@@ -45,8 +45,9 @@ pub(crate) fn print_show(s: &Status, only: Option<&str>) {
         }
         match (&peer.session, peer.keys_agreed) {
             (Some(session), true) => println!(
-                "  session: {session}, {}; latest handshake: {}; renewed {} times, restarted {} times",
+                "  session: {session}, {}, protocol {}; latest handshake: {}; renewed {} times, restarted {} times",
                 peer.cipher.as_deref().unwrap_or("in the clear"),
+                peer.protocol.map_or("?".to_owned(), |v| v.to_string()),
                 ago(peer.last_handshake_ms),
                 peer.rekeys,
                 peer.restarts
