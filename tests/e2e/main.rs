@@ -27,6 +27,7 @@ mod reload;
 mod sites;
 mod systemd;
 mod throughput;
+mod versions;
 
 use mpt_lab::harness::{Lab, LinkSpec, Side};
 
