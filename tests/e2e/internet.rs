@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mpt_core::seal::PrivateKey;
-use mpt_lab::harness::{mptd_bin, sibling_bin, tag_prefix, tbf};
+use mpt_lab::harness::{mptd_bin, sibling_bin, tag_prefix, tbf, terminate};
 
 use crate::need;
 
@@ -50,7 +50,7 @@ const HOSTS: [&str; 6] = ["lan", "site", "cgnat", "inet", "vps", "web"];
 impl Drop for Internet {
     fn drop(&mut self) {
         for (_, c) in &mut self.daemons {
-            stop(c);
+            terminate(c);
         }
         for h in HOSTS {
             let _ = Command::new("ip")
@@ -62,23 +62,6 @@ impl Drop for Internet {
             let _ = std::fs::remove_dir_all(&self.dir);
         }
     }
-}
-
-fn stop(c: &mut Child) {
-    if matches!(c.try_wait(), Ok(Some(_))) {
-        return;
-    }
-    // SAFETY: kill(2) on a child we spawned and have not reaped.
-    unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
-    let t0 = Instant::now();
-    while t0.elapsed() < Duration::from_secs(5) {
-        if matches!(c.try_wait(), Ok(Some(_))) {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let _ = c.kill();
-    let _ = c.wait();
 }
 
 impl Internet {
@@ -285,7 +268,15 @@ impl Internet {
             .position(|(h, _)| *h == host)
             .expect("running");
         let (_, mut c) = self.daemons.remove(i);
-        stop(&mut c);
+        terminate(&mut c);
+    }
+
+    /// The site's main routing tables (its uplinks' routes), as `ip route` shows them.
+    fn site_routes(&self) -> String {
+        self.sh(
+            "site",
+            "ip -4 route show table main; ip -6 route show table main",
+        )
     }
 
     /// Bytes `host` received on `dev` so far.
@@ -450,10 +441,7 @@ fn a_branch_reaches_the_internet_through_its_bond_and_falls_back_as_configured()
         crate::sha256(&f)
     };
     let web = Web::start(&lab.ns("web"), data);
-    let uplink_routes = lab.sh(
-        "site",
-        "ip -4 route show table main; ip -6 route show table main",
-    );
+    let uplink_routes = lab.site_routes();
 
     lab.start("vps", "server.toml", &keys, "");
     lab.start("site", "site.toml", &keys, "");
@@ -536,10 +524,7 @@ fn a_branch_reaches_the_internet_through_its_bond_and_falls_back_as_configured()
         "failing open, no rule is left:\n{rules}"
     );
     assert_eq!(
-        lab.sh(
-            "site",
-            "ip -4 route show table main; ip -6 route show table main"
-        ),
+        lab.site_routes(),
         uplink_routes,
         "the site's own routes are as before"
     );
@@ -559,10 +544,7 @@ fn a_branch_reaches_the_internet_through_its_bond_and_falls_back_as_configured()
         "failing closed, nothing leaves while mptd is stopped"
     );
     assert_eq!(
-        lab.sh(
-            "site",
-            "ip -4 route show table main; ip -6 route show table main"
-        ),
+        lab.site_routes(),
         uplink_routes,
         "the site's own routes are as before"
     );

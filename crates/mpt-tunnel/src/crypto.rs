@@ -58,6 +58,9 @@ pub(crate) struct CryptoState {
     pub(crate) sent_with_cookie: bool,
     /// Our number of paths changed since the session was made: a handshake that continues it
     /// tells the peer.
+    /// A session in an older protocol version than ours was probed once for ours (a rekey
+    /// that tries our version first): a peer that has upgraded answers it.
+    pub(crate) upgrade_probed: bool,
     pub(crate) announce_paths: bool,
 }
 
@@ -115,6 +118,7 @@ impl CryptoState {
             cookie: None,
             sent_mac1: [0; MAC_LEN],
             sent_with_cookie: false,
+            upgrade_probed: false,
             announce_paths: false,
         }
     }

@@ -21,6 +21,10 @@ use crate::{DropReason, Endpoint, Event};
 pub const RETRY_FIRST: Duration = Duration::from_secs(1);
 pub const RETRY_MAX: Duration = Duration::from_secs(5);
 
+/// A session made in an older version than ours is renewed this long after, trying ours
+/// first ([`crate::Endpoint`]'s handshake timer).
+pub const UPGRADE_PROBE: Duration = Duration::from_secs(5);
+
 impl<P> Endpoint<P> {
     /// As the initiator, at `now`: start a handshake if there is no session, or if the peer
     /// has been silent on every path for `dead` (it restarted, or a NAT forgot us); retry
@@ -45,14 +49,21 @@ impl<P> Endpoint<P> {
         let c = &self.crypto;
         let silent = c.last_heard.is_none_or(|t| now - t >= limit);
         // A working session renews its keys when they are `rekey_after` old, and tells the
-        // peer at once when our number of paths changed (a reload).
+        // peer at once when our number of paths changed (a reload). One in an older version
+        // than ours (our first initiation was lost, or the peer had not upgraded) is renewed
+        // once after [`UPGRADE_PROBE`], trying ours first.
+        let upgrade = self.wire_version < mpt_core::wire::VERSION
+            && !c.upgrade_probed
+            && c.made_at.is_some_and(|t| now - t >= UPGRADE_PROBE);
         let rekey = self.peer_session.is_some()
             && !silent
             && (c.announce_paths
+                || upgrade
                 || c.cipher.is_some()
                     && c.made_at
                         .is_some_and(|t| now - t >= self.cfg.keys.rekey_after));
         let c = &mut self.crypto;
+        c.upgrade_probed |= upgrade;
         if self.peer_session.is_some() && !silent && !rekey {
             c.attempts = 0;
             c.next_initiation = None;
@@ -68,19 +79,14 @@ impl<P> Endpoint<P> {
         c.attempts += 1;
         c.next_initiation = Some(now + wait);
         let attempt = c.attempts;
-        // the session's version for a rekey, else ours; every other try the other one, so
-        // that a peer of the version before ours answers too (it drops ours unread)
-        let first = if rekey {
-            self.wire_version
-        } else {
-            mpt_core::wire::VERSION
-        };
-        let other = if first == mpt_core::wire::VERSION {
+        // ours on the first two tries (the first is lost whenever the peer is not up yet),
+        // then every other try the version before, so that a peer of that version answers
+        // too (it drops ours unread), about three seconds in
+        self.initiation_version = if attempt >= 3 && attempt % 2 == 1 {
             mpt_core::wire::MIN_VERSION
         } else {
             mpt_core::wire::VERSION
         };
-        self.initiation_version = if attempt % 2 == 0 { other } else { first };
         self.initiate(now);
         self.events
             .push_back(Event::HandshakeSent { attempt, rekey });

@@ -81,7 +81,8 @@ pub fn in_netns<R: Send>(ns: &str, f: impl FnOnce() -> R + Send) -> Result<R> {
     })
 }
 
-pub(crate) fn terminate(c: &mut Child) {
+/// Stop a child this process started: SIGTERM, then SIGKILL after 5 s; reaped.
+pub fn terminate(c: &mut Child) {
     if matches!(c.try_wait(), Ok(Some(_))) {
         return;
     }
