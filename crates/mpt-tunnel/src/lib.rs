@@ -131,6 +131,11 @@ pub struct KeySettings {
 /// ([`EndpointConfig::idle_keepalive`]).
 pub const IDLE_AFTER: Duration = Duration::from_secs(2);
 
+/// Packets of at most this many bytes sent on a path data woke from idle are copied onto
+/// another path until the peer is heard on it (pings, DNS, TCP handshakes, voice, a TLS
+/// hello); larger ones are not.
+pub const WAKE_COPY_MAX: usize = 600;
+
 /// How long an idle path may be silent before it is down: three idle keepalives missed, and
 /// `dead` besides.
 pub fn idle_dead(idle_keepalive: Duration, dead: Duration) -> Duration {
@@ -153,7 +158,8 @@ pub struct EndpointConfig {
     /// crosses it this often (from whichever end's turn comes first; the other answers), it is
     /// down after [`idle_dead`] of silence, and no MTU probe confirms its size. Data sent on an
     /// idle path wakes it: a keepalive goes at once, and until the peer is heard on it again
-    /// (down if not within `dead`) a copy of what it carries goes on another path. `None`:
+    /// (down if not within `dead`) a copy of each packet of up to [`WAKE_COPY_MAX`] bytes it
+    /// carries goes on another path. `None`:
     /// paths are never idle (a keepalive every `keepalive` on every path without data).
     pub idle_keepalive: Option<Duration>,
     /// Largest inner packet. One larger than a path's datagram goes in pieces.
