@@ -20,7 +20,7 @@ use mpt_core::{PathId, Time};
 
 use crate::control::Pending;
 use crate::send::BatchPaths;
-use crate::{DropReason, Endpoint, Transmit};
+use crate::{DropReason, Connection, Transmit};
 
 /// A packet is bundled when its path's queue would hold it at least this long anyway.
 pub const BUNDLE_MIN_WAIT: Duration = Duration::from_millis(4);
@@ -59,7 +59,7 @@ impl crate::path::PathState {
     }
 }
 
-impl<P> Endpoint<P> {
+impl<P> Connection<P> {
     /// Bundle the inner packet `packet`, which the scheduler put on `path`, if its path is
     /// busy (or a bundle is open there already), or put it in pieces if it is larger than a
     /// datagram on the path carries: numbered, accounted and held. `used` is the batch's
@@ -209,7 +209,7 @@ impl<P> Endpoint<P> {
     }
 
     /// How long a datagram sent on `path` at `now` would wait behind what the path carries,
-    /// as bundling may count on: [`Endpoint::queue_seen`], or nothing without a report.
+    /// as bundling may count on: [`Connection::queue_seen`], or nothing without a report.
     pub(crate) fn bundle_wait(&self, now: Time, path: PathId) -> Duration {
         self.queue_seen(now, path).unwrap_or(Duration::ZERO)
     }
@@ -263,7 +263,7 @@ impl<P> Endpoint<P> {
     }
 
     /// Close `path`'s bundle, if one is open, to leave with a batch that uses the path: before
-    /// it ([`Endpoint::take_bundles`]), or after it ([`Endpoint::take_after_batch`]) when the
+    /// it ([`Connection::take_bundles`]), or after it ([`Connection::take_after_batch`]) when the
     /// batch has datagrams on the path already, which were numbered before the bundle. The
     /// batch's fences hold until it has left.
     pub(crate) fn close_riding(&mut self, now: Time, i: usize, b: &mut BatchPaths) {
@@ -377,7 +377,7 @@ impl<P> Endpoint<P> {
     }
 
     /// Bundles that must leave before the batch just numbered, in order: send them first on
-    /// their paths. (Left here, they go with [`Endpoint::poll_transmit`].)
+    /// their paths. (Left here, they go with [`Connection::poll_transmit`].)
     pub fn take_bundles(&mut self, out: &mut Vec<Transmit>) {
         out.append(&mut self.ready);
     }

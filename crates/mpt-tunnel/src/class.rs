@@ -5,8 +5,8 @@
 //! * [`Mode::Bond`] (every packet no class matches): the scheduler shares them out over the
 //!   paths, and a busy path may bundle them;
 //! * [`Mode::Fastest`]: on the path where a datagram sent now arrives soonest
-//!   (`Endpoint::soonest`), never held in a bundle; for [`LIGHT_HOLD`] after it, bulk may
-//!   queue no more than [`LIGHT_QUEUE`] on that path (`Endpoint::light_sent`);
+//!   (`Connection::soonest`), never held in a bundle; for [`LIGHT_HOLD`] after it, bulk may
+//!   queue no more than [`LIGHT_QUEUE`] on that path (`Connection::light_sent`);
 //! * [`Mode::Duplicate`]: on the two soonest paths at once, under one sequence number; the
 //!   receiver delivers the copy that arrives first and drops the other as a duplicate.
 //!
@@ -19,7 +19,7 @@ use std::time::Duration;
 use mpt_core::wire::{HeaderRepr, Kind};
 use mpt_core::{PathId, Time};
 
-use crate::{Endpoint, Transmit};
+use crate::{Connection, Transmit};
 
 /// How the packets of a class are sent (see the module documentation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -218,7 +218,7 @@ pub fn classify(classes: &[ClassRule], packet: &[u8]) -> Option<usize> {
 }
 
 /// The path a packet of a `fastest` or `duplicate` class took is kept short this long after
-/// it ([`Endpoint::light_sent`]).
+/// it ([`Connection::light_sent`]).
 pub const LIGHT_HOLD: Duration = Duration::from_secs(1);
 /// The queue bulk may build on that path meanwhile.
 pub const LIGHT_QUEUE: Duration = Duration::from_millis(2);
@@ -229,7 +229,7 @@ pub const SOONEST_TIE: Duration = Duration::from_millis(5);
 /// A path whose round-trip time is not measured yet counts as this slow.
 const UNMEASURED_RTT: Duration = Duration::from_secs(1);
 
-/// A packet to copy on another path once its batch is numbered ([`Endpoint::send_copy`]).
+/// A packet to copy on another path once its batch is numbered ([`Connection::send_copy`]).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct CopyOf {
     /// Its class, for the counts.
@@ -242,7 +242,7 @@ pub(crate) struct CopyOf {
     pub(crate) express: bool,
 }
 
-impl<P> Endpoint<P> {
+impl<P> Connection<P> {
     /// The class of the inner packet `packet` (its index in the configuration's classes) and
     /// how it is sent.
     pub(crate) fn class_of(&self, packet: &[u8]) -> (Option<usize>, Mode) {
@@ -254,7 +254,7 @@ impl<P> Endpoint<P> {
     }
 
     /// The path where a datagram sent at `now` arrives soonest, other than `not`: its delay
-    /// plus its queue ([`Endpoint::queue_seen`], or the scheduler's clock). The delay is the
+    /// plus its queue ([`Connection::queue_seen`], or the scheduler's clock). The delay is the
     /// path's smallest one-way delay above the nearest path's, as the peer's last report (within
     /// a second) gives it, or else half its smoothed round-trip time (which a report's way back
     /// and the queue of the packet it answers are part of). Only paths the scheduler may
@@ -263,7 +263,7 @@ impl<P> Endpoint<P> {
         self.soonest_where(now, |p| Some(p) != not)
     }
 
-    /// [`Endpoint::soonest`] among the paths `allowed` admits.
+    /// [`Connection::soonest`] among the paths `allowed` admits.
     pub(crate) fn soonest_where(
         &self,
         now: Time,
@@ -315,7 +315,7 @@ impl<P> Endpoint<P> {
     }
 
     /// Whether a packet of `class`, sent the fastest way, keeps its path short
-    /// ([`Endpoint::light_sent`]) and never waits in a bundle: not a pure TCP
+    /// ([`Connection::light_sent`]) and never waits in a bundle: not a pure TCP
     /// acknowledgement, nor a SYN (one packet: kept short for a second, its path starved the
     /// transfer it opened, which the learned rates then held to the far path). A transfer's
     /// acknowledgements are a stream too, and they would keep the near path short for bulk
@@ -349,7 +349,7 @@ impl<P> Endpoint<P> {
     }
 
     /// Send a copy of `packet` (as `c` says) on the next soonest path, numbered after the batch's packets there and leaving after them
-    /// ([`Endpoint::take_after_batch`]), so that each path's datagrams stay in order. `used` is the
+    /// ([`Connection::take_after_batch`]), so that each path's datagrams stay in order. `used` is the
     /// batch's set of paths: the copy's path joins it, and its fences hold until the batch
     /// and the copy have left.
     pub(crate) fn send_copy(&mut self, now: Time, c: CopyOf, packet: &[u8], used: &mut u64) {
@@ -400,8 +400,8 @@ impl<P> Endpoint<P> {
     /// What leaves after the batch just numbered, in order: copies ([`Mode::Duplicate`]),
     /// and on a path where a bundle closed by the batch was numbered after datagrams already
     /// in the batch, that bundle and what the batch numbered on the path after it. Send them
-    /// once the batch's datagrams have left, before [`Endpoint::batch_sent`]. (Left here, they
-    /// go with [`Endpoint::poll_transmit`] once no batch is being sent.)
+    /// once the batch's datagrams have left, before [`Connection::batch_sent`]. (Left here, they
+    /// go with [`Connection::poll_transmit`] once no batch is being sent.)
     pub fn take_after_batch(&mut self, out: &mut Vec<Transmit>) {
         out.append(&mut self.after);
     }

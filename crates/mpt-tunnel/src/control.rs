@@ -6,9 +6,9 @@ use mpt_core::seal::SEAL_OVERHEAD;
 use mpt_core::wire::{self, AckRepr, HeaderRepr, Kind, ReportEntry, ReportRepr, HEADER_LEN};
 use mpt_core::{PathId, Time};
 
-use crate::{Endpoint, Transmit};
+use crate::{Connection, Transmit};
 
-/// A control datagram queued for [`Endpoint::poll_transmit`], built when polled (so that an
+/// A control datagram queued for [`Connection::poll_transmit`], built when polled (so that an
 /// answer says how long it was held, and fences are current).
 #[derive(Debug, Clone)]
 pub(crate) enum Pending {
@@ -60,7 +60,7 @@ impl Pending {
     }
 }
 
-impl<P> Endpoint<P> {
+impl<P> Connection<P> {
     /// A control header: the sequence fields are our fences on `path` — the next global and
     /// per-path numbers, which tell the peer that every data datagram sent on the path before
     /// has lower ones. While a numbered batch for the path has not been handed to its socket,

@@ -1,7 +1,7 @@
-//! What an endpoint counts and shows of it: drops by reason (the resequencer's included),
+//! What a connection counts and shows of it: drops by reason (the resequencer's included),
 //! packets and bytes sent and delivered, control traffic, bundles.
 
-use crate::{DropCounts, DropReason, Drops, Endpoint};
+use crate::{DropCounts, DropReason, Drops, Connection};
 
 /// Counters other than drops.
 #[derive(Debug, Clone, Default)]
@@ -37,7 +37,7 @@ pub(crate) struct Counts {
     pub(crate) equalise_overflow: u64,
 }
 
-impl<P> Endpoint<P> {
+impl<P> Connection<P> {
     /// Drops by reason, the resequencer's duplicates and too-old packets included.
     pub fn drop_counts(&self) -> [u64; DropReason::COUNT] {
         let mut c = *self.counts.drops.counts();
@@ -47,7 +47,7 @@ impl<P> Endpoint<P> {
         c
     }
 
-    /// [`Endpoint::drop_counts`] by name.
+    /// [`Connection::drop_counts`] by name.
     pub fn drops(&self) -> DropCounts {
         DropCounts::from_counts(&self.drop_counts())
     }

@@ -1,4 +1,4 @@
-//! The endpoint's keys and handshake state ([`CryptoState`]): the current session's, the one a
+//! The connection's keys and handshake state ([`CryptoState`]): the current session's, the one a
 //! rekey replaced (still open for what was in flight), the one a responder made and has not
 //! used yet, and what our initiations and the peer's cookies need; installing the session a
 //! handshake made, and drawing its index.
@@ -139,7 +139,7 @@ impl Keys {
     }
 }
 
-impl<P> crate::Endpoint<P> {
+impl<P> crate::Connection<P> {
     /// A handshake made a session: `ours` and `theirs` are the indices, `keys` its keys.
     /// `continues`: the peer had the session this one replaces, and its sequence numbers go
     /// on (a rekey): the old session's keys still open what was in flight, and nothing is

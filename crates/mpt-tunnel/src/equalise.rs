@@ -21,7 +21,7 @@ use std::time::Duration;
 use mpt_core::Time;
 
 use crate::liveness::LinkState;
-use crate::{Endpoint, Incoming, PathSettings};
+use crate::{Connection, Incoming, PathSettings};
 
 /// Most a packet waits to match the farthest path.
 pub const MAX_LAG: Duration = Duration::from_millis(200);
@@ -102,7 +102,7 @@ impl<P> Equaliser<P> {
     }
 }
 
-impl<P> Endpoint<P> {
+impl<P> Connection<P> {
     /// Whether `data` waits to match the farthest path: bonded traffic (or a connection's
     /// first SYN), while its path's lag is worth it or packets wait there already (which it
     /// must not overtake).

@@ -19,7 +19,7 @@ use mpt_core::wire::{self, HeaderRepr, Kind, ReportEntry, MAX_PARITY_GROUP, MIN_
 use mpt_core::{PathId, Time};
 use mpt_reseq::PacketMeta;
 
-use crate::{DropReason, Endpoint, Incoming, Transmit};
+use crate::{DropReason, Connection, Incoming, Transmit};
 
 /// A path's parity starts when its smoothed loss rate reaches this.
 pub const FEC_ON_LOSS: f64 = 0.005;
@@ -89,7 +89,7 @@ pub struct FecTx {
 }
 
 impl FecTx {
-    /// Parity on, a parity every `k` packets (for tests and benchmarks: an endpoint sets `k`
+    /// Parity on, a parity every `k` packets (for tests and benchmarks: a connection sets `k`
     /// from the peer's reports).
     pub fn with_group(k: usize) -> FecTx {
         FecTx {
@@ -263,7 +263,7 @@ pub struct ParityCounts {
     pub mismatched: u64,
 }
 
-impl<P> Endpoint<P> {
+impl<P> Connection<P> {
     /// Whether parity may be used with this peer: both ends take it, and resending is on.
     pub fn parity(&self) -> bool {
         self.peer_parity && self.cfg.parity && self.resending()

@@ -1,4 +1,4 @@
-//! The endpoint's side of the handshake (`docs/protocol.md`, "Handshake"): starting one and
+//! The connection's side of the handshake (`docs/protocol.md`, "Handshake"): starting one and
 //! starting again while the peer is silent, and answering the peer's (the session it makes
 //! is installed in `crypto.rs`).
 
@@ -14,7 +14,7 @@ use mpt_core::{PathId, Time};
 
 use crate::control::Pending;
 use crate::crypto::{Keys, NextSession};
-use crate::{DropReason, Endpoint, Event};
+use crate::{DropReason, Connection, Event};
 
 /// The first retry of an unanswered initiation; each next one waits twice as long, up to
 /// [`RETRY_MAX`].
@@ -22,10 +22,10 @@ pub const RETRY_FIRST: Duration = Duration::from_secs(1);
 pub const RETRY_MAX: Duration = Duration::from_secs(5);
 
 /// A session made in an older version than ours is renewed this long after, trying ours
-/// first ([`crate::Endpoint`]'s handshake timer).
+/// first ([`crate::Connection`]'s handshake timer).
 pub const UPGRADE_PROBE: Duration = Duration::from_secs(5);
 
-impl<P> Endpoint<P> {
+impl<P> Connection<P> {
     /// As the initiator, at `now`: start a handshake if there is no session, or if the peer
     /// has been silent on every path for `dead` (it restarted, or a NAT forgot us); retry
     /// while unanswered.
@@ -233,7 +233,7 @@ impl<P> Endpoint<P> {
     }
 
     /// An initiation that arrived at `now` on `path` from `from`, read already by a driver
-    /// that found this endpoint by the initiator's key ([`Responder::read`]): `payload` is what
+    /// that found this connection by the initiator's key ([`Responder::read`]): `payload` is what
     /// it carried, `message` the Noise message itself, `version` its header's. Answered in
     /// that version, and the session made in it, unless it is stale or our settings cannot
     /// meet.

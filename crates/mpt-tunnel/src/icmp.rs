@@ -102,10 +102,10 @@ fn checksum(parts: &[&[u8]]) -> u16 {
     internet_checksum(0, parts)
 }
 
-/// Most "too big" answers an endpoint makes a second.
+/// Most "too big" answers a connection makes a second.
 pub const ICMP_PER_SECOND: u32 = 20;
 
-impl<P> crate::Endpoint<P> {
+impl<P> crate::Connection<P> {
     /// An ICMP "too big" answer to write to the TUN device, for a packet larger than the
     /// tunnel could carry (a peer that takes no pieces): at most [`ICMP_PER_SECOND`].
     pub fn take_icmp(&mut self) -> Option<Vec<u8>> {

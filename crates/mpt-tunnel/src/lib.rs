@@ -1,13 +1,13 @@
-//! The mptd protocol as a sans-IO engine, in the shape of quinn-proto: an [`Endpoint`] is one
+//! The mptd protocol as a sans-IO engine, in the shape of quinn-proto: a [`Connection`] is one
 //! peer session. It numbers and seals what we send, opens and checks what arrives, runs the
 //! handshake, the replay window, per-path liveness, fences, address learning, receiver
 //! reports both ways, the scheduler and the resequencer.
 //!
 //! It does no I/O, starts no thread and never reads the clock: every input is a call that
-//! takes `now` ([`Endpoint::handle_datagram`], [`Endpoint::number_batch`],
-//! [`Endpoint::handle_timeout`]), and every output is polled ([`Endpoint::poll_transmit`],
-//! [`Endpoint::poll_timeout`], [`Endpoint::poll_event`], [`Endpoint::take_delivered`]).
-//! Randomness comes from the caller too ([`Random`]). A driver that keeps the endpoint
+//! takes `now` ([`Connection::handle_datagram`], [`Connection::number_batch`],
+//! [`Connection::handle_timeout`]), and every output is polled ([`Connection::poll_transmit`],
+//! [`Connection::poll_timeout`], [`Connection::poll_event`], [`Connection::take_delivered`]).
+//! Randomness comes from the caller too ([`Random`]). A driver that keeps the connection
 //! behind a lock shared by its sending and receiving tasks can seal ([`Sealer`]) and open
 //! ([`Opener`]) outside it. The daemon (`mptd`) drives it with real
 //! sockets and a TUN device; the tests drive two of them over simulated links.
@@ -19,7 +19,7 @@ mod control;
 mod counts;
 mod crypto;
 mod drops;
-mod endpoint;
+mod connection;
 mod equalise;
 mod fec;
 mod handshake;
@@ -45,7 +45,7 @@ pub use class::{
 };
 pub use crypto::PREVIOUS_SESSION_KEPT;
 pub use drops::{DropCounts, DropReason, Drops};
-pub use endpoint::Endpoint;
+pub use connection::Connection;
 pub use equalise::{MAX_LAG, MIN_LAG};
 pub use fec::{group_size, FecRx, FecTx, ParityCounts, Solved, FEC_OFF_LOSS, FEC_ON_LOSS};
 pub use icmp::ICMP_PER_SECOND;
@@ -69,7 +69,7 @@ pub use mpt_core::wire::{Overhead, FRAMING};
 /// random source in the daemon, a seeded generator in tests).
 pub type Random = Box<dyn FnMut(&mut [u8]) + Send>;
 
-/// What an endpoint needs to know about one path.
+/// What a connection needs to know about one path.
 #[derive(Debug, Clone)]
 pub struct PathSettings {
     pub name: String,
@@ -113,7 +113,7 @@ pub struct KeySettings {
     /// How data is sealed; `None`: in the clear (`encryption = "none"`; the handshake still
     /// authenticates both hosts).
     pub encryption: Option<CipherChoice>,
-    /// This CPU has AES in hardware (an `auto` endpoint then offers AES-256-GCM).
+    /// This CPU has AES in hardware (an `auto` connection then offers AES-256-GCM).
     pub aes_in_hardware: bool,
     /// We start handshakes (we know where the peer is), and start again when the peer falls
     /// silent; otherwise we wait for the peer's.
@@ -128,7 +128,7 @@ pub struct KeySettings {
 }
 
 /// A path that carried no data either way for this long is idle
-/// ([`EndpointConfig::idle_keepalive`]).
+/// ([`ConnectionConfig::idle_keepalive`]).
 pub const IDLE_AFTER: Duration = Duration::from_secs(2);
 
 /// Packets of at most this many bytes sent on a path data woke from idle are copied onto
@@ -145,9 +145,9 @@ pub fn idle_dead(idle_keepalive: Duration, dead: Duration) -> Duration {
 /// The default of [`KeySettings::rekey_after`] (WireGuard's too).
 pub const REKEY_AFTER: Duration = Duration::from_secs(120);
 
-/// An endpoint's settings.
+/// An connection's settings.
 #[derive(Debug, Clone)]
-pub struct EndpointConfig {
+pub struct ConnectionConfig {
     pub paths: Vec<PathSettings>,
     pub scheduler: SchedulerKind,
     pub reorder_window: usize,
@@ -165,12 +165,12 @@ pub struct EndpointConfig {
     /// Largest inner packet. One larger than a path's datagram goes in pieces.
     pub mtu: u16,
     pub keys: KeySettings,
-    /// A driver with many endpoints behind one socket finds a datagram's endpoint by the index
+    /// A driver with many connections behind one socket finds a datagram's connection by the index
     /// in its `session` field: with `Some(slot)`, the low 16 bits of every index this
-    /// endpoint draws are `slot` ([`index_slot`]).
+    /// connection draws are `slot` ([`index_slot`]).
     pub index_slot: Option<u16>,
     /// Our paths are the peer's (a peer that comes to a listen socket): when its initiation
-    /// says it has more or fewer, ours follow ([`Endpoint::reconfigure`]), rather than the
+    /// says it has more or fewer, ours follow ([`Connection::reconfigure`]), rather than the
     /// handshake being refused.
     pub follow_peer_paths: bool,
     /// Pack small packets into bundles while their path is busy ([`mpt_core::wire::Kind::Bundle`]).
@@ -190,16 +190,16 @@ pub struct EndpointConfig {
     pub classes: Vec<ClassRule>,
 }
 
-impl EndpointConfig {
+impl ConnectionConfig {
     /// These settings over `n` paths of the peer's own (a peer that comes to our listen
     /// sockets): named `p0`, `p1`, ..., weight 1, no rate (learned), their remotes unknown
     /// until heard; the outer overhead our first path has, if any.
-    pub fn with_peer_paths(&self, n: usize) -> EndpointConfig {
+    pub fn with_peer_paths(&self, n: usize) -> ConnectionConfig {
         let overhead = self
             .paths
             .first()
             .map_or(Overhead::new(true, false).outer_link(), |p| p.overhead);
-        EndpointConfig {
+        ConnectionConfig {
             paths: (0..n)
                 .map(|i| PathSettings {
                     name: format!("p{i}"),
@@ -217,7 +217,7 @@ impl EndpointConfig {
     }
 }
 
-impl EndpointConfig {
+impl ConnectionConfig {
     /// The largest datagram (UDP payload) worth having on path `i`: a whole inner packet of
     /// `mtu` bytes with its header (and counter and tag), below the path's MTU cap if any.
     pub fn datagram_ceiling(&self, i: usize) -> usize {
@@ -236,20 +236,20 @@ impl EndpointConfig {
     }
 }
 
-/// The slot of the endpoint a datagram's `session` field (an index drawn with
-/// [`EndpointConfig::index_slot`]) is for.
+/// The slot of the connection a datagram's `session` field (an index drawn with
+/// [`ConnectionConfig::index_slot`]) is for.
 pub fn index_slot(session: u32) -> u16 {
     session as u16
 }
 
-/// What became of a datagram given to [`Endpoint::handle_datagram`].
+/// What became of a datagram given to [`Connection::handle_datagram`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     /// A data datagram, authentic and well formed: its inner packet lies at `packet` in the
-    /// buffer. Give it to [`Endpoint::push_data`].
+    /// buffer. Give it to [`Connection::push_data`].
     Data(Incoming),
     /// A bundle, authentic and well formed: its inner packets, in the order they were packed.
-    /// Give each to [`Endpoint::push_data`] ([`Outcome::packets`]).
+    /// Give each to [`Connection::push_data`] ([`Outcome::packets`]).
     Bundle(Vec<Incoming>),
     /// A control message (or a handshake message), acted on.
     Handled,
@@ -278,7 +278,7 @@ impl Outcome {
 pub struct Incoming {
     pub meta: PacketMeta,
     /// Where the inner packet lies in the datagram's buffer (it always starts at
-    /// [`Endpoint::prefix`]).
+    /// [`Connection::prefix`]).
     pub packet: std::ops::Range<usize>,
     /// Sent express ([`mpt_core::wire::Kind::Express`]): delivered at once, not in order.
     pub express: bool,
@@ -306,7 +306,7 @@ pub enum DownReason {
     /// The peer said goodbye: it is stopping.
     PeerClosed,
     /// Our uplink for the path cannot carry anything (the driver said so:
-    /// [`Endpoint::set_uplink`]).
+    /// [`Connection::set_uplink`]).
     Uplink(UplinkDown),
     /// The peer's keepalives on it say that it hears nothing from us there (we hear it: the
     /// path works one way only). We send no data on it until they say otherwise.

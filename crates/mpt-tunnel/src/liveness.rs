@@ -194,9 +194,9 @@ impl Liveness {
     }
 }
 
-/// What a path's liveness changes in the endpoint: the scheduler, the resequencer and the
+/// What a path's liveness changes in the connection: the scheduler, the resequencer and the
 /// driver's events follow it.
-impl<P> crate::Endpoint<P> {
+impl<P> crate::Connection<P> {
     /// The peer said goodbye: every path is down at once.
     pub(crate) fn peer_closed(&mut self, now: Time) {
         for i in 0..self.paths.len() {
@@ -293,7 +293,7 @@ impl<P> crate::Endpoint<P> {
         }
     }
 
-    /// Whether path `i` is idle at `now` ([`crate::EndpointConfig::idle_keepalive`]).
+    /// Whether path `i` is idle at `now` ([`crate::ConnectionConfig::idle_keepalive`]).
     pub(crate) fn idle_path(&self, i: usize, now: Time) -> bool {
         self.cfg.idle_keepalive.is_some()
             && now.saturating_since(self.paths[i].active_at) >= crate::IDLE_AFTER
@@ -301,7 +301,7 @@ impl<P> crate::Endpoint<P> {
 
     /// Data goes on path `i` at `now`. An idle path that is not down wakes: a keepalive goes
     /// at once, and until the peer is heard on it (down if not within `dead`), what it carries
-    /// is copied to another path ([`Endpoint::woken`]).
+    /// is copied to another path ([`Connection::woken`]).
     pub(crate) fn data_on(&mut self, i: usize, now: Time) {
         if self.idle_path(i, now) && self.paths[i].live.state != LinkState::Down {
             self.paths[i].woken_at = Some(now);
@@ -395,7 +395,7 @@ mod tests {
     #[test]
     fn silence_counts_from_when_the_path_began_to_be_watched() {
         let at = Time::from_millis;
-        // an endpoint made at 10 s (a peer session that starts late)
+        // a connection made at 10 s (a peer session that starts late)
         let mut l = Liveness::new(at(10_000));
         assert_eq!(l.check(at(10_100), DEAD, None), None);
         assert_eq!(l.check(at(10_500), DEAD, None), Some(DEAD));

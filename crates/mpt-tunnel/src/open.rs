@@ -1,10 +1,10 @@
-//! Opening sealed datagrams outside the endpoint: the AEAD is the costly part of receiving,
-//! and a driver that keeps the endpoint behind a lock (shared with the sending side) can open
+//! Opening sealed datagrams outside the connection: the AEAD is the costly part of receiving,
+//! and a driver that keeps the connection behind a lock (shared with the sending side) can open
 //! a whole batch first, without the lock, and hand the results in under it.
 //!
-//! [`Endpoint::opener`] gives the current session's key; [`Opener::open`] opens in place
+//! [`Connection::opener`] gives the current session's key; [`Opener::open`] opens in place
 //! what is sealed data or control of that session, and leaves everything else (handshakes, other
-//! sessions, malformed input) to [`Endpoint::handle_datagram`]; [`Endpoint::handle_opened`]
+//! sessions, malformed input) to [`Connection::handle_datagram`]; [`Connection::handle_opened`]
 //! takes what it opened. The replay window is checked there, after authentication: a replay
 //! is opened for nothing, which a forgery with a fresh counter costs anyway.
 
@@ -15,7 +15,7 @@ use mpt_core::seal::{self, SealKey, COUNTER_LEN, SEALED_HEADER_LEN};
 use mpt_core::wire::Header;
 use mpt_core::{PathId, Time};
 
-use crate::{DropReason, Endpoint, Outcome};
+use crate::{DropReason, Connection, Outcome};
 
 /// The key of the session agreed when it was taken: see the module documentation.
 #[derive(Clone)]
@@ -38,7 +38,7 @@ impl std::fmt::Debug for Opener {
     }
 }
 
-/// What [`Opener::open`] made of a datagram, for [`Endpoint::handle_opened`].
+/// What [`Opener::open`] made of a datagram, for [`Connection::handle_opened`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Opened {
     epoch: u64,
@@ -48,7 +48,7 @@ pub struct Opened {
 
 impl Opener {
     /// Open `buf` in place if it is a sealed datagram of this session that fits;
-    /// `None` leaves it untouched for [`Endpoint::handle_datagram`].
+    /// `None` leaves it untouched for [`Connection::handle_datagram`].
     pub fn open(&self, buf: &mut [u8]) -> Option<Opened> {
         if buf.len() > self.max_datagram {
             return None;
@@ -74,7 +74,7 @@ impl Opener {
     }
 }
 
-impl<P> Endpoint<P> {
+impl<P> Connection<P> {
     /// The current session's [`Opener`], once keys are agreed (sealing only).
     pub fn opener(&self) -> Option<Opener> {
         let c = &self.crypto;
@@ -88,7 +88,7 @@ impl<P> Endpoint<P> {
     }
 
     /// A datagram that arrived at `now` on `path` from `from`, opened in `buf` by an
-    /// [`Opener`]: as [`Endpoint::handle_datagram`] for the rest. One opened under keys that
+    /// [`Opener`]: as [`Connection::handle_datagram`] for the rest. One opened under keys that
     /// have been replaced since belongs to the old session and is dropped as such.
     pub fn handle_opened(
         &mut self,

@@ -1,4 +1,4 @@
-//! What the endpoint keeps per path ([`PathState`]), and what it shows of a path
+//! What the connection keeps per path ([`PathState`]), and what it shows of a path
 //! ([`PathInfo`]).
 
 use std::net::SocketAddr;
@@ -7,9 +7,9 @@ use mpt_core::wire::ReportEntry;
 use mpt_core::{PathId, Time};
 
 use crate::liveness::{LinkState, Liveness};
-use crate::Endpoint;
+use crate::Connection;
 
-/// Everything the endpoint keeps per path.
+/// Everything the connection keeps per path.
 #[derive(Debug, Clone)]
 pub(crate) struct PathState {
     /// Where we send: configured, then wherever authenticated datagrams come from; `None`
@@ -18,7 +18,7 @@ pub(crate) struct PathState {
     /// Next per-path sequence number.
     pub(crate) path_seq: u16,
     /// Batches numbered for this path that the driver has not yet handed to the socket, and
-    /// the fence that held before the oldest of them (see [`Endpoint::fence_header`]).
+    /// the fence that held before the oldest of them (see [`Connection::fence_header`]).
     pub(crate) unsent: u16,
     pub(crate) fence_before: (u32, u16),
     /// Data datagrams numbered for the path whose batch has not been sent yet.
@@ -42,7 +42,7 @@ pub(crate) struct PathState {
     /// Small packets waiting for the path ([`crate::bundle`]).
     pub(crate) bundle: Option<crate::bundle::OpenBundle>,
     /// When the data sent on the path was last compared with what the peer received
-    /// ([`Endpoint::watch_delivery`]): then, `data_sent` and the peer's counts of packets
+    /// ([`Connection::watch_delivery`]): then, `data_sent` and the peer's counts of packets
     /// received and lost.
     pub(crate) delivery_mark: Option<(Time, u64, u32, u32)>,
     /// Path MTU discovery: the largest datagram the path carries.
@@ -147,7 +147,7 @@ pub struct PathInfo {
     pub pmtu_drops: u64,
 }
 
-impl<P> Endpoint<P> {
+impl<P> Connection<P> {
     /// Path `i`'s state as the operator sees it: down while the peer hears nothing from us on
     /// it, and while its uplink is down (even one never up).
     pub(crate) fn path_state(&self, i: usize) -> LinkState {

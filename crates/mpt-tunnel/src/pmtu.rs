@@ -42,7 +42,7 @@ pub const RAISE_INTERVAL: Duration = Duration::from_secs(30);
 /// [`Pmtu::confirm_interval`]).
 pub const CONFIRM_INTERVAL: Duration = Duration::from_secs(1);
 
-/// The shortest time over which [`crate::Endpoint::watch_delivery`] compares what a path
+/// The shortest time over which [`crate::Connection::watch_delivery`] compares what a path
 /// carried with what was sent on it.
 pub const DELIVERY_WINDOW: Duration = Duration::from_millis(100);
 /// The fewest data datagrams sent (or found missing) over that time for a shortfall to count.
@@ -364,7 +364,7 @@ impl Pmtu {
     }
 }
 
-impl<P> crate::Endpoint<P> {
+impl<P> crate::Connection<P> {
     /// The most bytes of body (after the header, and counter) a datagram on path `i` may
     /// carry now: what discovery found passes, less the header (and counter and tag).
     pub(crate) fn body_cap(&self, i: usize) -> usize {
@@ -417,7 +417,7 @@ impl<P> crate::Endpoint<P> {
         }
     }
 
-    /// No report came from the peer for twice the window of [`Endpoint::watch_delivery`], and
+    /// No report came from the peer for twice the window of [`Connection::watch_delivery`], and
     /// for a window longer than its reports lately came apart (at most
     /// [`mpt_reseq::feedback::MAX_INTERVAL`], its floor while data arrives), while we sent at
     /// least [`DELIVERY_SHORTFALL`] data datagrams on path `i`: the peer heard none of them

@@ -4,7 +4,7 @@
 //! A packet's head piece (the last entry of a bundle) says its length and carries its path
 //! sequence; continuations bring the rest, on any path, in any order. Memory is bounded: at
 //! most [`MAX_INCOMPLETE`] packets wait, each at most the tunnel MTU, for at most the timeout
-//! the endpoint gives. Pieces that overlap, exceed their packet or the MTU drop the packet;
+//! the connection gives. Pieces that overlap, exceed their packet or the MTU drop the packet;
 //! a piece that arrives twice is dropped alone. Nothing here trusts the sender: a stranger's
 //! pieces (without encryption) cost at most this memory and never reach the TUN device unless
 //! they make a whole, valid IP packet.
@@ -159,17 +159,17 @@ impl Reassembly {
     }
 }
 
-impl<P> crate::Endpoint<P> {
+impl<P> crate::Connection<P> {
     /// A packet that came in pieces, put back together (or a bundle's compressed entry, and
-    /// the entries of its bundle, rebuilt): give it to [`crate::Endpoint::push_data`] (its
+    /// the entries of its bundle, rebuilt): give it to [`crate::Connection::push_data`] (its
     /// [`crate::Incoming::packet`] range is in the `Vec`). Take these after each
-    /// [`crate::Endpoint::handle_datagram`], before the packets of its outcome.
+    /// [`crate::Connection::handle_datagram`], before the packets of its outcome.
     pub fn take_assembled(&mut self) -> Option<(crate::Incoming, Vec<u8>)> {
         self.assembled.pop_front()
     }
 
     /// A piece of a packet: to the reassembly; a packet it completes goes to
-    /// [`Endpoint::take_assembled`].
+    /// [`Connection::take_assembled`].
     pub(crate) fn take_piece(&mut self, now: Time, piece: crate::reassembly::Piece<'_>) {
         let max = usize::from(self.cfg.mtu);
         match self.reasm.add(now, max, piece) {

@@ -1,14 +1,14 @@
-//! Changing a running endpoint's settings: the operator's change to a path's scheduling, a
+//! Changing a running connection's settings: the operator's change to a path's scheduling, a
 //! reloaded configuration, and the paths of a peer that added or removed some.
 
 use mpt_core::{PathId, Time};
 
-use crate::endpoint::build_scheduler;
+use crate::connection::build_scheduler;
 use crate::liveness::LinkState;
 use crate::path::PathState;
-use crate::{DropReason, Endpoint, EndpointConfig, Event};
+use crate::{DropReason, Connection, ConnectionConfig, Event};
 
-impl<P> Endpoint<P> {
+impl<P> Connection<P> {
     /// The operator changed `path`'s weight, rate or backup flag (`None`: unchanged; a rate of
     /// `Some(None)`: none configured, learned or not assumed). The scheduler is made again with
     /// the new settings and told which paths are usable now; the `adaptive` scheduler learns
@@ -53,16 +53,16 @@ impl<P> Endpoint<P> {
     ///
     /// When the number of paths changed and we initiate, a handshake that continues the
     /// session tells the peer at once (its initiation carries the count): a peer that follows
-    /// our paths ([`EndpointConfig::follow_peer_paths`]) takes the new count; one with paths
+    /// our paths ([`ConnectionConfig::follow_peer_paths`]) takes the new count; one with paths
     /// of its own takes it once its own configuration has as many, until then refusing it
     /// while the session goes on.
     ///
     /// # Panics
     /// With no path or more than [`mpt_core::MAX_PATHS`] (the configuration refuses both).
-    pub fn reconfigure(&mut self, now: Time, new: EndpointConfig) {
+    pub fn reconfigure(&mut self, now: Time, new: ConnectionConfig) {
         assert!(
             (1..=mpt_core::MAX_PATHS).contains(&new.paths.len()),
-            "an endpoint has 1 to {} paths",
+            "a connection has 1 to {} paths",
             mpt_core::MAX_PATHS
         );
         let before = self.paths.len();
@@ -101,11 +101,11 @@ impl<P> Endpoint<P> {
         // per-class counters follow the classes by position: they start again when the
         // classes changed
         let names =
-            |c: &EndpointConfig| c.classes.iter().map(|c| c.name.clone()).collect::<Vec<_>>();
+            |c: &ConnectionConfig| c.classes.iter().map(|c| c.name.clone()).collect::<Vec<_>>();
         if names(&self.cfg) != names(&new) {
             self.counts.class_sent.clear();
         }
-        let keep = EndpointConfig {
+        let keep = ConnectionConfig {
             keys: self.cfg.keys.clone(),
             mtu: self.cfg.mtu,
             reorder_window: self.cfg.reorder_window,

@@ -10,16 +10,16 @@ use mpt_core::{PathId, Time};
 use mpt_reseq::PacketMeta;
 
 use crate::control::Pending;
-use crate::{DropReason, Endpoint, Event, Incoming, Outcome};
+use crate::{DropReason, Connection, Event, Incoming, Outcome};
 
 /// On a path we send data on, keepalives are answered at most this often.
 pub const BUSY_ACK_INTERVAL: Duration = Duration::from_secs(1);
 
-impl<P> Endpoint<P> {
+impl<P> Connection<P> {
     /// A datagram arrived at `now` on `path` from `from`, in `buf` (opened in place when
     /// sealed). Control messages and handshakes are acted on here (answers are queued for
-    /// [`Endpoint::poll_transmit`], packets a fence releases for
-    /// [`Endpoint::take_delivered`]); data is returned for [`Endpoint::push_data`].
+    /// [`Connection::poll_transmit`], packets a fence releases for
+    /// [`Connection::take_delivered`]); data is returned for [`Connection::push_data`].
     pub fn handle_datagram(
         &mut self,
         now: Time,
@@ -257,7 +257,7 @@ impl<P> Endpoint<P> {
     /// `body` starts at `at` in the buffer: whole packets for the resequencer, in order; a head
     /// piece to the reassembly. They take consecutive path sequences from the header's. When
     /// one is compressed (its headers rebuilt, so not in the buffer), all of them go as
-    /// packets of their own ([`Endpoint::take_assembled`]), in the same order.
+    /// packets of their own ([`Connection::take_assembled`]), in the same order.
     fn take_entries(
         &mut self,
         now: Time,
@@ -383,7 +383,7 @@ impl<P> Endpoint<P> {
         }
     }
 
-    /// The driver found the peer somewhere else for `path` (its endpoint's host name resolves
+    /// The driver found the peer somewhere else for `path` (its connection's host name resolves
     /// to a new address): what we send on the path goes there from now on, and an initiator
     /// waiting for an answer sends its next initiation at once rather than after its backoff.
     pub fn set_remote(&mut self, path: PathId, to: SocketAddr) {

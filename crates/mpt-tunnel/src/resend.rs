@@ -23,7 +23,7 @@ use mpt_core::{PathId, Time};
 use mpt_reseq::Gap;
 
 use crate::control::Pending;
-use crate::Endpoint;
+use crate::Connection;
 
 /// Packets kept for resending (the latest ones sent; a power of two). At 1 Gbit/s of
 /// 1400-byte packets that is the last 46 ms; at 100 Mbit/s, the last 460 ms.
@@ -123,7 +123,7 @@ pub struct ResendCounts {
     pub parity_bytes: u64,
 }
 
-impl<P> Endpoint<P> {
+impl<P> Connection<P> {
     /// Whether resending is on: both ends' handshakes said they take resend requests and
     /// resent packets.
     pub fn resending(&self) -> bool {
@@ -138,7 +138,7 @@ impl<P> Endpoint<P> {
     }
 
     /// The receiver's half: the path sequence gaps the resequencer saw since the last call go
-    /// into resend requests (queued for [`Endpoint::poll_transmit`]), but for packets a parity
+    /// into resend requests (queued for [`Connection::poll_transmit`]), but for packets a parity
     /// made again already ([`crate::fec`]).
     pub(crate) fn request_resends(&mut self) {
         if !self.resending() {
@@ -268,7 +268,7 @@ impl<P> Endpoint<P> {
 
     /// Keep the whole packets of a data, bundle or continued datagram with `header` and plain
     /// `body` for resending (not a continuation or a head piece: a packet in pieces is kept
-    /// whole where it is cut, in [`Endpoint::bundle_packet`]).
+    /// whole where it is cut, in [`Connection::bundle_packet`]).
     pub(crate) fn keep_bundled(&mut self, now: Time, header: &HeaderRepr, body: &[u8]) {
         if !self.keeps(header.path.index(), now) {
             return;

@@ -8,7 +8,7 @@ use mpt_core::wire::{HeaderRepr, Kind, HEADER_LEN};
 use mpt_core::{PathId, Time};
 
 use crate::control::Pending;
-use crate::{DropReason, Endpoint, Mode, Transmit};
+use crate::{DropReason, Connection, Mode, Transmit};
 
 /// The paths a batch being numbered uses, one bit each: all of them (`used`: their fences
 /// hold until it has left), those with datagrams in the batch's own buffers (`inbuf`), and
@@ -22,7 +22,7 @@ pub(crate) struct BatchPaths {
     pub(crate) tail: u64,
 }
 
-/// Why [`Endpoint::send_one`] sent nothing.
+/// Why [`Connection::send_one`] sent nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SendError {
     /// Dropped and counted: no session key yet, or no path up.
@@ -32,8 +32,8 @@ pub enum SendError {
 }
 
 /// Seals the packets of one numbered batch, outside any lock the driver holds around the
-/// endpoint: the batch's key and first counter. Hand [`Sealer::used`] back to
-/// [`Endpoint::batch_sent`] once the batch has left.
+/// connection: the batch's key and first counter. Hand [`Sealer::used`] back to
+/// [`Connection::batch_sent`] once the batch has left.
 #[derive(Debug, Clone)]
 pub struct Sealer {
     key: Option<Arc<SealKey>>,
@@ -57,14 +57,14 @@ impl Sealer {
     }
 }
 
-impl<P> Endpoint<P> {
+impl<P> Connection<P> {
     /// Number a batch of packets read from the TUN device: `bufs[k]` holds an inner packet of
-    /// `sizes[k]` bytes at [`Endpoint::prefix`] (0: none). For each, the scheduler picks a path
+    /// `sizes[k]` bytes at [`Connection::prefix`] (0: none). For each, the scheduler picks a path
     /// and its header is written; `plan[k]` says the path, or `None` when the packet is
     /// dropped (counted). Returns the batch's [`Sealer`], or `None` while sealing has no
     /// session key (every packet counted as [`DropReason::NoSession`]).
     ///
-    /// Until [`Endpoint::batch_sent`], control messages on the batch's paths carry the fences
+    /// Until [`Connection::batch_sent`], control messages on the batch's paths carry the fences
     /// from before it: they may leave first.
     pub fn number_batch<B: AsMut<[u8]>>(
         &mut self,
@@ -299,11 +299,11 @@ impl<P> Endpoint<P> {
         }
     }
 
-    /// Number, seal and account one packet (`buf` as for [`Endpoint::number_batch`], with
+    /// Number, seal and account one packet (`buf` as for [`Connection::number_batch`], with
     /// [`mpt_core::seal::TAG_LEN`] bytes of room after the packet): the path it goes on,
     /// where to, and the datagram's length; `None` when it waits in a bundle. For drivers
     /// that send one packet at a time: bundles that must leave before it are in
-    /// [`Endpoint::take_bundles`].
+    /// [`Connection::take_bundles`].
     pub fn send_one(
         &mut self,
         now: Time,
@@ -328,7 +328,7 @@ impl<P> Endpoint<P> {
     }
 
     /// We are stopping at `now`: open bundles leave, then a goodbye on every path (sealed,
-    /// once keys are agreed), for [`Endpoint::poll_transmit`]. The peer takes our paths down
+    /// once keys are agreed), for [`Connection::poll_transmit`]. The peer takes our paths down
     /// at once instead of after `dead` of silence; its fences also release what it held of
     /// ours.
     pub fn close(&mut self, now: Time) {

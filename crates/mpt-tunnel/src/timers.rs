@@ -9,7 +9,7 @@ use mpt_reseq::PathStats;
 
 use crate::control::Pending;
 use crate::liveness::LinkState;
-use crate::{DownReason, Endpoint};
+use crate::{DownReason, Connection};
 
 /// Below this rate (bits/s) a path is probed for its MTU only while packets larger than the
 /// base datagram are sent: a 1500-byte probe holds a 1 Mbit/s path for 12 ms, a 64 kbit/s one
@@ -23,8 +23,8 @@ pub const REPORT_TICK: Duration = Duration::from_millis(10);
 /// A path gone quiet this much longer than the last one heard from is passed over for reports.
 pub const REPORT_QUIET: Duration = Duration::from_millis(5);
 
-impl<P> Endpoint<P> {
-    /// When [`Endpoint::handle_timeout`] should next be called: the periodic jobs always have
+impl<P> Connection<P> {
+    /// When [`Connection::handle_timeout`] should next be called: the periodic jobs always have
     /// a next time.
     pub fn poll_timeout(&self) -> Time {
         let t = &self.timers;
@@ -35,7 +35,7 @@ impl<P> Endpoint<P> {
     }
 
     /// Do what is due at `now`. A driver that is busy receiving calls this between batches
-    /// when [`Endpoint::poll_timeout`] has passed, so that keepalives, reports and liveness
+    /// when [`Connection::poll_timeout`] has passed, so that keepalives, reports and liveness
     /// never wait for the sockets to fall quiet.
     pub fn handle_timeout(&mut self, now: Time) {
         if self.bundle_due().is_some_and(|t| t <= now) {
@@ -198,7 +198,7 @@ impl<P> Endpoint<P> {
 
     /// A receiver report, when the pacer says one is due (a share of the received
     /// bandwidth, at least one a second while data arrives, at once when a queue grows), on
-    /// [`Endpoint::report_path`].
+    /// [`Connection::report_path`].
     fn report_tick(&mut self, now: Time) {
         let n = self.paths.len();
         let stats = self.reseq.stats();
@@ -260,7 +260,7 @@ fn next_tick(due: Time, now: Time, period: Duration) -> Time {
 /// How late a periodic job may run and stay on its grid.
 const LATE: Duration = Duration::from_millis(5);
 
-/// [`Endpoint::report_path`]'s rule over (when heard from, if up; RTT) per path.
+/// [`Connection::report_path`]'s rule over (when heard from, if up; RTT) per path.
 fn pick_report_path(paths: impl Iterator<Item = (Option<Time>, u64)> + Clone) -> Option<usize> {
     let latest = paths.clone().filter_map(|(heard, _)| heard).max()?;
     paths

@@ -1,5 +1,5 @@
-//! Idle paths (`EndpointConfig::idle_keepalive`): what an idle tunnel costs each path, and
-//! what data finds when it wakes a path that died while idle. Two endpoints over simulated
+//! Idle paths (`ConnectionConfig::idle_keepalive`): what an idle tunnel costs each path, and
+//! what data finds when it wakes a path that died while idle. Two connections over simulated
 //! links on a seeded virtual clock (`sim`).
 
 #[allow(dead_code)]

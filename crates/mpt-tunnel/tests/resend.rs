@@ -1,5 +1,5 @@
 //! Losses recovered inside the tunnel (resend requests, `docs/protocol.md`), driven through a
-//! simulated pair of endpoints: a lost datagram is asked for and comes again, without holding
+//! simulated pair of connections: a lost datagram is asked for and comes again, without holding
 //! the packets behind it; random loss is recovered at a cost close to the loss itself; nothing is
 //! resent on clean paths; and without resending on both ends, nothing changes.
 

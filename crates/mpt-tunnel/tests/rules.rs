@@ -1,5 +1,5 @@
 //! The protocol's rules, each driven deterministically through a simulated pair of
-//! endpoints (`sim`): handshake, replayed and reflected hellos, peer restart, liveness seen by
+//! connections (`sim`): handshake, replayed and reflected hellos, peer restart, liveness seen by
 //! both ends, failover, keepalive suppression, fences, NAT rebinding, report pacing and
 //! hostile input.
 
@@ -1161,7 +1161,7 @@ fn garbage_is_dropped_by_reason_and_never_delivered() {
     assert_eq!(p.delivered_numbers(Side::B), [1]);
 }
 
-// ---- opening outside the endpoint
+// ---- opening outside the connection
 
 /// A run that exercises opening: a stream both ways, a restart, replays and forgeries.
 fn opening_run(split_open: bool) -> (Vec<u32>, Vec<u32>, mpt_tunnel::DropCounts) {
@@ -1283,7 +1283,7 @@ fn a_seed_replays_the_same_run() {
 
 /// `side`'s running configuration with its paths named `names` (ids in order), each on the
 /// sim's link of its id.
-fn with_paths(p: &mut Pair, side: Side, names: &[&str]) -> mpt_tunnel::EndpointConfig {
+fn with_paths(p: &mut Pair, side: Side, names: &[&str]) -> mpt_tunnel::ConnectionConfig {
     let mut cfg = p.ep(side).config().clone();
     let all = sim::config(side, names.len(), cfg.keys.encryption.is_some()).paths;
     cfg.paths = names
@@ -2236,11 +2236,11 @@ fn tcp_syn(k: u32, port: u16) -> Vec<u8> {
     p
 }
 
-/// Two paths, path 0 10 ms one way and path 1 60 ms, endpoints configured by `cfg`, the
+/// Two paths, path 0 10 ms one way and path 1 60 ms, connections configured by `cfg`, the
 /// near path limited to `near_bps` if given; keys agreed, nothing more.
 fn near_and_far(
     seed: u64,
-    cfg: impl Fn(Side) -> mpt_tunnel::EndpointConfig,
+    cfg: impl Fn(Side) -> mpt_tunnel::ConnectionConfig,
     near_bps: Option<u64>,
 ) -> Pair {
     let mut p = Pair::with(sim::seed(seed), cfg(Side::A), cfg(Side::B));
@@ -2491,7 +2491,7 @@ fn slow_lines_with(
     seed: u64,
     kind: mpt_sched::SchedulerKind,
     rates: &[(u64, u64)],
-    tweak: impl Fn(&mut mpt_tunnel::EndpointConfig),
+    tweak: impl Fn(&mut mpt_tunnel::ConnectionConfig),
 ) -> Pair {
     let cfg = |side| {
         let mut c = sim::config(side, rates.len(), true);

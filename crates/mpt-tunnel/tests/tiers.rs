@@ -1,6 +1,6 @@
 //! Priority tiers (`PathSettings::priority`): a lower tier carries traffic only while the
 //! higher one is down, or, with `rate`, full; idle meanwhile, it costs little, and takes over
-//! within `dead` when the tier above dies. Two endpoints over simulated links (`sim`).
+//! within `dead` when the tier above dies. Two connections over simulated links (`sim`).
 
 #[allow(dead_code)]
 mod sim;

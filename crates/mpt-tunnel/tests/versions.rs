@@ -1,6 +1,6 @@
 //! Protocol versions: a session speaks the initiator's version; two ends of this version whose
 //! first two initiations were lost (and so made their session in the version before, on the
-//! retry that tries it) come back to this one soon after. Two endpoints over simulated links (`sim`).
+//! retry that tries it) come back to this one soon after. Two connections over simulated links (`sim`).
 
 #[allow(dead_code)]
 mod sim;

@@ -130,7 +130,7 @@ pub async fn run(
 
 /// The tunnel's own variables for `up` and `down`: `MPTD_ADDRESSES` (its addresses with their
 /// prefix lengths, space-separated) and `MPTD_MTU`.
-pub fn tunnel_vars(t: &crate::config::Tunnel) -> Vec<(&'static str, String)> {
+pub fn tunnel_vars(t: &crate::config::TunnelConfig) -> Vec<(&'static str, String)> {
     let addresses: Vec<String> = t.addresses.iter().map(ToString::to_string).collect();
     vec![
         ("MPTD_ADDRESSES", addresses.join(" ")),

@@ -4,7 +4,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::path::Path;
 
-use crate::config::{IpNet, PathConfig, Tunnel};
+use crate::config::{IpNet, PathConfig, TunnelConfig};
 use anyhow::{anyhow, Context, Result};
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::net::UdpSocket;
@@ -150,7 +150,7 @@ pub fn set_int_option(
 
 /// Create the TUN interface with its addresses and MTU, and bring it up: `t.queues` queues
 /// (multi-queue TUN when more than one), each its own descriptor.
-pub fn tun_device(t: &Tunnel) -> Result<Vec<tun_rs::AsyncDevice>> {
+pub fn tun_device(t: &TunnelConfig) -> Result<Vec<tun_rs::AsyncDevice>> {
     let builder = || {
         let mut b = tun_rs::DeviceBuilder::new()
             .name(&t.name)

@@ -1,4 +1,4 @@
-//! One peer: its configuration, its protocol engine ([`Endpoint`], behind its own lock, made
+//! One peer: its configuration, its protocol engine ([`Connection`], behind its own lock, made
 //! at start or, for a peer that comes to our `[[listen]]` sockets, by its first initiation),
 //! and which socket each of its paths leaves by.
 
@@ -9,7 +9,7 @@ use arc_swap::ArcSwap;
 
 use mpt_core::seal::Psk;
 use mpt_core::{PathId, Time, MAX_PATHS};
-use mpt_tunnel::Endpoint;
+use mpt_tunnel::Connection;
 
 use crate::config::PeerConfig;
 use crate::datapath::RxBuf;
@@ -28,7 +28,7 @@ pub struct Peer {
     /// It comes to our `[[listen]]` sockets with paths of its own (as many as its initiation
     /// says); otherwise it uses our `[[path]]`s.
     pub listening: bool,
-    ep: Mutex<Option<Endpoint<RxBuf>>>,
+    ep: Mutex<Option<Connection<RxBuf>>>,
     /// Per path: the socket it leaves by (a listening peer's: where it last arrived).
     path_socket: Vec<AtomicUsize>,
     /// Per path of a listening peer: the local address its datagrams were sent to, which
@@ -58,7 +58,7 @@ impl Peer {
         slot: u16,
         psk: Option<Psk>,
         listening: bool,
-        ep: Option<Endpoint<RxBuf>>,
+        ep: Option<Connection<RxBuf>>,
         sockets: &[usize],
     ) -> Peer {
         let n = MAX_PATHS;
@@ -107,7 +107,7 @@ impl Peer {
     }
 
     /// Tell the endpoint (locked by the caller) what the kernel refused as too big.
-    pub fn apply_too_big(&self, ep: &mut Endpoint<RxBuf>, now: mpt_core::Time) {
+    pub fn apply_too_big(&self, ep: &mut Connection<RxBuf>, now: mpt_core::Time) {
         let taken = std::mem::take(&mut *self.too_big.lock().unwrap_or_else(|p| p.into_inner()));
         for (path, size) in taken {
             ep.datagram_too_big(now, path, size);
@@ -126,14 +126,14 @@ impl Peer {
 
     /// The endpoint, locked (`None` until a listening peer's first initiation): see the lock
     /// rule in [`crate::tunnel`].
-    pub fn lock(&self) -> MutexGuard<'_, Option<Endpoint<RxBuf>>> {
+    pub fn lock(&self) -> MutexGuard<'_, Option<Connection<RxBuf>>> {
         // A panic while holding the lock is a bug elsewhere; the state is still usable.
         self.ep.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Note the endpoint's next deadline (call with the lock held, after using it).
     /// Keep `ep`'s next timer; returns whether it moved earlier.
-    pub fn note_deadline(&self, ep: &Endpoint<RxBuf>) -> bool {
+    pub fn note_deadline(&self, ep: &Connection<RxBuf>) -> bool {
         let next = ep.poll_timeout().as_nanos();
         self.deadline.swap(next, Relaxed) > next
     }

@@ -1,6 +1,6 @@
 //! `mpt-lab bench peers --count N`: one server, N sites. The server is a real mptd listening
 //! in its namespace ([`crate::harness::sites`]); the sites are N protocol engines
-//! (`mpt_tunnel::Endpoint`, the one mptd runs) driven from one thread in the router's
+//! (`mpt_tunnel::Connection`, the one mptd runs) driven from one thread in the router's
 //! namespace, each with its own key pair and its own UDP socket (N source ports), making real
 //! handshakes and then keeping their sessions alive with real, sealed keepalives. Measured:
 //! how fast the server takes the handshakes, its memory per connected idle peer, and its CPU
@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use mpt_core::seal::{CipherChoice, PrivateKey, PublicKey};
 use mpt_core::{PathId, Time};
-use mpt_tunnel::{Endpoint, EndpointConfig, KeySettings, Outcome, Overhead, PathSettings};
+use mpt_tunnel::{Connection, ConnectionConfig, KeySettings, Outcome, Overhead, PathSettings};
 use mptd::config::PeerFile;
 
 use crate::experiments::bench::cpu_seconds;
@@ -23,12 +23,12 @@ use crate::harness::sites::{Host, Sites, PORT, SERVER};
 
 /// One emulated site.
 struct Site {
-    ep: Endpoint<Vec<u8>>,
+    ep: Connection<Vec<u8>>,
     sock: UdpSocket,
 }
 
-fn site_config(key: PrivateKey, server: PublicKey, to: SocketAddr, unix: u64) -> EndpointConfig {
-    EndpointConfig {
+fn site_config(key: PrivateKey, server: PublicKey, to: SocketAddr, unix: u64) -> ConnectionConfig {
+    ConnectionConfig {
         paths: vec![PathSettings {
             name: "p0".into(),
             remote: Some(to),
@@ -177,7 +177,7 @@ pub fn run(out: &Path, count: usize) -> Result<String> {
             let sock = UdpSocket::bind("198.18.100.254:0")?;
             sock.set_nonblocking(true)?;
             let mut r = mpt_core::rng::Rng::new(rng.next_u64());
-            let ep = Endpoint::new(
+            let ep = Connection::new(
                 site_config(key, server_key, to, unix),
                 Time::ZERO,
                 Box::new(move |b: &mut [u8]| r.fill(b)),

@@ -1,4 +1,4 @@
-//! An in-memory pair of endpoints joined by simulated links (rate, delay, jitter, loss, up or
+//! An in-memory pair of connections joined by simulated links (rate, delay, jitter, loss, up or
 //! down), on a virtual clock: seeded and replayable. `MPT_SIM_SEED=N` replays a seed; every
 //! test prints the seed it ran with.
 
@@ -9,7 +9,7 @@ use std::time::Duration;
 use mpt_core::seal::{Cipher, CipherChoice, PrivateKey};
 use mpt_core::{PathId, Time};
 use mpt_sched::SchedulerKind;
-use mpt_tunnel::{Endpoint, EndpointConfig, Event, KeySettings, Outcome, Overhead, PathSettings};
+use mpt_tunnel::{Connection, ConnectionConfig, Event, KeySettings, Outcome, Overhead, PathSettings};
 
 pub use mpt_core::rng::Rng;
 
@@ -58,7 +58,7 @@ pub struct LinkSpec {
     /// no ICMP). `None`: any.
     pub mtu: Option<usize>,
     /// The `mtu` is the sender's own interface's: the kernel refuses a larger datagram at
-    /// once (EMSGSIZE, handed to the endpoint as the daemon does) instead of losing it.
+    /// once (EMSGSIZE, handed to the connection as the daemon does) instead of losing it.
     pub mtu_local: bool,
     /// Most backlog the link queues before it drops (tail drop), as a serial line's buffer;
     /// `None`: no limit.
@@ -103,9 +103,9 @@ struct Flight {
     bytes: Vec<u8>,
 }
 
-/// One end: its endpoint and what came out of it.
+/// One end: its connection and what came out of it.
 pub struct Node {
-    pub ep: Endpoint<Vec<u8>>,
+    pub ep: Connection<Vec<u8>>,
     /// Inner packets delivered, with when.
     pub delivered: Vec<(Time, Vec<u8>)>,
     pub events: Vec<(Time, Event)>,
@@ -129,7 +129,7 @@ pub struct Pair {
     /// Datagrams the network could not deliver (sent to an address nobody has).
     pub undeliverable: u64,
     /// Receive as a locking driver does: open with an [`mpt_tunnel::Opener`] first, then
-    /// hand the result in ([`Endpoint::handle_opened`]).
+    /// hand the result in ([`Connection::handle_opened`]).
     pub split_open: bool,
 }
 
@@ -146,11 +146,11 @@ pub fn private_key(side: Side) -> PrivateKey {
     PrivateKey::from_bytes([side as u8 + 1; 32])
 }
 
-/// Endpoint settings for `paths` paths toward `side`'s peer. A initiates, as a site does; B
+/// Connection settings for `paths` paths toward `side`'s peer. A initiates, as a site does; B
 /// answers, as a server does (its remotes are configured all the same, as in the two-host
 /// lab).
-pub fn config(side: Side, paths: usize, sealing: bool) -> EndpointConfig {
-    EndpointConfig {
+pub fn config(side: Side, paths: usize, sealing: bool) -> ConnectionConfig {
+    ConnectionConfig {
         paths: (0..paths)
             .map(|i| PathSettings {
                 name: format!("p{i}"),
@@ -207,7 +207,7 @@ pub fn number(p: &[u8]) -> u32 {
 }
 
 impl Pair {
-    /// Two endpoints with `paths` paths of default links; sealed or plain.
+    /// Two connections with `paths` paths of default links; sealed or plain.
     pub fn new(seed: u64, paths: usize, sealing: bool) -> Pair {
         Pair::with(
             seed,
@@ -216,11 +216,11 @@ impl Pair {
         )
     }
 
-    pub fn with(seed: u64, a: EndpointConfig, b: EndpointConfig) -> Pair {
+    pub fn with(seed: u64, a: ConnectionConfig, b: ConnectionConfig) -> Pair {
         let mut rng = Rng::new(seed);
         let paths = a.paths.len();
-        let node = |cfg: EndpointConfig, rng: &mut Rng| Node {
-            ep: endpoint(cfg, Time::ZERO, rng.next_u64()),
+        let node = |cfg: ConnectionConfig, rng: &mut Rng| Node {
+            ep: new_connection(cfg, Time::ZERO, rng.next_u64()),
             delivered: Vec::new(),
             events: Vec::new(),
             control_sent: vec![0; paths],
@@ -254,7 +254,7 @@ impl Pair {
         pair
     }
 
-    /// Links for `n` paths in all, so that endpoints reconfigured with more paths have them.
+    /// Links for `n` paths in all, so that connections reconfigured with more paths have them.
     pub fn add_links(&mut self, n: usize) {
         for side in [Side::A, Side::B] {
             let links = &mut self.links[side.index()];
@@ -283,7 +283,7 @@ impl Pair {
         &mut self.nodes[side.index()]
     }
 
-    pub fn ep(&mut self, side: Side) -> &mut Endpoint<Vec<u8>> {
+    pub fn ep(&mut self, side: Side) -> &mut Connection<Vec<u8>> {
         &mut self.nodes[side.index()].ep
     }
 
@@ -322,11 +322,11 @@ impl Pair {
         self.drive(side);
     }
 
-    /// Replace `side`'s endpoint by a new one (a restart).
+    /// Replace `side`'s connection by a new one (a restart).
     pub fn restart(&mut self, side: Side) {
         let cfg = self.nodes[side.index()].ep.config().clone();
         let seed = self.rng.next_u64();
-        self.nodes[side.index()].ep = endpoint(cfg, self.now, seed);
+        self.nodes[side.index()].ep = new_connection(cfg, self.now, seed);
         self.drive(side);
     }
 
@@ -362,7 +362,7 @@ impl Pair {
         Ok(path)
     }
 
-    /// `side`'s application sends `packets` at once, and the endpoint takes them as one batch,
+    /// `side`'s application sends `packets` at once, and the connection takes them as one batch,
     /// as the daemon's tx task does: numbered together; the bundles closed by the batch leave
     /// first, then the batch's datagrams in order, then what leaves after it (copies).
     pub fn send_batch(&mut self, side: Side, packets: &[Vec<u8>]) {
@@ -524,7 +524,7 @@ impl Pair {
         out
     }
 
-    /// Collect what `side`'s endpoint has to give: control datagrams onto the links, events,
+    /// Collect what `side`'s connection has to give: control datagrams onto the links, events,
     /// delivered packets.
     fn drive(&mut self, side: Side) {
         let now = self.now;
@@ -653,9 +653,9 @@ impl Pair {
     }
 }
 
-fn endpoint(cfg: EndpointConfig, now: Time, seed: u64) -> Endpoint<Vec<u8>> {
+fn new_connection(cfg: ConnectionConfig, now: Time, seed: u64) -> Connection<Vec<u8>> {
     let mut rng = Rng::new(seed);
-    Endpoint::new(cfg, now, Box::new(move |b: &mut [u8]| rng.fill(b)))
+    Connection::new(cfg, now, Box::new(move |b: &mut [u8]| rng.fill(b)))
 }
 
 /// Length of the inner packets the tests send.

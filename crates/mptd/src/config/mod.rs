@@ -25,7 +25,7 @@ use validate::Validator;
 /// A validated configuration.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
-    pub tunnel: Tunnel,
+    pub tunnel: TunnelConfig,
     pub connection: Connection,
     /// UDP sockets that serve every path of every peer that comes to us (`[[listen]]`).
     pub listen: Vec<SocketAddr>,
@@ -223,7 +223,7 @@ impl Config {
 
 /// `[tunnel]`: the TUN interface.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Tunnel {
+pub struct TunnelConfig {
     pub name: String,
     /// Addresses with prefix length, IPv4 and/or IPv6.
     pub addresses: Vec<IpNet>,
@@ -250,7 +250,7 @@ pub struct Connection {
     /// A path with nothing received for this long is down.
     pub dead: Duration,
     /// A path without data either way is idle: a keepalive crosses it this often (`None`:
-    /// never idle). See `mpt_tunnel::EndpointConfig::idle_keepalive`.
+    /// never idle). See `mpt_tunnel::ConnectionConfig::idle_keepalive`.
     pub idle_keepalive: Option<Duration>,
     /// Pack small packets into one datagram while their path is busy.
     pub bundle: bool,

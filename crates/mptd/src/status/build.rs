@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use mpt_core::PathId;
 
 use mpt_core::Time;
-use mpt_tunnel::Endpoint;
+use mpt_tunnel::Connection;
 
 use super::{
     CallCounts, ClassStatus, DropCounts, PathStatus, PeerReport, PeerStatus, ReseqStatus, Status,
@@ -17,7 +17,7 @@ use crate::tunnel::Tunnel;
 
 impl Tunnel {
     /// Peer `peer`'s paths as the status shows them.
-    fn path_status(&self, now: Time, peer: &Peer, ep: &Endpoint<RxBuf>) -> Vec<PathStatus> {
+    fn path_status(&self, now: Time, peer: &Peer, ep: &Connection<RxBuf>) -> Vec<PathStatus> {
         let st = ep.stats();
         (0..ep.path_count())
             .map(|i| {
@@ -267,7 +267,7 @@ impl Tunnel {
 
     /// The tunnel part of the status from one endpoint (the first peer's): its session, its
     /// resequencer and its report budget. (The counters are the caller's sums.)
-    fn tunnel_status(&self, now: Time, ep: &Endpoint<RxBuf>) -> TunnelStatus {
+    fn tunnel_status(&self, now: Time, ep: &Connection<RxBuf>) -> TunnelStatus {
         let cfg = self.cfg();
         let c = &cfg.connection;
         let t = &ep.stats().total;

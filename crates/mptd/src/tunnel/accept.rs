@@ -8,7 +8,7 @@ use std::sync::Mutex;
 
 use mpt_core::seal::{Cookies, MacKeys, PrivateKey, PublicKey, COOKIE_NONCE_LEN, MAC_LEN};
 use mpt_core::Time;
-use mpt_tunnel::{DropReason, Endpoint, EndpointConfig};
+use mpt_tunnel::{DropReason, Connection, ConnectionConfig};
 use tracing::warn;
 
 use super::{random_source, Outputs, Tunnel};
@@ -21,7 +21,7 @@ pub(super) struct Acceptor {
     pub(super) by_key: arc_swap::ArcSwap<HashMap<PublicKey, usize>>,
     pub(super) private: PrivateKey,
     /// What a listening peer's endpoint is made from (its paths added by its initiation).
-    pub(super) listening_base: Mutex<Option<EndpointConfig>>,
+    pub(super) listening_base: Mutex<Option<ConnectionConfig>>,
     /// The ephemeral keys of the last initiations taken: their copies on other paths cost
     /// no key exchange.
     recent: Mutex<Recent>,
@@ -45,7 +45,7 @@ impl Acceptor {
     pub(super) fn new(
         peers: &[PeerConfig],
         private: PrivateKey,
-        listening_base: Option<EndpointConfig>,
+        listening_base: Option<ConnectionConfig>,
         random: mpt_tunnel::Random,
     ) -> Acceptor {
         Acceptor {
@@ -70,7 +70,7 @@ impl Acceptor {
         }
     }
 
-    pub(super) fn lock_base(&self) -> std::sync::MutexGuard<'_, Option<EndpointConfig>> {
+    pub(super) fn lock_base(&self) -> std::sync::MutexGuard<'_, Option<ConnectionConfig>> {
         self.listening_base
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -296,7 +296,7 @@ impl Tunnel {
                 return Err(DropReason::PathMismatch);
             }
             // made by its first initiation; a later one with another number of paths changes
-            // the endpoint's paths (`Endpoint::reconfigure`), once it is known to be fresh
+            // the endpoint's paths (`Connection::reconfigure`), once it is known to be fresh
             if guard.is_none() {
                 let base = self.acceptor.lock_base();
                 let Some(base) = base.as_ref() else {
@@ -307,7 +307,7 @@ impl Tunnel {
                 ecfg.keys.psk = peer.psk.clone();
                 ecfg.index_slot = Some(peer.slot);
                 let random = random_source().map_err(|_| DropReason::Unexpected)?;
-                *guard = Some(Endpoint::new(ecfg, now, random));
+                *guard = Some(Connection::new(ecfg, now, random));
             }
         }
         let Some(ep) = guard.as_mut() else {

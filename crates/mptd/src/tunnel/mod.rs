@@ -1,5 +1,5 @@
 //! The state the daemon's tasks share: the peers (each with its protocol engine, an
-//! `Endpoint`, behind its own lock), the sockets (one per `[[listen]]`, then one per
+//! `Connection`, behind its own lock), the sockets (one per `[[listen]]`, then one per
 //! `[[path]]`), the TUN device, the routes between them, and the counters of the I/O
 //! around them.
 //!
@@ -22,7 +22,7 @@ use arc_swap::ArcSwap;
 use anyhow::{Context, Result};
 use mpt_core::seal::CipherChoice;
 use mpt_core::{PathId, Time};
-use mpt_tunnel::{DropReason, Endpoint, Event, Overhead, Transmit};
+use mpt_tunnel::{DropReason, Connection, Event, Overhead, Transmit};
 use tracing::warn;
 
 use crate::batch::BatchSocket;
@@ -178,7 +178,7 @@ impl Tunnel {
                     aes,
                     unix,
                 );
-                let mut ep = Endpoint::new(ecfg, clock.now(), random_source()?);
+                let mut ep = Connection::new(ecfg, clock.now(), random_source()?);
                 for &path in &absent {
                     ep.set_uplink(clock.now(), path, Some(mpt_tunnel::UplinkDown::Absent));
                 }
@@ -284,7 +284,7 @@ impl Tunnel {
     }
 
     /// Gather what peer `i`'s endpoint asks for at `now` (under its lock).
-    pub fn gather(ep: &mut Endpoint<RxBuf>, now: Time, i: usize, out: &mut Outputs) {
+    pub fn gather(ep: &mut Connection<RxBuf>, now: Time, i: usize, out: &mut Outputs) {
         while let Some(t) = ep.poll_transmit(now) {
             out.transmits.push((i, t));
         }
@@ -381,7 +381,7 @@ fn listening_base(
     private: &mpt_core::seal::PrivateKey,
     aes: bool,
     unix: u64,
-) -> Option<mpt_tunnel::EndpointConfig> {
+) -> Option<mpt_tunnel::ConnectionConfig> {
     if cfg.listen.is_empty() {
         return None;
     }

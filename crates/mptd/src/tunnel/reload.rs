@@ -6,7 +6,7 @@
 //!
 //! A path is its position (its id, as both ends agree): one whose name is unchanged at its id
 //! keeps its state in every endpoint; another name at an id is a new path there
-//! (`mpt_tunnel::Endpoint::reconfigure`). Sockets are matched by local address and interface,
+//! (`mpt_tunnel::Connection::reconfigure`). Sockets are matched by local address and interface,
 //! whatever the id: a kept path keeps its socket, one that moved to another id takes its
 //! socket along, and only new addresses are bound.
 //!
@@ -350,7 +350,7 @@ impl Tunnel {
                 mpt_core::seal::aes_in_hardware(),
                 self.clock.unix_nanos_at_zero(),
             );
-            let mut ep = mpt_tunnel::Endpoint::new(ecfg, now, random);
+            let mut ep = mpt_tunnel::Connection::new(ecfg, now, random);
             for (k, (s, _)) in socks[self.listen_sockets..].iter().enumerate() {
                 let down = s.lock_uplink().down;
                 if down.is_some() {

@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 
 use anyhow::Result;
 use mpt_core::seal::PrivateKey;
-use mpt_tunnel::{EndpointConfig, KeySettings, Overhead, PathSettings};
+use mpt_tunnel::{ConnectionConfig, KeySettings, Overhead, PathSettings};
 use tracing::warn;
 
 use crate::config::{Config, PeerConfig};
@@ -21,8 +21,8 @@ pub(super) fn peer_endpoint_config(
     slot: u16,
     aes_in_hardware: bool,
     unix_nanos_at_zero: u64,
-) -> EndpointConfig {
-    EndpointConfig {
+) -> ConnectionConfig {
+    ConnectionConfig {
         paths,
         scheduler: cfg.connection.scheduler,
         reorder_window: cfg.connection.reorder_window,

@@ -156,7 +156,7 @@ impl Validator<'_> {
         })
     }
 
-    fn tunnel(&self, raw: TunnelFile) -> Result<Tunnel, ConfigError> {
+    fn tunnel(&self, raw: TunnelFile) -> Result<TunnelConfig, ConfigError> {
         let name = raw.name.ok_or_else(|| {
             self.err(
                 "tunnel.name",
@@ -209,7 +209,7 @@ impl Validator<'_> {
             1,
             MAX_QUEUES as i64,
         )?;
-        Ok(Tunnel {
+        Ok(TunnelConfig {
             name,
             addresses,
             mtu,

@@ -1,4 +1,4 @@
-//! The [`Endpoint`]: one peer session's protocol state, and what it shows of itself.
+//! The [`Connection`]: one peer session's protocol state, and what it shows of itself.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -15,12 +15,12 @@ use crate::control::Pending;
 use crate::counts::Counts;
 use crate::crypto::CryptoState;
 use crate::path::PathState;
-use crate::{EndpointConfig, Event, Overhead, Random, Transmit};
+use crate::{ConnectionConfig, Event, Overhead, Random, Transmit};
 
 /// One peer session: see the crate documentation. `P` is how the caller holds a received
 /// inner packet while the resequencer may keep it (a buffer, or where it lies).
-pub struct Endpoint<P> {
-    pub(crate) cfg: EndpointConfig,
+pub struct Connection<P> {
+    pub(crate) cfg: ConnectionConfig,
     pub(crate) random: Random,
     /// Our index for the current session (random per handshake): the peer puts it in the
     /// `session` field of what it sends us.
@@ -66,16 +66,16 @@ pub struct Endpoint<P> {
     pub(crate) peer_parity: bool,
     /// Packets that came in pieces, waiting for the rest.
     pub(crate) reasm: crate::reassembly::Reassembly,
-    /// Packets put back together, for [`Endpoint::take_assembled`].
+    /// Packets put back together, for [`Connection::take_assembled`].
     pub(crate) assembled: VecDeque<(crate::Incoming, Vec<u8>)>,
-    /// "Too big" answers for the TUN device ([`Endpoint::take_icmp`]), and the second they
+    /// "Too big" answers for the TUN device ([`Connection::take_icmp`]), and the second they
     /// are limited in: its start and how many were made in it.
     pub(crate) icmp: VecDeque<Vec<u8>>,
     pub(crate) icmp_second: (Time, u32),
     /// When we last sent a packet too large for the base datagram ([`crate::BASE_DATAGRAM`]):
     /// slow paths are probed only while such packets are sent.
     pub(crate) big_at: Option<Time>,
-    /// The path light traffic took lately, kept short until when ([`Endpoint::light_sent`]).
+    /// The path light traffic took lately, kept short until when ([`Connection::light_sent`]).
     pub(crate) light_kept: Option<(PathId, Time)>,
     pub(crate) pacer: ReportPacer,
     /// When the peer's last report came, and how far apart its reports come lately (the
@@ -84,15 +84,15 @@ pub struct Endpoint<P> {
     pub(crate) report_at: Option<Time>,
     pub(crate) report_gap: Duration,
     pub(crate) crypto: CryptoState,
-    /// Packets the resequencer released, for [`Endpoint::take_delivered`].
+    /// Packets the resequencer released, for [`Connection::take_delivered`].
     pub(crate) released: Vec<P>,
     /// Bonded data waiting to match the farthest path ([`crate::equalise`]).
     pub(crate) equal: crate::equalise::Equaliser<P>,
     // outputs
     pub(crate) pending: VecDeque<Pending>,
-    /// Bundles closed to leave before the batch being numbered ([`Endpoint::take_bundles`]).
+    /// Bundles closed to leave before the batch being numbered ([`Connection::take_bundles`]).
     pub(crate) ready: Vec<Transmit>,
-    /// What leaves after the batch being numbered ([`Endpoint::take_after_batch`]).
+    /// What leaves after the batch being numbered ([`Connection::take_after_batch`]).
     pub(crate) after: Vec<Transmit>,
     pub(crate) events: VecDeque<Event>,
     pub(crate) counts: Counts,
@@ -107,9 +107,9 @@ pub(crate) struct Timers {
     pub(crate) liveness: Time,
 }
 
-impl<P> std::fmt::Debug for Endpoint<P> {
+impl<P> std::fmt::Debug for Connection<P> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Endpoint")
+        f.debug_struct("Connection")
             .field("session", &format_args!("{:08x}", self.session))
             .field("paths", &self.paths.len())
             .field("peer_session", &self.peer_session)
@@ -118,7 +118,7 @@ impl<P> std::fmt::Debug for Endpoint<P> {
 }
 
 /// The scheduler of `cfg`'s paths (all usable until told otherwise).
-pub(crate) fn build_scheduler(cfg: &EndpointConfig) -> Box<dyn Scheduler> {
+pub(crate) fn build_scheduler(cfg: &ConnectionConfig) -> Box<dyn Scheduler> {
     let header = Overhead::new(cfg.keys.encryption.is_some(), false).datagram();
     let specs: Vec<PathSpec> = cfg
         .paths
@@ -138,15 +138,15 @@ pub(crate) fn build_scheduler(cfg: &EndpointConfig) -> Box<dyn Scheduler> {
     sched
 }
 
-impl<P> Endpoint<P> {
+impl<P> Connection<P> {
     /// A new session at `now`.
     ///
     /// # Panics
     /// With no path or more than [`mpt_core::MAX_PATHS`] (the configuration refuses both).
-    pub fn new(cfg: EndpointConfig, now: Time, mut random: Random) -> Endpoint<P> {
+    pub fn new(cfg: ConnectionConfig, now: Time, mut random: Random) -> Connection<P> {
         assert!(
             (1..=mpt_core::MAX_PATHS).contains(&cfg.paths.len()),
-            "an endpoint has 1 to {} paths",
+            "a connection has 1 to {} paths",
             mpt_core::MAX_PATHS
         );
         let sched = build_scheduler(&cfg);
@@ -172,7 +172,7 @@ impl<P> Endpoint<P> {
                 sched.on_path_state(now, PathId(i as u8), false);
             }
         }
-        Endpoint {
+        Connection {
             random,
             session,
             paths,
@@ -218,7 +218,7 @@ impl<P> Endpoint<P> {
         }
     }
 
-    pub fn config(&self) -> &EndpointConfig {
+    pub fn config(&self) -> &ConnectionConfig {
         &self.cfg
     }
 
@@ -267,7 +267,7 @@ impl<P> Endpoint<P> {
     }
 
     /// Where the prefix before an inner packet ends, in datagrams we build and in the buffers
-    /// [`Endpoint::handle_datagram`] opens: [`HEADER_LEN`], or [`SEALED_HEADER_LEN`] when
+    /// [`Connection::handle_datagram`] opens: [`HEADER_LEN`], or [`SEALED_HEADER_LEN`] when
     /// sealing.
     pub fn prefix(&self) -> usize {
         if self.sealing() {
@@ -288,7 +288,7 @@ impl<P> Endpoint<P> {
         usize::from(self.cfg.mtu) + self.overhead().datagram()
     }
 
-    /// How many paths the endpoint has.
+    /// How many paths the connection has.
     pub fn path_count(&self) -> usize {
         self.paths.len()
     }
