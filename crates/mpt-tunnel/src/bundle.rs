@@ -20,7 +20,7 @@ use mpt_core::{PathId, Time};
 
 use crate::control::Pending;
 use crate::send::BatchPaths;
-use crate::{DropReason, Connection, Transmit};
+use crate::{Connection, DropReason, Transmit};
 
 /// A packet is bundled when its path's queue would hold it at least this long anyway.
 pub const BUNDLE_MIN_WAIT: Duration = Duration::from_millis(4);

@@ -1,7 +1,7 @@
 //! What a connection counts and shows of it: drops by reason (the resequencer's included),
 //! packets and bytes sent and delivered, control traffic, bundles.
 
-use crate::{DropCounts, DropReason, Drops, Connection};
+use crate::{Connection, DropCounts, DropReason, Drops};
 
 /// Counters other than drops.
 #[derive(Debug, Clone, Default)]

@@ -19,7 +19,7 @@ use mpt_core::wire::{self, HeaderRepr, Kind, ReportEntry, MAX_PARITY_GROUP, MIN_
 use mpt_core::{PathId, Time};
 use mpt_reseq::PacketMeta;
 
-use crate::{DropReason, Connection, Incoming, Transmit};
+use crate::{Connection, DropReason, Incoming, Transmit};
 
 /// A path's parity starts when its smoothed loss rate reaches this.
 pub const FEC_ON_LOSS: f64 = 0.005;

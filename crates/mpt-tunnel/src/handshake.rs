@@ -5,16 +5,17 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use mpt_core::seal::{self, Initiator, Responder, COOKIE_LIFETIME, COOKIE_NONCE_LEN, MAC_LEN};
+use mpt_core::seal::{self, Initiator, COOKIE_LIFETIME, COOKIE_NONCE_LEN, MAC_LEN};
 use mpt_core::wire::{
     CipherFlags, Datagram, HeaderRepr, Initiation, Kind, Response, HEADER_LEN, INITIATION_LEN,
-    INITIATION_PAYLOAD_LEN, NOISE_INITIATION_LEN, RESPONSE_LEN, RESPONSE_PAYLOAD_LEN,
+    NOISE_INITIATION_LEN, RESPONSE_LEN, RESPONSE_PAYLOAD_LEN,
 };
 use mpt_core::{PathId, Time};
 
 use crate::control::Pending;
 use crate::crypto::{Keys, NextSession};
-use crate::{DropReason, Connection, Event};
+use crate::endpoint::Accepted;
+use crate::{Connection, DropReason, Event};
 
 /// The first retry of an unanswered initiation; each next one waits twice as long, up to
 /// [`RETRY_MAX`].
@@ -221,32 +222,23 @@ impl<P> Connection<P> {
         if message[..32] == self.crypto.taken_ephemeral {
             return Err(self.count(DropReason::StaleHandshake));
         }
-        let mut payload = [0u8; INITIATION_PAYLOAD_LEN + 16];
-        let (responder, n) = match Responder::read(&self.cfg.keys.private, message, &mut payload) {
-            Ok(x) => x,
-            Err(_) => return Err(self.count(DropReason::BadHandshake)),
-        };
-        if *responder.peer() != self.cfg.keys.peer {
+        let accepted =
+            Accepted::read(&self.cfg.keys.private, message, version).map_err(|r| self.count(r))?;
+        if *accepted.responder.peer() != self.cfg.keys.peer {
             return Err(self.count(DropReason::UnknownKey));
         }
-        self.accept(now, path, from, responder, &payload[..n], message, version)
+        self.accept(now, path, from, accepted)
     }
 
-    /// An initiation that arrived at `now` on `path` from `from`, read already by a driver
-    /// that found this connection by the initiator's key ([`Responder::read`]): `payload` is what
-    /// it carried, `message` the Noise message itself, `version` its header's. Answered in
-    /// that version, and the session made in it, unless it is stale or our settings cannot
-    /// meet.
-    #[allow(clippy::too_many_arguments)]
-    pub fn accept_initiation(
+    /// An initiation that arrived at `now` on `path` from `from`, read already by the
+    /// [`crate::Endpoint`] that found this connection by the initiator's key. Answered in its
+    /// version, and the session made in it, unless it is stale or our settings cannot meet.
+    pub(crate) fn accept_initiation(
         &mut self,
         now: Time,
         path: PathId,
         from: SocketAddr,
-        responder: Responder,
-        payload: &[u8],
-        message: &[u8],
-        version: u8,
+        accepted: Accepted,
     ) -> crate::Outcome {
         // a peer whose paths we follow may have added this one (its initiation says so)
         let limit = if self.cfg.follow_peer_paths {
@@ -257,29 +249,29 @@ impl<P> Connection<P> {
         if path.index() >= limit {
             return crate::Outcome::Dropped(self.count(DropReason::PathMismatch));
         }
-        if message.len() < 32 || message[..32] == self.crypto.taken_ephemeral {
+        if accepted.ephemeral == self.crypto.taken_ephemeral {
             return crate::Outcome::Dropped(self.count(DropReason::StaleHandshake));
         }
         crate::Outcome::of(
-            self.accept(now, path, from, responder, payload, message, version)
+            self.accept(now, path, from, accepted)
                 .map(|()| crate::Outcome::Handled),
         )
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn accept(
         &mut self,
         now: Time,
         path: PathId,
         from: SocketAddr,
-        responder: Responder,
-        payload: &[u8],
-        message: &[u8],
-        version: u8,
+        accepted: Accepted,
     ) -> Result<(), DropReason> {
-        let Some(init) = Initiation::parse(payload) else {
-            return Err(self.count(DropReason::BadHandshake));
-        };
+        let Accepted {
+            responder,
+            init,
+            ephemeral,
+            version,
+            ..
+        } = accepted;
         if init.timestamp <= self.crypto.taken_timestamp {
             return Err(self.count(DropReason::StaleHandshake));
         }
@@ -324,7 +316,7 @@ impl<P> Connection<P> {
         self.wire_version = version;
         let c = &mut self.crypto;
         c.taken_timestamp = init.timestamp;
-        c.taken_ephemeral.copy_from_slice(&message[..32]);
+        c.taken_ephemeral = ephemeral;
         c.initiating = None;
         self.pending.push_back(Pending::Raw {
             path,

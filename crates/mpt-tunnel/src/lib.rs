@@ -15,11 +15,12 @@
 
 mod bundle;
 mod class;
+mod connection;
 mod control;
 mod counts;
 mod crypto;
 mod drops;
-mod connection;
+mod endpoint;
 mod equalise;
 mod fec;
 mod handshake;
@@ -43,9 +44,13 @@ pub use class::{
     classify, default_classes, protocol_number, ClassRule, Mode, PacketInfo, DSCP_EF, LIGHT_HOLD,
     LIGHT_QUEUE,
 };
+pub use connection::Connection;
 pub use crypto::PREVIOUS_SESSION_KEPT;
 pub use drops::{DropCounts, DropReason, Drops};
-pub use connection::Connection;
+pub use endpoint::{
+    Accepted, Admission, Endpoint, PeerEntry, Route, HANDSHAKES_PER_SECOND, HANDSHAKES_PER_SOURCE,
+    LOAD_PER_SECOND,
+};
 pub use equalise::{MAX_LAG, MIN_LAG};
 pub use fec::{group_size, FecRx, FecTx, ParityCounts, Solved, FEC_OFF_LOSS, FEC_ON_LOSS};
 pub use icmp::ICMP_PER_SECOND;

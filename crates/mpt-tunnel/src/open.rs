@@ -15,7 +15,7 @@ use mpt_core::seal::{self, SealKey, COUNTER_LEN, SEALED_HEADER_LEN};
 use mpt_core::wire::Header;
 use mpt_core::{PathId, Time};
 
-use crate::{DropReason, Connection, Outcome};
+use crate::{Connection, DropReason, Outcome};
 
 /// The key of the session agreed when it was taken: see the module documentation.
 #[derive(Clone)]

@@ -6,7 +6,7 @@ use mpt_core::{PathId, Time};
 use crate::connection::build_scheduler;
 use crate::liveness::LinkState;
 use crate::path::PathState;
-use crate::{DropReason, Connection, ConnectionConfig, Event};
+use crate::{Connection, ConnectionConfig, DropReason, Event};
 
 impl<P> Connection<P> {
     /// The operator changed `path`'s weight, rate or backup flag (`None`: unchanged; a rate of

@@ -10,7 +10,7 @@ use mpt_core::{PathId, Time};
 use mpt_reseq::PacketMeta;
 
 use crate::control::Pending;
-use crate::{DropReason, Connection, Event, Incoming, Outcome};
+use crate::{Connection, DropReason, Event, Incoming, Outcome};
 
 /// On a path we send data on, keepalives are answered at most this often.
 pub const BUSY_ACK_INTERVAL: Duration = Duration::from_secs(1);

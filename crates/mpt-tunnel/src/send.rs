@@ -8,7 +8,7 @@ use mpt_core::wire::{HeaderRepr, Kind, HEADER_LEN};
 use mpt_core::{PathId, Time};
 
 use crate::control::Pending;
-use crate::{DropReason, Connection, Mode, Transmit};
+use crate::{Connection, DropReason, Mode, Transmit};
 
 /// The paths a batch being numbered uses, one bit each: all of them (`used`: their fences
 /// hold until it has left), those with datagrams in the batch's own buffers (`inbuf`), and

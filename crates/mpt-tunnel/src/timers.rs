@@ -9,7 +9,7 @@ use mpt_reseq::PathStats;
 
 use crate::control::Pending;
 use crate::liveness::LinkState;
-use crate::{DownReason, Connection};
+use crate::{Connection, DownReason};
 
 /// Below this rate (bits/s) a path is probed for its MTU only while packets larger than the
 /// base datagram are sent: a 1500-byte probe holds a 1 Mbit/s path for 12 ms, a 64 kbit/s one

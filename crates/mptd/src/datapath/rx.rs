@@ -13,7 +13,7 @@ use mpt_tunnel::{DropReason, Outcome};
 use tracing::{trace, warn};
 
 use super::tun_write::{RxBuf, TunWriter};
-use crate::tunnel::{Outputs, SockIo, Tunnel};
+use crate::tunnel::{Arrival, Outputs, SockIo, Tunnel};
 
 /// What woke the receive task.
 enum RxEvent {
@@ -278,7 +278,13 @@ fn receive_batch(
         let p = b.places[k];
         if p.initiation {
             let d = &b.slices[p.slice][p.at..p.at + p.len];
-            if let Err(reason) = t.take_initiation(now, s, p.from, p.to, d, outputs) {
+            let at = Arrival {
+                socket: s,
+                path: p.path,
+                from: p.from,
+                to: p.to,
+            };
+            if let Err(reason) = t.take_initiation(now, at, d, outputs) {
                 t.io_drop(reason, 1);
                 dropped.push((None, reason));
             }

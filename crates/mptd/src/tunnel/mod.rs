@@ -22,7 +22,7 @@ use arc_swap::ArcSwap;
 use anyhow::{Context, Result};
 use mpt_core::seal::CipherChoice;
 use mpt_core::{PathId, Time};
-use mpt_tunnel::{DropReason, Connection, Event, Overhead, Transmit};
+use mpt_tunnel::{Connection, DropReason, Event, Overhead, Transmit};
 use tracing::warn;
 
 use crate::batch::BatchSocket;
@@ -40,9 +40,9 @@ mod service;
 mod settings;
 mod socket;
 
-use accept::Acceptor;
+pub use accept::Arrival;
 pub use settings::pick_family;
-use settings::{config_paths, peer_endpoint_config, random_source};
+use settings::{config_paths, random_source, Settings};
 pub use socket::SockIo;
 
 /// Everything the tasks share.
@@ -71,8 +71,9 @@ pub struct Tunnel {
     routes: ArcSwap<Routes>,
     /// The routes through the TUN device that `tunnel.routes` installed.
     pub installed_routes: Mutex<Vec<crate::config::IpNet>>,
-    /// What taking the peers' initiations needs (`accept.rs`).
-    acceptor: Acceptor,
+    /// The many-peer side of the protocol: the peers by key, and taking their initiations
+    /// (`accept.rs`). Lock order: this, then a peer's.
+    endpoint: Mutex<mpt_tunnel::Endpoint>,
     /// The TUN device's queues (one unless `tunnel.queues` says more): the tx task of each
     /// reads its own; the rx task writes to the first.
     pub tun: Vec<tun_rs::AsyncDevice>,
@@ -141,8 +142,6 @@ impl Tunnel {
     /// wrong.
     pub fn new(cfg: Config, keys: &Keys) -> Result<Tunnel> {
         let clock = Clock::new();
-        let aes = mpt_core::seal::aes_in_hardware();
-        let unix = clock.unix_nanos_at_zero();
         let mut sockets = Vec::with_capacity(cfg.paths.len() + cfg.listen.len());
         for (i, &a) in cfg.listen.iter().enumerate() {
             let io = BatchSocket::new(crate::net::listen_socket(i, a)?)
@@ -150,51 +149,34 @@ impl Tunnel {
             sockets.push(Arc::new(SockIo::new(None, format!("listen {a}"), io)));
         }
         let listen_sockets = sockets.len();
-        let mut absent = Vec::new();
         for p in &cfg.paths {
-            let s = SockIo::for_path(p)?;
-            if s.lock_uplink().down.is_some() {
-                absent.push(p.id);
-            }
-            sockets.push(Arc::new(s));
+            sockets.push(Arc::new(SockIo::for_path(p)?));
         }
-        let path_sockets: Vec<usize> = (listen_sockets..sockets.len()).collect();
+        let settings = Settings {
+            cfg: &cfg,
+            private: &keys.private,
+            aes_in_hardware: mpt_core::seal::aes_in_hardware(),
+            unix_nanos_at_zero: clock.unix_nanos_at_zero(),
+        };
         let mut peers = Vec::with_capacity(cfg.peers.len());
         let mut prefix_len = None;
-        for (i, pc) in cfg.peers.iter().enumerate() {
-            let slot = (i + 1) as u16;
+        for i in 0..cfg.peers.len() {
             let psk = keys.psks.get(i).cloned().flatten();
-            let listening = pc.endpoint.is_none() && !cfg.listen.is_empty();
-            let ep = if listening {
-                None
-            } else {
-                let ecfg = peer_endpoint_config(
-                    &cfg,
-                    pc,
-                    &keys.private,
-                    psk.clone(),
-                    config_paths(&cfg, pc),
-                    slot,
-                    aes,
-                    unix,
-                );
-                let mut ep = Connection::new(ecfg, clock.now(), random_source()?);
-                for &path in &absent {
-                    ep.set_uplink(clock.now(), path, Some(mpt_tunnel::UplinkDown::Absent));
-                }
-                prefix_len = Some((ep.prefix(), ep.max_datagram()));
-                Some(ep)
-            };
-            peers.push(Arc::new(Peer::new(
-                pc.clone(),
-                slot,
+            let peer = settings.build_peer(
+                (i, i),
                 psk,
-                listening,
-                ep,
-                &path_sockets,
-            )));
+                random_source()?,
+                (&sockets, listen_sockets),
+                clock.now(),
+            );
+            if let Some(c) = peer.lock().as_ref() {
+                prefix_len = Some((c.prefix(), c.max_datagram()));
+            }
+            peers.push(Arc::new(peer));
         }
-        let listening_base = listening_base(&cfg, &keys.private, aes, unix);
+        let mut endpoint = mpt_tunnel::Endpoint::new(keys.private.clone(), random_source()?);
+        endpoint.set_peers(peer_entries(&peers));
+        endpoint.set_listening(settings.listening());
         let overhead = Overhead::new(cfg.security.cipher.is_some(), false);
         let (prefix, max_datagram) = prefix_len.unwrap_or((
             if cfg.security.cipher.is_some() {
@@ -207,12 +189,7 @@ impl Tunnel {
         let tun = crate::net::tun_device(&cfg.tunnel)?;
         let (hooks, hook_queue) = crate::hooks::Hooks::new(&cfg.hooks);
         Ok(Tunnel {
-            acceptor: Acceptor::new(
-                &cfg.peers,
-                keys.private.clone(),
-                listening_base,
-                random_source()?,
-            ),
+            endpoint: Mutex::new(endpoint),
             routes: ArcSwap::from_pointee(Routes::new(cfg.peers.iter().enumerate())),
             installed_routes: Mutex::new(Vec::new()),
             prefix,
@@ -256,6 +233,11 @@ impl Tunnel {
     }
 
     /// The peer at slot position `i` now.
+    /// The many-peer side of the protocol (taken before any peer's lock, never after).
+    pub(crate) fn lock_endpoint(&self) -> std::sync::MutexGuard<'_, mpt_tunnel::Endpoint> {
+        self.endpoint.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     pub fn peer(&self, i: usize) -> Option<Arc<Peer>> {
         self.peers.load().get(i).cloned()
     }
@@ -374,23 +356,16 @@ impl Tunnel {
     }
 }
 
-/// What a listening peer's endpoint is made from (its paths added by its initiation), when
-/// there are `[[listen]]` sockets.
-fn listening_base(
-    cfg: &Config,
-    private: &mpt_core::seal::PrivateKey,
-    aes: bool,
-    unix: u64,
-) -> Option<mpt_tunnel::ConnectionConfig> {
-    if cfg.listen.is_empty() {
-        return None;
-    }
-    let mut base =
-        peer_endpoint_config(cfg, &cfg.peers[0], private, None, Vec::new(), 1, aes, unix);
-    // no rates are known for a peer's own paths: they are learned
-    if base.scheduler == mpt_sched::SchedulerKind::Rate {
-        base.scheduler = mpt_sched::SchedulerKind::Adaptive;
-    }
-    base.follow_peer_paths = true;
-    Some(base)
+/// The peers as the endpoint knows them, by slot position (a retired slot is free).
+fn peer_entries(peers: &[Arc<Peer>]) -> Vec<Option<mpt_tunnel::PeerEntry>> {
+    peers
+        .iter()
+        .map(|p| {
+            (!p.retired).then(|| mpt_tunnel::PeerEntry {
+                key: p.cfg().public_key,
+                psk: p.psk.clone(),
+                listening: p.listening,
+            })
+        })
+        .collect()
 }

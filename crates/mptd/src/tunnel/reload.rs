@@ -21,9 +21,7 @@ use std::sync::{Arc, MutexGuard};
 use mpt_core::PathId;
 use tracing::info;
 
-use super::{
-    config_paths, listening_base, peer_endpoint_config, random_source, Outputs, SockIo, Tunnel,
-};
+use super::{config_paths, peer_entries, random_source, Outputs, Settings, SockIo, Tunnel};
 use crate::config::{Config, IpNet, Keys};
 use crate::peer::Peer;
 use crate::routes::Routes;
@@ -56,7 +54,7 @@ impl Tunnel {
             let _turn = self.lock_reload();
             let old = self.cfg();
             let mut restart = restart_only(&old, &new);
-            if keys.private.public() != self.acceptor.private.public() {
+            if keys.private.public() != self.lock_endpoint().private_key().public() {
                 restart.push("security.private_key_file: another key".to_owned());
             }
             if !restart.is_empty() {
@@ -100,7 +98,14 @@ impl Tunnel {
             for (k, (s, _)) in socks[self.listen_sockets..].iter().enumerate() {
                 s.assign(PathId(k as u8), &new.paths[k].name);
             }
-            self.sockets.store(Arc::new(list));
+            self.sockets.store(Arc::new(list.clone()));
+            let sockets = list;
+            let settings = Settings {
+                cfg: &new,
+                private: &keys.private,
+                aes_in_hardware: mpt_core::seal::aes_in_hardware(),
+                unix_nanos_at_zero: self.clock.unix_nanos_at_zero(),
+            };
             let path_sockets: Vec<usize> = (self.listen_sockets..socks.len()).collect();
             let fresh: Vec<usize> = new
                 .paths
@@ -110,12 +115,12 @@ impl Tunnel {
                 .map(|(i, _)| i)
                 .collect();
             let base = {
-                let mut base = self.acceptor.lock_base();
-                let mut next = listening_base(&new, &self.acceptor.private, false, 0);
-                if let (Some(next), Some(old)) = (next.as_mut(), base.as_ref()) {
+                let mut endpoint = self.lock_endpoint();
+                let mut next = settings.listening();
+                if let (Some(next), Some(old)) = (next.as_mut(), endpoint.listening()) {
                     next.keys = old.keys.clone();
                 }
-                *base = next.clone();
+                endpoint.set_listening(next.clone());
                 next
             };
             for &(i, j) in &plan.kept {
@@ -128,16 +133,7 @@ impl Tunnel {
                 if let Some(ep) = guard.as_mut() {
                     let mut ecfg = match (&base, peer.listening) {
                         (Some(b), true) => b.with_peer_paths(ep.path_count()),
-                        _ => peer_endpoint_config(
-                            &new,
-                            pc,
-                            &self.acceptor.private,
-                            None,
-                            config_paths(&new, pc),
-                            peer.slot,
-                            false,
-                            0,
-                        ),
+                        _ => settings.connection(pc, None, config_paths(&new, pc), peer.slot),
                     };
                     // the keys, and the slot, stay the session's
                     ecfg.keys = ep.config().keys.clone();
@@ -165,7 +161,9 @@ impl Tunnel {
                 list[i] = Arc::new(Peer::retired((**list[i].cfg()).clone(), list[i].slot));
             }
             for (&(i, j), random) in plan.added.iter().zip(randoms) {
-                let peer = self.new_peer(&new, (i, j), keys, random, &path_sockets, &socks, now);
+                let psk = keys.psks.get(j).cloned().flatten();
+                let peer =
+                    settings.build_peer((i, j), psk, random, (&sockets, self.listen_sockets), now);
                 if i == list.len() {
                     list.push(Arc::new(peer));
                 } else {
@@ -178,11 +176,10 @@ impl Tunnel {
                 .filter(|(_, p)| !p.retired)
                 .map(|(i, p)| (i, arc_swap::Guard::into_inner(p.cfg())))
                 .collect();
-            let by_key = live.iter().map(|(i, c)| (c.public_key, *i)).collect();
             let routes = Routes::new(live.iter().map(|(i, c)| (*i, &**c)));
             // peers first: a route only names a slot the list has
             self.peers.store(Arc::new(list));
-            self.acceptor.by_key.store(Arc::new(by_key));
+            self.lock_endpoint().set_peers(peer_entries(&self.peers()));
             self.routes.store(Arc::new(routes));
             self.remove_routes(routes_now);
             self.hooks.replace(&new.hooks);
@@ -263,7 +260,7 @@ impl Tunnel {
     /// end.
     fn plan_peers(&self, new: &Config, keys: &Keys) -> Result<PeerPlan, String> {
         let peers = self.peers();
-        let by_key = self.acceptor.by_key.load();
+        let endpoint = self.lock_endpoint();
         let mut plan = PeerPlan::default();
         let mut free: std::collections::VecDeque<usize> = peers
             .iter()
@@ -276,8 +273,8 @@ impl Tunnel {
         for (j, pc) in new.peers.iter().enumerate() {
             let psk = keys.psks.get(j).cloned().flatten();
             let listening = pc.endpoint.is_none() && !new.listen.is_empty();
-            match by_key.get(&pc.public_key) {
-                Some(&i) => {
+            match endpoint.peer_of_key(&pc.public_key) {
+                Some(i) => {
                     seen.push(i);
                     let p = &peers[i];
                     let same_psk = p.psk.as_ref().map(|k| k.encode()) == psk.map(|k| k.encode());
@@ -320,46 +317,6 @@ impl Tunnel {
             ));
         }
         Ok(plan)
-    }
-
-    /// The peer `new.peers[j]` in slot position `i`: its endpoint made now (with `random`) if
-    /// it starts the handshakes, its paths' sockets `path_sockets`.
-    #[allow(clippy::too_many_arguments)]
-    fn new_peer(
-        &self,
-        new: &Config,
-        (i, j): (usize, usize),
-        keys: &Keys,
-        random: mpt_tunnel::Random,
-        path_sockets: &[usize],
-        socks: &[(Arc<SockIo>, bool)],
-        now: mpt_core::Time,
-    ) -> Peer {
-        let pc = &new.peers[j];
-        let slot = (i + 1) as u16;
-        let psk = keys.psks.get(j).cloned().flatten();
-        let listening = pc.endpoint.is_none() && !new.listen.is_empty();
-        let ep = (!listening).then(|| {
-            let ecfg = peer_endpoint_config(
-                new,
-                pc,
-                &self.acceptor.private,
-                psk.clone(),
-                config_paths(new, pc),
-                slot,
-                mpt_core::seal::aes_in_hardware(),
-                self.clock.unix_nanos_at_zero(),
-            );
-            let mut ep = mpt_tunnel::Connection::new(ecfg, now, random);
-            for (k, (s, _)) in socks[self.listen_sockets..].iter().enumerate() {
-                let down = s.lock_uplink().down;
-                if down.is_some() {
-                    ep.set_uplink(now, PathId(k as u8), down);
-                }
-            }
-            ep
-        });
-        Peer::new(pc.clone(), slot, psk, listening, ep, path_sockets)
     }
 
     /// With `tunnel.routes`: the routes `new`'s peers need that are not installed, added now

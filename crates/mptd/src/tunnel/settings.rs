@@ -1,53 +1,113 @@
-//! The settings of the peers' endpoints, from the configuration and the keys.
+//! The settings of the peers' connections, from the configuration and the keys, and making a
+//! peer (at start and on reload alike).
 
 use std::net::SocketAddr;
 
 use anyhow::Result;
 use mpt_core::seal::PrivateKey;
-use mpt_tunnel::{ConnectionConfig, KeySettings, Overhead, PathSettings};
+use std::sync::Arc;
+
+use mpt_core::{PathId, Time};
+use mpt_tunnel::{Connection, ConnectionConfig, KeySettings, Overhead, PathSettings};
 use tracing::warn;
 
+use super::SockIo;
 use crate::config::{Config, PeerConfig};
+use crate::peer::Peer;
 use crate::random::KeyStream;
 
-/// The settings of `peer`'s endpoint, over `paths`. `slot` goes into its indices.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn peer_endpoint_config(
-    cfg: &Config,
-    peer: &PeerConfig,
-    private: &PrivateKey,
-    psk: Option<mpt_core::seal::Psk>,
-    paths: Vec<PathSettings>,
-    slot: u16,
-    aes_in_hardware: bool,
-    unix_nanos_at_zero: u64,
-) -> ConnectionConfig {
-    ConnectionConfig {
-        paths,
-        scheduler: cfg.connection.scheduler,
-        reorder_window: cfg.connection.reorder_window,
-        reorder_timeout: cfg.connection.reorder_timeout,
-        keepalive: cfg.connection.keepalive,
-        idle_keepalive: cfg.connection.idle_keepalive,
-        dead: cfg.connection.dead,
-        mtu: cfg.tunnel.mtu,
-        keys: KeySettings {
-            private: private.clone(),
-            peer: peer.public_key,
-            psk,
-            encryption: cfg.security.cipher,
-            aes_in_hardware,
-            initiate: peer.endpoint.is_some(),
-            unix_nanos_at_zero,
-            rekey_after: cfg.security.rekey_after,
-        },
-        index_slot: Some(slot),
-        follow_peer_paths: false,
-        bundle: cfg.connection.bundle,
-        resend: cfg.connection.resend,
-        parity: cfg.connection.parity,
-        equalise: cfg.connection.equalise,
-        classes: cfg.connection.classes.clone(),
+/// What every peer's connection settings are made from: the configuration, our key, this
+/// CPU, and the clock's epoch.
+#[derive(Clone, Copy)]
+pub(super) struct Settings<'a> {
+    pub cfg: &'a Config,
+    pub private: &'a PrivateKey,
+    pub aes_in_hardware: bool,
+    pub unix_nanos_at_zero: u64,
+}
+
+impl Settings<'_> {
+    /// The settings of `peer`'s connection, over `paths`. `slot` goes into its indices.
+    pub fn connection(
+        &self,
+        peer: &PeerConfig,
+        psk: Option<mpt_core::seal::Psk>,
+        paths: Vec<PathSettings>,
+        slot: u16,
+    ) -> ConnectionConfig {
+        let cfg = self.cfg;
+        ConnectionConfig {
+            paths,
+            scheduler: cfg.connection.scheduler,
+            reorder_window: cfg.connection.reorder_window,
+            reorder_timeout: cfg.connection.reorder_timeout,
+            keepalive: cfg.connection.keepalive,
+            idle_keepalive: cfg.connection.idle_keepalive,
+            dead: cfg.connection.dead,
+            mtu: cfg.tunnel.mtu,
+            keys: KeySettings {
+                private: self.private.clone(),
+                peer: peer.public_key,
+                psk,
+                encryption: cfg.security.cipher,
+                aes_in_hardware: self.aes_in_hardware,
+                initiate: peer.endpoint.is_some(),
+                unix_nanos_at_zero: self.unix_nanos_at_zero,
+                rekey_after: cfg.security.rekey_after,
+            },
+            index_slot: Some(slot),
+            follow_peer_paths: false,
+            bundle: cfg.connection.bundle,
+            resend: cfg.connection.resend,
+            parity: cfg.connection.parity,
+            equalise: cfg.connection.equalise,
+            classes: cfg.connection.classes.clone(),
+        }
+    }
+
+    /// What a listening peer's connection is made from (its paths, keys and slot are set by
+    /// its first initiation); `None` without `[[listen]]` sockets.
+    pub fn listening(&self) -> Option<ConnectionConfig> {
+        if self.cfg.listen.is_empty() {
+            return None;
+        }
+        let mut base = self.connection(&self.cfg.peers[0], None, Vec::new(), 1);
+        // no rates are known for a peer's own paths: they are learned
+        if base.scheduler == mpt_sched::SchedulerKind::Rate {
+            base.scheduler = mpt_sched::SchedulerKind::Adaptive;
+        }
+        base.follow_peer_paths = true;
+        Some(base)
+    }
+
+    /// The peer `cfg.peers[j]` (its pre-shared key `psk`) in slot position `i`, at `now`; its
+    /// connection made now (with `random`) unless it is a listening one, with the uplinks of
+    /// its paths' sockets (`sockets`, the listen sockets first, `listen_sockets` of them).
+    pub fn build_peer(
+        &self,
+        (i, j): (usize, usize),
+        psk: Option<mpt_core::seal::Psk>,
+        random: mpt_tunnel::Random,
+        (sockets, listen_sockets): (&[Arc<SockIo>], usize),
+        now: Time,
+    ) -> Peer {
+        let pc = &self.cfg.peers[j];
+        let slot = (i + 1) as u16;
+        let listening = pc.endpoint.is_none() && !self.cfg.listen.is_empty();
+        let path_socks = sockets.get(listen_sockets..).unwrap_or_default();
+        let c = (!listening).then(|| {
+            let ccfg = self.connection(pc, psk.clone(), config_paths(self.cfg, pc), slot);
+            let mut c = Connection::new(ccfg, now, random);
+            for (k, s) in path_socks.iter().enumerate() {
+                let down = s.lock_uplink().down;
+                if down.is_some() {
+                    c.set_uplink(now, PathId(k as u8), down);
+                }
+            }
+            c
+        });
+        let path_sockets: Vec<usize> = (listen_sockets..sockets.len()).collect();
+        Peer::new(pc.clone(), slot, psk, listening, c, &path_sockets)
     }
 }
 

@@ -1,0 +1,511 @@
+//! The [`Endpoint`]: the many-peer side of the protocol, as quinn-proto's is. It knows the
+//! peers by their keys, tells which connection a datagram is for ([`Endpoint::route`]), and
+//! takes initiations ([`Endpoint::handle_initiation`], [`Endpoint::accept`]): mac1, cookie
+//! replies under load, the bounds on the key exchanges initiations cost, the responder's half
+//! of the Noise handshake, and a listening peer's connection, made by its first initiation.
+//!
+//! It does no I/O and never reads the clock: `now` is an argument, and a cookie reply is
+//! returned for the driver to send. The connections themselves are the driver's (each behind
+//! its own lock in the daemon); the endpoint is handed the one an initiation is for.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use mpt_core::seal::{
+    Cookies, MacKeys, PrivateKey, Psk, PublicKey, Responder, COOKIE_NONCE_LEN, MAC_LEN,
+};
+use mpt_core::wire::{
+    Datagram, Header, HeaderRepr, Initiation, Kind, COOKIE_REPLY_LEN, HEADER_LEN,
+    INITIATION_PAYLOAD_LEN, NOISE_INITIATION_LEN,
+};
+use mpt_core::{PathId, Time};
+
+use crate::{Connection, ConnectionConfig, DropReason, Outcome, Random};
+
+/// One peer as the endpoint knows it.
+#[derive(Debug, Clone)]
+pub struct PeerEntry {
+    /// Its public key: the one its initiations must carry.
+    pub key: PublicKey,
+    /// Its pre-shared key.
+    pub psk: Option<Psk>,
+    /// It comes to our listening sockets with paths of its own, and its connection is made by
+    /// its first initiation ([`Endpoint::set_listening`]).
+    pub listening: bool,
+}
+
+/// Where a datagram goes ([`Endpoint::route`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    /// An initiation: for [`Endpoint::handle_initiation`].
+    Initiation,
+    /// For the connection of this peer (its position in [`Endpoint::set_peers`]' list).
+    Connection(usize),
+}
+
+/// An initiation read: whose, and what it carried. Hand it to [`Endpoint::accept`] with that
+/// peer's connection.
+#[derive(Debug)]
+pub struct Accepted {
+    pub(crate) peer: usize,
+    pub(crate) responder: Responder,
+    pub(crate) init: Initiation,
+    /// The initiator's ephemeral key: the same initiation on other paths carries it too.
+    pub(crate) ephemeral: [u8; 32],
+    /// Its header's protocol version: the answer, and the session, speak it.
+    pub(crate) version: u8,
+}
+
+impl Accepted {
+    /// The peer it is from (its position in [`Endpoint::set_peers`]' list).
+    pub fn peer(&self) -> usize {
+        self.peer
+    }
+
+    /// Read by a connection that checked the mac and the key itself (two hosts, no endpoint).
+    pub(crate) fn read(
+        private: &PrivateKey,
+        message: &[u8],
+        version: u8,
+    ) -> Result<Accepted, DropReason> {
+        let mut payload = [0u8; INITIATION_PAYLOAD_LEN + 16];
+        let (responder, n) = Responder::read(private, message, &mut payload)
+            .map_err(|_| DropReason::BadHandshake)?;
+        let init = Initiation::parse(&payload[..n]).ok_or(DropReason::BadHandshake)?;
+        let mut ephemeral = [0u8; 32];
+        ephemeral.copy_from_slice(&message[..32]);
+        Ok(Accepted {
+            peer: 0,
+            responder,
+            init,
+            ephemeral,
+            version,
+        })
+    }
+}
+
+/// What became of an initiation ([`Endpoint::handle_initiation`]).
+#[derive(Debug)]
+pub enum Admission {
+    /// Read: give it to its peer's connection ([`Endpoint::accept`]).
+    Read(Box<Accepted>),
+    /// Under load, from a sender that did not prove its address: not read. Send this cookie
+    /// reply back where it came from (no key exchange, and smaller than the initiation); the
+    /// initiation counts as dropped ([`DropReason::HandshakeLimited`]).
+    Cookie([u8; COOKIE_REPLY_LEN]),
+    /// From a key no peer has (read, at the cost of the key exchange).
+    UnknownKey(PublicKey),
+    /// Dropped unread: not for our key, a copy of one taken, malformed, or over the bounds
+    /// ([`DropReason::HandshakeLimited`]: its sender retries).
+    Dropped(DropReason),
+}
+
+/// The many-peer side: see the module documentation.
+pub struct Endpoint {
+    private: PrivateKey,
+    /// Our public key's MAC keys: an initiation's mac1 must be made with them.
+    macs: MacKeys,
+    /// The peers by position; `None`: a slot no peer holds (one a reload removed).
+    peers: Vec<Option<PeerEntry>>,
+    by_key: HashMap<PublicKey, usize>,
+    /// What a listening peer's connection is made from (its paths set by its initiation).
+    listening: Option<ConnectionConfig>,
+    /// The ephemeral keys of the last initiations taken: their copies on other paths cost
+    /// no key exchange.
+    recent: Recent,
+    limits: HandshakeLimits,
+    /// The cookies we send while under load.
+    cookies: Cookies,
+    /// For the cookies' secret and nonces.
+    random: Random,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("peers", &self.by_key.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Endpoint {
+    /// An endpoint of our key `private`, with no peers yet ([`Endpoint::set_peers`]).
+    pub fn new(private: PrivateKey, random: Random) -> Endpoint {
+        Endpoint {
+            macs: MacKeys::new(&private.public()),
+            private,
+            peers: Vec::new(),
+            by_key: HashMap::new(),
+            listening: None,
+            recent: Recent::default(),
+            limits: HandshakeLimits::new(Time::ZERO),
+            cookies: Cookies::default(),
+            random,
+        }
+    }
+
+    /// Our private key.
+    pub fn private_key(&self) -> &PrivateKey {
+        &self.private
+    }
+
+    /// The peers, by position (the position is the peer's handle everywhere: [`Route`],
+    /// [`Accepted::peer`]); `None` leaves a position free. A reload calls it with the new
+    /// table: initiations from a key no longer in it are refused from then on.
+    pub fn set_peers(&mut self, peers: Vec<Option<PeerEntry>>) {
+        self.by_key = peers
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| Some((p.as_ref()?.key, i)))
+            .collect();
+        self.peers = peers;
+    }
+
+    /// The position of the peer of key `key`.
+    pub fn peer_of_key(&self, key: &PublicKey) -> Option<usize> {
+        self.by_key.get(key).copied()
+    }
+
+    /// What a listening peer's connection is made from (its paths follow its initiation, its
+    /// keys and slot are the peer's); `None`: we take no listening peers.
+    pub fn set_listening(&mut self, base: Option<ConnectionConfig>) {
+        self.listening = base;
+    }
+
+    /// What a listening peer's connection is made from.
+    pub fn listening(&self) -> Option<&ConnectionConfig> {
+        self.listening.as_ref()
+    }
+
+    /// Which connection the datagram `d` is for, from its header alone (checked here, once):
+    /// an initiation, or the peer whose slot the `session` index carries
+    /// ([`crate::index_slot`]) among `slots` positions. No state: a driver calls it without
+    /// any lock. Returns the header's path too.
+    pub fn route(d: &[u8], slots: usize) -> Result<(Route, PathId), DropReason> {
+        let h = Header::new_checked(d).map_err(|e| DropReason::malformed(&e))?;
+        if h.kind() == Kind::Initiation && !h.sealed() {
+            return Ok((Route::Initiation, h.path()));
+        }
+        let slot = usize::from(crate::index_slot(h.session()));
+        if (1..=slots).contains(&slot) {
+            Ok((Route::Connection(slot - 1), h.path()))
+        } else {
+            Err(DropReason::UnknownSession)
+        }
+    }
+
+    /// An initiation `d` that arrived at `now` from `from`: refused at the cost of a hash
+    /// unless it is for our key; under load, answered with a cookie unless its mac2 proves
+    /// that its sender receives at `from`; within the bounds on key exchanges (in total, and
+    /// per address), read; then found a peer by its key.
+    pub fn handle_initiation(&mut self, now: Time, from: SocketAddr, d: &[u8]) -> Admission {
+        let (header, message) = match Datagram::parse(d) {
+            Ok(Datagram::Handshake { header, message }) if header.kind == Kind::Initiation => {
+                (header, message)
+            }
+            Ok(_) => return Admission::Dropped(DropReason::Unexpected),
+            Err(e) => return Admission::Dropped(DropReason::malformed(&e)),
+        };
+        let (message, macs) = message.split_at(NOISE_INITIATION_LEN);
+        let (mac1, mac2) = macs.split_at(MAC_LEN);
+        if !self.macs.mac1_valid(message, mac1) {
+            return Admission::Dropped(DropReason::BadHandshake);
+        }
+        if self.recent.seen(&message[..32]) {
+            return Admission::Dropped(DropReason::StaleHandshake);
+        }
+        let version = mpt_core::wire::version_of(d).unwrap_or(mpt_core::wire::VERSION);
+        let cookies = &self.cookies;
+        match self.limits.admit(now, from.ip(), || {
+            cookies.mac2_valid(now, from, message, mac1, mac2)
+        }) {
+            Admit::Read => {}
+            Admit::Cookie => {
+                return Admission::Cookie(self.cookie_reply(
+                    now,
+                    from,
+                    header.session,
+                    version,
+                    mac1,
+                ))
+            }
+            Admit::Refuse => return Admission::Dropped(DropReason::HandshakeLimited),
+        }
+        let mut accepted = match Accepted::read(&self.private, message, version) {
+            Ok(a) => a,
+            Err(r) => return Admission::Dropped(r),
+        };
+        match self.by_key.get(accepted.responder.peer()) {
+            Some(&i) => {
+                accepted.peer = i;
+                Admission::Read(Box::new(accepted))
+            }
+            None => Admission::UnknownKey(*accepted.responder.peer()),
+        }
+    }
+
+    /// Give the initiation `accepted`, which arrived at `now` on `path` from `from`, to its
+    /// peer's connection `conn`. A listening peer's is made now if it has none, from
+    /// [`Endpoint::set_listening`]'s settings with `random`; a later initiation with another
+    /// number of paths changes its paths once it is known to be fresh. The connection answers
+    /// it (its response is in its [`Connection::poll_transmit`]), or says why not.
+    pub fn accept<P>(
+        &mut self,
+        now: Time,
+        (path, from): (PathId, SocketAddr),
+        conn: &mut Option<Connection<P>>,
+        accepted: Box<Accepted>,
+        random: impl FnOnce() -> Option<Random>,
+    ) -> Outcome {
+        let Some(Some(entry)) = self.peers.get(accepted.peer) else {
+            return Outcome::Dropped(DropReason::UnknownKey);
+        };
+        if entry.listening {
+            let paths = usize::from(accepted.init.paths);
+            if !(1..=mpt_core::MAX_PATHS).contains(&paths) || path.index() >= paths {
+                return Outcome::Dropped(DropReason::PathMismatch);
+            }
+            if conn.is_none() {
+                let Some(base) = self.listening.as_ref() else {
+                    return Outcome::Dropped(DropReason::Unexpected);
+                };
+                let Some(random) = random() else {
+                    return Outcome::Dropped(DropReason::Unexpected);
+                };
+                let mut cfg = base.with_peer_paths(paths);
+                cfg.keys.peer = entry.key;
+                cfg.keys.psk = entry.psk.clone();
+                cfg.index_slot = u16::try_from(accepted.peer + 1).ok();
+                *conn = Some(Connection::new(cfg, now, random));
+            }
+        }
+        let Some(c) = conn.as_mut() else {
+            return Outcome::Dropped(DropReason::UnknownSession);
+        };
+        let ephemeral = accepted.ephemeral;
+        let outcome = c.accept_initiation(now, path, from, *accepted);
+        if !matches!(outcome, Outcome::Dropped(_)) {
+            self.recent.add(&ephemeral);
+        }
+        outcome
+    }
+
+    /// A cookie reply to the initiation from `from` whose header carried the initiator's
+    /// index `index` in `version`, and whose mac1 is `mac1`: in the initiation's version, so
+    /// that an initiator of the version before ours reads it.
+    fn cookie_reply(
+        &mut self,
+        now: Time,
+        from: SocketAddr,
+        index: u32,
+        version: u8,
+        mac1: &[u8],
+    ) -> [u8; COOKIE_REPLY_LEN] {
+        let mut d = [0u8; COOKIE_REPLY_LEN];
+        let mut m = [0u8; MAC_LEN];
+        m.copy_from_slice(mac1);
+        let random = &mut self.random;
+        let cookie = self.cookies.cookie(now, from, |b| random(b));
+        let mut nonce = [0u8; COOKIE_NONCE_LEN];
+        random(&mut nonce);
+        let sealed = self.macs.seal_cookie(&m, &cookie, &nonce);
+        d[HEADER_LEN..HEADER_LEN + COOKIE_NONCE_LEN].copy_from_slice(&nonce);
+        d[HEADER_LEN + COOKIE_NONCE_LEN..].copy_from_slice(&sealed);
+        HeaderRepr::handshake(Kind::CookieReply, PathId(0), index, now).emit(&mut d);
+        mpt_core::wire::set_version(&mut d, version);
+        d
+    }
+}
+
+/// Bounds on the work initiations cost (two X25519 operations to read one, two more to
+/// answer): in total, and from one address. A flood of forged initiations, from many
+/// addresses or one, costs at most this much key exchange; established sessions do not
+/// need handshakes and carry on.
+///
+/// Under load (initiations arriving faster than [`LOAD_PER_SECOND`], and for a second after),
+/// an initiation is read only if its mac2 proves that its sender receives at its address;
+/// the others get a cookie reply (a hash and a small encryption, no key exchange), with
+/// which a real initiator proves it at once. Forged sources never see their cookie: a flood
+/// from them costs no key exchange at all, and real sites still get through.
+#[derive(Debug)]
+struct HandshakeLimits {
+    total: Bucket,
+    per_source: HashMap<IpAddr, Bucket>,
+    /// Every initiation with a valid mac1 takes a token: when they run out, we are under load.
+    arrivals: Bucket,
+    load_until: Time,
+}
+
+/// What to do with an initiation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Admit {
+    Read,
+    /// Under load, without proof of its address: answer with a cookie, unread.
+    Cookie,
+    /// Over a bound: refuse it unread (its sender retries).
+    Refuse,
+}
+
+/// Initiations per second (and at once) above which we are under load.
+pub const LOAD_PER_SECOND: f64 = 200.0;
+const LOAD_BURST: f64 = 400.0;
+/// How long load lasts after the arrivals last ran over.
+const LOAD_HOLD: Duration = Duration::from_secs(1);
+
+/// Initiations read per second in all, and at once.
+pub const HANDSHAKES_PER_SECOND: f64 = 1000.0;
+const HANDSHAKE_BURST: f64 = 1000.0;
+/// Initiations read per second from one address (sites behind one carrier NAT share one),
+/// and at once.
+pub const HANDSHAKES_PER_SOURCE: f64 = 50.0;
+const HANDSHAKE_SOURCE_BURST: f64 = 100.0;
+/// Addresses remembered before the per-address buckets start again.
+const SOURCES_REMEMBERED: usize = 4096;
+
+/// A token bucket on the driver's clock.
+#[derive(Debug, Clone, Copy)]
+struct Bucket {
+    tokens: f64,
+    at: Time,
+}
+
+impl Bucket {
+    fn full(burst: f64, now: Time) -> Bucket {
+        Bucket {
+            tokens: burst,
+            at: now,
+        }
+    }
+
+    /// Take one token at `now`, if there is one.
+    fn take(&mut self, now: Time, rate: f64, burst: f64) -> bool {
+        let dt = now.saturating_since(self.at).as_secs_f64();
+        self.tokens = (self.tokens + dt * rate).min(burst);
+        self.at = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+impl HandshakeLimits {
+    fn new(now: Time) -> HandshakeLimits {
+        HandshakeLimits {
+            total: Bucket::full(HANDSHAKE_BURST, now),
+            per_source: HashMap::new(),
+            arrivals: Bucket::full(LOAD_BURST, now),
+            load_until: now,
+        }
+    }
+
+    /// Whether an initiation from `from` may be read at `now`; `proven`: its mac2 is valid.
+    fn admit(&mut self, now: Time, from: IpAddr, proven: impl FnOnce() -> bool) -> Admit {
+        if !self.arrivals.take(now, LOAD_PER_SECOND, LOAD_BURST) {
+            self.load_until = now + LOAD_HOLD;
+        }
+        if now < self.load_until {
+            // Only initiators that proved their address and port are read, within the total:
+            // sites behind one carrier NAT share an address but not a port.
+            if !proven() {
+                return Admit::Cookie;
+            }
+            return match self.total.take(now, HANDSHAKES_PER_SECOND, HANDSHAKE_BURST) {
+                true => Admit::Read,
+                false => Admit::Refuse,
+            };
+        }
+        if self.per_source.len() >= SOURCES_REMEMBERED && !self.per_source.contains_key(&from) {
+            self.per_source.clear();
+        }
+        let source = self
+            .per_source
+            .entry(from)
+            .or_insert_with(|| Bucket::full(HANDSHAKE_SOURCE_BURST, now));
+        if source.take(now, HANDSHAKES_PER_SOURCE, HANDSHAKE_SOURCE_BURST)
+            && self.total.take(now, HANDSHAKES_PER_SECOND, HANDSHAKE_BURST)
+        {
+            Admit::Read
+        } else {
+            Admit::Refuse
+        }
+    }
+}
+
+/// The last initiations' ephemeral keys (a small ring).
+#[derive(Debug, Default)]
+struct Recent {
+    keys: Vec<[u8; 32]>,
+    next: usize,
+}
+
+const RECENT: usize = 256;
+
+impl Recent {
+    fn seen(&self, e: &[u8]) -> bool {
+        self.keys.iter().any(|k| k[..] == *e)
+    }
+
+    fn add(&mut self, e: &[u8; 32]) {
+        if self.keys.len() < RECENT {
+            self.keys.push(*e);
+        } else {
+            self.keys[self.next] = *e;
+            self.next = (self.next + 1) % RECENT;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(n: u32) -> IpAddr {
+        std::net::Ipv4Addr::from(0xc612_0000 + n).into()
+    }
+
+    #[test]
+    fn one_address_is_bounded_before_load_and_a_flood_gets_cookies_while_proven_sites_are_read() {
+        let mut l = HandshakeLimits::new(Time::ZERO);
+        let t = Time::from_secs(10);
+        // a burst from one address: its own bound
+        let read = (0..150)
+            .filter(|_| l.admit(t, ip(1), || false) == Admit::Read)
+            .count();
+        assert_eq!(read, HANDSHAKE_SOURCE_BURST as usize);
+        // a flood from many addresses: once more than the load burst has arrived, every
+        // unproven initiation gets a cookie, and a proven one is read
+        let answers: Vec<Admit> = (0..2000)
+            .map(|k| l.admit(t, ip(100 + k), || false))
+            .collect();
+        assert!(answers[..100].iter().all(|a| *a == Admit::Read));
+        assert!(answers[300..].iter().all(|a| *a == Admit::Cookie));
+        assert_eq!(
+            l.admit(t, ip(1), || true),
+            Admit::Read,
+            "proven, though its address is over its bound"
+        );
+        // load lasts while the flood does, and a second after it stops
+        let later = t + Duration::from_millis(900);
+        assert_eq!(l.admit(later, ip(5000), || false), Admit::Cookie);
+        let calm = later + LOAD_HOLD + Duration::from_secs(2);
+        assert_eq!(l.admit(calm, ip(5001), || false), Admit::Read);
+    }
+
+    #[test]
+    fn proven_initiations_under_load_are_bounded_in_total() {
+        let mut l = HandshakeLimits::new(Time::ZERO);
+        let t = Time::from_secs(10);
+        for k in 0..500 {
+            l.admit(t, ip(k), || false);
+        }
+        let read = (0..3000)
+            .filter(|_| l.admit(t, ip(7), || true) == Admit::Read)
+            .count();
+        assert!(read <= HANDSHAKE_BURST as usize, "{read} read");
+        assert!(read > 0);
+    }
+}
