@@ -2,6 +2,8 @@
 //! down), on a virtual clock: seeded and replayable. `MPT_SIM_SEED=N` replays a seed; every
 //! test prints the seed it ran with.
 
+pub mod helpers;
+
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -9,7 +11,9 @@ use std::time::Duration;
 use mpt_core::seal::{Cipher, CipherChoice, PrivateKey};
 use mpt_core::{PathId, Time};
 use mpt_sched::SchedulerKind;
-use mpt_tunnel::{Connection, ConnectionConfig, Event, KeySettings, Outcome, Overhead, PathSettings};
+use mpt_tunnel::{
+    Connection, ConnectionConfig, Event, KeySettings, Outcome, Overhead, PathSettings,
+};
 
 pub use mpt_core::rng::Rng;
 

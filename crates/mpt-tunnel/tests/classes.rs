@@ -1,0 +1,217 @@
+//! Traffic classes, driven through a simulated pair of connections (`sim`): light traffic goes
+//! the fastest way and is not held behind bulk, a light stream keeps its path short (with and
+//! without delay equalisation), and a duplicate class goes on two paths and is delivered once.
+
+#[allow(dead_code)]
+mod sim;
+
+use std::time::Duration;
+
+use mpt_core::PathId;
+use sim::helpers::{ms, udp};
+use sim::{packet, Pair, Side};
+
+/// Two paths, path 0 with 10 ms one way, path 1 with 60 ms, `classes` as given (the built-in
+/// ones after them); keys agreed and both paths' round-trip times measured.
+fn fast_and_slow_pair(seed: u64, classes: Vec<mpt_tunnel::ClassRule>) -> Pair {
+    let cfg = |side| {
+        let mut c = sim::config(side, 2, true);
+        let mut all = classes.clone();
+        all.extend(mpt_tunnel::default_classes());
+        c.classes = all;
+        c
+    };
+    let mut p = Pair::with(sim::seed(seed), cfg(Side::A), cfg(Side::B));
+    for side in [Side::A, Side::B] {
+        p.link(side, 0).delay = ms(10);
+        p.link(side, 1).delay = ms(60);
+    }
+    p.run_until(ms(500), Pair::agreed)
+        .expect("keys agreed within 500 ms");
+    // keepalives measure both paths
+    p.run(ms(1000));
+    p
+}
+
+#[test]
+fn light_traffic_goes_the_fastest_way_and_is_delivered_at_once_not_behind_bulk() {
+    let mut p = fast_and_slow_pair(70, Vec::new());
+    // bulk round-robin over both paths, and among it a voice packet (DSCP EF) every 20 ms and
+    // a DNS query now and then
+    let mut sent_at = std::collections::HashMap::new();
+    let mut light = Vec::new();
+    for k in 0..100u32 {
+        p.send(Side::A, &packet(1_000_000 + k, 1000))
+            .expect("bulk sent");
+        if k % 4 == 0 {
+            let voice = udp(k, 4000, 200, mpt_tunnel::DSCP_EF);
+            assert_eq!(
+                p.send(Side::A, &voice).expect("voice sent"),
+                Some(PathId(0))
+            );
+            sent_at.insert(sim::number(&voice), p.now);
+            light.push(sim::number(&voice));
+        }
+        if k % 25 == 0 {
+            let dns = udp(k, 53, 80, 0);
+            assert_eq!(p.send(Side::A, &dns).expect("dns sent"), Some(PathId(0)));
+            sent_at.insert(sim::number(&dns), p.now);
+            light.push(sim::number(&dns));
+        }
+        p.run(ms(5));
+    }
+    p.run(ms(500));
+    // everything arrived once; the light packets within the fast path's delay, although the
+    // bulk sent before them waited for the slow path's
+    let delivered = p.delivered_numbers(Side::B);
+    assert_eq!(delivered.len(), 100 + light.len());
+    let mut sorted = delivered.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    assert_eq!(sorted.len(), delivered.len(), "something delivered twice");
+    for (at, bytes) in &p.node(Side::B).delivered {
+        if let Some(&sent) = sent_at.get(&sim::number(bytes)) {
+            let took = *at - sent;
+            assert!(took < ms(15), "a light packet took {took:?}");
+        }
+    }
+    // bulk went both ways; the classes' counters say where the light packets went
+    let (per_class, copies) = p.ep(Side::A).class_counts();
+    assert_eq!(copies, 0);
+    assert_eq!(per_class[0], vec![25], "ef");
+    assert_eq!(per_class[1], vec![4], "dns");
+    let bulk_on_slow = p.ep(Side::B).stats().paths[1].packets;
+    assert!(bulk_on_slow >= 45, "bulk on the slow path: {bulk_on_slow}");
+    assert_eq!(p.ep(Side::B).drops().too_old, 0);
+}
+
+/// Bulk offered 30 Mbit/s over a 20 Mbit/s path 10 ms away and another 60 ms away (`rate`,
+/// both rates configured), then a voice stream (DSCP EF) from 1.5 s on: how long each voice
+/// packet took (by its number), after every packet was checked delivered and both paths
+/// carried bulk.
+fn voice_next_to_bulk(equalise: bool) -> Vec<(u32, Duration)> {
+    let cfg = |side| {
+        let mut c = sim::config(side, 2, true);
+        c.scheduler = mpt_sched::SchedulerKind::Rate;
+        c.equalise = equalise;
+        for path in &mut c.paths {
+            path.rate_bps = Some(20_000_000);
+        }
+        c
+    };
+    let mut p = Pair::with(sim::seed(74), cfg(Side::A), cfg(Side::B));
+    for side in [Side::A, Side::B] {
+        for (i, d) in [(0, 10), (1, 60)] {
+            p.link(side, i).delay = ms(d);
+            p.link(side, i).rate_bps = Some(20_000_000);
+        }
+    }
+    p.run_until(ms(500), Pair::agreed)
+        .expect("keys agreed within 500 ms");
+    p.run(ms(2000));
+    let every = Duration::from_micros(373);
+    let mut bulk = 0u32;
+    let mut sent_at = std::collections::HashMap::new();
+    let mut voice = Vec::new();
+    let mut on_near = 0;
+    for tick in 0..8000u32 {
+        p.send(Side::A, &packet(1_000_000 + bulk, 1400))
+            .expect("bulk sent");
+        bulk += 1;
+        // from 1.5 s on, a voice packet every 20 ms (every 54th tick)
+        if tick >= 4000 && tick % 54 == 0 {
+            let k = voice.len() as u32;
+            let v = udp(k, 4000, 200, mpt_tunnel::DSCP_EF);
+            let path = p.send(Side::A, &v).expect("voice sent");
+            on_near += u32::from(path == Some(PathId(0)));
+            sent_at.insert(sim::number(&v), p.now);
+            voice.push(sim::number(&v));
+        }
+        p.run(every);
+    }
+    p.run(ms(1000));
+    let mut took = Vec::new();
+    for (at, bytes) in &p.node(Side::B).delivered {
+        if let Some(&sent) = sent_at.get(&sim::number(bytes)) {
+            took.push((sim::number(bytes) >> 16, *at - sent));
+        }
+    }
+    took.sort_unstable();
+    assert_eq!(took.len(), voice.len(), "voice lost");
+    assert_eq!(on_near as usize, voice.len(), "voice took the far path");
+    // both paths carried the bulk, nothing was lost
+    let st = p.ep(Side::B).stats();
+    assert!(
+        st.paths[1].packets > 2000,
+        "far path {}",
+        st.paths[1].packets
+    );
+    assert_eq!(
+        p.delivered_numbers(Side::B).len(),
+        bulk as usize + voice.len()
+    );
+    took
+}
+
+/// Without delay equalisation, bulk fills the near path's queue until the far path is the
+/// sooner one: 50 ms. A voice stream that starts then must not wait in that queue: from its
+/// first packet on, the near path is kept short and the far one takes the rest of the bulk.
+/// Only the packets sent while the queue that stood drains wait at all.
+#[test]
+fn a_light_stream_keeps_its_path_short_and_bulk_takes_the_other() {
+    let took = voice_next_to_bulk(false);
+    // the queue that stood when the stream began: 40 ms and more
+    assert!(took[0].1 > ms(40), "first voice packet {:?}", took[0]);
+    for &(k, d) in &took[3..] {
+        assert!(d < ms(17), "voice packet {k} took {d:?}");
+    }
+}
+
+/// With it (the default), the near path is no sooner for bulk, which the receiver delays to
+/// match the far path: bulk shares the paths by queue, none stands on the near path, and not
+/// even the voice stream's first packet waits.
+#[test]
+fn where_the_receiver_equalises_bulk_leaves_no_queue_on_the_near_path_for_voice() {
+    for (k, d) in voice_next_to_bulk(true) {
+        assert!(d < ms(17), "voice packet {k} took {d:?}");
+    }
+}
+
+#[test]
+fn a_duplicate_class_goes_on_two_paths_once_delivered_and_a_blackout_costs_it_nothing() {
+    let voice = mpt_tunnel::ClassRule {
+        name: "voice".into(),
+        protocol: Some(17),
+        ports: Some((5004, 5004)),
+        mode: mpt_tunnel::Mode::Duplicate,
+        ..mpt_tunnel::ClassRule::default()
+    };
+    let mut p = fast_and_slow_pair(71, vec![voice]);
+    let mut numbers = Vec::new();
+    // 50 packets a second for 3 s; the fast path blacks out for the second in the middle
+    for k in 0..150u32 {
+        if k == 50 {
+            p.set_up(0, false);
+        }
+        if k == 100 {
+            p.set_up(0, true);
+        }
+        let v = udp(k, 5004, 200, 0);
+        numbers.push(sim::number(&v));
+        p.send(Side::A, &v).expect("voice sent");
+        p.run(ms(20));
+    }
+    p.run(ms(500));
+    let mut delivered = p.delivered_numbers(Side::B);
+    assert_eq!(delivered.len(), 150, "each packet delivered exactly once");
+    delivered.sort_unstable();
+    numbers.sort_unstable();
+    assert_eq!(delivered, numbers);
+    let (per_class, copies) = p.ep(Side::A).class_counts();
+    // every packet had a copy while both paths were up (and some while the fast one was
+    // down but not yet known to be)
+    assert!(copies >= 100, "copies sent: {copies}");
+    assert_eq!(per_class[0].iter().sum::<u64>(), 150 + copies);
+    // the receiver dropped the copy that came second of every pair that both arrived
+    assert!(p.ep(Side::B).drops().duplicate >= 90);
+}
