@@ -577,7 +577,7 @@ fn opening_run(split_open: bool) -> (Vec<u32>, Vec<u32>, mpt_tunnel::DropCounts)
 }
 
 #[test]
-fn opening_outside_the_endpoint_gives_the_same_results() {
+fn opening_outside_the_connection_gives_the_same_results() {
     let inside = opening_run(false);
     let outside = opening_run(true);
     assert_eq!(inside, outside);
