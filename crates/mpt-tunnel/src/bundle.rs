@@ -263,7 +263,7 @@ impl<P> Connection<P> {
     }
 
     /// Close `path`'s bundle, if one is open, to leave with a batch that uses the path: before
-    /// it ([`Connection::take_bundles`]), or after it ([`Connection::take_after_batch`]) when the
+    /// it ([`crate::BatchOut::before`]), or after it ([`crate::BatchOut::after`]) when the
     /// batch has datagrams on the path already, which were numbered before the bundle. The
     /// batch's fences hold until it has left.
     pub(crate) fn close_riding(&mut self, now: Time, i: usize, b: &mut BatchPaths) {
@@ -374,12 +374,6 @@ impl<P> Connection<P> {
         };
         buf.truncate(len);
         Some(buf)
-    }
-
-    /// Bundles that must leave before the batch just numbered, in order: send them first on
-    /// their paths. (Left here, they go with [`Connection::poll_transmit`].)
-    pub fn take_bundles(&mut self, out: &mut Vec<Transmit>) {
-        out.append(&mut self.ready);
     }
 
     /// When the first open bundle is due.

@@ -19,7 +19,7 @@ use std::time::Duration;
 use mpt_core::wire::{HeaderRepr, Kind};
 use mpt_core::{PathId, Time};
 
-use crate::{Connection, Transmit};
+use crate::Connection;
 
 /// How the packets of a class are sent (see the module documentation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -349,7 +349,7 @@ impl<P> Connection<P> {
     }
 
     /// Send a copy of `packet` (as `c` says) on the next soonest path, numbered after the batch's packets there and leaving after them
-    /// ([`Connection::take_after_batch`]), so that each path's datagrams stay in order. `used` is the
+    /// ([`crate::BatchOut::after`]), so that each path's datagrams stay in order. `used` is the
     /// batch's set of paths: the copy's path joins it, and its fences hold until the batch
     /// and the copy have left.
     pub(crate) fn send_copy(&mut self, now: Time, c: CopyOf, packet: &[u8], used: &mut u64) {
@@ -395,15 +395,6 @@ impl<P> Connection<P> {
         self.counts.copies_sent += 1;
         self.count_class(class, path);
         self.after.push(t);
-    }
-
-    /// What leaves after the batch just numbered, in order: copies ([`Mode::Duplicate`]),
-    /// and on a path where a bundle closed by the batch was numbered after datagrams already
-    /// in the batch, that bundle and what the batch numbered on the path after it. Send them
-    /// once the batch's datagrams have left, before [`Connection::batch_sent`]. (Left here, they
-    /// go with [`Connection::poll_transmit`] once no batch is being sent.)
-    pub fn take_after_batch(&mut self, out: &mut Vec<Transmit>) {
-        out.append(&mut self.after);
     }
 
     /// The peer takes bundles and express data (its handshake said so): without, every packet

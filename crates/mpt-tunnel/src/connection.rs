@@ -68,7 +68,7 @@ pub struct Connection<P> {
     pub(crate) reasm: crate::reassembly::Reassembly,
     /// Packets put back together, for [`Connection::take_assembled`].
     pub(crate) assembled: VecDeque<(crate::Incoming, Vec<u8>)>,
-    /// "Too big" answers for the TUN device ([`Connection::take_icmp`]), and the second they
+    /// "Too big" answers for the TUN device ([`crate::BatchOut::icmp`]), and the second they
     /// are limited in: its start and how many were made in it.
     pub(crate) icmp: VecDeque<Vec<u8>>,
     pub(crate) icmp_second: (Time, u32),
@@ -90,9 +90,9 @@ pub struct Connection<P> {
     pub(crate) equal: crate::equalise::Equaliser<P>,
     // outputs
     pub(crate) pending: VecDeque<Pending>,
-    /// Bundles closed to leave before the batch being numbered ([`Connection::take_bundles`]).
+    /// Bundles closed to leave before the batch being numbered ([`crate::BatchOut::before`]).
     pub(crate) ready: Vec<Transmit>,
-    /// What leaves after the batch being numbered ([`Connection::take_after_batch`]).
+    /// What leaves after the batch being numbered ([`crate::BatchOut::after`]).
     pub(crate) after: Vec<Transmit>,
     pub(crate) events: VecDeque<Event>,
     pub(crate) counts: Counts,

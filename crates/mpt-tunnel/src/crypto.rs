@@ -140,21 +140,18 @@ impl Keys {
 }
 
 impl<P> crate::Connection<P> {
-    /// A handshake made a session: `ours` and `theirs` are the indices, `keys` its keys.
+    /// A handshake made a session (on `path` from `from`): its indices and keys.
     /// `continues`: the peer had the session this one replaces, and its sequence numbers go
     /// on (a rekey): the old session's keys still open what was in flight, and nothing is
     /// reset. Otherwise the peer is new, or new again.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn install(
         &mut self,
         now: Time,
-        path: PathId,
-        from: SocketAddr,
-        ours: u32,
-        theirs: u32,
-        keys: Keys,
+        (path, from): (PathId, SocketAddr),
+        session: NextSession,
         continues: bool,
     ) {
+        let NextSession { ours, theirs, keys } = session;
         let c = &mut self.crypto;
         let old_open = std::mem::replace(&mut c.open, keys.open);
         self.seal = keys.seal;

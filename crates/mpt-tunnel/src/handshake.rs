@@ -335,7 +335,12 @@ impl<P> Connection<P> {
             self.learn_address(path, from);
             self.heard(now, path);
         } else {
-            self.install(now, path, from, index, init.index, keys, false);
+            let session = NextSession {
+                ours: index,
+                theirs: init.index,
+                keys,
+            };
+            self.install(now, (path, from), session, false);
         }
         Ok(())
     }
@@ -377,15 +382,12 @@ impl<P> Connection<P> {
         // the responder answered in the version of the initiation it took
         self.wire_version = version;
         let continues = self.peer_session.is_some() && resp.flags & CipherFlags::CONTINUES != 0;
-        self.install(
-            now,
-            path,
-            from,
-            index,
-            resp.index,
-            Keys::new(cipher, &split),
-            continues,
-        );
+        let session = NextSession {
+            ours: index,
+            theirs: resp.index,
+            keys: Keys::new(cipher, &split),
+        };
+        self.install(now, (path, from), session, continues);
         // Our addresses on every path reach the peer at once (a NAT's among them), and every
         // path's RTT is measured.
         for i in 0..self.paths.len() {

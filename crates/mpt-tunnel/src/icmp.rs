@@ -106,12 +106,6 @@ fn checksum(parts: &[&[u8]]) -> u16 {
 pub const ICMP_PER_SECOND: u32 = 20;
 
 impl<P> crate::Connection<P> {
-    /// An ICMP "too big" answer to write to the TUN device, for a packet larger than the
-    /// tunnel could carry (a peer that takes no pieces): at most [`ICMP_PER_SECOND`].
-    pub fn take_icmp(&mut self) -> Option<Vec<u8>> {
-        self.icmp.pop_front()
-    }
-
     /// `packet` cannot be carried: dropped, counted, and answered (within the rate limit)
     /// with the largest inner packet that passes, `most` bytes.
     pub(crate) fn too_big(&mut self, now: Time, packet: &[u8], most: usize) {

@@ -247,6 +247,31 @@ pub fn index_slot(session: u32) -> u16 {
     session as u16
 }
 
+/// What numbering a batch gives besides the batch's own datagrams
+/// ([`Connection::number_batch`]), in the order it goes. Kept by the driver from batch to batch.
+#[derive(Debug, Default)]
+pub struct BatchOut {
+    /// Datagrams (bundles the batch closed, and their parity) that leave on their paths before
+    /// the batch's datagrams.
+    pub before: Vec<Transmit>,
+    /// Datagrams that leave once the batch's have: copies of `duplicate` classes and of small
+    /// packets on a path data woke from idle, parity its packets completed, and on a path
+    /// where a bundle the batch closed was numbered after datagrams already in the batch,
+    /// that bundle and what the batch numbered on the path after it.
+    pub after: Vec<Transmit>,
+    /// ICMP "too big" answers to packets the tunnel cannot carry (a peer that takes no
+    /// pieces), for the TUN device: at most [`ICMP_PER_SECOND`].
+    pub icmp: Vec<Vec<u8>>,
+}
+
+impl BatchOut {
+    pub fn clear(&mut self) {
+        self.before.clear();
+        self.after.clear();
+        self.icmp.clear();
+    }
+}
+
 /// What became of a datagram given to [`Connection::handle_datagram`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {

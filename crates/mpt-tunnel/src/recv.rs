@@ -372,7 +372,7 @@ impl<P> Connection<P> {
         };
         match r {
             Ok(span) => {
-                self.install(now, path, from, next.ours, next.theirs, next.keys, true);
+                self.install(now, (path, from), next, true);
                 self.crypto.replay = replay;
                 Ok(span)
             }

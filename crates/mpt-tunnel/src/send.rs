@@ -8,7 +8,7 @@ use mpt_core::wire::{HeaderRepr, Kind, HEADER_LEN};
 use mpt_core::{PathId, Time};
 
 use crate::control::Pending;
-use crate::{Connection, DropReason, Mode, Transmit};
+use crate::{BatchOut, Connection, DropReason, Mode, Transmit};
 
 /// The paths a batch being numbered uses, one bit each: all of them (`used`: their fences
 /// hold until it has left), those with datagrams in the batch's own buffers (`inbuf`), and
@@ -64,9 +64,28 @@ impl<P> Connection<P> {
     /// dropped (counted). Returns the batch's [`Sealer`], or `None` while sealing has no
     /// session key (every packet counted as [`DropReason::NoSession`]).
     ///
-    /// Until [`Connection::batch_sent`], control messages on the batch's paths carry the fences
-    /// from before it: they may leave first.
+    /// `out` (emptied first) gets what else the batch gives, in the order it must go: send
+    /// [`BatchOut::before`] on their paths, then the batch's datagrams (each path's in
+    /// order), then [`BatchOut::after`]; write [`BatchOut::icmp`] to the TUN device. Then
+    /// [`Connection::batch_sent`]: until it, control messages on the batch's paths carry the
+    /// fences from before it, and may leave first.
     pub fn number_batch<B: AsMut<[u8]>>(
+        &mut self,
+        now: Time,
+        sizes: &[usize],
+        bufs: &mut [B],
+        plan: &mut [Option<PathId>],
+        out: &mut BatchOut,
+    ) -> Option<Sealer> {
+        out.clear();
+        let sealer = self.number(now, sizes, bufs, plan);
+        out.before.append(&mut self.ready);
+        out.after.append(&mut self.after);
+        out.icmp.extend(self.icmp.drain(..));
+        sealer
+    }
+
+    fn number<B: AsMut<[u8]>>(
         &mut self,
         now: Time,
         sizes: &[usize],
@@ -302,18 +321,17 @@ impl<P> Connection<P> {
     /// Number, seal and account one packet (`buf` as for [`Connection::number_batch`], with
     /// [`mpt_core::seal::TAG_LEN`] bytes of room after the packet): the path it goes on,
     /// where to, and the datagram's length; `None` when it waits in a bundle. For drivers
-    /// that send one packet at a time: bundles that must leave before it are in
-    /// [`Connection::take_bundles`].
+    /// that send one packet at a time; `out` as for [`Connection::number_batch`].
     pub fn send_one(
         &mut self,
         now: Time,
-        buf: &mut [u8],
-        inner: usize,
+        (buf, inner): (&mut [u8], usize),
+        out: &mut BatchOut,
     ) -> Result<Option<(PathId, std::net::SocketAddr, usize)>, SendError> {
         let mut plan = [None];
         let held = self.counts.held_packets;
         let sealer = self
-            .number_batch(now, &[inner], &mut [&mut *buf], &mut plan)
+            .number_batch(now, &[inner], &mut [&mut *buf], &mut plan, out)
             .ok_or(SendError::Dropped(DropReason::NoSession))?;
         self.batch_sent(sealer.used());
         if self.counts.held_packets != held {

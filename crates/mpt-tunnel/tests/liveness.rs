@@ -459,7 +459,13 @@ fn a_fence_sent_while_a_batch_is_numbered_does_not_overtake_it() {
         .collect();
     let mut plan = [None; 3];
     let sealer = ep
-        .number_batch(now, &[LEN; 3], &mut bufs, &mut plan)
+        .number_batch(
+            now,
+            &[LEN; 3],
+            &mut bufs,
+            &mut plan,
+            &mut mpt_tunnel::BatchOut::default(),
+        )
         .expect("keys");
     // keepalives built while the batch waits (the path is idle now: one within two ticks)
     // carry the fence from before the batch, not the next numbers after it

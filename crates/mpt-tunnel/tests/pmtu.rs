@@ -277,7 +277,7 @@ fn to_a_peer_that_takes_no_pieces_a_packet_too_big_for_its_path_is_answered_with
     let _ = p.send(Side::A, &big);
     p.run(ms(100));
     assert_eq!(p.ep(Side::A).drops().too_big, 1);
-    let answer = p.ep(Side::A).take_icmp().expect("an ICMP answer");
+    let answer = p.take_icmp(Side::A).expect("an ICMP answer");
     assert_eq!(
         (answer[9], answer[20], answer[21]),
         (1, 3, 4),
@@ -302,7 +302,7 @@ fn to_a_peer_that_takes_no_pieces_a_packet_too_big_for_its_path_is_answered_with
         let _ = p.send(Side::A, &big);
     }
     let mut answers = 0;
-    while p.ep(Side::A).take_icmp().is_some() {
+    while p.take_icmp(Side::A).is_some() {
         answers += 1;
     }
     assert_eq!(answers, mpt_tunnel::ICMP_PER_SECOND - 1);

@@ -369,7 +369,13 @@ impl Estimator {
         let q = p.queue(now, r, &iv);
         p.congestion(now, r, &iv, &q);
         if p.congested {
-            self.cut(i, now, r, &iv, &q, sample, active);
+            let seen = phases::Seen {
+                r,
+                iv: &iv,
+                q: &q,
+                sample,
+            };
+            self.cut(i, now, seen, active);
             true
         } else {
             // A path that carried more than it is believed to, with no queue, in an interval

@@ -240,19 +240,20 @@ impl PathEstimate {
     }
 }
 
+/// What the phases before the rate's saw of a report ([`Estimator::cut`]).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Seen<'a> {
+    pub r: &'a ReportEntry,
+    pub iv: &'a Interval,
+    pub q: &'a Queue,
+    /// A delivery-rate sample, if the interval gave one.
+    pub sample: Option<f64>,
+}
+
 impl Estimator {
     /// The rate phase of a congested path `i`: cut, and spread what it gives up.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn cut(
-        &mut self,
-        i: usize,
-        now: Time,
-        r: &ReportEntry,
-        iv: &Interval,
-        q: &Queue,
-        sample: Option<f64>,
-        active: u64,
-    ) {
+    pub(super) fn cut(&mut self, i: usize, now: Time, seen: Seen<'_>, active: u64) {
+        let Seen { r, iv, q, sample } = seen;
         let p = &mut self.paths[i];
         p.cuts += 1;
         // A congested link that was offered clearly more than it delivered, and delivered

@@ -117,6 +117,8 @@ pub struct Node {
     pub control_sent: Vec<u64>,
     /// Every datagram this end sent, as it left (for replays).
     pub sent_log: Vec<(usize, Vec<u8>)>,
+    /// ICMP answers the connection gave for its TUN device, not yet taken ([`Pair::take_icmp`]).
+    pub icmp: std::collections::VecDeque<Vec<u8>>,
 }
 
 pub struct Pair {
@@ -229,6 +231,7 @@ impl Pair {
             events: Vec::new(),
             control_sent: vec![0; paths],
             sent_log: Vec::new(),
+            icmp: Default::default(),
         };
         let nodes = [node(a, &mut rng), node(b, &mut rng)];
         let link = || Link {
@@ -346,20 +349,19 @@ impl Pair {
         let prefix = node.ep.prefix();
         let mut buf = vec![0u8; prefix + inner.len() + 16];
         buf[prefix..prefix + inner.len()].copy_from_slice(inner);
-        let sent = node.ep.send_one(now, &mut buf, inner.len())?;
-        let mut bundles = Vec::new();
-        node.ep.take_bundles(&mut bundles);
-        for b in bundles {
+        let mut out = mpt_tunnel::BatchOut::default();
+        let sent = node.ep.send_one(now, (&mut buf, inner.len()), &mut out);
+        node.icmp.extend(out.icmp.drain(..));
+        // what leaves before the packet goes whether or not the packet does
+        for b in out.before.drain(..) {
             self.put_on_link(side, b.path.index(), b.destination, b.contents);
         }
-        let path = sent.map(|(path, dest, len)| {
+        let path = sent?.map(|(path, dest, len)| {
             buf.truncate(len);
             self.put_on_link(side, path.index(), dest, buf);
             path
         });
-        let mut copies = Vec::new();
-        self.nodes[side.index()].ep.take_after_batch(&mut copies);
-        for c in copies {
+        for c in out.after {
             self.put_on_link(side, c.path.index(), c.destination, c.contents);
         }
         self.drive(side);
@@ -383,12 +385,15 @@ impl Pair {
             })
             .collect();
         let mut plan = vec![None; packets.len()];
-        let Some(sealer) = node.ep.number_batch(now, &sizes, &mut bufs, &mut plan) else {
+        let mut out = mpt_tunnel::BatchOut::default();
+        let sealer = node
+            .ep
+            .number_batch(now, &sizes, &mut bufs, &mut plan, &mut out);
+        node.icmp.extend(out.icmp.drain(..));
+        let Some(sealer) = sealer else {
             return;
         };
-        let (mut before, mut after) = (Vec::new(), Vec::new());
-        node.ep.take_bundles(&mut before);
-        node.ep.take_after_batch(&mut after);
+        let (before, after) = (out.before, out.after);
         let remotes: Vec<_> = (0..node.ep.path_count())
             .map(|i| node.ep.remote(PathId(i as u8)))
             .collect();
@@ -411,6 +416,11 @@ impl Pair {
         }
         self.nodes[side.index()].ep.batch_sent(sealer.used());
         self.drive(side);
+    }
+
+    /// The next ICMP answer `side`'s connection gave for its TUN device.
+    pub fn take_icmp(&mut self, side: Side) -> Option<Vec<u8>> {
+        self.nodes[side.index()].icmp.pop_front()
     }
 
     /// Inject a datagram as if it arrived now at `to` on `path` from `from`.

@@ -1,4 +1,4 @@
-//! TUN → endpoint → path sockets.
+//! TUN → connection → path sockets.
 
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering::Relaxed;
@@ -16,6 +16,47 @@ use crate::tunnel::Tunnel;
 /// Packets the tx task gathers from the TUN device per batch.
 const TX_BATCH: usize = 256;
 
+/// The tx task's buffers: the batch read from the TUN device and what numbering and sending
+/// it needs, kept from batch to batch (the receive side's are `RxBufs`).
+struct TxBatch {
+    /// One packet each, after room for the header (and counter), sealed in place.
+    bufs: Vec<Vec<u8>>,
+    sizes: Vec<usize>,
+    /// Per packet: its path, or none (dropped).
+    plan: Vec<Option<PathId>>,
+    /// Per packet: the peer it is routed to.
+    route: Vec<Option<usize>>,
+    /// Per packet: its size if it goes to the peer being sent for, else 0.
+    masked: Vec<usize>,
+    /// The peers the batch's packets go to.
+    peers: Vec<usize>,
+    /// The remote of each path of the peer being sent for.
+    remotes: Vec<Option<SocketAddr>>,
+    /// A GSO run per path of the peer being sent for.
+    runs: Vec<GsoRun>,
+    /// What numbering gave besides the batch's datagrams.
+    out: mpt_tunnel::BatchOut,
+    /// "Too big" answers to packets the tunnel could not carry, back into the TUN device.
+    answers: Vec<Vec<u8>>,
+}
+
+impl TxBatch {
+    fn new(batch: usize, buf_len: usize, gso: usize) -> TxBatch {
+        TxBatch {
+            bufs: (0..batch).map(|_| vec![0u8; buf_len]).collect(),
+            sizes: vec![0; batch],
+            plan: vec![None; batch],
+            route: vec![None; batch],
+            masked: vec![0; batch],
+            peers: Vec::new(),
+            remotes: Vec::with_capacity(mpt_core::MAX_PATHS),
+            runs: (0..mpt_core::MAX_PATHS).map(|_| GsoRun::new(gso)).collect(),
+            out: Default::default(),
+            answers: Vec::new(),
+        }
+    }
+}
+
 /// TUN → scheduler → path socket, a batch at a time: one TUN read (a TCP super-packet from
 /// TSO is split into segments that fit a path's datagram), one lock of the endpoint to schedule and number the
 /// whole batch, sealing in place without the lock, and per path one GSO send for each run of
@@ -31,35 +72,21 @@ pub async fn tx_task(t: Arc<Tunnel>, queue: usize) -> Result<()> {
     let read_room =
         (65_535 / mtu.saturating_sub(40).max(1) + 2).max(crate::datapath::tun_read::max_segments());
     let batch = TX_BATCH.max(2 * read_room);
-    let mut bufs: Vec<Vec<u8>> = (0..batch)
-        .map(|_| vec![0u8; prefix + mtu + TAG_LEN])
-        .collect();
-    let mut sizes = vec![0usize; batch];
-    // per packet of the batch: its path, or none (dropped)
-    let mut plan: Vec<Option<PathId>> = vec![None; batch];
-    // per packet: the peer it is routed to
-    let mut route: Vec<Option<usize>> = vec![None; batch];
-    let mut masked = vec![0usize; batch];
-    let mut peers_in_batch: Vec<usize> = Vec::new();
-    let mut remotes: Vec<Option<SocketAddr>> = Vec::with_capacity(mpt_core::MAX_PATHS);
-    // a GSO run per path of the peer being sent for
     let gso = t
         .sockets()
         .iter()
         .map(|s| s.io.max_gso_segments())
         .min()
         .unwrap_or(1);
-    let mut runs: Vec<GsoRun> = (0..mpt_core::MAX_PATHS).map(|_| GsoRun::new(gso)).collect();
-    // "too big" answers to packets the tunnel could not carry, back into the TUN device
-    let mut answers: Vec<Vec<u8>> = Vec::new();
+    let mut b = TxBatch::new(batch, prefix + mtu + TAG_LEN, gso);
     let mut gro = tun_rs::GROTable::default();
     loop {
         let whole = t.whole_max.load(Relaxed);
         let n = match tun.recv(&mut original).await.and_then(|len| {
             crate::datapath::tun_read::split(
                 &mut original[..len],
-                &mut bufs,
-                &mut sizes,
+                &mut b.bufs,
+                &mut b.sizes,
                 prefix,
                 whole,
             )
@@ -85,8 +112,8 @@ pub async fn tx_task(t: Arc<Tunnel>, queue: usize) -> Result<()> {
             let more = tun.try_recv(&mut original).and_then(|len| {
                 crate::datapath::tun_read::split(
                     &mut original[..len],
-                    &mut bufs[n..],
-                    &mut sizes[n..],
+                    &mut b.bufs[n..],
+                    &mut b.sizes[n..],
                     prefix,
                     whole,
                 )
@@ -113,21 +140,21 @@ pub async fn tx_task(t: Arc<Tunnel>, queue: usize) -> Result<()> {
             _ => Some(t.send_turn.lock().await),
         };
         // Each packet goes to the peer its destination routes to.
-        peers_in_batch.clear();
+        b.peers.clear();
         let routes = t.routes();
         match routes.single() {
             Some(only) => {
-                route[..n].fill(Some(only));
-                peers_in_batch.push(only);
+                b.route[..n].fill(Some(only));
+                b.peers.push(only);
             }
             None => {
                 for k in 0..n {
-                    let dst = crate::routes::destination(&bufs[k][prefix..prefix + sizes[k]]);
-                    route[k] = dst.and_then(|d| routes.lookup(d));
-                    match route[k] {
-                        Some(i) if !peers_in_batch.contains(&i) => peers_in_batch.push(i),
+                    let dst = crate::routes::destination(&b.bufs[k][prefix..prefix + b.sizes[k]]);
+                    b.route[k] = dst.and_then(|d| routes.lookup(d));
+                    match b.route[k] {
+                        Some(i) if !b.peers.contains(&i) => b.peers.push(i),
                         Some(_) => {}
-                        None if sizes[k] > 0 => {
+                        None if b.sizes[k] > 0 => {
                             if let Some(c) = t.io_drop(DropReason::NoRoute, 1) {
                                 debug!(destination = ?dst, dropped = c,
                                     "no peer's `allowed` covers the destination: dropped");
@@ -138,23 +165,10 @@ pub async fn tx_task(t: Arc<Tunnel>, queue: usize) -> Result<()> {
                 }
             }
         }
-        for &i in &peers_in_batch {
-            send_for_peer(
-                &t,
-                i,
-                n,
-                &route,
-                &sizes,
-                &mut masked,
-                &mut bufs,
-                &mut plan,
-                &mut remotes,
-                &mut runs,
-                &mut answers,
-            )
-            .await;
+        for j in 0..b.peers.len() {
+            send_for_peer(&t, b.peers[j], n, &mut b).await;
         }
-        for a in answers.drain(..) {
+        for a in b.answers.drain(..) {
             let mut buf = vec![0u8; prefix + a.len()];
             buf[prefix..].copy_from_slice(&a);
             if let Err(e) = tun.send_multiple(&mut gro, &mut [buf], prefix).await {
@@ -166,88 +180,77 @@ pub async fn tx_task(t: Arc<Tunnel>, queue: usize) -> Result<()> {
     }
 }
 
-/// Number, seal and send the packets of the batch routed to peer `i`.
-#[allow(clippy::too_many_arguments)]
-async fn send_for_peer(
-    t: &Tunnel,
-    i: usize,
-    n: usize,
-    route: &[Option<usize>],
-    sizes: &[usize],
-    masked: &mut [usize],
-    bufs: &mut [Vec<u8>],
-    plan: &mut [Option<PathId>],
-    remotes: &mut Vec<Option<SocketAddr>>,
-    runs: &mut [GsoRun],
-    answers: &mut Vec<Vec<u8>>,
-) {
+/// Number, seal and send the packets of the batch (`n` of `b`) routed to peer `i`.
+async fn send_for_peer(t: &Tunnel, i: usize, n: usize, b: &mut TxBatch) {
     // routes only name slots the peer list has (it never shrinks)
     let Some(peer) = t.peer(i) else {
         return;
     };
     for k in 0..n {
-        masked[k] = if route[k] == Some(i) { sizes[k] } else { 0 };
+        b.masked[k] = if b.route[k] == Some(i) { b.sizes[k] } else { 0 };
     }
     let now = t.clock.now();
-    // bundles that must leave before this batch's packets on their paths, and what leaves
-    // after them (copies of `duplicate` classes; a path's datagrams numbered after a bundle the
-    // batch closed there)
-    let (mut bundles, mut after) = (Vec::new(), Vec::new());
     let sealer = {
         let mut guard = peer.lock();
-        let Some(ep) = guard.as_mut() else {
-            let waiting = masked[..n].iter().filter(|&&s| s > 0).count();
+        let Some(c) = guard.as_mut() else {
+            let waiting = b.masked[..n].iter().filter(|&&s| s > 0).count();
             t.io_drop(DropReason::NoSession, waiting as u64);
             return;
         };
-        peer.apply_too_big(ep, now);
-        t.whole_max.store(ep.largest_whole_packet(), Relaxed);
-        let sealer = ep.number_batch(now, &masked[..n], &mut bufs[..n], &mut plan[..n]);
-        ep.take_bundles(&mut bundles);
-        ep.take_after_batch(&mut after);
-        answers.extend(std::iter::from_fn(|| ep.take_icmp()));
-        remotes.clear();
-        remotes.extend((0..ep.path_count()).map(|p| ep.remote(PathId(p as u8))));
-        if peer.note_deadline(ep) {
+        peer.apply_too_big(c, now);
+        t.whole_max.store(c.largest_whole_packet(), Relaxed);
+        let sealer = c.number_batch(
+            now,
+            &b.masked[..n],
+            &mut b.bufs[..n],
+            &mut b.plan[..n],
+            &mut b.out,
+        );
+        b.answers.append(&mut b.out.icmp);
+        b.remotes.clear();
+        b.remotes
+            .extend((0..c.path_count()).map(|p| c.remote(PathId(p as u8))));
+        if peer.note_deadline(c) {
             t.timers_moved.notify_one();
         }
         sealer
     };
     let Some(sealer) = sealer else { return };
-    for b in &bundles {
-        send_whole(t, &peer, b).await;
+    // in the order the connection gave: what leaves before the batch, the batch, what after
+    for d in &b.out.before {
+        send_whole(t, &peer, d).await;
     }
     for k in 0..n {
-        let Some(path) = plan[k] else { continue };
+        let Some(path) = b.plan[k] else { continue };
         let p = path.index();
         // (the scheduler uses no path whose remote is unknown)
-        let Some(remote) = remotes.get(p).copied().flatten() else {
+        let Some(remote) = b.remotes.get(p).copied().flatten() else {
             t.io_drop(DropReason::NoPath, 1);
             continue;
         };
-        let len = match sealer.seal(k, &mut bufs[k], masked[k]) {
+        let len = match sealer.seal(k, &mut b.bufs[k], b.masked[k]) {
             Ok(len) => len,
             Err(e) => {
                 warn!(error = %e, "cannot seal a packet");
                 continue;
             }
         };
-        if !runs[p].fits(len) {
-            flush_run(t, &peer, path, &mut runs[p], bufs, remote).await;
+        if !b.runs[p].fits(len) {
+            flush_run(t, &peer, path, &mut b.runs[p], &b.bufs, remote).await;
         }
-        runs[p].push(k, len);
+        b.runs[p].push(k, len);
     }
-    for (p, run) in runs.iter_mut().enumerate().take(remotes.len()) {
-        if let (false, Some(remote)) = (run.is_empty(), remotes[p]) {
-            flush_run(t, &peer, PathId(p as u8), run, bufs, remote).await;
+    for (p, run) in b.runs.iter_mut().enumerate().take(b.remotes.len()) {
+        if let (false, Some(remote)) = (run.is_empty(), b.remotes[p]) {
+            flush_run(t, &peer, PathId(p as u8), run, &b.bufs, remote).await;
         }
     }
-    for c in &after {
-        send_whole(t, &peer, c).await;
+    for d in &b.out.after {
+        send_whole(t, &peer, d).await;
     }
     // This batch has left: control messages may fence it now.
-    if let Some(ep) = peer.lock().as_mut() {
-        ep.batch_sent(sealer.used());
+    if let Some(c) = peer.lock().as_mut() {
+        c.batch_sent(sealer.used());
     };
 }
 
