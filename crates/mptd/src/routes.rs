@@ -1,7 +1,7 @@
 //! Which peer an inner packet goes to (longest prefix of the peers' `allowed`), and whether a
 //! peer may send a packet from its source address.
 
-use std::collections::HashMap;
+use ahash::AHashMap as HashMap;
 use std::net::IpAddr;
 
 use crate::config::{IpNet, PeerConfig};

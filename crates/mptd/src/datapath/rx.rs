@@ -7,9 +7,8 @@ use std::sync::Arc;
 use std::task::Poll;
 
 use anyhow::Result;
-use mpt_core::wire::{Header, Kind};
 use mpt_core::{PathId, Time};
-use mpt_tunnel::{DropReason, Outcome};
+use mpt_tunnel::{DropReason, Outcome, Route};
 use tracing::{trace, warn};
 
 use super::tun_write::{RxBuf, TunWriter};
@@ -169,21 +168,16 @@ fn run_timers(t: &Tunnel, now: Time, b: &mut RxBufs, outputs: &mut Outputs) {
     }
 }
 
-/// Which peer and path a datagram received at socket `s` is for, from its header (no lock);
-/// `None` with the reason when it is for none.
-fn demux(t: &Tunnel, s: &SockIo, d: &[u8]) -> Result<(Option<usize>, PathId, bool), DropReason> {
-    let h = match Header::new_checked(d) {
-        Ok(h) => h,
-        Err(e) => return Err(DropReason::malformed(&e)),
-    };
-    let path = s.path().unwrap_or(PathId(h.path().0));
-    if h.kind() == Kind::Initiation && !h.sealed() {
-        return Ok((None, path, true));
-    }
-    match t.peer_of_session(h.session()) {
-        Some(i) => Ok((Some(i), path, false)),
-        None => Err(DropReason::UnknownSession),
-    }
+/// Which peer and path a datagram received at socket `s` is for, from its header, among
+/// `slots` peer positions ([`mpt_tunnel::Endpoint::route`]; no lock); `None` with the reason
+/// when it is for none.
+fn demux(s: &SockIo, d: &[u8], slots: usize) -> Result<(Option<usize>, PathId, bool), DropReason> {
+    let (route, path) = mpt_tunnel::Endpoint::route(d, slots)?;
+    let path = s.path().unwrap_or(path);
+    Ok(match route {
+        Route::Initiation => (None, path, true),
+        Route::Connection(i) => (Some(i), path, false),
+    })
 }
 
 /// Receive one batch from socket `s`, find each datagram's peer, open them (without any
@@ -229,7 +223,7 @@ fn receive_batch(
         let mut at = 0;
         loop {
             let len = (meta.len - at).min(stride);
-            match demux(t, sock, &b.slices[slice][at..at + len]) {
+            match demux(sock, &b.slices[slice][at..at + len], peers.len()) {
                 Ok((peer, path, initiation)) => b.places.push(Place {
                     slice,
                     at,
@@ -426,22 +420,24 @@ fn check_sources(t: &Tunnel, i: usize, from: usize, b: &mut RxBufs) {
     if routes.single().is_some() || b.out.len() == from {
         return;
     }
-    let tail = b.out.split_off(from);
-    for p in tail {
-        let bytes = p.bytes(&b.slices);
-        let ok = crate::routes::source(&bytes[p.start().min(bytes.len())..])
-            .is_some_and(|src| routes.allows(i, src));
+    // keep the allowed ones in order at the front of the tail, the others after them
+    let mut keep = from;
+    for k in from..b.out.len() {
+        let bytes = b.out[k].bytes(&b.slices);
+        let start = b.out[k].start().min(bytes.len());
+        let ok = crate::routes::source(&bytes[start..]).is_some_and(|src| routes.allows(i, src));
         if ok {
-            b.out.push(p);
-        } else {
-            if let Some(n) = t.io_drop(DropReason::SourceNotAllowed, 1) {
-                let name = t.peer(i).map(|p| p.cfg().name.clone()).unwrap_or_default();
-                warn!(peer = %name, dropped = n,
-                    "a packet from an address outside the peer's `allowed`: dropped");
-            }
-            if let RxBuf::Own { buf, .. } = p {
-                b.pool.push(buf);
-            }
+            b.out.swap(keep, k);
+            keep += 1;
+        } else if let Some(n) = t.io_drop(DropReason::SourceNotAllowed, 1) {
+            let name = t.peer(i).map(|p| p.cfg().name.clone()).unwrap_or_default();
+            warn!(peer = %name, dropped = n,
+                "a packet from an address outside the peer's `allowed`: dropped");
+        }
+    }
+    for p in b.out.drain(keep..) {
+        if let RxBuf::Own { buf, .. } = p {
+            b.pool.push(buf);
         }
     }
 }

@@ -257,13 +257,6 @@ impl Tunnel {
         self.cfg().security.cipher
     }
 
-    /// The peer whose endpoint a datagram with this `session` field is for.
-    pub fn peer_of_session(&self, session: u32) -> Option<usize> {
-        let slot = usize::from(mpt_tunnel::index_slot(session));
-        (1..=self.peers.load().len())
-            .contains(&slot)
-            .then(|| slot - 1)
-    }
 
     /// Gather what peer `i`'s endpoint asks for at `now` (under its lock).
     pub fn gather(ep: &mut Connection<RxBuf>, now: Time, i: usize, out: &mut Outputs) {
