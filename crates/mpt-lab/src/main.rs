@@ -87,10 +87,15 @@ enum Cmd {
         /// peers only: how many sites.
         #[arg(long, default_value_t = 1000)]
         count: usize,
-        /// throughput only: the tunnel MTUs to measure, each a row of its own (default: the
-        /// product's, 1500; e.g. `--mtu 1400,1500` to see what the full MTU costs).
+        /// throughput: the tunnel MTUs to measure, each a row of its own (default: the
+        /// product's, 1500; e.g. `--mtu 1400,1500` to see what the full MTU costs); compare:
+        /// the tunnel MTU of every build (the first given; builds before the 1500-byte MTU
+        /// need 1400 or less).
         #[arg(long, value_delimiter = ',')]
         mtu: Vec<u16>,
+        /// compare only: the scheduler of every build (default: the lab's).
+        #[arg(long)]
+        scheduler: Option<String>,
     },
     /// Internal: run the link emulator (started by the lab inside its middle namespace).
     #[command(hide = true)]
@@ -226,7 +231,7 @@ fn bench(
     what: &str,
     encryption: &[String],
     out: &std::path::Path,
-    compare: (&[std::path::PathBuf], usize, usize),
+    compare: mpt_lab::experiments::bench::Compare<'_>,
     (count, mtus): (usize, &[u16]),
 ) -> anyhow::Result<()> {
     if !mpt_lab::harness::require_root("mpt-lab bench") {
@@ -245,9 +250,7 @@ fn bench(
             Ok(())
         }
         "compare" => {
-            let (builds, paths, rounds) = compare;
-            let md =
-                mpt_lab::experiments::bench::run_compare(out, encryption, builds, paths, rounds)?;
+            let md = mpt_lab::experiments::bench::run_compare(out, encryption, &compare)?;
             println!("{md}");
             Ok(())
         }
@@ -304,11 +307,18 @@ fn main() -> ExitCode {
             rounds,
             count,
             mtu,
+            scheduler,
         } => bench(
             &what,
             &encryption,
             &out,
-            (&mptd, paths, rounds),
+            mpt_lab::experiments::bench::Compare {
+                builds: &mptd,
+                paths,
+                rounds,
+                mtu: mtu.first().copied(),
+                scheduler: scheduler.as_deref(),
+            },
             (count, &mtu),
         ),
         Cmd::Emulate { spec } => serde_json::from_str(&spec)

@@ -199,18 +199,28 @@ pub fn run_latency(out: &Path, encryptions: &[String]) -> Result<String> {
     Ok(md)
 }
 
+/// What `mpt-lab bench compare` runs.
+#[derive(Debug, Clone, Copy)]
+pub struct Compare<'a> {
+    /// The mptd binaries, run in turn.
+    pub builds: &'a [PathBuf],
+    /// Unshaped paths.
+    pub paths: usize,
+    /// Runs of each build.
+    pub rounds: usize,
+    /// The tunnel MTU (default: the lab's).
+    pub mtu: Option<u16>,
+    /// The scheduler (default: the lab's).
+    pub scheduler: Option<&'a str>,
+}
+
 /// `mpt-lab bench compare --mptd OLD,NEW`: single-stream TCP over `paths` unshaped paths
 /// through each build in turn, `rounds` times, per encryption setting; for telling a datapath
 /// change from this machine's drift, which moves single runs by ±25 % between hours.
 /// Returns the markdown table (also written to `out`): Gbit/s per run and mean, and the
 /// daemons' CPU seconds per GB.
-pub fn run_compare(
-    out: &Path,
-    encryptions: &[String],
-    builds: &[PathBuf],
-    paths: usize,
-    rounds: usize,
-) -> Result<String> {
+pub fn run_compare(out: &Path, encryptions: &[String], c: &Compare<'_>) -> Result<String> {
+    let (builds, paths, rounds) = (c.builds, c.paths, c.rounds);
     std::fs::create_dir_all(out)?;
     anyhow::ensure!(!builds.is_empty(), "--mptd names no build to compare");
     // (encryption, build) -> (Gbit/s, CPU s/GB) per round
@@ -218,11 +228,17 @@ pub fn run_compare(
     for round in 0..rounds {
         for (e, enc) in encryptions.iter().enumerate() {
             for (b, bin) in builds.iter().enumerate() {
-                let opts = TunnelOpts {
+                let mut opts = TunnelOpts {
                     encryption: enc.clone(),
                     mptd: Some(bin.clone()),
                     ..TunnelOpts::default()
                 };
+                if let Some(m) = c.mtu {
+                    opts.mtu = m;
+                }
+                if let Some(s) = c.scheduler {
+                    opts.scheduler = s.to_owned();
+                }
                 let (mut lab, pids) = tunnel_lab(paths, &opts)?;
                 let cpu0 = cpu_seconds_of(&pids);
                 let v = lab.iperf3(Side::A, &tunnel_addr(Side::B), 5201, &["-t", "5"])?;
@@ -239,6 +255,12 @@ pub fn run_compare(
         }
     }
     let mut md = String::new();
+    writeln!(
+        md,
+        "{paths} unshaped path(s), tunnel MTU {}, scheduler {}, {rounds} round(s)\n",
+        c.mtu.map_or("as the lab's".to_owned(), |m| m.to_string()),
+        c.scheduler.unwrap_or("as the lab's")
+    )?;
     writeln!(md, "| encryption | mptd build | TCP 1 stream Gbit/s, each run | mean | daemons' CPU s/GB, mean |")?;
     writeln!(md, "|---|---|---|---|---|")?;
     for (e, enc) in encryptions.iter().enumerate() {
