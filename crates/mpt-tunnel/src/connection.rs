@@ -68,10 +68,8 @@ pub struct Connection<P> {
     pub(crate) reasm: crate::reassembly::Reassembly,
     /// Packets put back together, for [`Connection::take_assembled`].
     pub(crate) assembled: VecDeque<(crate::Incoming, Vec<u8>)>,
-    /// "Too big" answers for the TUN device ([`crate::BatchOut::icmp`]), and the second they
-    /// are limited in: its start and how many were made in it.
-    pub(crate) icmp: VecDeque<Vec<u8>>,
-    pub(crate) icmp_second: (Time, u32),
+    /// "Too big" answers for the TUN device ([`crate::BatchOut::icmp`]).
+    pub(crate) icmp: crate::icmp::IcmpAnswers,
     /// When we last sent a packet too large for the base datagram ([`crate::BASE_DATAGRAM`]):
     /// slow paths are probed only while such packets are sent.
     pub(crate) big_at: Option<Time>,
@@ -194,8 +192,7 @@ impl<P> Connection<P> {
             peer_parity: false,
             reasm: Default::default(),
             assembled: VecDeque::new(),
-            icmp: VecDeque::new(),
-            icmp_second: (now, 0),
+            icmp: crate::icmp::IcmpAnswers::new(now),
             big_at: None,
             light_kept: None,
             pacer: ReportPacer::default(),

@@ -218,10 +218,10 @@ impl<P> Connection<P> {
         let stats = &self.reseq.stats().paths;
         // a least delay is measured on some packet, and its time on the line is part of it:
         // where the rate is configured (the link's; a learned one is what we sent), that time
-        // is taken out. On four identical 128 kbit/s lines, one path measured its least on a
-        // full 1498-byte packet, 96.8 ms above the others' small ones (the line's framing
-        // made it more than a full datagram's time as the rate gives it), and the packets of
-        // the three others waited that long for nothing (Table II case 14, jitter 41-50 ms)
+        // is taken out. On slow lines a full datagram's time on the line is tens of
+        // milliseconds (more than its size at the rate gives: the line's framing), so a path
+        // whose least came from a full datagram would look that much farther than identical
+        // lines whose least came from small ones, and their packets would wait for nothing
         let datagram = self.overhead().datagram();
         let owd = |i: usize| {
             let s = stats.get(i)?;
@@ -249,11 +249,10 @@ impl<P> Connection<P> {
                 let us = (far - delay(i).unwrap_or(far)).max(0) as u64;
                 // and where a full datagram takes longer to carry than the difference, the
                 // difference may be that still (a packet in pieces, its last held a little
-                // for the packets after it), not the paths' (on 128 kbit/s lines, one path's
-                // least came from a 150-byte datagram and another's from a full one, 85 ms
-                // apart: Table II case 13, jitter 66 ms). Only a configured rate: the receiver
-                // of a transfer sends little, and its learned rates are that (its lags all
-                // went, and BBR's 10/60 ms bonding with them)
+                // for the packets after it, or one path's least taken from a small datagram
+                // and another's from a full one), not the paths'. Only a configured rate: the
+                // receiver of a transfer sends little, and its learned rates are that little,
+                // which would cancel every lag and with them the bonding of unequal paths
                 let carry = crate::pmtu::airtime(self.max_datagram(), self.cfg.paths[i].rate_bps);
                 if Duration::from_micros(us) > carry {
                     lags[i] = Duration::from_micros(us).min(MAX_LAG);

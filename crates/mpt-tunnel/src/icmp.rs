@@ -7,8 +7,6 @@ use std::time::Duration;
 
 use mpt_core::Time;
 
-use crate::DropReason;
-
 /// Most bytes of an IPv4 answer (RFC 1812: as much of the packet as fits in 576).
 const V4_MAX: usize = 576;
 /// Most bytes of an ICMPv6 answer (RFC 4443: as much as fits in the minimum MTU, 1280).
@@ -105,12 +103,26 @@ fn checksum(parts: &[&[u8]]) -> u16 {
 /// Most "too big" answers a connection makes a second.
 pub const ICMP_PER_SECOND: u32 = 20;
 
-impl<P> crate::Connection<P> {
-    /// `packet` cannot be carried: dropped, counted, and answered (within the rate limit)
-    /// with the largest inner packet that passes, `most` bytes.
-    pub(crate) fn too_big(&mut self, now: Time, packet: &[u8], most: usize) {
-        self.count(DropReason::TooBig);
-        let (start, n) = &mut self.icmp_second;
+/// "Too big" answers for the TUN device, at most [`ICMP_PER_SECOND`].
+#[derive(Debug)]
+pub(crate) struct IcmpAnswers {
+    queue: Vec<Vec<u8>>,
+    /// The second the answers are limited in: its start, and how many were made in it.
+    second: (Time, u32),
+}
+
+impl IcmpAnswers {
+    pub(crate) fn new(now: Time) -> IcmpAnswers {
+        IcmpAnswers {
+            queue: Vec::new(),
+            second: (now, 0),
+        }
+    }
+
+    /// Answer `packet`, which the tunnel cannot carry, at `now` (within the rate limit) with
+    /// the largest inner packet that passes, `most` bytes.
+    pub(crate) fn answer(&mut self, now: Time, packet: &[u8], most: usize) {
+        let (start, n) = &mut self.second;
         if now.saturating_since(*start) >= Duration::from_secs(1) {
             *start = now;
             *n = 0;
@@ -118,10 +130,15 @@ impl<P> crate::Connection<P> {
         if *n >= ICMP_PER_SECOND {
             return;
         }
-        if let Some(answer) = crate::too_big(packet, most.min(usize::from(u16::MAX)) as u16) {
+        if let Some(answer) = too_big(packet, most.min(usize::from(u16::MAX)) as u16) {
             *n += 1;
-            self.icmp.push_back(answer);
+            self.queue.push(answer);
         }
+    }
+
+    /// The answers made since the last call.
+    pub(crate) fn drain_into(&mut self, out: &mut Vec<Vec<u8>>) {
+        out.append(&mut self.queue);
     }
 }
 

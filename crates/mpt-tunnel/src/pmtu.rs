@@ -423,10 +423,10 @@ impl<P> crate::Connection<P> {
     /// least [`DELIVERY_SHORTFALL`] data datagrams on path `i`: the peer heard none of them
     /// (when nothing at all arrives it has nothing to report, as when the inner TCP, its
     /// packets black-holed, waits for its retransmission timer): discovery confirms the
-    /// path's size at once. Without the reports' own gap, a stream of 128 kbit/s over four
-    /// such lines, reported on once a second, was taken for silence on every path every
-    /// second: a 1500-byte probe (94 ms of a line) each time, 59 in 20 s, and the packet
-    /// behind each one 90 ms late (Table II case 13's jitter went from 0.05 to 20 ms).
+    /// path's size at once. Without the reports' own gap, a slow stream that the peer reports
+    /// on once a second would be taken for silence on every path every second, and each time
+    /// a full-size probe (tens of milliseconds of a slow line) would delay the packet behind
+    /// it.
     pub(crate) fn watch_silence(&mut self, now: Time, i: usize) {
         let gap = self.report_gap.min(mpt_reseq::feedback::MAX_INTERVAL);
         let p = &mut self.paths[i];

@@ -159,41 +159,6 @@ impl Reassembly {
     }
 }
 
-impl<P> crate::Connection<P> {
-    /// A packet that came in pieces, put back together (or a bundle's compressed entry, and
-    /// the entries of its bundle, rebuilt): give it to [`crate::Connection::push_data`] (its
-    /// [`crate::Incoming::packet`] range is in the `Vec`). Take these after each
-    /// [`crate::Connection::handle_datagram`], before the packets of its outcome.
-    pub fn take_assembled(&mut self) -> Option<(crate::Incoming, Vec<u8>)> {
-        self.assembled.pop_front()
-    }
-
-    /// A piece of a packet: to the reassembly; a packet it completes goes to
-    /// [`Connection::take_assembled`].
-    pub(crate) fn take_piece(&mut self, now: Time, piece: crate::reassembly::Piece<'_>) {
-        let max = usize::from(self.cfg.mtu);
-        match self.reasm.add(now, max, piece) {
-            Ok(Some((meta, bytes))) => {
-                let len = bytes.len();
-                self.assembled.push_back((
-                    crate::Incoming {
-                        meta,
-                        packet: 0..len,
-                        express: false,
-                        resent: false,
-                        opens: false,
-                    },
-                    bytes,
-                ));
-            }
-            Ok(None) => {}
-            Err(reason) => {
-                self.count(reason);
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

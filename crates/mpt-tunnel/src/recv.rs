@@ -10,6 +10,7 @@ use mpt_core::{PathId, Time};
 use mpt_reseq::PacketMeta;
 
 use crate::control::Pending;
+use crate::open::{Opened, Opener};
 use crate::{Connection, DropReason, Event, Incoming, Outcome};
 
 /// On a path we send data on, keepalives are answered at most this often.
@@ -484,4 +485,99 @@ fn open_in_place(
     replay.mark(counter);
     seal::unseal_in_place(buf);
     Ok((COUNTER_LEN, SEALED_HEADER_LEN + body))
+}
+
+/// Opening outside the lock ([`crate::Opener`]), and packets that came in pieces.
+impl<P> Connection<P> {
+    /// The current session's [`Opener`], once keys are agreed (sealing only).
+    pub fn opener(&self) -> Option<Opener> {
+        let c = &self.crypto;
+        Some(Opener {
+            key: c.open.clone()?,
+            session: self.session,
+            epoch: c.epoch,
+            max_datagram: self.max_datagram(),
+            highest: c.replay.highest(),
+        })
+    }
+
+    /// A datagram that arrived at `now` on `path` from `from`, opened in `buf` by an
+    /// [`Opener`]: as [`Connection::handle_datagram`] for the rest. One opened under keys that
+    /// have been replaced since belongs to the old session and is dropped as such.
+    pub fn handle_opened(
+        &mut self,
+        now: Time,
+        path: PathId,
+        from: SocketAddr,
+        buf: &mut [u8],
+        opened: Opened,
+    ) -> Outcome {
+        Outcome::of(self.take_opened(now, path, from, buf, opened))
+    }
+
+    fn take_opened(
+        &mut self,
+        now: Time,
+        path: PathId,
+        from: SocketAddr,
+        buf: &mut [u8],
+        opened: Opened,
+    ) -> Result<crate::Outcome, DropReason> {
+        if path.index() >= self.paths.len() {
+            return Err(self.count(DropReason::PathMismatch));
+        }
+        let (counter, body) = opened.result.map_err(|r| self.count(r))?;
+        let c = &mut self.crypto;
+        // Opened under the keys a rekey replaced since: of the old session, still taken.
+        let replay = if c.epoch == opened.epoch {
+            &mut c.replay
+        } else if let Some(old) = c
+            .previous
+            .as_mut()
+            .filter(|o| o.epoch == opened.epoch && now < o.until)
+        {
+            &mut old.replay
+        } else {
+            return Err(self.count(DropReason::UnknownSession));
+        };
+        if replay.check(counter).is_err() {
+            return Err(self.count(DropReason::Replayed));
+        }
+        replay.mark(counter);
+        seal::unseal_in_place(buf);
+        self.dispatch(now, path, from, buf, COUNTER_LEN, SEALED_HEADER_LEN + body)
+    }
+
+    /// A packet that came in pieces, put back together (or a bundle's compressed entry, and
+    /// the entries of its bundle, rebuilt): give it to [`crate::Connection::push_data`] (its
+    /// [`crate::Incoming::packet`] range is in the `Vec`). Take these after each
+    /// [`crate::Connection::handle_datagram`], before the packets of its outcome.
+    pub fn take_assembled(&mut self) -> Option<(crate::Incoming, Vec<u8>)> {
+        self.assembled.pop_front()
+    }
+
+    /// A piece of a packet: to the reassembly; a packet it completes goes to
+    /// [`Connection::take_assembled`].
+    pub(crate) fn take_piece(&mut self, now: Time, piece: crate::reassembly::Piece<'_>) {
+        let max = usize::from(self.cfg.mtu);
+        match self.reasm.add(now, max, piece) {
+            Ok(Some((meta, bytes))) => {
+                let len = bytes.len();
+                self.assembled.push_back((
+                    crate::Incoming {
+                        meta,
+                        packet: 0..len,
+                        express: false,
+                        resent: false,
+                        opens: false,
+                    },
+                    bytes,
+                ));
+            }
+            Ok(None) => {}
+            Err(reason) => {
+                self.count(reason);
+            }
+        }
+    }
 }

@@ -176,14 +176,11 @@ impl<P> Connection<P> {
     /// when it comes.
     ///
     /// Why not wait: a request and its resend take the fastest path's round trip and the
-    /// queue the resend waits in, 20-70 ms over the lab's lossy three paths, and every
-    /// bonded packet behind the gap waited with it. At 0.5-1 % loss on two of them the inner
-    /// TCP's receiver got nothing for over 20 ms at a time during a fifth of a cubic transfer
-    /// (a quarter of a BBR one), then bursts above the bundle's rate (BBR took those for
-    /// bandwidth and overfilled the links); 2-5 % since. Delivered at once, TCP
+    /// queue the resend waits in, tens of milliseconds, and every bonded packet behind the
+    /// gap would wait with it: the inner TCP's receiver would get nothing meanwhile, then a
+    /// burst above the bundle's rate (which BBR takes for bandwidth). Delivered at once, TCP
     /// acknowledges what came after the gap (SACK), keeps sending, and the resend fills the
-    /// gap before its own retransmission would: cubic went from 64 to 76 Mbit/s of the 83
-    /// those paths carry, BBR from 66 to 69, in six runs each.
+    /// gap before its own retransmission would.
     pub(crate) fn update_repair_wait(&mut self) {
         let wait = self.resending().then_some(Duration::ZERO);
         self.reseq.set_repair(wait);

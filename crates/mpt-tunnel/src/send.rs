@@ -81,7 +81,7 @@ impl<P> Connection<P> {
         let sealer = self.number(now, sizes, bufs, plan);
         out.before.append(&mut self.ready);
         out.after.append(&mut self.after);
-        out.icmp.extend(self.icmp.drain(..));
+        self.icmp.drain_into(&mut out.icmp);
         sealer
     }
 
@@ -250,8 +250,8 @@ impl<P> Connection<P> {
     /// few datagrams) whose rate is configured (its clock is the link's), and whose clock
     /// would run more than two full datagrams (or 50 ms, whichever is longer) ahead of `now`
     /// once the packet is on it. An overloaded link drops datagrams, and a packet in pieces is
-    /// lost with any of them: on a line offered twice what it carries, almost every packet had
-    /// one piece dropped (Table II case 12: 94 % lost, where plain UDP loses half).
+    /// lost with any of them: on a line offered twice what it carries, almost every packet
+    /// would lose a piece, where whole packets lose only the half the line cannot carry.
     pub(crate) fn queue_full(&self, now: Time, path: PathId, inner: usize) -> bool {
         let i = path.index();
         let Some(rate) = self.cfg.paths[i]
@@ -263,8 +263,8 @@ impl<P> Connection<P> {
         let serialise = |bytes: usize| crate::pmtu::airtime(bytes, Some(rate));
         // two of the largest datagrams the tunnel sends there, not of the size found so far:
         // while the path's MTU is searched, data goes at 1200 bytes behind probes of up to
-        // the largest, and a limit of two 1200-byte datagrams dropped a stream's packet
-        // behind the first probe on `wrr` (Table II case 13, 0.46 % lost)
+        // the largest, and a limit of two 1200-byte datagrams would drop the packet behind a
+        // probe
         let datagram = self
             .max_datagram()
             .max(self.body_cap(i) + self.overhead().datagram())
@@ -316,6 +316,13 @@ impl<P> Connection<P> {
             p.unsent -= 1;
             p.data_sent += std::mem::take(&mut p.data_unsent);
         }
+    }
+
+    /// `packet` cannot be carried: dropped, counted, and answered (within the rate limit)
+    /// with the largest inner packet that passes, `most` bytes.
+    pub(crate) fn too_big(&mut self, now: Time, packet: &[u8], most: usize) {
+        self.count(DropReason::TooBig);
+        self.icmp.answer(now, packet, most);
     }
 
     /// Number, seal and account one packet (`buf` as for [`Connection::number_batch`], with

@@ -84,11 +84,9 @@ impl<P> Connection<P> {
             // a probe takes a slow path long to carry, delaying what waits behind it: those
             // are probed only while packets that need more than the base datagram are sent;
             // one at a time, so that the others carry the stream meanwhile (probed all at
-            // once, four 128 kbit/s lines were each held 94 ms, and a stream of half what
-            // they carry lost a packet to a full queue at its start and had one 85 ms late
-            // at every confirmation); and while the line is idle, unless it has not been for
-            // [`SATURATED`] (sent behind a packet, a probe put the next beyond what the queue
-            // holds: a 64 kbit/s line on `wrr`, which sends there regardless, lost one; a line
+            // once, every line is held for a probe's time and the stream waits); and while
+            // the line is idle, unless it has not been for [`SATURATED`] (sent behind a
+            // packet, a probe can put the next beyond what a slow line's queue holds; a line
             // that is never idle is probed as it is)
             let needed = self
                 .big_at

@@ -18,32 +18,7 @@ use tracing::{debug, warn};
 
 use crate::config::HooksConfig;
 
-/// What happened, for a hook.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HookEvent {
-    /// The tunnel is up (`hooks.up`).
-    Up,
-    /// The tunnel is about to go (`hooks.down`).
-    Down,
-    PathUp,
-    PathDown,
-    PeerUp,
-    PeerDown,
-}
-
-impl HookEvent {
-    /// The name in `MPTD_EVENT`, and of its `[hooks]` key.
-    pub fn name(self) -> &'static str {
-        match self {
-            HookEvent::Up => "up",
-            HookEvent::Down => "down",
-            HookEvent::PathUp => "path_up",
-            HookEvent::PathDown => "path_down",
-            HookEvent::PeerUp => "peer_up",
-            HookEvent::PeerDown => "peer_down",
-        }
-    }
-}
+pub use crate::config::HookEvent;
 
 /// One run of a hook: its event and the variables it gets.
 #[derive(Debug, Clone)]
@@ -188,5 +163,4 @@ pub async fn run_one(
     }
 }
 
-/// Default of `hooks.timeout_ms`.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+pub use crate::config::DEFAULT_HOOK_TIMEOUT as DEFAULT_TIMEOUT;

@@ -106,16 +106,16 @@ pub const SATURATED_MIN_US: f64 = 2_000.0;
 pub const NO_QUEUE_US: f64 = 1_000.0;
 /// How many times a path's jitter (the peer's RFC 3550 figure) of its smoothed delay above the
 /// least is its delay varying by itself, not a queue: a wire that delays datagrams 32 to 38 ms
-/// shows 3 ms above the least and a jitter of 2 ms, and was taken for a standing queue, so
-/// that a 20 Mbit/s path took 5 s to be believed 10.
+/// shows 3 ms above the least and a jitter of 2 ms: that is no standing queue, and taken for
+/// one it would hold the path's rate down.
 pub const JITTER_NOT_QUEUE: f64 = 2.0;
 /// Queueing delay (smoothed minus minimum one-way delay) that counts as congestion, at least.
 pub const QUEUE_THRESHOLD_US: f64 = 10_000.0;
 /// A loss is congestion when the path's queue is full ([`QueuePeak`]), or when the path loses
 /// this share of its packets or more, smoothed over about [`LOSS_SPAN_PACKETS`]: a link that
 /// drops without queueing (a policer, a shallow buffer). Below that, with the queue short of
-/// full, a loss is random: the tunnel recovers it, and cutting the rate for it (as for each
-/// one, before) held a 30 Mbit/s path at 1 % random loss to a few Mbit/s.
+/// full, a loss is random: the tunnel recovers it, and cutting the rate for each one would
+/// hold a path with 1 % random loss to a small part of its rate.
 pub const LOSS_CONGESTION: f64 = 0.05;
 pub const LOSS_SPAN_PACKETS: f64 = 100.0;
 
@@ -453,8 +453,8 @@ impl Estimator {
         for (j, p) in self.paths.iter_mut().enumerate() {
             if takers(j, p) {
                 // Never past what the path has shown it carries (plus a probe step): the
-                // traffic moves to the other paths anyway as this one's rate falls, and a
-                // 64 kbit/s line that took a 128 kbit/s line's freed 200 kbit/s was overdriven.
+                // traffic moves to the other paths anyway as this one's rate falls, and a slow
+                // line given a faster one's freed share would be overdriven.
                 let room = (PROBE * p.best_delivery_bps - p.rate_bps).max(0.0);
                 p.rate_bps += (freed * p.rate_bps / total).min(room);
             }

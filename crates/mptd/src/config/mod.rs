@@ -54,6 +54,36 @@ pub struct HooksConfig {
     pub timeout: Duration,
 }
 
+/// What happened, for a hook.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookEvent {
+    /// The tunnel is up (`hooks.up`).
+    Up,
+    /// The tunnel is about to go (`hooks.down`).
+    Down,
+    PathUp,
+    PathDown,
+    PeerUp,
+    PeerDown,
+}
+
+impl HookEvent {
+    /// The name in `MPTD_EVENT`, and of its `[hooks]` key.
+    pub fn name(self) -> &'static str {
+        match self {
+            HookEvent::Up => "up",
+            HookEvent::Down => "down",
+            HookEvent::PathUp => "path_up",
+            HookEvent::PathDown => "path_down",
+            HookEvent::PeerUp => "peer_up",
+            HookEvent::PeerDown => "peer_down",
+        }
+    }
+}
+
+/// Default of `hooks.timeout_ms`.
+pub const DEFAULT_HOOK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 impl Default for HooksConfig {
     fn default() -> Self {
         HooksConfig {
@@ -63,15 +93,15 @@ impl Default for HooksConfig {
             path_down: None,
             peer_up: None,
             peer_down: None,
-            timeout: crate::hooks::DEFAULT_TIMEOUT,
+            timeout: DEFAULT_HOOK_TIMEOUT,
         }
     }
 }
 
 impl HooksConfig {
     /// The command for `event`, if one is configured.
-    pub fn command(&self, event: crate::hooks::HookEvent) -> Option<&str> {
-        use crate::hooks::HookEvent::*;
+    pub fn command(&self, event: HookEvent) -> Option<&str> {
+        use HookEvent::*;
         match event {
             Up => self.up.as_deref(),
             Down => self.down.as_deref(),

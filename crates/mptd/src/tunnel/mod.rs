@@ -257,7 +257,6 @@ impl Tunnel {
         self.cfg().security.cipher
     }
 
-
     /// Gather what peer `i`'s endpoint asks for at `now` (under its lock).
     pub fn gather(ep: &mut Connection<RxBuf>, now: Time, i: usize, out: &mut Outputs) {
         while let Some(t) = ep.poll_transmit(now) {

@@ -149,7 +149,7 @@ impl Validator<'_> {
             timeout: Duration::from_millis(self.int_in(
                 "hooks.timeout_ms",
                 raw.timeout_ms,
-                crate::hooks::DEFAULT_TIMEOUT.as_millis() as u64,
+                DEFAULT_HOOK_TIMEOUT.as_millis() as u64,
                 100,
                 600_000,
             )?),
