@@ -273,13 +273,11 @@ fn a_reload_of_the_peer_table_refuses_a_removed_key_and_takes_an_added_one() {
         (1..=20).map(|n| (n, site(n, rng.next_u64()))).collect();
     exchange(&mut server, &mut sites, Time::from_millis(10));
     assert!(sites.iter().all(|(_, c)| c.keys_agreed()));
-    // site 5 leaves the table (its position is free), site 21 comes in a new one
+    // site 5 leaves the table; site 21 takes its free position, site 22 a new one
     let mut table: Vec<Option<PeerEntry>> = (1..=20).map(|k| Some(entry(k))).collect();
     table[4] = None;
-    table.push(Some(entry(21)));
-    server.endpoint.set_peers(table);
+    server.endpoint.set_peers(table.clone());
     server.conns[4] = None;
-    server.conns.push(None);
     let now = Time::from_secs(5);
     let mut gone = site(5, rng.next_u64());
     let d = initiation(&mut gone, now);
@@ -287,14 +285,47 @@ fn a_reload_of_the_peer_table_refuses_a_removed_key_and_takes_an_added_one() {
         server.receive(now, site_addr(5), &d),
         Err(DropReason::UnknownKey)
     );
-    let mut added = vec![(21, site(21, rng.next_u64()))];
+    table[4] = Some(entry(21));
+    table.push(Some(entry(22)));
+    server.endpoint.set_peers(table);
+    server.conns.push(None);
+    let mut added = vec![
+        (21, site(21, rng.next_u64())),
+        (22, site(22, rng.next_u64())),
+    ];
     exchange(&mut server, &mut added, now);
-    assert!(added[0].1.keys_agreed(), "the added site got in");
-    assert_eq!(server.endpoint.peer_of_key(&key(21).public()), Some(20));
+    assert!(
+        added.iter().all(|(_, c)| c.keys_agreed()),
+        "the added sites got in"
+    );
+    for (position, n) in [(4usize, 21u32), (20, 22)] {
+        assert_eq!(
+            server.endpoint.peer_of_key(&key(n).public()),
+            Some(position)
+        );
+        let c = server.conns[position]
+            .as_ref()
+            .expect("made by its initiation");
+        assert_eq!(
+            usize::from(mpt_tunnel::index_slot(c.session())),
+            position + 1,
+            "site {n}'s connection draws its indices in its position's slot"
+        );
+    }
     assert_eq!(server.endpoint.peer_of_key(&key(5).public()), None);
-    // the sites kept go on in their sessions
-    let kept = server.conns[0].as_ref().expect("site 1's");
-    assert_eq!(kept.peer_session(), Some(sites[0].1.session()));
+    // the sites kept are where they were, and their connections answer them in their
+    // sessions
+    assert_eq!(server.endpoint.peer_of_key(&key(1).public()), Some(0));
+    let (_, s1) = &mut sites[0];
+    let later = Time::from_secs(6);
+    s1.handle_timeout(later);
+    let mut replies = 0;
+    for t in drain(s1, later) {
+        let got = server.receive(later, site_addr(1), &t.contents);
+        assert!(got.is_ok(), "site 1's datagram: {got:?}");
+        replies += 1;
+    }
+    assert!(replies > 0, "site 1 sent nothing in a second");
 }
 
 #[test]
@@ -318,14 +349,31 @@ fn an_initiation_for_another_key_costs_a_hash_and_copies_on_other_paths_cost_not
     // a real initiation, then the same one again (its copy on another path): read once
     let mut s = site(2, rng.next_u64());
     let d = initiation(&mut s, Time::ZERO);
-    assert!(server.receive(now, site_addr(2), &d).is_ok());
+    let responses = server.receive(now, site_addr(2), &d).expect("taken");
     assert_eq!(
         server.receive(now, site_addr(2), &d),
         Err(DropReason::StaleHandshake)
     );
     assert_eq!(server.read, 1);
-    // and a datagram for a slot no peer has
-    let mut junk = d.clone();
-    junk[0] ^= 0xff;
-    assert!(server.receive(now, site_addr(2), &junk).is_err());
+    // site 2's first datagrams in the session are for its connection; with another slot in
+    // their index, for none
+    for mut r in responses {
+        s.handle_datagram(now, PathId(0), SERVER, &mut r);
+    }
+    let mut d = drain(&mut s, now)
+        .into_iter()
+        .next()
+        .expect("site 2 sends in the session")
+        .contents;
+    assert_eq!(
+        Endpoint::route(&d, 3).map(|r| r.0),
+        Ok(Route::Connection(1))
+    );
+    let mut h = mpt_core::wire::Header::new_checked(&mut d[..]).expect("a header");
+    let session = h.session();
+    h.set_session((session & 0xffff_0000) | 9);
+    assert_eq!(
+        Endpoint::route(&d, 3).map(|r| r.0),
+        Err(DropReason::UnknownSession)
+    );
 }

@@ -356,14 +356,18 @@ impl Pair {
         for b in out.before.drain(..) {
             self.put_on_link(side, b.path.index(), b.destination, b.contents);
         }
-        let path = sent?.map(|(path, dest, len)| {
-            buf.truncate(len);
-            self.put_on_link(side, path.index(), dest, buf);
-            path
+        let path = sent.map(|s| {
+            s.map(|(path, dest, len)| {
+                buf.truncate(len);
+                self.put_on_link(side, path.index(), dest, buf);
+                path
+            })
         });
+        // and what leaves after it, whether or not it went
         for c in out.after {
             self.put_on_link(side, c.path.index(), c.destination, c.contents);
         }
+        let path = path?;
         self.drive(side);
         Ok(path)
     }

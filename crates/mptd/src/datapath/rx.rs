@@ -291,7 +291,7 @@ fn receive_batch(
         };
         // the run of datagrams of peer `i`, under one lock
         let Some(peer) = peers.get(i) else {
-            // a peer a reload added after this batch began
+            // (the batch's places name only peers of the list it was read with)
             drop_run(t, i, &b.places, &mut k, &mut dropped);
             continue;
         };

@@ -58,7 +58,8 @@ impl Tunnel {
             Admission::Dropped(r) => return Err(r),
         };
         let i = accepted.peer();
-        let Some(peer) = self.peer(i) else {
+        // (the endpoint's table and the peer list change together: see `Tunnel::reload`)
+        let Some(peer) = self.peer(i).filter(|p| !p.retired) else {
             return Err(DropReason::UnknownKey);
         };
         let mut guard = peer.lock();

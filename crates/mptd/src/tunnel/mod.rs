@@ -232,12 +232,12 @@ impl Tunnel {
         self.peers.load_full()
     }
 
-    /// The peer at slot position `i` now.
     /// The many-peer side of the protocol (taken before any peer's lock, never after).
     pub(crate) fn lock_endpoint(&self) -> std::sync::MutexGuard<'_, mpt_tunnel::Endpoint> {
         self.endpoint.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The peer at slot position `i` now.
     pub fn peer(&self, i: usize) -> Option<Arc<Peer>> {
         self.peers.load().get(i).cloned()
     }

@@ -177,9 +177,14 @@ impl Tunnel {
                 .map(|(i, p)| (i, arc_swap::Guard::into_inner(p.cfg())))
                 .collect();
             let routes = Routes::new(live.iter().map(|(i, c)| (*i, &**c)));
-            // peers first: a route only names a slot the list has
-            self.peers.store(Arc::new(list));
-            self.lock_endpoint().set_peers(peer_entries(&self.peers()));
+            // peers first: a route only names a slot the list has. The list and the
+            // endpoint's table change under one hold of the endpoint's lock, so that an
+            // initiation is taken with the old of both or the new of both.
+            {
+                let mut endpoint = self.lock_endpoint();
+                endpoint.set_peers(peer_entries(&list));
+                self.peers.store(Arc::new(list));
+            }
             self.routes.store(Arc::new(routes));
             self.remove_routes(routes_now);
             self.hooks.replace(&new.hooks);
