@@ -12,6 +12,11 @@ use clap::{Parser, Subcommand};
 struct Args {
     #[command(subcommand)]
     command: Cmd,
+    /// run and bench: also write the table into FILE (default `docs/results.md`), in the
+    /// section the experiment's markers delimit (added at the end the first time), with the
+    /// command, the day and the commit.
+    #[arg(long, global = true, num_args = 0..=1, default_missing_value = "docs/results.md", value_name = "FILE")]
+    write_results: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -142,7 +147,7 @@ fn run(
     duration: Option<u64>,
     flags: &RunFlags,
     out: &std::path::Path,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Option<(String, String)>> {
     let RunFlags {
         no_bundle,
         no_parity,
@@ -161,25 +166,32 @@ fn run(
     if !mpt_lab::harness::require_root("mpt-lab run") {
         anyhow::bail!("the lab needs root");
     }
+    // the section a run writes: one per experiment, and per set of cases when only some ran
+    let key = match cases {
+        [] => name.to_owned(),
+        _ => format!(
+            "{name} cases {}",
+            cases
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+    };
     match name {
         "adaptive-cut" => {
-            println!("{}", mpt_lab::experiments::adaptive::rate_cut(out)?);
-            return Ok(());
+            return Ok(Some((key, mpt_lab::experiments::adaptive::rate_cut(out)?)));
         }
         "adaptive-stream" => {
-            println!(
-                "{}",
-                mpt_lab::experiments::adaptive::stream_comparison(out, only)?
-            );
-            return Ok(());
+            let md = mpt_lab::experiments::adaptive::stream_comparison(out, only)?;
+            return Ok(Some((key, md)));
         }
         "adaptive-ftp" => {
-            println!("{}", mpt_lab::experiments::adaptive::ftp_comparison(only)?);
-            return Ok(());
+            let md = mpt_lab::experiments::adaptive::ftp_comparison(only)?;
+            return Ok(Some((key, md)));
         }
         "adaptive-outage" => {
-            println!("{}", mpt_lab::experiments::adaptive::outage(out)?);
-            return Ok(());
+            return Ok(Some((key, mpt_lab::experiments::adaptive::outage(out)?)));
         }
         "realworld" => {
             let md = mpt_lab::experiments::realworld::run_realworld(
@@ -196,9 +208,8 @@ fn run(
                 },
                 out,
             )?;
-            println!("{md}");
             eprintln!("results in {}", out.display());
-            return Ok(());
+            return Ok(Some((key, md)));
         }
         _ => {}
     }
@@ -222,9 +233,8 @@ fn run(
         }
         _ => paper::run_table2(&suite, cases, out)?,
     };
-    println!("{md}");
     eprintln!("results in {}", out.display());
-    Ok(())
+    Ok(Some((key, md)))
 }
 
 fn bench(
@@ -233,38 +243,26 @@ fn bench(
     out: &std::path::Path,
     compare: mpt_lab::experiments::bench::Compare<'_>,
     (count, mtus): (usize, &[u16]),
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Option<(String, String)>> {
     if !mpt_lab::harness::require_root("mpt-lab bench") {
         anyhow::bail!("the lab needs root");
     }
-    match what {
+    let md = match what {
         "throughput" => {
             let md = mpt_lab::experiments::bench::run_throughput(out, encryption, mtus)?;
-            println!("{md}");
             eprintln!("results in {}", out.display());
-            Ok(())
+            md
         }
-        "latency" => {
-            let md = mpt_lab::experiments::bench::run_latency(out, encryption)?;
-            println!("{md}");
-            Ok(())
-        }
-        "compare" => {
-            let md = mpt_lab::experiments::bench::run_compare(out, encryption, &compare)?;
-            println!("{md}");
-            Ok(())
-        }
-        "peers" => {
-            let md = mpt_lab::experiments::peers::run(out, count)?;
-            println!("{md}");
-            Ok(())
-        }
+        "latency" => mpt_lab::experiments::bench::run_latency(out, encryption)?,
+        "compare" => mpt_lab::experiments::bench::run_compare(out, encryption, &compare)?,
+        "peers" => mpt_lab::experiments::peers::run(out, count)?,
         other => {
             anyhow::bail!(
                 "unknown benchmark {other:?}, expected throughput, latency, compare or peers"
             )
         }
-    }
+    };
+    Ok(Some((format!("bench {what}"), md)))
 }
 
 fn main() -> ExitCode {
@@ -279,8 +277,9 @@ fn main() -> ExitCode {
             for f in files {
                 println!("{}", f.display());
             }
+            None
         }),
-        Cmd::Demo { scheduler } => mpt_lab::experiments::demo::run(&scheduler),
+        Cmd::Demo { scheduler } => mpt_lab::experiments::demo::run(&scheduler).map(|()| None),
         Cmd::Run {
             suite,
             cases,
@@ -325,8 +324,20 @@ fn main() -> ExitCode {
             .map_err(anyhow::Error::from)
             .and_then(|links: Vec<mpt_lab::harness::emulator::Link>| {
                 mpt_lab::harness::emulator::run(&links)
-            }),
+            })
+            .map(|()| None),
     };
+    // a table measured: printed, and written where --write-results says
+    let r = r.and_then(|table| {
+        let Some((key, md)) = table else {
+            return Ok(());
+        };
+        println!("{md}");
+        match &args.write_results {
+            Some(file) => mpt_lab::report::write_results(file, &key, &md),
+            None => Ok(()),
+        }
+    });
     match r {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

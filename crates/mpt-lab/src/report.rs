@@ -107,3 +107,96 @@ pub fn write(out: &Path, name: &str, text: &str) -> Result<PathBuf> {
     std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))?;
     Ok(p)
 }
+
+/// Where `--write-results` puts an experiment's table: between `<!-- mpt-lab KEY -->` and
+/// `<!-- /mpt-lab KEY -->` in the results file, so that the section cannot drift from what the
+/// lab measured. The block says the command, the day and the commit.
+pub fn write_results(file: &Path, key: &str, md: &str) -> Result<()> {
+    let doc = std::fs::read_to_string(file).unwrap_or_default();
+    let command: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--write-results"))
+        .collect();
+    let block = format!(
+        "`sudo target/release/mpt-lab {}`, measured on {} at {}.\n\n{}\n",
+        command.join(" "),
+        today(),
+        commit(),
+        md.trim_end()
+    );
+    std::fs::write(file, splice(&doc, key, &block))
+        .with_context(|| format!("writing {}", file.display()))?;
+    eprintln!("results written to {} (section {key})", file.display());
+    Ok(())
+}
+
+/// `doc` with the block of `key` replaced by `block`, or, without one, a section of it added
+/// at the end.
+pub fn splice(doc: &str, key: &str, block: &str) -> String {
+    let open = format!("<!-- mpt-lab {key} -->");
+    let close = format!("<!-- /mpt-lab {key} -->");
+    if let (Some(a), Some(b)) = (doc.find(&open), doc.find(&close)) {
+        if a < b {
+            return format!("{}{open}\n{block}{}", &doc[..a], &doc[b..]);
+        }
+    }
+    let mut out = doc.trim_end().to_owned();
+    if !out.is_empty() {
+        out.push_str("\n\n");
+    }
+    out.push_str(&format!("## {key}\n\n{open}\n{block}{close}\n"));
+    out
+}
+
+/// Today's date (UTC), as `date` gives it.
+fn today() -> String {
+    Command::new("date")
+        .args(["-u", "+%F"])
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .filter(|d| !d.is_empty())
+        .unwrap_or_else(|| "an unknown day".into())
+}
+
+/// The commit the working tree is at, marked when it has changes of its own.
+fn commit() -> String {
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+    };
+    match git(&["rev-parse", "--short", "HEAD"]) {
+        Some(c) => match git(&["status", "--porcelain", "--untracked-files=no"]) {
+            Some(s) if !s.is_empty() => format!("`{c}` with local changes"),
+            _ => format!("`{c}`"),
+        },
+        None => "an unknown commit".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_results_section_is_replaced_in_place_or_added_at_the_end() {
+        let doc = "# R\n\n## T2\n\n<!-- mpt-lab table2 -->\nold\n<!-- /mpt-lab table2 -->\n\ntail\n";
+        let out = splice(doc, "table2", "new\n");
+        assert_eq!(
+            out,
+            "# R\n\n## T2\n\n<!-- mpt-lab table2 -->\nnew\n<!-- /mpt-lab table2 -->\n\ntail\n"
+        );
+        let added = splice(&out, "bench compare", "rows\n");
+        assert!(added.starts_with(out.trim_end()));
+        assert!(added.ends_with(
+            "\n\n## bench compare\n\n<!-- mpt-lab bench compare -->\nrows\n<!-- /mpt-lab bench compare -->\n"
+        ));
+        // written again: in place, nothing added
+        assert_eq!(splice(&added, "bench compare", "rows\n"), added);
+        assert_eq!(splice("", "x", "y\n"), "## x\n\n<!-- mpt-lab x -->\ny\n<!-- /mpt-lab x -->\n");
+    }
+}

@@ -263,15 +263,29 @@ pub fn run_compare(out: &Path, encryptions: &[String], c: &Compare<'_>) -> Resul
     )?;
     writeln!(md, "| encryption | mptd build | TCP 1 stream Gbit/s, each run | mean | daemons' CPU s/GB, mean |")?;
     writeln!(md, "|---|---|---|---|---|")?;
+    // each build by what it says it is (its commit), else by its path
+    let names: Vec<String> = builds
+        .iter()
+        .map(|bin| {
+            std::process::Command::new(bin)
+                .arg("--version")
+                .output()
+                .ok()
+                .and_then(|o| {
+                    let v = String::from_utf8_lossy(&o.stdout);
+                    Some(v.split_once('(')?.1.split_once(')')?.0.to_owned())
+                })
+                .map_or_else(|| bin.display().to_string(), |c| format!("`{c}`"))
+        })
+        .collect();
     for (e, enc) in encryptions.iter().enumerate() {
-        for (b, bin) in builds.iter().enumerate() {
+        for (b, name) in names.iter().enumerate() {
             let r = &runs[e][b];
             let n = r.len().max(1) as f64;
             let each: Vec<String> = r.iter().map(|(g, _)| format!("{g:.2}")).collect();
             writeln!(
                 md,
-                "| {enc} | {} | {} | {:.2} | {:.2} |",
-                bin.display(),
+                "| {enc} | {name} | {} | {:.2} | {:.2} |",
                 each.join(", "),
                 r.iter().map(|(g, _)| g).sum::<f64>() / n,
                 r.iter().map(|(_, c)| c).sum::<f64>() / n
