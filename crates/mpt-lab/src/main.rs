@@ -101,6 +101,10 @@ enum Cmd {
         /// compare only: the scheduler of every build (default: the lab's).
         #[arg(long)]
         scheduler: Option<String>,
+        /// compare only: the sender's rate (iperf3 -b, e.g. 3G), below what every build
+        /// reaches, so that CPU per GB compares at one packet rate.
+        #[arg(long)]
+        rate: Option<String>,
     },
     /// Internal: run the link emulator (started by the lab inside its middle namespace).
     #[command(hide = true)]
@@ -307,6 +311,7 @@ fn main() -> ExitCode {
             count,
             mtu,
             scheduler,
+            rate,
         } => bench(
             &what,
             &encryption,
@@ -317,6 +322,7 @@ fn main() -> ExitCode {
                 rounds,
                 mtu: mtu.first().copied(),
                 scheduler: scheduler.as_deref(),
+                rate: rate.as_deref(),
             },
             (count, &mtu),
         ),

@@ -34,8 +34,8 @@ const QUEUE: usize = 256;
 /// The sending side, kept by the tunnel.
 #[derive(Debug)]
 pub struct Hooks {
-    /// The `[hooks]` running now (a reload replaces them).
-    cfg: ArcSwap<HooksConfig>,
+    /// The `[hooks]` running now (a reload replaces them), shared with the hook task.
+    cfg: Arc<ArcSwap<HooksConfig>>,
     tx: mpsc::Sender<HookRun>,
     dropped: crate::log::RateLimit,
 }
@@ -46,7 +46,7 @@ impl Hooks {
         let (tx, rx) = mpsc::channel(QUEUE);
         (
             Hooks {
-                cfg: ArcSwap::from_pointee(cfg.clone()),
+                cfg: Arc::new(ArcSwap::from_pointee(cfg.clone())),
                 tx,
                 dropped: Default::default(),
             },
@@ -83,17 +83,22 @@ impl Hooks {
     pub fn config(&self) -> Arc<HooksConfig> {
         self.cfg.load_full()
     }
+
+    /// The hooks running now as the hook task reads them (a reload's are seen at once).
+    pub fn current(&self) -> Arc<ArcSwap<HooksConfig>> {
+        self.cfg.clone()
+    }
 }
 
-/// Run the queued hooks of tunnel `t`, one at a time (as configured when each runs), until the
-/// queue closes.
+/// Run the queued hooks of tunnel `tunnel`, one at a time (as `current` says when each runs),
+/// until the queue closes.
 pub async fn run(
-    t: Arc<crate::tunnel::Tunnel>,
+    current: Arc<ArcSwap<HooksConfig>>,
     tunnel: String,
     mut rx: mpsc::Receiver<HookRun>,
 ) -> anyhow::Result<()> {
     while let Some(r) = rx.recv().await {
-        let cfg = t.hooks.config();
+        let cfg = current.load_full();
         if let Some(command) = cfg.command(r.event) {
             if let Err(e) = run_one(command, &tunnel, &r, cfg.timeout).await {
                 warn!(event = r.event.name(), "{e}");

@@ -212,6 +212,10 @@ pub struct Compare<'a> {
     pub mtu: Option<u16>,
     /// The scheduler (default: the lab's).
     pub scheduler: Option<&'a str>,
+    /// The sender's rate (iperf3's `-b`, e.g. `3G`), below what every build reaches: each
+    /// then carries the same packet rate, and CPU per GB compares code rather than how fast a
+    /// run happened to go (CPU per GB falls as throughput rises: fewer wakeups per packet).
+    pub rate: Option<&'a str>,
 }
 
 /// `mpt-lab bench compare --mptd OLD,NEW`: single-stream TCP over `paths` unshaped paths
@@ -227,7 +231,9 @@ pub fn run_compare(out: &Path, encryptions: &[String], c: &Compare<'_>) -> Resul
     let mut runs = vec![vec![Vec::new(); builds.len()]; encryptions.len()];
     for round in 0..rounds {
         for (e, enc) in encryptions.iter().enumerate() {
-            for (b, bin) in builds.iter().enumerate() {
+            // each round starts with another build, so that none always runs first
+            for b in (0..builds.len()).map(|k| (k + round) % builds.len()) {
+                let bin = &builds[b];
                 let mut opts = TunnelOpts {
                     encryption: enc.clone(),
                     mptd: Some(bin.clone()),
@@ -241,7 +247,11 @@ pub fn run_compare(out: &Path, encryptions: &[String], c: &Compare<'_>) -> Resul
                 }
                 let (mut lab, pids) = tunnel_lab(paths, &opts)?;
                 let cpu0 = cpu_seconds_of(&pids);
-                let v = lab.iperf3(Side::A, &tunnel_addr(Side::B), 5201, &["-t", "5"])?;
+                let mut args = vec!["-t", "5"];
+                if let Some(r) = c.rate {
+                    args.extend(["-b", r]);
+                }
+                let v = lab.iperf3(Side::A, &tunnel_addr(Side::B), 5201, &args)?;
                 let bytes = v["end"]["sum_received"]["bytes"].as_f64().unwrap_or(0.0);
                 let gbps = iperf3_bps(&v) / 1e9;
                 let cpu_per_gb = (cpu_seconds_of(&pids) - cpu0) / (bytes / 1e9).max(1e-9);
@@ -257,9 +267,10 @@ pub fn run_compare(out: &Path, encryptions: &[String], c: &Compare<'_>) -> Resul
     let mut md = String::new();
     writeln!(
         md,
-        "{paths} unshaped path(s), tunnel MTU {}, scheduler {}, {rounds} round(s)\n",
+        "{paths} unshaped path(s), tunnel MTU {}, scheduler {}, sender {}, {rounds} round(s)\n",
         c.mtu.map_or("as the lab's".to_owned(), |m| m.to_string()),
-        c.scheduler.unwrap_or("as the lab's")
+        c.scheduler.unwrap_or("as the lab's"),
+        c.rate.map_or("unlimited".to_owned(), |r| format!("at {r}bit/s"))
     )?;
     writeln!(md, "| encryption | mptd build | TCP 1 stream Gbit/s, each run | mean | daemons' CPU s/GB, mean |")?;
     writeln!(md, "|---|---|---|---|---|")?;

@@ -256,7 +256,7 @@ async fn run(cfg: Config, keys: Keys, config: &std::path::Path) -> Result<()> {
     let queue = sh.hook_queue.lock().ok().and_then(|mut q| q.take());
     if let Some(queue) = queue {
         tasks.spawn(mptd::hooks::run(
-            sh.clone(),
+            sh.hooks.current(),
             sh.cfg().tunnel.name.clone(),
             queue,
         ));
