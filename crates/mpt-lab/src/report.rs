@@ -184,7 +184,8 @@ mod tests {
 
     #[test]
     fn a_results_section_is_replaced_in_place_or_added_at_the_end() {
-        let doc = "# R\n\n## T2\n\n<!-- mpt-lab table2 -->\nold\n<!-- /mpt-lab table2 -->\n\ntail\n";
+        let doc =
+            "# R\n\n## T2\n\n<!-- mpt-lab table2 -->\nold\n<!-- /mpt-lab table2 -->\n\ntail\n";
         let out = splice(doc, "table2", "new\n");
         assert_eq!(
             out,
@@ -197,6 +198,9 @@ mod tests {
         ));
         // written again: in place, nothing added
         assert_eq!(splice(&added, "bench compare", "rows\n"), added);
-        assert_eq!(splice("", "x", "y\n"), "## x\n\n<!-- mpt-lab x -->\ny\n<!-- /mpt-lab x -->\n");
+        assert_eq!(
+            splice("", "x", "y\n"),
+            "## x\n\n<!-- mpt-lab x -->\ny\n<!-- /mpt-lab x -->\n"
+        );
     }
 }

@@ -270,7 +270,8 @@ pub fn run_compare(out: &Path, encryptions: &[String], c: &Compare<'_>) -> Resul
         "{paths} unshaped path(s), tunnel MTU {}, scheduler {}, sender {}, {rounds} round(s)\n",
         c.mtu.map_or("as the lab's".to_owned(), |m| m.to_string()),
         c.scheduler.unwrap_or("as the lab's"),
-        c.rate.map_or("unlimited".to_owned(), |r| format!("at {r}bit/s"))
+        c.rate
+            .map_or("unlimited".to_owned(), |r| format!("at {r}bit/s"))
     )?;
     writeln!(md, "| encryption | mptd build | TCP 1 stream Gbit/s, each run | mean | daemons' CPU s/GB, mean |")?;
     writeln!(md, "|---|---|---|---|---|")?;
