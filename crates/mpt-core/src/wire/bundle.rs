@@ -40,6 +40,7 @@
 //! right, that are not fragments, and whose UDP length is theirs, so that the rebuilt packet
 //! is the one sent, byte for byte.
 
+use super::compress::rebuild;
 use super::*;
 
 /// Bytes an entry adds before its packet.
@@ -53,14 +54,6 @@ pub const MIN_HEAD_PIECE: usize = 64;
 
 /// Bytes before a continuation's own: its offset and length.
 pub const CONTINUATION_LEN: usize = 4;
-
-/// The first byte after a compressed entry's gap (an IP packet's is 0x4_ or 0x6_).
-pub const COMPRESSED: u8 = 0x10;
-/// Bytes a compressed entry carries before its UDP payload (after its gap): the marker, the
-/// payload's length, the IP identification and the UDP checksum.
-pub const COMPRESSED_LEN: usize = 7;
-/// An IPv4 header of 20 bytes and a UDP header: what a compressed entry rebuilds.
-pub const UDP4_HEADERS: usize = 28;
 
 /// One packet of a bundle: its global sequence number and where it lies in the body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,82 +92,6 @@ impl BundleEntry {
             }
         }
     }
-}
-
-/// The headers of `p` if a packet after it may be compressed against them, and `p` itself
-/// may be rebuilt from another's: IPv4 with a 20-byte header whose checksum is right, its
-/// total length `p`'s, no fragment, UDP whose length is the rest.
-pub fn udp4_headers(p: &[u8]) -> Option<[u8; UDP4_HEADERS]> {
-    let h: &[u8; UDP4_HEADERS] = p.get(..UDP4_HEADERS)?.try_into().ok()?;
-    let whole = h[0] == 0x45
-        && h[9] == 17
-        && usize::from(be16(&h[2..4])) == p.len()
-        && be16(&h[6..8]) & 0x3fff == 0
-        && usize::from(be16(&h[24..26])) == p.len() - 20
-        && internet_checksum(0, &[&h[..20]]) == 0;
-    whole.then_some(*h)
-}
-
-/// Whether a packet whose headers are `own` may be sent as a compressed entry after a packet
-/// whose headers are `prev` (both as [`udp4_headers`] gives them): the receiver rebuilds
-/// `own` byte for byte (they differ from `prev` only in lengths, identification and
-/// checksums).
-pub fn compresses(prev: &[u8; UDP4_HEADERS], own: &[u8; UDP4_HEADERS]) -> bool {
-    let payload = usize::from(be16(&own[2..4])) - UDP4_HEADERS;
-    rebuild(prev, payload, [own[4], own[5]], [own[26], own[27]]) == *own
-}
-
-/// The headers of a compressed entry's packet of `payload` bytes, with identification `id`
-/// and UDP checksum `udp_sum`, after a packet whose headers are `prev`.
-fn rebuild(
-    prev: &[u8; UDP4_HEADERS],
-    payload: usize,
-    id: [u8; 2],
-    udp_sum: [u8; 2],
-) -> [u8; UDP4_HEADERS] {
-    let mut h = *prev;
-    h[2..4].copy_from_slice(&((UDP4_HEADERS + payload) as u16).to_be_bytes());
-    h[4..6].copy_from_slice(&id);
-    h[10..12].fill(0);
-    let sum = internet_checksum(0, &[&h[..20]]);
-    h[10..12].copy_from_slice(&sum.to_be_bytes());
-    h[24..26].copy_from_slice(&((8 + payload) as u16).to_be_bytes());
-    h[26..28].copy_from_slice(&udp_sum);
-    h
-}
-
-/// Append `packet` (for which [`compresses`] holds against the previous entry's headers), global
-/// sequence `seq`, as a compressed entry to a bundle body whose last entry has global sequence
-/// `last`. `None` when the gap does not fit a byte.
-pub fn push_compressed_entry(body: &mut Vec<u8>, last: u32, seq: u32, packet: &[u8]) -> Option<()> {
-    let gap = u8::try_from(seq.wrapping_sub(last).wrapping_sub(1)).ok()?;
-    let payload = &packet[UDP4_HEADERS..];
-    body.push(gap);
-    body.push(COMPRESSED);
-    body.extend_from_slice(&(payload.len() as u16).to_be_bytes());
-    body.extend_from_slice(&packet[4..6]);
-    body.extend_from_slice(&packet[26..28]);
-    body.extend_from_slice(payload);
-    Some(())
-}
-
-/// The Internet checksum (RFC 1071) of the bytes of `parts` (each of even length but the
-/// last), added to the partial sum `initial` (a pseudo-header's, or 0).
-pub fn internet_checksum(initial: u32, parts: &[&[u8]]) -> u16 {
-    let mut sum = u64::from(initial);
-    for part in parts {
-        let mut chunks = part.chunks_exact(2);
-        for c in &mut chunks {
-            sum += u64::from(u16::from_be_bytes([c[0], c[1]]));
-        }
-        if let [last] = chunks.remainder() {
-            sum += u64::from(*last) << 8;
-        }
-    }
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
 }
 
 /// The continuation a [`Kind::Continued`] body starts with: bytes `offset..offset + len` of

@@ -6,6 +6,7 @@
 //! can panic. The `*Repr` types build datagrams into caller-provided buffers.
 
 mod bundle;
+mod compress;
 mod datagram;
 mod handshake;
 mod header;
@@ -14,10 +15,13 @@ mod parity;
 mod report;
 
 pub use bundle::{
-    bundle_entries, check_bundle, check_continued, compresses, continued_entries,
-    internet_checksum, push_bundle_entry, push_compressed_entry, push_continuation, udp4_headers,
-    BundleEntries, BundleEntry, Continuation, BUNDLE_ENTRY_LEN, COMPRESSED, COMPRESSED_LEN,
-    CONTINUATION_LEN, MAX_BUNDLE, MIN_HEAD_PIECE, UDP4_HEADERS,
+    bundle_entries, check_bundle, check_continued, continued_entries, push_bundle_entry,
+    push_continuation, BundleEntries, BundleEntry, Continuation, BUNDLE_ENTRY_LEN,
+    CONTINUATION_LEN, MAX_BUNDLE, MIN_HEAD_PIECE,
+};
+pub use compress::{
+    compresses, internet_checksum, push_compressed_entry, udp4_headers, COMPRESSED, COMPRESSED_LEN,
+    UDP4_HEADERS,
 };
 pub(crate) use datagram::exact_len;
 pub use datagram::{check_inner_packet, AckRepr, Datagram};
