@@ -33,6 +33,9 @@ pub mod status;
 pub mod tunnel;
 pub mod uplinks;
 
+/// The commit this build is of (`git describe`, `-dirty` when the tree had changes).
+pub const COMMIT: &str = env!("MPTD_COMMIT");
+
 /// `mptd --version` and `mptctl --version`: the crate version, the commit it was built from, and
 /// the protocol versions it speaks (`mpt_core::wire::VERSION` first, down to `MIN_VERSION`).
 pub const VERSION: &str = concat!(

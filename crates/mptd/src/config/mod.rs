@@ -220,6 +220,12 @@ fn read_key_file<T>(
 }
 
 impl Config {
+    /// `peer` comes to our `[[listen]]` sockets with paths of its own (it has no `endpoint`,
+    /// and we listen): its connection is made by its first initiation.
+    pub fn listening(&self, peer: &PeerConfig) -> bool {
+        peer.endpoint.is_none() && !self.listen.is_empty()
+    }
+
     /// Read the keys the configuration names: this host's private key and each peer's
     /// pre-shared key. `config` is the config file, for the messages.
     pub fn load_keys(&self, config: &Path) -> Result<Keys, ConfigError> {

@@ -162,13 +162,12 @@ impl Tunnel {
         let mut prefix_len = None;
         for i in 0..cfg.peers.len() {
             let psk = keys.psks.get(i).cloned().flatten();
-            let peer = settings.build_peer(
-                (i, i),
-                psk,
-                random_source()?,
-                (&sockets, listen_sockets),
-                clock.now(),
-            );
+            let random = match cfg.listening(&cfg.peers[i]) {
+                true => None,
+                false => Some(random_source()?),
+            };
+            let peer =
+                settings.build_peer((i, i), psk, random, (&sockets, listen_sockets), clock.now());
             if let Some(c) = peer.lock().as_ref() {
                 prefix_len = Some((c.prefix(), c.max_datagram()));
             }

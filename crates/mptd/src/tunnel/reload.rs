@@ -76,10 +76,14 @@ impl Tunnel {
             let socks = self.sockets_for(&old, &new)?;
             let plan = self.plan_peers(&new, keys)?;
             let mut randoms = Vec::with_capacity(plan.added.len());
-            for _ in &plan.added {
-                randoms.push(random_source().map_err(|e| {
+            for &(_, j) in &plan.added {
+                if new.listening(&new.peers[j]) {
+                    randoms.push(None);
+                    continue;
+                }
+                randoms.push(Some(random_source().map_err(|e| {
                     format!("nothing applied, the running configuration is kept: {e:#}")
-                })?);
+                })?));
             }
             let routes_now = self.add_routes(&new)?;
             let now = self.clock.now();
@@ -277,7 +281,7 @@ impl Tunnel {
         let mut seen = Vec::new();
         for (j, pc) in new.peers.iter().enumerate() {
             let psk = keys.psks.get(j).cloned().flatten();
-            let listening = pc.endpoint.is_none() && !new.listen.is_empty();
+            let listening = new.listening(pc);
             match endpoint.peer_of_key(&pc.public_key) {
                 Some(i) => {
                     seen.push(i);

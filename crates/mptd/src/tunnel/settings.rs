@@ -81,21 +81,22 @@ impl Settings<'_> {
     }
 
     /// The peer `cfg.peers[j]` (its pre-shared key `psk`) in slot position `i`, at `now`; its
-    /// connection made now (with `random`) unless it is a listening one, with the uplinks of
+    /// connection made now with `random`, which only a peer that is not listening
+    /// ([`Config::listening`]) needs (without, it has none until its first initiation), with the uplinks of
     /// its paths' sockets (`sockets`, the listen sockets first, `listen_sockets` of them).
     pub fn build_peer(
         &self,
         (i, j): (usize, usize),
         psk: Option<mpt_core::seal::Psk>,
-        random: mpt_tunnel::Random,
+        random: Option<mpt_tunnel::Random>,
         (sockets, listen_sockets): (&[Arc<SockIo>], usize),
         now: Time,
     ) -> Peer {
         let pc = &self.cfg.peers[j];
         let slot = (i + 1) as u16;
-        let listening = pc.endpoint.is_none() && !self.cfg.listen.is_empty();
+        let listening = self.cfg.listening(pc);
         let path_socks = sockets.get(listen_sockets..).unwrap_or_default();
-        let c = (!listening).then(|| {
+        let c = random.filter(|_| !listening).map(|random| {
             let ccfg = self.connection(pc, psk.clone(), config_paths(self.cfg, pc), slot);
             let mut c = Connection::new(ccfg, now, random);
             for (k, s) in path_socks.iter().enumerate() {
