@@ -9,17 +9,16 @@
 //! 198.19.0.(k + 2) (site `k`); site 0 also has a LAN, 198.18.200.1/24 on a dummy device, that
 //! the server reaches through the tunnel (a veth pair: this kernel may lack `dummy`).
 
+mod config;
+mod flood;
+
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
-use mpt_core::seal::PrivateKey;
-use mptd::config::{
-    ConfigFile, ConnectionFile, ControlFile, ListenFile, PathFile, PeerFile, SecurityFile,
-    TunnelFile,
-};
+use mptd::config::ConfigFile;
 
 use super::process::{
     child_exited, run, sh, spawn_logged, stop_child, terminate, wait_for_control,
@@ -180,89 +179,6 @@ impl Sites {
         Ok(())
     }
 
-    /// The flooder's namespace (see [`Sites::add_flooder`]).
-    pub fn ns_flooder(&self) -> String {
-        format!("{}f", self.tag)
-    }
-
-    /// A host beside the server (its own link, not through the router) that owns
-    /// `addresses` addresses, 198.18.101.10 and up; the server is 198.18.101.1 on that link.
-    pub fn add_flooder(&self, addresses: usize) -> Result<()> {
-        let (v, f) = (self.ns(Host::Server), self.ns_flooder());
-        let mut s = format!("ip netns add {f}\nip -n {f} link set lo up\n");
-        writeln!(
-            s,
-            "ip link add fl netns {v} type veth peer name fl netns {f}"
-        )?;
-        writeln!(
-            s,
-            "ip -n {v} addr add 198.18.101.1/24 dev fl\nip -n {v} link set fl up"
-        )?;
-        for k in 0..addresses.min(200) {
-            writeln!(s, "ip -n {f} addr add 198.18.101.{}/24 dev fl", 10 + k)?;
-        }
-        writeln!(s, "ip -n {f} link set fl up")?;
-        sh(&s)?;
-        Ok(())
-    }
-
-    /// Send forged initiations to the server at `rate` a second for `secs`, from `addresses`
-    /// source addresses of the flooder and a new source port each time: a valid header, a
-    /// random Noise message with a valid mac1 (the server's public key is public: mac1 stops
-    /// only those who lack it), and no mac2 (a flooder with spoofed sources never sees its
-    /// cookies). Each costs the server a key exchange unless something bounds them. Returns
-    /// how many were sent.
-    pub fn flood(&self, rate: u64, secs: f64, addresses: usize) -> Result<u64> {
-        self.flooder(rate, secs, addresses)?()
-    }
-
-    /// [`Sites::flood`], to run later (in a thread of its own while the lab goes on).
-    pub fn flooder(
-        &self,
-        rate: u64,
-        secs: f64,
-        addresses: usize,
-    ) -> Result<impl FnOnce() -> Result<u64> + Send + 'static> {
-        use mpt_core::wire::{HeaderRepr, Kind, HEADER_LEN, INITIATION_LEN, NOISE_INITIATION_LEN};
-        let ns = self.ns_flooder();
-        let server = mpt_core::seal::PublicKey::parse(&self.public_key(Host::Server)?)?;
-        let macs = mpt_core::seal::MacKeys::new(&server);
-        Ok(move || {
-            super::in_netns(&ns, move || -> Result<u64> {
-                let socks: Vec<std::net::UdpSocket> = (0..addresses.clamp(1, 200))
-                    .map(|k| std::net::UdpSocket::bind(format!("198.18.101.{}:0", 10 + k)))
-                    .collect::<std::io::Result<_>>()?;
-                let mut rng = mpt_core::rng::Rng::new(7);
-                let mut d = vec![0u8; INITIATION_LEN];
-                let start = Instant::now();
-                let mut sent = 0u64;
-                while start.elapsed().as_secs_f64() < secs {
-                    let due = (start.elapsed().as_secs_f64() * rate as f64) as u64;
-                    while sent < due {
-                        HeaderRepr {
-                            kind: Kind::Initiation,
-                            path: mpt_core::PathId(0),
-                            path_seq: 0,
-                            session: 0,
-                            seq: 0,
-                            timestamp: 0,
-                        }
-                        .emit(&mut d);
-                        let noise_end = HEADER_LEN + NOISE_INITIATION_LEN;
-                        rng.fill(&mut d[HEADER_LEN..noise_end]);
-                        let mac1 = macs.mac1(&d[HEADER_LEN..noise_end]);
-                        d[noise_end..noise_end + 16].copy_from_slice(&mac1);
-                        let s = &socks[(sent as usize) % socks.len()];
-                        let _ = s.send_to(&d, format!("198.18.101.1:{PORT}"));
-                        sent += 1;
-                    }
-                    std::thread::sleep(Duration::from_millis(2));
-                }
-                Ok(sent)
-            })?
-        })
-    }
-
     /// Run a shell script in `h`'s namespace.
     pub fn sh(&self, h: Host, script: &str) -> Result<std::process::Output> {
         run(self.cmd(h, "sh").args(["-ec", script]))
@@ -278,82 +194,6 @@ impl Sites {
         let mut c = Command::new("ip");
         c.args(["netns", "exec", &self.ns(h), program]);
         c
-    }
-
-    fn key_file(&self, h: Host) -> Result<PathBuf> {
-        super::key_file_in(&self.dir, &self.ns(h))
-    }
-
-    /// `h`'s public key (its key pair is made on first use).
-    pub fn public_key(&self, h: Host) -> Result<String> {
-        let text = std::fs::read_to_string(self.key_file(h)?)?;
-        Ok(PrivateKey::parse(&text)?.public().encode())
-    }
-
-    pub fn control_socket(&self, h: Host) -> PathBuf {
-        self.dir.join(format!("{}.sock", self.ns(h)))
-    }
-
-    fn base(&self, h: Host) -> Result<ConfigFile> {
-        Ok(ConfigFile {
-            tunnel: Some(TunnelFile {
-                name: Some("mpt0".into()),
-                address: Some(format!("{}/24", tunnel_ip(h))),
-                ..TunnelFile::default()
-            }),
-            connection: ConnectionFile::default(),
-            control: ControlFile {
-                socket: Some(self.control_socket(h).display().to_string()),
-                ..ControlFile::default()
-            },
-            security: SecurityFile {
-                encryption: None,
-                private_key_file: Some(self.key_file(h)?.display().to_string()),
-                ..SecurityFile::default()
-            },
-            ..ConfigFile::default()
-        })
-    }
-
-    /// The server's config: it listens, and knows the first `known` sites.
-    pub fn server_config(&self) -> Result<ConfigFile> {
-        let mut c = self.base(Host::Server)?;
-        c.listen = vec![ListenFile {
-            address: Some(format!("0.0.0.0:{PORT}")),
-        }];
-        for k in 0..self.known {
-            let mut allowed = vec![format!("{}/32", tunnel_ip(Host::Site(k)))];
-            if k == 0 {
-                allowed.push(SITE0_LAN.into());
-            }
-            c.peer.push(PeerFile {
-                name: Some(format!("site{k}")),
-                public_key: Some(self.public_key(Host::Site(k))?),
-                allowed: Some(allowed),
-                ..PeerFile::default()
-            });
-        }
-        Ok(c)
-    }
-
-    /// Site `k`'s config: its server by endpoint, its uplinks by interface.
-    pub fn site_config(&self, k: usize) -> Result<ConfigFile> {
-        let mut c = self.base(Host::Site(k))?;
-        c.peer = vec![PeerFile {
-            name: Some("server".into()),
-            public_key: Some(self.public_key(Host::Server)?),
-            endpoint: Some(format!("{SERVER}:{PORT}")),
-            allowed: Some(vec!["198.19.0.0/24".into()]),
-            ..PeerFile::default()
-        }];
-        c.path = (0..2)
-            .map(|j| PathFile {
-                name: Some(format!("uplink{j}")),
-                interface: Some(format!("u{j}")),
-                ..PathFile::default()
-            })
-            .collect();
-        Ok(c)
     }
 
     /// Start mptd on `h` with `config`; ready when its control socket answers.
