@@ -11,13 +11,19 @@
 //! it started — is removed when the [`Lab`] is dropped, also when a test fails. Processes are
 //! stopped by their own pid only.
 
+mod cleanup;
+mod emulated;
+mod shaping;
+
+pub use cleanup::*;
+pub use shaping::*;
+
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::{Child, Command};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 
 use super::*;
 
@@ -120,33 +126,6 @@ pub struct Lab {
     pub emulated: bool,
 }
 
-pub(crate) fn gcd(a: u64, b: u64) -> u64 {
-    if b == 0 {
-        a
-    } else {
-        gcd(b, a % b)
-    }
-}
-
-/// `tbf` parameters that deliver the configured rate: a burst of at least 4 ms of data and
-/// 3000 bytes, and a queue of 50 ms.
-pub fn tbf(rate_bps: u64) -> String {
-    tbf_with_burst(rate_bps, tbf_burst(rate_bps))
-}
-
-/// The bucket [`tbf`] gives a rate: 4 ms of it, at least two full-size packets.
-pub fn tbf_burst(rate_bps: u64) -> u64 {
-    (rate_bps / 8 * 4 / 1000).max(3000)
-}
-
-/// `tbf` with a given bucket. A qdisc re-shaped with `tc qdisc change` must keep a bucket at
-/// least as large as before: tbf takes a GSO packet whole when it fits the bucket, and one
-/// that fitted the old bucket but not the new one stays at the head of the queue for ever
-/// (the link then carries nothing at all).
-pub fn tbf_with_burst(rate_bps: u64, burst: u64) -> String {
-    format!("tbf rate {rate_bps}bit burst {burst} latency 50ms")
-}
-
 impl Drop for Lab {
     fn drop(&mut self) {
         for (_, c) in &mut self.children {
@@ -159,53 +138,6 @@ impl Drop for Lab {
             let _ = std::fs::remove_dir_all(&self.dir);
         }
     }
-}
-
-/// The prefix of every namespace this process creates.
-pub fn tag_prefix() -> String {
-    format!("mpt{}x", std::process::id())
-}
-
-/// Remove every namespace this process created and stop the processes running in them (they
-/// are ours: we started them there). For a signal handler: `Drop` does not run on SIGTERM.
-pub fn cleanup_own_namespaces() {
-    let prefix = tag_prefix();
-    let Ok(entries) = std::fs::read_dir("/run/netns") else {
-        return;
-    };
-    for e in entries.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        if !name.starts_with(&prefix) {
-            continue;
-        }
-        if let Ok(out) = Command::new("ip").args(["netns", "pids", &name]).output() {
-            for pid in String::from_utf8_lossy(&out.stdout).split_whitespace() {
-                if let Ok(pid) = pid.parse::<i32>() {
-                    // SAFETY: kill(2) with a pid listed in a namespace this process created.
-                    unsafe { libc::kill(pid, libc::SIGKILL) };
-                }
-            }
-        }
-        let _ = Command::new("ip").args(["netns", "del", &name]).output();
-    }
-}
-
-/// On SIGINT or SIGTERM: clean up this process's namespaces and exit with 130.
-///
-/// The signals are caught by a handler (signal-hook), not blocked: a blocked signal would be
-/// inherited, blocked, by every process the lab starts (mptd would then ignore the SIGTERM
-/// that stops it).
-pub fn cleanup_on_signal() -> Result<()> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
-    std::thread::spawn(move || {
-        if let Some(sig) = signals.forever().next() {
-            eprintln!("signal {sig}: removing the lab");
-            cleanup_own_namespaces();
-            std::process::exit(130);
-        }
-    });
-    Ok(())
 }
 
 impl Lab {
@@ -326,85 +258,6 @@ impl Lab {
             }
         }
         sh(&s)?;
-        Ok(())
-    }
-
-    /// Start the link emulator in the emulator namespace and route every path through it:
-    /// what arrives from a on `a<i>` goes into the TUN device `e<i>ab`, the emulator holds or
-    /// drops it and writes it back, and the kernel forwards it to b on `b<i>` (and the other
-    /// way through `e<i>ba`).
-    pub(crate) fn start_emulator(&mut self) -> Result<()> {
-        let r = self.ns_r();
-        let links: Vec<crate::harness::emulator::Link> = self
-            .paths
-            .iter()
-            .enumerate()
-            .flat_map(|(i, p)| {
-                [
-                    crate::harness::emulator::Link {
-                        device: format!("e{i}ab"),
-                        impair: p.ab,
-                        seed: 2 * i as u64 + 1,
-                        outage_flag: Some(self.outage_flag(i)),
-                    },
-                    crate::harness::emulator::Link {
-                        device: format!("e{i}ba"),
-                        impair: p.ba,
-                        seed: 2 * i as u64 + 2,
-                        outage_flag: Some(self.outage_flag(i)),
-                    },
-                ]
-            })
-            .collect();
-        let spec = serde_json::to_string(&links)?;
-        let bin = sibling_bin("mpt-lab")?;
-        let mut cmd = Command::new("ip");
-        cmd.args(["netns", "exec", &r])
-            .arg(&bin)
-            .args(["emulate", &spec]);
-        let pid = self.spawn(Side::A, "emulator", &mut cmd)?;
-        let t0 = Instant::now();
-        let last = format!("e{}ba", self.paths.len() - 1);
-        while run(Command::new("ip").args(["-n", &r, "link", "show", &last])).is_err() {
-            if self.exited(pid) || t0.elapsed() > Duration::from_secs(10) {
-                bail!("the emulator did not start:\n{}", self.log("emulator"));
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let mut s = String::new();
-        for i in 0..self.paths.len() {
-            for (from, dev, table) in [
-                (format!("a{i}"), format!("e{i}ab"), 100 + i),
-                (format!("b{i}"), format!("e{i}ba"), 200 + i),
-            ] {
-                writeln!(
-                    s,
-                    "ip netns exec {r} sysctl -qw net.ipv4.conf.{dev}.rp_filter=0"
-                )?;
-                writeln!(s, "ip -n {r} link set {dev} up")?;
-                writeln!(s, "ip -n {r} route add default dev {dev} table {table}")?;
-                writeln!(s, "ip -n {r} rule add iif {from} table {table}")?;
-            }
-        }
-        sh(&s)?;
-        Ok(())
-    }
-
-    pub(crate) fn outage_flag(&self, i: usize) -> PathBuf {
-        self.dir.join(format!("outage-{i}"))
-    }
-
-    /// Make path `i` drop everything in both directions (`on`), or carry traffic again.
-    /// Only in an emulated lab.
-    pub fn set_outage(&self, i: usize, on: bool) -> Result<()> {
-        if !self.emulated {
-            bail!("outages need the emulator (a lab with impairments)");
-        }
-        if on {
-            std::fs::write(self.outage_flag(i), b"")?;
-        } else {
-            let _ = std::fs::remove_file(self.outage_flag(i));
-        }
         Ok(())
     }
 }

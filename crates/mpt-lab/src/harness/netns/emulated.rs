@@ -1,0 +1,92 @@
+//! The emulated lab's paths: starting the userspace link emulator in the emulator namespace,
+//! routing every path through it, and its per-path outage flags.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Result};
+
+use super::*;
+
+impl Lab {
+    /// Start the link emulator in the emulator namespace and route every path through it:
+    /// what arrives from a on `a<i>` goes into the TUN device `e<i>ab`, the emulator holds or
+    /// drops it and writes it back, and the kernel forwards it to b on `b<i>` (and the other
+    /// way through `e<i>ba`).
+    pub(crate) fn start_emulator(&mut self) -> Result<()> {
+        let r = self.ns_r();
+        let links: Vec<crate::harness::emulator::Link> = self
+            .paths
+            .iter()
+            .enumerate()
+            .flat_map(|(i, p)| {
+                [
+                    crate::harness::emulator::Link {
+                        device: format!("e{i}ab"),
+                        impair: p.ab,
+                        seed: 2 * i as u64 + 1,
+                        outage_flag: Some(self.outage_flag(i)),
+                    },
+                    crate::harness::emulator::Link {
+                        device: format!("e{i}ba"),
+                        impair: p.ba,
+                        seed: 2 * i as u64 + 2,
+                        outage_flag: Some(self.outage_flag(i)),
+                    },
+                ]
+            })
+            .collect();
+        let spec = serde_json::to_string(&links)?;
+        let bin = sibling_bin("mpt-lab")?;
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", &r])
+            .arg(&bin)
+            .args(["emulate", &spec]);
+        let pid = self.spawn(Side::A, "emulator", &mut cmd)?;
+        let t0 = Instant::now();
+        let last = format!("e{}ba", self.paths.len() - 1);
+        while run(Command::new("ip").args(["-n", &r, "link", "show", &last])).is_err() {
+            if self.exited(pid) || t0.elapsed() > Duration::from_secs(10) {
+                bail!("the emulator did not start:\n{}", self.log("emulator"));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let mut s = String::new();
+        for i in 0..self.paths.len() {
+            for (from, dev, table) in [
+                (format!("a{i}"), format!("e{i}ab"), 100 + i),
+                (format!("b{i}"), format!("e{i}ba"), 200 + i),
+            ] {
+                writeln!(
+                    s,
+                    "ip netns exec {r} sysctl -qw net.ipv4.conf.{dev}.rp_filter=0"
+                )?;
+                writeln!(s, "ip -n {r} link set {dev} up")?;
+                writeln!(s, "ip -n {r} route add default dev {dev} table {table}")?;
+                writeln!(s, "ip -n {r} rule add iif {from} table {table}")?;
+            }
+        }
+        sh(&s)?;
+        Ok(())
+    }
+
+    pub(crate) fn outage_flag(&self, i: usize) -> PathBuf {
+        self.dir.join(format!("outage-{i}"))
+    }
+
+    /// Make path `i` drop everything in both directions (`on`), or carry traffic again.
+    /// Only in an emulated lab.
+    pub fn set_outage(&self, i: usize, on: bool) -> Result<()> {
+        if !self.emulated {
+            bail!("outages need the emulator (a lab with impairments)");
+        }
+        if on {
+            std::fs::write(self.outage_flag(i), b"")?;
+        } else {
+            let _ = std::fs::remove_file(self.outage_flag(i));
+        }
+        Ok(())
+    }
+}
