@@ -1,0 +1,176 @@
+//! UDP stream runs over a case's lines: plain UDP without a tunnel, and one stream through
+//! the tunnel with the receiver's and the resequencer's figures.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use mptd::status::Status;
+
+use super::{loss_pct, udp_sent, Arrivals, Trace};
+use crate::experiments::scenario::{Case, Suite};
+use crate::harness::{tunnel_addr, Lab, Side, TunnelOpts};
+
+/// One UDP stream run; returns the row's figures.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StreamResult {
+    pub(crate) kbit: f64,
+    pub(crate) jitter_ms: f64,
+    pub(crate) loss_pct: f64,
+    pub(crate) reordered_pct: f64,
+    pub(crate) packets: u64,
+    pub(crate) mptd_reordered: u64,
+    pub(crate) hold_p99_ms: f64,
+    pub(crate) occupancy: String,
+    pub(crate) hold: String,
+}
+
+/// What plain UDP delivers over case `c`'s lines without a tunnel: the stream's rate and
+/// datagram size, split over the lines in proportion to their rates, all at once, from A's
+/// addresses on the lines to B's (iperf3 servers on `port` and up).
+pub(crate) fn plain_run(lab: &mut Lab, suite: &Suite, c: &Case, port: u16) -> Result<Plain> {
+    let kbit = c
+        .udp_kbit
+        .with_context(|| format!("case {} has no udp_kbit", c.id))?;
+    let secs = suite.duration_s.unwrap_or(20);
+    let len = suite.datagram_of(c);
+    let rates = c.rates_bps()?;
+    let total: u64 = rates.iter().sum::<u64>().max(1);
+    let targets: Vec<(String, u16, Vec<String>)> = rates
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let bps = (kbit as f64 * 1000.0 * *r as f64 / total as f64).round() as u64;
+            let args = [
+                "-u".to_owned(),
+                "-b".to_owned(),
+                bps.to_string(),
+                "-l".to_owned(),
+                len.to_string(),
+                "-t".to_owned(),
+                secs.to_string(),
+                "--get-server-output".to_owned(),
+            ];
+            (lab.path_addr(Side::B, i), port + i as u16, args.to_vec())
+        })
+        .collect();
+    let arrivals = Arrivals::start(lab, port, port + rates.len() as u16 - 1)?;
+    let results = lab.iperf3_each(Side::A, &targets)?;
+    let received = arrivals.count(lab, len)?;
+    let (mut sent, mut bits, mut jitter, mut packets) = (0, 0.0, 0.0, 0);
+    for v in &results {
+        sent += udp_sent(v);
+        let rcv = &v["end"]["sum_received"];
+        bits += rcv["bits_per_second"].as_f64().unwrap_or(0.0);
+        let n = rcv["packets"].as_u64().unwrap_or(0);
+        jitter += rcv["jitter_ms"].as_f64().unwrap_or(0.0) * n as f64;
+        packets += n;
+    }
+    Ok(Plain {
+        kbit: bits / 1000.0,
+        loss_pct: loss_pct(sent, received),
+        jitter_ms: if packets == 0 {
+            f64::NAN
+        } else {
+            jitter / packets as f64
+        },
+    })
+}
+
+/// What plain UDP delivered over a case's lines ([`plain_run`]).
+pub(crate) struct Plain {
+    /// Received, kbit/s.
+    pub(crate) kbit: f64,
+    /// Loss from counts, %.
+    pub(crate) loss_pct: f64,
+    /// The receivers' jitter, ms: over more than one line, their mean weighted by packets
+    /// received (each line's stream is one iperf3 stream of its own).
+    pub(crate) jitter_ms: f64,
+}
+
+pub(crate) fn stream_run(
+    lab: &mut Lab,
+    suite: &Suite,
+    c: &Case,
+    opts: &TunnelOpts,
+    port: u16,
+    jitter_csv: &Path,
+) -> Result<(StreamResult, Status)> {
+    let kbit = c
+        .udp_kbit
+        .with_context(|| format!("case {} has no udp_kbit", c.id))?;
+    let secs = suite.duration_s.unwrap_or(20);
+    let len = suite.datagram_of(c);
+    lab.start_tunnel(opts)?;
+    let arrivals = Arrivals::start(lab, port, port)?;
+    let trace = Trace::start(lab, Side::A);
+    let v = lab.iperf3(
+        Side::A,
+        &tunnel_addr(Side::B),
+        port,
+        &[
+            "-u",
+            "-b",
+            &format!("{kbit}k"),
+            "-l",
+            &len.to_string(),
+            "-t",
+            &secs.to_string(),
+            "--get-server-output",
+        ],
+    );
+    trace.print();
+    let received = arrivals.count(lab, len);
+    let st = lab.status(Side::B);
+    lab.stop_mptd(Side::A)?;
+    lab.stop_mptd(Side::B)?;
+    let v = v?;
+    let st = st?;
+    // The receiver's figures: iperf3 3.x puts them in `sum_received` (and the server's own
+    // JSON when the server runs with -J).
+    let srv = &v["server_output_json"];
+    let rcv = &v["end"]["sum_received"];
+    let packets = rcv["packets"].as_u64().unwrap_or(0);
+    let ooo = crate::harness::iperf3_receiver_out_of_order(&v)
+        .or_else(|| v["end"]["streams"][0]["udp"]["out_of_order"].as_u64())
+        .unwrap_or(0);
+    let mut series = String::from("t_s,jitter_ms\n");
+    if let Some(iv) = srv["intervals"].as_array() {
+        for i in iv {
+            let s = &i["sum"];
+            let _ = writeln!(
+                series,
+                "{:.1},{:.3}",
+                s["end"].as_f64().unwrap_or(0.0),
+                s["jitter_ms"].as_f64().unwrap_or(0.0)
+            );
+        }
+    }
+    std::fs::write(jitter_csv, series)?;
+    let r = &st.tunnel.reseq;
+    let result = StreamResult {
+        kbit: rcv["bits_per_second"].as_f64().unwrap_or(0.0) / 1000.0,
+        jitter_ms: rcv["jitter_ms"].as_f64().unwrap_or(f64::NAN),
+        loss_pct: loss_pct(udp_sent(&v), received?),
+        reordered_pct: if packets == 0 {
+            0.0
+        } else {
+            100.0 * ooo as f64 / packets as f64
+        },
+        packets,
+        mptd_reordered: r.reordered,
+        hold_p99_ms: r.hold_p99_us as f64 / 1000.0,
+        occupancy: format!(
+            "mean {:.1}, p50 {}, p90 {}, p99 {}, max {}",
+            r.occupancy_mean, r.occupancy_p50, r.occupancy_p90, r.occupancy_p99, r.occupancy_max
+        ),
+        hold: format!(
+            "p50 {:.1}, p90 {:.1}, p99 {:.1}, max {:.1}",
+            r.hold_p50_us as f64 / 1e3,
+            r.hold_p90_us as f64 / 1e3,
+            r.hold_p99_us as f64 / 1e3,
+            r.hold_max_us as f64 / 1e3
+        ),
+    };
+    Ok((result, st))
+}
