@@ -118,10 +118,10 @@ pub fn write_results(file: &Path, key: &str, md: &str) -> Result<()> {
         .filter(|a| !a.starts_with("--write-results"))
         .collect();
     let block = format!(
-        "`sudo target/release/mpt-lab {}`, measured on {} at {}.\n\n{}\n",
+        "`sudo target/release/mpt-lab {}`, measured on {} at `{}` (this program's build).\n\n{}\n",
         command.join(" "),
         today(),
-        commit(),
+        mptd::COMMIT,
         md.trim_end()
     );
     std::fs::write(file, splice(&doc, key, &block))
@@ -157,25 +157,6 @@ fn today() -> String {
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
         .filter(|d| !d.is_empty())
         .unwrap_or_else(|| "an unknown day".into())
-}
-
-/// The commit the working tree is at, marked when it has changes of its own.
-fn commit() -> String {
-    let git = |args: &[&str]| {
-        Command::new("git")
-            .args(args)
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
-    };
-    match git(&["rev-parse", "--short", "HEAD"]) {
-        Some(c) => match git(&["status", "--porcelain", "--untracked-files=no"]) {
-            Some(s) if !s.is_empty() => format!("`{c}` with local changes"),
-            _ => format!("`{c}`"),
-        },
-        None => "an unknown commit".into(),
-    }
 }
 
 #[cfg(test)]
