@@ -31,10 +31,6 @@ pub(crate) struct Counts {
     pub(crate) resend: Vec<crate::ResendCounts>,
     /// What parity did at the receiver.
     pub(crate) parity: crate::ParityCounts,
-    /// Packets that waited to match the farthest path ([`crate::equalise`]), and those that
-    /// went on early because too many waited.
-    pub(crate) equalised: u64,
-    pub(crate) equalise_overflow: u64,
 }
 
 impl<P> Connection<P> {
@@ -94,11 +90,7 @@ impl<P> Connection<P> {
     /// Packets that waited to match the farthest path, packets that went on early because too
     /// many waited, and packets waiting now ([`crate::equalise`]).
     pub fn equalise_counts(&self) -> (u64, u64, usize) {
-        (
-            self.counts.equalised,
-            self.counts.equalise_overflow,
-            self.equal.waiting(),
-        )
+        self.equal.counts()
     }
 
     /// How long bonded packets arriving on `path` wait now to match the farthest path.

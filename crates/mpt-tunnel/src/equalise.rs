@@ -18,10 +18,10 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use mpt_core::Time;
+use mpt_core::{PathId, Time};
+use mpt_reseq::Resequencer;
 
-use crate::liveness::LinkState;
-use crate::{Connection, Incoming, PathSettings};
+use crate::Incoming;
 
 /// Most a packet waits to match the farthest path.
 pub const MAX_LAG: Duration = Duration::from_millis(200);
@@ -51,7 +51,24 @@ pub(crate) struct Equaliser<P> {
     /// Fences (a control message's next sequence numbers: path, global, path) that came
     /// while packets waited, and when the last of those is due: a fence says everything sent
     /// before it on its path has arrived or is lost, and must not pass packets that wait.
-    fences: VecDeque<(Time, mpt_core::PathId, u32, u16)>,
+    fences: VecDeque<(Time, PathId, u32, u16)>,
+    /// Packets that waited, and those that went on early because too many waited.
+    equalised: u64,
+    overflow: u64,
+}
+
+/// What [`lags`] knows of a path.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct PathDelay {
+    /// Up, with a known remote, and of the highest tier configured.
+    pub(crate) up: bool,
+    /// Its least one-way delay as the resequencer measures it (µs, the time the datagram it
+    /// was measured on took on the line taken out), once it carried data.
+    pub(crate) owd_us: Option<i64>,
+    /// Half its smoothed RTT (µs), once measured.
+    pub(crate) half_rtt_us: Option<i64>,
+    /// How long a full datagram takes on its line, where its rate is configured.
+    pub(crate) carry: Duration,
 }
 
 impl<P> Equaliser<P> {
@@ -61,7 +78,15 @@ impl<P> Equaliser<P> {
             lag: vec![Duration::ZERO; paths],
             unmeasured: false,
             fences: VecDeque::new(),
+            equalised: 0,
+            overflow: 0,
         }
+    }
+
+    /// Packets that waited, packets that went on early because too many waited, and packets
+    /// waiting now.
+    pub(crate) fn counts(&self) -> (u64, u64, usize) {
+        (self.equalised, self.overflow, self.waiting())
     }
 
     /// Whether packets of path `i` wait.
@@ -100,169 +125,144 @@ impl<P> Equaliser<P> {
         self.lines.resize_with(paths, VecDeque::new);
         self.lag.resize(paths, Duration::ZERO);
     }
-}
 
-impl<P> Connection<P> {
-    /// Whether `data` waits to match the farthest path: bonded traffic (or a connection's
-    /// first SYN), while its path's lag is worth it or packets wait there already (which it
-    /// must not overtake).
-    pub(crate) fn waits(&self, data: &Incoming) -> bool {
+    /// Whether `data` waits to match the farthest path, equalisation being `on`: bonded
+    /// traffic (or a connection's first SYN), while its path's lag is worth it or packets wait
+    /// there already (which it must not overtake).
+    pub(crate) fn waits(&self, on: bool, data: &Incoming) -> bool {
         let i = data.meta.path.index();
-        let Some(line) = self.equal.lines.get(i) else {
+        let Some(line) = self.lines.get(i) else {
             return false;
         };
-        self.cfg.equalise
-            && self.cfg.reorder_window > 0
-            && !data.resent
+        on && !data.resent
             && (!data.express || data.opens)
-            && (self.equal.lag[i] >= MIN_LAG
-                || !line.is_empty()
-                || (data.opens && self.equal.unmeasured))
+            && (self.lag[i] >= MIN_LAG || !line.is_empty() || (data.opens && self.unmeasured))
     }
 
-    /// `data` (its payload its own) waits its path's lag, and behind what waits there already.
-    pub(crate) fn wait(&mut self, now: Time, data: &Incoming, payload: P) {
+    /// `data` (its payload its own) waits its path's lag, and behind what waits there already;
+    /// `reseq` measures it now (what the peer hears of the path is not delayed). A path with
+    /// [`MAX_WAITING`] packets waiting hands its oldest on, released into `out`.
+    pub(crate) fn wait(
+        &mut self,
+        now: Time,
+        data: &Incoming,
+        payload: P,
+        reseq: &mut Resequencer<P>,
+        out: &mut Vec<P>,
+    ) {
         let i = data.meta.path.index();
-        if self.equal.lines[i].len() >= MAX_WAITING {
-            if let Some(w) = self.equal.lines[i].pop_front() {
-                self.counts.equalise_overflow += 1;
-                self.equalised(now, w);
+        if self.lines[i].len() >= MAX_WAITING {
+            if let Some(w) = self.lines[i].pop_front() {
+                self.overflow += 1;
+                equalised(now, w, reseq, out);
             }
         }
-        // measured as it arrives: what the peer hears of the path is not delayed
-        self.reseq.measure(now, &data.meta);
-        let lag = if data.opens && self.equal.unmeasured {
+        reseq.measure(now, &data.meta);
+        let lag = if data.opens && self.unmeasured {
             MAX_LAG
         } else {
-            self.equal.lag[i]
+            self.lag[i]
         };
-        let line = &mut self.equal.lines[i];
+        let line = &mut self.lines[i];
         let ready = line.back().map_or(now + lag, |b| b.ready.max(now + lag));
         line.push_back(Waiting {
             ready,
             data: data.clone(),
             payload,
         });
-        self.counts.equalised += 1;
+        self.equalised += 1;
     }
 
     /// A control message on `path` says the peer's next global sequence is `seq` and its next
-    /// on the path `path_seq`: to the resequencer now, or, while packets wait, once they have
-    /// all gone on.
-    pub(crate) fn fence(&mut self, now: Time, path: mpt_core::PathId, seq: u32, path_seq: u16) {
+    /// on the path `path_seq`: to `reseq` now (what it releases into `out`), or, while packets
+    /// wait, once they have all gone on.
+    pub(crate) fn fence(
+        &mut self,
+        now: Time,
+        (path, seq, path_seq): (PathId, u32, u16),
+        reseq: &mut Resequencer<P>,
+        out: &mut Vec<P>,
+    ) {
         // after what waits, and after the fences that wait already
-        let after = self.equal.fences.back().map(|f| f.0);
-        match self.equal.last_ready().max(after) {
-            Some(at) => self.equal.fences.push_back((at, path, seq, path_seq)),
-            None => {
-                let out = &mut self.released;
-                self.reseq
-                    .fence(now, path, seq, path_seq, &mut |p| out.push(p));
-            }
+        let after = self.fences.back().map(|f| f.0);
+        match self.last_ready().max(after) {
+            Some(at) => self.fences.push_back((at, path, seq, path_seq)),
+            None => reseq.fence(now, path, seq, path_seq, &mut |p| out.push(p)),
         }
     }
 
     /// Hand every waiting packet that is due at `now` (all of them with `all`; or only those
-    /// of path `only`) to the resequencer, and the fences that waited for them.
-    pub(crate) fn release_equalised(&mut self, now: Time, all: bool, only: Option<usize>) {
-        for i in 0..self.equal.lines.len() {
+    /// of path `only`) to `reseq`, and the fences that waited for them; what it releases goes
+    /// into `out`.
+    pub(crate) fn release(
+        &mut self,
+        now: Time,
+        (all, only): (bool, Option<usize>),
+        reseq: &mut Resequencer<P>,
+        out: &mut Vec<P>,
+    ) {
+        for i in 0..self.lines.len() {
             if only.is_some_and(|o| o != i) {
                 continue;
             }
-            while let Some(w) = self.equal.lines[i].front() {
+            while let Some(w) = self.lines[i].front() {
                 if !all && w.ready > now {
                     break;
                 }
-                let Some(w) = self.equal.lines[i].pop_front() else {
+                let Some(w) = self.lines[i].pop_front() else {
                     break;
                 };
-                self.equalised(now, w);
+                equalised(now, w, reseq, out);
             }
         }
-        while let Some(&(at, path, seq, path_seq)) = self.equal.fences.front() {
+        while let Some(&(at, path, seq, path_seq)) = self.fences.front() {
             if at > now && !(all && only.is_none()) {
                 break;
             }
-            self.equal.fences.pop_front();
-            let out = &mut self.released;
-            self.reseq
-                .fence(now, path, seq, path_seq, &mut |p| out.push(p));
+            self.fences.pop_front();
+            reseq.fence(now, path, seq, path_seq, &mut |p| out.push(p));
         }
     }
 
-    /// A packet's wait is over: to the resequencer (which measured it when it arrived).
-    fn equalised(&mut self, now: Time, w: Waiting<P>) {
-        let out = &mut self.released;
-        self.reseq
-            .push_measured(now, w.data.meta, w.payload, w.data.express, &mut |p| {
-                out.push(p)
-            });
-    }
-
-    /// Each path's lag: the farthest path up's least one-way delay (as the resequencer measures
-    /// it, or half the smoothed RTT while a path has carried no data yet) less its own, at most
-    /// [`MAX_LAG`]; none with fewer than two paths up (backup paths left out), or without
-    /// resequencing (`reorder_window` 0: packets go on as they come). While a path up has
-    /// neither figure, none either, but a SYN waits [`MAX_LAG`].
-    pub(crate) fn equalise_lags(&mut self) {
-        // every report tick, every peer: no allocation
-        let on = self.cfg.equalise && self.cfg.reorder_window > 0;
-        let top = self.cfg.paths.iter().map(PathSettings::tier).min();
-        let up = |i: &usize| {
-            let p = &self.paths[*i];
-            on && p.remote.is_some()
-                && p.live.state != LinkState::Down
-                && self.cfg.paths.get(*i).map(PathSettings::tier) == top
-        };
-        let n = self.paths.len();
-        let stats = &self.reseq.stats().paths;
-        // a least delay is measured on some packet, and its time on the line is part of it:
-        // where the rate is configured (the link's; a learned one is what we sent), that time
-        // is taken out. On slow lines a full datagram's time on the line is tens of
-        // milliseconds (more than its size at the rate gives: the line's framing), so a path
-        // whose least came from a full datagram would look that much farther than identical
-        // lines whose least came from small ones, and their packets would wait for nothing
-        let datagram = self.overhead().datagram();
-        let owd = |i: usize| {
-            let s = stats.get(i)?;
-            let least = s.owd_min_us?;
-            let on_line = s.owd_min_len.map_or(Duration::ZERO, |len| {
-                let wire = len + datagram + self.cfg.paths[i].overhead;
-                crate::pmtu::airtime(wire, self.cfg.paths[i].rate_bps)
-            });
-            Some(least - on_line.as_micros() as i64)
-        };
-        let by_owd = (0..n).filter(up).all(|i| owd(i).is_some());
-        let delay = |i: usize| {
-            if by_owd {
-                owd(i)
-            } else {
-                self.paths[i].srtt_us.map(|r| (r / 2) as i64)
-            }
-        };
-        let count = (0..n).filter(up).count();
-        let measured = (0..n).filter(up).all(|i| delay(i).is_some());
-        let far = (0..n).filter(up).filter_map(delay).max().unwrap_or(0);
-        let mut lags = [Duration::ZERO; mpt_core::MAX_PATHS];
-        if count >= 2 && measured {
-            for i in (0..n).filter(up) {
-                let us = (far - delay(i).unwrap_or(far)).max(0) as u64;
-                // and where a full datagram takes longer to carry than the difference, the
-                // difference may be that still (a packet in pieces, its last held a little
-                // for the packets after it, or one path's least taken from a small datagram
-                // and another's from a full one), not the paths'. Only a configured rate: the
-                // receiver of a transfer sends little, and its learned rates are that little,
-                // which would cancel every lag and with them the bonding of unequal paths
-                let carry = crate::pmtu::airtime(self.max_datagram(), self.cfg.paths[i].rate_bps);
-                if Duration::from_micros(us) > carry {
-                    lags[i] = Duration::from_micros(us).min(MAX_LAG);
-                }
-            }
-        }
-        let eq = &mut self.equal;
-        eq.unmeasured = count >= 2 && !measured;
-        for (l, new) in eq.lag.iter_mut().zip(lags) {
+    /// Each path's lag from what `delays` says of the paths (see [`lags`]).
+    pub(crate) fn set_lags(&mut self, delays: &[PathDelay]) {
+        let (lags, unmeasured) = lags(delays);
+        self.unmeasured = unmeasured;
+        for (l, new) in self.lag.iter_mut().zip(lags) {
             *l = new;
         }
     }
+}
+
+/// A packet's wait is over: to `reseq` (which measured it when it arrived).
+fn equalised<P>(now: Time, w: Waiting<P>, reseq: &mut Resequencer<P>, out: &mut Vec<P>) {
+    reseq.push_measured(now, w.data.meta, w.payload, w.data.express, &mut |p| {
+        out.push(p)
+    });
+}
+
+/// Each path's lag: the farthest path up's least one-way delay (or, while a path up has
+/// carried no data yet, half the smoothed RTT) less its own, at most [`MAX_LAG`]; none with
+/// fewer than two paths up. Where a full datagram takes longer to carry than the difference,
+/// none either: the difference may be that still (a packet in pieces, its last held a little
+/// for the packets after it, or one path's least taken from a small datagram and another's
+/// from a full one), not the paths'. Also whether two paths or more are up and one has
+/// neither figure (then no lags, but a SYN waits [`MAX_LAG`]).
+pub(crate) fn lags(delays: &[PathDelay]) -> ([Duration; mpt_core::MAX_PATHS], bool) {
+    let up = || delays.iter().enumerate().filter(|(_, d)| d.up);
+    let by_owd = up().all(|(_, d)| d.owd_us.is_some());
+    let delay = |d: &PathDelay| if by_owd { d.owd_us } else { d.half_rtt_us };
+    let count = up().count();
+    let measured = up().all(|(_, d)| delay(d).is_some());
+    let far = up().filter_map(|(_, d)| delay(d)).max().unwrap_or(0);
+    let mut lags = [Duration::ZERO; mpt_core::MAX_PATHS];
+    if count >= 2 && measured {
+        for (i, d) in up() {
+            let us = (far - delay(d).unwrap_or(far)).max(0) as u64;
+            if Duration::from_micros(us) > d.carry {
+                lags[i] = Duration::from_micros(us).min(MAX_LAG);
+            }
+        }
+    }
+    (lags, count >= 2 && !measured)
 }

@@ -40,9 +40,10 @@ impl<P> Connection<P> {
         if self.equal.next_ready().is_some_and(|t| t <= now) {
             self.release_equalised(now, false, None);
         }
-        if self.waits(data) {
+        if self.equal.waits(self.equalising(), data) {
             let payload = keep(payload);
-            self.wait(now, data, payload);
+            self.equal
+                .wait(now, data, payload, &mut self.reseq, &mut self.released);
         } else {
             self.resequence(now, data, payload, keep);
         }
@@ -70,6 +71,25 @@ impl<P> Connection<P> {
             self.reseq
                 .push_keeping(now, data.meta, payload, keep, &mut |p| out.push(p));
         }
+    }
+
+    /// Bonded data waits to match the farthest path: configured so, and resequenced.
+    pub(crate) fn equalising(&self) -> bool {
+        self.cfg.equalise && self.cfg.reorder_window > 0
+    }
+
+    /// What waits to match the farthest path and is due at `now` (all of it with `all`; or
+    /// only what came on path `only`) goes to the resequencer.
+    pub(crate) fn release_equalised(&mut self, now: Time, all: bool, only: Option<usize>) {
+        self.equal
+            .release(now, (all, only), &mut self.reseq, &mut self.released);
+    }
+
+    /// A control message with header `h` fences its path: the peer's next sequences.
+    fn fence(&mut self, now: Time, h: &HeaderRepr) {
+        let at = (h.path, h.seq, h.path_seq);
+        self.equal
+            .fence(now, at, &mut self.reseq, &mut self.released);
     }
 
     fn receive(
@@ -201,11 +221,11 @@ impl<P> Connection<P> {
                 return Ok(Outcome::Bundle(out));
             }
             Datagram::Probe { size, .. } => {
-                self.fence(now, path, h.seq, h.path_seq);
+                self.fence(now, &h);
                 self.pending.push_back(Pending::ProbeAck { path, size });
             }
             Datagram::Nack { body, .. } => {
-                self.fence(now, path, h.seq, h.path_seq);
+                self.fence(now, &h);
                 if self.resending() {
                     self.take_nack(now, mpt_core::wire::nack_ranges(body));
                 } else {
@@ -217,16 +237,16 @@ impl<P> Connection<P> {
                 self.take_parity(now, &h, body, count)?;
             }
             Datagram::ProbeAck { size, .. } => {
-                self.fence(now, path, h.seq, h.path_seq);
+                self.fence(now, &h);
                 let wire = usize::from(size) + self.seal_overhead();
                 self.paths[path.index()].pmtu.acked(now, wire);
             }
             Datagram::Goodbye { .. } => {
-                self.fence(now, path, h.seq, h.path_seq);
+                self.fence(now, &h);
                 self.peer_closed(now);
             }
             Datagram::Keepalive { .. } => {
-                self.fence(now, path, h.seq, h.path_seq);
+                self.fence(now, &h);
                 if self.answer_keepalive(now, path) {
                     self.pending.push_back(Pending::Ack {
                         path,
@@ -236,14 +256,14 @@ impl<P> Connection<P> {
                 }
             }
             Datagram::KeepaliveAck { echo, hold_us, .. } => {
-                self.fence(now, path, h.seq, h.path_seq);
+                self.fence(now, &h);
                 self.rtt_sample(
                     path,
                     now.wire_micros().wrapping_sub(echo).wrapping_sub(hold_us),
                 );
             }
             Datagram::Report { report, .. } => {
-                self.fence(now, path, h.seq, h.path_seq);
+                self.fence(now, &h);
                 self.take_report(now, &report);
             }
             Datagram::Handshake { .. } => {

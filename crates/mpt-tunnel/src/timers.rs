@@ -135,6 +135,45 @@ impl<P> Connection<P> {
         }
     }
 
+    /// Each path's lag to match the farthest path ([`crate::equalise::lags`]) from what the
+    /// resequencer measured: a least one-way delay is measured on some packet, and its time on
+    /// the line is part of it; where the rate is configured (the link's; a learned one is what
+    /// we sent), that time is taken out. On slow lines a full datagram's time on the line is
+    /// tens of milliseconds (more than its size at the rate gives: the line's framing), so a
+    /// path whose least came from a full datagram would look that much farther than identical
+    /// lines whose least came from small ones, and their packets would wait for nothing. Only
+    /// a configured rate counts for a datagram's time to carry: the receiver of a transfer
+    /// sends little, and its learned rates are that little. Backup tiers are left out.
+    fn equalise_lags(&mut self) {
+        // every report tick, every peer: no allocation
+        let on = self.equalising();
+        let top = self.cfg.paths.iter().map(crate::PathSettings::tier).min();
+        let stats = &self.reseq.stats().paths;
+        let datagram = self.overhead().datagram();
+        let max_datagram = self.max_datagram();
+        let mut delays = [crate::equalise::PathDelay::default(); mpt_core::MAX_PATHS];
+        for (i, (p, d)) in self.paths.iter().zip(delays.iter_mut()).enumerate() {
+            let cfg = &self.cfg.paths[i];
+            let owd = stats.get(i).and_then(|s| {
+                let least = s.owd_min_us?;
+                let on_line = s.owd_min_len.map_or(Duration::ZERO, |len| {
+                    crate::pmtu::airtime(len + datagram + cfg.overhead, cfg.rate_bps)
+                });
+                Some(least - on_line.as_micros() as i64)
+            });
+            *d = crate::equalise::PathDelay {
+                up: on
+                    && p.remote.is_some()
+                    && p.live.state != LinkState::Down
+                    && Some(cfg.tier()) == top,
+                owd_us: owd,
+                half_rtt_us: p.srtt_us.map(|r| (r / 2) as i64),
+                carry: crate::pmtu::airtime(max_datagram, cfg.rate_bps),
+            };
+        }
+        self.equal.set_lags(&delays[..self.paths.len()]);
+    }
+
     /// How long a packet's pieces wait for the rest: twice the resequencer's hold, within
     /// 100 ms and 2 s.
     pub(crate) fn reassembly_timeout(&self) -> Duration {
