@@ -6,7 +6,7 @@
 //!   paths, and a busy path may bundle them;
 //! * [`Mode::Fastest`]: on the path where a datagram sent now arrives soonest
 //!   (`Connection::soonest`), never held in a bundle; for [`LIGHT_HOLD`] after it, bulk may
-//!   queue no more than [`LIGHT_QUEUE`] on that path (`Connection::light_sent`);
+//!   queue no more than [`LIGHT_QUEUE`] on that path (`Classes::light_sent`);
 //! * [`Mode::Duplicate`]: on the two soonest paths at once, under one sequence number; the
 //!   receiver delivers the copy that arrives first and drops the other as a duplicate.
 //!
@@ -16,10 +16,8 @@
 
 use std::time::Duration;
 
-use mpt_core::wire::{HeaderRepr, Kind};
 use mpt_core::{PathId, Time};
-
-use crate::Connection;
+use mpt_sched::Scheduler;
 
 /// How the packets of a class are sent (see the module documentation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -218,7 +216,7 @@ pub fn classify(classes: &[ClassRule], packet: &[u8]) -> Option<usize> {
 }
 
 /// The path a packet of a `fastest` or `duplicate` class took is kept short this long after
-/// it ([`Connection::light_sent`]).
+/// it ([`Classes::light_sent`]).
 pub const LIGHT_HOLD: Duration = Duration::from_secs(1);
 /// The queue bulk may build on that path meanwhile.
 pub const LIGHT_QUEUE: Duration = Duration::from_millis(2);
@@ -227,9 +225,9 @@ pub const LIGHT_QUEUE: Duration = Duration::from_millis(2);
 pub const SOONEST_TIE: Duration = Duration::from_millis(5);
 
 /// A path whose round-trip time is not measured yet counts as this slow.
-const UNMEASURED_RTT: Duration = Duration::from_secs(1);
+pub(crate) const UNMEASURED_RTT: Duration = Duration::from_secs(1);
 
-/// A packet to copy on another path once its batch is numbered ([`Connection::send_copy`]).
+/// A packet to copy on another path once its batch is numbered (`Connection::send_copy`).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct CopyOf {
     /// Its class, for the counts.
@@ -242,186 +240,87 @@ pub(crate) struct CopyOf {
     pub(crate) express: bool,
 }
 
-impl<P> Connection<P> {
-    /// The class of the inner packet `packet` (its index in the configuration's classes) and
-    /// how it is sent.
-    pub(crate) fn class_of(&self, packet: &[u8]) -> (Option<usize>, Mode) {
-        let class = classify(&self.cfg.classes, packet);
-        (
-            class,
-            class.map_or(Mode::Bond, |c| self.cfg.classes[c].mode),
-        )
+/// What classes keep per connection: the path light traffic keeps short, and the packets
+/// sent per class.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Classes {
+    /// The path light traffic took lately, kept short until when ([`Classes::light_sent`]).
+    light_kept: Option<(PathId, Time)>,
+    /// Packets sent per class (configuration order) and path; copies sent.
+    sent: Vec<Vec<u64>>,
+    copies_sent: u64,
+}
+
+impl Classes {
+    /// The class of the inner packet `packet` among `rules` (its index) and how it is sent.
+    pub(crate) fn of(rules: &[ClassRule], packet: &[u8]) -> (Option<usize>, Mode) {
+        let class = classify(rules, packet);
+        (class, class.map_or(Mode::Bond, |c| rules[c].mode))
     }
 
-    /// The path where a datagram sent at `now` arrives soonest, other than `not`: its delay
-    /// plus its queue ([`Connection::queue_seen`], or the scheduler's clock). The delay is the
-    /// path's smallest one-way delay above the nearest path's, as the peer's last report (within
-    /// a second) gives it, or else half its smoothed round-trip time (which a report's way back
-    /// and the queue of the packet it answers are part of). Only paths the scheduler may
-    /// use, and backup paths only while no regular one is usable.
-    pub(crate) fn soonest(&self, now: Time, not: Option<PathId>) -> Option<PathId> {
-        self.soonest_where(now, |p| Some(p) != not)
-    }
-
-    /// [`Connection::soonest`] among the paths `allowed` admits.
-    pub(crate) fn soonest_where(
-        &self,
-        now: Time,
-        allowed: impl Fn(PathId) -> bool + Copy,
-    ) -> Option<PathId> {
-        let usable = || {
-            (0..self.paths.len())
-                .map(|i| PathId(i as u8))
-                .filter(move |&p| allowed(p) && self.usable(p))
-        };
-        // the highest tier that has a usable path
-        let tier = |p: PathId| self.cfg.paths[p.index()].tier();
-        let top = usable().map(tier).min()?;
-        let arrival = |p: PathId| {
-            let path = &self.paths[p.index()];
-            let delay = match path.peer_report {
-                Some((at, e)) if now.saturating_since(at) <= Duration::from_secs(1) => {
-                    Duration::from_micros(u64::from(e.owd_min_us))
-                }
-                _ => path.srtt_us.map_or(UNMEASURED_RTT, Duration::from_micros) / 2,
-            };
-            let queue = self
-                .queue_seen(now, p)
-                .unwrap_or_else(|| self.sched.backlog(now, p));
-            (delay, delay + queue)
-        };
-        let candidates = || usable().filter(move |&p| tier(p) == top);
-        let soonest = candidates().map(|p| arrival(p).1).min()?;
-        // Bulk spread by earliest delivery queues on the near paths until they are no sooner
-        // than the far ones, so the paths that carry it tie. Of those, the nearest: the
-        // stream keeps its path short, and there the queue drains, where on a farther path
-        // every packet after would pay the difference in delay.
-        candidates()
-            .map(|p| (arrival(p), p))
-            .filter(|&((_, at), _)| at <= soonest + SOONEST_TIE)
-            .min_by_key(|&(key, _)| key)
-            .map(|(_, p)| p)
-    }
-
-    /// A packet of a `fastest` or `duplicate` class went on `path` at `now`: for
-    /// [`LIGHT_HOLD`] the scheduler keeps the path's queue within [`LIGHT_QUEUE`]. Bulk that
-    /// would queue longer there goes to the other paths, so that the light stream's next
-    /// packets wait behind nothing. The tunnel cannot reorder the link's own queue, only keep
-    /// it short: the queue that stood when the stream began drains at the link's rate (at 20
-    /// Mbit/s a full 50 ms queue is gone before a voice call's third packet).
-    pub(crate) fn light_sent(&mut self, now: Time, path: PathId) {
-        self.light_kept = Some((path, now + LIGHT_HOLD));
-        self.sched.keep_short(Some(path), LIGHT_QUEUE);
-    }
-
-    /// Whether a packet of `class`, sent the fastest way, keeps its path short
-    /// ([`Connection::light_sent`]) and never waits in a bundle: not a pure TCP
+    /// Whether a packet of `class` (of `rules`), sent the fastest way, keeps its path short
+    /// ([`Classes::light_sent`]) and never waits in a bundle: not a pure TCP
     /// acknowledgement, nor a SYN (one packet: kept short for a second, its path starved the
     /// transfer it opened, which the learned rates then held to the far path). A transfer's
     /// acknowledgements are a stream too, and they would keep the near path short for bulk
     /// going their way whenever transfers run both ways at once; bundled, they wait no
     /// longer than the path's queue would hold them anyway.
-    pub(crate) fn keeps_short(&self, class: Option<usize>) -> bool {
-        class.is_none_or(|c| !self.cfg.classes[c].tcp_ack && !self.cfg.classes[c].tcp_syn)
+    pub(crate) fn keeps_short(rules: &[ClassRule], class: Option<usize>) -> bool {
+        class.is_none_or(|c| !rules[c].tcp_ack && !rules[c].tcp_syn)
+    }
+
+    /// A packet of a `fastest` or `duplicate` class went on `path` at `now`: for
+    /// [`LIGHT_HOLD`] `sched` keeps the path's queue within [`LIGHT_QUEUE`]. Bulk that
+    /// would queue longer there goes to the other paths, so that the light stream's next
+    /// packets wait behind nothing. The tunnel cannot reorder the link's own queue, only keep
+    /// it short: the queue that stood when the stream began drains at the link's rate (at 20
+    /// Mbit/s a full 50 ms queue is gone before a voice call's third packet).
+    pub(crate) fn light_sent(&mut self, now: Time, path: PathId, sched: &mut dyn Scheduler) {
+        self.light_kept = Some((path, now + LIGHT_HOLD));
+        sched.keep_short(Some(path), LIGHT_QUEUE);
     }
 
     /// The light stream's path is no longer kept short once [`LIGHT_HOLD`] passed without it.
-    pub(crate) fn light_expire(&mut self, now: Time) {
+    pub(crate) fn light_expire(&mut self, now: Time, sched: &mut dyn Scheduler) {
         if self.light_kept.is_some_and(|(_, until)| until <= now) {
             self.light_kept = None;
-            self.sched.keep_short(None, LIGHT_QUEUE);
+            sched.keep_short(None, LIGHT_QUEUE);
         }
     }
 
-    /// Count a packet of `class` sent on `path` (a copy too).
-    pub(crate) fn count_class(&mut self, class: Option<usize>, path: PathId) {
+    /// The path light traffic keeps short at `now`, if any.
+    pub(crate) fn kept_path(&self, now: Time) -> Option<PathId> {
+        self.light_kept
+            .filter(|&(_, until)| now < until)
+            .map(|(p, _)| p)
+    }
+
+    /// Count a packet of `class` (of `classes` configured) sent on `path`, a copy too.
+    pub(crate) fn count(&mut self, classes: usize, class: Option<usize>, path: PathId) {
         let Some(c) = class else { return };
-        let n = self.cfg.classes.len();
-        let sent = &mut self.counts.class_sent;
-        if sent.len() < n {
-            sent.resize(n, Vec::new());
+        if self.sent.len() < classes {
+            self.sent.resize(classes, Vec::new());
         }
-        let per_path = &mut sent[c];
+        let per_path = &mut self.sent[c];
         if per_path.len() <= path.index() {
             per_path.resize(path.index() + 1, 0);
         }
         per_path[path.index()] += 1;
     }
 
-    /// Send a copy of `packet` (as `c` says) on the next soonest path, numbered after the batch's packets there and leaving after them
-    /// ([`crate::BatchOut::after`]), so that each path's datagrams stay in order. `used` is the
-    /// batch's set of paths: the copy's path joins it, and its fences hold until the batch
-    /// and the copy have left.
-    pub(crate) fn send_copy(&mut self, now: Time, c: CopyOf, packet: &[u8], used: &mut u64) {
-        let CopyOf {
-            class,
-            seq,
-            first,
-            express,
-        } = c;
-        let Some(session) = self.peer_session else {
-            return;
-        };
-        let Some(path) = self.soonest(now, Some(first)) else {
-            return;
-        };
-        let i = path.index();
-        // a copy goes whole or not at all
-        if self.remote(path).is_none() || packet.len() > self.body_cap(i) {
-            return;
-        }
-        self.data_on(i, now);
-        self.join_batch(i, used);
-        let p = &mut self.paths[i];
-        let header = HeaderRepr {
-            kind: if express && self.peer_express {
-                Kind::Express
-            } else {
-                Kind::Data
-            },
-            path,
-            path_seq: p.path_seq,
-            session,
-            seq,
-            timestamp: now.wire_micros(),
-        };
-        p.path_seq = p.path_seq.wrapping_add(1);
-        p.data_unsent += 1;
-        let Some(t) = self.owned_datagram(&header, packet) else {
-            return;
-        };
-        let cost = t.contents.len() + self.cfg.paths[i].overhead;
-        self.sched.on_sent(now, path, cost);
-        self.counts.copies_sent += 1;
-        self.count_class(class, path);
-        self.after.push(t);
+    /// A copy of a `duplicate` class was sent.
+    pub(crate) fn copy_sent(&mut self) {
+        self.copies_sent += 1;
     }
 
-    /// The peer takes bundles and express data (its handshake said so): without, every packet
-    /// goes in a data datagram of its own.
-    pub fn peer_takes_express(&self) -> bool {
-        self.peer_express
+    /// The classes were configured anew: their counts start again.
+    pub(crate) fn reconfigured(&mut self) {
+        self.sent.clear();
     }
 
-    /// Behave as towards a peer whose handshake did not say it takes packets in pieces (an
-    /// older mptd), until the next handshake: for tests.
-    #[doc(hidden)]
-    pub fn forget_peer_pieces(&mut self) {
-        self.peer_pieces = false;
-    }
-
-    /// Behave as towards a peer whose handshake did not say it takes bundles and express data
-    /// (an older mptd), until the next handshake: for tests.
-    #[doc(hidden)]
-    pub fn forget_peer_express(&mut self) {
-        self.peer_express = false;
-    }
-
-    /// Packets sent per class and path (`[class][path]`, in the configuration's order of
-    /// classes; a class or path never used may be missing), and the copies sent by classes
-    /// in `duplicate` mode.
-    pub fn class_counts(&self) -> (&[Vec<u64>], u64) {
-        (&self.counts.class_sent, self.counts.copies_sent)
+    /// Packets sent per class and path (`[class][path]`), and the copies sent.
+    pub(crate) fn counts(&self) -> (&[Vec<u64>], u64) {
+        (&self.sent, self.copies_sent)
     }
 }
 

@@ -73,8 +73,8 @@ pub struct Connection<P> {
     /// When we last sent a packet too large for the base datagram ([`crate::BASE_DATAGRAM`]):
     /// slow paths are probed only while such packets are sent.
     pub(crate) big_at: Option<Time>,
-    /// The path light traffic took lately, kept short until when ([`Connection::light_sent`]).
-    pub(crate) light_kept: Option<(PathId, Time)>,
+    /// The path light traffic keeps short, and packets sent per class.
+    pub(crate) classes: crate::class::Classes,
     pub(crate) pacer: ReportPacer,
     /// When the peer's last report came, and how far apart its reports come lately (the
     /// longer of the last gap and the earlier ones decaying): at a low rate the peer reports
@@ -194,7 +194,7 @@ impl<P> Connection<P> {
             assembled: VecDeque::new(),
             icmp: crate::icmp::IcmpAnswers::new(now),
             big_at: None,
-            light_kept: None,
+            classes: Default::default(),
             pacer: ReportPacer::default(),
             report_at: None,
             report_gap: Duration::ZERO,
@@ -368,5 +368,32 @@ impl<P> Connection<P> {
 
     pub(crate) fn keepalive(&self) -> Duration {
         self.cfg.keepalive
+    }
+
+    /// The peer takes bundles and express data (its handshake said so): without, every packet
+    /// goes in a data datagram of its own.
+    pub fn peer_takes_express(&self) -> bool {
+        self.peer_express
+    }
+
+    /// Behave as towards a peer whose handshake did not say it takes packets in pieces (an
+    /// older mptd), until the next handshake: for tests.
+    #[doc(hidden)]
+    pub fn forget_peer_pieces(&mut self) {
+        self.peer_pieces = false;
+    }
+
+    /// Behave as towards a peer whose handshake did not say it takes bundles and express data
+    /// (an older mptd), until the next handshake: for tests.
+    #[doc(hidden)]
+    pub fn forget_peer_express(&mut self) {
+        self.peer_express = false;
+    }
+
+    /// Packets sent per class and path (`[class][path]`, in the configuration's order of
+    /// classes; a class or path never used may be missing), and the copies sent by classes
+    /// in `duplicate` mode.
+    pub fn class_counts(&self) -> (&[Vec<u64>], u64) {
+        self.classes.counts()
     }
 }

@@ -20,9 +20,6 @@ pub(crate) struct Counts {
     pub(crate) compressed_packets: u64,
     /// Packets that went into a bundle (one left alone in it is sent as plain data).
     pub(crate) held_packets: u64,
-    /// Packets sent per class (configuration order) and path; copies sent.
-    pub(crate) class_sent: Vec<Vec<u64>>,
-    pub(crate) copies_sent: u64,
     /// Resend requests sent, the path sequences they named, and their bytes on the links.
     pub(crate) nacks_sent: u64,
     pub(crate) nacked: u64,

@@ -103,7 +103,7 @@ impl<P> Connection<P> {
         let names =
             |c: &ConnectionConfig| c.classes.iter().map(|c| c.name.clone()).collect::<Vec<_>>();
         if names(&self.cfg) != names(&new) {
-            self.counts.class_sent.clear();
+            self.classes.reconfigured();
         }
         let keep = ConnectionConfig {
             keys: self.cfg.keys.clone(),

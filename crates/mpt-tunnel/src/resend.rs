@@ -196,10 +196,7 @@ impl<P> Connection<P> {
         self.grow_resend_counts();
         // not on the path light traffic keeps short, while another path is up: a burst of
         // resends there is a queue the light stream waits behind
-        let kept = self
-            .light_kept
-            .filter(|&(_, until)| now < until)
-            .map(|(p, _)| p);
+        let kept = self.classes.kept_path(now);
         for r in ranges {
             let lost = r.path.index();
             if lost >= self.paths.len() {
