@@ -140,7 +140,8 @@ impl<P> Connection<P> {
                 self.fence_header(Kind::Nack, path, now).emit(&mut buf);
                 wire::emit_nack(&mut buf[HEADER_LEN..plain], &ranges);
                 let len = self.seal_control(now, path, &mut buf, plain)?;
-                self.counts.nack_bytes += (len + self.cfg.paths[path.index()].overhead) as u64;
+                self.resend
+                    .request_sent(len + self.cfg.paths[path.index()].overhead);
                 path
             }
             Pending::Goodbye(path) => {

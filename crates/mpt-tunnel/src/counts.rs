@@ -20,12 +20,6 @@ pub(crate) struct Counts {
     pub(crate) compressed_packets: u64,
     /// Packets that went into a bundle (one left alone in it is sent as plain data).
     pub(crate) held_packets: u64,
-    /// Resend requests sent, the path sequences they named, and their bytes on the links.
-    pub(crate) nacks_sent: u64,
-    pub(crate) nacked: u64,
-    pub(crate) nack_bytes: u64,
-    /// What resending did, per path that lost the packets.
-    pub(crate) resend: Vec<crate::ResendCounts>,
     /// What parity did at the receiver.
     pub(crate) parity: crate::ParityCounts,
 }

@@ -15,11 +15,8 @@
 
 use std::time::Duration;
 
-use mpt_core::wire::{self, HeaderRepr, Kind, ReportEntry, MAX_PARITY_GROUP, MIN_PARITY_GROUP};
-use mpt_core::{PathId, Time};
-use mpt_reseq::PacketMeta;
-
-use crate::{Connection, DropReason, Incoming, Transmit};
+use mpt_core::wire::{self, HeaderRepr, ReportEntry, MAX_PARITY_GROUP, MIN_PARITY_GROUP};
+use mpt_core::Time;
 
 /// A path's parity starts when its smoothed loss rate reaches this.
 pub const FEC_ON_LOSS: f64 = 0.005;
@@ -244,8 +241,56 @@ impl FecRx {
         s
     }
 
-    fn parity_came(&mut self, now: Time) {
+    /// Whether a parity made the packet of path sequence `path_seq` again lately.
+    pub(crate) fn repaired(&self, path_seq: u16) -> bool {
+        self.repaired.contains(&Some(path_seq))
+    }
+
+    /// A parity arrived at `now` with `header`, over `k` packets, their XOR `body` (counted
+    /// in `counts`): the group's one missing packet, if it lacks only one, is made again (a
+    /// path is FIFO: a packet sent before its parity and not here is lost). Returns it: its
+    /// global and path sequences and its bytes.
+    pub(crate) fn take_parity(
+        &mut self,
+        now: Time,
+        (header, k): (&HeaderRepr, usize),
+        body: &[u8],
+        counts: &mut ParityCounts,
+    ) -> Option<(u32, u16, Vec<u8>)> {
+        counts.received += 1;
         self.last = Some(now);
+        if self.ring.is_empty() {
+            // the first parity: nothing kept yet
+            self.ring.resize_with(RING, Kept::default);
+            return None;
+        }
+        let Solved {
+            missing,
+            last_missing,
+            mut sum,
+            seq,
+        } = self.solve(header.path_seq, k, header.seq, body);
+        let ps = match (missing, last_missing) {
+            (0, _) => {
+                counts.unneeded += 1;
+                return None;
+            }
+            (1, Some(ps)) => ps,
+            _ => {
+                counts.unrepairable += 1;
+                return None;
+            }
+        };
+        let len = wire::ip_length(&sum);
+        let Some(len) = len.filter(|&l| wire::check_inner_packet(&sum[..l]).is_ok()) else {
+            counts.mismatched += 1;
+            return None;
+        };
+        self.repaired[self.next_repaired % REPAIRED] = Some(ps);
+        self.next_repaired += 1;
+        sum.truncate(len);
+        counts.repaired += 1;
+        Some((seq, ps, sum))
     }
 }
 
@@ -261,185 +306,6 @@ pub struct ParityCounts {
     /// Parities whose group lacked one packet, but whose sum was no IP packet (a packet
     /// kept that was not the one the sender summed): nothing made.
     pub mismatched: u64,
-}
-
-impl<P> Connection<P> {
-    /// Whether parity may be used with this peer: both ends take it, and resending is on.
-    pub fn parity(&self) -> bool {
-        self.peer_parity && self.cfg.parity && self.resending()
-    }
-
-    /// The sender's loss rate and parity group size for `path` (0: no parity).
-    pub fn parity_state(&self, path: PathId) -> (f64, usize) {
-        self.paths
-            .get(path.index())
-            .map_or((0.0, 0), |p| (p.fec_tx.loss, p.fec_tx.k))
-    }
-
-    /// What parity did at the receiver.
-    pub fn parity_counts(&self) -> ParityCounts {
-        self.counts.parity
-    }
-
-    /// A data datagram with `header` and inner `packet` was numbered on its path: it joins
-    /// the path's parity group, and a group complete is summed into a parity, to leave after
-    /// it.
-    pub(crate) fn parity_add(
-        &mut self,
-        now: Time,
-        header: &HeaderRepr,
-        packet: &[u8],
-    ) -> Option<Transmit> {
-        let i = header.path.index();
-        if self.paths[i].fec_tx.k == 0 || !self.parity() {
-            return None;
-        }
-        let (first, k, seqs, sum) =
-            self.paths[i]
-                .fec_tx
-                .add(now, header.path_seq, header.seq, packet)?;
-        let session = self.peer_session?;
-        let h = HeaderRepr {
-            kind: Kind::Parity,
-            path: header.path,
-            path_seq: first,
-            session,
-            seq: seqs,
-            timestamp: k as u32,
-        };
-        let prefix = self.prefix();
-        let mut buf = Vec::with_capacity(prefix + sum.len() + wire::TAG_LEN);
-        buf.resize(prefix, 0);
-        buf.extend_from_slice(&sum);
-        let contents = self.seal_owned(&h, buf, sum.len())?;
-        let destination = self.remote(header.path)?;
-        let cost = contents.len() + self.cfg.paths[i].overhead;
-        self.sched.on_control_sent(now, header.path, cost);
-        self.grow_resend_counts();
-        let c = &mut self.counts.resend[i];
-        c.parity_sent += 1;
-        c.parity_bytes += cost as u64;
-        Some(Transmit {
-            path: header.path,
-            destination,
-            contents,
-        })
-    }
-
-    /// The whole packets of a data, bundle or continued datagram with `header` and plain
-    /// `body` join the path's parity group (in the order of their path sequences); the
-    /// parities they complete go in `out`, to leave after the datagram.
-    pub(crate) fn parity_entries(
-        &mut self,
-        now: Time,
-        header: &HeaderRepr,
-        body: &[u8],
-        out: &mut Vec<Transmit>,
-    ) {
-        // a head piece is not a whole packet: the group it falls in has no parity
-        crate::resend::whole_packets(header, body, |path_seq, seq, packet| {
-            let h = HeaderRepr {
-                path_seq,
-                seq,
-                ..*header
-            };
-            out.extend(self.parity_add(now, &h, packet));
-        });
-    }
-
-    /// A data or express datagram arrived on `path`: kept while the path carries parity.
-    pub(crate) fn parity_keep(&mut self, now: Time, meta: &PacketMeta, packet: &[u8]) {
-        let rx = &mut self.paths[meta.path.index()].fec_rx;
-        if rx.active(now) {
-            rx.keep(meta.path_seq, meta.seq, packet);
-        }
-    }
-
-    /// A parity over `k` packets arrived on `path` with `header`, their XOR `body`: the
-    /// group's one missing packet, if it lacks only one, is made again (a path is FIFO: a
-    /// packet sent before its parity and not here is lost), and its gap, if the resequencer
-    /// has not seen it yet (the group's last packet), is not asked for.
-    pub(crate) fn take_parity(
-        &mut self,
-        now: Time,
-        header: &HeaderRepr,
-        body: &[u8],
-        k: usize,
-    ) -> Result<(), DropReason> {
-        if !self.parity() {
-            return Err(self.count(DropReason::Unexpected));
-        }
-        self.counts.parity.received += 1;
-        let path = header.path;
-        let rx = &mut self.paths[path.index()].fec_rx;
-        rx.parity_came(now);
-        if rx.ring.is_empty() {
-            // the first parity: nothing kept yet
-            rx.ring.resize_with(RING, Kept::default);
-            return Ok(());
-        }
-        let Solved {
-            missing,
-            last_missing,
-            mut sum,
-            seq,
-        } = rx.solve(header.path_seq, k, header.seq, body);
-        let ps = match (missing, last_missing) {
-            (0, _) => {
-                self.counts.parity.unneeded += 1;
-                return Ok(());
-            }
-            (1, Some(ps)) => ps,
-            _ => {
-                self.counts.parity.unrepairable += 1;
-                return Ok(());
-            }
-        };
-        let len = wire::ip_length(&sum);
-        let Some(len) = len.filter(|&l| wire::check_inner_packet(&sum[..l]).is_ok()) else {
-            self.counts.parity.mismatched += 1;
-            return Ok(());
-        };
-        let rx = &mut self.paths[path.index()].fec_rx;
-        rx.repaired[rx.next_repaired % REPAIRED] = Some(ps);
-        rx.next_repaired += 1;
-        sum.truncate(len);
-        self.counts.parity.repaired += 1;
-        let meta = PacketMeta {
-            path,
-            seq,
-            path_seq: ps,
-            sent_us: now.wire_micros(),
-            len,
-        };
-        let incoming = Incoming {
-            meta,
-            packet: 0..len,
-            express: false,
-            resent: true,
-            opens: false,
-        };
-        self.assembled.push_back((incoming, sum));
-        Ok(())
-    }
-
-    /// The gaps the resequencer saw since the last call, to be asked for, but for those of
-    /// packets a parity made again before the gap was seen.
-    pub(crate) fn collect_gaps(&mut self) {
-        let mut gaps = std::mem::take(&mut self.gaps);
-        self.reseq.take_gaps(&mut gaps);
-        for g in gaps.drain(..) {
-            if g.count > crate::MAX_RESEND_GAP {
-                continue;
-            }
-            let rx = &self.paths[g.path.index()].fec_rx;
-            if g.count == 1 && rx.repaired.contains(&Some(g.first)) {
-                continue;
-            }
-            self.asked.push(g);
-        }
-        self.gaps = gaps;
-    }
 }
 
 #[cfg(test)]

@@ -346,6 +346,51 @@ impl<P> Connection<P> {
         out
     }
 
+    /// A data or express datagram arrived on `path`: kept while the path carries parity.
+    pub(crate) fn parity_keep(&mut self, now: Time, meta: &PacketMeta, packet: &[u8]) {
+        let rx = &mut self.paths[meta.path.index()].fec_rx;
+        if rx.active(now) {
+            rx.keep(meta.path_seq, meta.seq, packet);
+        }
+    }
+
+    /// A parity over `k` packets arrived with `header`, their XOR `body`: a packet it makes
+    /// again goes with [`Connection::take_assembled`], and its gap, if the resequencer has not
+    /// seen it yet (the group's last packet), is not asked for.
+    fn take_parity(
+        &mut self,
+        now: Time,
+        header: &HeaderRepr,
+        body: &[u8],
+        k: usize,
+    ) -> Result<(), DropReason> {
+        if !self.parity() {
+            return Err(self.count(DropReason::Unexpected));
+        }
+        let rx = &mut self.paths[header.path.index()].fec_rx;
+        let Some((seq, path_seq, packet)) =
+            rx.take_parity(now, (header, k), body, &mut self.counts.parity)
+        else {
+            return Ok(());
+        };
+        let meta = PacketMeta {
+            path: header.path,
+            seq,
+            path_seq,
+            sent_us: now.wire_micros(),
+            len: packet.len(),
+        };
+        let incoming = Incoming {
+            meta,
+            packet: 0..packet.len(),
+            express: false,
+            resent: true,
+            opens: false,
+        };
+        self.assembled.push_back((incoming, packet));
+        Ok(())
+    }
+
     /// Open a sealed datagram of the session in place. Returns where its plain form lies in
     /// `buf`.
     fn open(&mut self, buf: &mut [u8]) -> Result<(usize, usize), DropReason> {

@@ -18,12 +18,9 @@
 
 use std::time::Duration;
 
-use mpt_core::wire::{self, HeaderRepr, Kind, NackRange, MAX_NACK_RANGES};
+use mpt_core::wire::{self, HeaderRepr, Kind, NackRange};
 use mpt_core::{PathId, Time};
-use mpt_reseq::Gap;
-
-use crate::control::Pending;
-use crate::Connection;
+use mpt_reseq::{Gap, Resequencer};
 
 /// Packets kept for resending (the latest ones sent; a power of two). At 1 Gbit/s of
 /// 1400-byte packets that is the last 46 ms; at 100 Mbit/s, the last 460 ms.
@@ -123,182 +120,102 @@ pub struct ResendCounts {
     pub parity_bytes: u64,
 }
 
-impl<P> Connection<P> {
-    /// Whether resending is on: both ends' handshakes said they take resend requests and
-    /// resent packets.
-    pub fn resending(&self) -> bool {
-        self.peer_resend && self.cfg.resend
+/// What resending keeps per connection: the packets sent lately (the sender's half), the
+/// gaps to ask for (the receiver's half), and what both did.
+#[derive(Debug, Default)]
+pub(crate) struct Resend {
+    /// Packets sent lately, for the peer's resend requests.
+    buffer: ResendBuffer,
+    /// Path sequence gaps taken from the resequencer (a buffer kept between calls).
+    gaps: Vec<Gap>,
+    /// Gaps to ask for in the next resend request.
+    asked: Vec<Gap>,
+    /// What resending did, per path that lost the packets.
+    per_path: Vec<ResendCounts>,
+    /// Resend requests sent, the path sequences they named, and their bytes on the links.
+    nacks_sent: u64,
+    nacked: u64,
+    nack_bytes: u64,
+}
+
+impl Resend {
+    /// Keep `packet` (see [`ResendBuffer::keep`]).
+    pub(crate) fn keep(&mut self, path: PathId, path_seq: u16, seq: u32, now: Time, packet: &[u8]) {
+        self.buffer.keep(path, path_seq, seq, now, packet);
     }
 
-    /// Whether a packet sent on path `i` at `now` is kept for resending: the path lost
-    /// something lately.
-    #[inline]
-    pub(crate) fn keeps(&self, i: usize, now: Time) -> bool {
-        self.paths[i].keep_until.is_some_and(|t| now < t) && self.resending()
+    /// Take a packet kept to send it again (see [`ResendBuffer::take`]).
+    pub(crate) fn take(
+        &mut self,
+        path: PathId,
+        path_seq: u16,
+        now: Time,
+        max_age: Duration,
+    ) -> Option<(u32, &[u8])> {
+        self.buffer.take(path, path_seq, now, max_age)
     }
 
-    /// The receiver's half: the path sequence gaps the resequencer saw since the last call go
-    /// into resend requests (queued for [`Connection::poll_transmit`]), but for packets a parity
-    /// made again already ([`crate::fec`]).
-    pub(crate) fn request_resends(&mut self) {
-        if !self.resending() {
-            return;
-        }
-        self.collect_gaps();
-        if self.asked.is_empty() {
-            return;
-        }
-        let ranges: Vec<NackRange> = self
-            .asked
-            .drain(..)
-            .map(|g: Gap| NackRange {
-                path: g.path,
-                first: g.first,
-                count: g.count as u8,
-            })
-            .collect();
-        let Some(path) = self.report_path() else {
-            return;
-        };
-        for chunk in ranges.chunks(MAX_NACK_RANGES) {
-            self.counts.nacks_sent += 1;
-            self.counts.nacked += chunk.iter().map(|r| u64::from(r.count)).sum::<u64>();
-            self.pending.push_back(Pending::Nack {
-                path,
-                ranges: chunk.to_vec(),
-            });
-        }
-    }
-
-    /// Tell the resequencer whether resending is on: it then keeps the gaps to ask for, and
-    /// a gap the progress rule gives up does not wait for its packet to come again (zero
-    /// wait): the packets behind it go on at once, and the resent one is delivered late,
-    /// when it comes.
-    ///
-    /// Why not wait: a request and its resend take the fastest path's round trip and the
-    /// queue the resend waits in, tens of milliseconds, and every bonded packet behind the
-    /// gap would wait with it: the inner TCP's receiver would get nothing meanwhile, then a
-    /// burst above the bundle's rate (which BBR takes for bandwidth). Delivered at once, TCP
-    /// acknowledges what came after the gap (SACK), keeps sending, and the resend fills the
-    /// gap before its own retransmission would.
-    pub(crate) fn update_repair_wait(&mut self) {
-        let wait = self.resending().then_some(Duration::ZERO);
-        self.reseq.set_repair(wait);
-    }
-
-    /// The sender's half: the peer asks for the packets `ranges` name. Each one still kept
-    /// goes again, once, on the path where it arrives soonest.
-    pub(crate) fn take_nack(&mut self, now: Time, ranges: impl Iterator<Item = NackRange>) {
-        let Some(session) = self.peer_session else {
-            return;
-        };
-        let max_age = self.cfg.reorder_timeout;
-        self.grow_resend_counts();
-        // not on the path light traffic keeps short, while another path is up: a burst of
-        // resends there is a queue the light stream waits behind
-        let kept = self.classes.kept_path(now);
-        for r in ranges {
-            let lost = r.path.index();
-            if lost >= self.paths.len() {
+    /// The gaps `reseq` saw since the last call are to be asked for: not those longer than
+    /// [`MAX_RESEND_GAP`] (an outage), nor a one-packet gap `repaired` says a parity made
+    /// again before the gap was seen.
+    pub(crate) fn collect_gaps<P>(
+        &mut self,
+        reseq: &mut Resequencer<P>,
+        repaired: impl Fn(PathId, u16) -> bool,
+    ) {
+        reseq.take_gaps(&mut self.gaps);
+        for g in self.gaps.drain(..) {
+            if g.count > MAX_RESEND_GAP || (g.count == 1 && repaired(g.path, g.first)) {
                 continue;
             }
-            self.paths[lost].keep_until = Some(now + KEEP_AFTER_LOSS);
-            for k in 0..u16::from(r.count) {
-                let path_seq = r.first.wrapping_add(k);
-                self.counts.resend[lost].requested += 1;
-                let prefix = self.prefix();
-                let Some((seq, buf)) =
-                    self.resend
-                        .take(r.path, path_seq, now, max_age)
-                        .map(|(seq, packet)| {
-                            let mut buf = Vec::with_capacity(prefix + packet.len() + wire::TAG_LEN);
-                            buf.resize(prefix, 0);
-                            buf.extend_from_slice(packet);
-                            (seq, buf)
-                        })
-                else {
-                    self.counts.resend[lost].missed += 1;
-                    continue;
-                };
-                // on a path the packet fits whole (one first sent in pieces may not)
-                let len = buf.len() - prefix;
-                let fits = |p: PathId| self.body_cap(p.index()) >= len;
-                let Some(via) = self
-                    .soonest_where(now, |p| Some(p) != kept && fits(p))
-                    .or_else(|| self.soonest_where(now, fits))
-                else {
-                    self.counts.resend[lost].missed += 1;
-                    continue;
-                };
-                let header = HeaderRepr {
-                    kind: Kind::Resent,
-                    path: via,
-                    // not a number of the path's: its next, not taken
-                    path_seq: self.paths[via.index()].path_seq,
-                    session,
-                    seq,
-                    timestamp: now.wire_micros(),
-                };
-                let body = buf.len() - prefix;
-                let Some(contents) = self.seal_owned(&header, buf, body) else {
-                    continue;
-                };
-                let Some(destination) = self.remote(via) else {
-                    continue;
-                };
-                let cost = contents.len() + self.cfg.paths[via.index()].overhead;
-                self.sched.on_control_sent(now, via, cost);
-                let c = &mut self.counts.resend[lost];
-                c.resent += 1;
-                c.resent_bytes += cost as u64;
-                self.pending.push_back(Pending::Raw {
-                    path: via,
-                    destination,
-                    contents,
-                });
-            }
+            self.asked.push(g);
         }
     }
 
-    /// Keep the whole packets of a data, bundle or continued datagram with `header` and plain
-    /// `body` for resending (not a continuation or a head piece: a packet in pieces is kept
-    /// whole where it is cut, in [`Connection::bundle_packet`]).
-    pub(crate) fn keep_bundled(&mut self, now: Time, header: &HeaderRepr, body: &[u8]) {
-        if !self.keeps(header.path.index(), now) {
-            return;
+    /// The gaps to ask for now, as ranges (none: `None`).
+    pub(crate) fn take_asked(&mut self) -> Option<Vec<NackRange>> {
+        if self.asked.is_empty() {
+            return None;
         }
-        let path = header.path;
-        whole_packets(header, body, |path_seq, seq, packet| {
-            self.resend.keep(path, path_seq, seq, now, packet)
-        });
+        Some(
+            self.asked
+                .drain(..)
+                .map(|g| NackRange {
+                    path: g.path,
+                    first: g.first,
+                    count: g.count as u8,
+                })
+                .collect(),
+        )
     }
 
-    /// [`ResendCounts`] for every path.
-    pub(crate) fn grow_resend_counts(&mut self) {
-        if self.counts.resend.len() < self.paths.len() {
-            self.counts
-                .resend
-                .resize(self.paths.len(), ResendCounts::default());
+    /// A resend request naming `ranges` is sent.
+    pub(crate) fn requested(&mut self, ranges: &[NackRange]) {
+        self.nacks_sent += 1;
+        self.nacked += ranges.iter().map(|r| u64::from(r.count)).sum::<u64>();
+    }
+
+    /// A resend request took `bytes` on the link.
+    pub(crate) fn request_sent(&mut self, bytes: usize) {
+        self.nack_bytes += bytes as u64;
+    }
+
+    /// What resending did for the packets first sent on path `i`, of `paths`, to count in.
+    pub(crate) fn counts_mut(&mut self, i: usize, paths: usize) -> &mut ResendCounts {
+        if self.per_path.len() < paths {
+            self.per_path.resize(paths, ResendCounts::default());
         }
+        &mut self.per_path[i]
     }
 
     /// What resending did for the packets first sent on `path`.
-    pub fn resend_counts(&self, path: PathId) -> ResendCounts {
-        self.counts
-            .resend
-            .get(path.index())
-            .copied()
-            .unwrap_or_default()
+    pub(crate) fn counts(&self, path: PathId) -> ResendCounts {
+        self.per_path.get(path.index()).copied().unwrap_or_default()
     }
 
-    /// Resend requests we sent, and the path sequences they named.
-    pub fn nack_counts(&self) -> (u64, u64) {
-        (self.counts.nacks_sent, self.counts.nacked)
-    }
-
-    /// Bytes our resend requests took on the links (outer headers included).
-    pub fn nack_bytes(&self) -> u64 {
-        self.counts.nack_bytes
+    /// Resend requests sent, and the path sequences they named; their bytes on the links.
+    pub(crate) fn request_counts(&self) -> (u64, u64, u64) {
+        (self.nacks_sent, self.nacked, self.nack_bytes)
     }
 }
 

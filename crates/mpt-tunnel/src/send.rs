@@ -465,6 +465,195 @@ impl<P> Connection<P> {
         self.after.push(t);
     }
 
+    /// Whether a packet sent on path `i` at `now` is kept for resending: the path lost
+    /// something lately.
+    #[inline]
+    pub(crate) fn keeps(&self, i: usize, now: Time) -> bool {
+        self.paths[i].keep_until.is_some_and(|t| now < t) && self.resending()
+    }
+
+    /// The receiver's half of resending: the path sequence gaps the resequencer saw since the
+    /// last call go into resend requests (queued for [`Connection::poll_transmit`]), but for
+    /// packets a parity made again already ([`crate::fec`]).
+    pub(crate) fn request_resends(&mut self) {
+        if !self.resending() {
+            return;
+        }
+        let paths = &self.paths;
+        self.resend.collect_gaps(&mut self.reseq, |path, ps| {
+            paths[path.index()].fec_rx.repaired(ps)
+        });
+        let Some(ranges) = self.resend.take_asked() else {
+            return;
+        };
+        let Some(path) = self.report_path() else {
+            return;
+        };
+        for chunk in ranges.chunks(mpt_core::wire::MAX_NACK_RANGES) {
+            self.resend.requested(chunk);
+            self.pending.push_back(Pending::Nack {
+                path,
+                ranges: chunk.to_vec(),
+            });
+        }
+    }
+
+    /// The sender's half: the peer asks for the packets `ranges` name. Each one still kept
+    /// goes again, once, on the path where it arrives soonest.
+    pub(crate) fn take_nack(
+        &mut self,
+        now: Time,
+        ranges: impl Iterator<Item = mpt_core::wire::NackRange>,
+    ) {
+        let Some(session) = self.peer_session else {
+            return;
+        };
+        let max_age = self.cfg.reorder_timeout;
+        let n = self.paths.len();
+        // not on the path light traffic keeps short, while another path is up: a burst of
+        // resends there is a queue the light stream waits behind
+        let kept = self.classes.kept_path(now);
+        for r in ranges {
+            let lost = r.path.index();
+            if lost >= self.paths.len() {
+                continue;
+            }
+            self.paths[lost].keep_until = Some(now + crate::resend::KEEP_AFTER_LOSS);
+            for k in 0..u16::from(r.count) {
+                let path_seq = r.first.wrapping_add(k);
+                self.resend.counts_mut(lost, n).requested += 1;
+                let prefix = self.prefix();
+                let Some((seq, buf)) =
+                    self.resend
+                        .take(r.path, path_seq, now, max_age)
+                        .map(|(seq, packet)| {
+                            let mut buf = Vec::with_capacity(prefix + packet.len() + TAG_LEN);
+                            buf.resize(prefix, 0);
+                            buf.extend_from_slice(packet);
+                            (seq, buf)
+                        })
+                else {
+                    self.resend.counts_mut(lost, n).missed += 1;
+                    continue;
+                };
+                // on a path the packet fits whole (one first sent in pieces may not)
+                let len = buf.len() - prefix;
+                let fits = |p: PathId| self.body_cap(p.index()) >= len;
+                let Some(via) = self
+                    .soonest_where(now, |p| Some(p) != kept && fits(p))
+                    .or_else(|| self.soonest_where(now, fits))
+                else {
+                    self.resend.counts_mut(lost, n).missed += 1;
+                    continue;
+                };
+                let header = HeaderRepr {
+                    kind: Kind::Resent,
+                    path: via,
+                    // not a number of the path's: its next, not taken
+                    path_seq: self.paths[via.index()].path_seq,
+                    session,
+                    seq,
+                    timestamp: now.wire_micros(),
+                };
+                let body = buf.len() - prefix;
+                let Some(contents) = self.seal_owned(&header, buf, body) else {
+                    continue;
+                };
+                let Some(destination) = self.remote(via) else {
+                    continue;
+                };
+                let cost = contents.len() + self.cfg.paths[via.index()].overhead;
+                self.sched.on_control_sent(now, via, cost);
+                let c = self.resend.counts_mut(lost, n);
+                c.resent += 1;
+                c.resent_bytes += cost as u64;
+                self.pending.push_back(Pending::Raw {
+                    path: via,
+                    destination,
+                    contents,
+                });
+            }
+        }
+    }
+
+    /// Keep the whole packets of a data, bundle or continued datagram with `header` and plain
+    /// `body` for resending (not a continuation or a head piece: a packet in pieces is kept
+    /// whole where it is cut, in [`Connection::bundle_packet`]).
+    pub(crate) fn keep_bundled(&mut self, now: Time, header: &HeaderRepr, body: &[u8]) {
+        if !self.keeps(header.path.index(), now) {
+            return;
+        }
+        let path = header.path;
+        crate::resend::whole_packets(header, body, |path_seq, seq, packet| {
+            self.resend.keep(path, path_seq, seq, now, packet)
+        });
+    }
+
+    /// A data datagram with `header` and inner `packet` was numbered on its path: it joins
+    /// the path's parity group, and a group complete is summed into a parity, to leave after
+    /// it.
+    pub(crate) fn parity_add(
+        &mut self,
+        now: Time,
+        header: &HeaderRepr,
+        packet: &[u8],
+    ) -> Option<Transmit> {
+        let i = header.path.index();
+        if self.paths[i].fec_tx.k == 0 || !self.parity() {
+            return None;
+        }
+        let (first, k, seqs, sum) =
+            self.paths[i]
+                .fec_tx
+                .add(now, header.path_seq, header.seq, packet)?;
+        let session = self.peer_session?;
+        let h = HeaderRepr {
+            kind: Kind::Parity,
+            path: header.path,
+            path_seq: first,
+            session,
+            seq: seqs,
+            timestamp: k as u32,
+        };
+        let prefix = self.prefix();
+        let mut buf = Vec::with_capacity(prefix + sum.len() + TAG_LEN);
+        buf.resize(prefix, 0);
+        buf.extend_from_slice(&sum);
+        let contents = self.seal_owned(&h, buf, sum.len())?;
+        let destination = self.remote(header.path)?;
+        let cost = contents.len() + self.cfg.paths[i].overhead;
+        self.sched.on_control_sent(now, header.path, cost);
+        let c = self.resend.counts_mut(i, self.paths.len());
+        c.parity_sent += 1;
+        c.parity_bytes += cost as u64;
+        Some(Transmit {
+            path: header.path,
+            destination,
+            contents,
+        })
+    }
+
+    /// The whole packets of a data, bundle or continued datagram with `header` and plain
+    /// `body` join the path's parity group (in the order of their path sequences); the
+    /// parities they complete go in `out`, to leave after the datagram.
+    pub(crate) fn parity_entries(
+        &mut self,
+        now: Time,
+        header: &HeaderRepr,
+        body: &[u8],
+        out: &mut Vec<Transmit>,
+    ) {
+        // a head piece is not a whole packet: the group it falls in has no parity
+        crate::resend::whole_packets(header, body, |path_seq, seq, packet| {
+            let h = HeaderRepr {
+                path_seq,
+                seq,
+                ..*header
+            };
+            out.extend(self.parity_add(now, &h, packet));
+        });
+    }
+
     /// We are stopping at `now`: open bundles leave, then a goodbye on every path (sealed,
     /// once keys are agreed), for [`Connection::poll_transmit`]. The peer takes our paths down
     /// at once instead of after `dead` of silence; its fences also release what it held of
