@@ -311,6 +311,7 @@ pub struct ParityCounts {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mpt_core::PathId;
 
     fn entry(packets: u32, lost: u32) -> ReportEntry {
         ReportEntry {
