@@ -445,4 +445,21 @@ impl<P> Connection<P> {
     pub fn parity_counts(&self) -> crate::ParityCounts {
         self.counts.parity
     }
+
+    /// The most bytes of body (after the header, and counter) a datagram on path `i` may
+    /// carry now: what discovery found passes, less the header (and counter and tag).
+    pub(crate) fn body_cap(&self, i: usize) -> usize {
+        let datagram = self.paths[i].pmtu.size.min(self.max_datagram());
+        datagram.saturating_sub(self.overhead().datagram())
+    }
+
+    /// The largest inner packet a datagram carries whole on one of the paths that are up
+    /// (none up: the tunnel MTU).
+    pub fn largest_whole_packet(&self) -> usize {
+        (0..self.paths.len())
+            .filter(|&i| self.path_state(i) == crate::LinkState::Up)
+            .map(|i| self.body_cap(i))
+            .max()
+            .unwrap_or(usize::from(self.cfg.mtu))
+    }
 }

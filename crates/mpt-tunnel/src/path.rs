@@ -41,10 +41,6 @@ pub(crate) struct PathState {
     pub(crate) peer_silent: bool,
     /// Small packets waiting for the path ([`crate::bundle`]).
     pub(crate) bundle: Option<crate::bundle::OpenBundle>,
-    /// When the data sent on the path was last compared with what the peer received
-    /// ([`Connection::watch_delivery`]): then, `data_sent` and the peer's counts of packets
-    /// received and lost.
-    pub(crate) delivery_mark: Option<(Time, u64, u32, u32)>,
     /// Path MTU discovery: the largest datagram the path carries.
     pub(crate) pmtu: crate::pmtu::Pmtu,
     /// Until when the packets sent on the path are kept for resending: the peer asked for
@@ -86,7 +82,6 @@ impl PathState {
             bundle: None,
             keep_until: None,
             idle_at: now,
-            delivery_mark: None,
             fec_tx: Default::default(),
             fec_rx: Default::default(),
             active_at: now,

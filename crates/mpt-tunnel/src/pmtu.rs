@@ -13,9 +13,7 @@
 use std::time::Duration;
 
 use mpt_core::wire::ReportEntry;
-use mpt_core::{PathId, Time};
-
-use crate::liveness::LinkState;
+use mpt_core::Time;
 
 /// The datagram (UDP payload) every path is assumed to carry (RFC 8899's `BASE_PLPMTU`, what
 /// an IPv6 path of the minimum MTU 1280 carries with room to spare).
@@ -107,6 +105,10 @@ pub(crate) struct Pmtu {
     /// Probes sent; drops of the size found (black holes).
     pub(crate) probes_sent: u64,
     pub(crate) drops: u64,
+    /// When the data sent on the path was last compared with what the peer received
+    /// ([`Pmtu::watch_delivery`]): then, the data datagrams sent on the path and the peer's
+    /// counts of packets received and lost.
+    delivery_mark: Option<(Time, u64, u32, u32)>,
 }
 
 impl Pmtu {
@@ -127,6 +129,7 @@ impl Pmtu {
             data_confirmed: 0,
             probes_sent: 0,
             drops: 0,
+            delivery_mark: None,
         }
     }
 
@@ -138,6 +141,7 @@ impl Pmtu {
         *self = Pmtu {
             probes_sent: self.probes_sent,
             drops: self.drops,
+            delivery_mark: self.delivery_mark,
             ..Pmtu::new(now, ceiling, self.outer)
         };
     }
@@ -357,53 +361,32 @@ impl Pmtu {
         }
     }
 
-    fn end_search(&mut self, now: Time) {
-        self.found = true;
-        self.found_at = now;
-        self.next = now + self.confirm;
-    }
-}
-
-impl<P> crate::Connection<P> {
-    /// The most bytes of body (after the header, and counter) a datagram on path `i` may
-    /// carry now: what discovery found passes, less the header (and counter and tag).
-    pub(crate) fn body_cap(&self, i: usize) -> usize {
-        let datagram = self.paths[i].pmtu.size.min(self.max_datagram());
-        datagram.saturating_sub(self.overhead().datagram())
-    }
-
-    /// The largest inner packet a datagram carries whole on one of the paths that are up
-    /// (none up: the tunnel MTU).
-    pub fn largest_whole_packet(&self) -> usize {
-        (0..self.paths.len())
-            .filter(|&i| self.path_state(i) == LinkState::Up)
-            .map(|i| self.body_cap(i))
-            .max()
-            .unwrap_or(usize::from(self.cfg.mtu))
-    }
-
-    /// The peer reported `e` about path `i` (after the parity's sender took it). When, over
-    /// at least [`DELIVERY_WINDOW`] and twice the path's RTT, it received fewer than a
-    /// quarter of the data datagrams we sent there, or found a third or more of them missing
-    /// (at least [`DELIVERY_SHORTFALL`] either way), and the path's queue is not full (an
-    /// overflowing queue loses as much: slow start's overshoot), the path may have become a
-    /// black hole for their size (a route change with no ICMP): discovery confirms its size
-    /// at once instead of at the next confirmation, so that a drop is noticed in a few RTTs.
-    /// A false suspicion costs a probe, and a false drop (the probe lost three times) a
-    /// search.
-    pub(crate) fn watch_delivery(&mut self, now: Time, i: usize, e: &ReportEntry) {
-        let p = &mut self.paths[i];
-        let mark = (now, p.data_sent, e.packets, e.lost);
-        let Some((since, sent, got, missed)) = p.delivery_mark else {
-            p.delivery_mark = Some(mark);
+    /// The peer reported `e` about the path, on which we sent `sent` data datagrams so far;
+    /// `srtt_us` is its smoothed RTT, and `queue_full` whether its queue overflows (as the
+    /// parity's sender sees it). When, over at least [`DELIVERY_WINDOW`] and twice the RTT,
+    /// the peer received fewer than a quarter of the data datagrams we sent there, or found a
+    /// third or more of them missing (at least [`DELIVERY_SHORTFALL`] either way), and the
+    /// queue is not full (an overflowing queue loses as much: slow start's overshoot), the
+    /// path may have become a black hole for their size (a route change with no ICMP): the
+    /// size is confirmed at once instead of at the next confirmation, so that a drop is
+    /// noticed in a few RTTs. A false suspicion costs a probe, and a false drop (the probe
+    /// lost three times) a search.
+    pub(crate) fn watch_delivery(
+        &mut self,
+        now: Time,
+        (sent, srtt_us, queue_full): (u64, Option<u64>, bool),
+        e: &ReportEntry,
+    ) {
+        let mark = (now, sent, e.packets, e.lost);
+        let Some((since, sent_then, got, missed)) = self.delivery_mark else {
+            self.delivery_mark = Some(mark);
             return;
         };
-        let window = delivery_window(p.srtt_us);
-        if now.saturating_since(since) < window {
+        if now.saturating_since(since) < delivery_window(srtt_us) {
             return;
         }
-        p.delivery_mark = Some(mark);
-        let sent = p.data_sent.saturating_sub(sent);
+        self.delivery_mark = Some(mark);
+        let sent = sent.saturating_sub(sent_then);
         let got = u64::from(e.packets.wrapping_sub(got));
         let missed = u64::from(e.lost.wrapping_sub(missed));
         // counters that went back (a new session): not a shortfall
@@ -412,64 +395,44 @@ impl<P> crate::Connection<P> {
         }
         let unheard = sent >= DELIVERY_SHORTFALL && got < sent / 4;
         let lossy = missed >= DELIVERY_SHORTFALL && missed * 2 >= got;
-        if (unheard || lossy) && !p.fec_tx.queue_full {
-            p.pmtu.suspect(now);
+        if (unheard || lossy) && !queue_full {
+            self.suspect(now);
         }
     }
 
-    /// No report came from the peer for twice the window of [`Connection::watch_delivery`], and
-    /// for a window longer than its reports lately came apart (at most
+    /// No report came from the peer for twice the window of [`Pmtu::watch_delivery`], and for
+    /// a window longer than `report_gap` (how far apart its reports came lately, at most
     /// [`mpt_reseq::feedback::MAX_INTERVAL`], its floor while data arrives), while we sent at
-    /// least [`DELIVERY_SHORTFALL`] data datagrams on path `i`: the peer heard none of them
-    /// (when nothing at all arrives it has nothing to report, as when the inner TCP, its
-    /// packets black-holed, waits for its retransmission timer): discovery confirms the
-    /// path's size at once. Without the reports' own gap, a slow stream that the peer reports
-    /// on once a second would be taken for silence on every path every second, and each time
-    /// a full-size probe (tens of milliseconds of a slow line) would delay the packet behind
-    /// it.
-    pub(crate) fn watch_silence(&mut self, now: Time, i: usize) {
-        let gap = self.report_gap.min(mpt_reseq::feedback::MAX_INTERVAL);
-        let p = &mut self.paths[i];
-        let Some((since, sent, got, missed)) = p.delivery_mark else {
+    /// least [`DELIVERY_SHORTFALL`] data datagrams on the path (`sent` so far): the peer
+    /// heard none of them (when nothing at all arrives it has nothing to report, as when the
+    /// inner TCP, its packets black-holed, waits for its retransmission timer): the size is
+    /// confirmed at once. Without the reports' own gap, a slow stream that the peer reports on
+    /// once a second would be taken for silence on every path every second, and each time a
+    /// full-size probe (tens of milliseconds of a slow line) would delay the packet behind it.
+    pub(crate) fn watch_silence(
+        &mut self,
+        now: Time,
+        (sent, srtt_us): (u64, Option<u64>),
+        report_gap: Duration,
+    ) {
+        let gap = report_gap.min(mpt_reseq::feedback::MAX_INTERVAL);
+        let Some((since, sent_then, got, missed)) = self.delivery_mark else {
             return;
         };
-        let window = delivery_window(p.srtt_us);
+        let window = delivery_window(srtt_us);
         if now.saturating_since(since) < (window * 2).max(gap + window)
-            || p.data_sent.saturating_sub(sent) < DELIVERY_SHORTFALL
+            || sent.saturating_sub(sent_then) < DELIVERY_SHORTFALL
         {
             return;
         }
-        p.delivery_mark = Some((now, p.data_sent, got, missed));
-        p.pmtu.suspect(now);
+        self.delivery_mark = Some((now, sent, got, missed));
+        self.suspect(now);
     }
 
-    /// A data datagram of `len` bytes went on path `i`, the last of its per-path sequences
-    /// `path_seq`. On a slow path (below [`crate::timers::SLOW_PATH`]) one of the size found
-    /// confirms it once the peer has it ([`Pmtu::report`]): a probe there holds the line long
-    /// (94 ms at 128 kbit/s) and delays what goes behind it on schedulers that do not go
-    /// around it. Faster paths keep their probes, which find a drop among small packets sooner.
-    pub(crate) fn pmtu_data_sent(&mut self, i: usize, len: usize, path_seq: u16) {
-        if len < self.paths[i].pmtu.size || !self.slow_path(i) {
-            return;
-        }
-        let p = &mut self.paths[i];
-        let lost = p.peer_report.as_ref().map(|(_, e)| e.lost);
-        p.pmtu.data_sent(len, path_seq, lost);
-    }
-
-    /// Sending a datagram of `size` bytes on `path` failed as too big (`EMSGSIZE`: the kernel
-    /// knows the route's MTU is lower): discovery takes it at once, and the path's clock
-    /// gets back the time it was charged for it. A search tries sizes above the interface's
-    /// MTU first; charged, the refused probes ran a 128 kbit/s line's clock 300 ms ahead of a
-    /// queue that was not there, and a stream starting on it lost half its packets for a
-    /// second (dropped whole as if the queue were full).
-    pub fn datagram_too_big(&mut self, now: Time, path: PathId, size: usize) {
-        let Some(p) = self.paths.get_mut(path.index()) else {
-            return;
-        };
-        p.pmtu.too_big(now, size);
-        let outer = self.cfg.paths[path.index()].overhead;
-        self.sched.on_unsent(now, path, size + outer);
+    fn end_search(&mut self, now: Time) {
+        self.found = true;
+        self.found_at = now;
+        self.next = now + self.confirm;
     }
 }
 

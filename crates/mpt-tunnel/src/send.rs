@@ -654,6 +654,20 @@ impl<P> Connection<P> {
         });
     }
 
+    /// A data datagram of `len` bytes went on path `i`, the last of its per-path sequences
+    /// `path_seq`. On a slow path (below [`crate::timers::SLOW_PATH`]) one of the size found
+    /// confirms it once the peer has it ([`crate::pmtu::Pmtu`]'s report): a probe there holds the line long
+    /// (94 ms at 128 kbit/s) and delays what goes behind it on schedulers that do not go
+    /// around it. Faster paths keep their probes, which find a drop among small packets sooner.
+    pub(crate) fn pmtu_data_sent(&mut self, i: usize, len: usize, path_seq: u16) {
+        if len < self.paths[i].pmtu.size || !self.slow_path(i) {
+            return;
+        }
+        let p = &mut self.paths[i];
+        let lost = p.peer_report.as_ref().map(|(_, e)| e.lost);
+        p.pmtu.data_sent(len, path_seq, lost);
+    }
+
     /// We are stopping at `now`: open bundles leave, then a goodbye on every path (sealed,
     /// once keys are agreed), for [`Connection::poll_transmit`]. The peer takes our paths down
     /// at once instead of after `dead` of silence; its fences also release what it held of

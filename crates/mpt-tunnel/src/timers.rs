@@ -112,7 +112,9 @@ impl<P> Connection<P> {
                     continue;
                 }
             }
-            self.watch_silence(now, i);
+            let gap = self.report_gap;
+            let p = &mut self.paths[i];
+            p.pmtu.watch_silence(now, (p.data_sent, p.srtt_us), gap);
             let p = &mut self.paths[i];
             let timeout = p
                 .pmtu
