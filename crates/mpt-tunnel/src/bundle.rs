@@ -12,15 +12,10 @@ use std::time::Duration;
 
 use mpt_core::seal::TAG_LEN;
 use mpt_core::wire::{
-    compresses, push_bundle_entry, push_compressed_entry, push_continuation, udp4_headers,
-    HeaderRepr, Kind, BUNDLE_ENTRY_LEN, COMPRESSED_LEN, CONTINUATION_LEN, MAX_BUNDLE,
-    MIN_HEAD_PIECE, UDP4_HEADERS,
+    compresses, push_bundle_entry, push_compressed_entry, push_continuation, udp4_headers, Kind,
+    BUNDLE_ENTRY_LEN, COMPRESSED_LEN, CONTINUATION_LEN, MAX_BUNDLE, MIN_HEAD_PIECE, UDP4_HEADERS,
 };
-use mpt_core::{PathId, Time};
-
-use crate::control::Pending;
-use crate::send::BatchPaths;
-use crate::{Connection, DropReason, Transmit};
+use mpt_core::Time;
 
 /// A packet is bundled when its path's queue would hold it at least this long anyway.
 pub const BUNDLE_MIN_WAIT: Duration = Duration::from_millis(4);
@@ -52,91 +47,111 @@ pub(crate) struct OpenBundle {
     pub(crate) due: Time,
 }
 
-impl crate::path::PathState {
-    /// Packets waiting in the path's bundle.
-    pub(crate) fn bundled_packets(&self) -> u64 {
-        self.bundle.as_ref().map_or(0, |b| b.count as u64)
-    }
+/// How the next packet goes into a bundle it fits: compressed against the entry before it
+/// (`squeeze`), and its own headers, once looked at.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Entry {
+    squeeze: bool,
+    own: Option<Option<[u8; UDP4_HEADERS]>>,
 }
 
-impl<P> Connection<P> {
-    /// Bundle the inner packet `packet`, which the scheduler put on `path`, if its path is
-    /// busy (or a bundle is open there already), or put it in pieces if it is larger than a
-    /// datagram on the path carries: numbered, accounted and held. `used` is the batch's
-    /// paths, which a full bundle joins to leave with the batch. Returns whether the packet
-    /// was taken.
-    ///
-    /// A packet in pieces fills the path's open bundle (or a new one) with its head piece;
-    /// each full datagram leaves with the batch, and the last piece opens the next, which the
-    /// packets after it fill up. That last datagram is held as a bundle would be while the
-    /// path is busy, and leaves with the batch when it is not.
-    pub(crate) fn bundle_packet(
-        &mut self,
-        now: Time,
-        path: PathId,
+/// What [`OpenBundle::push`] added.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Pushed {
+    /// The packet's bytes in this bundle: all of it, or its head piece.
+    pub(crate) head: usize,
+    /// The bytes it added to the datagram.
+    pub(crate) bytes: usize,
+    /// It is the bundle's first entry (it pays for the datagram).
+    pub(crate) first: bool,
+    /// It went without its IPv4 and UDP headers.
+    pub(crate) squeezed: bool,
+    /// Its index among the bundle's entries (its path sequence is the bundle's first plus it).
+    pub(crate) index: usize,
+}
+
+/// A bundle's datagram, closed: its kind, its header's global sequence, its entries, and its
+/// buffer (room for the header, then the body).
+#[derive(Debug)]
+pub(crate) struct Closed {
+    pub(crate) kind: Kind,
+    pub(crate) first_seq: u32,
+    pub(crate) count: usize,
+    pub(crate) buf: Vec<u8>,
+}
+
+impl OpenBundle {
+    /// An empty bundle, leaving at `due` at the latest, of a datagram with `prefix` bytes of
+    /// header (and counter) and `cap` bytes of body: one that continues packet `continues`
+    /// (its last pieces), or one whose first entry will be global sequence `seq`.
+    pub(crate) fn new(
+        (prefix, cap): (usize, usize),
+        seq: u32,
+        continues: Option<u32>,
+        due: Time,
+    ) -> OpenBundle {
+        let mut buf = Vec::with_capacity(prefix + cap + TAG_LEN);
+        buf.resize(prefix, 0);
+        OpenBundle {
+            buf,
+            first_seq: continues.unwrap_or(seq),
+            last_seq: continues.unwrap_or(seq),
+            count: 0,
+            continued: continues.is_some(),
+            head: false,
+            prev: None,
+            due,
+        }
+    }
+
+    /// Whether `packet`, global sequence `seq`, fits as the next entry of a datagram with
+    /// `prefix` bytes of header and `cap` of body (`pieces`: it goes in pieces, and needs
+    /// room for its head piece only), and how it goes: compressed against the entry before it
+    /// when `compress` (the peer takes compressed entries) and their headers allow. `None`
+    /// when it does not fit.
+    pub(crate) fn fits(
+        &self,
+        seq: u32,
         packet: &[u8],
-        b: &mut BatchPaths,
-    ) -> bool {
-        let i = path.index();
-        let cap = self.body_cap(i);
-        let pieces = packet.len() > cap && self.peer_pieces;
-        if !pieces
-            && (!self.cfg.bundle || !self.peer_express || packet.len() + BUNDLE_ENTRY_LEN > cap)
-        {
-            return false;
+        (pieces, compress): (bool, bool),
+        (prefix, cap): (usize, usize),
+    ) -> Option<Entry> {
+        let mut entry = Entry::default();
+        if let (false, true, Some(prev)) = (pieces, compress, &self.prev) {
+            let h = udp4_headers(packet);
+            entry.squeeze = h.as_ref().is_some_and(|h| compresses(prev, h));
+            entry.own = Some(h);
         }
-        let wait = self.bundle_wait(now, path);
-        // the packet's headers, once looked at; a UDP packet like the one before it in the
-        // bundle goes without them (`squeeze`)
-        let mut own = None;
-        let mut squeeze = false;
-        if let Some(open) = &self.paths[i].bundle {
-            // (a peer of version 3 takes whole entries only)
-            let v4 = self.wire_version >= 4;
-            if let (false, true, Some(prev)) = (pieces, v4, &open.prev) {
-                let h = udp4_headers(packet);
-                squeeze = h.as_ref().is_some_and(|h| compresses(prev, h));
-                own = Some(h);
-            }
-            let gap = self.seq.wrapping_sub(open.last_seq).wrapping_sub(1);
-            let room = cap.saturating_sub(open.buf.len() - self.prefix());
-            let need = BUNDLE_ENTRY_LEN
-                + if pieces {
-                    MIN_HEAD_PIECE
-                } else if squeeze {
-                    COMPRESSED_LEN + packet.len() - UDP4_HEADERS
-                } else {
-                    packet.len()
-                };
-            let fits =
-                !open.head && need <= room && open.count < MAX_BUNDLE && gap <= u32::from(u8::MAX);
-            if !fits {
-                self.close_riding(now, i, b);
-                squeeze = false;
-            }
-        }
-        if self.paths[i].bundle.is_none() {
-            if wait < BUNDLE_MIN_WAIT && !pieces {
-                return false;
-            }
-            // pieces on an idle path leave with the batch
-            let hold = match wait.checked_sub(BUNDLE_MARGIN) {
-                Some(h) if wait >= BUNDLE_MIN_WAIT => h.min(BUNDLE_MAX_HOLD),
-                _ => Duration::ZERO,
+        let gap = seq.wrapping_sub(self.last_seq).wrapping_sub(1);
+        let room = cap.saturating_sub(self.buf.len() - prefix);
+        let need = BUNDLE_ENTRY_LEN
+            + if pieces {
+                MIN_HEAD_PIECE
+            } else if entry.squeeze {
+                COMPRESSED_LEN + packet.len() - UDP4_HEADERS
+            } else {
+                packet.len()
             };
-            self.open_bundle(i, now + hold, None);
-        }
-        let seq = self.seq;
-        let overhead = self.overhead().datagram() + self.cfg.paths[i].overhead;
-        let prefix = self.prefix();
-        let Some(open) = self.paths[i].bundle.as_mut() else {
-            return false;
-        };
-        let first_entry = !open.continued && open.count == 0;
-        let last = (!first_entry).then_some(open.last_seq);
-        let room = cap.saturating_sub(open.buf.len() - prefix + BUNDLE_ENTRY_LEN);
-        let before = open.buf.len();
-        let squeezed = last.is_some() && squeeze;
+        let fits =
+            !self.head && need <= room && self.count < MAX_BUNDLE && gap <= u32::from(u8::MAX);
+        fits.then_some(entry)
+    }
+
+    /// Add `packet`, global sequence `seq`, as the next entry, as `entry` says (from
+    /// [`OpenBundle::fits`]; the default for a bundle it was not tried in): whole, or as much
+    /// of it as the room left (`prefix` and `cap` as for `fits`) takes, its head piece.
+    pub(crate) fn push(
+        &mut self,
+        seq: u32,
+        packet: &[u8],
+        entry: Entry,
+        (prefix, cap): (usize, usize),
+    ) -> Option<Pushed> {
+        let first_entry = !self.continued && self.count == 0;
+        let last = (!first_entry).then_some(self.last_seq);
+        let room = cap.saturating_sub(self.buf.len() - prefix + BUNDLE_ENTRY_LEN);
+        let before = self.buf.len();
+        let squeezed = last.is_some() && entry.squeeze;
         // a compressed entry is whole: it fitted as such (the room may be short of the
         // packet's own length)
         let head = if squeezed {
@@ -144,269 +159,61 @@ impl<P> Connection<P> {
         } else {
             packet.len().min(room)
         };
-        let pushed = match last {
-            Some(last) if squeezed => push_compressed_entry(&mut open.buf, last, seq, packet),
-            _ => push_bundle_entry(&mut open.buf, last, seq, &packet[..head]),
-        };
-        if pushed.is_none() {
-            return false;
-        }
-        if squeezed {
-            self.counts.compressed_packets += 1;
-        }
-        open.prev = if head == packet.len() {
-            own.unwrap_or_else(|| udp4_headers(packet))
+        match last {
+            Some(last) if squeezed => push_compressed_entry(&mut self.buf, last, seq, packet),
+            _ => push_bundle_entry(&mut self.buf, last, seq, &packet[..head]),
+        }?;
+        self.prev = if head == packet.len() {
+            entry.own.unwrap_or_else(|| udp4_headers(packet))
         } else {
             None
         };
-        // the first packet pays for the datagram; the others only for their entries
-        let mut cost = open.buf.len() - before + if before == prefix { overhead } else { 0 };
-        open.last_seq = seq;
-        open.count += 1;
-        open.head = head < packet.len();
-        let due = open.due;
-        // the head piece's bundle is sealed next, in the loop below, and takes the path's next
-        // sequences: the head piece's is its entry's among them
-        let entry = open.count as u16 - 1;
-        let head_path_seq = self.paths[i].path_seq.wrapping_add(entry);
-        let mut offset = head;
-        while offset < packet.len() {
-            // this datagram is full: the rest goes in the next ones
-            self.close_riding(now, i, b);
-            self.open_bundle(i, due, Some(seq));
-            let Some(open) = self.paths[i].bundle.as_mut() else {
-                return true;
-            };
-            let n = (packet.len() - offset).min(cap - CONTINUATION_LEN);
-            push_continuation(&mut open.buf, offset, &packet[offset..offset + n]);
-            open.head = offset + n < packet.len();
-            offset += n;
-            cost += overhead + CONTINUATION_LEN + n;
-        }
-        self.seq = self.seq.wrapping_add(1);
-        self.sched.on_sent(now, path, cost);
-        if head < packet.len() && self.keeps(i, now) {
-            // a lost piece is asked for by the head piece's path sequence: the packet goes
-            // again whole, on a path it fits
-            self.resend.keep(path, head_path_seq, seq, now, packet);
-        }
-        if pieces {
-            // the last piece waits for the packets after it while the path still carries
-            // what went before (never past the time it would have left the link's queue)
-            let wait = self.bundle_wait(now, path);
-            let hold = match wait.checked_sub(BUNDLE_MARGIN) {
-                Some(h) if wait >= BUNDLE_MIN_WAIT => h,
-                _ => wait,
-            };
-            if let Some(open) = self.paths[i].bundle.as_mut() {
-                open.due = open.due.max(now + hold.min(BUNDLE_MAX_HOLD));
-            }
-        }
-        self.counts.tx_packets += 1;
-        self.counts.tx_bytes += packet.len() as u64;
-        self.counts.held_packets += 1;
-        true
+        self.last_seq = seq;
+        self.count += 1;
+        self.head = head < packet.len();
+        Some(Pushed {
+            head,
+            bytes: self.buf.len() - before,
+            first: before == prefix,
+            squeezed,
+            index: self.count - 1,
+        })
     }
 
-    /// How long a datagram sent on `path` at `now` would wait behind what the path carries,
-    /// as bundling may count on: [`Connection::queue_seen`], or nothing without a report.
-    pub(crate) fn bundle_wait(&self, now: Time, path: PathId) -> Duration {
-        self.queue_seen(now, path).unwrap_or(Duration::ZERO)
+    /// Add the piece of a packet that starts at `offset`, as much of `rest` (the packet from
+    /// there on) as a datagram of `cap` bytes of body takes, to a bundle that continues it;
+    /// returns the bytes taken.
+    pub(crate) fn push_rest(&mut self, offset: usize, rest: &[u8], cap: usize) -> usize {
+        let n = rest.len().min(cap - CONTINUATION_LEN);
+        push_continuation(&mut self.buf, offset, &rest[..n]);
+        self.head = n < rest.len();
+        n
     }
 
-    /// The queue a datagram sent on `path` at `now` would wait behind, as far as we know it:
-    /// the scheduler's clock where the path's rate is configured; where it is learned, no
-    /// longer than the queue the peer's last report (within a second) shows on the path (its
-    /// smoothed delay above its minimum); `None` for a learned rate without such a report. A
-    /// learned rate is what the path was offered: on a path that carries little (TCP
-    /// acknowledgements back to a site, or what BBR, which keeps its queues short, left to
-    /// it), it runs the clock far ahead of a queue that is not there. Every acknowledgement
-    /// then waited in a bundle (two sites through a NAT fell from 2.4 to 0.1–0.8 Gbit/s
-    /// each), and light traffic took a path 50 ms further.
-    pub(crate) fn queue_seen(&self, now: Time, path: PathId) -> Option<Duration> {
-        let clock = self.sched.backlog(now, path);
-        let i = path.index();
-        if self.cfg.paths[i].rate_bps.is_some() {
-            return Some(clock);
-        }
-        match self.paths[i].peer_report {
-            Some((at, e)) if now.saturating_since(at) <= Duration::from_secs(1) => {
-                let queue = e.owd_us.saturating_sub(e.owd_min_us);
-                Some(clock.min(Duration::from_micros(u64::from(queue))))
-            }
-            _ => None,
-        }
-    }
-
-    /// Open a bundle on path `i` that leaves at `due` at the latest: one that continues packet
-    /// `continues` (its last pieces), or an empty one.
-    fn open_bundle(&mut self, i: usize, due: Time, continues: Option<u32>) {
-        let prefix = self.prefix();
-        let cap = self.body_cap(i);
-        let p = &mut self.paths[i];
-        if p.unsent == 0 {
-            p.fence_before = (self.seq, p.path_seq);
-        }
-        p.unsent += 1;
-        let mut buf = Vec::with_capacity(prefix + cap + TAG_LEN);
-        buf.resize(prefix, 0);
-        p.bundle = Some(OpenBundle {
-            buf,
-            first_seq: continues.unwrap_or(self.seq),
-            last_seq: continues.unwrap_or(self.seq),
-            count: 0,
-            continued: continues.is_some(),
-            head: false,
-            prev: None,
-            due,
-        });
-    }
-
-    /// Close `path`'s bundle, if one is open, to leave with a batch that uses the path: before
-    /// it ([`crate::BatchOut::before`]), or after it ([`crate::BatchOut::after`]) when the
-    /// batch has datagrams on the path already, which were numbered before the bundle. The
-    /// batch's fences hold until it has left.
-    pub(crate) fn close_riding(&mut self, now: Time, i: usize, b: &mut BatchPaths) {
-        if self.paths[i].bundle.is_none() {
-            return;
-        }
-        let p = &mut self.paths[i];
-        if b.used & (1 << i) == 0 {
-            b.used |= 1 << i;
-            // the open bundle counts in `unsent`: the fence from before it holds
-            p.unsent += 1;
-        }
-        p.unsent -= 1;
-        p.data_unsent += 1;
-        let mut parities = Vec::new();
-        if let Some(t) = self.seal_bundle(now, i, &mut parities) {
-            if b.inbuf & (1 << i) != 0 {
-                b.tail |= 1 << i;
-                self.after.push(t);
-                self.after.append(&mut parities);
-            } else {
-                self.ready.push(t);
-                self.ready.append(&mut parities);
-            }
-        }
-    }
-
-    /// Build and seal `path`'s open bundle; it takes the next path sequences. Parities its
-    /// packets complete, to leave after it, go in `parities`.
-    fn seal_bundle(
-        &mut self,
-        now: Time,
-        i: usize,
-        parities: &mut Vec<Transmit>,
-    ) -> Option<Transmit> {
-        let b = self.paths[i].bundle.take()?;
-        let count = b.count;
-        let Some(session) = self.peer_session else {
-            self.counts.drops.add(DropReason::NoSession, count as u64);
-            return None;
-        };
-        let path = PathId(i as u8);
-        let prefix = self.prefix();
-        let mut buf = b.buf;
-        // a bundle of one whole packet is sent as the data datagram it would have been (its
-        // gap byte out)
-        let kind = if b.continued {
+    /// Close the bundle: a bundle of one whole packet is sent as the data datagram it would
+    /// have been (its gap byte out).
+    pub(crate) fn close(self, prefix: usize) -> Closed {
+        let mut buf = self.buf;
+        let kind = if self.continued {
             Kind::Continued
-        } else if count == 1 && !b.head {
+        } else if self.count == 1 && !self.head {
             buf.remove(prefix);
             Kind::Data
         } else {
             Kind::Bundle
         };
-        let p = &mut self.paths[i];
-        let header = HeaderRepr {
+        Closed {
             kind,
-            path,
-            path_seq: p.path_seq,
-            session,
-            seq: b.first_seq,
-            timestamp: now.wire_micros(),
-        };
-        p.path_seq = p.path_seq.wrapping_add(count as u16);
-        let body = buf.len() - prefix;
-        if count > 0 {
-            let last = header.path_seq.wrapping_add(count as u16 - 1);
-            self.pmtu_data_sent(i, body + self.overhead().datagram(), last);
+            first_seq: self.first_seq,
+            count: self.count,
+            buf,
         }
-        self.keep_bundled(now, &header, &buf[prefix..]);
-        if self.paths[i].fec_tx.k > 0 {
-            self.parity_entries(now, &header, &buf[prefix..], parities);
-        }
-        let Some(buf) = self.seal_owned(&header, buf, body) else {
-            self.counts.drops.add(DropReason::NoSession, count as u64);
-            return None;
-        };
-        if count > 1 || (count == 1 && kind != Kind::Data) {
-            self.counts.bundles_sent += 1;
-            self.counts.bundled_packets += count as u64;
-        }
-        Some(Transmit {
-            path,
-            destination: self.remote(path)?,
-            contents: buf,
-        })
     }
+}
 
-    /// Seal a datagram built in a buffer of our own: `header` written into its prefix, then
-    /// `body` bytes after it, sealed under the next counter. `None` while sealing has no key.
-    pub(crate) fn seal_owned(
-        &mut self,
-        header: &HeaderRepr,
-        mut buf: Vec<u8>,
-        body: usize,
-    ) -> Option<Vec<u8>> {
-        let prefix = self.prefix();
-        header.emit(&mut buf);
-        self.stamp(&mut buf);
-        let len = if self.sealing() {
-            let key = self.seal.clone()?;
-            buf.resize(prefix + body + TAG_LEN, 0);
-            let counter = self.counter;
-            self.counter += 1;
-            key.seal(counter, &mut buf, body).ok()?
-        } else {
-            prefix + body
-        };
-        buf.truncate(len);
-        Some(buf)
-    }
-
-    /// When the first open bundle is due.
-    pub(crate) fn bundle_due(&self) -> Option<Time> {
-        self.paths
-            .iter()
-            .filter_map(|p| p.bundle.as_ref().map(|b| b.due))
-            .min()
-    }
-
-    /// Bundles due at `now` leave: first in the control queue, so that no fence polled after
-    /// them overtakes them.
-    pub(crate) fn bundle_tick(&mut self, now: Time) {
-        for i in 0..self.paths.len() {
-            if self.paths[i].bundle.as_ref().is_none_or(|b| b.due > now) {
-                continue;
-            }
-            let p = &mut self.paths[i];
-            p.unsent -= 1;
-            p.data_sent += 1;
-            let mut parities = Vec::new();
-            if let Some(t) = self.seal_bundle(now, i, &mut parities) {
-                let raw = |t: Transmit| Pending::Raw {
-                    path: t.path,
-                    destination: t.destination,
-                    contents: t.contents,
-                };
-                // the bundle first, then its parities
-                for p in parities.into_iter().rev() {
-                    self.pending.push_front(raw(p));
-                }
-                self.pending.push_front(raw(t));
-            }
-        }
+impl crate::path::PathState {
+    /// Packets waiting in the path's bundle.
+    pub(crate) fn bundled_packets(&self) -> u64 {
+        self.bundle.as_ref().map_or(0, |b| b.count as u64)
     }
 }

@@ -1,6 +1,8 @@
 //! The [`Connection`]: one peer session's protocol state, and what it shows of itself.
 
+use crate::{DropCounts, DropReason, LinkState, PathInfo};
 use std::collections::VecDeque;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -461,5 +463,283 @@ impl<P> Connection<P> {
             .map(|i| self.body_cap(i))
             .max()
             .unwrap_or(usize::from(self.cfg.mtu))
+    }
+}
+
+/// What the connection counts ([`crate::counts`]).
+impl<P> Connection<P> {
+    /// Drops by reason, the resequencer's duplicates and too-old packets included.
+    pub fn drop_counts(&self) -> [u64; DropReason::COUNT] {
+        let mut c = *self.counts.drops.counts();
+        let t = &self.reseq.stats().total;
+        c[DropReason::Duplicate as usize] += t.duplicates;
+        c[DropReason::TooOld as usize] = t.too_old;
+        c
+    }
+
+    /// [`Connection::drop_counts`] by name.
+    pub fn drops(&self) -> DropCounts {
+        DropCounts::from_counts(&self.drop_counts())
+    }
+
+    pub fn drop_count(&self, reason: DropReason) -> u64 {
+        self.drop_counts()[reason as usize]
+    }
+
+    /// Inner packets numbered for sending, and their bytes.
+    pub fn tx_counts(&self) -> (u64, u64) {
+        (self.counts.tx_packets, self.counts.tx_bytes)
+    }
+
+    /// Inner packets released for delivery so far.
+    pub fn delivered(&self) -> u64 {
+        self.counts.delivered
+    }
+
+    /// Bytes of receiver reports sent (outer headers included).
+    pub fn report_bytes(&self) -> u64 {
+        self.counts.report_bytes
+    }
+
+    /// Keepalives sent, and keepalives answered.
+    pub fn keepalive_counts(&self) -> (u64, u64) {
+        (self.counts.keepalives_sent, self.counts.keepalive_acks_sent)
+    }
+
+    /// Share of the received bandwidth the report pacer spends on reports.
+    pub fn report_fraction(&self) -> f64 {
+        self.pacer.fraction()
+    }
+
+    /// Bundles sent (of two packets or more), the inner packets they carried, and how many of
+    /// those went without their IPv4 and UDP headers (compressed entries).
+    pub fn bundle_counts(&self) -> (u64, u64, u64) {
+        (
+            self.counts.bundles_sent,
+            self.counts.bundled_packets,
+            self.counts.compressed_packets,
+        )
+    }
+
+    /// Packets that waited to match the farthest path, packets that went on early because too
+    /// many waited, and packets waiting now ([`crate::equalise`]).
+    pub fn equalise_counts(&self) -> (u64, u64, usize) {
+        self.equal.counts()
+    }
+
+    /// How long bonded packets arriving on `path` wait now to match the farthest path.
+    pub fn equalise_lag(&self, path: mpt_core::PathId) -> std::time::Duration {
+        self.equal.lag(path.index())
+    }
+
+    /// Count a drop for `reason`; returns it.
+    pub(crate) fn count(&mut self, reason: DropReason) -> DropReason {
+        self.counts.drops.add(reason, 1);
+        reason
+    }
+}
+
+/// What the connection shows of its paths.
+impl<P> Connection<P> {
+    /// Path `i`'s state as the operator sees it: down while the peer hears nothing from us on
+    /// it, and while its uplink is down (even one never up).
+    pub(crate) fn path_state(&self, i: usize) -> LinkState {
+        let p = &self.paths[i];
+        if p.peer_silent || p.live.uplink_down {
+            LinkState::Down
+        } else {
+            p.live.state
+        }
+    }
+
+    /// The rate the scheduler assumes for `path`: learned, or configured.
+    pub(crate) fn path_rate(&self, path: PathId) -> Option<u64> {
+        self.sched
+            .learned_rate(path)
+            .or(self.cfg.paths[path.index()].rate_bps)
+    }
+
+    /// Path `i` is slower than [`crate::timers::SLOW_PATH`] (its learned or configured rate):
+    /// a path MTU probe holds it long, and path MTU discovery spares it.
+    pub(crate) fn slow_path(&self, i: usize) -> bool {
+        self.path_rate(PathId(i as u8))
+            .is_some_and(|r| r < crate::timers::SLOW_PATH)
+    }
+
+    /// Where datagrams for `path` go now, once known.
+    pub fn remote(&self, path: PathId) -> Option<SocketAddr> {
+        self.paths[path.index()].remote
+    }
+
+    pub fn path_info(&self, path: PathId) -> PathInfo {
+        let p = &self.paths[path.index()];
+        let silent = p.peer_silent && p.live.state != LinkState::Down && !p.live.uplink_down;
+        let down = p.live.state == LinkState::Down || p.live.uplink_down;
+        PathInfo {
+            state: self.path_state(path.index()),
+            remote: p.remote,
+            last_heard: p.live.last_heard,
+            srtt_us: p.srtt_us,
+            rate_bps: self.path_rate(path),
+            peer_report: p.peer_report,
+            down_events: p.live.down_events,
+            down_reason: if silent {
+                Some(crate::DownReason::PeerHearsNothing)
+            } else {
+                p.down_reason.filter(|_| down)
+            },
+            datagram_max: p.pmtu.size,
+            pmtu_found: p.pmtu.found(),
+            pmtu_probes: p.pmtu.probes_sent,
+            pmtu_drops: p.pmtu.drops,
+        }
+    }
+}
+
+/// Changing a running connection's settings: the operator's change to a path's scheduling, a
+/// reloaded configuration, and the paths of a peer that added or removed some.
+impl<P> Connection<P> {
+    /// The operator changed `path`'s weight, rate or backup flag (`None`: unchanged; a rate of
+    /// `Some(None)`: none configured, learned or not assumed). The scheduler is made again with
+    /// the new settings and told which paths are usable now; the `adaptive` scheduler learns
+    /// its rates again.
+    pub fn set_path_spec(
+        &mut self,
+        now: Time,
+        path: PathId,
+        weight: Option<u32>,
+        rate_bps: Option<Option<u64>>,
+        backup: Option<bool>,
+    ) {
+        let Some(p) = self.cfg.paths.get_mut(path.index()) else {
+            return;
+        };
+        if let Some(w) = weight {
+            p.weight = w.max(1);
+        }
+        if let Some(r) = rate_bps {
+            p.rate_bps = r;
+        }
+        if let Some(b) = backup {
+            p.backup = b;
+        }
+        self.sched = build_scheduler(&self.cfg);
+        for i in 0..self.paths.len() {
+            let usable = self.usable(PathId(i as u8));
+            self.sched.on_path_state(now, PathId(i as u8), usable);
+        }
+    }
+
+    /// Apply a changed configuration at `now` (a reload), keeping the session, its keys and
+    /// sequence numbers, and what is held for delivery.
+    ///
+    /// Paths are matched by id (their position): one whose name is unchanged keeps its state,
+    /// its settings (weight, rate, backup) and, if configured anew, its remote updated; one
+    /// new at its id (added, or another name in a removed one's place) starts afresh and
+    /// carries no data until the peer is heard on it; ids past the new count are gone. The
+    /// scheduler is made again (a learning one learns again), and the hold time, keepalive
+    /// interval and `dead` apply from now. Keys, `mtu`, the reorder window and the index slot
+    /// stay as they were (the driver refuses to change them without a restart).
+    ///
+    /// When the number of paths changed and we initiate, a handshake that continues the
+    /// session tells the peer at once (its initiation carries the count): a peer that follows
+    /// our paths ([`ConnectionConfig::follow_peer_paths`]) takes the new count; one with paths
+    /// of its own takes it once its own configuration has as many, until then refusing it
+    /// while the session goes on.
+    ///
+    /// # Panics
+    /// With no path or more than [`mpt_core::MAX_PATHS`] (the configuration refuses both).
+    pub fn reconfigure(&mut self, now: Time, new: ConnectionConfig) {
+        assert!(
+            (1..=mpt_core::MAX_PATHS).contains(&new.paths.len()),
+            "a connection has 1 to {} paths",
+            mpt_core::MAX_PATHS
+        );
+        let before = self.paths.len();
+        let mut fresh = Vec::new();
+        let mut paths = Vec::with_capacity(new.paths.len());
+        for (i, p) in new.paths.iter().enumerate() {
+            let kept = self.cfg.paths.get(i).filter(|o| o.name == p.name);
+            let state = match (kept, self.paths.get(i)) {
+                (Some(old), Some(s)) => {
+                    let mut s = s.clone();
+                    if p.remote.is_some() && p.remote != old.remote {
+                        s.remote = p.remote;
+                    }
+                    s
+                }
+                (None, Some(s)) => {
+                    fresh.push(i);
+                    s.replaced(p.remote, now, new.datagram_ceiling(i))
+                }
+                (_, None) => {
+                    fresh.push(i);
+                    PathState::new(p.remote, now, new.datagram_ceiling(i))
+                }
+            };
+            let mut state = state;
+            state.pmtu.set_ceiling(now, new.datagram_ceiling(i));
+            paths.push(state);
+        }
+        // packets waiting in the bundle of a path that is gone are lost with it, counted
+        let orphaned: u64 = self.paths[paths.len().min(before)..]
+            .iter()
+            .map(|s| s.bundled_packets())
+            .sum();
+        self.counts.drops.add(DropReason::NoPath, orphaned);
+        self.paths = paths;
+        // per-class counters follow the classes by position: they start again when the
+        // classes changed
+        let names =
+            |c: &ConnectionConfig| c.classes.iter().map(|c| c.name.clone()).collect::<Vec<_>>();
+        if names(&self.cfg) != names(&new) {
+            self.classes.reconfigured();
+        }
+        let keep = ConnectionConfig {
+            keys: self.cfg.keys.clone(),
+            mtu: self.cfg.mtu,
+            reorder_window: self.cfg.reorder_window,
+            index_slot: self.cfg.index_slot,
+            ..new
+        };
+        self.cfg = keep;
+        self.release_equalised(now, true, None);
+        self.equal.resize(self.cfg.paths.len());
+        let out = &mut self.released;
+        self.reseq.reconfigure(
+            now,
+            self.cfg.paths.len(),
+            self.cfg.reorder_timeout,
+            &mut |p| out.push(p),
+        );
+        // `resend` may have changed
+        self.update_repair_wait();
+        self.sched = build_scheduler(&self.cfg);
+        for i in 0..self.paths.len() {
+            let usable = !fresh.contains(&i) && self.usable(PathId(i as u8));
+            self.sched.on_path_state(now, PathId(i as u8), usable);
+        }
+        if self.paths.len() != before && self.cfg.keys.initiate && self.peer_session.is_some() {
+            self.crypto.announce_paths = true;
+            self.crypto.next_initiation = Some(now);
+        }
+    }
+
+    /// The peer's initiation says it has `n` paths now, and we follow its paths: the paths
+    /// kept keep their state; new ones wait to be heard on.
+    pub(crate) fn follow_paths(&mut self, now: Time, n: usize) {
+        let from = self.paths.len();
+        self.reconfigure(now, self.cfg.with_peer_paths(n));
+        self.events
+            .push_back(Event::PeerPathsChanged { from, to: n });
+    }
+
+    /// Whether the scheduler may use `path` now, as far as its state goes.
+    pub(crate) fn usable(&self, path: PathId) -> bool {
+        let p = &self.paths[path.index()];
+        p.remote.is_some()
+            && !p.live.uplink_down
+            && !p.peer_silent
+            && p.live.state != LinkState::Down
     }
 }

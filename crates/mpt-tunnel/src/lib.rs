@@ -30,7 +30,6 @@ mod open;
 mod path;
 mod pmtu;
 mod reassembly;
-mod reconfigure;
 mod recv;
 mod resend;
 mod send;
