@@ -104,6 +104,11 @@ impl OpenBundle {
         }
     }
 
+    /// Its entries (a continuation not counted).
+    pub(crate) fn count(&self) -> usize {
+        self.count
+    }
+
     /// Whether `packet`, global sequence `seq`, fits as the next entry of a datagram with
     /// `prefix` bytes of header and `cap` of body (`pieces`: it goes in pieces, and needs
     /// room for its head piece only), and how it goes: compressed against the entry before it
@@ -208,12 +213,5 @@ impl OpenBundle {
             count: self.count,
             buf,
         }
-    }
-}
-
-impl crate::path::PathState {
-    /// Packets waiting in the path's bundle.
-    pub(crate) fn bundled_packets(&self) -> u64 {
-        self.bundle.as_ref().map_or(0, |b| b.count as u64)
     }
 }

@@ -64,7 +64,8 @@ pub struct Connection<P> {
     pub(crate) peer_parity: bool,
     /// Packets that came in pieces, waiting for the rest.
     pub(crate) reasm: crate::reassembly::Reassembly,
-    /// Packets put back together, for [`Connection::take_assembled`].
+    /// Packets put back together (or made again, or rebuilt), to go to the resequencer before
+    /// the packets of the datagram that completed them.
     pub(crate) assembled: VecDeque<(crate::Incoming, Vec<u8>)>,
     /// "Too big" answers for the TUN device ([`crate::BatchOut::icmp`]).
     pub(crate) icmp: crate::icmp::IcmpAnswers,

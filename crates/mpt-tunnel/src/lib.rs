@@ -274,12 +274,10 @@ impl BatchOut {
 /// What became of a datagram given to [`Connection::handle_datagram`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
-    /// A data datagram, authentic and well formed: its inner packet lies at `packet` in the
-    /// buffer. Give it to [`Connection::push_data`].
-    Data(Incoming),
-    /// A bundle, authentic and well formed: its inner packets, in the order they were packed.
-    /// Give each to [`Connection::push_data`] ([`Outcome::packets`]).
-    Bundle(Vec<Incoming>),
+    /// Data (a data datagram, a bundle, pieces), authentic and well formed: it brought this
+    /// many inner packets (a piece none, until its packet is whole), which went to the
+    /// resequencer.
+    Data(usize),
     /// A control message (or a handshake message), acted on.
     Handled,
     /// Dropped and counted.
@@ -291,14 +289,49 @@ impl Outcome {
     pub(crate) fn of(r: Result<Outcome, DropReason>) -> Outcome {
         r.unwrap_or_else(Outcome::Dropped)
     }
+}
 
-    /// The inner packets a data datagram or a bundle brought (none for anything else).
-    pub fn packets(&self) -> &[Incoming] {
-        match self {
-            Outcome::Data(d) => std::slice::from_ref(d),
-            Outcome::Bundle(v) => v,
-            Outcome::Handled | Outcome::Dropped(_) => &[],
-        }
+/// What a datagram's dispatch found, before its packets go to the resequencer.
+#[derive(Debug)]
+pub(crate) enum Arrived {
+    /// A data datagram: its inner packet lies at `packet` in the buffer.
+    Data(Incoming),
+    /// A bundle's (or continued datagram's) whole packets, in the order they were packed.
+    Bundle(Vec<Incoming>),
+    /// A control or handshake message, acted on.
+    Handled,
+}
+
+/// How the driver holds the inner packets it receives (`P`, a buffer or where one lies), for
+/// [`Connection::handle_datagram`]: the resequencer may hold a packet past the batch whose
+/// receive buffers the driver reuses.
+pub trait Payloads<P> {
+    /// The inner packet of a data datagram, at `packet` in `datagram` (the buffer handed to
+    /// [`Connection::handle_datagram`]), where it may stay while the batch lasts.
+    fn in_datagram(&mut self, datagram: &[u8], packet: std::ops::Range<usize>) -> P;
+    /// An inner packet of its own, `packet` (the inner packet alone): a bundle's entry, a
+    /// packet put together from pieces, or one a parity made again.
+    fn own(&mut self, packet: &[u8]) -> P;
+    /// The resequencer holds `p` past the batch: `p`, its bytes its own (`datagram` as for
+    /// [`Payloads::in_datagram`]).
+    fn keep(&mut self, p: P, datagram: &[u8]) -> P;
+}
+
+/// Inner packets held as vectors of their own bytes (for simple drivers and tests).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Copies;
+
+impl Payloads<Vec<u8>> for Copies {
+    fn in_datagram(&mut self, datagram: &[u8], packet: std::ops::Range<usize>) -> Vec<u8> {
+        datagram[packet].to_vec()
+    }
+
+    fn own(&mut self, packet: &[u8]) -> Vec<u8> {
+        packet.to_vec()
+    }
+
+    fn keep(&mut self, p: Vec<u8>, _: &[u8]) -> Vec<u8> {
+        p
     }
 }
 

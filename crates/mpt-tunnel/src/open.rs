@@ -4,8 +4,8 @@
 //!
 //! [`Connection::opener`] gives the current session's key; [`Opener::open`] opens in place
 //! what is sealed data or control of that session, and leaves everything else (handshakes, other
-//! sessions, malformed input) to [`Connection::handle_datagram`]; [`Connection::handle_opened`]
-//! takes what it opened. The replay window is checked there, after authentication: a replay
+//! sessions, malformed input) to [`Connection::handle_datagram`], which also takes what it
+//! opened. The replay window is checked there, after authentication: a replay
 //! is opened for nothing, which a forgery with a fresh counter costs anyway.
 
 use std::sync::Arc;
@@ -38,7 +38,7 @@ impl std::fmt::Debug for Opener {
     }
 }
 
-/// What [`Opener::open`] made of a datagram, for [`Connection::handle_opened`].
+/// What [`Opener::open`] made of a datagram, for [`Connection::handle_datagram`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Opened {
     pub(crate) epoch: u64,

@@ -61,6 +61,11 @@ pub(crate) struct PathState {
 }
 
 impl PathState {
+    /// Packets waiting in the path's bundle.
+    pub(crate) fn bundled_packets(&self) -> u64 {
+        self.bundle.as_ref().map_or(0, |b| b.count() as u64)
+    }
+
     /// A path watched from `now` on, sending to `remote` (when known).
     pub(crate) fn new(remote: Option<SocketAddr>, now: Time, ceiling: usize) -> PathState {
         PathState {

@@ -11,32 +11,76 @@ use mpt_reseq::PacketMeta;
 
 use crate::control::Pending;
 use crate::open::{Opened, Opener};
-use crate::{Connection, DropReason, Event, Incoming, Outcome};
+use crate::{Arrived, Connection, DropReason, Event, Incoming, Outcome, Payloads};
 
 /// On a path we send data on, keepalives are answered at most this often.
 pub const BUSY_ACK_INTERVAL: Duration = Duration::from_secs(1);
 
 impl<P> Connection<P> {
-    /// A datagram arrived at `now` on `path` from `from`, in `buf` (opened in place when
-    /// sealed). Control messages and handshakes are acted on here (answers are queued for
-    /// [`Connection::poll_transmit`], packets a fence releases for
-    /// [`Connection::take_delivered`]); data is returned for [`Connection::push_data`].
+    /// A datagram arrived at `now` on `path` from `from`, in `buf`: opened in place when
+    /// sealed, unless an [`Opener`] opened it already (`opened`). Control messages and
+    /// handshakes are acted on here (answers are queued for [`Connection::poll_transmit`],
+    /// events for [`Connection::poll_event`]). The inner packets data brought go to the
+    /// resequencer, held as `payloads` makes them; what it releases is appended to
+    /// `delivered`, in the order to write it to the TUN device (packets a datagram completes
+    /// or makes again go before its own).
     pub fn handle_datagram(
         &mut self,
         now: Time,
-        path: PathId,
-        from: SocketAddr,
+        (path, from): (PathId, SocketAddr),
         buf: &mut [u8],
+        opened: Option<Opened>,
+        payloads: &mut impl Payloads<P>,
+        delivered: &mut Vec<P>,
     ) -> Outcome {
-        Outcome::of(self.receive(now, path, from, buf))
+        let arrived = match opened {
+            Some(o) => self.take_opened(now, path, from, buf, o),
+            None => self.receive(now, path, from, buf),
+        };
+        let outcome = self.resequence_arrived(now, arrived, buf, payloads);
+        self.take_delivered(delivered);
+        outcome
     }
 
-    /// A data packet from [`Outcome::Data`] goes to the resequencer as `payload`, which
-    /// `keep` turns into a payload of its own if the resequencer holds it (the receive buffer
-    /// `payload` points into is reused after the batch).
-    /// Bonded data from a path nearer than the farthest one up first waits out the difference
-    /// ([`crate::equalise`]).
-    pub fn push_data(&mut self, now: Time, data: &Incoming, payload: P, keep: impl FnOnce(P) -> P) {
+    /// The packets of what arrived in `datagram` go to the resequencer: first those put
+    /// together from pieces, made again from a parity, or rebuilt from compressed entries,
+    /// then the datagram's own.
+    fn resequence_arrived(
+        &mut self,
+        now: Time,
+        arrived: Result<Arrived, DropReason>,
+        datagram: &[u8],
+        payloads: &mut impl Payloads<P>,
+    ) -> Outcome {
+        let mut packets = 0;
+        while let Some((data, bytes)) = self.assembled.pop_front() {
+            let p = payloads.own(&bytes[data.packet.clone()]);
+            self.push_data(now, &data, p, |p| p);
+            packets += 1;
+        }
+        match arrived {
+            Err(reason) => Outcome::Dropped(reason),
+            Ok(Arrived::Handled) => Outcome::Handled,
+            Ok(Arrived::Data(data)) => {
+                let p = payloads.in_datagram(datagram, data.packet.clone());
+                self.push_data(now, &data, p, |p| payloads.keep(p, datagram));
+                Outcome::Data(packets + 1)
+            }
+            Ok(Arrived::Bundle(entries)) => {
+                // the packets of a bundle share a datagram: each gets a buffer of its own
+                for data in &entries {
+                    let p = payloads.own(&datagram[data.packet.clone()]);
+                    self.push_data(now, data, p, |p| p);
+                }
+                Outcome::Data(packets + entries.len())
+            }
+        }
+    }
+
+    /// A data packet goes to the resequencer as `payload`, which `keep` turns into a payload
+    /// of its own if the resequencer holds it. Bonded data from a path nearer than the
+    /// farthest one up first waits out the difference ([`crate::equalise`]).
+    fn push_data(&mut self, now: Time, data: &Incoming, payload: P, keep: impl FnOnce(P) -> P) {
         if self.equal.next_ready().is_some_and(|t| t <= now) {
             self.release_equalised(now, false, None);
         }
@@ -98,7 +142,7 @@ impl<P> Connection<P> {
         path: PathId,
         from: SocketAddr,
         buf: &mut [u8],
-    ) -> Result<Outcome, DropReason> {
+    ) -> Result<Arrived, DropReason> {
         let i = path.index();
         if i >= self.paths.len() {
             return Err(self.count(DropReason::PathMismatch));
@@ -117,7 +161,7 @@ impl<P> Connection<P> {
         {
             return self
                 .take_handshake(now, path, from, buf)
-                .map(|()| Outcome::Handled);
+                .map(|()| Arrived::Handled);
         }
         match (self.sealing(), sealed) {
             (true, false) => return Err(self.count(DropReason::Unauthenticated)),
@@ -145,7 +189,7 @@ impl<P> Connection<P> {
         buf: &[u8],
         start: usize,
         end: usize,
-    ) -> Result<Outcome, DropReason> {
+    ) -> Result<Arrived, DropReason> {
         let d = match Datagram::parse(&buf[start..end]) {
             Ok(d) => d,
             Err(e) => return Err(self.count(DropReason::malformed(&e))),
@@ -187,7 +231,7 @@ impl<P> Connection<P> {
                     // it may have gone in pieces first: those that came are not waited for
                     self.reasm.forget(h.seq);
                 }
-                return Ok(Outcome::Data(Incoming {
+                return Ok(Arrived::Data(Incoming {
                     meta,
                     packet: start + HEADER_LEN..end,
                     express: h.kind == Kind::Express,
@@ -201,7 +245,7 @@ impl<P> Connection<P> {
                 }
                 let entries = mpt_core::wire::bundle_entries(body, h.seq);
                 let out = self.take_entries(now, &h, body, start + HEADER_LEN, count, entries);
-                return Ok(Outcome::Bundle(out));
+                return Ok(Arrived::Bundle(out));
             }
             Datagram::Continued {
                 cont, body, count, ..
@@ -218,7 +262,7 @@ impl<P> Connection<P> {
                 self.take_piece(now, piece);
                 let entries = mpt_core::wire::continued_entries(body, h.seq);
                 let out = self.take_entries(now, &h, body, start + HEADER_LEN, count, entries);
-                return Ok(Outcome::Bundle(out));
+                return Ok(Arrived::Bundle(out));
             }
             Datagram::Probe { size, .. } => {
                 self.fence(now, &h);
@@ -271,14 +315,14 @@ impl<P> Connection<P> {
                 return Err(self.count(DropReason::Unexpected));
             }
         }
-        Ok(Outcome::Handled)
+        Ok(Arrived::Handled)
     }
 
     /// The entries of a bundle (or of a continued datagram) with header `h`, whose body
     /// `body` starts at `at` in the buffer: whole packets for the resequencer, in order; a head
     /// piece to the reassembly. They take consecutive path sequences from the header's. When
     /// one is compressed (its headers rebuilt, so not in the buffer), all of them go as
-    /// packets of their own ([`Connection::take_assembled`]), in the same order.
+    /// packets of their own (`assembled`), in the same order.
     fn take_entries(
         &mut self,
         now: Time,
@@ -355,7 +399,7 @@ impl<P> Connection<P> {
     }
 
     /// A parity over `k` packets arrived with `header`, their XOR `body`: a packet it makes
-    /// again goes with [`Connection::take_assembled`], and its gap, if the resequencer has not
+    /// again goes to the resequencer before what else the datagram brought, and its gap, if the resequencer has not
     /// seen it yet (the group's last packet), is not asked for.
     fn take_parity(
         &mut self,
@@ -581,20 +625,6 @@ impl<P> Connection<P> {
         })
     }
 
-    /// A datagram that arrived at `now` on `path` from `from`, opened in `buf` by an
-    /// [`Opener`]: as [`Connection::handle_datagram`] for the rest. One opened under keys that
-    /// have been replaced since belongs to the old session and is dropped as such.
-    pub fn handle_opened(
-        &mut self,
-        now: Time,
-        path: PathId,
-        from: SocketAddr,
-        buf: &mut [u8],
-        opened: Opened,
-    ) -> Outcome {
-        Outcome::of(self.take_opened(now, path, from, buf, opened))
-    }
-
     fn take_opened(
         &mut self,
         now: Time,
@@ -602,7 +632,7 @@ impl<P> Connection<P> {
         from: SocketAddr,
         buf: &mut [u8],
         opened: Opened,
-    ) -> Result<crate::Outcome, DropReason> {
+    ) -> Result<Arrived, DropReason> {
         if path.index() >= self.paths.len() {
             return Err(self.count(DropReason::PathMismatch));
         }
@@ -628,16 +658,8 @@ impl<P> Connection<P> {
         self.dispatch(now, path, from, buf, COUNTER_LEN, SEALED_HEADER_LEN + body)
     }
 
-    /// A packet that came in pieces, put back together (or a bundle's compressed entry, and
-    /// the entries of its bundle, rebuilt): give it to [`crate::Connection::push_data`] (its
-    /// [`crate::Incoming::packet`] range is in the `Vec`). Take these after each
-    /// [`crate::Connection::handle_datagram`], before the packets of its outcome.
-    pub fn take_assembled(&mut self) -> Option<(crate::Incoming, Vec<u8>)> {
-        self.assembled.pop_front()
-    }
-
-    /// A piece of a packet: to the reassembly; a packet it completes goes to
-    /// [`Connection::take_assembled`].
+    /// A piece of a packet: to the reassembly; a packet it completes goes to the resequencer
+    /// before what else its datagram brought.
     pub(crate) fn take_piece(&mut self, now: Time, piece: crate::reassembly::Piece<'_>) {
         let max = usize::from(self.cfg.mtu);
         match self.reasm.add(now, max, piece) {

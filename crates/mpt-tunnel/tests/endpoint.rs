@@ -13,7 +13,8 @@ use mpt_core::seal::{MacKeys, PrivateKey, PublicKey, MAC_LEN};
 use mpt_core::wire::{HEADER_LEN, NOISE_INITIATION_LEN};
 use mpt_core::{PathId, Time};
 use mpt_tunnel::{
-    Admission, Connection, DropReason, Endpoint, Outcome, PeerEntry, Random, Route, Transmit,
+    Admission, Connection, Copies, DropReason, Endpoint, Outcome, PeerEntry, Random, Route,
+    Transmit,
 };
 use sim::{Rng, Side};
 
@@ -116,7 +117,14 @@ impl Server {
             Route::Connection(i) => {
                 let c = self.conns[i].as_mut().ok_or(DropReason::UnknownSession)?;
                 let mut buf = d.to_vec();
-                if let Outcome::Dropped(r) = c.handle_datagram(now, path, from, &mut buf) {
+                if let Outcome::Dropped(r) = c.handle_datagram(
+                    now,
+                    (path, from),
+                    &mut buf,
+                    None,
+                    &mut Copies,
+                    &mut Vec::new(),
+                ) {
                     return Err(r);
                 }
                 i
@@ -170,7 +178,14 @@ fn exchange(server: &mut Server, sites: &mut [(u32, Connection<Vec<u8>>)], now: 
                 }
             }
             for mut d in back {
-                c.handle_datagram(now, PathId(0), SERVER, &mut d);
+                c.handle_datagram(
+                    now,
+                    (PathId(0), SERVER),
+                    &mut d,
+                    None,
+                    &mut Copies,
+                    &mut Vec::new(),
+                );
             }
             to_server = drain(c, now);
         }
@@ -358,7 +373,14 @@ fn an_initiation_for_another_key_costs_a_hash_and_copies_on_other_paths_cost_not
     // site 2's first datagrams in the session are for its connection; with another slot in
     // their index, for none
     for mut r in responses {
-        s.handle_datagram(now, PathId(0), SERVER, &mut r);
+        s.handle_datagram(
+            now,
+            (PathId(0), SERVER),
+            &mut r,
+            None,
+            &mut Copies,
+            &mut Vec::new(),
+        );
     }
     let mut d = drain(&mut s, now)
         .into_iter()

@@ -617,8 +617,13 @@ fn a_datagram_opened_under_replaced_keys_is_an_old_sessions() {
     restart_and_rekey(&mut p);
     let now = p.now;
     let from = p.source(Side::A, 0);
-    let out = p
-        .ep(Side::B)
-        .handle_opened(now, PathId(0), from, &mut copy, opened);
+    let out = p.ep(Side::B).handle_datagram(
+        now,
+        (PathId(0), from),
+        &mut copy,
+        Some(opened),
+        &mut mpt_tunnel::Copies,
+        &mut Vec::new(),
+    );
     assert_eq!(out, Outcome::Dropped(DropReason::UnknownSession));
 }

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use mpt_core::seal::{CipherChoice, PrivateKey, PublicKey};
 use mpt_core::{PathId, Time};
-use mpt_tunnel::{Connection, ConnectionConfig, KeySettings, Outcome, Overhead, PathSettings};
+use mpt_tunnel::{Connection, ConnectionConfig, Copies, KeySettings, Overhead, PathSettings};
 use mptd::config::PeerFile;
 
 use crate::experiments::bench::cpu_seconds;
@@ -107,12 +107,15 @@ fn drive(sites: &mut [Site], secs: f64, mut at_connected: impl FnMut(Duration)) 
         for (i, s) in sites.iter_mut().enumerate() {
             if ready > 0 && fds[i].revents != 0 {
                 while let Ok((n, from)) = s.sock.recv_from(&mut buf) {
-                    if let Outcome::Data(d) =
-                        s.ep.handle_datagram(t, PathId(0), from, &mut buf[..n])
-                    {
-                        let p = buf[d.packet.clone()].to_vec();
-                        s.ep.push_data(t, &d, p, |p| p);
-                    }
+                    let mut delivered = Vec::new();
+                    s.ep.handle_datagram(
+                        t,
+                        (PathId(0), from),
+                        &mut buf[..n],
+                        None,
+                        &mut Copies,
+                        &mut delivered,
+                    );
                 }
             }
             if s.ep.poll_timeout() <= t {

@@ -135,7 +135,7 @@ pub struct Pair {
     /// Datagrams the network could not deliver (sent to an address nobody has).
     pub undeliverable: u64,
     /// Receive as a locking driver does: open with an [`mpt_tunnel::Opener`] first, then
-    /// hand the result in ([`Connection::handle_opened`]).
+    /// hand the result in ([`Connection::handle_datagram`]).
     pub split_open: bool,
 }
 
@@ -528,17 +528,17 @@ impl Pair {
             true => node.ep.opener().and_then(|o| o.open(bytes)),
             false => None,
         };
-        let out = match opened {
-            Some(o) => node.ep.handle_opened(now, id, from, bytes, o),
-            None => node.ep.handle_datagram(now, id, from, bytes),
-        };
-        while let Some((data, payload)) = node.ep.take_assembled() {
-            node.ep.push_data(now, &data, payload, |p| p);
-        }
-        for data in out.packets() {
-            let payload = bytes[data.packet.clone()].to_vec();
-            node.ep.push_data(now, data, payload, |p| p);
-        }
+        let mut delivered = Vec::new();
+        let out = node.ep.handle_datagram(
+            now,
+            (id, from),
+            bytes,
+            opened,
+            &mut mpt_tunnel::Copies,
+            &mut delivered,
+        );
+        node.delivered
+            .extend(delivered.into_iter().map(|p| (now, p)));
         out
     }
 

@@ -168,6 +168,61 @@ fn run_timers(t: &Tunnel, now: Time, b: &mut RxBufs, outputs: &mut Outputs) {
     }
 }
 
+/// Where the inner packets of a datagram at `at` in receive slice `slice` are held: a data
+/// datagram's in place, any other in a buffer of the pool (`cap` bytes), at `prefix` as every
+/// packet to the TUN device.
+struct Payloads<'a> {
+    pool: &'a mut Vec<Vec<u8>>,
+    cap: usize,
+    prefix: usize,
+    slice: usize,
+    at: usize,
+}
+
+impl Payloads<'_> {
+    fn buffer(&mut self) -> Vec<u8> {
+        self.pool.pop().unwrap_or_else(|| vec![0u8; self.cap])
+    }
+}
+
+impl mpt_tunnel::Payloads<RxBuf> for Payloads<'_> {
+    fn in_datagram(&mut self, _: &[u8], packet: std::ops::Range<usize>) -> RxBuf {
+        RxBuf::Slice {
+            slice: self.slice,
+            at: self.at,
+            start: packet.start,
+            end: packet.end,
+        }
+    }
+
+    fn own(&mut self, packet: &[u8]) -> RxBuf {
+        let prefix = self.prefix;
+        let mut buf = self.buffer();
+        if buf.len() < prefix + packet.len() {
+            buf.resize(prefix + packet.len(), 0);
+        }
+        buf[prefix..prefix + packet.len()].copy_from_slice(packet);
+        RxBuf::Own {
+            buf,
+            start: prefix,
+            end: prefix + packet.len(),
+        }
+    }
+
+    /// Held: copied out of the slice, which the next batch reuses (with what comes before
+    /// the packet in the datagram, as it lay there).
+    fn keep(&mut self, p: RxBuf, datagram: &[u8]) -> RxBuf {
+        match p {
+            RxBuf::Slice { start, end, .. } => {
+                let mut buf = self.buffer();
+                buf[..end].copy_from_slice(&datagram[..end]);
+                RxBuf::Own { buf, start, end }
+            }
+            own @ RxBuf::Own { .. } => own,
+        }
+    }
+}
+
 /// Which peer and path a datagram received at socket `s` is for, from its header, among
 /// `slots` peer positions ([`mpt_tunnel::Endpoint::route`]; no lock); `None` with the reason
 /// when it is for none.
@@ -307,68 +362,23 @@ fn receive_batch(
             k += 1;
             let (slice, at) = (p.slice, p.at);
             let d = &mut b.slices[slice][at..at + p.len];
-            let outcome = match opened {
-                Some(o) => ep.handle_opened(now, p.path, p.from, d, o),
-                None => ep.handle_datagram(now, p.path, p.from, d),
+            let mut payloads = Payloads {
+                pool: &mut b.pool,
+                cap: b.cap,
+                prefix: t.prefix,
+                slice,
+                at,
             };
-            // packets that came in pieces and are whole now, before the datagram's own
-            while let Some((data, bytes)) = ep.take_assembled() {
-                let prefix = t.prefix;
-                let mut buf = b.pool.pop().unwrap_or_else(|| vec![0u8; b.cap]);
-                if buf.len() < prefix + bytes.len() {
-                    buf.resize(prefix + bytes.len(), 0);
-                }
-                buf[prefix..prefix + bytes.len()].copy_from_slice(&bytes);
-                let here = RxBuf::Own {
-                    buf,
-                    start: prefix,
-                    end: prefix + bytes.len(),
-                };
-                ep.push_data(now, &data, here, |p| p);
-            }
+            let outcome = ep.handle_datagram(
+                now,
+                (p.path, p.from),
+                d,
+                opened,
+                &mut payloads,
+                &mut b.out,
+            );
             match outcome {
-                Outcome::Data(_) | Outcome::Bundle(_) => {
-                    if peer.listening {
-                        peer.arrived(p.path, s, p.to);
-                    }
-                    let bundled = matches!(outcome, Outcome::Bundle(_));
-                    for data in outcome.packets() {
-                        let (start, end) = (data.packet.start, data.packet.end);
-                        let here = if bundled {
-                            // the packets of a bundle share a datagram: each is copied to a
-                            // buffer of its own, at the offset every packet to tun0 has
-                            let prefix = t.prefix;
-                            let mut buf = b.pool.pop().unwrap_or_else(|| vec![0u8; b.cap]);
-                            let bytes = &b.slices[slice][at + start..at + end];
-                            buf[prefix..prefix + bytes.len()].copy_from_slice(bytes);
-                            RxBuf::Own {
-                                buf,
-                                start: prefix,
-                                end: prefix + bytes.len(),
-                            }
-                        } else {
-                            RxBuf::Slice {
-                                slice,
-                                at,
-                                start,
-                                end,
-                            }
-                        };
-                        // held: copied out of the slice, which the next batch reuses
-                        let (pool, slices, cap) = (&mut b.pool, &b.slices, b.cap);
-                        let keep = |p: RxBuf| match p {
-                            RxBuf::Slice { .. } => {
-                                let mut buf = pool.pop().unwrap_or_else(|| vec![0u8; cap]);
-                                let bytes = p.bytes(slices);
-                                buf[..bytes.len()].copy_from_slice(bytes);
-                                RxBuf::Own { buf, start, end }
-                            }
-                            own @ RxBuf::Own { .. } => own,
-                        };
-                        ep.push_data(now, data, here, keep);
-                    }
-                }
-                Outcome::Handled => {
+                Outcome::Data(_) | Outcome::Handled => {
                     if peer.listening {
                         peer.arrived(p.path, s, p.to);
                     }
