@@ -86,14 +86,12 @@ async fn answer(stream: UnixStream, sh: Arc<Tunnel>) {
             );
             serde_json::json!({ "ok": head + text }).to_string()
         }
-        ["path", name, state @ ("up" | "down")] => {
-            match crate::uplinks::set_admin(&sh, name, state == "down") {
-                Ok(done) => serde_json::json!({ "ok": done }).to_string(),
-                Err(e) => error_json(&e),
-            }
-        }
+        ["path", name, state @ ("up" | "down")] => match sh.set_admin(name, state == "down") {
+            Ok(done) => serde_json::json!({ "ok": done }).to_string(),
+            Err(e) => error_json(&e),
+        },
         ["path", name, ref change @ ..] => match path_change(change) {
-            Ok(c) => match crate::uplinks::set_spec(&sh, name, c) {
+            Ok(c) => match sh.set_spec(name, c) {
                 Ok(done) => serde_json::json!({ "ok": done }).to_string(),
                 Err(e) => error_json(&e),
             },

@@ -20,7 +20,6 @@ use tokio::net::{TcpListener, TcpStream};
 use tracing::{debug, info};
 
 use crate::status::Status;
-use crate::tunnel::Tunnel;
 
 type Labels = Vec<(String, String)>;
 type Counters = Family<Labels, Counter>;
@@ -406,8 +405,14 @@ pub fn classic(openmetrics: &str) -> String {
     out
 }
 
-/// Serve `GET /metrics` on `addr` until the task is aborted.
-pub async fn serve(addr: SocketAddr, sh: Arc<Tunnel>) -> Result<()> {
+/// What the metrics are made of when asked for: the status and the resequencers' histograms.
+pub trait Source: Send + Sync + 'static {
+    fn status(&self) -> Status;
+    fn reseq_histograms(&self) -> Vec<ReseqHistograms>;
+}
+
+/// Serve `GET /metrics` on `addr`, from what `sh` says when asked, until the task is aborted.
+pub async fn serve(addr: SocketAddr, sh: Arc<impl Source>) -> Result<()> {
     let listener = TcpListener::bind(addr)
         .await
         .with_context(|| format!("control.metrics: cannot listen on {addr}"))?;
@@ -416,7 +421,7 @@ pub async fn serve(addr: SocketAddr, sh: Arc<Tunnel>) -> Result<()> {
         let (stream, from) = listener.accept().await.context("metrics accept")?;
         let sh = sh.clone();
         tokio::spawn(async move {
-            let r = tokio::time::timeout(Duration::from_secs(5), answer(stream, &sh)).await;
+            let r = tokio::time::timeout(Duration::from_secs(5), answer(stream, sh.as_ref())).await;
             if !matches!(r, Ok(Ok(()))) {
                 debug!(%from, "metrics client failed or timed out");
             }
@@ -424,7 +429,7 @@ pub async fn serve(addr: SocketAddr, sh: Arc<Tunnel>) -> Result<()> {
     }
 }
 
-async fn answer(mut stream: TcpStream, sh: &Tunnel) -> std::io::Result<()> {
+async fn answer(mut stream: TcpStream, sh: &impl Source) -> std::io::Result<()> {
     // the request head, up to its blank line (a GET has no body)
     let mut head = Vec::with_capacity(512);
     let mut buf = [0u8; 512];

@@ -12,7 +12,6 @@ use mpt_core::{PathId, Time, MAX_PATHS};
 use mpt_tunnel::Connection;
 
 use crate::config::PeerConfig;
-use crate::datapath::RxBuf;
 
 /// A peer of the tunnel.
 #[derive(Debug)]
@@ -224,5 +223,40 @@ impl Peer {
         self.tx
             .get(path.index())
             .map_or((0, 0), |(d, b)| (d.load(Relaxed), b.load(Relaxed)))
+    }
+}
+
+/// A received data datagram on its way to the TUN device, the inner packet at `start..end` of
+/// it. In order, it stays in the receive slice it arrived in and is written out before that
+/// slice is reused; only a datagram the resequencer holds is copied into a buffer of its own.
+#[derive(Debug)]
+pub enum RxBuf {
+    /// At `at` in receive slice `slice`.
+    Slice {
+        slice: usize,
+        at: usize,
+        start: usize,
+        end: usize,
+    },
+    Own {
+        buf: Vec<u8>,
+        start: usize,
+        end: usize,
+    },
+}
+
+impl RxBuf {
+    /// The datagram up to the inner packet's end (the prefix before the packet included).
+    pub fn bytes<'a>(&'a self, slices: &'a [Vec<u8>]) -> &'a [u8] {
+        match self {
+            RxBuf::Slice { slice, at, end, .. } => &slices[*slice][*at..*at + *end],
+            RxBuf::Own { buf, end, .. } => &buf[..*end],
+        }
+    }
+
+    pub fn start(&self) -> usize {
+        match self {
+            RxBuf::Slice { start, .. } | RxBuf::Own { start, .. } => *start,
+        }
     }
 }

@@ -246,8 +246,8 @@ async fn run(cfg: Config, keys: Keys, config: &std::path::Path) -> Result<()> {
         tasks.spawn(tx_task(sh.clone(), q));
     }
     tasks.spawn(mptd::control::serve(listener, sh.clone()));
-    tasks.spawn(mptd::uplinks::uplink_task(sh.clone()));
-    tasks.spawn(mptd::uplinks::resolver_task(sh.clone()));
+    tasks.spawn(sh.clone().uplink_task());
+    tasks.spawn(sh.clone().resolver_task());
     tasks.spawn(sh.clone().watchdog());
     tasks.spawn(sh.clone().summaries());
     if let Some(addr) = sh.cfg().control.metrics {

@@ -10,5 +10,3 @@ pub mod rx;
 pub mod tun_read;
 pub mod tun_write;
 pub mod tx;
-
-pub use tun_write::RxBuf;

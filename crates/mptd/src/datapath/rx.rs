@@ -11,7 +11,8 @@ use mpt_core::{PathId, Time};
 use mpt_tunnel::{DropReason, Outcome, Route};
 use tracing::{trace, warn};
 
-use super::tun_write::{RxBuf, TunWriter};
+use super::tun_write::TunWriter;
+use crate::peer::RxBuf;
 use crate::tunnel::{Arrival, Outputs, SockIo, Tunnel};
 
 /// What woke the receive task.
@@ -369,14 +370,8 @@ fn receive_batch(
                 slice,
                 at,
             };
-            let outcome = ep.handle_datagram(
-                now,
-                (p.path, p.from),
-                d,
-                opened,
-                &mut payloads,
-                &mut b.out,
-            );
+            let outcome =
+                ep.handle_datagram(now, (p.path, p.from), d, opened, &mut payloads, &mut b.out);
             match outcome {
                 Outcome::Data(_) | Outcome::Handled => {
                     if peer.listening {

@@ -6,45 +6,11 @@ use anyhow::{Context, Result};
 use mpt_tunnel::DropReason;
 use tracing::warn;
 
+use crate::peer::RxBuf;
 use crate::tunnel::Tunnel;
 
 /// Most packets coalesced per TUN write batch (GRO's cost grows with the batch).
 const TUN_WRITE_BATCH: usize = 64;
-
-/// A received data datagram on its way to the TUN device, the inner packet at `start..end` of
-/// it. In order, it stays in the receive slice it arrived in and is written out before that
-/// slice is reused; only a datagram the resequencer holds is copied into a buffer of its own.
-#[derive(Debug)]
-pub enum RxBuf {
-    /// At `at` in receive slice `slice`.
-    Slice {
-        slice: usize,
-        at: usize,
-        start: usize,
-        end: usize,
-    },
-    Own {
-        buf: Vec<u8>,
-        start: usize,
-        end: usize,
-    },
-}
-
-impl RxBuf {
-    /// The datagram up to the inner packet's end (the prefix before the packet included).
-    pub fn bytes<'a>(&'a self, slices: &'a [Vec<u8>]) -> &'a [u8] {
-        match self {
-            RxBuf::Slice { slice, at, end, .. } => &slices[*slice][*at..*at + *end],
-            RxBuf::Own { buf, end, .. } => &buf[..*end],
-        }
-    }
-
-    pub fn start(&self) -> usize {
-        match self {
-            RxBuf::Slice { start, .. } | RxBuf::Own { start, .. } => *start,
-        }
-    }
-}
 
 /// A packet on its way to tun0, written from where it lies (its receive slice, or the buffer
 /// the resequencer held it in), unless GRO makes it the head of a super-packet: then it moves

@@ -1,8 +1,6 @@
 //! Counters and the status document `mptctl status --json` prints (documented in
 //! `docs/status.md`; fields are only ever added).
 
-mod build;
-
 pub use mpt_tunnel::DropCounts;
 use serde::{Deserialize, Serialize};
 

@@ -28,9 +28,9 @@ use tracing::warn;
 use crate::batch::BatchSocket;
 use crate::clock::Clock;
 use crate::config::{Config, Keys};
-use crate::datapath::RxBuf;
 use crate::log::RateLimit;
 use crate::peer::Peer;
+use crate::peer::RxBuf;
 use crate::routes::Routes;
 
 mod accept;
@@ -39,6 +39,8 @@ mod reload;
 mod service;
 mod settings;
 mod socket;
+mod status;
+mod uplinks;
 
 pub use accept::Arrival;
 pub use settings::pick_family;

@@ -209,7 +209,7 @@ impl Tunnel {
         };
         // the receive task waits on the new sockets; their interfaces are looked at now
         self.reloaded.notify_waiters();
-        crate::uplinks::check(self);
+        self.check_uplinks();
         self.act(&mut out);
         info!(changes = %said, "configuration reloaded");
         Ok(format!("reloaded: {said}"))

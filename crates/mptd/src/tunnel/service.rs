@@ -100,3 +100,13 @@ fn notify_nonblocking(msg: &[u8]) {
         }
     }
 }
+
+impl crate::metrics::Source for Tunnel {
+    fn status(&self) -> crate::status::Status {
+        Tunnel::status(self)
+    }
+
+    fn reseq_histograms(&self) -> Vec<crate::metrics::ReseqHistograms> {
+        Tunnel::reseq_histograms(self)
+    }
+}

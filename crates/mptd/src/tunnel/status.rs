@@ -7,13 +7,12 @@ use mpt_core::PathId;
 use mpt_core::Time;
 use mpt_tunnel::Connection;
 
-use super::{
+use super::Tunnel;
+use crate::peer::{Peer, RxBuf};
+use crate::status::{
     CallCounts, ClassStatus, DropCounts, PathStatus, PeerReport, PeerStatus, ReseqStatus, Status,
     TunnelStatus,
 };
-use crate::datapath::RxBuf;
-use crate::peer::Peer;
-use crate::tunnel::Tunnel;
 
 impl Tunnel {
     /// Peer `peer`'s paths as the status shows them.
