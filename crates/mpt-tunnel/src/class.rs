@@ -216,7 +216,7 @@ pub fn classify(classes: &[ClassRule], packet: &[u8]) -> Option<usize> {
 }
 
 /// The path a packet of a `fastest` or `duplicate` class took is kept short this long after
-/// it ([`Classes::light_sent`]).
+/// it (`Classes::light_sent`).
 pub const LIGHT_HOLD: Duration = Duration::from_secs(1);
 /// The queue bulk may build on that path meanwhile.
 pub const LIGHT_QUEUE: Duration = Duration::from_millis(2);

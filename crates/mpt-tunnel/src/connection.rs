@@ -467,7 +467,7 @@ impl<P> Connection<P> {
     }
 }
 
-/// What the connection counts ([`crate::counts`]).
+/// What the connection counts (`counts.rs`).
 impl<P> Connection<P> {
     /// Drops by reason, the resequencer's duplicates and too-old packets included.
     pub fn drop_counts(&self) -> [u64; DropReason::COUNT] {
@@ -523,7 +523,7 @@ impl<P> Connection<P> {
     }
 
     /// Packets that waited to match the farthest path, packets that went on early because too
-    /// many waited, and packets waiting now ([`crate::equalise`]).
+    /// many waited, and packets waiting now (`equalise.rs`).
     pub fn equalise_counts(&self) -> (u64, u64, usize) {
         self.equal.counts()
     }

@@ -1,16 +1,27 @@
-//! The mptd protocol as a sans-IO engine, in the shape of quinn-proto: a [`Connection`] is one
-//! peer session. It numbers and seals what we send, opens and checks what arrives, runs the
+//! The mptd protocol as a sans-IO engine, in the shape of quinn-proto: an [`Endpoint`] for the
+//! many peers (which connection a datagram is for, and taking initiations: mac1, cookies, load,
+//! rate limits, the responder's read, the peer table), and a [`Connection`] per peer session.
+//! A connection numbers and seals what we send, opens and checks what arrives, runs the
 //! handshake, the replay window, per-path liveness, fences, address learning, receiver
-//! reports both ways, the scheduler and the resequencer.
+//! reports both ways, the scheduler and the resequencer; its features (bundles, classes,
+//! equalisation, path MTU discovery, resending, parity, reassembly) are types of their own.
 //!
-//! It does no I/O, starts no thread and never reads the clock: every input is a call that
-//! takes `now` ([`Connection::handle_datagram`], [`Connection::number_batch`],
-//! [`Connection::handle_timeout`]), and every output is polled ([`Connection::poll_transmit`],
-//! [`Connection::poll_timeout`], [`Connection::poll_event`], [`Connection::take_delivered`]).
-//! Randomness comes from the caller too ([`Random`]). A driver that keeps the connection
-//! behind a lock shared by its sending and receiving tasks can seal ([`Sealer`]) and open
-//! ([`Opener`]) outside it. The daemon (`mptd`) drives it with real
-//! sockets and a TUN device; the tests drive two of them over simulated links.
+//! It does no I/O, starts no thread and never reads the clock. Every input is a call that
+//! takes `now`:
+//!
+//! * [`Connection::handle_datagram`]: a datagram arrived (opened outside already, or not). It
+//!   returns one [`Outcome`], and appends what the resequencer releases, in the order to write
+//!   it to the TUN device, held as the driver's [`Payloads`] makes it.
+//! * [`Connection::number_batch`] (then [`Connection::batch_sent`]): packets to send, with
+//!   what else leaves before and after them ([`BatchOut`]).
+//! * [`Connection::handle_timeout`], when [`Connection::poll_timeout`] says.
+//!
+//! and every other output is polled: [`Connection::poll_transmit`] (control datagrams, in the
+//! order they go), [`Connection::poll_event`], and [`Connection::take_delivered`] (packets
+//! released by timers and other calls). Randomness comes from the caller too ([`Random`]). A
+//! driver that keeps the connection behind a lock shared by its sending and receiving tasks
+//! can seal ([`Sealer`]) and open ([`Opener`]) outside it. The daemon (`mptd`) drives it with
+//! real sockets and a TUN device; the tests drive two of them over simulated links.
 #![forbid(unsafe_code)]
 
 mod bundle;
@@ -187,7 +198,7 @@ pub struct ConnectionConfig {
     /// `resend`.
     pub parity: bool,
     /// Bonded data that arrives on a nearer path waits to match the farthest path up
-    /// ([`crate::equalise`]).
+    /// (`equalise.rs`).
     pub equalise: bool,
     /// Traffic classes, the first that matches a packet deciding how it is sent
     /// ([`ClassRule`]; the configured ones, then usually [`default_classes`]).
@@ -274,9 +285,9 @@ impl BatchOut {
 /// What became of a datagram given to [`Connection::handle_datagram`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
-    /// Data (a data datagram, a bundle, pieces), authentic and well formed: it brought this
-    /// many inner packets (a piece none, until its packet is whole), which went to the
-    /// resequencer.
+    /// Data (a data datagram, a bundle, pieces), authentic and well formed: this many inner
+    /// packets went to the resequencer with it (those it completed included; a piece brings
+    /// none until its packet is whole).
     Data(usize),
     /// A control message (or a handshake message), acted on.
     Handled,
@@ -348,7 +359,7 @@ pub struct Incoming {
     /// says nothing of the path it came on.
     pub resent: bool,
     /// An express packet that opens a TCP connection (SYN without ACK): it waits to match the
-    /// farthest path like bonded data ([`crate::equalise`]).
+    /// farthest path like bonded data (`equalise.rs`).
     pub opens: bool,
 }
 

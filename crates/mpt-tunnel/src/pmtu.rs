@@ -40,7 +40,7 @@ pub const RAISE_INTERVAL: Duration = Duration::from_secs(30);
 /// [`Pmtu::confirm_interval`]).
 pub const CONFIRM_INTERVAL: Duration = Duration::from_secs(1);
 
-/// The shortest time over which [`crate::Connection::watch_delivery`] compares what a path
+/// The shortest time over which [`Pmtu::watch_delivery`] compares what a path
 /// carried with what was sent on it.
 pub const DELIVERY_WINDOW: Duration = Duration::from_millis(100);
 /// The fewest data datagrams sent (or found missing) over that time for a shortfall to count.

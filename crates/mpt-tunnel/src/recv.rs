@@ -399,8 +399,8 @@ impl<P> Connection<P> {
     }
 
     /// A parity over `k` packets arrived with `header`, their XOR `body`: a packet it makes
-    /// again goes to the resequencer before what else the datagram brought, and its gap, if the resequencer has not
-    /// seen it yet (the group's last packet), is not asked for.
+    /// again goes to the resequencer, and its gap, if the resequencer has not seen it yet
+    /// (the group's last packet), is not asked for.
     fn take_parity(
         &mut self,
         now: Time,

@@ -10,7 +10,8 @@
 //!   was expected.
 //! * [`net`], [`batch`]: creating the sockets and the device; batched UDP I/O.
 //! * [`fulltunnel`]: a peer allowed the default prefixes takes the host's default route.
-//! * [`uplinks`]: watching the paths' interfaces come and go.
+//! * [`uplinks`]: what the paths' interfaces are (present, link up, index); the tunnel
+//!   watches them come and go and tells the connections.
 //! * [`control`], [`status`]: the unix socket `mptctl` talks to, and what it answers.
 //! * [`clock`], [`log`], [`random`]: the one place the clock is read; rate-limited logging;
 //!   randomness without a system call under the lock.
