@@ -348,7 +348,7 @@ impl Payloads<Vec<u8>> for Copies {
 
 /// A received data packet on its way to the resequencer.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Incoming {
+pub(crate) struct Incoming {
     pub meta: PacketMeta,
     /// Where the inner packet lies in the datagram's buffer (it always starts at
     /// [`Connection::prefix`]).

@@ -125,7 +125,7 @@ pub struct ResendCounts {
 #[derive(Debug, Default)]
 pub(crate) struct Resend {
     /// Packets sent lately, for the peer's resend requests.
-    buffer: ResendBuffer,
+    pub(crate) buffer: ResendBuffer,
     /// Path sequence gaps taken from the resequencer (a buffer kept between calls).
     gaps: Vec<Gap>,
     /// Gaps to ask for in the next resend request.
@@ -139,22 +139,6 @@ pub(crate) struct Resend {
 }
 
 impl Resend {
-    /// Keep `packet` (see [`ResendBuffer::keep`]).
-    pub(crate) fn keep(&mut self, path: PathId, path_seq: u16, seq: u32, now: Time, packet: &[u8]) {
-        self.buffer.keep(path, path_seq, seq, now, packet);
-    }
-
-    /// Take a packet kept to send it again (see [`ResendBuffer::take`]).
-    pub(crate) fn take(
-        &mut self,
-        path: PathId,
-        path_seq: u16,
-        now: Time,
-        max_age: Duration,
-    ) -> Option<(u32, &[u8])> {
-        self.buffer.take(path, path_seq, now, max_age)
-    }
-
     /// The gaps `reseq` saw since the last call are to be asked for: not those longer than
     /// [`MAX_RESEND_GAP`] (an outage), nor a one-packet gap `repaired` says a parity made
     /// again before the gap was seen.

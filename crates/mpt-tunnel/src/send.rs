@@ -211,6 +211,7 @@ impl<P> Connection<P> {
             if self.keeps(i, now) {
                 let packet = &bufs[k].as_mut()[at..at + inner];
                 self.resend
+                    .buffer
                     .keep(path, header.path_seq, header.seq, now, packet);
             }
             // a parity its packet completes leaves after it
@@ -530,6 +531,7 @@ impl<P> Connection<P> {
                 let prefix = self.prefix();
                 let Some((seq, buf)) =
                     self.resend
+                        .buffer
                         .take(r.path, path_seq, now, max_age)
                         .map(|(seq, packet)| {
                             let mut buf = Vec::with_capacity(prefix + packet.len() + TAG_LEN);
@@ -590,7 +592,7 @@ impl<P> Connection<P> {
         }
         let path = header.path;
         crate::resend::whole_packets(header, body, |path_seq, seq, packet| {
-            self.resend.keep(path, path_seq, seq, now, packet)
+            self.resend.buffer.keep(path, path_seq, seq, now, packet)
         });
     }
 
@@ -776,7 +778,9 @@ impl<P> Connection<P> {
         if head < packet.len() && self.keeps(i, now) {
             // a lost piece is asked for by the head piece's path sequence: the packet goes
             // again whole, on a path it fits
-            self.resend.keep(path, head_path_seq, seq, now, packet);
+            self.resend
+                .buffer
+                .keep(path, head_path_seq, seq, now, packet);
         }
         if pieces {
             // the last piece waits for the packets after it while the path still carries
