@@ -141,6 +141,12 @@ struct RunFlags {
     /// realworld: runs of each scenario, averaged.
     #[arg(long, default_value_t = 3)]
     runs: usize,
+    /// table2: the tunnel MTU (`tunnel.mtu`) instead of the daemon's default.
+    #[arg(long)]
+    mtu: Option<u16>,
+    /// table2: every case's UDP datagram payload, bytes, instead of the suite's.
+    #[arg(long)]
+    datagram: Option<usize>,
 }
 
 fn run(
@@ -160,6 +166,8 @@ fn run(
         trace,
         mptd_only,
         runs,
+        mtu,
+        datagram,
     } = *flags;
     let only = mpt_lab::experiments::adaptive::Only {
         cases,
@@ -227,6 +235,15 @@ fn run(
     }
     if no_bundle {
         suite.bundle = Some(false);
+    }
+    if mtu.is_some() {
+        suite.mtu = mtu;
+    }
+    if let Some(d) = datagram {
+        suite.datagram = Some(d);
+        for c in &mut suite.case {
+            c.datagram = None;
+        }
     }
     let md = match name {
         "table1" => paper::run_table1(&suite, cases, out)?,

@@ -127,9 +127,10 @@ pub fn run_table2(suite: &Suite, only: &[u32], out: &Path) -> Result<String> {
     let secs = suite.duration_s.unwrap_or(20);
     let len = suite.datagram.unwrap_or(super::scenario::IPERF_DATAGRAM);
     let mut md = format!(
-        "### {}\n\niperf3 UDP, {len}-byte datagrams unless the case says otherwise, {secs} s per run (paper: 60 s). Figures as seen by the receiving iperf3, but loss: from counts, the sender's datagrams against those that reached B (an nftables counter, read a second after the stream ends: iperf3's server stops counting at the client's end-of-test message, which through the tunnel overtakes the last datagrams a slow line still carries); \"reordered\" = iperf3's out-of-order count / packets. `reseq off` = `reorder_window = 0`. \"plain UDP\" = the same stream without a tunnel, split over the lines in proportion to their rates, in the same run: what the lines carry (its jitter: over several lines, the lines' streams' mean, weighted by packets). Bundling {}.\n\n\
+        "### {}\n\niperf3 UDP, {len}-byte datagrams unless the case says otherwise, {secs} s per run (paper: 60 s). Figures as seen by the receiving iperf3, but loss: from counts, the sender's datagrams against those that reached B (an nftables counter, read a second after the stream ends: iperf3's server stops counting at the client's end-of-test message, which through the tunnel overtakes the last datagrams a slow line still carries); \"reordered\" = iperf3's out-of-order count / packets. `reseq off` = `reorder_window = 0`. \"plain UDP\" = the same stream without a tunnel, split over the lines in proportion to their rates, in the same run: what the lines carry (its jitter: over several lines, the lines' streams' mean, weighted by packets). Tunnel MTU {}. Bundling {}.\n\n\
          | case | datagram B | paths kbit/s | stream kbit/s | plain UDP kbit/s / loss % / jitter ms | scheduler | reseq | throughput kbit/s paper / ours | jitter ms paper / ours | loss % paper / ours | reordered % paper / ours | reordered on arrival (mptd) | hold p99 ms |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
         suite.title,
+        suite.mtu.unwrap_or(mptd::config::defaults::MTU),
         if suite.bundle == Some(false) { "off (`--no-bundle`)" } else { "on (the default)" }
     );
     let mut csv = String::from("case,rates,stream_kbit,scheduler,reseq,throughput_kbit,jitter_ms,loss_pct,reordered_pct,packets,mptd_reordered,hold_p99_ms,datagram,plain_kbit,plain_loss_pct,plain_jitter_ms\n");
@@ -174,6 +175,7 @@ pub fn run_table2(suite: &Suite, only: &[u32], out: &Path) -> Result<String> {
                 },
                 reorder_timeout_ms: suite.reorder_timeout_ms.unwrap_or(100),
                 bundle: suite.bundle,
+                mtu: suite.mtu.unwrap_or(mptd::config::defaults::MTU),
                 ..TunnelOpts::default()
             };
             let tag = format!(
