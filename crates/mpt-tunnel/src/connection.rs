@@ -69,9 +69,10 @@ pub struct Connection<P> {
     pub(crate) assembled: VecDeque<(crate::Incoming, Vec<u8>)>,
     /// "Too big" answers for the TUN device ([`crate::BatchOut::icmp`]).
     pub(crate) icmp: crate::icmp::IcmpAnswers,
-    /// When we last sent a packet too large for the base datagram ([`crate::BASE_DATAGRAM`]):
-    /// slow paths are probed only while such packets are sent.
-    pub(crate) big_at: Option<Time>,
+    /// The largest datagram sent lately that the base datagram ([`crate::BASE_DATAGRAM`]) does
+    /// not carry, and when one that large was last sent: slow paths are probed only for the
+    /// sizes such packets need ([`Connection::note_big`]).
+    pub(crate) big: Option<(Time, usize)>,
     /// The path light traffic keeps short, and packets sent per class.
     pub(crate) classes: crate::class::Classes,
     pub(crate) pacer: ReportPacer,
@@ -190,7 +191,7 @@ impl<P> Connection<P> {
             reasm: Default::default(),
             assembled: VecDeque::new(),
             icmp: crate::icmp::IcmpAnswers::new(now),
-            big_at: None,
+            big: None,
             classes: Default::default(),
             pacer: ReportPacer::default(),
             report_at: None,

@@ -109,6 +109,9 @@ pub(crate) struct Pmtu {
     /// ([`Pmtu::watch_delivery`]): then, the data datagrams sent on the path and the peer's
     /// counts of packets received and lost.
     delivery_mark: Option<(Time, u64, u32, u32)>,
+    /// The data sent lately may not have arrived ([`Pmtu::suspect`]): the size found is to be
+    /// confirmed at once.
+    suspected: bool,
 }
 
 impl Pmtu {
@@ -130,6 +133,7 @@ impl Pmtu {
             probes_sent: 0,
             drops: 0,
             delivery_mark: None,
+            suspected: false,
         }
     }
 
@@ -229,6 +233,8 @@ impl Pmtu {
         } else {
             self.candidate()
         };
+        // the probe answers the suspicion (lost, it is tried again as a confirmation is)
+        self.suspected = false;
         self.probe = Some(InFlight {
             size,
             sent: now,
@@ -358,7 +364,13 @@ impl Pmtu {
     pub(crate) fn suspect(&mut self, now: Time) {
         if self.found && self.probe.is_none() {
             self.next = self.next.min(now);
+            self.suspected = true;
         }
+    }
+
+    /// The size found is suspected and not confirmed since ([`Pmtu::suspect`]).
+    pub(crate) fn suspected(&self) -> bool {
+        self.suspected
     }
 
     /// The peer reported `e` about the path, on which we sent `sent` data datagrams so far;

@@ -128,7 +128,7 @@ impl<P> Connection<P> {
             }
             let len = inner + overhead.datagram();
             if len > crate::BASE_DATAGRAM {
-                self.big_at = Some(now);
+                self.note_big(now, len);
             }
             let at = self.prefix();
             let (class, mode) = Classes::of(&self.cfg.classes, &bufs[k].as_mut()[at..at + inner]);
@@ -280,6 +280,16 @@ impl<P> Connection<P> {
             + self.cfg.paths[i].overhead;
         let limit = (2 * serialise(datagram)).max(mpt_sched::MAX_BACKLOG);
         self.sched.backlog(now, path) + serialise(inner) > limit
+    }
+
+    /// A datagram of `len` bytes, more than the base datagram carries, is sent at `now`: it is
+    /// the largest sent lately unless a larger one went within [`crate::timers::BIG_FOR`].
+    fn note_big(&mut self, now: Time, len: usize) {
+        match self.big {
+            Some((at, most)) if most > len && now.saturating_since(at) < crate::timers::BIG_FOR => {
+            }
+            _ => self.big = Some((now, len)),
+        }
     }
 
     /// Path `i` takes part in the batch being numbered, whose paths are `used`: the first

@@ -149,13 +149,13 @@ pub fn slow_lines_with(
 ) -> Pair {
     let cfg = |side| {
         let mut c = sim::config(side, rates.len(), true);
-        tweak(&mut c);
         c.mtu = 1500;
         c.scheduler = kind;
         for (p, &(told, _)) in c.paths.iter_mut().zip(rates) {
             p.rate_bps = Some(told);
             p.weight = (told / 64_000) as u32;
         }
+        tweak(&mut c);
         c
     };
     let mut p = Pair::with(sim::seed(seed), cfg(Side::A), cfg(Side::B));
