@@ -6,6 +6,7 @@
 //! can be driven by a simulated clock in tests.
 #![forbid(unsafe_code)]
 
+pub mod hc;
 pub mod queue;
 pub mod rng;
 #[cfg(feature = "seal")]
