@@ -85,7 +85,13 @@ fn parity(c: &mut Criterion) {
             rx.keep(j, u32::from(j), &p);
         }
     }
-    let (first, k, seqs, sum) = parity.expect("a parity");
+    let mpt_tunnel::Group {
+        first,
+        k,
+        seqs,
+        sum,
+        ..
+    } = parity.expect("a parity");
     g.bench_function("make a lost packet again from a parity over 64", |b| {
         b.iter(|| black_box(rx.solve(first, k, seqs, black_box(&sum))).seq)
     });

@@ -43,7 +43,7 @@ pub struct Connection<P> {
     /// The version of the initiation in flight.
     pub(crate) initiation_version: u8,
     // receive side
-    pub(crate) reseq: Resequencer<P>,
+    pub(crate) reseq: Resequencer<crate::hc::Held<P>>,
     /// The peer's index for the current session, once a handshake made one: what we put in
     /// the `session` field.
     pub(crate) peer_session: Option<u32>,
@@ -82,10 +82,13 @@ pub struct Connection<P> {
     pub(crate) report_at: Option<Time>,
     pub(crate) report_gap: Duration,
     pub(crate) crypto: CryptoState,
-    /// Packets the resequencer released, for [`Connection::take_delivered`].
-    pub(crate) released: Vec<P>,
+    /// Packets the resequencer released (compressed ones rebuilt), for
+    /// [`Connection::take_delivered`].
+    pub(crate) released: crate::hc::Released<P>,
+    /// Our side of header compression: the references of the flows we send.
+    pub(crate) hc_tx: mpt_core::hc::Compressor,
     /// Bonded data waiting to match the farthest path ([`crate::equalise`]).
-    pub(crate) equal: crate::equalise::Equaliser<P>,
+    pub(crate) equal: crate::equalise::Equaliser<crate::hc::Held<P>>,
     // outputs
     pub(crate) pending: VecDeque<Pending>,
     /// Bundles closed to leave before the batch being numbered ([`crate::BatchOut::before`]).
@@ -197,7 +200,8 @@ impl<P> Connection<P> {
             report_at: None,
             report_gap: Duration::ZERO,
             crypto,
-            released: Vec::new(),
+            released: Default::default(),
+            hc_tx: mpt_core::hc::Compressor::new(),
             equal: crate::equalise::Equaliser::new(cfg.paths.len()),
             pending: VecDeque::new(),
             ready: Vec::new(),
@@ -307,10 +311,14 @@ impl<P> Connection<P> {
         }
     }
 
-    /// The packets the resequencer released, in the order to deliver them, appended to `out`.
-    pub fn take_delivered(&mut self, out: &mut Vec<P>) {
-        self.counts.delivered += self.released.len() as u64;
-        out.append(&mut self.released);
+    /// The packets the resequencer released, in the order to deliver them, appended to `out`
+    /// (those rebuilt from compressed headers in buffers `payloads` gives,
+    /// [`Payloads::own`](crate::Payloads::own)).
+    pub fn take_delivered(&mut self, payloads: &mut impl crate::Payloads<P>, out: &mut Vec<P>) {
+        self.counts.delivered += self.released.take(payloads, out) as u64;
+        for (reason, n) in self.released.take_refused() {
+            self.counts.drops.add(reason, n);
+        }
     }
 
     /// The next event, if any.
@@ -511,6 +519,12 @@ impl<P> Connection<P> {
     /// Share of the received bandwidth the report pacer spends on reports.
     pub fn report_fraction(&self) -> f64 {
         self.pacer.fraction()
+    }
+
+    /// What header compression did on our side: packets sent compressed, flows' references
+    /// sent whole, header bytes saved, TCP sent whole for want of a layout it takes.
+    pub fn compression_counts(&self) -> mpt_core::hc::TxCounts {
+        self.hc_tx.counts()
     }
 
     /// Bundles sent (of two packets or more), the inner packets they carried, and how many of

@@ -132,6 +132,9 @@ drop_reasons! {
     /// ahead): dropped whole at the sender rather than in pieces by the link, where losing
     /// one piece loses the packet.
     QueueFull => queue_full,
+    /// Compressed TCP packets whose reference the resequencer gave up (or that a newer one
+    /// replaced): refused, never rebuilt against another.
+    NoReference => no_reference,
 }
 
 impl DropReason {
@@ -218,7 +221,7 @@ mod tests {
         for &r in DropReason::ALL {
             assert_eq!(c.get(r), d.get(r), "{}", r.name());
         }
-        assert_eq!(DropReason::COUNT, 33);
+        assert_eq!(DropReason::COUNT, 34);
         assert_eq!(DropReason::NoPath.name(), "no_path");
     }
 }

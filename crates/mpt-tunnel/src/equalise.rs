@@ -148,7 +148,7 @@ impl<P> Equaliser<P> {
         data: &Incoming,
         payload: P,
         reseq: &mut Resequencer<P>,
-        out: &mut Vec<P>,
+        out: &mut impl Extend<P>,
     ) {
         let i = data.meta.path.index();
         if self.lines[i].len() >= MAX_WAITING {
@@ -181,13 +181,13 @@ impl<P> Equaliser<P> {
         now: Time,
         (path, seq, path_seq): (PathId, u32, u16),
         reseq: &mut Resequencer<P>,
-        out: &mut Vec<P>,
+        out: &mut impl Extend<P>,
     ) {
         // after what waits, and after the fences that wait already
         let after = self.fences.back().map(|f| f.0);
         match self.last_ready().max(after) {
             Some(at) => self.fences.push_back((at, path, seq, path_seq)),
-            None => reseq.fence(now, path, seq, path_seq, &mut |p| out.push(p)),
+            None => reseq.fence(now, path, seq, path_seq, &mut |p| out.extend([p])),
         }
     }
 
@@ -199,7 +199,7 @@ impl<P> Equaliser<P> {
         now: Time,
         (all, only): (bool, Option<usize>),
         reseq: &mut Resequencer<P>,
-        out: &mut Vec<P>,
+        out: &mut impl Extend<P>,
     ) {
         for i in 0..self.lines.len() {
             if only.is_some_and(|o| o != i) {
@@ -220,7 +220,7 @@ impl<P> Equaliser<P> {
                 break;
             }
             self.fences.pop_front();
-            reseq.fence(now, path, seq, path_seq, &mut |p| out.push(p));
+            reseq.fence(now, path, seq, path_seq, &mut |p| out.extend([p]));
         }
     }
 
@@ -235,9 +235,9 @@ impl<P> Equaliser<P> {
 }
 
 /// A packet's wait is over: to `reseq` (which measured it when it arrived).
-fn equalised<P>(now: Time, w: Waiting<P>, reseq: &mut Resequencer<P>, out: &mut Vec<P>) {
+fn equalised<P>(now: Time, w: Waiting<P>, reseq: &mut Resequencer<P>, out: &mut impl Extend<P>) {
     reseq.push_measured(now, w.data.meta, w.payload, w.data.express, &mut |p| {
-        out.push(p)
+        out.extend([p])
     });
 }
 

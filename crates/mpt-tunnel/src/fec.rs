@@ -58,6 +58,8 @@ pub struct Solved {
     pub last_missing: Option<u16>,
     pub sum: Vec<u8>,
     pub seq: u32,
+    /// The XOR of the kept packets' lengths.
+    pub lens: u16,
 }
 
 /// The sender's side, per path: the loss rate and the group being summed.
@@ -75,11 +77,12 @@ pub struct FecTx {
     /// the queue full (its losses the queue's, not random).
     queue_peak: mpt_reseq::QueuePeak,
     pub(crate) queue_full: bool,
-    /// The group: its first path sequence, how many so far, their packets' and global
-    /// sequences' XOR.
+    /// The group: its first path sequence, how many so far, their packets' global
+    /// sequences', lengths' and packets' XOR.
     first: u16,
     count: usize,
     seqs: u32,
+    lens: u16,
     sum: Vec<u8>,
     /// When its first packet was sent.
     started: Time,
@@ -138,15 +141,8 @@ impl FecTx {
     }
 
     /// Add a data datagram's packet (path sequence `path_seq`, global sequence `seq`) to the
-    /// group; the group when it is complete: (first path sequence, size, XOR of global
-    /// sequences, XOR of packets).
-    pub fn add(
-        &mut self,
-        now: Time,
-        path_seq: u16,
-        seq: u32,
-        packet: &[u8],
-    ) -> Option<(u16, usize, u32, Vec<u8>)> {
+    /// group; the group when it is complete.
+    pub fn add(&mut self, now: Time, path_seq: u16, seq: u32, packet: &[u8]) -> Option<Group> {
         // a datagram of another kind took numbers in between, or the group is too old to
         // be of use (a parity later than a resend would be): that group has no parity
         if self.count > 0
@@ -158,19 +154,38 @@ impl FecTx {
         if self.count == 0 {
             self.first = path_seq;
             self.seqs = 0;
+            self.lens = 0;
             self.sum.clear();
             self.started = now;
         }
         wire::xor_into(&mut self.sum, packet);
         self.seqs ^= seq;
+        self.lens ^= packet.len() as u16;
         self.count += 1;
         if self.count < self.k.max(MIN_PARITY_GROUP) {
             return None;
         }
         let k = std::mem::take(&mut self.count);
         let sum = std::mem::replace(&mut self.sum, Vec::with_capacity(packet.len()));
-        Some((self.first, k, self.seqs, sum))
+        Some(Group {
+            first: self.first,
+            k,
+            seqs: self.seqs,
+            lens: self.lens,
+            sum,
+        })
     }
+}
+
+/// A parity group summed: its first path sequence, its size, and the XOR of its packets'
+/// global sequences, lengths and bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Group {
+    pub first: u16,
+    pub k: usize,
+    pub seqs: u32,
+    pub lens: u16,
+    pub sum: Vec<u8>,
 }
 
 /// One packet a receiver kept.
@@ -222,6 +237,7 @@ impl FecRx {
             last_missing: None,
             sum: body.to_vec(),
             seq,
+            lens: 0,
         };
         for j in 0..k {
             let ps = first.wrapping_add(j as u16);
@@ -231,6 +247,7 @@ impl FecRx {
                 {
                     wire::xor_into(&mut s.sum, &kept.bytes);
                     s.seq ^= kept.seq;
+                    s.lens ^= kept.bytes.len() as u16;
                 }
                 _ => {
                     s.missing += 1;
@@ -248,12 +265,14 @@ impl FecRx {
 
     /// A parity arrived at `now` with `header`, over `k` packets, their XOR `body` (counted
     /// in `counts`): the group's one missing packet, if it lacks only one, is made again (a
-    /// path is FIFO: a packet sent before its parity and not here is lost). Returns it: its
-    /// global and path sequences and its bytes.
+    /// path is FIFO: a packet sent before its parity and not here is lost). Its length is the
+    /// XOR of the header's and the kept packets' lengths with `lengths` (a session of version
+    /// 5, whose data may be compressed), its IP header's otherwise. Returns it: its global and
+    /// path sequences and its bytes.
     pub(crate) fn take_parity(
         &mut self,
         now: Time,
-        (header, k): (&HeaderRepr, usize),
+        (header, k, lengths): (&HeaderRepr, usize, bool),
         body: &[u8],
         counts: &mut ParityCounts,
     ) -> Option<(u32, u16, Vec<u8>)> {
@@ -269,6 +288,7 @@ impl FecRx {
             last_missing,
             mut sum,
             seq,
+            lens,
         } = self.solve(header.path_seq, k, header.seq, body);
         let ps = match (missing, last_missing) {
             (0, _) => {
@@ -281,8 +301,13 @@ impl FecRx {
                 return None;
             }
         };
-        let len = wire::ip_length(&sum);
-        let Some(len) = len.filter(|&l| wire::check_inner_packet(&sum[..l]).is_ok()) else {
+        let len = if lengths {
+            Some(usize::from(lens ^ (header.timestamp >> 16) as u16))
+                .filter(|&l| l <= sum.len() && wire::check_data_body(&sum[..l]).is_ok())
+        } else {
+            wire::ip_length(&sum).filter(|&l| wire::check_inner_packet(&sum[..l]).is_ok())
+        };
+        let Some(len) = len else {
             counts.mismatched += 1;
             return None;
         };
@@ -411,16 +436,19 @@ mod tests {
         // path sequence 12 went in a bundle: the group starts again at 13
         assert!(f.add(t, 13, 103, &[7]).is_none());
         assert!(f.add(t, 14, 104, &[8]).is_none());
-        let (first, k, seqs, sum) = f.add(t, 15, 105, &[9, 9]).expect("complete");
-        assert_eq!((first, k, seqs), (13, 3, 103 ^ 104 ^ 105));
-        assert_eq!(sum, vec![7 ^ 8 ^ 9, 9]);
+        let g = f.add(t, 15, 105, &[9, 9]).expect("complete");
+        assert_eq!(
+            (g.first, g.k, g.seqs, g.lens),
+            (13, 3, 103 ^ 104 ^ 105, 2) // lengths 1, 1 and 2
+        );
+        assert_eq!(g.sum, vec![7 ^ 8 ^ 9, 9]);
         // a group that fills slowly has no parity: the next begins after MAX_GROUP_AGE
         assert!(f.add(t, 16, 106, &[1]).is_none());
         assert!(f.add(t, 17, 107, &[2]).is_none());
         let late = t + MAX_GROUP_AGE + Duration::from_millis(1);
         assert!(f.add(late, 18, 108, &[3]).is_none());
         assert!(f.add(late, 19, 109, &[4]).is_none());
-        let (first, k, _, _) = f.add(late, 20, 110, &[5]).expect("complete");
-        assert_eq!((first, k), (18, 3));
+        let g = f.add(late, 20, 110, &[5]).expect("complete");
+        assert_eq!((g.first, g.k), (18, 3));
     }
 }

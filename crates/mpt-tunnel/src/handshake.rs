@@ -492,6 +492,9 @@ impl<P> Connection<P> {
             if had {
                 self.release_equalised(now, true, None);
                 self.reseq.reset();
+                // the peer's references are gone, and it has none of ours
+                self.released.reset();
+                self.hc_tx.reset();
                 self.peer_restarts += 1;
                 Event::NewSession {
                     path,

@@ -35,6 +35,7 @@ mod endpoint;
 mod equalise;
 mod fec;
 mod handshake;
+mod hc;
 mod icmp;
 mod liveness;
 mod open;
@@ -62,7 +63,7 @@ pub use endpoint::{
     LOAD_PER_SECOND,
 };
 pub use equalise::{MAX_LAG, MIN_LAG};
-pub use fec::{group_size, FecRx, FecTx, ParityCounts, Solved, FEC_OFF_LOSS, FEC_ON_LOSS};
+pub use fec::{group_size, FecRx, FecTx, Group, ParityCounts, Solved, FEC_OFF_LOSS, FEC_ON_LOSS};
 pub use icmp::ICMP_PER_SECOND;
 pub use icmp::{internet_checksum, too_big};
 pub use liveness::LinkState;
@@ -71,7 +72,7 @@ pub use path::PathInfo;
 pub use pmtu::BASE_DATAGRAM;
 pub use reassembly::{Piece, Reassembly, MAX_INCOMPLETE, MAX_PIECES};
 pub use resend::{ResendBuffer, ResendCounts, KEEP_AFTER_LOSS, MAX_RESEND_GAP, RESEND_KEPT};
-pub use send::{Sealer, SendError};
+pub use send::{Sealer, SendError, COMPRESSED_HEADERS};
 
 use mpt_core::seal::{CipherChoice, PrivateKey, Psk, PublicKey};
 use mpt_core::PathId;
@@ -200,6 +201,9 @@ pub struct ConnectionConfig {
     /// Bonded data that arrives on a nearer path waits to match the farthest path up
     /// (`equalise.rs`).
     pub equalise: bool,
+    /// Send bulk TCP with its headers compressed ([`mpt_core::hc`]), in a session of version
+    /// 5 (a receiver of version 5 always takes it).
+    pub compress: bool,
     /// Traffic classes, the first that matches a packet deciding how it is sent
     /// ([`ClassRule`]; the configured ones, then usually [`default_classes`]).
     pub classes: Vec<ClassRule>,

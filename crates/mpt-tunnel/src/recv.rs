@@ -10,8 +10,10 @@ use mpt_core::{PathId, Time};
 use mpt_reseq::PacketMeta;
 
 use crate::control::Pending;
+use crate::hc::Held;
 use crate::open::{Opened, Opener};
 use crate::{Arrived, Connection, DropReason, Event, Incoming, Outcome, Payloads};
+use mpt_core::hc::Reference;
 
 /// On a path we send data on, keepalives are answered at most this often.
 pub const BUSY_ACK_INTERVAL: Duration = Duration::from_secs(1);
@@ -33,12 +35,13 @@ impl<P> Connection<P> {
         payloads: &mut impl Payloads<P>,
         delivered: &mut Vec<P>,
     ) -> Outcome {
+        self.released.tick(now);
         let arrived = match opened {
             Some(o) => self.take_opened(now, path, from, buf, o),
             None => self.receive(now, path, from, buf),
         };
         let outcome = self.resequence_arrived(now, arrived, buf, payloads);
-        self.take_delivered(delivered);
+        self.take_delivered(payloads, delivered);
         outcome
     }
 
@@ -54,7 +57,8 @@ impl<P> Connection<P> {
     ) -> Outcome {
         let mut packets = 0;
         while let Some((data, bytes)) = self.assembled.pop_front() {
-            let p = payloads.own(&bytes[data.packet.clone()]);
+            let packet = &bytes[data.packet.clone()];
+            let p = self.hold_as(&data, packet, || payloads.own(packet));
             self.push_data(now, &data, p, |p| p);
             packets += 1;
         }
@@ -62,14 +66,18 @@ impl<P> Connection<P> {
             Err(reason) => Outcome::Dropped(reason),
             Ok(Arrived::Handled) => Outcome::Handled,
             Ok(Arrived::Data(data)) => {
-                let p = payloads.in_datagram(datagram, data.packet.clone());
+                let packet = &datagram[data.packet.clone()];
+                let p = self.hold_as(&data, packet, || {
+                    payloads.in_datagram(datagram, data.packet.clone())
+                });
                 self.push_data(now, &data, p, |p| payloads.keep(p, datagram));
                 Outcome::Data(packets + 1)
             }
             Ok(Arrived::Bundle(entries)) => {
                 // the packets of a bundle share a datagram: each gets a buffer of its own
                 for data in &entries {
-                    let p = payloads.own(&datagram[data.packet.clone()]);
+                    let packet = &datagram[data.packet.clone()];
+                    let p = self.hold_as(data, packet, || payloads.own(packet));
                     self.push_data(now, data, p, |p| p);
                 }
                 Outcome::Data(packets + entries.len())
@@ -77,15 +85,35 @@ impl<P> Connection<P> {
         }
     }
 
+    /// What the resequencer holds for `packet`, which arrived as `data`: a compressed body in
+    /// a buffer of the connection's; a whole packet as `ready` makes it, with the reference it
+    /// makes for its flow when it is TCP that goes in order ([`crate::hc`]).
+    fn hold_as(&mut self, data: &Incoming, packet: &[u8], ready: impl FnOnce() -> P) -> Held<P> {
+        if packet.first() == Some(&mpt_core::hc::COMPRESSED_TCP) {
+            return self.released.packed(data.meta.seq, packet);
+        }
+        let reference = (self.wire_version >= 5 && !data.express)
+            .then(|| Reference::of(data.meta.seq, packet))
+            .flatten()
+            .map(Box::new);
+        Held::Ready(ready(), reference)
+    }
+
     /// A data packet goes to the resequencer as `payload`, which `keep` turns into a payload
     /// of its own if the resequencer holds it. Bonded data from a path nearer than the
     /// farthest one up first waits out the difference ([`crate::equalise`]).
-    fn push_data(&mut self, now: Time, data: &Incoming, payload: P, keep: impl FnOnce(P) -> P) {
+    fn push_data(
+        &mut self,
+        now: Time,
+        data: &Incoming,
+        payload: Held<P>,
+        keep: impl FnOnce(P) -> P,
+    ) {
         if self.equal.next_ready().is_some_and(|t| t <= now) {
             self.release_equalised(now, false, None);
         }
         if self.equal.waits(self.equalising(), data) {
-            let payload = keep(payload);
+            let payload = payload.kept(keep);
             self.equal
                 .wait(now, data, payload, &mut self.reseq, &mut self.released);
         } else {
@@ -98,10 +126,11 @@ impl<P> Connection<P> {
         &mut self,
         now: Time,
         data: &Incoming,
-        payload: P,
+        payload: Held<P>,
         keep: impl FnOnce(P) -> P,
     ) {
         let out = &mut self.released;
+        let keep = |h: Held<P>| h.kept(keep);
         if data.resent {
             self.reseq
                 .push_resent(now, data.meta, payload, keep, &mut |p| out.push(p));
@@ -412,9 +441,12 @@ impl<P> Connection<P> {
             return Err(self.count(DropReason::Unexpected));
         }
         let rx = &mut self.paths[header.path.index()].fec_rx;
-        let Some((seq, path_seq, packet)) =
-            rx.take_parity(now, (header, k), body, &mut self.counts.parity)
-        else {
+        let Some((seq, path_seq, packet)) = rx.take_parity(
+            now,
+            (header, k, self.wire_version >= 5),
+            body,
+            &mut self.counts.parity,
+        ) else {
             return Ok(());
         };
         let meta = PacketMeta {

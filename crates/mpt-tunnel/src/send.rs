@@ -17,6 +17,11 @@ use crate::class::Classes;
 use crate::control::Pending;
 use crate::{BatchOut, Connection, DropReason, Mode, Transmit};
 
+/// What [`Connection::compressed_headers`] counts for a compressed header.
+pub const COMPRESSED_HEADERS: usize = 20;
+/// The smallest packet sent with compressed headers.
+const COMPRESS_FROM: usize = 256;
+
 /// The paths a batch being numbered uses, one bit each: all of them (`used`: their fences
 /// hold until it has left), those with datagrams in the batch's own buffers (`inbuf`), and
 /// those where something numbered in the batch leaves after it (`tail`: a bundle the batch
@@ -79,7 +84,7 @@ impl<P> Connection<P> {
     pub fn number_batch<B: AsMut<[u8]>>(
         &mut self,
         now: Time,
-        sizes: &[usize],
+        sizes: &mut [usize],
         bufs: &mut [B],
         plan: &mut [Option<PathId>],
         out: &mut BatchOut,
@@ -95,7 +100,7 @@ impl<P> Connection<P> {
     fn number<B: AsMut<[u8]>>(
         &mut self,
         now: Time,
-        sizes: &[usize],
+        sizes: &mut [usize],
         bufs: &mut [B],
         plan: &mut [Option<PathId>],
     ) -> Option<Sealer> {
@@ -122,11 +127,12 @@ impl<P> Connection<P> {
         // woke from idle: (k, what)
         let mut copies = Vec::new();
         for k in 0..n {
-            let inner = sizes[k];
+            let mut inner = sizes[k];
             if inner == 0 {
                 continue;
             }
-            let len = inner + overhead.datagram();
+            let whole_len = inner;
+            let mut len = inner + overhead.datagram();
             if len > crate::BASE_DATAGRAM {
                 self.note_big(now, len);
             }
@@ -154,6 +160,14 @@ impl<P> Connection<P> {
             // transfer sends by the hundred thousand a second); a packet larger than the
             // path's datagram goes in pieces, whatever its class
             let cap = self.body_cap(i);
+            // bulk TCP goes in a datagram of its own, its headers compressed (a small packet
+            // may share one in a bundle instead)
+            let packed = mode == Mode::Bond
+                && self.compressing()
+                && inner >= COMPRESS_FROM
+                && self.pack(&mut sizes[k], bufs[k].as_mut(), cap);
+            inner = sizes[k];
+            len = inner + overhead.datagram();
             let whole = inner <= cap;
             if !whole && !self.peer_pieces {
                 // the peer cannot put pieces together: the sender learns the size that passes
@@ -165,7 +179,13 @@ impl<P> Connection<P> {
                 self.count(DropReason::QueueFull);
                 continue;
             }
-            if (mode == Mode::Bond || !whole || !keeps_short)
+            // a whole TCP packet that goes in order is its flow's reference
+            if !packed && self.compressing() && (mode == Mode::Bond || !self.peer_express) {
+                let packet = &bufs[k].as_mut()[at..at + inner];
+                self.hc_tx.sent_whole(self.seq, packet);
+            }
+            if !packed
+                && (mode == Mode::Bond || !whole || !keeps_short)
                 && self.bundle_packet(now, path, &bufs[k].as_mut()[at..at + inner], &mut b)
             {
                 continue;
@@ -207,7 +227,7 @@ impl<P> Connection<P> {
             let outer = self.cfg.paths[i].overhead;
             self.sched.on_sent(now, path, len + outer);
             self.counts.tx_packets += 1;
-            self.counts.tx_bytes += inner as u64;
+            self.counts.tx_bytes += whole_len as u64;
             if self.keeps(i, now) {
                 let packet = &bufs[k].as_mut()[at..at + inner];
                 self.resend
@@ -252,6 +272,42 @@ impl<P> Connection<P> {
             first_counter,
             used: b.used,
         })
+    }
+
+    /// Whether data goes with compressed headers: configured, and a session of version 5.
+    pub(crate) fn compressing(&self) -> bool {
+        self.cfg.compress && self.wire_version >= 5
+    }
+
+    /// What a bulk TCP packet's IP and TCP headers take in a datagram while data goes with
+    /// compressed headers: a driver that cuts TCP segments to fit a datagram
+    /// ([`Connection::largest_whole_packet`]) counts this for headers that compress. A
+    /// compressed header is 12 to 14 bytes in a bulk flow (more when its window or flags
+    /// change); one that does not fit goes whole, in pieces.
+    pub fn compressed_headers(&self) -> Option<usize> {
+        self.compressing().then_some(COMPRESSED_HEADERS)
+    }
+
+    /// Compress the inner packet of `*size` bytes in `buf` (at [`Connection::prefix`]) in
+    /// place, as the next global sequence number's, if it is TCP whose flow has a reference
+    /// ([`mpt_core::hc::Compressor::compress`]) and the result is at most `cap` bytes: a
+    /// compressed header, padded to [`COMPRESSED_HEADERS`] (a flow's full segments then make
+    /// datagrams of one size, a run for UDP GSO), in place of its IP and TCP headers. `*size` becomes the body's;
+    /// returns whether it changed.
+    fn pack(&mut self, size: &mut usize, buf: &mut [u8], cap: usize) -> bool {
+        let (at, inner) = (self.prefix(), *size);
+        let packet = &buf[at..at + inner];
+        let Some((header, replaces)) =
+            self.hc_tx
+                .compress(self.seq, packet, cap, COMPRESSED_HEADERS)
+        else {
+            return false;
+        };
+        let h = header.len();
+        buf.copy_within(at + replaces..at + inner, at + h);
+        buf[at..at + h].copy_from_slice(&header);
+        *size = inner - replaces + h;
+        true
     }
 
     /// Whether a packet of `inner` bytes that goes in pieces on `path` would overflow the
@@ -356,9 +412,11 @@ impl<P> Connection<P> {
     ) -> Result<Option<(PathId, std::net::SocketAddr, usize)>, SendError> {
         let mut plan = [None];
         let held = self.counts.held_packets;
+        let mut sizes = [inner];
         let sealer = self
-            .number_batch(now, &[inner], &mut [&mut *buf], &mut plan, out)
+            .number_batch(now, &mut sizes, &mut [&mut *buf], &mut plan, out)
             .ok_or(SendError::Dropped(DropReason::NoSession))?;
+        let inner = sizes[0];
         self.batch_sent(sealer.used());
         if self.counts.held_packets != held {
             return Ok(None);
@@ -619,18 +677,25 @@ impl<P> Connection<P> {
         if self.paths[i].fec_tx.k == 0 || !self.parity() {
             return None;
         }
-        let (first, k, seqs, sum) =
-            self.paths[i]
-                .fec_tx
-                .add(now, header.path_seq, header.seq, packet)?;
+        let crate::Group {
+            first,
+            k,
+            seqs,
+            lens,
+            sum,
+        } = self.paths[i]
+            .fec_tx
+            .add(now, header.path_seq, header.seq, packet)?;
         let session = self.peer_session?;
+        // a peer of version 4 takes the group's size alone
+        let lens = if self.wire_version >= 5 { lens } else { 0 };
         let h = HeaderRepr {
             kind: Kind::Parity,
             path: header.path,
             path_seq: first,
             session,
             seq: seqs,
-            timestamp: k as u32,
+            timestamp: k as u32 | u32::from(lens) << 16,
         };
         let prefix = self.prefix();
         let mut buf = Vec::with_capacity(prefix + sum.len() + TAG_LEN);

@@ -44,6 +44,7 @@ impl<P> Connection<P> {
     /// when [`Connection::poll_timeout`] has passed, so that keepalives, reports and liveness
     /// never wait for the sockets to fall quiet.
     pub fn handle_timeout(&mut self, now: Time) {
+        self.released.tick(now);
         if self.bundle_due().is_some_and(|t| t <= now) {
             self.bundle_tick(now);
         }

@@ -461,7 +461,7 @@ fn a_fence_sent_while_a_batch_is_numbered_does_not_overtake_it() {
     let sealer = ep
         .number_batch(
             now,
-            &[LEN; 3],
+            &mut [LEN; 3],
             &mut bufs,
             &mut plan,
             &mut mpt_tunnel::BatchOut::default(),

@@ -43,7 +43,7 @@ pub const VERSION: &str = concat!(
     env!("CARGO_PKG_VERSION"),
     " (",
     env!("MPTD_COMMIT"),
-    "), protocol versions 4 and 3"
+    "), protocol versions 5 and 4"
 );
 
 #[cfg(test)]

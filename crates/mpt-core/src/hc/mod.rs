@@ -1,35 +1,38 @@
 //! Inner header compression for TCP over IPv4 and IPv6 (the format is in `docs/protocol.md`,
 //! "Compressed headers").
 //!
-//! The compressor keeps, per flow, a *reference*: the whole headers of a packet it sent as a
-//! reference datagram body (`[REFERENCE, context]` and the packet). A later packet of the flow
-//! goes as a *compressed* body: the context, its distance in global sequence numbers from the
+//! Each side keeps, per flow, a *reference*: the headers of the last packet of the flow that
+//! went whole (not compressed) in global order, in the flow's context (a slot chosen by a hash
+//! of its addresses and ports, the same at both ends). A later packet of the flow goes as a
+//! *compressed* body: the context, its distance in global sequence numbers from the
 //! reference, the fields that differ from the reference's (deltas or values), the TCP checksum
-//! and the payload. The decompressor runs where packets leave the resequencer, in global
-//! order: a reference is always stored before the packets that use it, whichever paths they
-//! took. A compressed packet names its reference by global sequence number, so one whose
-//! reference was lost or replaced is refused (and counted), never rebuilt against another.
+//! and the payload. Every [`REFRESH_EVERY`]th packet of a flow goes whole again, and becomes
+//! its reference. The decompressor runs where packets leave the resequencer, in global order:
+//! a reference is always stored before the packets that use it, whichever paths they took. A
+//! compressed packet names its reference by global sequence number, so one whose reference
+//! was lost or replaced is refused (and counted), never rebuilt against another.
 //!
 //! Both sides take `gseq`, the packet's global sequence number, from the caller; neither
 //! reads a clock.
 
 use crate::wire::internet_checksum;
 
-/// First byte of a reference body: the context number follows, then a whole IP packet.
-pub const REFERENCE: u8 = 0x30;
 /// First byte of a compressed body.
 pub const COMPRESSED_TCP: u8 = 0x20;
-/// Contexts a compressor keeps (the decompressor keeps as many): a flow past them evicts the
-/// least recently used.
+/// Contexts each side keeps: a flow's is [`context_of`] its addresses and ports; a flow that
+/// falls in a busy one takes it over.
 pub const CONTEXTS: usize = 64;
-/// Packets of a flow sent against one reference before the next packet is sent as a new one
-/// (a reference given up by the resequencer costs at most this many of the flow's packets).
-pub const REFRESH_EVERY: u32 = 32;
+/// Packets of a flow sent against one reference before the next goes whole as a new one (a
+/// reference given up by the resequencer costs at most this many of the flow's packets).
+pub const REFRESH_EVERY: u32 = 64;
+/// The farthest a compressed packet may be from its reference, in global sequence numbers
+/// (two bytes of distance).
+pub const MAX_DISTANCE: u32 = 0x3fff;
 /// Most bytes of headers a reference keeps: IPv6 (40) and TCP with timestamps (32).
 pub const MAX_HEADERS: usize = 72;
-/// Most bytes a compressed header takes: marker, context, distance (3), mask, IP ID (3),
+/// Most bytes a compressed header takes: marker, context, distance (2), mask, IP ID (3),
 /// sequence, acknowledgement (5 each), window (2), flags (1), timestamps (5 each), checksum (2).
-pub const MAX_COMPRESSED: usize = 39;
+pub const MAX_COMPRESSED: usize = 38;
 
 /// A TCP flow's identity: IP version, addresses and ports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,6 +111,21 @@ fn is_tcp(p: &[u8]) -> bool {
     }
 }
 
+/// A flow's context: FNV-1a (32 bits) over its source and destination addresses and ports, as
+/// they lie in the packet, modulo [`CONTEXTS`].
+fn context_of(key: &FlowKey) -> usize {
+    let addrs = if key.v6 {
+        &key.addrs[..]
+    } else {
+        &key.addrs[..8]
+    };
+    let mut h: u32 = 0x811c_9dc5;
+    for &b in addrs.iter().chain(&key.ports) {
+        h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
+    }
+    h as usize % CONTEXTS
+}
+
 fn flow_key(p: &[u8], l: Layout) -> FlowKey {
     let mut addrs = [0; 32];
     if l.v6() {
@@ -168,31 +186,75 @@ const M_WIN: u8 = 0x08;
 const M_FLAGS: u8 = 0x10;
 const M_TSVAL: u8 = 0x20;
 const M_TSECR: u8 = 0x40;
+/// Padding follows the mask: a byte `n`, then `n` zeros.
+const M_PAD: u8 = 0x80;
 
-/// How the compressor sends a packet.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Packed {
-    /// As it is: not TCP this scheme compresses.
-    Plain,
-    /// As a reference: `[REFERENCE, context]` before the whole packet.
-    Reference { context: u8 },
-    /// Compressed: `header` (at most [`MAX_COMPRESSED`] bytes) in place of the packet's first
-    /// `replaces` bytes (its IP and TCP headers).
-    Compressed { header: Vec<u8>, replaces: usize },
-}
-
+/// A flow's reference: the headers of its last packet that went whole in order, and that
+/// packet's global sequence number.
 #[derive(Debug, Clone)]
-struct TxContext {
+pub struct Reference {
     key: FlowKey,
     layout: Layout,
-    /// The reference's headers.
     headers: [u8; MAX_HEADERS],
-    /// The reference's global sequence number.
     gseq: u32,
     /// Packets compressed against it.
     uses: u32,
-    /// When it was last used, in packets compressed (for eviction).
-    last_used: u64,
+}
+
+impl Reference {
+    /// The reference `p` makes when it goes whole in order as global sequence `gseq`, if it
+    /// is TCP the scheme compresses.
+    pub fn of(gseq: u32, p: &[u8]) -> Option<Reference> {
+        let layout = layout(p)?;
+        let mut headers = [0; MAX_HEADERS];
+        headers[..layout.headers()].copy_from_slice(&p[..layout.headers()]);
+        Some(Reference {
+            key: flow_key(p, layout),
+            layout,
+            headers,
+            gseq,
+            uses: 0,
+        })
+    }
+
+    /// Its flow's context.
+    pub fn context(&self) -> usize {
+        context_of(&self.key)
+    }
+
+    /// The global sequence number of the packet it is of.
+    pub fn gseq(&self) -> u32 {
+        self.gseq
+    }
+}
+
+/// The references of the flows one side knows, by context.
+#[derive(Debug, Clone)]
+struct Contexts(Vec<Option<Reference>>);
+
+impl Default for Contexts {
+    fn default() -> Self {
+        Contexts(vec![None; CONTEXTS])
+    }
+}
+
+impl Contexts {
+    /// `r` becomes its flow's reference, unless its context holds a later one (a packet
+    /// delivered late).
+    fn store(&mut self, r: Reference) {
+        let slot = &mut self.0[r.context()];
+        if slot
+            .as_ref()
+            .is_some_and(|c| (c.gseq.wrapping_sub(r.gseq) as i32) > 0)
+        {
+            return;
+        }
+        *slot = Some(r);
+    }
+
+    fn reset(&mut self) {
+        self.0.iter_mut().for_each(|c| *c = None);
+    }
 }
 
 /// Counts a compressor keeps.
@@ -200,29 +262,25 @@ struct TxContext {
 pub struct TxCounts {
     /// Packets sent compressed.
     pub compressed: u64,
-    /// Packets sent as references.
+    /// Packets that went whole in order and became their flow's reference.
     pub references: u64,
     /// Header bytes the compressed packets did not carry.
     pub saved_bytes: u64,
     /// TCP packets sent whole because of IP options, fragments, TCP options other than
-    /// timestamps or urgent data.
+    /// timestamps, or urgent data.
     pub uncompressible: u64,
 }
 
 /// The sending side: one per connection and direction.
 #[derive(Debug, Clone, Default)]
 pub struct Compressor {
-    contexts: Vec<Option<TxContext>>,
-    clock: u64,
+    contexts: Contexts,
     counts: TxCounts,
 }
 
 impl Compressor {
     pub fn new() -> Compressor {
-        Compressor {
-            contexts: vec![None; CONTEXTS],
-            ..Compressor::default()
-        }
+        Compressor::default()
     }
 
     pub fn counts(&self) -> TxCounts {
@@ -231,79 +289,64 @@ impl Compressor {
 
     /// Forget every flow (a new session: the peer's decompressor starts empty).
     pub fn reset(&mut self) {
-        self.contexts.iter_mut().for_each(|c| *c = None);
+        self.contexts.reset();
     }
 
-    /// How to send `p`, a packet of global sequence number `gseq` that goes whole in a data
-    /// datagram of its own (the numbers the compressor is given only grow, serially).
-    pub fn pack(&mut self, gseq: u32, p: &[u8]) -> Packed {
-        let Some(l) = layout(p) else {
-            if is_tcp(p) {
-                self.counts.uncompressible += 1;
-            }
-            return Packed::Plain;
-        };
-        self.clock += 1;
+    /// The compressed header for `p`, global sequence number `gseq`, to go in place of its
+    /// first `replaces` bytes (its IP and TCP headers) in a body of at most `room` bytes: when
+    /// its flow has a reference it may use ([`MAX_DISTANCE`]; after [`REFRESH_EVERY`] packets,
+    /// only until one comes that fits `room` whole) and the result fits. `None`: send it whole,
+    /// and tell [`Compressor::sent_whole`] if it goes in order.
+    /// The header is padded to `pad_to` bytes, if shorter: a flow's segments of one size then
+    /// make datagrams of one size, which UDP segmentation offload sends as one run.
+    pub fn compress(
+        &mut self,
+        gseq: u32,
+        p: &[u8],
+        room: usize,
+        pad_to: usize,
+    ) -> Option<(Vec<u8>, usize)> {
+        let l = layout(p)?;
         let key = flow_key(p, l);
-        let slot = match self
-            .contexts
-            .iter()
-            .position(|c| c.as_ref().is_some_and(|c| c.key == key))
-        {
-            Some(i) => i,
-            None => self.evict(),
-        };
-        let ctx = self.contexts[slot].as_mut();
-        let compressed = match ctx {
-            Some(c)
-                if c.layout == l
-                    && c.uses < REFRESH_EVERY
-                    && same_static(p, &c.headers, l)
-                    && gseq.wrapping_sub(c.gseq).wrapping_sub(1) < 0x3fff =>
-            {
-                let header = encode(p, l, &c.headers, gseq.wrapping_sub(c.gseq), slot as u8);
-                c.uses += 1;
-                c.last_used = self.clock;
-                Some(header)
-            }
-            _ => None,
-        };
-        match compressed {
-            Some(header) => {
-                self.counts.compressed += 1;
-                self.counts.saved_bytes += (l.headers() - header.len()) as u64;
-                Packed::Compressed {
-                    header,
-                    replaces: l.headers(),
-                }
-            }
-            None => {
-                let mut headers = [0; MAX_HEADERS];
-                headers[..l.headers()].copy_from_slice(&p[..l.headers()]);
-                self.contexts[slot] = Some(TxContext {
-                    key,
-                    layout: l,
-                    headers,
-                    gseq,
-                    uses: 0,
-                    last_used: self.clock,
-                });
-                self.counts.references += 1;
-                Packed::Reference {
-                    context: slot as u8,
-                }
-            }
+        let ctx = context_of(&key);
+        let r = self.contexts.0[ctx].as_mut()?;
+        let distance = gseq.wrapping_sub(r.gseq);
+        // a reference due again waits for a packet that goes whole in one datagram: one in
+        // pieces would hold the packets after it until its last piece came
+        let due = r.uses >= REFRESH_EVERY && p.len() <= room;
+        let usable = r.key == key
+            && r.layout == l
+            && !due
+            && same_static(p, &r.headers, l)
+            && (1..=MAX_DISTANCE).contains(&distance);
+        if !usable {
+            return None;
         }
+        let mut header = encode(p, l, &r.headers, distance, ctx as u8);
+        if header.len() < pad_to {
+            pad(&mut header, pad_to);
+        }
+        if header.len() + p.len() - l.headers() > room {
+            return None;
+        }
+        r.uses += 1;
+        self.counts.compressed += 1;
+        self.counts.saved_bytes += (l.headers() - header.len()) as u64;
+        Some((header, l.headers()))
     }
 
-    /// A free context, or the least recently used one.
-    fn evict(&mut self) -> usize {
-        if let Some(i) = self.contexts.iter().position(Option::is_none) {
-            return i;
+    /// `p` went whole, in order (data or a bundle's entry, not express), as global sequence
+    /// `gseq`: TCP the scheme compresses becomes its flow's reference (the receiver's
+    /// [`Decompressor::store`] does the same when it releases it).
+    pub fn sent_whole(&mut self, gseq: u32, p: &[u8]) {
+        match Reference::of(gseq, p) {
+            Some(r) => {
+                self.counts.references += 1;
+                self.contexts.store(r);
+            }
+            None if is_tcp(p) => self.counts.uncompressible += 1,
+            None => {}
         }
-        (0..self.contexts.len())
-            .min_by_key(|&i| self.contexts[i].as_ref().map_or(0, |c| c.last_used))
-            .unwrap_or(0)
     }
 }
 
@@ -321,15 +364,7 @@ fn encode(p: &[u8], l: Layout, r: &[u8], distance: u32, ctx: u8) -> Vec<u8> {
         mask |= M_ID;
         put_varint(&mut h, u32::from(be16(p, 4).wrapping_sub(be16(r, 4))));
     }
-    let fields = [
-        (M_SEQ, 4, 4),
-        (M_ACK, 8, 4),
-        (M_WIN, 14, 2),
-        (M_FLAGS, 13, 1),
-        (M_TSVAL, 24, 4),
-        (M_TSECR, 28, 4),
-    ];
-    for (bit, at, len) in fields {
+    for (bit, at, len) in FIELDS {
         if at + len > l.tcp || t[at..at + len] == u[at..at + len] {
             continue;
         }
@@ -344,95 +379,140 @@ fn encode(p: &[u8], l: Layout, r: &[u8], distance: u32, ctx: u8) -> Vec<u8> {
     h
 }
 
-#[derive(Debug, Clone)]
-struct RxContext {
-    layout: Layout,
-    headers: [u8; MAX_HEADERS],
-    gseq: u32,
+/// Pad the compressed header `h` to `len` bytes (more than it has): [`M_PAD`] in its mask, and
+/// the padding after the mask.
+fn pad(h: &mut Vec<u8>, len: usize) {
+    let mut at = 2;
+    if get_varint(h, &mut at).is_none() || at >= h.len() {
+        return;
+    }
+    h[at] |= M_PAD;
+    let extra = len - h.len();
+    let padding: Vec<u8> = std::iter::once((extra - 1) as u8)
+        .chain(std::iter::repeat_n(0, extra - 1))
+        .collect();
+    h.splice(at + 1..at + 1, padding);
 }
+
+/// The TCP fields a compressed header may carry after the IP identification, in order: mask
+/// bit, offset in the TCP header, length (4: a delta from the reference's, LEB128; otherwise
+/// the value).
+const FIELDS: [(u8, usize, usize); 6] = [
+    (M_SEQ, 4, 4),
+    (M_ACK, 8, 4),
+    (M_WIN, 14, 2),
+    (M_FLAGS, 13, 1),
+    (M_TSVAL, 24, 4),
+    (M_TSECR, 28, 4),
+];
 
 /// Why the decompressor refused a body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refused {
-    /// Shorter than its fields, an unknown mask bit, or a reference that is not a compressible
-    /// TCP packet.
+    /// Shorter than its fields, or an unknown mask bit.
     Malformed,
     /// Its reference is not the one the context holds (lost, or replaced since).
     NoReference,
 }
 
-/// What a body the decompressor took stands for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Unpacked {
-    /// A whole IP packet as it is.
-    Plain,
-    /// A reference: the packet is the body past its first 2 bytes.
-    Reference,
-    /// A compressed packet: `headers`, then the body past its first `skip` bytes.
-    Rebuilt { headers: Vec<u8>, skip: usize },
+/// References a decompressor keeps per context: a packet resent after its flow's next
+/// reference came (or delivered late) is still rebuilt.
+pub const KEPT_REFERENCES: usize = 4;
+
+/// The receiving side: one per connection and direction, fed in global order (packets that
+/// were resent may come late).
+#[derive(Debug, Clone)]
+pub struct Decompressor {
+    /// Per context, its last [`KEPT_REFERENCES`] references.
+    contexts: Vec<[Option<Reference>; KEPT_REFERENCES]>,
 }
 
-/// The receiving side: one per connection and direction, fed in global order.
-#[derive(Debug, Clone, Default)]
-pub struct Decompressor {
-    contexts: Vec<Option<RxContext>>,
+impl Default for Decompressor {
+    fn default() -> Self {
+        Decompressor {
+            contexts: vec![Default::default(); CONTEXTS],
+        }
+    }
 }
 
 impl Decompressor {
     pub fn new() -> Decompressor {
-        Decompressor {
-            contexts: vec![None; CONTEXTS],
-        }
+        Decompressor::default()
     }
 
     /// Forget every context (a new session).
     pub fn reset(&mut self) {
-        self.contexts.iter_mut().for_each(|c| *c = None);
+        self.contexts
+            .iter_mut()
+            .for_each(|c| c.iter_mut().for_each(|r| *r = None));
     }
 
-    /// What `body`, the data of global sequence number `gseq`, stands for. A reference is
-    /// stored; a compressed packet is rebuilt against its context's.
-    pub fn unpack(&mut self, gseq: u32, body: &[u8]) -> Result<Unpacked, Refused> {
-        match body.first().copied() {
-            Some(REFERENCE) => {
-                let ctx = usize::from(*body.get(1).ok_or(Refused::Malformed)?);
-                let p = &body[2..];
-                let l = layout(p).ok_or(Refused::Malformed)?;
-                let slot = self.contexts.get_mut(ctx).ok_or(Refused::Malformed)?;
-                let mut headers = [0; MAX_HEADERS];
-                headers[..l.headers()].copy_from_slice(&p[..l.headers()]);
-                *slot = Some(RxContext {
-                    layout: l,
-                    headers,
-                    gseq,
-                });
-                Ok(Unpacked::Reference)
+    /// A packet that came whole was released ([`Reference::of`] it, taken where it arrived):
+    /// it becomes a reference of its context, in place of the oldest kept (unless all those
+    /// kept are later, or it is one of them).
+    pub fn store(&mut self, r: Reference) {
+        let kept = &mut self.contexts[r.context()];
+        if kept.iter().flatten().any(|k| k.gseq == r.gseq) {
+            return;
+        }
+        let oldest = kept.iter_mut().min_by_key(|k| {
+            k.as_ref()
+                .map_or(i64::MIN, |k| i64::from(k.gseq.wrapping_sub(r.gseq) as i32))
+        });
+        if let Some(slot) = oldest {
+            if slot
+                .as_ref()
+                .is_none_or(|k| (k.gseq.wrapping_sub(r.gseq) as i32) < 0)
+            {
+                *slot = Some(r);
             }
-            Some(COMPRESSED_TCP) => self.rebuild(gseq, body),
-            _ => Ok(Unpacked::Plain),
         }
     }
 
-    fn rebuild(&self, gseq: u32, b: &[u8]) -> Result<Unpacked, Refused> {
+    /// The global sequence number of the reference the compressed `body` (of global sequence
+    /// number `gseq`) names, when it is later than every reference its context keeps: it has
+    /// not come yet (it was lost, and may be resent). `None` for a malformed body, or one
+    /// whose reference is kept or was replaced.
+    pub fn awaits(&self, gseq: u32, b: &[u8]) -> Option<u32> {
+        let ctx = usize::from(*b.get(1)?);
+        let mut at = 2;
+        let distance = get_varint(b, &mut at)?;
+        let want = gseq.wrapping_sub(distance);
+        let later = self
+            .contexts
+            .get(ctx)?
+            .iter()
+            .flatten()
+            .all(|k| (want.wrapping_sub(k.gseq) as i32) > 0);
+        (distance > 0 && later).then_some(want)
+    }
+
+    /// The headers of the compressed `body` of global sequence number `gseq`, rebuilt against
+    /// its context's reference, and where its payload starts in it.
+    pub fn rebuild(&self, gseq: u32, b: &[u8]) -> Result<(Vec<u8>, usize), Refused> {
+        if b.first() != Some(&COMPRESSED_TCP) {
+            return Err(Refused::Malformed);
+        }
         let ctx = usize::from(*b.get(1).ok_or(Refused::Malformed)?);
         let mut at = 2;
         let distance = get_varint(b, &mut at).ok_or(Refused::Malformed)?;
         let mask = *b.get(at).ok_or(Refused::Malformed)?;
         at += 1;
+        let want = gseq.wrapping_sub(distance);
         let c = self
             .contexts
             .get(ctx)
             .ok_or(Refused::Malformed)?
-            .as_ref()
+            .iter()
+            .flatten()
+            .find(|k| k.gseq == want && distance > 0)
             .ok_or(Refused::NoReference)?;
-        if gseq.wrapping_sub(distance) != c.gseq || distance == 0 {
-            return Err(Refused::NoReference);
-        }
         let l = c.layout;
-        if mask & 0x80 != 0
-            || l.v6() && mask & M_ID != 0
-            || !l.timestamps() && mask & (M_TSVAL | M_TSECR) != 0
-        {
+        if mask & M_PAD != 0 {
+            let n = *b.get(at).ok_or(Refused::Malformed)?;
+            at += 1 + usize::from(n);
+        }
+        if l.v6() && mask & M_ID != 0 || !l.timestamps() && mask & (M_TSVAL | M_TSECR) != 0 {
             return Err(Refused::Malformed);
         }
         let mut h = c.headers[..l.headers()].to_vec();
@@ -441,15 +521,7 @@ impl Decompressor {
             let id = be16(&h, 4).wrapping_add(u16::try_from(d).map_err(|_| Refused::Malformed)?);
             h[4..6].copy_from_slice(&id.to_be_bytes());
         }
-        let fields = [
-            (M_SEQ, 4, 4),
-            (M_ACK, 8, 4),
-            (M_WIN, 14, 2),
-            (M_FLAGS, 13, 1),
-            (M_TSVAL, 24, 4),
-            (M_TSECR, 28, 4),
-        ];
-        for (bit, off, len) in fields {
+        for (bit, off, len) in FIELDS {
             if mask & bit == 0 {
                 continue;
             }
@@ -478,10 +550,7 @@ impl Decompressor {
             let sum = internet_checksum(0, &[&h[..20]]);
             h[10..12].copy_from_slice(&sum.to_be_bytes());
         }
-        Ok(Unpacked::Rebuilt {
-            headers: h,
-            skip: at,
-        })
+        Ok((h, at))
     }
 }
 
@@ -503,24 +572,26 @@ pub mod fuzz {
         p
     }
 
-    /// Byte 0 even: the rest, cut at every 0xff, are bodies given to a decompressor holding a
-    /// reference; it must never panic, and what it rebuilds is as long as its IP header says.
-    /// Byte 0 odd: each 8 bytes of the rest change a packet of one flow (the first 4 are added
-    /// to the field the next picks); the stream, compressed and decompressed in order, must
-    /// come out as it went in.
+    /// Byte 0 even: the rest, cut at every 0xff, are compressed bodies given to a
+    /// decompressor holding a reference; it must never panic, and what it rebuilds is as long
+    /// as its IP header says. Byte 0 odd: each 8 bytes of the rest change a packet of one flow
+    /// (the first 4 are added to the field the fifth picks); the stream, compressed and
+    /// decompressed in order, must come out as it went in.
     pub fn hc(data: &[u8]) {
         let Some((&mode, rest)) = data.split_first() else {
             return;
         };
         let (mut c, mut d) = (Compressor::new(), Decompressor::new());
         let mut p = seed();
-        if let Packed::Reference { context } = c.pack(0, &p) {
-            let body = [&[REFERENCE, context][..], &p].concat();
-            assert_eq!(d.unpack(0, &body), Ok(Unpacked::Reference));
-        }
+        c.sent_whole(0, &p);
+        d.store(Reference::of(0, &p).expect("a reference"));
         if mode % 2 == 0 {
             for (i, body) in rest.split(|&b| b == 0xff).enumerate() {
-                if let Ok(Unpacked::Rebuilt { headers, skip }) = d.unpack(i as u32 + 1, body) {
+                let mut body = body.to_vec();
+                if let Some(first) = body.first_mut() {
+                    *first = COMPRESSED_TCP;
+                }
+                if let Ok((headers, skip)) = d.rebuild(i as u32 + 1, &body) {
                     let len = headers.len() + body.len() - skip;
                     assert_eq!(
                         usize::from(u16::from_be_bytes([headers[2], headers[3]])),
@@ -533,12 +604,10 @@ pub mod fuzz {
         for (i, change) in rest.chunks_exact(8).enumerate() {
             // seq, ack, window, flags, tsval, tsecr, IP identification, TCP checksum
             let at = [24, 28, 34, 33, 44, 48, 4, 36][usize::from(change[4] % 8)];
-            let width = if at == 33 {
-                1
-            } else if at == 34 || at == 4 || at == 36 {
-                2
-            } else {
-                4
+            let width = match at {
+                33 => 1,
+                34 | 4 | 36 => 2,
+                _ => 4,
             };
             for k in 0..width {
                 p[at + k] = p[at + k].wrapping_add(change[k]);
@@ -548,16 +617,19 @@ pub mod fuzz {
             let sum = internet_checksum(0, &[&p[..20]]);
             p[10..12].copy_from_slice(&sum.to_be_bytes());
             let gseq = i as u32 + 1;
-            let body = match c.pack(gseq, &p) {
-                Packed::Plain => p.clone(),
-                Packed::Reference { context } => [&[REFERENCE, context][..], &p].concat(),
-                Packed::Compressed { header, replaces } => [&header[..], &p[replaces..]].concat(),
-            };
-            let got = match d.unpack(gseq, &body) {
-                Ok(Unpacked::Plain) => body.clone(),
-                Ok(Unpacked::Reference) => body[2..].to_vec(),
-                Ok(Unpacked::Rebuilt { headers, skip }) => [&headers[..], &body[skip..]].concat(),
-                Err(e) => panic!("packet {gseq} refused: {e:?}"),
+            let got = match c.compress(gseq, &p, usize::MAX, usize::from(change[5] % 24)) {
+                Some((header, replaces)) => {
+                    let body = [&header[..], &p[replaces..]].concat();
+                    let (headers, skip) = d
+                        .rebuild(gseq, &body)
+                        .unwrap_or_else(|e| panic!("packet {gseq} refused: {e:?}"));
+                    [&headers[..], &body[skip..]].concat()
+                }
+                None => {
+                    c.sent_whole(gseq, &p);
+                    d.store(Reference::of(gseq, &p).expect("a reference"));
+                    p.clone()
+                }
             };
             assert_eq!(got, p, "packet {gseq}");
         }

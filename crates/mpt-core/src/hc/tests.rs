@@ -81,21 +81,33 @@ fn bulk(v6: bool, ts: bool) -> Tcp {
     }
 }
 
-/// The bytes a body stands for, as the receiver writes them to its TUN device.
+/// The bytes a body stands for, as the receiver writes them to its TUN device (a whole one
+/// released in order becomes its flow's reference).
 fn unpacked(d: &mut Decompressor, gseq: u32, body: &[u8]) -> Result<Vec<u8>, Refused> {
-    Ok(match d.unpack(gseq, body)? {
-        Unpacked::Plain => body.to_vec(),
-        Unpacked::Reference => body[2..].to_vec(),
-        Unpacked::Rebuilt { headers, skip } => [&headers[..], &body[skip..]].concat(),
-    })
+    if body.first() == Some(&COMPRESSED_TCP) {
+        let (headers, skip) = d.rebuild(gseq, body)?;
+        return Ok([&headers[..], &body[skip..]].concat());
+    }
+    if let Some(r) = Reference::of(gseq, body) {
+        d.store(r);
+    }
+    Ok(body.to_vec())
 }
 
-/// The body `c` sends `p` as, global sequence `gseq`.
-fn packed(c: &mut Compressor, gseq: u32, p: &[u8]) -> Vec<u8> {
-    match c.pack(gseq, p) {
-        Packed::Plain => p.to_vec(),
-        Packed::Reference { context } => [&[REFERENCE, context][..], p].concat(),
-        Packed::Compressed { header, replaces } => [&header[..], &p[replaces..]].concat(),
+/// The body `c` sends `p` as, global sequence `gseq`, in at most `room` bytes (whole when
+/// that does not fit).
+fn packed(c: &mut Compressor, gseq: u32, p: &[u8], room: usize) -> Vec<u8> {
+    packed_to(c, gseq, p, room, 0)
+}
+
+/// As [`packed`], the compressed header padded to `pad_to` bytes.
+fn packed_to(c: &mut Compressor, gseq: u32, p: &[u8], room: usize, pad_to: usize) -> Vec<u8> {
+    match c.compress(gseq, p, room, pad_to) {
+        Some((header, replaces)) => [&header[..], &p[replaces..]].concat(),
+        None => {
+            c.sent_whole(gseq, p);
+            p.to_vec()
+        }
     }
 }
 
@@ -106,10 +118,10 @@ fn a_bulk_flow_goes_in_eleven_bytes_of_headers_or_fewer_after_its_reference() {
         let mut p = bulk(v6, ts);
         for gseq in 0..40u32 {
             let bytes = p.bytes();
-            let body = packed(&mut c, gseq, &bytes);
+            let body = packed(&mut c, gseq, &bytes, usize::MAX);
             let k = gseq % REFRESH_EVERY.saturating_add(1);
             if k == 0 {
-                assert_eq!(body[0], REFERENCE, "{gseq}");
+                assert_eq!(body, bytes, "{gseq}: whole");
             } else {
                 assert_eq!(body[0], COMPRESSED_TCP, "{gseq}");
                 let headers = body.len() - p.payload.len();
@@ -126,9 +138,52 @@ fn a_bulk_flow_goes_in_eleven_bytes_of_headers_or_fewer_after_its_reference() {
                 *val += u32::from(gseq % 3 == 0);
             }
         }
-        assert_eq!(c.counts().references, 2);
-        assert_eq!(c.counts().compressed, 38);
+        assert_eq!(c.counts().references, 1);
+        assert_eq!(c.counts().compressed, 39);
     }
+}
+
+#[test]
+fn a_packet_that_does_not_fit_compressed_goes_whole_and_a_late_reference_replaces_nothing() {
+    let (mut c, mut d) = (Compressor::new(), Decompressor::new());
+    let mut p = bulk(false, true);
+    let full = p.bytes().len();
+    let mut bodies = Vec::new();
+    for gseq in 0..10u32 {
+        // at 5 the room is short even for the compressed packet: whole, the new reference
+        let room = if gseq == 5 { 100 } else { full - 30 };
+        let bytes = p.bytes();
+        let body = packed(&mut c, gseq, &bytes, room);
+        let whole = gseq == 0 || gseq == 5;
+        assert_eq!(body == bytes, whole, "{gseq}");
+        assert!(whole || body.len() <= room, "{gseq}");
+        assert_eq!(unpacked(&mut d, gseq, &body), Ok(bytes), "{gseq}");
+        bodies.push(body);
+        p.seq = p.seq.wrapping_add(1380);
+    }
+    assert_eq!(c.counts().references, 2);
+    // the first reference again, late: the second stays
+    unpacked(&mut d, 0, &bodies[0]).expect("whole");
+    let bytes = p.bytes();
+    let body = packed(&mut c, 10, &bytes, full);
+    assert_eq!(unpacked(&mut d, 10, &body), Ok(bytes));
+}
+
+#[test]
+fn a_header_padded_to_a_size_makes_datagrams_of_one_size_and_rebuilds_the_same() {
+    let (mut c, mut d) = (Compressor::new(), Decompressor::new());
+    let mut p = bulk(false, true);
+    let mut sizes = Vec::new();
+    for gseq in 0..30u32 {
+        let bytes = p.bytes();
+        let body = packed_to(&mut c, gseq, &bytes, usize::MAX, 20);
+        assert_eq!(unpacked(&mut d, gseq, &body), Ok(bytes), "{gseq}");
+        sizes.push(body.len());
+        p.seq = p.seq.wrapping_add(1380);
+        p.ack = p.ack.wrapping_add(gseq * 1000);
+        p.id = p.id.wrapping_add(1);
+    }
+    assert!(sizes[1..].iter().all(|&s| s == 20 + 1380), "{sizes:?}");
 }
 
 #[test]
@@ -148,10 +203,11 @@ fn what_the_scheme_does_not_cover_goes_whole_and_tcp_of_it_is_counted() {
     let mut udp = bulk(false, false).bytes();
     udp[9] = 17;
     for (i, p) in [sack, fragment, urgent, bad_sum].iter().enumerate() {
-        assert_eq!(c.pack(i as u32, p), Packed::Plain, "{i}");
+        c.sent_whole(i as u32, p);
+        assert_eq!(c.compress(i as u32 + 1, p, usize::MAX, 0), None, "{i}");
     }
-    assert_eq!(c.pack(9, &udp), Packed::Plain);
-    assert_eq!(c.pack(10, &[0x45]), Packed::Plain);
+    c.sent_whole(9, &udp);
+    c.sent_whole(10, &[0x45]);
     assert_eq!(c.counts().uncompressible, 4);
 }
 
@@ -160,58 +216,90 @@ fn a_packet_whose_reference_was_lost_or_replaced_is_refused_not_rebuilt() {
     let (mut c, mut d) = (Compressor::new(), Decompressor::new());
     let mut p = bulk(false, true);
     let mut bodies = Vec::new();
-    for gseq in 0..70u32 {
-        bodies.push(packed(&mut c, gseq, &p.bytes()));
+    let second = REFRESH_EVERY as usize + 1;
+    for gseq in 0..second as u32 + 10 {
+        bodies.push(packed(&mut c, gseq, &p.bytes(), usize::MAX));
         p.seq = p.seq.wrapping_add(1380);
     }
     // the first reference is lost: its packets are refused; the second's are whole again
     for (gseq, body) in bodies.iter().enumerate().skip(1) {
         let got = unpacked(&mut d, gseq as u32, body);
-        if gseq <= REFRESH_EVERY as usize {
+        if gseq < second {
             assert_eq!(got, Err(Refused::NoReference), "{gseq}");
         } else {
             assert!(got.is_ok(), "{gseq}");
         }
     }
-    // one delivered after its context's next reference: refused
+    // one delivered after its context's next reference: still rebuilt (the last
+    // KEPT_REFERENCES are kept)
     let mut late = Decompressor::new();
     unpacked(&mut late, 0, &bodies[0]).expect("first reference");
-    unpacked(&mut late, 33, &bodies[33]).expect("second reference");
+    unpacked(&mut late, second as u32, &bodies[second]).expect("second reference");
+    assert!(unpacked(&mut late, 5, &bodies[5]).is_ok());
+    // past KEPT_REFERENCES later ones: refused
+    let mut whole = p.clone();
+    for k in 1..=KEPT_REFERENCES as u32 {
+        whole.seq = whole.seq.wrapping_add(1);
+        let r = Reference::of(second as u32 + k, &whole.bytes()).expect("tcp");
+        late.store(r);
+    }
     assert_eq!(
-        unpacked(&mut late, 5, &bodies[5]),
+        unpacked(&mut late, 5, &bodies[5]).map(|_| ()),
         Err(Refused::NoReference)
     );
-    // a new session: nothing stored
-    assert!(unpacked(&mut late, 40, &bodies[40]).is_ok());
-    late.reset();
+    // a reference not come yet is awaited; a new session: nothing stored
+    let next = second + 1;
+    let mut fresh = Decompressor::new();
+    unpacked(&mut fresh, 0, &bodies[0]).expect("first reference");
     assert_eq!(
-        unpacked(&mut late, 41, &bodies[41]),
+        fresh.awaits(next as u32, &bodies[next]),
+        Some(second as u32)
+    );
+    assert_eq!(fresh.awaits(5, &bodies[5]), None, "kept");
+    unpacked(&mut fresh, second as u32, &bodies[second]).expect("second reference");
+    assert!(unpacked(&mut fresh, next as u32, &bodies[next]).is_ok());
+    fresh.reset();
+    assert_eq!(
+        unpacked(&mut fresh, next as u32 + 1, &bodies[next + 1]).map(|_| ()),
         Err(Refused::NoReference)
     );
 }
 
 #[test]
-fn a_flow_past_the_contexts_evicts_the_least_recently_used() {
+fn a_flow_that_falls_in_a_busy_context_takes_it_over() {
+    let flow = |port: u16| Tcp {
+        port,
+        ..bulk(false, false)
+    };
+    let context = |port: u16| {
+        let b = flow(port).bytes();
+        Reference::of(0, &b).expect("tcp").context()
+    };
+    // two flows in one context, and one in another
+    let a = 40000;
+    let b = (a + 1..)
+        .find(|&p| context(p) == context(a))
+        .expect("a collision");
+    let other = (a + 1..)
+        .find(|&p| context(p) != context(a))
+        .expect("another");
     let (mut c, mut d) = (Compressor::new(), Decompressor::new());
     let mut gseq = 0u32;
-    let mut send = |c: &mut Compressor, d: &mut Decompressor, port: u16| {
-        let mut p = bulk(false, false);
-        p.port = port;
+    let mut send = |port: u16| {
+        let mut p = flow(port);
         p.seq = gseq;
         let bytes = p.bytes();
-        let body = packed(c, gseq, &bytes);
-        assert_eq!(unpacked(d, gseq, &body), Ok(bytes));
+        let body = packed(&mut c, gseq, &bytes, usize::MAX);
+        assert_eq!(unpacked(&mut d, gseq, &body), Ok(bytes));
         gseq += 1;
-        body[0]
+        body[0] == COMPRESSED_TCP
     };
-    for port in 0..CONTEXTS as u16 {
-        assert_eq!(send(&mut c, &mut d, port), REFERENCE);
-    }
-    assert_eq!(send(&mut c, &mut d, 1), COMPRESSED_TCP);
-    // a new flow takes port 0's context (the least recently used), port 1 keeps its own
-    assert_eq!(send(&mut c, &mut d, 999), REFERENCE);
-    assert_eq!(send(&mut c, &mut d, 1), COMPRESSED_TCP);
-    assert_eq!(send(&mut c, &mut d, 0), REFERENCE);
+    let sent: Vec<bool> = [a, a, other, b, a, other, b, b].map(&mut send).to_vec();
+    assert_eq!(
+        sent,
+        [false, true, false, false, false, true, false, true],
+        "whole: first of each flow, and each time one takes the context from the other"
+    );
 }
 
 #[test]
@@ -219,24 +307,36 @@ fn malformed_bodies_are_refused_without_panicking() {
     let mut d = Decompressor::new();
     let mut c = Compressor::new();
     let p = bulk(false, true);
-    let r = packed(&mut c, 0, &p.bytes());
+    let r = packed(&mut c, 0, &p.bytes(), usize::MAX);
     unpacked(&mut d, 0, &r).expect("reference");
-    let body = packed(&mut c, 1, &p.bytes());
+    let body = packed(&mut c, 1, &p.bytes(), usize::MAX);
     for cut in 0..body.len().min(20) {
-        let _ = d.unpack(1, &body[..cut]);
+        let _ = d.rebuild(1, &body[..cut]);
     }
-    assert_eq!(d.unpack(1, &[REFERENCE]), Err(Refused::Malformed));
+    let ctx = body[1];
+    assert_eq!(d.rebuild(1, &[0x45]), Err(Refused::Malformed));
     assert_eq!(
-        d.unpack(1, &[REFERENCE, 200, 0x45]),
+        d.rebuild(1, &[COMPRESSED_TCP, 200, 1, 0, 0, 0]),
         Err(Refused::Malformed)
     );
     assert_eq!(
-        d.unpack(1, &[COMPRESSED_TCP, 0, 1, 0x80, 0, 0]),
+        d.rebuild(1, &[COMPRESSED_TCP, ctx, 1, 0x80, 0, 0]),
         Err(Refused::Malformed)
     );
     assert_eq!(
-        d.unpack(1, &[COMPRESSED_TCP, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]),
+        d.rebuild(
+            1,
+            &[COMPRESSED_TCP, ctx, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]
+        ),
         Err(Refused::Malformed)
+    );
+    assert_eq!(
+        d.rebuild(
+            1,
+            &[COMPRESSED_TCP, ctx, 1, 0x01, 0xff, 0xff, 0xff, 0x0f, 0, 0]
+        ),
+        Err(Refused::Malformed),
+        "an identification delta past 16 bits"
     );
 }
 
@@ -253,6 +353,8 @@ struct Step {
     id: u16,
     sum: u16,
     sack: bool,
+    /// Bytes short of room for the packet as a reference (0: room for anything).
+    short: usize,
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -267,9 +369,10 @@ fn step() -> impl Strategy<Value = Step> {
         prop_oneof![3 => 0u16..2, 1 => any::<u16>()],
         any::<u16>(),
         prop::bool::weighted(0.05),
+        prop_oneof![4 => Just(0usize), 1 => 1usize..80],
     )
         .prop_map(
-            |(flow, len, ack, window, flags, tsval, tsecr, id, sum, sack)| Step {
+            |(flow, len, ack, window, flags, tsval, tsecr, id, sum, sack, short)| Step {
                 flow,
                 len,
                 ack,
@@ -280,6 +383,7 @@ fn step() -> impl Strategy<Value = Step> {
                 id,
                 sum,
                 sack,
+                short,
             },
         )
 }
@@ -332,7 +436,17 @@ proptest! {
         let bodies: Vec<Vec<u8>> = packets
             .iter()
             .enumerate()
-            .map(|(i, p)| packed(&mut c, start.wrapping_add(i as u32), p))
+            .map(|(i, p)| {
+                let room = match steps[i].short {
+                    0 => usize::MAX,
+                    short => (p.len() + 2).saturating_sub(short),
+                };
+                let pad_to = steps[i].len % 24;
+                let body = packed_to(&mut c, start.wrapping_add(i as u32), p, room, pad_to);
+                // whole when neither form fits
+                assert!(body.len() <= room || body == *p);
+                body
+            })
             .collect();
         let mut d = Decompressor::new();
         for (i, (p, body)) in packets.iter().zip(&bodies).enumerate() {
@@ -364,7 +478,7 @@ proptest! {
         let bodies: Vec<Vec<u8>> = packets
             .iter()
             .enumerate()
-            .map(|(i, p)| packed(&mut c, i as u32, p))
+            .map(|(i, p)| packed(&mut c, i as u32, p, usize::MAX))
             .collect();
         let mut d = Decompressor::new();
         for ix in order.iter().take(packets.len()) {
@@ -389,14 +503,14 @@ proptest! {
     ) {
         let mut d = Decompressor::new();
         let mut c = Compressor::new();
-        let reference = packed(&mut c, 0, &bulk(false, true).bytes());
-        let _ = d.unpack(0, &reference);
+        let reference = packed(&mut c, 0, &bulk(false, true).bytes(), usize::MAX);
+        unpacked(&mut d, 0, &reference).expect("whole");
         for (i, b) in bodies.iter().enumerate() {
             let mut b = b.clone();
             if let Some(first) = b.first_mut() {
-                *first = [COMPRESSED_TCP, REFERENCE, seed[i % 60]][i % 3];
+                *first = [COMPRESSED_TCP, seed[i % 60]][i % 2];
             }
-            let _ = d.unpack(i as u32 + 1, &b);
+            let _ = unpacked(&mut d, i as u32 + 1, &b);
         }
     }
 }

@@ -81,6 +81,13 @@ impl<'a> Datagram<'a> {
         let header = HeaderRepr::parse(buf)?;
         let body = &buf[HEADER_LEN..];
         match header.kind {
+            Kind::Data | Kind::Resent if buf[0] >> 5 >= 5 => {
+                check_data_body(body)?;
+                Ok(Datagram::Data {
+                    header,
+                    packet: body,
+                })
+            }
             Kind::Data | Kind::Express | Kind::Resent => {
                 check_inner_packet(body)?;
                 Ok(Datagram::Data {
@@ -183,6 +190,20 @@ pub(crate) fn exact_len(buf: &[u8], expected: usize) -> Result<(), WireError> {
             expected,
             got: buf.len(),
         })
+    }
+}
+
+/// Check a data body of version 5: a whole IP packet ([`check_inner_packet`]) or a compressed
+/// TCP packet (at least its marker, context, distance, mask and checksum; the rest is checked
+/// as it is rebuilt).
+pub fn check_data_body(body: &[u8]) -> Result<(), WireError> {
+    match body.first() {
+        Some(&crate::hc::COMPRESSED_TCP) if body.len() < 6 => Err(WireError::Truncated {
+            need: HEADER_LEN + 6,
+            got: HEADER_LEN + body.len(),
+        }),
+        Some(&crate::hc::COMPRESSED_TCP) => Ok(()),
+        _ => check_inner_packet(body),
     }
 }
 

@@ -24,7 +24,7 @@ pub use compress::{
     UDP4_HEADERS,
 };
 pub(crate) use datagram::exact_len;
-pub use datagram::{check_inner_packet, AckRepr, Datagram};
+pub use datagram::{check_data_body, check_inner_packet, AckRepr, Datagram};
 pub use handshake::{
     handshake_len, CipherFlags, Initiation, Response, COOKIE_REPLY_LEN, INITIATION_LEN,
     INITIATION_MACS, INITIATION_PAYLOAD_LEN, NOISE_INITIATION_LEN, NOISE_RESPONSE_LEN,
@@ -39,11 +39,11 @@ pub use parity::{check_parity, ip_length, xor_into, MAX_PARITY_GROUP, MIN_PARITY
 pub use report::{report_len, Report, ReportEntry, ReportRepr};
 
 /// Protocol version carried in the top three bits of byte 0: the one we speak first.
-pub const VERSION: u8 = 4;
+pub const VERSION: u8 = 5;
 
 /// The oldest version we still speak, to a peer that has not upgraded: its datagrams are
 /// taken, and a session with it uses its version (handshake, `docs/protocol.md`, "Versions").
-pub const MIN_VERSION: u8 = 3;
+pub const MIN_VERSION: u8 = 4;
 
 /// The version in a datagram's header, if it has a first byte.
 pub fn version_of(datagram: &[u8]) -> Option<u8> {
@@ -478,7 +478,7 @@ mod tests {
         assert_eq!(
             buf,
             [
-                0x80, 0x03, 0xBE, 0xEF, 0x01, 0x02, 0x03, 0x04, 0xA0, 0xB0, 0xC0, 0xD0, 0x11, 0x22,
+                0xA0, 0x03, 0xBE, 0xEF, 0x01, 0x02, 0x03, 0x04, 0xA0, 0xB0, 0xC0, 0xD0, 0x11, 0x22,
                 0x33, 0x44
             ]
         );
@@ -535,16 +535,16 @@ mod tests {
         let mut bad = buf.clone();
         bad[0] = 1 << 5;
         assert_eq!(Datagram::parse(&bad), Err(WireError::BadVersion(1)));
-        bad[0] = 2 << 5;
-        assert_eq!(Datagram::parse(&bad), Err(WireError::BadVersion(2)));
-        // version 3 is still spoken (MIN_VERSION): its header passes
         bad[0] = 3 << 5;
-        assert_ne!(Datagram::parse(&bad), Err(WireError::BadVersion(3)));
-        bad[0] = 5 << 5;
-        assert_eq!(Datagram::parse(&bad), Err(WireError::BadVersion(5)));
-        bad[0] = (4 << 5) | SEALED_FLAG;
+        assert_eq!(Datagram::parse(&bad), Err(WireError::BadVersion(3)));
+        // version 4 is still spoken (MIN_VERSION): its header passes
+        bad[0] = 4 << 5;
+        assert_ne!(Datagram::parse(&bad), Err(WireError::BadVersion(4)));
+        bad[0] = 6 << 5;
+        assert_eq!(Datagram::parse(&bad), Err(WireError::BadVersion(6)));
+        bad[0] = (5 << 5) | SEALED_FLAG;
         assert_eq!(Datagram::parse(&bad), Err(WireError::Sealed));
-        bad[0] = (4 << 5) | 15;
+        bad[0] = (5 << 5) | 15;
         assert!(matches!(
             Datagram::parse(&bad),
             Err(WireError::ParityGroup(_)) | Ok(Datagram::Parity { .. })

@@ -8,11 +8,13 @@
 //!
 //! * path sequence: the group's first; the group is `k` path sequences from it;
 //! * global sequence: the XOR of the group's packets' global sequences;
-//! * send timestamp: `k`, 2..=[`MAX_PARITY_GROUP`] (the rest of the word is 0).
+//! * send timestamp: `k`, 2..=[`MAX_PARITY_GROUP`], in its low 16 bits; in its high 16 bits,
+//!   the XOR of the group's bodies' lengths (version 4: 0).
 //!
 //! The body is the XOR of the group's inner packets, each padded with zeros to the longest:
 //! as long as the longest packet, so that a parity fits wherever its packets did. The missing
-//! packet's own length comes back with it (its IP header's length field).
+//! packet's length is the XOR of the lengths with those of the packets kept (version 4: its IP
+//! header's length field, as a compressed body has none).
 
 use super::*;
 
@@ -22,10 +24,10 @@ pub const MAX_PARITY_GROUP: usize = 64;
 /// Fewest packets one parity covers (one would be a copy).
 pub const MIN_PARITY_GROUP: usize = 2;
 
-/// Check a parity: the group size its header gives (`timestamp`), and a body that can hold
-/// an IP header.
+/// Check a parity: the group size its header gives (`timestamp`'s low 16 bits), and a body
+/// that can hold an IP header.
 pub fn check_parity(header: &HeaderRepr, body: &[u8]) -> Result<usize, WireError> {
-    let k = header.timestamp;
+    let k = header.timestamp & 0xffff;
     if !(MIN_PARITY_GROUP as u32..=MAX_PARITY_GROUP as u32).contains(&k) {
         return Err(WireError::ParityGroup(k));
     }
@@ -111,6 +113,7 @@ mod tests {
         };
         assert_eq!(check_parity(&h(2), &[0; 20]), Ok(2));
         assert_eq!(check_parity(&h(64), &[0; 1400]), Ok(64));
+        assert_eq!(check_parity(&h(64 | 1434 << 16), &[0; 1400]), Ok(64));
         assert_eq!(
             check_parity(&h(1), &[0; 20]),
             Err(WireError::ParityGroup(1))

@@ -51,6 +51,8 @@ pub struct TunnelOpts {
     pub parity: Option<bool>,
     /// `connection.equalise`; `None`: the default (on).
     pub equalise: Option<bool>,
+    /// `connection.compress`; `None`: the default (on).
+    pub compress: Option<bool>,
     /// `[[class]]` entries, on both ends.
     pub classes: Vec<mptd::config::ClassFile>,
 }
@@ -90,6 +92,7 @@ impl Default for TunnelOpts {
             resend: None,
             parity: None,
             equalise: None,
+            compress: None,
             classes: Vec::new(),
         }
     }
@@ -163,6 +166,7 @@ impl Lab {
                 resend: o.resend,
                 parity: o.parity,
                 equalise: o.equalise,
+                compress: o.compress,
                 default_classes: None,
             },
             control: ControlFile {

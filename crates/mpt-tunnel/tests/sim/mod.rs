@@ -193,6 +193,7 @@ pub fn config(side: Side, paths: usize, sealing: bool) -> ConnectionConfig {
         resend: true,
         parity: true,
         equalise: true,
+        compress: true,
         classes: mpt_tunnel::default_classes(),
     }
 }
@@ -379,7 +380,7 @@ impl Pair {
         let now = self.now;
         let node = &mut self.nodes[side.index()];
         let prefix = node.ep.prefix();
-        let sizes: Vec<usize> = packets.iter().map(Vec::len).collect();
+        let mut sizes: Vec<usize> = packets.iter().map(Vec::len).collect();
         let mut bufs: Vec<Vec<u8>> = packets
             .iter()
             .map(|p| {
@@ -392,7 +393,7 @@ impl Pair {
         let mut out = mpt_tunnel::BatchOut::default();
         let sealer = node
             .ep
-            .number_batch(now, &sizes, &mut bufs, &mut plan, &mut out);
+            .number_batch(now, &mut sizes, &mut bufs, &mut plan, &mut out);
         node.icmp.extend(out.icmp.drain(..));
         let Some(sealer) = sealer else {
             return;
@@ -555,7 +556,7 @@ impl Pair {
             node.events.push((now, e));
         }
         let mut out = Vec::new();
-        node.ep.take_delivered(&mut out);
+        node.ep.take_delivered(&mut mpt_tunnel::Copies, &mut out);
         node.delivered.extend(out.into_iter().map(|p| (now, p)));
     }
 

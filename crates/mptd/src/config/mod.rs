@@ -299,6 +299,10 @@ pub struct Connection {
     /// Bonded data that arrives on a nearer path waits to match the farthest path up, so that
     /// a bonded flow sees one RTT (`docs/protocol.md`, "Delay equalisation").
     pub equalise: bool,
+    /// Bulk TCP goes with its IP and TCP headers compressed against the last packet of its
+    /// flow that went whole (`docs/protocol.md`, "Compressed headers"), to a peer of protocol
+    /// version 5.
+    pub compress: bool,
     /// Traffic classes (`[[class]]`, then the built-in ones unless
     /// `connection.default_classes = false`): the first that matches a packet decides how it
     /// is sent.

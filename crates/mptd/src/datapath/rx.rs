@@ -162,7 +162,14 @@ fn run_timers(t: &Tunnel, now: Time, b: &mut RxBufs, outputs: &mut Outputs) {
         peer.apply_too_big(ep, now);
         ep.handle_timeout(now);
         let from = b.out.len();
-        ep.take_delivered(&mut b.out);
+        let mut payloads = Payloads {
+            pool: &mut b.pool,
+            cap: b.cap,
+            prefix: t.prefix,
+            slice: 0,
+            at: 0,
+        };
+        ep.take_delivered(&mut payloads, &mut b.out);
         Tunnel::gather(ep, now, i, outputs);
         peer.note_deadline(ep);
         drop(guard);
@@ -332,7 +339,14 @@ fn receive_batch(
         if ep.poll_timeout() <= now {
             ep.handle_timeout(now);
         }
-        ep.take_delivered(&mut b.out);
+        let mut payloads = Payloads {
+            pool: &mut b.pool,
+            cap: b.cap,
+            prefix: t.prefix,
+            slice: 0,
+            at: 0,
+        };
+        ep.take_delivered(&mut payloads, &mut b.out);
         Tunnel::gather(ep, t.clock.now(), i, outputs);
         // A gap waits for another path's datagrams, which sit in that path's socket: the turn
         // goes to the path the resequencer waits for, or the window overflows and gives up the

@@ -6,6 +6,7 @@
 //! router that segments for it.
 
 use std::io;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 use tun_rs::{
     VirtioNetHdr, VIRTIO_NET_HDR_GSO_TCPV4, VIRTIO_NET_HDR_GSO_TCPV6, VIRTIO_NET_HDR_LEN,
@@ -14,6 +15,37 @@ use tun_rs::{
 const GSO_NONE: u8 = 0;
 const GSO_ECN: u8 = 0x80;
 const NEEDS_CSUM: u8 = 1;
+
+/// What TCP segments are cut to fit: the largest inner packet a path's datagram carries
+/// whole, and what a TCP segment's headers take there when the connection compresses them
+/// (0: it does not).
+#[derive(Debug)]
+pub struct Fit {
+    whole: AtomicUsize,
+    compressed: AtomicUsize,
+}
+
+impl Default for Fit {
+    fn default() -> Self {
+        Fit {
+            whole: AtomicUsize::new(usize::MAX),
+            compressed: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl Fit {
+    pub fn set(&self, whole: usize, compressed: Option<usize>) {
+        self.whole.store(whole, Relaxed);
+        self.compressed.store(compressed.unwrap_or(0), Relaxed);
+    }
+
+    /// As [`split`] takes it.
+    pub fn get(&self) -> (usize, Option<usize>) {
+        let c = self.compressed.load(Relaxed);
+        (self.whole.load(Relaxed), (c > 0).then_some(c))
+    }
+}
 
 /// TCP segments are cut no shorter than this to fit a path (a path that carries less sends
 /// the kernel's segments in pieces): a super-packet never needs more than
@@ -27,14 +59,16 @@ pub fn max_segments() -> usize {
 
 /// Split `raw` (the virtio-net header and the packet or super-packet after it, as read) into
 /// packets at `offset` in `bufs`, their lengths in `sizes`; returns how many. TCP segments are
-/// cut to at most `max_packet` bytes (headers included) when the kernel's are longer and at
-/// least [`MIN_SEGMENT`] bytes of payload are left.
+/// cut to take at most `max_packet` bytes in a datagram when the kernel's are longer and at
+/// least [`MIN_SEGMENT`] bytes of payload are left: their headers count as `compressed` bytes
+/// where the connection compresses them (IPv4 without options or IPv6 without extension
+/// headers, TCP without options or with timestamps only), as they are otherwise.
 pub fn split<B: AsRef<[u8]> + AsMut<[u8]>>(
     raw: &mut [u8],
     bufs: &mut [B],
     sizes: &mut [usize],
     offset: usize,
-    max_packet: usize,
+    (max_packet, compressed): (usize, Option<usize>),
 ) -> io::Result<usize> {
     if raw.len() <= VIRTIO_NET_HDR_LEN {
         return Err(io::Error::other(format!(
@@ -55,7 +89,7 @@ pub fn split<B: AsRef<[u8]> + AsMut<[u8]>>(
         }
         // one TCP segment too long for the paths (a retransmission, or a sender without
         // offloads) is cut as a super-packet of itself would be
-        if let Some(h) = too_long_tcp(input, max_packet) {
+        if let Some(h) = too_long_tcp(input, (max_packet, compressed)) {
             hdr = h;
         }
     }
@@ -90,7 +124,7 @@ pub fn split<B: AsRef<[u8]> + AsMut<[u8]>>(
                 .filter(|t| (20..=60).contains(t))
                 .ok_or_else(|| io::Error::other("a TCP super-packet without a valid TCP header"))?;
             let hdr_len = csum_start + th;
-            let fit = max_packet.saturating_sub(hdr_len);
+            let fit = max_packet.saturating_sub(header_cost(input, csum_start, th, compressed));
             if fit >= MIN_SEGMENT && fit < usize::from(hdr.gso_size) {
                 hdr.gso_size = fit as u16;
             }
@@ -109,10 +143,10 @@ pub fn split<B: AsRef<[u8]> + AsMut<[u8]>>(
 /// [`MIN_SEGMENT`] bytes of payload a piece): the virtio-net header of a super-packet of one
 /// segment, whose split recomputes every checksum. `None` for anything else (IPv4 fragments,
 /// IPv6 with extension headers, other protocols).
-fn too_long_tcp(p: &[u8], max_packet: usize) -> Option<VirtioNetHdr> {
-    if p.len() <= max_packet {
-        return None;
-    }
+fn too_long_tcp(
+    p: &[u8],
+    (max_packet, compressed): (usize, Option<usize>),
+) -> Option<VirtioNetHdr> {
     let (ip_len, gso_type) = match p.first()? >> 4 {
         4 => {
             let ihl = usize::from(p[0] & 0x0f) * 4;
@@ -125,7 +159,11 @@ fn too_long_tcp(p: &[u8], max_packet: usize) -> Option<VirtioNetHdr> {
     };
     let th = usize::from(p.get(ip_len + 12)? >> 4) * 4;
     let payload = p.len().checked_sub(ip_len + th)?;
-    if !(20..=60).contains(&th) || max_packet.saturating_sub(ip_len + th) < MIN_SEGMENT {
+    let cost = header_cost(p, ip_len, th, compressed);
+    if !(20..=60).contains(&th)
+        || payload + cost <= max_packet
+        || max_packet.saturating_sub(cost) < MIN_SEGMENT
+    {
         return None;
     }
     Some(VirtioNetHdr {
@@ -136,6 +174,20 @@ fn too_long_tcp(p: &[u8], max_packet: usize) -> Option<VirtioNetHdr> {
         csum_start: ip_len as u16,
         csum_offset: 16,
     })
+}
+
+/// What the IP and TCP headers of `p` (`ip_len` and `th` bytes) take in a datagram: `compressed`
+/// where the connection compresses them, their length otherwise.
+fn header_cost(p: &[u8], ip_len: usize, th: usize, compressed: Option<usize>) -> usize {
+    let plain_ip = match p.first().map(|b| b >> 4) {
+        Some(4) => ip_len == 20,
+        Some(6) => ip_len == 40 && p.get(6) == Some(&6),
+        _ => false,
+    };
+    match compressed {
+        Some(c) if plain_ip && (th == 20 || th == 32) => c,
+        _ => ip_len + th,
+    }
 }
 
 /// Complete a checksum the kernel left partial (`CHECKSUM_PARTIAL`): the field at
@@ -185,9 +237,13 @@ mod tests {
     }
 
     fn run(raw: &mut [u8], max_packet: usize) -> Vec<usize> {
+        run_compressed(raw, (max_packet, None))
+    }
+
+    fn run_compressed(raw: &mut [u8], fit: (usize, Option<usize>)) -> Vec<usize> {
         let mut bufs = vec![vec![0u8; 24 + 1500]; 80];
         let mut sizes = vec![0usize; 80];
-        let n = split(raw, &mut bufs, &mut sizes, 24, max_packet).expect("split");
+        let n = split(raw, &mut bufs, &mut sizes, 24, fit).expect("split");
         sizes[..n].to_vec()
     }
 
@@ -199,6 +255,12 @@ mod tests {
         assert_eq!(run(&mut super_packet(4000, 1448), 1432), [1432, 1432, 1256]);
         // never below the floor: a path that small gets the kernel's segments in pieces
         assert_eq!(run(&mut super_packet(4000, 1448), 900), [1488, 1488, 1144]);
+        // headers the connection compresses count as what they take compressed (20 bytes):
+        // 1412 bytes of payload in 1432
+        assert_eq!(
+            run_compressed(&mut super_packet(4000, 1448), (1432, Some(20))),
+            [1452, 1452, 1216]
+        );
     }
 
     #[test]
@@ -211,7 +273,7 @@ mod tests {
         plain.encode(&mut raw).expect("header");
         let mut bufs = vec![vec![0u8; 1500]; 4];
         let mut sizes = vec![0usize; 4];
-        let n = split(&mut raw, &mut bufs, &mut sizes, 0, 1432).expect("split");
+        let n = split(&mut raw, &mut bufs, &mut sizes, 0, (1432, None)).expect("split");
         assert_eq!(sizes[..n], [1432, 96]);
         let mut payload = Vec::new();
         for (b, &len) in bufs.iter().zip(&sizes[..n]) {
@@ -246,9 +308,9 @@ mod tests {
         let mut short = vec![0u8; VIRTIO_NET_HDR_LEN];
         let mut bufs = vec![vec![0u8; 100]];
         let mut sizes = vec![0];
-        assert!(split(&mut short, &mut bufs, &mut sizes, 0, 1400).is_err());
+        assert!(split(&mut short, &mut bufs, &mut sizes, 0, (1400, None)).is_err());
         let mut bad = super_packet(4000, 1448);
         bad[VIRTIO_NET_HDR_LEN + 32] = 2 << 4; // a TCP header of 8 bytes
-        assert!(split(&mut bad, &mut bufs, &mut sizes, 0, 1400).is_err());
+        assert!(split(&mut bad, &mut bufs, &mut sizes, 0, (1400, None)).is_err());
     }
 }

@@ -81,7 +81,7 @@ pub async fn tx_task(t: Arc<Tunnel>, queue: usize) -> Result<()> {
     let mut b = TxBatch::new(batch, prefix + mtu + TAG_LEN, gso);
     let mut gro = tun_rs::GROTable::default();
     loop {
-        let whole = t.whole_max.load(Relaxed);
+        let whole = t.fit.get();
         let n = match tun.recv(&mut original).await.and_then(|len| {
             crate::datapath::tun_read::split(
                 &mut original[..len],
@@ -198,10 +198,10 @@ async fn send_for_peer(t: &Tunnel, i: usize, n: usize, b: &mut TxBatch) {
             return;
         };
         peer.apply_too_big(c, now);
-        t.whole_max.store(c.largest_whole_packet(), Relaxed);
+        t.fit.set(c.largest_whole_packet(), c.compressed_headers());
         let sealer = c.number_batch(
             now,
-            &b.masked[..n],
+            &mut b.masked[..n],
             &mut b.bufs[..n],
             &mut b.plan[..n],
             &mut b.out,

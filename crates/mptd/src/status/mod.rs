@@ -101,6 +101,15 @@ pub struct TunnelStatus {
     /// Of those, packets sent without their IPv4 and UDP headers (compressed bundle entries).
     #[serde(default)]
     pub compressed_packets: u64,
+    /// Bulk TCP sent with compressed headers (`docs/protocol.md`, "Compressed headers"), the
+    /// TCP packets that went whole and became their flow's reference, and the header bytes
+    /// the compressed ones did not carry.
+    #[serde(default)]
+    pub tcp_compressed: u64,
+    #[serde(default)]
+    pub tcp_references: u64,
+    #[serde(default)]
+    pub tcp_header_bytes_saved: u64,
     /// Copies sent by classes in `duplicate` mode (of `tx_packets`' packets; the peer drops
     /// the copy that arrives second and counts it in `drops.duplicate`).
     #[serde(default)]

@@ -93,10 +93,9 @@ pub struct Tunnel {
     pub calls: Calls,
     /// Held by a tx task from numbering a batch until it has been sent (several TUN queues).
     pub send_turn: tokio::sync::Mutex<()>,
-    /// The largest inner packet a path's datagram carries whole, as the endpoint that sent
-    /// last knows its paths: TCP super-packets are cut into segments that fit it
-    /// ([`crate::datapath::tun_read`]).
-    pub whole_max: std::sync::atomic::AtomicUsize,
+    /// What TCP super-packets are cut to fit, as the connection that sent last knows its
+    /// paths ([`crate::datapath::tun_read`]).
+    pub fit: crate::datapath::tun_read::Fit,
     /// When the receive loop last turned (the clock's milliseconds): the systemd watchdog is
     /// fed only while it does.
     pub rx_beat: AtomicU64,
@@ -208,7 +207,7 @@ impl Tunnel {
             recv_errors: RateLimit::default(),
             calls: Calls::default(),
             send_turn: tokio::sync::Mutex::new(()),
-            whole_max: std::sync::atomic::AtomicUsize::new(usize::MAX),
+            fit: crate::datapath::tun_read::Fit::default(),
             rx_beat: AtomicU64::new(0),
             hooks,
             hook_queue: Mutex::new(Some(hook_queue)),

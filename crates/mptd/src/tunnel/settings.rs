@@ -61,6 +61,7 @@ impl Settings<'_> {
             resend: cfg.connection.resend,
             parity: cfg.connection.parity,
             equalise: cfg.connection.equalise,
+            compress: cfg.connection.compress,
             classes: cfg.connection.classes.clone(),
         }
     }

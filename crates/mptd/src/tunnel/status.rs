@@ -105,6 +105,7 @@ impl Tunnel {
         let mut first_paths = Vec::new();
         let (mut tx, mut rx, mut delivered, mut reports, mut kas) = ((0, 0), (0, 0), 0, 0, (0, 0));
         let mut bundles = (0u64, 0u64, 0u64);
+        let mut hc = mpt_core::hc::TxCounts::default();
         let mut copies = 0u64;
         let mut classes: Vec<ClassStatus> = self
             .cfg()
@@ -157,6 +158,10 @@ impl Tunnel {
             kas = (kas.0 + ks, kas.1 + ka);
             let (bs, bp, bc) = ep.bundle_counts();
             bundles = (bundles.0 + bs, bundles.1 + bp, bundles.2 + bc);
+            let h = ep.compression_counts();
+            hc.compressed += h.compressed;
+            hc.references += h.references;
+            hc.saved_bytes += h.saved_bytes;
             let (per_class, c) = ep.class_counts();
             copies += c;
             for (status, per_path) in classes.iter_mut().zip(per_class) {
@@ -206,6 +211,11 @@ impl Tunnel {
             tunnel.bundled_packets,
             tunnel.compressed_packets,
         ) = bundles;
+        (
+            tunnel.tcp_compressed,
+            tunnel.tcp_references,
+            tunnel.tcp_header_bytes_saved,
+        ) = (hc.compressed, hc.references, hc.saved_bytes);
         tunnel.copies_sent = copies;
         tunnel.classes = classes;
         tunnel.drops = DropCounts::from_counts(&counts);
@@ -244,6 +254,9 @@ impl Tunnel {
             bundles_sent: 0,
             bundled_packets: 0,
             compressed_packets: 0,
+            tcp_compressed: 0,
+            tcp_references: 0,
+            tcp_header_bytes_saved: 0,
             copies_sent: 0,
             classes: Vec::new(),
             keepalive_acks_sent: 0,

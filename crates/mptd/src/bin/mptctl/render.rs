@@ -218,6 +218,10 @@ pub(crate) fn print_status(s: &Status) {
         t.bundled_packets,
         t.compressed_packets
     );
+    println!(
+        "  TCP with compressed headers: {} packets, {} B of headers saved; {} went whole as their flow's reference",
+        t.tcp_compressed, t.tcp_header_bytes_saved, t.tcp_references
+    );
     let path_name = |i: usize| {
         s.paths
             .get(i)

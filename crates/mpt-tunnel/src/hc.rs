@@ -1,0 +1,224 @@
+//! Inner header compression on a connection ([`mpt_core::hc`]; `docs/protocol.md`,
+//! "Compressed headers"): what the resequencer holds, and its release, where compressed
+//! packets are rebuilt.
+//!
+//! The receiver rebuilds a packet where the resequencer releases it, not where it arrives:
+//! released packets are in global order, so a flow's reference comes before the packets
+//! compressed against it, whichever paths they took and however those reordered. A reference
+//! that was lost is released late, when it is resent (the resequencer does not hold the
+//! packets behind a gap it asked for): the packets compressed against it wait for it (at most
+//! [`AWAITING`] of them), and go on after it. A reference that never comes shows as a mismatch
+//! (the packet is refused and counted), never as a wrong packet.
+
+use std::time::Duration;
+
+use mpt_core::hc::{Decompressor, Reference, Refused, MAX_HEADERS};
+use mpt_core::Time;
+
+use crate::{DropReason, Payloads};
+
+/// An inner packet in the resequencer: whole, ready for the driver (with the reference it
+/// makes, if it is TCP that came in order), or a compressed body (in a buffer of the
+/// connection's, after [`MAX_HEADERS`] bytes of room) that is rebuilt when released.
+#[derive(Debug)]
+pub(crate) enum Held<P> {
+    Ready(P, Option<Box<Reference>>),
+    Packed { seq: u32, body: Vec<u8> },
+}
+
+impl<P> Held<P> {
+    /// `keep` applied to a ready packet (a packed one is the connection's already).
+    pub(crate) fn kept(self, keep: impl FnOnce(P) -> P) -> Held<P> {
+        match self {
+            Held::Ready(p, r) => Held::Ready(keep(p), r),
+            packed => packed,
+        }
+    }
+}
+
+/// A released packet on its way to the driver.
+#[derive(Debug)]
+enum Out<P> {
+    Ready(P),
+    /// Its bytes: the buffer's from `start` on.
+    Bytes(Vec<u8>, usize),
+}
+
+/// What the resequencer released, in order, with compressed packets rebuilt as they come.
+#[derive(Debug)]
+pub(crate) struct Released<P> {
+    out: Vec<Out<P>>,
+    rx: Decompressor,
+    /// Buffers for packed bodies, used again.
+    pool: Vec<Vec<u8>>,
+    /// Bodies refused: their reference lost or replaced, or malformed.
+    pub(crate) refused: [u64; 2],
+    /// Compressed packets waiting for their reference: since when, its global sequence
+    /// number, theirs, and the body's buffer.
+    awaiting: std::collections::VecDeque<(Time, u32, u32, Vec<u8>)>,
+    /// The connection's clock, as it last told ([`Released::tick`]).
+    now: Time,
+}
+
+impl<P> Default for Released<P> {
+    fn default() -> Self {
+        Released {
+            out: Vec::new(),
+            rx: Decompressor::new(),
+            pool: Vec::new(),
+            refused: [0; 2],
+            awaiting: Default::default(),
+            now: Time::ZERO,
+        }
+    }
+}
+
+/// Buffers kept for packed bodies.
+const POOL: usize = 256;
+/// Compressed packets that wait for a reference that has not come: past it, the oldest is
+/// refused.
+pub const AWAITING: usize = 256;
+/// How long a compressed packet waits for its reference (a resend's round trip).
+pub const AWAIT_FOR: Duration = Duration::from_millis(500);
+
+impl<P> Released<P> {
+    /// A buffer holding `body` after [`MAX_HEADERS`] bytes of room, for [`Held::Packed`].
+    pub(crate) fn packed(&mut self, seq: u32, body: &[u8]) -> Held<P> {
+        let mut buf = self.pool.pop().unwrap_or_default();
+        buf.clear();
+        buf.resize(MAX_HEADERS, 0);
+        buf.extend_from_slice(body);
+        Held::Packed { seq, body: buf }
+    }
+
+    /// The resequencer released `h`, in global order (but for packets resent): a whole
+    /// packet's reference is stored, and the packets that waited for it go on after it; a
+    /// packed body is rebuilt against its flow's, or waits for it if it has not come.
+    pub(crate) fn push(&mut self, h: Held<P>) {
+        match h {
+            Held::Ready(p, r) => {
+                self.out.push(Out::Ready(p));
+                if let Some(r) = r {
+                    let gseq = r.gseq();
+                    self.rx.store(*r);
+                    self.release_awaiting(gseq);
+                }
+            }
+            Held::Packed { seq, body } => self.rebuild(seq, body),
+        }
+    }
+
+    fn rebuild(&mut self, seq: u32, mut buf: Vec<u8>) {
+        match self.rx.rebuild(seq, &buf[MAX_HEADERS..]) {
+            Ok((headers, skip)) => {
+                // the headers go into the room before the payload
+                let start = MAX_HEADERS + skip - headers.len();
+                buf[start..MAX_HEADERS + skip].copy_from_slice(&headers);
+                self.out.push(Out::Bytes(buf, start));
+            }
+            Err(Refused::NoReference) => match self.rx.awaits(seq, &buf[MAX_HEADERS..]) {
+                Some(want) => {
+                    if self.awaiting.len() >= AWAITING {
+                        if let Some((.., old)) = self.awaiting.pop_front() {
+                            self.refused[0] += 1;
+                            self.recycle(old);
+                        }
+                    }
+                    self.awaiting.push_back((self.now, want, seq, buf));
+                }
+                None => {
+                    self.refused[0] += 1;
+                    self.recycle(buf);
+                }
+            },
+            Err(Refused::Malformed) => {
+                self.refused[1] += 1;
+                self.recycle(buf);
+            }
+        }
+    }
+
+    /// The reference of global sequence number `gseq` came: the packets that waited for it.
+    fn release_awaiting(&mut self, gseq: u32) {
+        if self.awaiting.is_empty() {
+            return;
+        }
+        let mut waited = std::mem::take(&mut self.awaiting);
+        waited.retain_mut(|(_, want, seq, buf)| {
+            if *want != gseq {
+                return true;
+            }
+            let (seq, buf) = (*seq, std::mem::take(buf));
+            self.rebuild(seq, buf);
+            false
+        });
+        waited.append(&mut self.awaiting);
+        self.awaiting = waited;
+    }
+
+    /// The time is `now`: packets that waited [`AWAIT_FOR`] for their reference are refused.
+    pub(crate) fn tick(&mut self, now: Time) {
+        self.now = now;
+        while let Some(&(since, ..)) = self.awaiting.front() {
+            if now.saturating_since(since) < AWAIT_FOR {
+                break;
+            }
+            if let Some((.., buf)) = self.awaiting.pop_front() {
+                self.refused[0] += 1;
+                self.recycle(buf);
+            }
+        }
+    }
+
+    fn recycle(&mut self, buf: Vec<u8>) {
+        if self.pool.len() < POOL {
+            self.pool.push(buf);
+        }
+    }
+
+    /// The released packets, appended to `delivered` in order (rebuilt ones in buffers of
+    /// the driver's, from `payloads`); returns how many.
+    pub(crate) fn take(
+        &mut self,
+        payloads: &mut impl Payloads<P>,
+        delivered: &mut Vec<P>,
+    ) -> usize {
+        let mut out = std::mem::take(&mut self.out);
+        let n = out.len();
+        for o in out.drain(..) {
+            match o {
+                Out::Ready(p) => delivered.push(p),
+                Out::Bytes(buf, start) => {
+                    delivered.push(payloads.own(&buf[start..]));
+                    self.recycle(buf);
+                }
+            }
+        }
+        self.out = out;
+        n
+    }
+
+    /// The refused bodies since the last call, by reason, for the connection's counts.
+    pub(crate) fn take_refused(&mut self) -> [(DropReason, u64); 2] {
+        let [missing, malformed] = std::mem::take(&mut self.refused);
+        [
+            (DropReason::NoReference, missing),
+            (DropReason::NotIp, malformed),
+        ]
+    }
+
+    /// A new session of the peer's: its references are gone, and what waited for one.
+    pub(crate) fn reset(&mut self) {
+        self.rx.reset();
+        self.refused[0] += self.awaiting.len() as u64;
+        self.awaiting.clear();
+    }
+}
+
+impl<P> Extend<Held<P>> for Released<P> {
+    fn extend<I: IntoIterator<Item = Held<P>>>(&mut self, iter: I) {
+        for h in iter {
+            self.push(h);
+        }
+    }
+}
