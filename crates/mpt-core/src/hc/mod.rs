@@ -362,7 +362,8 @@ fn encode(p: &[u8], l: Layout, r: &[u8], distance: u32, ctx: u8) -> Vec<u8> {
     let (t, u) = (&p[l.ip..], &r[l.ip..]);
     if !l.v6() && p[4..6] != r[4..6] {
         mask |= M_ID;
-        put_varint(&mut h, u32::from(be16(p, 4).wrapping_sub(be16(r, 4))));
+        let d = be16(p, 4).wrapping_sub(be16(r, 4)) as i16;
+        put_varint(&mut h, zigzag(i32::from(d)));
     }
     for (bit, at, len) in FIELDS {
         if at + len > l.tcp || t[at..at + len] == u[at..at + len] {
@@ -370,13 +371,23 @@ fn encode(p: &[u8], l: Layout, r: &[u8], distance: u32, ctx: u8) -> Vec<u8> {
         }
         mask |= bit;
         match len {
-            4 => put_varint(&mut h, be32(t, at).wrapping_sub(be32(u, at))),
+            4 => put_varint(&mut h, zigzag(be32(t, at).wrapping_sub(be32(u, at)) as i32)),
             _ => h.extend_from_slice(&t[at..at + len]),
         }
     }
     h[mask_at] = mask;
     h.extend_from_slice(&t[16..18]);
     h
+}
+
+/// A signed delta as an unsigned one, small either way (ZigZag: 0, -1, 1, -2... as 0, 1, 2, 3...):
+/// a retransmission behind its reference costs as little as a segment ahead of it.
+fn zigzag(d: i32) -> u32 {
+    ((d << 1) ^ (d >> 31)) as u32
+}
+
+fn unzigzag(v: u32) -> i32 {
+    ((v >> 1) as i32) ^ -((v & 1) as i32)
 }
 
 /// Pad the compressed header `h` to `len` bytes (more than it has): [`M_PAD`] in its mask, and
@@ -417,7 +428,7 @@ pub enum Refused {
 
 /// References a decompressor keeps per context: a packet resent after its flow's next
 /// reference came (or delivered late) is still rebuilt.
-pub const KEPT_REFERENCES: usize = 4;
+pub const KEPT_REFERENCES: usize = 8;
 
 /// The receiving side: one per connection and direction, fed in global order (packets that
 /// were resent may come late).
@@ -517,8 +528,9 @@ impl Decompressor {
         }
         let mut h = c.headers[..l.headers()].to_vec();
         if mask & M_ID != 0 {
-            let d = get_varint(b, &mut at).ok_or(Refused::Malformed)?;
-            let id = be16(&h, 4).wrapping_add(u16::try_from(d).map_err(|_| Refused::Malformed)?);
+            let d = unzigzag(get_varint(b, &mut at).ok_or(Refused::Malformed)?);
+            let d = i16::try_from(d).map_err(|_| Refused::Malformed)?;
+            let id = be16(&h, 4).wrapping_add(d as u16);
             h[4..6].copy_from_slice(&id.to_be_bytes());
         }
         for (bit, off, len) in FIELDS {
@@ -527,8 +539,8 @@ impl Decompressor {
             }
             let at_h = l.ip + off;
             if len == 4 {
-                let d = get_varint(b, &mut at).ok_or(Refused::Malformed)?;
-                let v = be32(&h, at_h).wrapping_add(d);
+                let d = unzigzag(get_varint(b, &mut at).ok_or(Refused::Malformed)?);
+                let v = be32(&h, at_h).wrapping_add(d as u32);
                 h[at_h..at_h + 4].copy_from_slice(&v.to_be_bytes());
             } else {
                 let v = b.get(at..at + len).ok_or(Refused::Malformed)?;

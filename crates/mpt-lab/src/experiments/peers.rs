@@ -61,7 +61,7 @@ fn site_config(key: PrivateKey, server: PublicKey, to: SocketAddr, unix: u64) ->
         bundle: true,
         resend: true,
         equalise: true,
-        compress: true,
+        compress: false,
         parity: true,
         classes: mpt_tunnel::default_classes(),
     }
