@@ -81,14 +81,7 @@ impl<P> Connection<P> {
         c.attempts += 1;
         c.next_initiation = Some(now + wait);
         let attempt = c.attempts;
-        // ours on the first two tries (the first is lost whenever the peer is not up yet),
-        // then every other try the version before, so that a peer of that version answers
-        // too (it drops ours unread), about three seconds in
-        self.initiation_version = if attempt >= 3 && attempt % 2 == 1 {
-            mpt_core::wire::MIN_VERSION
-        } else {
-            mpt_core::wire::VERSION
-        };
+        self.initiation_version = initiation_version(attempt);
         self.initiate(now);
         self.events
             .push_back(Event::HandshakeSent { attempt, rekey });
@@ -536,5 +529,40 @@ impl<P> Connection<P> {
                 return i;
             }
         }
+    }
+}
+
+/// The version of the `attempt`th initiation (from 1): ours on the first two tries (the first
+/// is lost whenever the peer is not up yet), then every other try one of the versions before,
+/// the next older each time (the third the one before ours, about three seconds in), round
+/// again after the oldest spoken: a peer of any of them answers too (it drops later versions
+/// unread).
+pub(crate) fn initiation_version(attempt: u32) -> u8 {
+    use mpt_core::wire::{MIN_VERSION, VERSION};
+    if attempt < 3 || attempt % 2 == 0 {
+        return VERSION;
+    }
+    let older = u32::from(VERSION - MIN_VERSION).max(1);
+    let back = ((attempt - 3) / 2) % older + 1;
+    VERSION.saturating_sub(back as u8).max(MIN_VERSION)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn initiations_go_down_through_the_older_versions_every_other_try() {
+        use mpt_core::wire::{MIN_VERSION, VERSION};
+        let got: Vec<u8> = (1..=10).map(super::initiation_version).collect();
+        assert_eq!(&got[..2], &[VERSION, VERSION]);
+        // every older version spoken is tried within the first 2 * (VERSION - MIN_VERSION) + 1
+        for v in MIN_VERSION..VERSION {
+            let first = got.iter().position(|&g| g == v).expect("tried");
+            assert!(
+                first < 2 * usize::from(VERSION - MIN_VERSION) + 1,
+                "{v} at {first}"
+            );
+        }
+        // the even tries are ours
+        assert!(got.iter().skip(1).step_by(2).all(|&g| g == VERSION));
     }
 }

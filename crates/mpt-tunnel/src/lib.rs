@@ -202,7 +202,7 @@ pub struct ConnectionConfig {
     /// (`equalise.rs`).
     pub equalise: bool,
     /// Send bulk TCP with its headers compressed ([`mpt_core::hc`]), in a session of version
-    /// 5 (a receiver of version 5 always takes it).
+    /// 6 (a receiver of version 6 always takes it).
     pub compress: bool,
     /// Traffic classes, the first that matches a packet deciding how it is sent
     /// ([`ClassRule`]; the configured ones, then usually [`default_classes`]).
@@ -365,6 +365,9 @@ pub(crate) struct Incoming {
     /// An express packet that opens a TCP connection (SYN without ACK): it waits to match the
     /// farthest path like bonded data (`equalise.rs`).
     pub opens: bool,
+    /// Put together from pieces: never its flow's reference for compressed headers (the
+    /// sender does not make one of a packet it cuts; [`crate::hc`]).
+    pub pieces: bool,
 }
 
 /// A control datagram to send.

@@ -87,12 +87,18 @@ impl<P> Connection<P> {
 
     /// What the resequencer holds for `packet`, which arrived as `data`: a compressed body in
     /// a buffer of the connection's; a whole packet as `ready` makes it, with the reference it
-    /// makes for its flow when it is TCP that goes in order ([`crate::hc`]).
+    /// makes for its flow when it is TCP that goes in order, in one datagram ([`crate::hc`];
+    /// a peer of version 5 makes references of packets in pieces too).
     fn hold_as(&mut self, data: &Incoming, packet: &[u8], ready: impl FnOnce() -> P) -> Held<P> {
         if packet.first() == Some(&mpt_core::hc::COMPRESSED_TCP) {
             return self.released.packed(data.meta.seq, packet);
         }
-        let reference = (self.wire_version >= 5 && !data.express)
+        let refers = match self.wire_version {
+            ..=4 => false,
+            5 => !data.express,
+            _ => !data.express && !data.pieces,
+        };
+        let reference = refers
             .then(|| Reference::of(data.meta.seq, packet))
             .flatten()
             .map(Box::new);
@@ -266,6 +272,7 @@ impl<P> Connection<P> {
                     express: h.kind == Kind::Express,
                     resent: h.kind == Kind::Resent,
                     opens: h.kind == Kind::Express && crate::class::opens_tcp(packet),
+                    pieces: false,
                 }));
             }
             Datagram::Bundle { body, count, .. } => {
@@ -392,6 +399,7 @@ impl<P> Connection<P> {
                 express: false,
                 resent: false,
                 opens: false,
+                pieces: false,
             };
             if e.headers.is_some() && !owned {
                 // the first compressed entry: those before it go as packets of their own too,
@@ -462,6 +470,7 @@ impl<P> Connection<P> {
             express: false,
             resent: true,
             opens: false,
+            pieces: false,
         };
         self.assembled.push_back((incoming, packet));
         Ok(())
@@ -704,6 +713,7 @@ impl<P> Connection<P> {
                         express: false,
                         resent: false,
                         opens: false,
+                        pieces: true,
                     },
                     bytes,
                 ));

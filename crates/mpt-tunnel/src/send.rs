@@ -179,8 +179,10 @@ impl<P> Connection<P> {
                 self.count(DropReason::QueueFull);
                 continue;
             }
-            // a whole TCP packet that goes in order is its flow's reference
-            if !packed && self.compressing() && (mode == Mode::Bond || !self.peer_express) {
+            // a TCP packet that goes in order in one datagram is its flow's reference (one in
+            // pieces is not: were a piece lost, it could not be sent again whole)
+            if !packed && whole && self.compressing() && (mode == Mode::Bond || !self.peer_express)
+            {
                 let packet = &bufs[k].as_mut()[at..at + inner];
                 self.hc_tx.sent_whole(self.seq, packet);
             }
@@ -274,9 +276,10 @@ impl<P> Connection<P> {
         })
     }
 
-    /// Whether data goes with compressed headers: configured, and a session of version 5.
+    /// Whether data goes with compressed headers: configured, and a session of version 6 (a
+    /// peer of version 5 makes references of packets in pieces too).
     pub(crate) fn compressing(&self) -> bool {
-        self.cfg.compress && self.wire_version >= 5
+        self.cfg.compress && self.wire_version >= 6
     }
 
     /// What a bulk TCP packet's IP and TCP headers take in a datagram while data goes with

@@ -43,7 +43,7 @@ pub const VERSION: &str = concat!(
     env!("CARGO_PKG_VERSION"),
     " (",
     env!("MPTD_COMMIT"),
-    "), protocol versions 5 and 4"
+    "), protocol versions 6 to 4"
 );
 
 #[cfg(test)]
@@ -51,6 +51,6 @@ mod tests {
     #[test]
     fn the_version_names_the_protocol_versions_spoken() {
         let (v, min) = (mpt_core::wire::VERSION, mpt_core::wire::MIN_VERSION);
-        assert!(super::VERSION.ends_with(&format!("protocol versions {v} and {min}")));
+        assert!(super::VERSION.ends_with(&format!("protocol versions {v} to {min}")));
     }
 }

@@ -193,7 +193,7 @@ pub(crate) fn exact_len(buf: &[u8], expected: usize) -> Result<(), WireError> {
     }
 }
 
-/// Check a data body of version 5: a whole IP packet ([`check_inner_packet`]) or a compressed
+/// Check a data body of version 5 or later: a whole IP packet ([`check_inner_packet`]) or a compressed
 /// TCP packet (at least its marker, context, distance, mask and checksum; the rest is checked
 /// as it is rebuilt).
 pub fn check_data_body(body: &[u8]) -> Result<(), WireError> {

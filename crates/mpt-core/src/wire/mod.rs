@@ -39,7 +39,7 @@ pub use parity::{check_parity, ip_length, xor_into, MAX_PARITY_GROUP, MIN_PARITY
 pub use report::{report_len, Report, ReportEntry, ReportRepr};
 
 /// Protocol version carried in the top three bits of byte 0: the one we speak first.
-pub const VERSION: u8 = 5;
+pub const VERSION: u8 = 6;
 
 /// The oldest version we still speak, to a peer that has not upgraded: its datagrams are
 /// taken, and a session with it uses its version (handshake, `docs/protocol.md`, "Versions").
@@ -478,7 +478,7 @@ mod tests {
         assert_eq!(
             buf,
             [
-                0xA0, 0x03, 0xBE, 0xEF, 0x01, 0x02, 0x03, 0x04, 0xA0, 0xB0, 0xC0, 0xD0, 0x11, 0x22,
+                0xC0, 0x03, 0xBE, 0xEF, 0x01, 0x02, 0x03, 0x04, 0xA0, 0xB0, 0xC0, 0xD0, 0x11, 0x22,
                 0x33, 0x44
             ]
         );
@@ -540,11 +540,11 @@ mod tests {
         // version 4 is still spoken (MIN_VERSION): its header passes
         bad[0] = 4 << 5;
         assert_ne!(Datagram::parse(&bad), Err(WireError::BadVersion(4)));
-        bad[0] = 6 << 5;
-        assert_eq!(Datagram::parse(&bad), Err(WireError::BadVersion(6)));
-        bad[0] = (5 << 5) | SEALED_FLAG;
+        bad[0] = 7 << 5;
+        assert_eq!(Datagram::parse(&bad), Err(WireError::BadVersion(7)));
+        bad[0] = (6 << 5) | SEALED_FLAG;
         assert_eq!(Datagram::parse(&bad), Err(WireError::Sealed));
-        bad[0] = (5 << 5) | 15;
+        bad[0] = (6 << 5) | 15;
         assert!(matches!(
             Datagram::parse(&bad),
             Err(WireError::ParityGroup(_)) | Ok(Datagram::Parity { .. })
