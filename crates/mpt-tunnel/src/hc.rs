@@ -18,12 +18,16 @@ use mpt_core::Time;
 use crate::{DropReason, Payloads};
 
 /// An inner packet in the resequencer: whole, ready for the driver (with the reference it
-/// makes, if it is TCP that came in order), or a compressed body (in a buffer of the
-/// connection's, after [`MAX_HEADERS`] bytes of room) that is rebuilt when released.
+/// makes, if it is TCP that came in order), or a compressed body (in a buffer of the driver's,
+/// after `room` bytes) that is rebuilt when released.
 #[derive(Debug)]
 pub(crate) enum Held<P> {
     Ready(P, Option<Box<Reference>>),
-    Packed { seq: u32, body: Vec<u8> },
+    Packed {
+        seq: u32,
+        body: Vec<u8>,
+        room: usize,
+    },
 }
 
 impl<P> Held<P> {
@@ -41,7 +45,7 @@ impl<P> Held<P> {
 enum Out<P> {
     Ready(P),
     /// Its bytes: the buffer's from `start` on.
-    Bytes(Vec<u8>, usize),
+    Rebuilt(Vec<u8>, usize),
 }
 
 /// What the resequencer released, in order, with compressed packets rebuilt as they come.
@@ -49,13 +53,13 @@ enum Out<P> {
 pub(crate) struct Released<P> {
     out: Vec<Out<P>>,
     rx: Decompressor,
-    /// Buffers for packed bodies, used again.
+    /// Buffers of bodies refused, used again.
     pool: Vec<Vec<u8>>,
     /// Bodies refused: their reference lost or replaced, or malformed.
     pub(crate) refused: [u64; 2],
     /// Compressed packets waiting for their reference: since when, its global sequence
-    /// number, theirs, and the body's buffer.
-    awaiting: std::collections::VecDeque<(Time, u32, u32, Vec<u8>)>,
+    /// number, and the packet.
+    awaiting: std::collections::VecDeque<(Time, u32, Packed)>,
     /// The connection's clock, as it last told ([`Released::tick`]).
     now: Time,
 }
@@ -75,6 +79,15 @@ impl<P> Default for Released<P> {
 
 /// Buffers kept for packed bodies.
 const POOL: usize = 256;
+
+/// A compressed body held: its global sequence number, and the body in `buf` after `room`
+/// bytes.
+#[derive(Debug)]
+struct Packed {
+    seq: u32,
+    buf: Vec<u8>,
+    room: usize,
+}
 /// Compressed packets that wait for a reference that has not come: past it, the oldest is
 /// refused.
 pub const AWAITING: usize = 256;
@@ -82,13 +95,25 @@ pub const AWAITING: usize = 256;
 pub const AWAIT_FOR: Duration = Duration::from_millis(500);
 
 impl<P> Released<P> {
-    /// A buffer holding `body` after [`MAX_HEADERS`] bytes of room, for [`Held::Packed`].
-    pub(crate) fn packed(&mut self, seq: u32, body: &[u8]) -> Held<P> {
-        let mut buf = self.pool.pop().unwrap_or_default();
-        buf.clear();
-        buf.resize(MAX_HEADERS, 0);
+    /// `body` held as [`Held::Packed`], after `prefix` and [`MAX_HEADERS`] bytes of room (in
+    /// a buffer of those refused, or `fresh`), so that the rebuilt packet has `prefix` bytes
+    /// before it.
+    pub(crate) fn packed(
+        &mut self,
+        seq: u32,
+        body: &[u8],
+        prefix: usize,
+        fresh: impl FnOnce() -> Vec<u8>,
+    ) -> Held<P> {
+        let mut buf = self.pool.pop().unwrap_or_else(fresh);
+        let room = prefix + MAX_HEADERS;
+        buf.resize(room, 0);
         buf.extend_from_slice(body);
-        Held::Packed { seq, body: buf }
+        Held::Packed {
+            seq,
+            body: buf,
+            room,
+        }
     }
 
     /// The resequencer released `h`, in global order (but for packets resent): a whole
@@ -104,27 +129,33 @@ impl<P> Released<P> {
                     self.release_awaiting(gseq);
                 }
             }
-            Held::Packed { seq, body } => self.rebuild(seq, body),
+            Held::Packed { seq, body, room } => self.rebuild(Packed {
+                seq,
+                buf: body,
+                room,
+            }),
         }
     }
 
-    fn rebuild(&mut self, seq: u32, mut buf: Vec<u8>) {
-        match self.rx.rebuild(seq, &buf[MAX_HEADERS..]) {
+    fn rebuild(&mut self, p: Packed) {
+        let Packed { seq, mut buf, room } = p;
+        match self.rx.rebuild(seq, &buf[room..]) {
             Ok((headers, skip)) => {
                 // the headers go into the room before the payload
-                let start = MAX_HEADERS + skip - headers.len();
-                buf[start..MAX_HEADERS + skip].copy_from_slice(&headers);
-                self.out.push(Out::Bytes(buf, start));
+                let start = room + skip - headers.len();
+                buf[start..room + skip].copy_from_slice(&headers);
+                self.out.push(Out::Rebuilt(buf, start));
             }
-            Err(Refused::NoReference) => match self.rx.awaits(seq, &buf[MAX_HEADERS..]) {
+            Err(Refused::NoReference) => match self.rx.awaits(seq, &buf[room..]) {
                 Some(want) => {
                     if self.awaiting.len() >= AWAITING {
                         if let Some((.., old)) = self.awaiting.pop_front() {
                             self.refused[0] += 1;
-                            self.recycle(old);
+                            self.recycle(old.buf);
                         }
                     }
-                    self.awaiting.push_back((self.now, want, seq, buf));
+                    let p = Packed { seq, buf, room };
+                    self.awaiting.push_back((self.now, want, p));
                 }
                 None => {
                     self.refused[0] += 1;
@@ -144,12 +175,15 @@ impl<P> Released<P> {
             return;
         }
         let mut waited = std::mem::take(&mut self.awaiting);
-        waited.retain_mut(|(_, want, seq, buf)| {
+        waited.retain_mut(|(_, want, p)| {
             if *want != gseq {
                 return true;
             }
-            let (seq, buf) = (*seq, std::mem::take(buf));
-            self.rebuild(seq, buf);
+            let p = Packed {
+                buf: std::mem::take(&mut p.buf),
+                ..*p
+            };
+            self.rebuild(p);
             false
         });
         waited.append(&mut self.awaiting);
@@ -163,9 +197,9 @@ impl<P> Released<P> {
             if now.saturating_since(since) < AWAIT_FOR {
                 break;
             }
-            if let Some((.., buf)) = self.awaiting.pop_front() {
+            if let Some((.., p)) = self.awaiting.pop_front() {
                 self.refused[0] += 1;
-                self.recycle(buf);
+                self.recycle(p.buf);
             }
         }
     }
@@ -176,8 +210,8 @@ impl<P> Released<P> {
         }
     }
 
-    /// The released packets, appended to `delivered` in order (rebuilt ones in buffers of
-    /// the driver's, from `payloads`); returns how many.
+    /// The released packets, appended to `delivered` in order (rebuilt ones in the driver's
+    /// buffers they were held in); returns how many.
     pub(crate) fn take(
         &mut self,
         payloads: &mut impl Payloads<P>,
@@ -188,9 +222,9 @@ impl<P> Released<P> {
         for o in out.drain(..) {
             match o {
                 Out::Ready(p) => delivered.push(p),
-                Out::Bytes(buf, start) => {
-                    delivered.push(payloads.own(&buf[start..]));
-                    self.recycle(buf);
+                Out::Rebuilt(buf, start) => {
+                    let end = buf.len();
+                    delivered.push(payloads.adopt(buf, start..end));
                 }
             }
         }

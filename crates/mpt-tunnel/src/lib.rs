@@ -330,6 +330,17 @@ pub trait Payloads<P> {
     /// The resequencer holds `p` past the batch: `p`, its bytes its own (`datagram` as for
     /// [`Payloads::in_datagram`]).
     fn keep(&mut self, p: P, datagram: &[u8]) -> P;
+    /// A buffer for a packet the connection holds (a compressed body, rebuilt where it is
+    /// released), given back with [`Payloads::adopt`]; its contents do not matter.
+    fn buffer(&mut self) -> Vec<u8> {
+        Vec::new()
+    }
+    /// The inner packet at `packet` in `buf` (from [`Payloads::buffer`]), at least
+    /// [`Connection::prefix`] bytes in: `buf` held as it is, or the packet copied
+    /// ([`Payloads::own`]).
+    fn adopt(&mut self, buf: Vec<u8>, packet: std::ops::Range<usize>) -> P {
+        self.own(&buf[packet])
+    }
 }
 
 /// Inner packets held as vectors of their own bytes (for simple drivers and tests).

@@ -58,7 +58,7 @@ impl<P> Connection<P> {
         let mut packets = 0;
         while let Some((data, bytes)) = self.assembled.pop_front() {
             let packet = &bytes[data.packet.clone()];
-            let p = self.hold_as(&data, packet, || payloads.own(packet));
+            let p = self.hold_as(&data, packet, payloads, |pl| pl.own(packet));
             self.push_data(now, &data, p, |p| p);
             packets += 1;
         }
@@ -67,8 +67,8 @@ impl<P> Connection<P> {
             Ok(Arrived::Handled) => Outcome::Handled,
             Ok(Arrived::Data(data)) => {
                 let packet = &datagram[data.packet.clone()];
-                let p = self.hold_as(&data, packet, || {
-                    payloads.in_datagram(datagram, data.packet.clone())
+                let p = self.hold_as(&data, packet, payloads, |pl| {
+                    pl.in_datagram(datagram, data.packet.clone())
                 });
                 self.push_data(now, &data, p, |p| payloads.keep(p, datagram));
                 Outcome::Data(packets + 1)
@@ -77,7 +77,7 @@ impl<P> Connection<P> {
                 // the packets of a bundle share a datagram: each gets a buffer of its own
                 for data in &entries {
                     let packet = &datagram[data.packet.clone()];
-                    let p = self.hold_as(data, packet, || payloads.own(packet));
+                    let p = self.hold_as(data, packet, payloads, |pl| pl.own(packet));
                     self.push_data(now, data, p, |p| p);
                 }
                 Outcome::Data(packets + entries.len())
@@ -89,9 +89,18 @@ impl<P> Connection<P> {
     /// a buffer of the connection's; a whole packet as `ready` makes it, with the reference it
     /// makes for its flow when it is TCP that goes in order, in one datagram ([`crate::hc`];
     /// a peer of version 5 makes references of packets in pieces too).
-    fn hold_as(&mut self, data: &Incoming, packet: &[u8], ready: impl FnOnce() -> P) -> Held<P> {
+    fn hold_as<Pl: Payloads<P>>(
+        &mut self,
+        data: &Incoming,
+        packet: &[u8],
+        payloads: &mut Pl,
+        ready: impl FnOnce(&mut Pl) -> P,
+    ) -> Held<P> {
         if packet.first() == Some(&mpt_core::hc::COMPRESSED_TCP) {
-            return self.released.packed(data.meta.seq, packet);
+            let prefix = self.prefix();
+            return self
+                .released
+                .packed(data.meta.seq, packet, prefix, || payloads.buffer());
         }
         let refers = match self.wire_version {
             ..=4 => false,
@@ -102,7 +111,7 @@ impl<P> Connection<P> {
             .then(|| Reference::of(data.meta.seq, packet))
             .flatten()
             .map(Box::new);
-        Held::Ready(ready(), reference)
+        Held::Ready(ready(payloads), reference)
     }
 
     /// A data packet goes to the resequencer as `payload`, which `keep` turns into a payload

@@ -34,14 +34,6 @@ pub const MAX_HEADERS: usize = 72;
 /// sequence, acknowledgement (5 each), window (2), flags (1), timestamps (5 each), checksum (2).
 pub const MAX_COMPRESSED: usize = 38;
 
-/// A TCP flow's identity: IP version, addresses and ports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct FlowKey {
-    addrs: [u8; 32],
-    ports: [u8; 4],
-    v6: bool,
-}
-
 /// Where a compressible packet's fields lie.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Layout {
@@ -68,6 +60,11 @@ fn be16(b: &[u8], at: usize) -> u16 {
 }
 fn be32(b: &[u8], at: usize) -> u32 {
     u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+fn be64(b: &[u8], at: usize) -> u64 {
+    let mut x = [0; 8];
+    x.copy_from_slice(&b[at..at + 8]);
+    u64::from_be_bytes(x)
 }
 
 /// The layout of `p` if it is a TCP packet this scheme compresses: IPv4 with a 20-byte header
@@ -111,52 +108,97 @@ fn is_tcp(p: &[u8]) -> bool {
     }
 }
 
-/// A flow's context: FNV-1a (32 bits) over its source and destination addresses and ports, as
-/// they lie in the packet, modulo [`CONTEXTS`].
-fn context_of(key: &FlowKey) -> usize {
-    let addrs = if key.v6 {
-        &key.addrs[..]
-    } else {
-        &key.addrs[..8]
-    };
+/// A flow's context: FNV-1a (32 bits) over the source and destination addresses and ports of
+/// `p` (layout `l`), as they lie in the packet, modulo [`CONTEXTS`].
+fn context_of(p: &[u8], l: Layout) -> u8 {
+    let addrs = if l.v6() { &p[8..40] } else { &p[12..20] };
     let mut h: u32 = 0x811c_9dc5;
-    for &b in addrs.iter().chain(&key.ports) {
+    for &b in addrs.iter().chain(&p[l.ip..l.ip + 4]) {
         h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
     }
-    h as usize % CONTEXTS
-}
-
-fn flow_key(p: &[u8], l: Layout) -> FlowKey {
-    let mut addrs = [0; 32];
-    if l.v6() {
-        addrs.copy_from_slice(&p[8..40]);
-    } else {
-        addrs[..8].copy_from_slice(&p[12..20]);
-    }
-    let mut ports = [0; 4];
-    ports.copy_from_slice(&p[l.ip..l.ip + 4]);
-    FlowKey {
-        addrs,
-        ports,
-        v6: l.v6(),
-    }
+    (h as usize % CONTEXTS) as u8
 }
 
 /// Whether `p`'s fields that a compressed packet does not carry equal `r`'s (both of layout
 /// `l`): everything but the IP length, identification and checksum, and the TCP sequence,
-/// acknowledgement, flags, window, checksum and timestamps.
+/// acknowledgement, flags, window, checksum and timestamps. So `p` is of `r`'s flow.
 fn same_static(p: &[u8], r: &[u8], l: Layout) -> bool {
     let ip_same = if l.v6() {
-        p[..4] == r[..4] && p[6..40] == r[6..40]
+        be32(p, 0) == be32(r, 0)
+            && be16(p, 6) == be16(r, 6)
+            && be64(p, 8) == be64(r, 8)
+            && be64(p, 16) == be64(r, 16)
+            && be64(p, 24) == be64(r, 24)
+            && be64(p, 32) == be64(r, 32)
     } else {
-        p[0..2] == r[0..2] && p[6..10] == r[6..10] && p[12..20] == r[12..20]
+        be16(p, 0) == be16(r, 0) && be32(p, 6) == be32(r, 6) && be64(p, 12) == be64(r, 12)
     };
     let (t, u) = (&p[l.ip..], &r[l.ip..]);
-    ip_same && t[..4] == u[..4] && t[12] == u[12] && t[18..20] == u[18..20]
+    ip_same && be32(t, 0) == be32(u, 0) && t[12] == u[12] && be16(t, 18) == be16(u, 18)
 }
 
+/// Headers a side writes: a compressed header, or the IP and TCP headers rebuilt from one (at
+/// most [`MAX_HEADERS`] bytes, on the stack).
+#[derive(Clone, Copy)]
+pub struct Headers {
+    bytes: [u8; MAX_HEADERS],
+    len: usize,
+}
+
+impl Headers {
+    fn new() -> Headers {
+        Headers {
+            bytes: [0; MAX_HEADERS],
+            len: 0,
+        }
+    }
+
+    fn of(b: &[u8]) -> Headers {
+        let mut h = Headers::new();
+        h.extend_from_slice(b);
+        h
+    }
+
+    fn push(&mut self, b: u8) {
+        self.bytes[self.len] = b;
+        self.len += 1;
+    }
+
+    fn extend_from_slice(&mut self, b: &[u8]) {
+        self.bytes[self.len..self.len + b.len()].copy_from_slice(b);
+        self.len += b.len();
+    }
+}
+
+impl std::ops::Deref for Headers {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+impl std::ops::DerefMut for Headers {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        &mut self.bytes[..self.len]
+    }
+}
+
+impl std::fmt::Debug for Headers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl PartialEq for Headers {
+    fn eq(&self, other: &Headers) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for Headers {}
+
 /// LEB128 of `v` (at most 5 bytes) onto `out`.
-fn put_varint(out: &mut Vec<u8>, mut v: u32) {
+fn put_varint(out: &mut Headers, mut v: u32) {
     while v >= 0x80 {
         out.push(v as u8 | 0x80);
         v >>= 7;
@@ -193,7 +235,8 @@ const M_PAD: u8 = 0x80;
 /// packet's global sequence number.
 #[derive(Debug, Clone)]
 pub struct Reference {
-    key: FlowKey,
+    /// Its flow's context.
+    ctx: u8,
     layout: Layout,
     headers: [u8; MAX_HEADERS],
     gseq: u32,
@@ -209,7 +252,7 @@ impl Reference {
         let mut headers = [0; MAX_HEADERS];
         headers[..layout.headers()].copy_from_slice(&p[..layout.headers()]);
         Some(Reference {
-            key: flow_key(p, layout),
+            ctx: context_of(p, layout),
             layout,
             headers,
             gseq,
@@ -219,7 +262,7 @@ impl Reference {
 
     /// Its flow's context.
     pub fn context(&self) -> usize {
-        context_of(&self.key)
+        usize::from(self.ctx)
     }
 
     /// The global sequence number of the packet it is of.
@@ -276,6 +319,22 @@ pub struct TxCounts {
 pub struct Compressor {
     contexts: Contexts,
     counts: TxCounts,
+    /// The last flow compressed (its addresses and ports) and its context: a bulk flow's
+    /// packets come in runs, and its context is not hashed again for each.
+    last: Option<(FlowBytes, u8)>,
+}
+
+/// A flow's addresses and ports as they lie in its packets, in words (IPv4's in the first
+/// two).
+type FlowBytes = [u64; 5];
+
+fn flow_bytes(p: &[u8], l: Layout) -> FlowBytes {
+    let ports = u64::from(be32(p, l.ip));
+    if l.v6() {
+        [be64(p, 8), be64(p, 16), be64(p, 24), be64(p, 32), ports]
+    } else {
+        [be64(p, 12), ports, 0, 0, 0]
+    }
 }
 
 impl Compressor {
@@ -305,26 +364,34 @@ impl Compressor {
         p: &[u8],
         room: usize,
         pad_to: usize,
-    ) -> Option<(Vec<u8>, usize)> {
+    ) -> Option<(Headers, usize)> {
         let l = layout(p)?;
-        let key = flow_key(p, l);
-        let ctx = context_of(&key);
-        let r = self.contexts.0[ctx].as_mut()?;
+        let flow = flow_bytes(p, l);
+        let ctx = match self.last {
+            Some((last, ctx)) if last.iter().zip(&flow).fold(0, |d, (a, b)| d | (a ^ b)) == 0 => {
+                ctx
+            }
+            _ => {
+                let ctx = context_of(p, l);
+                self.last = Some((flow, ctx));
+                ctx
+            }
+        };
+        let r = self.contexts.0[usize::from(ctx)].as_mut()?;
         let distance = gseq.wrapping_sub(r.gseq);
         // a reference due again waits for a packet that goes whole in one datagram: one in
         // pieces would hold the packets after it until its last piece came
         let due = r.uses >= REFRESH_EVERY && p.len() <= room;
-        let usable = r.key == key
-            && r.layout == l
+        let usable = r.layout == l
             && !due
-            && same_static(p, &r.headers, l)
-            && (1..=MAX_DISTANCE).contains(&distance);
+            && (1..=MAX_DISTANCE).contains(&distance)
+            && same_static(p, &r.headers, l);
         if !usable {
             return None;
         }
-        let mut header = encode(p, l, &r.headers, distance, ctx as u8);
+        let mut header = encode(p, l, &r.headers, distance, ctx);
         if header.len() < pad_to {
-            pad(&mut header, pad_to);
+            pad(&mut header, pad_to.min(MAX_HEADERS));
         }
         if header.len() + p.len() - l.headers() > room {
             return None;
@@ -352,32 +419,49 @@ impl Compressor {
 
 /// The compressed header of `p` (layout `l`) against reference headers `r`, `distance` global
 /// sequence numbers after it, in context `ctx`.
-fn encode(p: &[u8], l: Layout, r: &[u8], distance: u32, ctx: u8) -> Vec<u8> {
-    let mut h = Vec::with_capacity(MAX_COMPRESSED);
+fn encode(p: &[u8], l: Layout, r: &[u8], distance: u32, ctx: u8) -> Headers {
+    let mut h = Headers::new();
     h.extend_from_slice(&[COMPRESSED_TCP, ctx]);
     put_varint(&mut h, distance);
     let mask_at = h.len();
     h.push(0);
     let mut mask = 0;
     let (t, u) = (&p[l.ip..], &r[l.ip..]);
-    if !l.v6() && p[4..6] != r[4..6] {
+    if !l.v6() && be16(p, 4) != be16(r, 4) {
         mask |= M_ID;
         let d = be16(p, 4).wrapping_sub(be16(r, 4)) as i16;
         put_varint(&mut h, zigzag(i32::from(d)));
     }
-    for (bit, at, len) in FIELDS {
-        if at + len > l.tcp || t[at..at + len] == u[at..at + len] {
-            continue;
-        }
-        mask |= bit;
-        match len {
-            4 => put_varint(&mut h, zigzag(be32(t, at).wrapping_sub(be32(u, at)) as i32)),
-            _ => h.extend_from_slice(&t[at..at + len]),
-        }
+    // the TCP fields, in the mask's order: sequence and acknowledgement numbers (deltas),
+    // window and flags (values), timestamps (deltas)
+    mask |= put_delta(&mut h, M_SEQ, t, u, 4);
+    mask |= put_delta(&mut h, M_ACK, t, u, 8);
+    if be16(t, 14) != be16(u, 14) {
+        mask |= M_WIN;
+        h.extend_from_slice(&t[14..16]);
+    }
+    if t[13] != u[13] {
+        mask |= M_FLAGS;
+        h.push(t[13]);
+    }
+    if l.timestamps() {
+        mask |= put_delta(&mut h, M_TSVAL, t, u, 24);
+        mask |= put_delta(&mut h, M_TSECR, t, u, 28);
     }
     h[mask_at] = mask;
     h.extend_from_slice(&t[16..18]);
     h
+}
+
+/// The delta of the 32-bit field at `at` in `t` from `u`'s onto `h`, if not 0: `bit`, or 0.
+#[inline(always)]
+fn put_delta(h: &mut Headers, bit: u8, t: &[u8], u: &[u8], at: usize) -> u8 {
+    let d = be32(t, at).wrapping_sub(be32(u, at));
+    if d == 0 {
+        return 0;
+    }
+    put_varint(h, zigzag(d as i32));
+    bit
 }
 
 /// A signed delta as an unsigned one, small either way (ZigZag: 0, -1, 1, -2... as 0, 1, 2, 3...):
@@ -390,32 +474,20 @@ fn unzigzag(v: u32) -> i32 {
     ((v >> 1) as i32) ^ -((v & 1) as i32)
 }
 
-/// Pad the compressed header `h` to `len` bytes (more than it has): [`M_PAD`] in its mask, and
-/// the padding after the mask.
-fn pad(h: &mut Vec<u8>, len: usize) {
+/// Pad the compressed header `h` to `len` bytes (more than it has, at most [`MAX_HEADERS`]):
+/// [`M_PAD`] in its mask, and the padding after the mask.
+fn pad(h: &mut Headers, len: usize) {
     let mut at = 2;
     if get_varint(h, &mut at).is_none() || at >= h.len() {
         return;
     }
     h[at] |= M_PAD;
-    let extra = len - h.len();
-    let padding: Vec<u8> = std::iter::once((extra - 1) as u8)
-        .chain(std::iter::repeat_n(0, extra - 1))
-        .collect();
-    h.splice(at + 1..at + 1, padding);
+    let (old, extra) = (h.len(), len - h.len());
+    h.len = len;
+    h.bytes.copy_within(at + 1..old, at + 1 + extra);
+    h.bytes[at + 1] = (extra - 1) as u8;
+    h.bytes[at + 2..at + 1 + extra].fill(0);
 }
-
-/// The TCP fields a compressed header may carry after the IP identification, in order: mask
-/// bit, offset in the TCP header, length (4: a delta from the reference's, LEB128; otherwise
-/// the value).
-const FIELDS: [(u8, usize, usize); 6] = [
-    (M_SEQ, 4, 4),
-    (M_ACK, 8, 4),
-    (M_WIN, 14, 2),
-    (M_FLAGS, 13, 1),
-    (M_TSVAL, 24, 4),
-    (M_TSECR, 28, 4),
-];
 
 /// Why the decompressor refused a body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -500,7 +572,7 @@ impl Decompressor {
 
     /// The headers of the compressed `body` of global sequence number `gseq`, rebuilt against
     /// its context's reference, and where its payload starts in it.
-    pub fn rebuild(&self, gseq: u32, b: &[u8]) -> Result<(Vec<u8>, usize), Refused> {
+    pub fn rebuild(&self, gseq: u32, b: &[u8]) -> Result<(Headers, usize), Refused> {
         if b.first() != Some(&COMPRESSED_TCP) {
             return Err(Refused::Malformed);
         }
@@ -526,27 +598,36 @@ impl Decompressor {
         if l.v6() && mask & M_ID != 0 || !l.timestamps() && mask & (M_TSVAL | M_TSECR) != 0 {
             return Err(Refused::Malformed);
         }
-        let mut h = c.headers[..l.headers()].to_vec();
+        let mut h = Headers::of(&c.headers[..l.headers()]);
         if mask & M_ID != 0 {
             let d = unzigzag(get_varint(b, &mut at).ok_or(Refused::Malformed)?);
             let d = i16::try_from(d).map_err(|_| Refused::Malformed)?;
             let id = be16(&h, 4).wrapping_add(d as u16);
             h[4..6].copy_from_slice(&id.to_be_bytes());
         }
-        for (bit, off, len) in FIELDS {
-            if mask & bit == 0 {
-                continue;
-            }
-            let at_h = l.ip + off;
-            if len == 4 {
-                let d = unzigzag(get_varint(b, &mut at).ok_or(Refused::Malformed)?);
-                let v = be32(&h, at_h).wrapping_add(d as u32);
-                h[at_h..at_h + 4].copy_from_slice(&v.to_be_bytes());
-            } else {
-                let v = b.get(at..at + len).ok_or(Refused::Malformed)?;
-                h[at_h..at_h + len].copy_from_slice(v);
-                at += len;
-            }
+        // the TCP fields, in the mask's order: sequence and acknowledgement numbers (deltas),
+        // window and flags (values), timestamps (deltas)
+        let t = l.ip;
+        if mask & M_SEQ != 0 {
+            add_delta(&mut h, t + 4, b, &mut at)?;
+        }
+        if mask & M_ACK != 0 {
+            add_delta(&mut h, t + 8, b, &mut at)?;
+        }
+        if mask & M_WIN != 0 {
+            let v = b.get(at..at + 2).ok_or(Refused::Malformed)?;
+            h[t + 14..t + 16].copy_from_slice(v);
+            at += 2;
+        }
+        if mask & M_FLAGS != 0 {
+            h[t + 13] = *b.get(at).ok_or(Refused::Malformed)?;
+            at += 1;
+        }
+        if mask & M_TSVAL != 0 {
+            add_delta(&mut h, t + 24, b, &mut at)?;
+        }
+        if mask & M_TSECR != 0 {
+            add_delta(&mut h, t + 28, b, &mut at)?;
         }
         let sum = b.get(at..at + 2).ok_or(Refused::Malformed)?;
         h[l.ip + 16..l.ip + 18].copy_from_slice(sum);
@@ -564,6 +645,14 @@ impl Decompressor {
         }
         Ok((h, at))
     }
+}
+
+/// The 32-bit field at `at_h` in `h` plus the delta at `*at` in `b` (advanced past it).
+fn add_delta(h: &mut Headers, at_h: usize, b: &[u8], at: &mut usize) -> Result<(), Refused> {
+    let d = unzigzag(get_varint(b, at).ok_or(Refused::Malformed)?);
+    let v = be32(h, at_h).wrapping_add(d as u32);
+    h[at_h..at_h + 4].copy_from_slice(&v.to_be_bytes());
+    Ok(())
 }
 
 /// Drivers for the fuzz target `hc` (and its property test).

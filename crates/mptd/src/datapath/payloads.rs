@@ -15,7 +15,7 @@ pub(super) struct Payloads<'a> {
 }
 
 impl Payloads<'_> {
-    fn buffer(&mut self) -> Vec<u8> {
+    fn spare(&mut self) -> Vec<u8> {
         self.pool.pop().unwrap_or_else(|| vec![0u8; self.cap])
     }
 }
@@ -32,7 +32,7 @@ impl mpt_tunnel::Payloads<RxBuf> for Payloads<'_> {
 
     fn own(&mut self, packet: &[u8]) -> RxBuf {
         let prefix = self.prefix;
-        let mut buf = self.buffer();
+        let mut buf = self.spare();
         if buf.len() < prefix + packet.len() {
             buf.resize(prefix + packet.len(), 0);
         }
@@ -49,11 +49,33 @@ impl mpt_tunnel::Payloads<RxBuf> for Payloads<'_> {
     fn keep(&mut self, p: RxBuf, datagram: &[u8]) -> RxBuf {
         match p {
             RxBuf::Slice { start, end, .. } => {
-                let mut buf = self.buffer();
+                let mut buf = self.spare();
+                if buf.len() < end {
+                    buf.resize(end, 0);
+                }
                 buf[..end].copy_from_slice(&datagram[..end]);
                 RxBuf::Own { buf, start, end }
             }
             own @ RxBuf::Own { .. } => own,
+        }
+    }
+
+    fn buffer(&mut self) -> Vec<u8> {
+        self.spare()
+    }
+
+    /// Held where it lies (a rebuilt packet has the connection's prefix before it, room
+    /// enough for the virtio header).
+    fn adopt(&mut self, buf: Vec<u8>, packet: std::ops::Range<usize>) -> RxBuf {
+        if packet.start < self.prefix {
+            let p = mpt_tunnel::Payloads::own(self, &buf[packet]);
+            self.pool.push(buf);
+            return p;
+        }
+        RxBuf::Own {
+            buf,
+            start: packet.start,
+            end: packet.end,
         }
     }
 }

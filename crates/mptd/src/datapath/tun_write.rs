@@ -69,10 +69,11 @@ impl tun_rs::ExpandBuffer for TunBuf<'_> {
     }
 }
 
-/// The packets of `chunk` as [`TunBuf`]s, in order: the held ones in their own buffers, the
-/// others cut out of the receive slices (disjoint pieces: each datagram is in `chunk` once).
-/// `places` is scratch space.
+/// The packets of `chunk` as [`TunBuf`]s, in order, each with `prefix` bytes before it: the
+/// held ones in their own buffers, the others cut out of the receive slices (disjoint pieces:
+/// each datagram is in `chunk` once). `places` is scratch space.
 fn tun_bufs<'a>(
+    prefix: usize,
     chunk: &'a mut [RxBuf],
     slices: &'a mut [Vec<u8>],
     spares: &'a mut [Vec<u8>],
@@ -82,7 +83,7 @@ fn tun_bufs<'a>(
     let mut bufs: Vec<TunBuf<'a>> = Vec::with_capacity(chunk.len());
     for ((k, p), spare) in chunk.iter_mut().enumerate().zip(spares.iter_mut()) {
         let data: &'a mut [u8] = match p {
-            RxBuf::Own { buf, end, .. } => &mut buf[..*end],
+            RxBuf::Own { buf, start, end } => &mut buf[*start - prefix..*end],
             RxBuf::Slice { slice, at, end, .. } => {
                 places.push((*slice, *at, *end, k));
                 &mut [] // cut out of its slice below
@@ -139,8 +140,9 @@ impl TunWriter {
 
     /// Write the packets the resequencer released (`out`, emptied) to the TUN device in
     /// batches, coalesced by GRO into super-packets where the device takes them, from where
-    /// they lie (see [`TunBuf`]); every inner packet starts at the same offset (`prefix`),
-    /// after room for the virtio header. The buffers of held ones go back to `pool`.
+    /// they lie (see [`TunBuf`]); every inner packet has the same `prefix` before it, room for
+    /// the virtio header (a received one lies there in its slice, a held one there or further
+    /// into its buffer). The buffers of held ones go back to `pool`.
     pub async fn write(
         &mut self,
         t: &Tunnel,
@@ -152,8 +154,11 @@ impl TunWriter {
             return Ok(());
         }
         for chunk in out.chunks_mut(TUN_WRITE_BATCH) {
-            debug_assert!(chunk.iter().all(|p| p.start() == t.prefix));
-            let mut batch = tun_bufs(chunk, slices, &mut self.spares, &mut self.places);
+            debug_assert!(chunk.iter().all(|p| match p {
+                RxBuf::Slice { start, .. } => *start == t.prefix,
+                RxBuf::Own { start, .. } => *start >= t.prefix,
+            }));
+            let mut batch = tun_bufs(t.prefix, chunk, slices, &mut self.spares, &mut self.places);
             t.calls.tun_write_batches.fetch_add(1, Relaxed);
             if let Err(e) = t.tun[0]
                 .send_multiple(&mut self.gro, &mut batch, t.prefix)
