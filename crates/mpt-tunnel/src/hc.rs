@@ -124,22 +124,25 @@ impl<P> Released<P> {
             Held::Ready(p, r) => {
                 self.out.push(Out::Ready(p));
                 if let Some(r) = r {
-                    let gseq = r.gseq();
+                    self.release_awaiting(&r);
                     self.rx.store(*r);
-                    self.release_awaiting(gseq);
                 }
             }
-            Held::Packed { seq, body, room } => self.rebuild(Packed {
-                seq,
-                buf: body,
-                room,
-            }),
+            Held::Packed { seq, body, room } => self.rebuild(
+                Packed {
+                    seq,
+                    buf: body,
+                    room,
+                },
+                None,
+            ),
         }
     }
 
-    fn rebuild(&mut self, p: Packed) {
+    /// Rebuild `p` against its reference: `against`, or one the decompressor keeps.
+    fn rebuild(&mut self, p: Packed, against: Option<&Reference>) {
         let Packed { seq, mut buf, room } = p;
-        match self.rx.rebuild(seq, &buf[room..]) {
+        match self.rx.rebuild_against(against, seq, &buf[room..]) {
             Ok((headers, skip)) => {
                 // the headers go into the room before the payload
                 let start = room + skip - headers.len();
@@ -169,11 +172,13 @@ impl<P> Released<P> {
         }
     }
 
-    /// The reference of global sequence number `gseq` came: the packets that waited for it.
-    fn release_awaiting(&mut self, gseq: u32) {
+    /// Reference `r` came: the packets that waited for it, rebuilt against it (whether or not
+    /// the decompressor keeps it: one resent late may be older than all it keeps).
+    fn release_awaiting(&mut self, r: &Reference) {
         if self.awaiting.is_empty() {
             return;
         }
+        let gseq = r.gseq();
         let mut waited = std::mem::take(&mut self.awaiting);
         waited.retain_mut(|(_, want, p)| {
             if *want != gseq {
@@ -183,7 +188,7 @@ impl<P> Released<P> {
                 buf: std::mem::take(&mut p.buf),
                 ..*p
             };
-            self.rebuild(p);
+            self.rebuild(p, Some(r));
             false
         });
         waited.append(&mut self.awaiting);

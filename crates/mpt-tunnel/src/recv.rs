@@ -87,8 +87,9 @@ impl<P> Connection<P> {
 
     /// What the resequencer holds for `packet`, which arrived as `data`: a compressed body in
     /// a buffer of the connection's; a whole packet as `ready` makes it, with the reference it
-    /// makes for its flow when it is TCP that goes in order, in one datagram ([`crate::hc`];
-    /// a peer of version 5 makes references of packets in pieces too).
+    /// makes for its flow when it is TCP that goes in order, in one datagram, of
+    /// [`mpt_core::hc::COMPRESS_FROM`] bytes or more ([`crate::hc`]; a peer of version 5 makes
+    /// references of packets in pieces and short ones too).
     fn hold_as<Pl: Payloads<P>>(
         &mut self,
         data: &Incoming,
@@ -105,7 +106,7 @@ impl<P> Connection<P> {
         let refers = match self.wire_version {
             ..=4 => false,
             5 => !data.express,
-            _ => !data.express && !data.pieces,
+            _ => !data.express && !data.pieces && packet.len() >= mpt_core::hc::COMPRESS_FROM,
         };
         let reference = refers
             .then(|| Reference::of(data.meta.seq, packet))

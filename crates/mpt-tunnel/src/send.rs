@@ -19,8 +19,6 @@ use crate::{BatchOut, Connection, DropReason, Mode, Transmit};
 
 /// What [`Connection::compressed_headers`] counts for a compressed header.
 pub const COMPRESSED_HEADERS: usize = 20;
-/// The smallest packet sent with compressed headers.
-const COMPRESS_FROM: usize = 256;
 
 /// The paths a batch being numbered uses, one bit each: all of them (`used`: their fences
 /// hold until it has left), those with datagrams in the batch's own buffers (`inbuf`), and
@@ -164,7 +162,7 @@ impl<P> Connection<P> {
             // may share one in a bundle instead)
             let packed = mode == Mode::Bond
                 && self.compressing()
-                && inner >= COMPRESS_FROM
+                && inner >= mpt_core::hc::COMPRESS_FROM
                 && self.pack(&mut sizes[k], bufs[k].as_mut(), cap);
             inner = sizes[k];
             len = inner + overhead.datagram();
@@ -181,11 +179,13 @@ impl<P> Connection<P> {
             }
             // a TCP packet that goes in order in one datagram is its flow's reference (one in
             // pieces is not: were a piece lost, it could not be sent again whole)
-            if !packed && whole && self.compressing() && (mode == Mode::Bond || !self.peer_express)
-            {
-                let packet = &bufs[k].as_mut()[at..at + inner];
-                self.hc_tx.sent_whole(self.seq, packet);
-            }
+            let reference = !packed
+                && whole
+                && self.compressing()
+                && (mode == Mode::Bond || !self.peer_express)
+                && self
+                    .hc_tx
+                    .sent_whole(self.seq, &bufs[k].as_mut()[at..at + inner]);
             if !packed
                 && (mode == Mode::Bond || !whole || !keeps_short)
                 && self.bundle_packet(now, path, &bufs[k].as_mut()[at..at + inner], &mut b)
@@ -230,7 +230,9 @@ impl<P> Connection<P> {
             self.sched.on_sent(now, path, len + outer);
             self.counts.tx_packets += 1;
             self.counts.tx_bytes += whole_len as u64;
-            if self.keeps(i, now) {
+            // a reference is kept for resending on every path (a path keeps the rest once it
+            // lost something): the packets compressed against it are lost with it
+            if self.keeps(i, now) || reference {
                 let packet = &bufs[k].as_mut()[at..at + inner];
                 self.resend
                     .buffer
@@ -276,10 +278,11 @@ impl<P> Connection<P> {
         })
     }
 
-    /// Whether data goes with compressed headers: configured, and a session of version 6 (a
-    /// peer of version 5 makes references of packets in pieces too).
+    /// Whether data goes with compressed headers: configured, with resending (a reference
+    /// lost is sent again), in a session of version 6 (a peer of version 5 makes references of
+    /// packets in pieces too).
     pub(crate) fn compressing(&self) -> bool {
-        self.cfg.compress && self.wire_version >= 6
+        self.cfg.compress && self.resending() && self.wire_version >= 6
     }
 
     /// What a bulk TCP packet's IP and TCP headers take in a datagram while data goes with
@@ -656,14 +659,21 @@ impl<P> Connection<P> {
 
     /// Keep the whole packets of a data, bundle or continued datagram with `header` and plain
     /// `body` for resending (not a continuation or a head piece: a packet in pieces is kept
-    /// whole where it is cut, in [`Connection::bundle_packet`]).
+    /// whole where it is cut, in [`Connection::bundle_packet`]); on a path that lost nothing
+    /// lately, the flows' references among them only.
     pub(crate) fn keep_bundled(&mut self, now: Time, header: &HeaderRepr, body: &[u8]) {
-        if !self.keeps(header.path.index(), now) {
+        let all = self.keeps(header.path.index(), now);
+        if !all && !self.compressing() {
             return;
         }
         let path = header.path;
+        let hc = &self.hc_tx;
+        let buffer = &mut self.resend.buffer;
         crate::resend::whole_packets(header, body, |path_seq, seq, packet| {
-            self.resend.buffer.keep(path, path_seq, seq, now, packet)
+            // references on every path, as in [`Connection::number_batch`]
+            if all || hc.is_reference(seq, packet) {
+                buffer.keep(path, path_seq, seq, now, packet)
+            }
         });
     }
 

@@ -251,12 +251,25 @@ fn the_packets_after_a_lost_reference_wait_for_it_to_be_resent() {
         p.ep(Side::B).drop_counts()[DropReason::NoReference as usize],
         0
     );
-    // a reference that never comes: what waits for it is refused after AWAIT_FOR, not held
+    // a reference is kept for resending even on a path that lost nothing before (which keeps
+    // nothing else): its first loss is sent again
     let mut p = agreed_pair(36, sim::config(Side::A, 1, true));
     p.link(Side::A, 0).delay = ms(20);
-    // the first loss on a path is not resent
+    p.drop_next(Side::A, 0, 1);
+    let sent = bulk(&mut p, 0, 20, Duration::from_micros(500));
+    p.run(ms(1000));
+    assert_eq!(
+        p.ep(Side::B).drop_counts()[DropReason::NoReference as usize],
+        0
+    );
+    assert_eq!(p.node(Side::B).delivered.len(), sent.len());
+    // a reference that never comes (its resend lost too): what waits for it is refused after
+    // AWAIT_FOR, not held
+    let mut p = agreed_pair(36, sim::config(Side::A, 1, true));
+    p.link(Side::A, 0).delay = ms(20);
     p.drop_next(Side::A, 0, 1);
     bulk(&mut p, 0, 20, Duration::from_micros(500));
+    p.link(Side::A, 0).loss = 1.0;
     p.run(ms(1000));
     let refused = p.ep(Side::B).drop_counts()[DropReason::NoReference as usize];
     assert_eq!(refused, 9, "flow 0's packets after its lost reference");

@@ -19,6 +19,11 @@ use crate::wire::internet_checksum;
 
 /// First byte of a compressed body.
 pub const COMPRESSED_TCP: u8 = 0x20;
+/// The shortest packet that is compressed, or becomes a reference: shorter ones (a flow's
+/// acknowledgements, the tail of a burst) save little, and were each a reference, a flow's
+/// references would come so often that the receiver could keep too few of them to rebuild a
+/// packet resent a round trip later.
+pub const COMPRESS_FROM: usize = 256;
 /// Contexts each side keeps: a flow's is [`context_of`] its addresses and ports; a flow that
 /// falls in a busy one takes it over.
 pub const CONTEXTS: usize = 64;
@@ -246,7 +251,8 @@ pub struct Reference {
 
 impl Reference {
     /// The reference `p` makes when it goes whole in order as global sequence `gseq`, if it
-    /// is TCP the scheme compresses.
+    /// is TCP the scheme compresses (and, since protocol version 6, of [`COMPRESS_FROM`] bytes
+    /// or more: the caller checks).
     pub fn of(gseq: u32, p: &[u8]) -> Option<Reference> {
         let layout = layout(p)?;
         let mut headers = [0; MAX_HEADERS];
@@ -365,6 +371,9 @@ impl Compressor {
         room: usize,
         pad_to: usize,
     ) -> Option<(Headers, usize)> {
+        if p.len() < COMPRESS_FROM {
+            return None;
+        }
         let l = layout(p)?;
         let flow = flow_bytes(p, l);
         let ctx = match self.last {
@@ -404,16 +413,32 @@ impl Compressor {
 
     /// `p` went whole, in order (data or a bundle's entry, not express), as global sequence
     /// `gseq`: TCP the scheme compresses becomes its flow's reference (the receiver's
-    /// [`Decompressor::store`] does the same when it releases it).
-    pub fn sent_whole(&mut self, gseq: u32, p: &[u8]) {
+    /// [`Decompressor::store`] does the same when it releases it). Returns whether it did.
+    pub fn sent_whole(&mut self, gseq: u32, p: &[u8]) -> bool {
+        if p.len() < COMPRESS_FROM {
+            return false;
+        }
         match Reference::of(gseq, p) {
             Some(r) => {
                 self.counts.references += 1;
                 self.contexts.store(r);
+                true
             }
-            None if is_tcp(p) => self.counts.uncompressible += 1,
-            None => {}
+            None if is_tcp(p) => {
+                self.counts.uncompressible += 1;
+                false
+            }
+            None => false,
         }
+    }
+
+    /// Whether `p`, sent whole as global sequence `gseq`, is its flow's reference now.
+    pub fn is_reference(&self, gseq: u32, p: &[u8]) -> bool {
+        layout(p).is_some_and(|l| {
+            self.contexts.0[usize::from(context_of(p, l))]
+                .as_ref()
+                .is_some_and(|r| r.gseq == gseq)
+        })
     }
 }
 
@@ -553,26 +578,40 @@ impl Decompressor {
     }
 
     /// The global sequence number of the reference the compressed `body` (of global sequence
-    /// number `gseq`) names, when it is later than every reference its context keeps: it has
-    /// not come yet (it was lost, and may be resent). `None` for a malformed body, or one
-    /// whose reference is kept or was replaced.
+    /// number `gseq`) names, when it has not come yet (it was lost, and may be resent): its
+    /// context does not keep it, and it is later than the oldest kept (or the context has
+    /// room). `None` for a malformed body, or one whose reference is kept or was replaced.
     pub fn awaits(&self, gseq: u32, b: &[u8]) -> Option<u32> {
         let ctx = usize::from(*b.get(1)?);
         let mut at = 2;
         let distance = get_varint(b, &mut at)?;
         let want = gseq.wrapping_sub(distance);
-        let later = self
-            .contexts
-            .get(ctx)?
+        let kept = self.contexts.get(ctx)?;
+        let absent = kept.iter().flatten().all(|k| k.gseq != want);
+        // a reference is only ever put out for a later one, the oldest first: one later
+        // than the oldest kept (or any, while there is room) that is not kept has not come
+        let room = kept.iter().any(Option::is_none);
+        let after_oldest = kept
             .iter()
             .flatten()
-            .all(|k| (want.wrapping_sub(k.gseq) as i32) > 0);
-        (distance > 0 && later).then_some(want)
+            .any(|k| (want.wrapping_sub(k.gseq) as i32) > 0);
+        (distance > 0 && absent && (room || after_oldest)).then_some(want)
     }
 
     /// The headers of the compressed `body` of global sequence number `gseq`, rebuilt against
     /// its context's reference, and where its payload starts in it.
     pub fn rebuild(&self, gseq: u32, b: &[u8]) -> Result<(Headers, usize), Refused> {
+        self.rebuild_against(None, gseq, b)
+    }
+
+    /// As [`Decompressor::rebuild`], against `r` (a reference that came too late to be kept:
+    /// the packets that waited for it) if it is the one the body names.
+    pub fn rebuild_against(
+        &self,
+        r: Option<&Reference>,
+        gseq: u32,
+        b: &[u8],
+    ) -> Result<(Headers, usize), Refused> {
         if b.first() != Some(&COMPRESSED_TCP) {
             return Err(Refused::Malformed);
         }
@@ -582,14 +621,18 @@ impl Decompressor {
         let mask = *b.get(at).ok_or(Refused::Malformed)?;
         at += 1;
         let want = gseq.wrapping_sub(distance);
-        let c = self
-            .contexts
-            .get(ctx)
-            .ok_or(Refused::Malformed)?
-            .iter()
-            .flatten()
-            .find(|k| k.gseq == want && distance > 0)
-            .ok_or(Refused::NoReference)?;
+        let named = |k: &&Reference| k.gseq == want && usize::from(k.ctx) == ctx && distance > 0;
+        let c = match r {
+            Some(r) => Some(r).filter(named),
+            None => self
+                .contexts
+                .get(ctx)
+                .ok_or(Refused::Malformed)?
+                .iter()
+                .flatten()
+                .find(named),
+        }
+        .ok_or(Refused::NoReference)?;
         let l = c.layout;
         if mask & M_PAD != 0 {
             let n = *b.get(at).ok_or(Refused::Malformed)?;
@@ -659,11 +702,11 @@ fn add_delta(h: &mut Headers, at_h: usize, b: &[u8], at: &mut usize) -> Result<(
 pub mod fuzz {
     use super::*;
 
-    /// An IPv4 TCP packet with timestamps and 64 bytes of data, its IPv4 checksum right.
+    /// An IPv4 TCP packet with timestamps and 300 bytes of data, its IPv4 checksum right.
     fn seed() -> Vec<u8> {
-        let mut p = vec![0u8; 20 + 32 + 64];
+        let mut p = vec![0u8; 20 + 32 + 300];
         p[..20].copy_from_slice(&[
-            0x45, 0, 0, 116, 0, 1, 0x40, 0, 64, 6, 0, 0, 198, 18, 0, 1, 198, 19, 0, 1,
+            0x45, 0, 1, 96, 0, 1, 0x40, 0, 64, 6, 0, 0, 198, 18, 0, 1, 198, 19, 0, 1,
         ]);
         let sum = internet_checksum(0, &[&p[..20]]);
         p[10..12].copy_from_slice(&sum.to_be_bytes());

@@ -263,6 +263,17 @@ fn a_packet_whose_reference_was_lost_or_replaced_is_refused_not_rebuilt() {
         unpacked(&mut fresh, next as u32 + 1, &bodies[next + 1]).map(|_| ()),
         Err(Refused::NoReference)
     );
+    // the first reference lost, the second come: a packet of the first still waits for it
+    // (it may be resent), until KEPT_REFERENCES later ones put it out of reach
+    let mut gap = Decompressor::new();
+    unpacked(&mut gap, second as u32, &bodies[second]).expect("second reference");
+    assert_eq!(gap.awaits(5, &bodies[5]), Some(0));
+    for k in 1..KEPT_REFERENCES as u32 {
+        let mut whole = p.clone();
+        whole.seq = whole.seq.wrapping_add(k);
+        gap.store(Reference::of(second as u32 + k, &whole.bytes()).expect("tcp"));
+    }
+    assert_eq!(gap.awaits(5, &bodies[5]), None, "older than all kept");
 }
 
 #[test]
@@ -513,4 +524,26 @@ proptest! {
             let _ = unpacked(&mut d, i as u32 + 1, &b);
         }
     }
+}
+
+#[test]
+fn a_packet_shorter_than_compress_from_is_neither_compressed_nor_a_reference() {
+    let mut c = Compressor::new();
+    let mut short = bulk(false, true);
+    short.payload.truncate(COMPRESS_FROM - 52 - 1);
+    let mut long = bulk(false, true);
+    long.payload.truncate(COMPRESS_FROM - 52);
+    assert!(!c.sent_whole(0, &short.bytes()));
+    assert_eq!(
+        c.compress(1, &long.bytes(), usize::MAX, 0),
+        None,
+        "no reference"
+    );
+    assert!(c.sent_whole(1, &long.bytes()));
+    short.seq = short.seq.wrapping_add(1);
+    assert_eq!(c.compress(2, &short.bytes(), usize::MAX, 0), None);
+    long.seq = long.seq.wrapping_add(1);
+    assert!(c.compress(3, &long.bytes(), usize::MAX, 0).is_some());
+    assert_eq!(c.counts().references, 1);
+    assert_eq!(c.counts().uncompressible, 0);
 }
