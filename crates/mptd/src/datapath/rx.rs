@@ -162,14 +162,7 @@ fn run_timers(t: &Tunnel, now: Time, b: &mut RxBufs, outputs: &mut Outputs) {
         peer.apply_too_big(ep, now);
         ep.handle_timeout(now);
         let from = b.out.len();
-        let mut payloads = Payloads {
-            pool: &mut b.pool,
-            cap: b.cap,
-            prefix: t.prefix,
-            slice: 0,
-            at: 0,
-        };
-        ep.take_delivered(&mut payloads, &mut b.out);
+        b.take_delivered(t.prefix, ep);
         Tunnel::gather(ep, now, i, outputs);
         peer.note_deadline(ep);
         drop(guard);
@@ -339,14 +332,7 @@ fn receive_batch(
         if ep.poll_timeout() <= now {
             ep.handle_timeout(now);
         }
-        let mut payloads = Payloads {
-            pool: &mut b.pool,
-            cap: b.cap,
-            prefix: t.prefix,
-            slice: 0,
-            at: 0,
-        };
-        ep.take_delivered(&mut payloads, &mut b.out);
+        b.take_delivered(t.prefix, ep);
         Tunnel::gather(ep, t.clock.now(), i, outputs);
         // A gap waits for another path's datagrams, which sit in that path's socket: the turn
         // goes to the path the resequencer waits for, or the window overflows and gives up the
@@ -404,6 +390,20 @@ fn check_sources(t: &Tunnel, i: usize, from: usize, b: &mut RxBufs) {
         if let RxBuf::Own { buf, .. } = p {
             b.pool.push(buf);
         }
+    }
+}
+
+impl RxBufs {
+    /// What `ep`'s resequencer released outside a datagram's handling (timers), onto `out`.
+    fn take_delivered(&mut self, prefix: usize, ep: &mut mpt_tunnel::Connection<RxBuf>) {
+        let mut payloads = Payloads {
+            pool: &mut self.pool,
+            cap: self.cap,
+            prefix,
+            slice: 0,
+            at: 0,
+        };
+        ep.take_delivered(&mut payloads, &mut self.out);
     }
 }
 
