@@ -1,0 +1,288 @@
+//! The format of compressed headers (`docs/protocol.md`, "Compressed headers"): which packets
+//! compress and where their fields lie, a flow's context, and how a compressed header is
+//! written and its fields read back. The state of each side is in the parent module.
+
+use super::{Refused, COMPRESSED_TCP, CONTEXTS, MAX_HEADERS};
+use crate::wire::internet_checksum;
+
+/// Where a compressible packet's fields lie.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Layout {
+    /// IP header length (20 for IPv4, 40 for IPv6).
+    pub(super) ip: usize,
+    /// TCP header length (20, or 32 with only the timestamp option as NOP NOP TS).
+    pub(super) tcp: usize,
+}
+
+impl Layout {
+    pub(super) fn headers(self) -> usize {
+        self.ip + self.tcp
+    }
+    pub(super) fn v6(self) -> bool {
+        self.ip == 40
+    }
+    pub(super) fn timestamps(self) -> bool {
+        self.tcp == 32
+    }
+}
+
+pub(super) fn be16(b: &[u8], at: usize) -> u16 {
+    u16::from_be_bytes([b[at], b[at + 1]])
+}
+pub(super) fn be32(b: &[u8], at: usize) -> u32 {
+    u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+pub(super) fn be64(b: &[u8], at: usize) -> u64 {
+    let mut x = [0; 8];
+    x.copy_from_slice(&b[at..at + 8]);
+    u64::from_be_bytes(x)
+}
+
+/// The layout of `p` if it is a TCP packet this scheme compresses: IPv4 with a 20-byte header
+/// whose checksum is right, not a fragment, or IPv6 with TCP as its next header; its length
+/// field equal to its length; TCP without options or with only timestamps (NOP NOP TS), no
+/// urgent data.
+pub(super) fn layout(p: &[u8]) -> Option<Layout> {
+    let ip = match p.first()? >> 4 {
+        4 => {
+            let ok = p.len() >= 40
+                && p[0] == 0x45
+                && p[9] == 6
+                && usize::from(be16(p, 2)) == p.len()
+                && be16(p, 6) & 0x3fff == 0
+                && internet_checksum(0, &[&p[..20]]) == 0;
+            ok.then_some(20)?
+        }
+        6 => {
+            let ok = p.len() >= 60 && p[6] == 6 && usize::from(be16(p, 4)) + 40 == p.len();
+            ok.then_some(40)?
+        }
+        _ => return None,
+    };
+    let t = &p[ip..];
+    let tcp = usize::from(t[12] >> 4) * 4;
+    let urgent = t[13] & 0x20 != 0 || be16(t, 18) != 0;
+    let options_ok = match tcp {
+        20 => true,
+        32 => t.len() >= 32 && t[20..24] == [1, 1, 8, 10],
+        _ => false,
+    };
+    (options_ok && !urgent && t.len() >= tcp).then_some(Layout { ip, tcp })
+}
+
+/// Whether `p` is a TCP packet (IPv4 protocol or IPv6 next header 6).
+pub(super) fn is_tcp(p: &[u8]) -> bool {
+    match p.first().map(|b| b >> 4) {
+        Some(4) => p.get(9) == Some(&6),
+        Some(6) => p.get(6) == Some(&6),
+        _ => false,
+    }
+}
+
+/// A flow's context: FNV-1a (32 bits) over the source and destination addresses and ports of
+/// `p` (layout `l`), as they lie in the packet, modulo [`CONTEXTS`].
+pub(super) fn context_of(p: &[u8], l: Layout) -> u8 {
+    let addrs = if l.v6() { &p[8..40] } else { &p[12..20] };
+    let mut h: u32 = 0x811c_9dc5;
+    for &b in addrs.iter().chain(&p[l.ip..l.ip + 4]) {
+        h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
+    }
+    (h as usize % CONTEXTS) as u8
+}
+
+/// Whether `p`'s fields that a compressed packet does not carry equal `r`'s (both of layout
+/// `l`): everything but the IP length, identification and checksum, and the TCP sequence,
+/// acknowledgement, flags, window, checksum and timestamps. So `p` is of `r`'s flow.
+pub(super) fn same_static(p: &[u8], r: &[u8], l: Layout) -> bool {
+    let ip_same = if l.v6() {
+        be32(p, 0) == be32(r, 0)
+            && be16(p, 6) == be16(r, 6)
+            && be64(p, 8) == be64(r, 8)
+            && be64(p, 16) == be64(r, 16)
+            && be64(p, 24) == be64(r, 24)
+            && be64(p, 32) == be64(r, 32)
+    } else {
+        be16(p, 0) == be16(r, 0) && be32(p, 6) == be32(r, 6) && be64(p, 12) == be64(r, 12)
+    };
+    let (t, u) = (&p[l.ip..], &r[l.ip..]);
+    ip_same && be32(t, 0) == be32(u, 0) && t[12] == u[12] && be16(t, 18) == be16(u, 18)
+}
+
+/// Headers a side writes: a compressed header, or the IP and TCP headers rebuilt from one (at
+/// most [`MAX_HEADERS`] bytes, on the stack).
+#[derive(Clone, Copy)]
+pub struct Headers {
+    pub(super) bytes: [u8; MAX_HEADERS],
+    pub(super) len: usize,
+}
+
+impl Headers {
+    pub(super) fn new() -> Headers {
+        Headers {
+            bytes: [0; MAX_HEADERS],
+            len: 0,
+        }
+    }
+
+    pub(super) fn of(b: &[u8]) -> Headers {
+        let mut h = Headers::new();
+        h.extend_from_slice(b);
+        h
+    }
+
+    pub(super) fn push(&mut self, b: u8) {
+        self.bytes[self.len] = b;
+        self.len += 1;
+    }
+
+    pub(super) fn extend_from_slice(&mut self, b: &[u8]) {
+        self.bytes[self.len..self.len + b.len()].copy_from_slice(b);
+        self.len += b.len();
+    }
+}
+
+impl std::ops::Deref for Headers {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+impl std::ops::DerefMut for Headers {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        &mut self.bytes[..self.len]
+    }
+}
+
+impl std::fmt::Debug for Headers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl PartialEq for Headers {
+    fn eq(&self, other: &Headers) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for Headers {}
+
+/// LEB128 of `v` (at most 5 bytes) onto `out`.
+pub(super) fn put_varint(out: &mut Headers, mut v: u32) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// A LEB128 value from `b` at `*at` (advanced), at most 5 bytes.
+pub(super) fn get_varint(b: &[u8], at: &mut usize) -> Option<u32> {
+    let mut v: u32 = 0;
+    for i in 0..5 {
+        let byte = *b.get(*at)?;
+        *at += 1;
+        v |= u32::from(byte & 0x7f).checked_shl(7 * i)?;
+        if byte & 0x80 == 0 {
+            return Some(v);
+        }
+    }
+    None
+}
+
+// the mask byte: which fields follow, in this order
+pub(super) const M_ID: u8 = 0x01;
+pub(super) const M_SEQ: u8 = 0x02;
+pub(super) const M_ACK: u8 = 0x04;
+pub(super) const M_WIN: u8 = 0x08;
+pub(super) const M_FLAGS: u8 = 0x10;
+pub(super) const M_TSVAL: u8 = 0x20;
+pub(super) const M_TSECR: u8 = 0x40;
+/// Padding follows the mask: a byte `n`, then `n` zeros.
+pub(super) const M_PAD: u8 = 0x80;
+
+/// The compressed header of `p` (layout `l`) against reference headers `r`, `distance` global
+/// sequence numbers after it, in context `ctx`.
+pub(super) fn encode(p: &[u8], l: Layout, r: &[u8], distance: u32, ctx: u8) -> Headers {
+    let mut h = Headers::new();
+    h.extend_from_slice(&[COMPRESSED_TCP, ctx]);
+    put_varint(&mut h, distance);
+    let mask_at = h.len();
+    h.push(0);
+    let mut mask = 0;
+    let (t, u) = (&p[l.ip..], &r[l.ip..]);
+    if !l.v6() && be16(p, 4) != be16(r, 4) {
+        mask |= M_ID;
+        let d = be16(p, 4).wrapping_sub(be16(r, 4)) as i16;
+        put_varint(&mut h, zigzag(i32::from(d)));
+    }
+    // the TCP fields, in the mask's order: sequence and acknowledgement numbers (deltas),
+    // window and flags (values), timestamps (deltas)
+    mask |= put_delta(&mut h, M_SEQ, t, u, 4);
+    mask |= put_delta(&mut h, M_ACK, t, u, 8);
+    if be16(t, 14) != be16(u, 14) {
+        mask |= M_WIN;
+        h.extend_from_slice(&t[14..16]);
+    }
+    if t[13] != u[13] {
+        mask |= M_FLAGS;
+        h.push(t[13]);
+    }
+    if l.timestamps() {
+        mask |= put_delta(&mut h, M_TSVAL, t, u, 24);
+        mask |= put_delta(&mut h, M_TSECR, t, u, 28);
+    }
+    h[mask_at] = mask;
+    h.extend_from_slice(&t[16..18]);
+    h
+}
+
+/// The delta of the 32-bit field at `at` in `t` from `u`'s onto `h`, if not 0: `bit`, or 0.
+#[inline(always)]
+pub(super) fn put_delta(h: &mut Headers, bit: u8, t: &[u8], u: &[u8], at: usize) -> u8 {
+    let d = be32(t, at).wrapping_sub(be32(u, at));
+    if d == 0 {
+        return 0;
+    }
+    put_varint(h, zigzag(d as i32));
+    bit
+}
+
+/// A signed delta as an unsigned one, small either way (ZigZag: 0, -1, 1, -2... as 0, 1, 2, 3...):
+/// a retransmission behind its reference costs as little as a segment ahead of it.
+pub(super) fn zigzag(d: i32) -> u32 {
+    ((d << 1) ^ (d >> 31)) as u32
+}
+
+pub(super) fn unzigzag(v: u32) -> i32 {
+    ((v >> 1) as i32) ^ -((v & 1) as i32)
+}
+
+/// Pad the compressed header `h` to `len` bytes (more than it has, at most [`MAX_HEADERS`]):
+/// [`M_PAD`] in its mask, and the padding after the mask.
+pub(super) fn pad(h: &mut Headers, len: usize) {
+    let mut at = 2;
+    if get_varint(h, &mut at).is_none() || at >= h.len() {
+        return;
+    }
+    h[at] |= M_PAD;
+    let (old, extra) = (h.len(), len - h.len());
+    h.len = len;
+    h.bytes.copy_within(at + 1..old, at + 1 + extra);
+    h.bytes[at + 1] = (extra - 1) as u8;
+    h.bytes[at + 2..at + 1 + extra].fill(0);
+}
+
+/// The 32-bit field at `at_h` in `h` plus the delta at `*at` in `b` (advanced past it).
+pub(super) fn add_delta(
+    h: &mut Headers,
+    at_h: usize,
+    b: &[u8],
+    at: &mut usize,
+) -> Result<(), Refused> {
+    let d = unzigzag(get_varint(b, at).ok_or(Refused::Malformed)?);
+    let v = be32(h, at_h).wrapping_add(d as u32);
+    h[at_h..at_h + 4].copy_from_slice(&v.to_be_bytes());
+    Ok(())
+}
