@@ -74,6 +74,15 @@ fn bulk(p: &mut Pair, from: u32, count: u32, every: Duration) -> Vec<Vec<u8>> {
     sent
 }
 
+/// The packets B delivered, in order.
+fn delivered(p: &Pair) -> Vec<Vec<u8>> {
+    p.node(Side::B)
+        .delivered
+        .iter()
+        .map(|(_, d)| d.clone())
+        .collect()
+}
+
 fn agreed_pair(seed: u64, a: mpt_tunnel::ConnectionConfig) -> Pair {
     let b = sim::config(Side::B, a.paths.len(), true);
     let mut p = Pair::with(sim::seed(seed), a, b);
@@ -173,12 +182,7 @@ fn with_compression_off_or_in_a_session_of_the_version_before_tcp_goes_whole() {
     let sent = bulk(&mut p, 0, 100, ms(1));
     p.run(ms(100));
     assert_eq!(p.ep(Side::A).compression_counts().compressed, 0);
-    let got: Vec<Vec<u8>> = p
-        .node(Side::B)
-        .delivered
-        .iter()
-        .map(|(_, d)| d.clone())
-        .collect();
+    let got = delivered(&p);
     assert_eq!(got, sent);
 
     // a session made in the version before (A's first two initiations lost): whole, until a
@@ -195,12 +199,7 @@ fn with_compression_off_or_in_a_session_of_the_version_before_tcp_goes_whole() {
     sent.extend(bulk(&mut p, 100, 100, ms(1)));
     p.run(ms(100));
     assert!(p.ep(Side::A).compression_counts().compressed > 90);
-    let got: Vec<Vec<u8>> = p
-        .node(Side::B)
-        .delivered
-        .iter()
-        .map(|(_, d)| d.clone())
-        .collect();
+    let got = delivered(&p);
     assert_eq!(got, sent);
 }
 
@@ -231,11 +230,8 @@ fn the_packets_after_a_lost_reference_wait_for_it_to_be_resent() {
     let (_, _, k) = start(None);
     let (mut p, sent, _) = start(Some(k));
     p.run(ms(300));
-    let got: Vec<Vec<u8>> = p
-        .node(Side::B)
-        .delivered
-        .iter()
-        .map(|(_, d)| d.clone())
+    let got: Vec<Vec<u8>> = delivered(&p)
+        .into_iter()
         .filter(|d| d.len() > 100)
         .collect();
     let late = got
