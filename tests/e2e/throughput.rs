@@ -317,11 +317,13 @@ fn a_multi_queue_tun_carries_several_flows() {
     let rx = lab.status(Side::B).expect("status");
     let tx = lab.status(Side::A).expect("status");
     eprintln!(
-        "RESULT multi-queue TUN (2 queues, 1 path, 4 TCP streams): {:.2} Gbit/s, {} retransmits, A read {} packets in {} TUN reads, B delivered {}, {} late",
+        "RESULT multi-queue TUN (2 queues, 1 path, 4 TCP streams): {:.2} Gbit/s, {} retransmits, A read {} packets in {} TUN reads ({} sent with compressed headers, {} whole as references), B delivered {}, {} late",
         iperf3_bps(&v) / 1e9,
         v["end"]["sum_sent"]["retransmits"],
         tx.tunnel.tx_packets,
         tx.tunnel.calls.tun_reads,
+        tx.tunnel.tcp_compressed,
+        tx.tunnel.tcp_references,
         rx.tunnel.delivered,
         rx.tunnel.reseq.late
     );

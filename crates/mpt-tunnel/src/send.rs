@@ -294,6 +294,19 @@ impl<P> Connection<P> {
         self.compressing().then_some(COMPRESSED_HEADERS)
     }
 
+    /// Per context, the flow ([`mpt_core::hc::flow_hash`]) whose next packets may be
+    /// compressed against a reference ([`mpt_core::hc::Compressor::ready`]; all 0 while data
+    /// goes whole). A driver that cuts TCP segments for [`Connection::compressed_headers`]
+    /// cuts the first of a burst of any other flow to fit a datagram whole, as it would
+    /// without compression: it goes whole, and becomes its flow's reference.
+    pub fn compress_ready(&self, out: &mut [u32; mpt_core::hc::CONTEXTS]) {
+        if self.compressing() {
+            self.hc_tx.ready(self.seq, out);
+        } else {
+            out.fill(0);
+        }
+    }
+
     /// Compress the inner packet of `*size` bytes in `buf` (at [`Connection::prefix`]) in
     /// place, as the next global sequence number's, if it is TCP whose flow has a reference
     /// ([`mpt_core::hc::Compressor::compress`]) and the result is at most `cap` bytes: a

@@ -79,15 +79,33 @@ pub(super) fn is_tcp(p: &[u8]) -> bool {
     }
 }
 
-/// A flow's context: FNV-1a (32 bits) over the source and destination addresses and ports of
-/// `p` (layout `l`), as they lie in the packet, modulo [`CONTEXTS`].
+/// A flow's context: its [`flow_hash`] modulo [`CONTEXTS`].
 pub(super) fn context_of(p: &[u8], l: Layout) -> u8 {
-    let addrs = if l.v6() { &p[8..40] } else { &p[12..20] };
+    (hash_of(p, l.ip) as usize % CONTEXTS) as u8
+}
+
+/// FNV-1a (32 bits) over the source and destination addresses and ports of `p`, whose IP
+/// header is `ip` bytes, as they lie in the packet.
+pub(super) fn hash_of(p: &[u8], ip: usize) -> u32 {
+    let addrs = if ip == 40 { &p[8..40] } else { &p[12..20] };
     let mut h: u32 = 0x811c_9dc5;
-    for &b in addrs.iter().chain(&p[l.ip..l.ip + 4]) {
+    for &b in addrs.iter().chain(&p[ip..ip + 4]) {
         h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
     }
-    (h as usize % CONTEXTS) as u8
+    h
+}
+
+/// The hash that picks the context of the TCP flow `p` is of (FNV-1a over its addresses and
+/// ports, [`CONTEXTS`] times the context number apart), from its IP header alone: IPv4 of 20
+/// bytes or IPv6, with TCP next. It takes a super-packet's headers too, whose lengths and
+/// checksums its segments' rewrite. `None` for anything else.
+pub fn flow_hash(p: &[u8]) -> Option<u32> {
+    let ip = match p.first()? >> 4 {
+        4 => (p[0] == 0x45 && p.get(9) == Some(&6)).then_some(20)?,
+        6 => (p.get(6) == Some(&6)).then_some(40)?,
+        _ => return None,
+    };
+    (p.len() >= ip + 4).then(|| hash_of(p, ip))
 }
 
 /// Whether `p`'s fields that a compressed packet does not carry equal `r`'s (both of layout

@@ -18,8 +18,8 @@
 mod format;
 
 use crate::wire::internet_checksum;
-pub use format::Headers;
 use format::*;
+pub use format::{flow_hash, Headers};
 
 /// First byte of a compressed body.
 pub const COMPRESSED_TCP: u8 = 0x20;
@@ -49,6 +49,8 @@ pub const MAX_COMPRESSED: usize = 38;
 pub struct Reference {
     /// Its flow's context.
     ctx: u8,
+    /// Its flow's [`flow_hash`].
+    flow: u32,
     layout: Layout,
     headers: [u8; MAX_HEADERS],
     gseq: u32,
@@ -64,8 +66,10 @@ impl Reference {
         let layout = layout(p)?;
         let mut headers = [0; MAX_HEADERS];
         headers[..layout.headers()].copy_from_slice(&p[..layout.headers()]);
+        let flow = hash_of(p, layout.ip);
         Some(Reference {
-            ctx: context_of(p, layout),
+            ctx: (flow as usize % CONTEXTS) as u8,
+            flow,
             layout,
             headers,
             gseq,
@@ -236,6 +240,21 @@ impl Compressor {
                 false
             }
             None => false,
+        }
+    }
+
+    /// Per context, the [`flow_hash`] of the flow whose packets numbered from global sequence
+    /// `next` on may be compressed against the context's reference (0: none may). Its
+    /// reference is not due again ([`REFRESH_EVERY`]), and is less than half of
+    /// [`MAX_DISTANCE`] behind. A driver that cuts TCP segments for compressed headers cuts a
+    /// burst's first segment to go whole instead, for a flow not named here: that segment
+    /// becomes its reference, and the segments after it compress against it.
+    pub fn ready(&self, next: u32, out: &mut [u32; CONTEXTS]) {
+        for (o, c) in out.iter_mut().zip(&self.contexts.0) {
+            *o = c
+                .as_ref()
+                .filter(|r| r.uses < REFRESH_EVERY && next.wrapping_sub(r.gseq) <= MAX_DISTANCE / 2)
+                .map_or(0, |r| r.flow);
         }
     }
 

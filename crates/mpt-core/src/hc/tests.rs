@@ -372,3 +372,42 @@ fn a_packet_shorter_than_compress_from_is_neither_compressed_nor_a_reference() {
     assert_eq!(c.counts().references, 1);
     assert_eq!(c.counts().uncompressible, 0);
 }
+
+#[test]
+fn a_flow_is_ready_while_its_reference_may_be_compressed_against() {
+    for v6 in [false, true] {
+        let mut c = Compressor::new();
+        let mut p = bulk(v6, true);
+        let bytes = p.bytes();
+        let flow = flow_hash(&bytes).expect("TCP");
+        let ctx = flow as usize % CONTEXTS;
+        // a super-packet's headers (length and checksum not its segments') hash the same
+        let mut superpacket = bytes.clone();
+        superpacket[2..6].fill(0xff);
+        assert_eq!(flow_hash(&superpacket), Some(flow));
+        let mut ready = [7; CONTEXTS];
+        c.ready(0, &mut ready);
+        assert_eq!(ready, [0; CONTEXTS], "no reference yet");
+        // room for it whole, so that it goes whole once its reference is due
+        let room = bytes.len();
+        assert!(c.sent_whole(0, &bytes));
+        for gseq in 1..=REFRESH_EVERY {
+            c.ready(gseq, &mut ready);
+            assert_eq!(ready[ctx], flow, "{gseq}");
+            assert_eq!(ready.iter().filter(|&&f| f != 0).count(), 1);
+            p.seq = p.seq.wrapping_add(1380);
+            assert!(c.compress(gseq, &p.bytes(), room, 0).is_some(), "{gseq}");
+        }
+        c.ready(REFRESH_EVERY + 1, &mut ready);
+        assert_eq!(ready[ctx], 0, "due again");
+        // a reference far behind is no longer ready either
+        let mut far = Compressor::new();
+        far.sent_whole(0, &bytes);
+        far.ready(MAX_DISTANCE / 2, &mut ready);
+        assert_eq!(ready[ctx], flow);
+        far.ready(MAX_DISTANCE / 2 + 1, &mut ready);
+        assert_eq!(ready[ctx], 0);
+    }
+    assert_eq!(flow_hash(&[0x45; 40]), None, "not TCP");
+    assert_eq!(flow_hash(&[0x46; 60]), None, "IPv4 options");
+}

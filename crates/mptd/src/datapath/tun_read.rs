@@ -6,7 +6,9 @@
 //! router that segments for it.
 
 use std::io;
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
+
+use mpt_core::hc::{flow_hash, CONTEXTS};
 
 use tun_rs::{
     VirtioNetHdr, VIRTIO_NET_HDR_GSO_TCPV4, VIRTIO_NET_HDR_GSO_TCPV6, VIRTIO_NET_HDR_LEN,
@@ -17,12 +19,14 @@ const GSO_ECN: u8 = 0x80;
 const NEEDS_CSUM: u8 = 1;
 
 /// What TCP segments are cut to fit: the largest inner packet a path's datagram carries
-/// whole, and what a TCP segment's headers take there when the connection compresses them
-/// (0: it does not).
+/// whole, what a TCP segment's headers take there when the connection compresses them (0: it
+/// does not), and which flows have a reference their segments compress against.
 #[derive(Debug)]
 pub struct Fit {
     whole: AtomicUsize,
     compressed: AtomicUsize,
+    /// Per context, the flow whose segments compress (`Connection::compress_ready`).
+    ready: [AtomicU32; CONTEXTS],
 }
 
 impl Default for Fit {
@@ -30,6 +34,7 @@ impl Default for Fit {
         Fit {
             whole: AtomicUsize::new(usize::MAX),
             compressed: AtomicUsize::new(0),
+            ready: std::array::from_fn(|_| AtomicU32::new(0)),
         }
     }
 }
@@ -40,10 +45,27 @@ impl Fit {
         self.compressed.store(compressed.unwrap_or(0), Relaxed);
     }
 
-    /// As [`split`] takes it.
-    pub fn get(&self) -> (usize, Option<usize>) {
-        let c = self.compressed.load(Relaxed);
-        (self.whole.load(Relaxed), (c > 0).then_some(c))
+    /// The flows whose segments compress now, per context.
+    pub fn set_ready(&self, ready: &[u32; CONTEXTS]) {
+        for (r, &flow) in self.ready.iter().zip(ready) {
+            if r.load(Relaxed) != flow {
+                r.store(flow, Relaxed);
+            }
+        }
+    }
+
+    fn max_packet(&self) -> usize {
+        self.whole.load(Relaxed)
+    }
+
+    fn compressed(&self) -> Option<usize> {
+        Some(self.compressed.load(Relaxed)).filter(|&c| c > 0)
+    }
+
+    /// Whether the TCP flow whose headers `p` starts with has a reference its segments
+    /// compress against.
+    fn ready(&self, p: &[u8]) -> bool {
+        flow_hash(p).is_some_and(|h| h != 0 && self.ready[h as usize % CONTEXTS].load(Relaxed) == h)
     }
 }
 
@@ -59,17 +81,20 @@ pub fn max_segments() -> usize {
 
 /// Split `raw` (the virtio-net header and the packet or super-packet after it, as read) into
 /// packets at `offset` in `bufs`, their lengths in `sizes`; returns how many. TCP segments are
-/// cut to take at most `max_packet` bytes in a datagram when the kernel's are longer and at
-/// least [`MIN_SEGMENT`] bytes of payload are left: their headers count as `compressed` bytes
-/// where the connection compresses them (IPv4 without options or IPv6 without extension
-/// headers, TCP without options or with timestamps only), as they are otherwise.
+/// cut to take at most `fit`'s largest packet in a datagram when the kernel's are longer and
+/// at least [`MIN_SEGMENT`] bytes of payload are left: their headers count as what they take
+/// compressed where the connection compresses them (IPv4 without options or IPv6 without
+/// extension headers, TCP without options or with timestamps only), as they are otherwise.
+/// The first segment of a flow that has no reference to compress against is cut to go whole:
+/// it becomes the reference of the segments after it.
 pub fn split<B: AsRef<[u8]> + AsMut<[u8]>>(
     raw: &mut [u8],
     bufs: &mut [B],
     sizes: &mut [usize],
     offset: usize,
-    (max_packet, compressed): (usize, Option<usize>),
+    fit: &Fit,
 ) -> io::Result<usize> {
+    let (max_packet, compressed) = (fit.max_packet(), fit.compressed());
     if raw.len() <= VIRTIO_NET_HDR_LEN {
         return Err(io::Error::other(format!(
             "a read of {} bytes, no longer than the virtio-net header",
@@ -114,6 +139,8 @@ pub fn split<B: AsRef<[u8]> + AsMut<[u8]>>(
         }
     };
     let csum_start = usize::from(hdr.csum_start);
+    // the payload of a first segment cut to go whole, if it is
+    let mut first_whole = None;
     // the header lengths from the headers themselves (the kernel's hdr_len may be the whole
     // first segment on the forwarding path)
     let hdr_len = match hdr.gso_type & !GSO_ECN {
@@ -124,9 +151,14 @@ pub fn split<B: AsRef<[u8]> + AsMut<[u8]>>(
                 .filter(|t| (20..=60).contains(t))
                 .ok_or_else(|| io::Error::other("a TCP super-packet without a valid TCP header"))?;
             let hdr_len = csum_start + th;
-            let fit = max_packet.saturating_sub(header_cost(input, csum_start, th, compressed));
-            if fit >= MIN_SEGMENT && fit < usize::from(hdr.gso_size) {
-                hdr.gso_size = fit as u16;
+            let cost = header_cost(input, csum_start, th, compressed);
+            let fit_size = max_packet.saturating_sub(cost);
+            if fit_size >= MIN_SEGMENT && fit_size < usize::from(hdr.gso_size) {
+                hdr.gso_size = fit_size as u16;
+                let whole = max_packet.saturating_sub(hdr_len);
+                if cost < hdr_len && whole >= MIN_SEGMENT && !fit.ready(input) {
+                    first_whole = Some(whole);
+                }
             }
             hdr_len
         }
@@ -136,7 +168,64 @@ pub fn split<B: AsRef<[u8]> + AsMut<[u8]>>(
         return Err(io::Error::other("a super-packet shorter than its headers"));
     }
     hdr.hdr_len = u16::try_from(hdr_len).map_err(io::Error::other)?;
-    tun_rs::gso_split(input, hdr, bufs, sizes, offset, is_v6)
+    match first_whole {
+        Some(first) if len - hdr_len > first => {
+            split_first_whole(input, hdr, first, bufs, sizes, offset, is_v6)
+        }
+        // all of it fits in one segment that goes whole
+        Some(first) => {
+            hdr.gso_size = first as u16;
+            tun_rs::gso_split(input, hdr, bufs, sizes, offset, is_v6)
+        }
+        None => tun_rs::gso_split(input, hdr, bufs, sizes, offset, is_v6),
+    }
+}
+
+const TCP_CWR: u8 = 0x80;
+const TCP_PSH: u8 = 0x08;
+const TCP_FIN: u8 = 0x01;
+
+/// Split the TCP super-packet `input` (virtio-net header `hdr`, its `hdr_len` checked) into a
+/// first segment of `first` bytes of payload, then segments of `hdr.gso_size`: each part as a
+/// super-packet of its own, the second's headers moved up to where its payload starts, its
+/// sequence number (and IPv4 identification) where the kernel's segments would have them.
+/// The flags that belong to the last segment (FIN, PSH) stay off the first, and the one that
+/// belongs to the first (CWR) off the rest.
+fn split_first_whole<B: AsRef<[u8]> + AsMut<[u8]>>(
+    input: &mut [u8],
+    hdr: VirtioNetHdr,
+    first: usize,
+    bufs: &mut [B],
+    sizes: &mut [usize],
+    offset: usize,
+    is_v6: bool,
+) -> io::Result<usize> {
+    let (hdr_len, tcp) = (usize::from(hdr.hdr_len), usize::from(hdr.csum_start));
+    let flags = input[tcp + 13];
+    input[tcp + 13] = flags & !(TCP_FIN | TCP_PSH);
+    let head = VirtioNetHdr {
+        gso_size: first as u16,
+        ..hdr
+    };
+    let n = tun_rs::gso_split(
+        &mut input[..hdr_len + first],
+        head,
+        bufs,
+        sizes,
+        offset,
+        is_v6,
+    )?;
+    input.copy_within(..hdr_len, first);
+    let rest = &mut input[first..];
+    rest[tcp + 13] = flags & !TCP_CWR;
+    let seq = u32::from_be_bytes([rest[tcp + 4], rest[tcp + 5], rest[tcp + 6], rest[tcp + 7]]);
+    rest[tcp + 4..tcp + 8].copy_from_slice(&seq.wrapping_add(first as u32).to_be_bytes());
+    if !is_v6 {
+        let id = u16::from_be_bytes([rest[4], rest[5]]).wrapping_add(n as u16);
+        rest[4..6].copy_from_slice(&id.to_be_bytes());
+    }
+    let more = tun_rs::gso_split(rest, hdr, &mut bufs[n..], &mut sizes[n..], offset, is_v6)?;
+    Ok(n + more)
 }
 
 /// A plain TCP packet longer than `max_packet` that cutting would bring under it (at least
@@ -240,7 +329,18 @@ mod tests {
         run_compressed(raw, (max_packet, None))
     }
 
-    fn run_compressed(raw: &mut [u8], fit: (usize, Option<usize>)) -> Vec<usize> {
+    /// A fit of packets of `max_packet` bytes, TCP headers taking `compressed`, no flow ready.
+    fn fit((max_packet, compressed): (usize, Option<usize>)) -> Fit {
+        let f = Fit::default();
+        f.set(max_packet, compressed);
+        f
+    }
+
+    fn run_compressed(raw: &mut [u8], cut: (usize, Option<usize>)) -> Vec<usize> {
+        run_fit(raw, &fit(cut))
+    }
+
+    fn run_fit(raw: &mut [u8], fit: &Fit) -> Vec<usize> {
         let mut bufs = vec![vec![0u8; 24 + 1500]; 80];
         let mut sizes = vec![0usize; 80];
         let n = split(raw, &mut bufs, &mut sizes, 24, fit).expect("split");
@@ -256,28 +356,21 @@ mod tests {
         // never below the floor: a path that small gets the kernel's segments in pieces
         assert_eq!(run(&mut super_packet(4000, 1448), 900), [1488, 1488, 1144]);
         // headers the connection compresses count as what they take compressed (20 bytes):
-        // 1412 bytes of payload in 1432
+        // 1412 bytes of payload in 1432, after a first segment that goes whole (the flow has
+        // no reference yet)
         assert_eq!(
             run_compressed(&mut super_packet(4000, 1448), (1432, Some(20))),
-            [1452, 1452, 1216]
+            [1432, 1452, 1236]
         );
     }
 
-    #[test]
-    fn one_tcp_segment_too_long_for_the_paths_is_cut_with_valid_checksums() {
-        // a single 1448-byte segment, its checksums complete, as a retransmission comes
-        let mut raw = super_packet(1448, 1448);
-        let mut plain = VirtioNetHdr::decode(&raw).expect("header");
-        plain.gso_type = GSO_NONE;
-        plain.flags = 0;
-        plain.encode(&mut raw).expect("header");
-        let mut bufs = vec![vec![0u8; 1500]; 4];
-        let mut sizes = vec![0usize; 4];
-        let n = split(&mut raw, &mut bufs, &mut sizes, 0, (1432, None)).expect("split");
-        assert_eq!(sizes[..n], [1432, 96]);
+    /// The payload of TCP/IPv4 `segments` (20-byte headers), each checked: its length field,
+    /// its IPv4 and TCP checksums, its sequence number where the one before it ended.
+    fn payload_of(segments: &[&[u8]]) -> Vec<u8> {
         let mut payload = Vec::new();
-        for (b, &len) in bufs.iter().zip(&sizes[..n]) {
-            let p = &b[..len];
+        let mut next_seq = None;
+        for p in segments {
+            let len = p.len();
             assert_eq!(usize::from(u16::from_be_bytes([p[2], p[3]])), len);
             assert_eq!(
                 mpt_tunnel::internet_checksum(0, &[&p[..20]]),
@@ -290,9 +383,75 @@ mod tests {
                 0,
                 "TCP checksum"
             );
+            let seq = u32::from_be_bytes([p[24], p[25], p[26], p[27]]);
+            assert_eq!(*next_seq.get_or_insert(seq), seq, "sequence number");
+            next_seq = Some(seq.wrapping_add((len - 40) as u32));
             payload.extend_from_slice(&p[40..]);
         }
-        assert_eq!(payload, (0..1448).map(|k| k as u8).collect::<Vec<_>>());
+        payload
+    }
+
+    #[test]
+    fn a_flow_without_a_reference_gets_its_first_segment_cut_to_go_whole() {
+        let f = fit((1432, Some(20)));
+        let burst = || {
+            let mut raw = super_packet(4000, 1448);
+            let p = &mut raw[VIRTIO_NET_HDR_LEN..];
+            p[4..6].copy_from_slice(&7u16.to_be_bytes());
+            p[24..28].copy_from_slice(&0xffff_fc00u32.to_be_bytes());
+            p[33] = 0x10 | TCP_CWR | TCP_PSH | TCP_FIN;
+            raw
+        };
+        let mut raw = burst();
+        let mut bufs = vec![vec![0u8; 1500]; 8];
+        let mut sizes = vec![0usize; 8];
+        let n = split(&mut raw, &mut bufs, &mut sizes, 0, &f).expect("split");
+        // 1392 bytes of payload whole in 1432, then 1412 with headers compressed to 20
+        assert_eq!(sizes[..n], [1432, 1452, 1236]);
+        let segments: Vec<&[u8]> = (0..n).map(|k| &bufs[k][..sizes[k]]).collect();
+        assert_eq!(
+            payload_of(&segments),
+            (0..4000).map(|k| k as u8).collect::<Vec<_>>()
+        );
+        let ids: Vec<u16> = segments
+            .iter()
+            .map(|p| u16::from_be_bytes([p[4], p[5]]))
+            .collect();
+        assert_eq!(ids, [7, 8, 9]);
+        let flags: Vec<u8> = segments.iter().map(|p| p[33]).collect();
+        assert_eq!(flags, [0x10 | TCP_CWR, 0x10, 0x10 | TCP_PSH | TCP_FIN]);
+        // a burst no longer than a whole segment goes whole, in one
+        assert_eq!(run_fit(&mut super_packet(1300, 1448), &f), [1340]);
+        // once the flow has a reference, every segment is cut for compressed headers
+        let mut ready = [0; CONTEXTS];
+        let flow = flow_hash(&raw[VIRTIO_NET_HDR_LEN..]).expect("TCP");
+        ready[flow as usize % CONTEXTS] = flow;
+        f.set_ready(&ready);
+        assert_eq!(run_fit(&mut burst(), &f), [1452, 1452, 1216]);
+        // another flow in that context is not ready
+        let mut other = burst();
+        other[VIRTIO_NET_HDR_LEN + 15] = 9;
+        assert_ne!(flow_hash(&other[VIRTIO_NET_HDR_LEN..]), Some(flow));
+        assert_eq!(run_fit(&mut other, &f)[0], 1432);
+    }
+
+    #[test]
+    fn one_tcp_segment_too_long_for_the_paths_is_cut_with_valid_checksums() {
+        // a single 1448-byte segment, its checksums complete, as a retransmission comes
+        let mut raw = super_packet(1448, 1448);
+        let mut plain = VirtioNetHdr::decode(&raw).expect("header");
+        plain.gso_type = GSO_NONE;
+        plain.flags = 0;
+        plain.encode(&mut raw).expect("header");
+        let mut bufs = vec![vec![0u8; 1500]; 4];
+        let mut sizes = vec![0usize; 4];
+        let n = split(&mut raw, &mut bufs, &mut sizes, 0, &fit((1432, None))).expect("split");
+        assert_eq!(sizes[..n], [1432, 96]);
+        let segments: Vec<&[u8]> = (0..n).map(|k| &bufs[k][..sizes[k]]).collect();
+        assert_eq!(
+            payload_of(&segments),
+            (0..1448).map(|k| k as u8).collect::<Vec<_>>()
+        );
         // one that fits, or that would be cut below the floor, is left whole
         let mut raw = super_packet(1448, 1448);
         plain.encode(&mut raw).expect("header");
@@ -308,9 +467,9 @@ mod tests {
         let mut short = vec![0u8; VIRTIO_NET_HDR_LEN];
         let mut bufs = vec![vec![0u8; 100]];
         let mut sizes = vec![0];
-        assert!(split(&mut short, &mut bufs, &mut sizes, 0, (1400, None)).is_err());
+        assert!(split(&mut short, &mut bufs, &mut sizes, 0, &fit((1400, None))).is_err());
         let mut bad = super_packet(4000, 1448);
         bad[VIRTIO_NET_HDR_LEN + 32] = 2 << 4; // a TCP header of 8 bytes
-        assert!(split(&mut bad, &mut bufs, &mut sizes, 0, (1400, None)).is_err());
+        assert!(split(&mut bad, &mut bufs, &mut sizes, 0, &fit((1400, None))).is_err());
     }
 }

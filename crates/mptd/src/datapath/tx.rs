@@ -81,14 +81,13 @@ pub async fn tx_task(t: Arc<Tunnel>, queue: usize) -> Result<()> {
     let mut b = TxBatch::new(batch, prefix + mtu + TAG_LEN, gso);
     let mut gro = tun_rs::GROTable::default();
     loop {
-        let whole = t.fit.get();
         let n = match tun.recv(&mut original).await.and_then(|len| {
             crate::datapath::tun_read::split(
                 &mut original[..len],
                 &mut b.bufs,
                 &mut b.sizes,
                 prefix,
-                whole,
+                &t.fit,
             )
         }) {
             Ok(n) => n,
@@ -115,7 +114,7 @@ pub async fn tx_task(t: Arc<Tunnel>, queue: usize) -> Result<()> {
                     &mut b.bufs[n..],
                     &mut b.sizes[n..],
                     prefix,
-                    whole,
+                    &t.fit,
                 )
             });
             match more {
@@ -206,6 +205,9 @@ async fn send_for_peer(t: &Tunnel, i: usize, n: usize, b: &mut TxBatch) {
             &mut b.plan[..n],
             &mut b.out,
         );
+        let mut ready = [0; mpt_core::hc::CONTEXTS];
+        c.compress_ready(&mut ready);
+        t.fit.set_ready(&ready);
         b.answers.append(&mut b.out.icmp);
         b.remotes.clear();
         b.remotes
