@@ -25,6 +25,7 @@ mod recovery;
 mod rekey;
 mod reload;
 mod sites;
+mod streams;
 mod systemd;
 mod throughput;
 mod versions;

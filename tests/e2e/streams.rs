@@ -1,0 +1,84 @@
+//! Streams that do not back off (video calls, games, a tunnel inside the tunnel) over paths
+//! whose rates mptd learns: what they lose, and whether they arrive in order.
+
+use std::time::Duration;
+
+use mpt_lab::harness::{tbf_burst, tbf_with_burst, Lab, Side, TunnelOpts};
+
+use crate::{four_paths, need};
+
+/// A stream that does not back off (a video call, a game, a tunnel inside the tunnel) on the
+/// daemon's defaults, nothing configured per path: 40 Mbit/s of 1200-byte UDP datagrams over
+/// 20/20/10/10 Mbit/s, and halfway through path 0 halves to 10 Mbit/s, so that the stream is
+/// two thirds of the paths' capacity and then 80 % of it. At most 0.1 % may be lost, and at
+/// most 0.05 % delivered out of order: the learned rates trust a 10 Mbit/s path with up to a
+/// quarter more than it carried, so the paths of 10 Mbit/s run near full and now and then
+/// lose a datagram, which resending brings back late (0 to 10 in a minute).
+#[test]
+fn a_udp_stream_at_80_percent_of_the_paths_on_defaults_loses_nothing_when_a_path_halves() {
+    need!("udp_on_defaults", "tc");
+    crate::measured_twice(
+        "a_udp_stream_at_80_percent_of_the_paths_on_defaults_loses_nothing_when_a_path_halves",
+        udp_at_80_percent_once,
+    );
+}
+
+fn udp_at_80_percent_once() {
+    let mut lab = Lab::new(&four_paths()).expect("lab");
+    // the daemon's defaults: `adaptive`, no path's rate configured (the lab's are `rate` with
+    // each path's rate written)
+    let opts = TunnelOpts {
+        scheduler: "adaptive".into(),
+        configure_rates: false,
+        ..TunnelOpts::default()
+    };
+    lab.start_tunnel(&opts).expect("tunnel");
+    let kernel_before = crate::kernel_udp_drops(&lab, Side::B);
+    let before = lab.status(Side::B).expect("status");
+    const SECS: u64 = 20;
+    let (sent, got) = std::thread::scope(|s| {
+        let lab = &lab;
+        s.spawn(move || {
+            std::thread::sleep(Duration::from_secs(SECS / 2));
+            lab.sh(
+                Side::A,
+                &format!(
+                    "tc qdisc change dev {} root {}",
+                    Lab::link(0),
+                    // the bucket kept: a smaller one can wedge the queue (tbf_with_burst)
+                    tbf_with_burst(10_000_000, tbf_burst(20_000_000))
+                ),
+            )
+            .expect("halve path 0");
+        });
+        crate::classes::counted_udp(lab, 5901, 40_000_000, SECS, 1200)
+    });
+    let kernel = crate::kernel_udp_drops(&lab, Side::B) - kernel_before;
+    let (a, b) = (
+        lab.status(Side::A).expect("status"),
+        lab.status(Side::B).expect("status"),
+    );
+    let r = (&b.tunnel.reseq, &before.tunnel.reseq);
+    let lost = sent.saturating_sub(got);
+    let out_of_order = r.0.delivered_out_of_order - r.1.delivered_out_of_order;
+    let late = r.0.late - r.1.late;
+    eprintln!(
+        "RESULT udp on defaults: {got}/{sent} 1200-byte datagrams at 40 Mbit/s over 20/20/10/10 (path 0 halved at {} s) arrived, {lost} lost ({:.3} %), {out_of_order} out of order, {late} late; paths lost {:?}, rates learned {:?} Mbit/s; kernel drops at B {kernel}; A's drops: {}",
+        SECS / 2,
+        lost as f64 * 100.0 / sent.max(1) as f64,
+        b.paths.iter().map(|p| p.lost).collect::<Vec<_>>(),
+        a.paths
+            .iter()
+            .map(|p| p.rate_bps.unwrap_or(0) as f64 / 1e6)
+            .collect::<Vec<_>>(),
+        crate::nonzero_drops(&a.tunnel.drops),
+    );
+    assert!(
+        lost * 1000 <= sent,
+        "{lost} of {sent} lost: more than 0.1 % ({kernel} kernel drops at B)"
+    );
+    assert!(
+        out_of_order * 2000 <= sent,
+        "{out_of_order} of {sent} delivered out of order: more than 0.05 %"
+    );
+}
