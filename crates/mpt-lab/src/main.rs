@@ -37,8 +37,8 @@ enum Cmd {
     /// Run an experiment suite: table1 (FTP), table2 (UDP stream), delay (delay diversity),
     /// adaptive (all of the adaptive scheduler's runs; adaptive-ftp, adaptive-stream,
     /// adaptive-cut, adaptive-outage: one), realworld (TCP with BBR and cubic over unequal,
-    /// lossy paths: the paths alone, kernel MPTCP and mptd, in the same run), or a scenario
-    /// file.
+    /// lossy paths: the paths alone, kernel MPTCP and mptd, in the same run; then UDP through
+    /// mptd at 80 % of the paths' rates), or a scenario file.
     Run {
         suite: String,
         /// Only these case ids (default: all).

@@ -10,6 +10,9 @@
 //!   opens a subflow to each, over that address's path;
 //! * through mptd with the `adaptive` scheduler and nothing configured per path.
 //!
+//! Then a UDP stream that does not back off goes through mptd at [`UDP_SHARE`] of the
+//! paths' rates: what it loses, and what arrives out of order.
+//!
 //! The transfers are this program's own (a socket that writes for the run's length, one that
 //! reads and counts), so that every column is measured the same way.
 
@@ -23,6 +26,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Context, Result};
 use socket2::{Domain, Protocol, Socket, Type};
 
+use crate::experiments::runs::{loss_pct, udp_sent, Arrivals};
 use crate::harness::{in_netns, tunnel_addr, Impair, Lab, LinkSpec, Side, TunnelOpts};
 use crate::report::write;
 
@@ -89,6 +93,42 @@ fn scenarios() -> Vec<Scenario> {
 }
 
 const CCS: [&str; 2] = ["bbr", "cubic"];
+
+/// The UDP stream's share of the paths' rates (their `tbf` rates summed).
+const UDP_SHARE: f64 = 0.8;
+/// The UDP stream's datagrams (payload bytes): a video call's, and whole in a datagram of
+/// every path.
+const UDP_DATAGRAM: usize = 1200;
+
+/// A UDP stream of `bps` from A to B through the tunnel for `secs`: the share of its
+/// datagrams lost (counted where they reach B, [`Arrivals`]) and of those received that
+/// arrived out of order (the receiving iperf3's count), in %.
+fn udp_through(lab: &mut Lab, bps: u64, secs: u64) -> Result<(f64, f64)> {
+    let port = 5710;
+    let arrivals = Arrivals::start(lab, port, port)?;
+    let v = lab.iperf3(
+        Side::A,
+        &tunnel_addr(Side::B),
+        port,
+        &[
+            "-u",
+            "-b",
+            &bps.to_string(),
+            "-l",
+            &UDP_DATAGRAM.to_string(),
+            "-t",
+            &secs.to_string(),
+            "--get-server-output",
+        ],
+    )?;
+    let received = arrivals.count(lab, UDP_DATAGRAM)?;
+    let packets = v["end"]["sum_received"]["packets"].as_u64().unwrap_or(0);
+    let ooo = crate::harness::iperf3_receiver_out_of_order(&v).unwrap_or(0);
+    Ok((
+        loss_pct(udp_sent(&v), received),
+        100.0 * ooo as f64 / packets.max(1) as f64,
+    ))
+}
 
 /// Receive one connection on `listener` (in B) and count its bytes: bytes and seconds from
 /// the first byte to the end.
@@ -290,9 +330,12 @@ pub fn run_realworld(
          path at once, summed (what the paths carry, their random loss notwithstanding). *MPTCP*: kernel MPTCP, a subflow per path (in-kernel path \
          manager). *mptd*: TCP through the tunnel, `{scheduler}` scheduler, {configured}, \
          default settings. Rates from `tbf`, delay, jitter and loss from the userspace \
-         wire, both ways.\n\n\
-         | # | scenario | paths alone (sum) | MPTCP BBR | MPTCP cubic | mptd BBR | mptd cubic | mptd BBR / sum | mptd cubic / sum |\n\
-         |---|---|---|---|---|---|---|---|---|"
+         wire, both ways. *UDP at 80 %*: then a UDP stream of {UDP_DATAGRAM}-byte datagrams \
+         through mptd at 80 % of the paths' `tbf` rates summed, {secs} s: lost (counted where \
+         they reach B) and out of order (the receiving iperf3's count), % of the stream, mean \
+         of the runs.\n\n\
+         | # | scenario | paths alone (sum) | MPTCP BBR | MPTCP cubic | mptd BBR | mptd cubic | mptd BBR / sum | mptd cubic / sum | mptd UDP at 80 %: lost / out of order |\n\
+         |---|---|---|---|---|---|---|---|---|---|"
     )?;
     for sc in scenarios()
         .into_iter()
@@ -301,6 +344,9 @@ pub fn run_realworld(
         let mut alone = Vec::new();
         let mut mptcp = [Vec::new(), Vec::new()];
         let mut tunnel = [Vec::new(), Vec::new()];
+        let (mut udp_lost, mut udp_ooo) = (Vec::new(), Vec::new());
+        let rates: u64 = sc.paths.iter().filter_map(|p| p.rate_bps).sum();
+        let udp_bps = (UDP_SHARE * rates as f64) as u64;
         for run in 0..runs {
             eprintln!("== realworld {}: {} (run {})", sc.id, sc.name, run + 1);
             let mut lab = Lab::new(&sc.paths).context("lab")?;
@@ -342,6 +388,13 @@ pub fn run_realworld(
                 }
                 tunnel[k].push(got);
             }
+            let (lost, ooo) = udp_through(&mut lab, udp_bps, secs)?;
+            eprintln!(
+                "   mptd UDP at {:.1} Mbit/s: {lost:.3} % lost, {ooo:.3} % out of order",
+                udp_bps as f64 / 1e6
+            );
+            udp_lost.push(lost);
+            udp_ooo.push(ooo);
         }
         let sum = mean(&alone);
         let ratio = |v: &[f64]| {
@@ -353,7 +406,7 @@ pub fn run_realworld(
         };
         writeln!(
             md,
-            "| {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {} | {} |",
+            "| {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {} | {} | {:.3} / {:.3} |",
             sc.id,
             sc.name,
             sum,
@@ -363,6 +416,8 @@ pub fn run_realworld(
             mean(&tunnel[1]),
             ratio(&tunnel[0]),
             ratio(&tunnel[1]),
+            mean(&udp_lost),
+            mean(&udp_ooo),
         )?;
     }
     write(out, "realworld.md", &md)?;
