@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use mpt_lab::harness::iperf3_bps;
-use mpt_lab::harness::sites::{tunnel_ip, Host, Sites};
+use mpt_lab::harness::sites::{tunnel_ip, Host, Sites, SERVER_ROUTE_PROTOCOL, SITE0_LAN};
 
 use crate::need;
 
@@ -75,10 +75,20 @@ fn sites_behind_nat_reach_one_server_and_each_other_and_a_stranger_gets_nothing(
         lab.ping(Host::Site(0), &tunnel_ip(Host::Site(1))),
         "site0 cannot reach site1 through the server"
     );
-    // the server reaches site 0's LAN: its `allowed` routed there
+    // the server reaches site 0's LAN: its `allowed` routed there, with the route protocol
+    // the server's config names
     assert!(
         lab.ping(Host::Server, "198.18.200.1"),
         "the server cannot reach site0's LAN"
+    );
+    let proto = SERVER_ROUTE_PROTOCOL;
+    let out = lab
+        .sh(Host::Server, &format!("ip route show proto {proto}"))
+        .expect("ip route");
+    let routes = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        routes.contains(&format!("{SITE0_LAN} dev mpt0")),
+        "no route to site0's LAN with protocol {proto}: {routes:?}"
     );
     // the stranger got no session, and the server counted its handshakes
     let stranger = lab.status(Host::Site(2)).expect("stranger status");

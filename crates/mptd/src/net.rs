@@ -230,10 +230,29 @@ pub fn wanted_routes(cfg: &crate::config::Config) -> Vec<(IpNet, String)> {
     wanted
 }
 
-/// Route `net` through the TUN device `dev`, for `peer`.
-pub fn add_route(dev: &str, net: IpNet, peer: &str) -> Result<()> {
+/// The `ip` arguments that `verb` (`replace`, `del`) the route to `net` through the tunnel
+/// `t`'s device, in its `route_table` with its `route_protocol`.
+pub fn route_args(verb: &str, t: &crate::config::TunnelConfig, net: IpNet) -> Vec<String> {
+    [
+        "route",
+        verb,
+        &net.to_string(),
+        "dev",
+        &t.name,
+        "table",
+        &t.route_table.to_string(),
+        "proto",
+        &t.route_protocol.to_string(),
+    ]
+    .map(str::to_owned)
+    .to_vec()
+}
+
+/// Route `net` through the tunnel `t`'s device, for `peer`.
+pub fn add_route(t: &crate::config::TunnelConfig, net: IpNet, peer: &str) -> Result<()> {
+    let dev = &t.name;
     let out = std::process::Command::new("ip")
-        .args(["route", "replace", &net.to_string(), "dev", dev])
+        .args(route_args("replace", t, net))
         .output()
         .with_context(|| format!("cannot run `ip route` for {net} (iproute2 missing?); set tunnel.routes = false to manage routes yourself"))?;
     if !out.status.success() {
@@ -242,7 +261,7 @@ pub fn add_route(dev: &str, net: IpNet, peer: &str) -> Result<()> {
             String::from_utf8_lossy(&out.stderr).trim()
         ));
     }
-    tracing::info!(route = %net, peer, dev, "route installed");
+    tracing::info!(route = %net, peer, dev, table = t.route_table, proto = t.route_protocol, "route installed");
     Ok(())
 }
 
@@ -251,7 +270,7 @@ pub fn add_route(dev: &str, net: IpNet, peer: &str) -> Result<()> {
 pub fn install_routes(cfg: &crate::config::Config) -> Result<Vec<IpNet>> {
     let mut installed = Vec::new();
     for (net, peer) in wanted_routes(cfg) {
-        add_route(&cfg.tunnel.name, net, &peer)?;
+        add_route(&cfg.tunnel, net, &peer)?;
         installed.push(net);
     }
     Ok(installed)
@@ -259,10 +278,10 @@ pub fn install_routes(cfg: &crate::config::Config) -> Result<Vec<IpNet>> {
 
 /// Remove the routes [`install_routes`] installed (they go with the device anyway; this is
 /// for the log).
-pub fn remove_routes(dev: &str, routes: &[IpNet]) {
+pub fn remove_routes(t: &crate::config::TunnelConfig, routes: &[IpNet]) {
     for net in routes {
         let _ = std::process::Command::new("ip")
-            .args(["route", "del", &net.to_string(), "dev", dev])
+            .args(route_args("del", t, *net))
             .output();
     }
 }

@@ -312,7 +312,7 @@ fn teardown(sh: &Tunnel) {
             .lock()
             .unwrap_or_else(|p| p.into_inner()),
     );
-    mptd::net::remove_routes(&sh.cfg().tunnel.name, &routes);
+    mptd::net::remove_routes(&sh.cfg().tunnel, &routes);
     if let Some((ft, _)) = &sh.full_tunnel {
         ft.remove();
     }

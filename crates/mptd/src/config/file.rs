@@ -140,6 +140,10 @@ pub struct TunnelFile {
     pub routes: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fail_closed: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub route_table: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub route_protocol: Option<i64>,
 }
 
 /// `[connection]` as written.

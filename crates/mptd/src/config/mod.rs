@@ -267,8 +267,12 @@ pub struct TunnelConfig {
     /// TUN queues, each read by its own task (multi-queue TUN: the kernel spreads flows over
     /// them, so that hosts with more cores read the device in parallel).
     pub queues: usize,
-    /// Install a route through the TUN device for every peer's `allowed` prefix.
+    /// Install a route through the TUN device for every peer's `allowed` prefix...
     pub routes: bool,
+    /// ...in this routing table, with this route protocol number (`ip route ... table T
+    /// proto P`), so that a routing daemon can tell them apart and export them.
+    pub route_table: u32,
+    pub route_protocol: u8,
     /// A full tunnel (a peer allowed `0.0.0.0/0` or `::/0`) blocks the host's traffic while its
     /// peer is down and after the daemon stops, instead of letting it out of the uplinks.
     pub fail_closed: bool,
@@ -381,6 +385,10 @@ impl ConfigError {
 /// Defaults, documented in `config/README.md`.
 pub mod defaults {
     pub const MTU: u16 = 1500;
+    /// `tunnel.route_table`: main.
+    pub const ROUTE_TABLE: u32 = 254;
+    /// `tunnel.route_protocol`: boot, what `ip route` gives a route by default.
+    pub const ROUTE_PROTOCOL: u8 = 3;
     /// One TUN queue: on a 2-core host the two directions already take a core each.
     pub const QUEUES: usize = 1;
     /// Packets: enough for two unshaped multi-Gbit/s paths, whose datagrams can reach their
@@ -470,6 +478,29 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
 mod tests {
     use super::*;
     use mpt_core::seal::Cipher;
+
+    #[test]
+    fn routes_go_to_the_table_and_with_the_protocol_named() {
+        let c = parse(GOOD).expect("good");
+        assert_eq!((c.tunnel.route_table, c.tunnel.route_protocol), (254, 3));
+        let with = |keys: &str| GOOD.replace("mtu = 1400", &format!("mtu = 1400\n{keys}"));
+        let c = parse(&with("route_table = 100\nroute_protocol = 200")).expect("good");
+        let net = "192.168.10.0/24".parse().expect("prefix");
+        assert_eq!(
+            crate::net::route_args("replace", &c.tunnel, net).join(" "),
+            "route replace 192.168.10.0/24 dev tun0 table 100 proto 200"
+        );
+        for bad in [
+            "route_table = 0",
+            "route_table = 255",
+            "route_table = 4754",
+            "route_protocol = 2",
+            "route_protocol = 256",
+        ] {
+            let key = bad.split(' ').next().unwrap_or_default();
+            assert_eq!(invalid_key(&with(bad)), format!("tunnel.{key}"), "{bad}");
+        }
+    }
 
     #[test]
     fn a_value_of_the_wrong_type_is_named_by_its_key() {

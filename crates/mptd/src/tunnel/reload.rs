@@ -346,8 +346,8 @@ impl Tunnel {
             if installed.contains(net) {
                 continue;
             }
-            if let Err(e) = crate::net::add_route(&new.tunnel.name, *net, peer) {
-                crate::net::remove_routes(&new.tunnel.name, &added);
+            if let Err(e) = crate::net::add_route(&new.tunnel, *net, peer) {
+                crate::net::remove_routes(&new.tunnel, &added);
                 return Err(format!(
                     "nothing applied, the running configuration is kept: {e:#}"
                 ));
@@ -371,7 +371,7 @@ impl Tunnel {
             .filter(|n| !now.contains(n))
             .copied()
             .collect();
-        crate::net::remove_routes(&self.cfg().tunnel.name, &gone);
+        crate::net::remove_routes(&self.cfg().tunnel, &gone);
         *installed = now;
     }
 }
@@ -390,6 +390,11 @@ fn restart_only(old: &Config, new: &Config) -> Vec<String> {
     differs("tunnel.mtu", o.mtu != n.mtu);
     differs("tunnel.queues", o.queues != n.queues);
     differs("tunnel.routes", o.routes != n.routes);
+    differs("tunnel.route_table", o.route_table != n.route_table);
+    differs(
+        "tunnel.route_protocol",
+        o.route_protocol != n.route_protocol,
+    );
     differs("tunnel.fail_closed", o.fail_closed != n.fail_closed);
     differs(
         "peer.allowed (a full tunnel's 0.0.0.0/0 or ::/0)",

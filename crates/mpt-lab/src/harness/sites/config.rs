@@ -10,7 +10,7 @@ use mptd::config::{
     TunnelFile,
 };
 
-use super::{tunnel_ip, Host, Sites, PORT, SERVER, SITE0_LAN};
+use super::{tunnel_ip, Host, Sites, PORT, SERVER, SERVER_ROUTE_PROTOCOL, SITE0_LAN};
 
 impl Sites {
     fn key_file(&self, h: Host) -> Result<PathBuf> {
@@ -48,9 +48,13 @@ impl Sites {
         })
     }
 
-    /// The server's config: it listens, and knows the first `known` sites.
+    /// The server's config: it listens, and knows the first `known` sites; the routes to
+    /// their prefixes carry protocol number [`SERVER_ROUTE_PROTOCOL`] (in the main table).
     pub fn server_config(&self) -> Result<ConfigFile> {
         let mut c = self.base(Host::Server)?;
+        if let Some(t) = c.tunnel.as_mut() {
+            t.route_protocol = Some(i64::from(SERVER_ROUTE_PROTOCOL));
+        }
         c.listen = vec![ListenFile {
             address: Some(format!("0.0.0.0:{PORT}")),
         }];

@@ -35,6 +35,8 @@ pub const SERVER: &str = "198.18.100.1";
 pub const PORT: u16 = 4754;
 /// Site 0's LAN, routed to it by the server (its `allowed`).
 pub const SITE0_LAN: &str = "198.18.200.0/24";
+/// The server's `tunnel.route_protocol`: a routing daemon would export the routes with it.
+pub const SERVER_ROUTE_PROTOCOL: u8 = 200;
 
 /// Who runs where.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

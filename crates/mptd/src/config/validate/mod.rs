@@ -8,6 +8,9 @@ use std::time::Duration;
 
 use super::*;
 
+/// The kernel's table of local and broadcast addresses, which routes must not go to.
+const LOCAL_TABLE: u32 = 255;
+
 mod classes;
 mod paths;
 mod peers;
@@ -209,12 +212,37 @@ impl Validator<'_> {
             1,
             MAX_QUEUES as i64,
         )?;
+        let route_table = self.int_in(
+            "tunnel.route_table",
+            raw.route_table,
+            defaults::ROUTE_TABLE,
+            1,
+            i64::from(u32::MAX),
+        )?;
+        if route_table == LOCAL_TABLE || route_table == crate::fulltunnel::TABLE {
+            return Err(self.err(
+                "tunnel.route_table",
+                format!(
+                    "{route_table} is the kernel's local table or the full tunnel's own, expected \
+                     another table (254, main, by default)"
+                ),
+            ));
+        }
+        let route_protocol = self.int_in(
+            "tunnel.route_protocol",
+            raw.route_protocol,
+            defaults::ROUTE_PROTOCOL,
+            3,
+            255,
+        )?;
         Ok(TunnelConfig {
             name,
             addresses,
             mtu,
             queues,
             routes: raw.routes.unwrap_or(true),
+            route_table,
+            route_protocol,
             fail_closed: raw.fail_closed.unwrap_or(false),
         })
     }
