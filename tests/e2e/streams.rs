@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use mpt_lab::harness::{tbf_burst, tbf_with_burst, Lab, Side, TunnelOpts};
+use mpt_lab::harness::{Lab, Side, TunnelOpts};
 
 use crate::{four_paths, need};
 
@@ -40,16 +40,8 @@ fn udp_at_80_percent_once() {
         let lab = &lab;
         s.spawn(move || {
             std::thread::sleep(Duration::from_secs(SECS / 2));
-            lab.sh(
-                Side::A,
-                &format!(
-                    "tc qdisc change dev {} root {}",
-                    Lab::link(0),
-                    // the bucket kept: a smaller one can wedge the queue (tbf_with_burst)
-                    tbf_with_burst(10_000_000, tbf_burst(20_000_000))
-                ),
-            )
-            .expect("halve path 0");
+            lab.reshape(0, 10_000_000, 20_000_000)
+                .expect("halve path 0");
         });
         crate::classes::counted_udp(lab, 5901, 40_000_000, SECS, 1200)
     });

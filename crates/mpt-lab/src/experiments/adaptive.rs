@@ -13,9 +13,7 @@ use crate::experiments::runs::{
     f, ftp_download, paths_alone, stream_run, Download, Sampler, Trace,
 };
 use crate::experiments::scenario::builtin;
-use crate::harness::{
-    iperf3_bps, tbf_burst, tbf_with_burst, Impair, Lab, LinkSpec, Side, TunnelOpts,
-};
+use crate::harness::{iperf3_bps, Impair, Lab, LinkSpec, Side, TunnelOpts};
 use crate::report::write;
 
 /// A scheduler setup to compare.
@@ -209,15 +207,7 @@ pub fn rate_cut(out: &Path) -> Result<String> {
     let (spid, client) = lab.tcp_transfer_in_background(5801, 20)?;
     std::thread::sleep(Duration::from_secs(8));
     let cut_at = t0.elapsed().as_secs_f64();
-    lab.sh(
-        Side::A,
-        &format!(
-            "tc qdisc change dev {} root {}",
-            Lab::link(1),
-            // The 10 Mbit/s bucket: a smaller one can wedge the queue (see tbf_with_burst).
-            tbf_with_burst(5_000_000, tbf_burst(10_000_000))
-        ),
-    )?;
+    lab.reshape(1, 5_000_000, 10_000_000)?;
     let out_json = client.wait_with_output()?;
     let samples = sampler.finish();
     lab.reap(spid);

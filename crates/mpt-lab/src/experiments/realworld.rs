@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Context, Result};
 use socket2::{Domain, Protocol, Socket, Type};
 
-use crate::experiments::runs::{loss_pct, udp_sent, Arrivals};
+use crate::experiments::runs::{loss_pct, udp_args, udp_sent, Arrivals};
 use crate::harness::{in_netns, tunnel_addr, Impair, Lab, LinkSpec, Side, TunnelOpts};
 use crate::report::write;
 
@@ -106,21 +106,9 @@ const UDP_DATAGRAM: usize = 1200;
 fn udp_through(lab: &mut Lab, bps: u64, secs: u64) -> Result<(f64, f64)> {
     let port = 5710;
     let arrivals = Arrivals::start(lab, port, port)?;
-    let v = lab.iperf3(
-        Side::A,
-        &tunnel_addr(Side::B),
-        port,
-        &[
-            "-u",
-            "-b",
-            &bps.to_string(),
-            "-l",
-            &UDP_DATAGRAM.to_string(),
-            "-t",
-            &secs.to_string(),
-            "--get-server-output",
-        ],
-    )?;
+    let args = udp_args(&bps.to_string(), UDP_DATAGRAM, secs);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let v = lab.iperf3(Side::A, &tunnel_addr(Side::B), port, &args)?;
     let received = arrivals.count(lab, UDP_DATAGRAM)?;
     let packets = v["end"]["sum_received"]["packets"].as_u64().unwrap_or(0);
     let ooo = crate::harness::iperf3_receiver_out_of_order(&v).unwrap_or(0);

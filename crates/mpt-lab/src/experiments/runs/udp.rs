@@ -41,17 +41,8 @@ pub(crate) fn plain_run(lab: &mut Lab, suite: &Suite, c: &Case, port: u16) -> Re
         .enumerate()
         .map(|(i, r)| {
             let bps = (kbit as f64 * 1000.0 * *r as f64 / total as f64).round() as u64;
-            let args = [
-                "-u".to_owned(),
-                "-b".to_owned(),
-                bps.to_string(),
-                "-l".to_owned(),
-                len.to_string(),
-                "-t".to_owned(),
-                secs.to_string(),
-                "--get-server-output".to_owned(),
-            ];
-            (lab.path_addr(Side::B, i), port + i as u16, args.to_vec())
+            let args = udp_args(&bps.to_string(), len, secs);
+            (lab.path_addr(Side::B, i), port + i as u16, args)
         })
         .collect();
     let arrivals = Arrivals::start(lab, port, port + rates.len() as u16 - 1)?;
@@ -88,6 +79,23 @@ pub(crate) struct Plain {
     pub(crate) jitter_ms: f64,
 }
 
+/// iperf3's client arguments for a UDP stream of `rate` (iperf3's `-b`: bits/s, or with a
+/// unit) in datagrams of `len` bytes for `secs`, the server's figures in its JSON.
+pub(crate) fn udp_args(rate: &str, len: usize, secs: u64) -> Vec<String> {
+    [
+        "-u",
+        "-b",
+        rate,
+        "-l",
+        &len.to_string(),
+        "-t",
+        &secs.to_string(),
+        "--get-server-output",
+    ]
+    .map(str::to_owned)
+    .to_vec()
+}
+
 pub(crate) fn stream_run(
     lab: &mut Lab,
     suite: &Suite,
@@ -104,21 +112,9 @@ pub(crate) fn stream_run(
     lab.start_tunnel(opts)?;
     let arrivals = Arrivals::start(lab, port, port)?;
     let trace = Trace::start(lab, Side::A);
-    let v = lab.iperf3(
-        Side::A,
-        &tunnel_addr(Side::B),
-        port,
-        &[
-            "-u",
-            "-b",
-            &format!("{kbit}k"),
-            "-l",
-            &len.to_string(),
-            "-t",
-            &secs.to_string(),
-            "--get-server-output",
-        ],
-    );
+    let args = udp_args(&format!("{kbit}k"), len, secs);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let v = lab.iperf3(Side::A, &tunnel_addr(Side::B), port, &args);
     trace.print();
     let received = arrivals.count(lab, len);
     let st = lab.status(Side::B);

@@ -192,6 +192,20 @@ impl Lab {
         format!("p{i}")
     }
 
+    /// Re-shape path `i`'s link from A to `rate_bps` mid-run (`tc qdisc change`), its bucket
+    /// kept at what `was_bps` had: a smaller one can wedge the queue ([`tbf_with_burst`]).
+    pub fn reshape(&self, i: usize, rate_bps: u64, was_bps: u64) -> Result<()> {
+        self.sh(
+            Side::A,
+            &format!(
+                "tc qdisc change dev {} root {}",
+                Lab::link(i),
+                super::tbf_with_burst(rate_bps, super::tbf_burst(was_bps))
+            ),
+        )?;
+        Ok(())
+    }
+
     pub(crate) fn build(&self) -> Result<()> {
         let (a, b, r) = (self.ns(Side::A), self.ns(Side::B), self.ns_r());
         let mut s = format!("ip netns add {a}\nip netns add {b}\n");
