@@ -26,8 +26,12 @@ fn tcp_over_four_shaped_paths_reaches_90_percent_of_their_sum_once() {
     let mut lab = Lab::new(&four_paths()).expect("lab");
     let per_path = per_path_tcp(&mut lab);
     let sum: f64 = per_path.iter().sum();
-    // on defaults: TCP headers compressed (`connection.compress`)
-    lab.start_tunnel(&TunnelOpts::default()).expect("tunnel");
+    // with TCP headers compressed (`connection.compress`, off by default)
+    let opts = TunnelOpts {
+        compress: Some(true),
+        ..TunnelOpts::default()
+    };
+    lab.start_tunnel(&opts).expect("tunnel");
 
     let ping = lab
         .cmd(Side::A, "ping")
