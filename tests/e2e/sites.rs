@@ -283,10 +283,9 @@ fn uplinks_that_come_and_go_take_their_paths_down_at_once_and_back() {
     }
     let took = t0.elapsed();
     eprintln!("RESULT uplinks: uplink renumbered: path heard again {took:?} later");
-    assert!(
-        lab.ping(Host::Site(0), &srv),
-        "the tunnel stopped after all this"
-    );
+    // (the first ping after the renumbering may go before the server has the new address)
+    let back = lab.ping_until(Host::Site(0), &srv, Duration::from_secs(3));
+    assert!(back.is_ok(), "the tunnel stopped after all this: {back:?}");
     let st = lab.status(Host::Server).expect("server status");
     let ups = st.peers[0].paths.iter().filter(|p| p.state == "up").count();
     assert_eq!(ups, 3, "the server sees {:?}", st.peers[0].paths);
