@@ -1,0 +1,180 @@
+//! The receiving side: references kept per context, and headers rebuilt against them.
+
+use super::format::*;
+use super::*;
+
+/// Why the decompressor refused a body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    /// Shorter than its fields, or an unknown mask bit.
+    Malformed,
+    /// Its reference is not the one the context holds (lost, or replaced since).
+    NoReference,
+}
+
+/// References a decompressor keeps per context: a packet resent after its flow's next
+/// reference came (or delivered late) is still rebuilt.
+pub const KEPT_REFERENCES: usize = 8;
+
+/// The receiving side: one per connection and direction, fed in global order (packets that
+/// were resent may come late).
+#[derive(Debug, Clone)]
+pub struct Decompressor {
+    /// Per context, its last [`KEPT_REFERENCES`] references.
+    contexts: Vec<[Option<Reference>; KEPT_REFERENCES]>,
+}
+
+impl Default for Decompressor {
+    fn default() -> Self {
+        Decompressor {
+            contexts: vec![Default::default(); CONTEXTS],
+        }
+    }
+}
+
+impl Decompressor {
+    pub fn new() -> Decompressor {
+        Decompressor::default()
+    }
+
+    /// Forget every context (a new session).
+    pub fn reset(&mut self) {
+        self.contexts
+            .iter_mut()
+            .for_each(|c| c.iter_mut().for_each(|r| *r = None));
+    }
+
+    /// A packet that came whole was released ([`Reference::of`] it, taken where it arrived):
+    /// it becomes a reference of its context, in place of the oldest kept (unless all those
+    /// kept are later, or it is one of them).
+    pub fn store(&mut self, r: Reference) {
+        let kept = &mut self.contexts[r.context()];
+        if kept.iter().flatten().any(|k| k.gseq == r.gseq) {
+            return;
+        }
+        let oldest = kept.iter_mut().min_by_key(|k| {
+            k.as_ref()
+                .map_or(i64::MIN, |k| i64::from(k.gseq.wrapping_sub(r.gseq) as i32))
+        });
+        if let Some(slot) = oldest {
+            if slot
+                .as_ref()
+                .is_none_or(|k| (k.gseq.wrapping_sub(r.gseq) as i32) < 0)
+            {
+                *slot = Some(r);
+            }
+        }
+    }
+
+    /// The global sequence number of the reference the compressed `body` (of global sequence
+    /// number `gseq`) names, when it has not come yet (it was lost, and may be resent): its
+    /// context does not keep it, and it is later than the oldest kept (or the context has
+    /// room). `None` for a malformed body, or one whose reference is kept or was replaced.
+    pub fn awaits(&self, gseq: u32, b: &[u8]) -> Option<u32> {
+        let ctx = usize::from(*b.get(1)?);
+        let mut at = 2;
+        let distance = get_varint(b, &mut at)?;
+        let want = gseq.wrapping_sub(distance);
+        let kept = self.contexts.get(ctx)?;
+        let absent = kept.iter().flatten().all(|k| k.gseq != want);
+        // a reference is only ever put out for a later one, the oldest first: one later
+        // than the oldest kept (or any, while there is room) that is not kept has not come
+        let room = kept.iter().any(Option::is_none);
+        let after_oldest = kept
+            .iter()
+            .flatten()
+            .any(|k| (want.wrapping_sub(k.gseq) as i32) > 0);
+        (distance > 0 && absent && (room || after_oldest)).then_some(want)
+    }
+
+    /// The headers of the compressed `body` of global sequence number `gseq`, rebuilt against
+    /// its context's reference, and where its payload starts in it.
+    pub fn rebuild(&self, gseq: u32, b: &[u8]) -> Result<(Headers, usize), Refused> {
+        self.rebuild_against(None, gseq, b)
+    }
+
+    /// As [`Decompressor::rebuild`], against `r` (a reference that came too late to be kept:
+    /// the packets that waited for it) if it is the one the body names.
+    pub fn rebuild_against(
+        &self,
+        r: Option<&Reference>,
+        gseq: u32,
+        b: &[u8],
+    ) -> Result<(Headers, usize), Refused> {
+        if b.first() != Some(&COMPRESSED_TCP) {
+            return Err(Refused::Malformed);
+        }
+        let ctx = usize::from(*b.get(1).ok_or(Refused::Malformed)?);
+        let mut at = 2;
+        let distance = get_varint(b, &mut at).ok_or(Refused::Malformed)?;
+        let mask = *b.get(at).ok_or(Refused::Malformed)?;
+        at += 1;
+        let want = gseq.wrapping_sub(distance);
+        let named = |k: &&Reference| k.gseq == want && usize::from(k.ctx) == ctx && distance > 0;
+        let c = match r {
+            Some(r) => Some(r).filter(named),
+            None => self
+                .contexts
+                .get(ctx)
+                .ok_or(Refused::Malformed)?
+                .iter()
+                .flatten()
+                .find(named),
+        }
+        .ok_or(Refused::NoReference)?;
+        let l = c.layout;
+        if mask & M_PAD != 0 {
+            let n = *b.get(at).ok_or(Refused::Malformed)?;
+            at += 1 + usize::from(n);
+        }
+        if l.v6() && mask & M_ID != 0 || !l.timestamps() && mask & (M_TSVAL | M_TSECR) != 0 {
+            return Err(Refused::Malformed);
+        }
+        let mut h = Headers::of(&c.headers[..l.headers()]);
+        if mask & M_ID != 0 {
+            let d = unzigzag(get_varint(b, &mut at).ok_or(Refused::Malformed)?);
+            let d = i16::try_from(d).map_err(|_| Refused::Malformed)?;
+            let id = be16(&h, 4).wrapping_add(d as u16);
+            h[4..6].copy_from_slice(&id.to_be_bytes());
+        }
+        // the TCP fields, in the mask's order: sequence and acknowledgement numbers (deltas),
+        // window and flags (values), timestamps (deltas)
+        let t = l.ip;
+        if mask & M_SEQ != 0 {
+            add_delta(&mut h, t + 4, b, &mut at)?;
+        }
+        if mask & M_ACK != 0 {
+            add_delta(&mut h, t + 8, b, &mut at)?;
+        }
+        if mask & M_WIN != 0 {
+            let v = b.get(at..at + 2).ok_or(Refused::Malformed)?;
+            h[t + 14..t + 16].copy_from_slice(v);
+            at += 2;
+        }
+        if mask & M_FLAGS != 0 {
+            h[t + 13] = *b.get(at).ok_or(Refused::Malformed)?;
+            at += 1;
+        }
+        if mask & M_TSVAL != 0 {
+            add_delta(&mut h, t + 24, b, &mut at)?;
+        }
+        if mask & M_TSECR != 0 {
+            add_delta(&mut h, t + 28, b, &mut at)?;
+        }
+        let sum = b.get(at..at + 2).ok_or(Refused::Malformed)?;
+        h[l.ip + 16..l.ip + 18].copy_from_slice(sum);
+        at += 2;
+        let total = l.headers() + (b.len() - at);
+        if l.v6() {
+            let payload = u16::try_from(total - 40).map_err(|_| Refused::Malformed)?;
+            h[4..6].copy_from_slice(&payload.to_be_bytes());
+        } else {
+            let total = u16::try_from(total).map_err(|_| Refused::Malformed)?;
+            h[2..4].copy_from_slice(&total.to_be_bytes());
+            h[10..12].fill(0);
+            let sum = internet_checksum(0, &[&h[..20]]);
+            h[10..12].copy_from_slice(&sum.to_be_bytes());
+        }
+        Ok((h, at))
+    }
+}
