@@ -64,8 +64,8 @@ fn fills_both_paths(cc: &'static str) {
     let target = format!("{}:5700", tunnel_addr(Side::B))
         .parse()
         .expect("addr");
-    let mbit = mpt_lab::experiments::realworld::transfer(&lab, &[target], false, cc, 10)
-        .expect("transfer")[0];
+    let mbit =
+        mpt_lab::experiments::tcp::transfer(&lab, &[target], false, cc, 10).expect("transfer")[0];
     // what equalisation costs: bonded traffic (a ping) takes the far path's time each way,
     // light traffic (a ping marked EF) the near path's
     let (bonded, light) = (ping_ms(&lab, "0"), ping_ms(&lab, "0xb8"));

@@ -329,9 +329,8 @@ fn voice_next_to_tcp_bulk(cc: &'static str, bulk_mbit: f64) {
     let ((sent, ef), bulk) = {
         let lab = &lab;
         std::thread::scope(|s| {
-            let bulk = s.spawn(move || {
-                mpt_lab::experiments::realworld::transfer(lab, &[target], false, cc, 9)
-            });
+            let bulk =
+                s.spawn(move || mpt_lab::experiments::tcp::transfer(lab, &[target], false, cc, 9));
             std::thread::sleep(Duration::from_secs(3));
             let ef = voice(lab, 5602, 0xb8, 5, epoch);
             (ef, bulk.join().expect("bulk"))

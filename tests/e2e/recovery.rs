@@ -7,7 +7,7 @@
 
 use std::net::SocketAddr;
 
-use mpt_lab::experiments::realworld::transfer;
+use mpt_lab::experiments::tcp::transfer;
 use mpt_lab::harness::{tunnel_addr, Impair, Lab, LinkSpec, Side, TunnelOpts};
 
 use crate::classes::{bulk_udp, counted_udp};

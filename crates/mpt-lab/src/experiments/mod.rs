@@ -7,6 +7,7 @@
 //! * [`bench`]: throughput, latency and build-against-build benchmarks;
 //! * [`floor`]: the minimal blocking tunnel that sets the machine's latency floor;
 //! * [`demo`]: the README's main job;
+//! * [`tcp`]: one TCP or MPTCP transfer at a time, and kernel MPTCP over the lab's paths;
 //! * [`realworld`]: bonding on real-looking links against kernel MPTCP (`trace`: its
 //!   `--trace` samples).
 
@@ -19,4 +20,5 @@ pub mod peers;
 pub mod realworld;
 pub mod runs;
 pub mod scenario;
+pub mod tcp;
 mod trace;
