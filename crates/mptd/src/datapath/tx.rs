@@ -205,9 +205,12 @@ async fn send_for_peer(t: &Tunnel, i: usize, n: usize, b: &mut TxBatch) {
             &mut b.plan[..n],
             &mut b.out,
         );
-        let mut ready = [0; mpt_core::hc::CONTEXTS];
-        c.compress_ready(&mut ready);
-        t.fit.set_ready(&ready);
+        // the flags matter only to a cut for compressed headers
+        if c.compressed_headers().is_some() {
+            let mut ready = [0; mpt_core::hc::CONTEXTS];
+            c.compress_ready(&mut ready);
+            t.fit.set_ready(&ready);
+        }
         b.answers.append(&mut b.out.icmp);
         b.remotes.clear();
         b.remotes
