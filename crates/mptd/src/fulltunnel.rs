@@ -54,8 +54,9 @@ impl Family {
 pub struct FullTunnel {
     dev: String,
     families: Vec<Family>,
-    /// The peer whose `allowed` holds the default prefixes, by its public key.
-    pub peer: mpt_core::seal::PublicKey,
+    /// The peers whose `allowed` hold a default prefix, by their public keys (several servers
+    /// of a site: [`crate::standby`]).
+    pub peers: Vec<mpt_core::seal::PublicKey>,
     pub fail_closed: bool,
 }
 
@@ -71,21 +72,32 @@ impl FullTunnel {
         if !cfg.tunnel.routes {
             return None;
         }
-        let peer = cfg
+        let peers: Vec<&crate::config::PeerConfig> = cfg
             .peers
             .iter()
-            .find(|p| p.allowed.iter().any(is_default))?;
+            .filter(|p| p.allowed.iter().any(is_default))
+            .collect();
+        if peers.is_empty() {
+            return None;
+        }
         let mut families = Vec::new();
-        for net in peer.allowed.iter().filter(|n| is_default(n)) {
-            families.push(match net {
+        for net in peers
+            .iter()
+            .flat_map(|p| &p.allowed)
+            .filter(|n| is_default(n))
+        {
+            let f = match net {
                 IpNet::V4(_) => Family::V4,
                 IpNet::V6(_) => Family::V6,
-            });
+            };
+            if !families.contains(&f) {
+                families.push(f);
+            }
         }
         Some(FullTunnel {
             dev: cfg.tunnel.name.clone(),
             families,
-            peer: peer.public_key,
+            peers: peers.iter().map(|p| p.public_key).collect(),
             fail_closed: cfg.tunnel.fail_closed,
         })
     }

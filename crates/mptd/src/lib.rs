@@ -30,6 +30,7 @@ pub mod net;
 pub mod peer;
 pub mod random;
 pub mod routes;
+pub mod standby;
 pub mod status;
 pub mod tunnel;
 pub mod uplinks;

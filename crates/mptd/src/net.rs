@@ -214,13 +214,16 @@ pub fn tun_device(t: &TunnelConfig) -> Result<Vec<tun_rs::AsyncDevice>> {
         .collect()
 }
 
-/// The routes through the TUN device `tunnel.routes` installs in the main table: every peer's
+/// The routes through the TUN device that `tunnel.routes` installs for `peers`: their
 /// `allowed` prefixes but those inside the tunnel's own subnets and the default prefixes (a
 /// full tunnel's: [`crate::fulltunnel`]), each with its peer's name.
-pub fn wanted_routes(cfg: &crate::config::Config) -> Vec<(IpNet, String)> {
-    let own: Vec<IpNet> = cfg.tunnel.addresses.iter().map(IpNet::trunc).collect();
+pub fn wanted_routes(
+    t: &crate::config::TunnelConfig,
+    peers: &[crate::config::PeerConfig],
+) -> Vec<(IpNet, String)> {
+    let own: Vec<IpNet> = t.addresses.iter().map(IpNet::trunc).collect();
     let mut wanted = Vec::new();
-    for peer in &cfg.peers {
+    for peer in peers {
         for net in &peer.allowed {
             if !own.iter().any(|o| o.contains(net)) && !crate::fulltunnel::is_default(net) {
                 wanted.push((*net, peer.name.clone()));
@@ -265,24 +268,14 @@ pub fn add_route(t: &crate::config::TunnelConfig, net: IpNet, peer: &str) -> Res
     Ok(())
 }
 
-/// Install a route through the TUN device for every peer's `allowed` prefix (but those inside
-/// the tunnel's own subnets); returns what it installed.
-pub fn install_routes(cfg: &crate::config::Config) -> Result<Vec<IpNet>> {
-    let mut installed = Vec::new();
-    for (net, peer) in wanted_routes(cfg) {
-        add_route(&cfg.tunnel, net, &peer)?;
-        installed.push(net);
-    }
-    Ok(installed)
-}
-
-/// Remove the routes [`install_routes`] installed (they go with the device anyway; this is
-/// for the log).
-pub fn remove_routes(t: &crate::config::TunnelConfig, routes: &[IpNet]) {
-    for net in routes {
-        let _ = std::process::Command::new("ip")
-            .args(route_args("del", t, *net))
-            .output();
+/// Remove the route to `net` through the tunnel `t`'s device (its peer went down or away).
+pub fn remove_route(t: &crate::config::TunnelConfig, net: IpNet) {
+    let ok = std::process::Command::new("ip")
+        .args(route_args("del", t, net))
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if ok {
+        tracing::info!(route = %net, dev = %t.name, "route removed");
     }
 }
 

@@ -44,6 +44,10 @@ pub struct Peer {
     /// The peer is up (it made a session, or a path of it is up) as the hooks and a full
     /// tunnel's route were last told; it is down again when no path of it is left up.
     pub up: std::sync::atomic::AtomicBool,
+    /// When it last went up (the clock's milliseconds), and whether it went down after it had
+    /// been up: for the failback hold of a peer that shares a prefix ([`crate::standby`]).
+    pub up_since_ms: AtomicU64,
+    pub failed: std::sync::atomic::AtomicBool,
     /// Datagrams the kernel refused as too big (EMSGSIZE): path and size, for the endpoint's
     /// path MTU discovery the next time it is locked ([`Peer::apply_too_big`]).
     too_big: std::sync::Mutex<Vec<(PathId, usize)>>,
@@ -79,6 +83,8 @@ impl Peer {
             path_source: Mutex::new(if listening { vec![None; n] } else { Vec::new() }),
             deadline: AtomicU64::new(u64::MAX),
             up: std::sync::atomic::AtomicBool::new(false),
+            up_since_ms: AtomicU64::new(0),
+            failed: std::sync::atomic::AtomicBool::new(false),
             too_big: std::sync::Mutex::new(Vec::new()),
             ep: Mutex::new(None),
         };

@@ -5,6 +5,7 @@ use ahash::AHashMap as HashMap;
 use std::net::IpAddr;
 
 use crate::config::{IpNet, PeerConfig};
+use crate::standby::Shared;
 
 /// The peers' `allowed` prefixes, for longest-prefix matching: per address family and prefix
 /// length (longest first), the prefixes of that length.
@@ -14,6 +15,9 @@ pub struct Routes {
     v6: Vec<(u8, HashMap<u128, usize>)>,
     /// One peer with no `allowed` at all: everything goes to it (and it may send anything).
     only: Option<usize>,
+    /// Prefixes shared by several peers ([`crate::standby`]), and each peer that holds one
+    /// but does not carry it now: it may still send from it.
+    standby: Vec<(IpNet, usize)>,
 }
 
 fn mask4(len: u8) -> u32 {
@@ -33,8 +37,12 @@ fn mask6(len: u8) -> u128 {
 }
 
 impl Routes {
-    /// The routes to `peers`, each (its position by slot, its `[[peer]]`).
-    pub fn new<'a>(peers: impl IntoIterator<Item = (usize, &'a PeerConfig)>) -> Routes {
+    /// The routes to `peers`, each (its position by slot, its `[[peer]]`); a prefix in
+    /// `shared` goes to its active peer.
+    pub fn new<'a>(
+        peers: impl IntoIterator<Item = (usize, &'a PeerConfig)>,
+        shared: &[Shared],
+    ) -> Routes {
         let mut r = Routes::default();
         let peers: Vec<(usize, &PeerConfig)> = peers.into_iter().collect();
         if let [(i, p)] = peers[..] {
@@ -45,6 +53,10 @@ impl Routes {
         }
         for (i, p) in peers {
             for net in &p.allowed {
+                if shared.iter().any(|s| s.net == *net && s.active != i) {
+                    r.standby.push((*net, i));
+                    continue;
+                }
                 match net {
                     IpNet::V4(n) => {
                         let len = n.prefix_len();
@@ -81,25 +93,41 @@ impl Routes {
         if self.only.is_some() {
             return self.only;
         }
+        self.longest(addr).map(|(_, i)| i)
+    }
+
+    /// The length of the longest prefix that matches `addr`, and its peer.
+    fn longest(&self, addr: IpAddr) -> Option<(u8, usize)> {
         match addr {
             IpAddr::V4(a) => {
                 let a = u32::from(a);
                 self.v4
                     .iter()
-                    .find_map(|(len, t)| t.get(&(a & mask4(*len))).copied())
+                    .find_map(|(len, t)| t.get(&(a & mask4(*len))).map(|&i| (*len, i)))
             }
             IpAddr::V6(a) => {
                 let a = u128::from(a);
                 self.v6
                     .iter()
-                    .find_map(|(len, t)| t.get(&(a & mask6(*len))).copied())
+                    .find_map(|(len, t)| t.get(&(a & mask6(*len))).map(|&i| (*len, i)))
             }
         }
     }
 
-    /// Whether `peer` may send an inner packet from `source`: its longest match is that peer.
+    /// Whether `peer` may send an inner packet from `source`: its longest match is that peer,
+    /// or a prefix that peer shares with the one that carries it.
     pub fn allows(&self, peer: usize, source: IpAddr) -> bool {
-        self.lookup(source) == Some(peer)
+        if self.only.is_some() {
+            return self.only == Some(peer);
+        }
+        match self.longest(source) {
+            Some((_, i)) if i == peer => true,
+            Some((len, _)) => self
+                .standby
+                .iter()
+                .any(|(net, i)| *i == peer && net.prefix_len() == len && net.contains(&source)),
+            None => false,
+        }
     }
 
     /// Every packet goes to one peer (no lookup needed).
@@ -145,6 +173,7 @@ mod tests {
             endpoint: None,
             allowed: allowed.iter().map(|a| a.parse().expect("prefix")).collect(),
             preshared_key_file: None,
+            priority: None,
         }
     }
 
@@ -155,7 +184,7 @@ mod tests {
             peer(&["10.99.0.3/32", "192.168.0.0/16", "2001:db8:1::/48"]),
             peer(&["0.0.0.0/0"]),
         ];
-        let r = Routes::new(peers.iter().enumerate());
+        let r = Routes::new(peers.iter().enumerate(), &[]);
         let ip = |s: &str| s.parse::<IpAddr>().expect("address");
         assert_eq!(r.lookup(ip("10.99.0.2")), Some(0));
         assert_eq!(r.lookup(ip("192.168.10.7")), Some(0));
@@ -167,12 +196,36 @@ mod tests {
         assert!(!r.allows(0, ip("192.168.11.1")), "peer 1's address");
         assert!(!r.allows(1, ip("10.99.0.2")), "peer 0's address");
         // one peer without prefixes takes everything
-        let one = Routes::new([(0, &peer(&[]))]);
+        let one = Routes::new([(0, &peer(&[]))], &[]);
         assert_eq!(one.lookup(ip("2001:db8::1")), Some(0));
         assert!(one.allows(0, ip("1.2.3.4")));
         // a retired slot before it: the peer at slot position 1 takes everything
-        let one = Routes::new([(1, &peer(&[]))]);
+        let one = Routes::new([(1, &peer(&[]))], &[]);
         assert_eq!(one.lookup(ip("2001:db8::1")), Some(1));
+    }
+
+    #[test]
+    fn a_shared_prefix_goes_to_its_active_peer_and_the_standby_may_still_send_from_it() {
+        let peers = [
+            peer(&["0.0.0.0/0", "198.19.99.1/32"]),
+            peer(&["0.0.0.0/0", "198.19.99.3/32"]),
+            peer(&["198.18.210.0/24"]),
+        ];
+        let ip = |s: &str| s.parse::<IpAddr>().expect("address");
+        for active in [0, 1] {
+            let shared = [Shared {
+                net: "0.0.0.0/0".parse().expect("prefix"),
+                holders: vec![0, 1],
+                active,
+                why: crate::standby::Why::Best,
+            }];
+            let r = Routes::new(peers.iter().enumerate(), &shared);
+            assert_eq!(r.lookup(ip("8.8.8.8")), Some(active));
+            assert_eq!(r.lookup(ip("198.19.99.3")), Some(1), "its own /32");
+            assert!(r.allows(0, ip("8.8.8.8")) && r.allows(1, ip("8.8.8.8")));
+            assert!(!r.allows(0, ip("198.18.210.5")), "the LAN peer's prefix");
+            assert!(!r.allows(0, ip("198.19.99.3")), "the other server's /32");
+        }
     }
 
     #[test]

@@ -201,13 +201,25 @@ async fn run(cfg: Config, keys: Keys, config: &std::path::Path) -> Result<()> {
         };
         info!(peer = %cfg.name, key = %cfg.public_key, endpoint = cfg.endpoint.as_ref().map_or_else(|| "-".to_owned(), ToString::to_string), remotes = ?remotes, "peer");
     }
-    if sh.cfg().tunnel.routes {
-        let installed = mptd::net::install_routes(&sh.cfg())?;
-        *sh.installed_routes
-            .lock()
-            .unwrap_or_else(|p| p.into_inner()) = installed;
-    }
     let mut tasks = tokio::task::JoinSet::new();
+    {
+        // the kernel's routes follow the peers up, and the shared prefixes their peers (again
+        // and again while a failback hold runs)
+        let sh = sh.clone();
+        tasks.spawn(async move {
+            loop {
+                let t = sh.clone();
+                let _ = tokio::task::spawn_blocking(move || t.sync_kernel_routes()).await;
+                if sh.shared_holding() {
+                    let wait = sh.peers_changed.notified();
+                    let _ = tokio::time::timeout(std::time::Duration::from_millis(200), wait).await;
+                } else {
+                    sh.peers_changed.notified().await;
+                }
+                sh.reconsider_shared();
+            }
+        });
+    }
     if let Some((ft, up)) = &sh.full_tunnel {
         if let Err(e) = ft.install() {
             teardown(&sh);
@@ -312,7 +324,9 @@ fn teardown(sh: &Tunnel) {
             .lock()
             .unwrap_or_else(|p| p.into_inner()),
     );
-    mptd::net::remove_routes(&sh.cfg().tunnel, &routes);
+    for net in routes {
+        mptd::net::remove_route(&sh.cfg().tunnel, net);
+    }
     if let Some((ft, _)) = &sh.full_tunnel {
         ft.remove();
     }

@@ -83,6 +83,8 @@ pub struct HooksFile {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub peer_down: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub peer_active: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<i64>,
 }
 
@@ -108,6 +110,8 @@ pub struct PeerFile {
     pub allowed: Option<Vec<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub preshared_key_file: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i64>,
 }
 
 /// `[security]` as written.
@@ -144,6 +148,8 @@ pub struct TunnelFile {
     pub route_table: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub route_protocol: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failback_ms: Option<i64>,
 }
 
 /// `[connection]` as written.

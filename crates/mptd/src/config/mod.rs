@@ -50,6 +50,8 @@ pub struct HooksConfig {
     pub path_down: Option<String>,
     pub peer_up: Option<String>,
     pub peer_down: Option<String>,
+    /// Another peer carries a prefix several peers share (`crate::standby`).
+    pub peer_active: Option<String>,
     /// A hook still running after this is killed.
     pub timeout: Duration,
 }
@@ -65,6 +67,7 @@ pub enum HookEvent {
     PathDown,
     PeerUp,
     PeerDown,
+    PeerActive,
 }
 
 impl HookEvent {
@@ -77,6 +80,7 @@ impl HookEvent {
             HookEvent::PathDown => "path_down",
             HookEvent::PeerUp => "peer_up",
             HookEvent::PeerDown => "peer_down",
+            HookEvent::PeerActive => "peer_active",
         }
     }
 }
@@ -93,6 +97,7 @@ impl Default for HooksConfig {
             path_down: None,
             peer_up: None,
             peer_down: None,
+            peer_active: None,
             timeout: DEFAULT_HOOK_TIMEOUT,
         }
     }
@@ -109,6 +114,7 @@ impl HooksConfig {
             PathDown => self.path_down.as_deref(),
             PeerUp => self.peer_up.as_deref(),
             PeerDown => self.peer_down.as_deref(),
+            PeerActive => self.peer_active.as_deref(),
         }
     }
 
@@ -118,6 +124,7 @@ impl HooksConfig {
             && self.path_down.is_none()
             && self.peer_up.is_none()
             && self.peer_down.is_none()
+            && self.peer_active.is_none()
     }
 }
 
@@ -146,6 +153,9 @@ pub struct PeerConfig {
     /// Inner source addresses accepted from the peer, and routed to it.
     pub allowed: Vec<IpNet>,
     pub preshared_key_file: Option<PathBuf>,
+    /// Several peers may be allowed the same prefix (servers of one site) if each has a
+    /// priority (1 is the highest): the best one up carries it ([`crate::standby`]).
+    pub priority: Option<u8>,
 }
 
 /// A host name or address, and a port.
@@ -276,6 +286,9 @@ pub struct TunnelConfig {
     /// A full tunnel (a peer allowed `0.0.0.0/0` or `::/0`) blocks the host's traffic while its
     /// peer is down and after the daemon stops, instead of letting it out of the uplinks.
     pub fail_closed: bool,
+    /// A peer of a higher priority than the one carrying its prefixes, up again after it was
+    /// down, takes them back once it has been up this long (`failback_ms`).
+    pub failback: Duration,
 }
 
 /// `[connection]`: how packets are spread and put back in order.
@@ -390,6 +403,8 @@ pub mod defaults {
     pub const ROUTE_TABLE: u32 = 254;
     /// `tunnel.route_protocol`: boot, what `ip route` gives a route by default.
     pub const ROUTE_PROTOCOL: u8 = 3;
+    /// `tunnel.failback_ms`.
+    pub const FAILBACK_MS: u64 = 10_000;
     /// One TUN queue: on a 2-core host the two directions already take a core each.
     pub const QUEUES: usize = 1;
     /// Packets: enough for two unshaped multi-Gbit/s paths, whose datagrams can reach their

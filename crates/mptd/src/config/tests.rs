@@ -90,6 +90,52 @@ fn invalid_key(text: &str) -> String {
 }
 
 #[test]
+fn peers_share_a_prefix_only_with_priorities_of_their_own() {
+    let servers = |a: &str, b: &str| {
+        GOOD.replace(
+            "[[path]]\nname = \"p1\"",
+            &format!(
+                "[[peer]]\nname = \"s1\"\npublic_key = \"{}\"\nallowed = [\"0.0.0.0/0\"]\n{a}\n\n\
+                 [[peer]]\nname = \"s2\"\npublic_key = \"{}\"\nallowed = [\"0.0.0.0/0\"]\n{b}\n\n\
+                 [[path]]\nname = \"p1\"",
+                PublicKey::from_bytes([1; 32]).encode(),
+                PublicKey::from_bytes([2; 32]).encode()
+            ),
+        )
+    };
+    let c = parse(&servers(
+        "priority = 1",
+        "priority = 2\nendpoint = \"198.18.9.9:4754\"",
+    ))
+    .expect("good");
+    assert_eq!(c.peers[1].priority, Some(1));
+    assert_eq!(c.peers[2].priority, Some(2));
+    assert_eq!(c.tunnel.failback, Duration::from_secs(10));
+    assert_eq!(
+        invalid_key(&servers("", "priority = 2")),
+        "peer[2].allowed[0]"
+    );
+    assert_eq!(
+        invalid_key(&servers("priority = 1", "")),
+        "peer[2].allowed[0]"
+    );
+    assert_eq!(
+        invalid_key(&servers("priority = 1", "priority = 1")),
+        "peer[2].allowed[0]"
+    );
+    assert_eq!(
+        invalid_key(&servers("priority = 0", "priority = 2")),
+        "peer[1].priority"
+    );
+    let hold = servers("priority = 1", "priority = 2")
+        .replace("mtu = 1400", "mtu = 1400\nfailback_ms = 2500");
+    assert_eq!(
+        parse(&hold).expect("good").tunnel.failback,
+        Duration::from_millis(2500)
+    );
+}
+
+#[test]
 fn a_config_file_written_by_serialising_parses_back() {
     let file = ConfigFile {
         tunnel: Some(TunnelFile {

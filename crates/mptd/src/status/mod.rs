@@ -52,6 +52,10 @@ pub struct PeerStatus {
     pub rx_packets: u64,
     pub rx_bytes: u64,
     pub delivered: u64,
+    /// Its part in the prefixes it shares with other peers (several servers of a site): which
+    /// it carries, which it stands by for, and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
     pub paths: Vec<PathStatus>,
 }
 

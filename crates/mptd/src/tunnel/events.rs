@@ -33,13 +33,22 @@ impl Tunnel {
         self.log_event_only(i, e);
         let Some(peer) = self.peer(i) else { return };
         let change = peer_change(&peer, e);
+        if let Some(up) = change {
+            self.note_peer_change(&peer, up);
+            self.reconsider_shared();
+            self.peers_changed.notify_one();
+        }
         if self.hooks.any() {
             self.hook_event(&peer, e, change);
         }
-        if let (Some(up), Some((ft, tx))) = (change, &self.full_tunnel) {
-            if peer.cfg().public_key == ft.peer {
-                tx.send_replace(up);
-            }
+        if let (Some(_), Some((ft, tx))) = (change, &self.full_tunnel) {
+            // the default route is there while a peer allowed it is up
+            let any_up = self.peers().iter().any(|p| {
+                !p.retired
+                    && p.up.load(std::sync::atomic::Ordering::Relaxed)
+                    && ft.peers.contains(&p.cfg().public_key)
+            });
+            tx.send_if_modified(|was| std::mem::replace(was, any_up) != any_up);
         }
     }
 

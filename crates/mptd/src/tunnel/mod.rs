@@ -38,6 +38,7 @@ mod events;
 mod reload;
 mod service;
 mod settings;
+mod shared;
 mod socket;
 mod status;
 mod uplinks;
@@ -73,6 +74,11 @@ pub struct Tunnel {
     routes: ArcSwap<Routes>,
     /// The routes through the TUN device that `tunnel.routes` installed.
     pub installed_routes: Mutex<Vec<crate::config::IpNet>>,
+    /// Told when a peer went up or down: the kernel's routes follow
+    /// ([`Tunnel::sync_kernel_routes`]), and the shared prefixes are considered again.
+    pub peers_changed: tokio::sync::Notify,
+    /// The prefixes several peers share, and which carries each ([`crate::standby`]).
+    standby: Mutex<Vec<crate::standby::Shared>>,
     /// The many-peer side of the protocol: the peers by key, and taking their initiations
     /// (`accept.rs`). Lock order: this, then a peer's.
     endpoint: Mutex<mpt_tunnel::Endpoint>,
@@ -188,10 +194,15 @@ impl Tunnel {
         ));
         let tun = crate::net::tun_device(&cfg.tunnel)?;
         let (hooks, hook_queue) = crate::hooks::Hooks::new(&cfg.hooks);
+        let slots: Vec<(usize, &crate::config::PeerConfig)> =
+            cfg.peers.iter().enumerate().collect();
+        let shared = crate::standby::shared(&slots, &[]);
         Ok(Tunnel {
             endpoint: Mutex::new(endpoint),
-            routes: ArcSwap::from_pointee(Routes::new(cfg.peers.iter().enumerate())),
+            routes: ArcSwap::from_pointee(Routes::new(cfg.peers.iter().enumerate(), &shared)),
             installed_routes: Mutex::new(Vec::new()),
+            peers_changed: tokio::sync::Notify::new(),
+            standby: Mutex::new(shared),
             prefix,
             max_datagram,
             clock,

@@ -22,7 +22,7 @@ use mpt_core::PathId;
 use tracing::info;
 
 use super::{config_paths, peer_entries, random_source, Outputs, Settings, SockIo, Tunnel};
-use crate::config::{Config, IpNet, Keys};
+use crate::config::{Config, Keys};
 use crate::peer::Peer;
 use crate::routes::Routes;
 
@@ -85,7 +85,6 @@ impl Tunnel {
                     format!("nothing applied, the running configuration is kept: {e:#}")
                 })?));
             }
-            let routes_now = self.add_routes(&new)?;
             let now = self.clock.now();
             // the peers removed or made anew say goodbye (theirs take our paths down at once)
             let old_peers = self.peers();
@@ -180,7 +179,6 @@ impl Tunnel {
                 .filter(|(_, p)| !p.retired)
                 .map(|(i, p)| (i, arc_swap::Guard::into_inner(p.cfg())))
                 .collect();
-            let routes = Routes::new(live.iter().map(|(i, c)| (*i, &**c)));
             // peers first: a route only names a slot the list has. The list and the
             // endpoint's table change under one hold of the endpoint's lock, so that an
             // initiation is taken with the old of both or the new of both.
@@ -189,8 +187,15 @@ impl Tunnel {
                 endpoint.set_peers(peer_entries(&list));
                 self.peers.store(Arc::new(list));
             }
-            self.routes.store(Arc::new(routes));
-            self.remove_routes(routes_now);
+            let shared = self.reset_shared();
+            self.routes.store(Arc::new(Routes::new(
+                live.iter().map(|(i, c)| (*i, &**c)),
+                &shared,
+            )));
+            // the kernel's routes follow the peers that are up, the shared prefixes their
+            // peers
+            self.reconsider_shared();
+            self.peers_changed.notify_one();
             self.hooks.replace(&new.hooks);
             let bound = socks.iter().filter(|(_, new)| *new).count();
             let mut said = changes;
@@ -326,53 +331,6 @@ impl Tunnel {
             ));
         }
         Ok(plan)
-    }
-
-    /// With `tunnel.routes`: the routes `new`'s peers need that are not installed, added now
-    /// (on a failure, the ones just added are removed again, and the reload refused). Returns
-    /// what `new` wants installed.
-    fn add_routes(&self, new: &Config) -> Result<Vec<IpNet>, String> {
-        if !new.tunnel.routes {
-            return Ok(Vec::new());
-        }
-        let installed = self
-            .installed_routes
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        let wanted = crate::net::wanted_routes(new);
-        let mut added = Vec::new();
-        for (net, peer) in &wanted {
-            if installed.contains(net) {
-                continue;
-            }
-            if let Err(e) = crate::net::add_route(&new.tunnel, *net, peer) {
-                crate::net::remove_routes(&new.tunnel, &added);
-                return Err(format!(
-                    "nothing applied, the running configuration is kept: {e:#}"
-                ));
-            }
-            added.push(*net);
-        }
-        Ok(wanted.into_iter().map(|(n, _)| n).collect())
-    }
-
-    /// The routes installed that are not in `now` are removed; `now` is what is installed.
-    fn remove_routes(&self, now: Vec<IpNet>) {
-        let mut installed = self
-            .installed_routes
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        if !self.cfg().tunnel.routes {
-            return;
-        }
-        let gone: Vec<IpNet> = installed
-            .iter()
-            .filter(|n| !now.contains(n))
-            .copied()
-            .collect();
-        crate::net::remove_routes(&self.cfg().tunnel, &gone);
-        *installed = now;
     }
 }
 

@@ -118,8 +118,9 @@ impl Tunnel {
                 ..ClassStatus::default()
             })
             .collect();
-        for peer in all.iter().filter(|p| !p.retired) {
+        for (i, peer) in all.iter().enumerate().filter(|(_, p)| !p.retired) {
             let cfg = peer.cfg();
+            let role = self.describe_shared(i);
             let guard = peer.lock();
             let Some(ep) = guard.as_ref() else {
                 peers.push(PeerStatus {
@@ -141,6 +142,7 @@ impl Tunnel {
                     rx_packets: 0,
                     rx_bytes: 0,
                     delivered: 0,
+                    role,
                     paths: Vec::new(),
                 });
                 continue;
@@ -197,6 +199,7 @@ impl Tunnel {
                 rx_packets: t.packets,
                 rx_bytes: t.bytes,
                 delivered: ep.delivered(),
+                role,
                 paths,
             });
         }

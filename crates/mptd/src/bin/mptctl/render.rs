@@ -43,6 +43,9 @@ pub(crate) fn print_show(s: &Status, only: Option<&str>) {
             None if peer.listening => println!("  endpoint: (comes to our listen sockets)"),
             None => println!("  endpoint: (waits for the peer)"),
         }
+        if let Some(role) = &peer.role {
+            println!("  role: {role}");
+        }
         match (&peer.session, peer.keys_agreed) {
             (Some(session), true) => println!(
                 "  session: {session}, {}, protocol {}; latest handshake: {}; renewed {} times, restarted {} times",
@@ -285,6 +288,9 @@ pub(crate) fn print_status(s: &Status) {
                 String::new()
             }
         );
+        if let Some(role) = &peer.role {
+            println!("  {role}");
+        }
         print_paths(&peer.paths);
     }
 }

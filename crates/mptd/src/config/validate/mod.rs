@@ -149,6 +149,7 @@ impl Validator<'_> {
             path_down: command("hooks.path_down", raw.path_down)?,
             peer_up: command("hooks.peer_up", raw.peer_up)?,
             peer_down: command("hooks.peer_down", raw.peer_down)?,
+            peer_active: command("hooks.peer_active", raw.peer_active)?,
             timeout: Duration::from_millis(self.int_in(
                 "hooks.timeout_ms",
                 raw.timeout_ms,
@@ -244,6 +245,13 @@ impl Validator<'_> {
             route_table,
             route_protocol,
             fail_closed: raw.fail_closed.unwrap_or(false),
+            failback: Duration::from_millis(self.int_in(
+                "tunnel.failback_ms",
+                raw.failback_ms,
+                defaults::FAILBACK_MS,
+                0,
+                3_600_000,
+            )?),
         })
     }
 

@@ -156,6 +156,10 @@ impl Validator<'_> {
                     ),
                 ));
             }
+            let priority: Option<u8> = r
+                .priority
+                .map(|_| self.int_in(&key("priority"), r.priority, 1, 1, 254))
+                .transpose()?;
             let endpoint = r
                 .endpoint
                 .map(|e| self.host_port(&key("endpoint"), &e))
@@ -169,14 +173,22 @@ impl Validator<'_> {
                     )
                 })?;
                 let net = net.trunc();
-                if let Some(k) = peers.iter().position(|p| p.allowed.contains(&net)) {
-                    return Err(self.err(
-                        format!("peer[{i}].allowed[{j}]"),
-                        format!(
-                            "{net} is already allowed to peer[{k}] ({:?}): a prefix routes to one peer",
-                            peers[k].name
+                for (k, other) in peers.iter().enumerate() {
+                    if !other.allowed.contains(&net) {
+                        continue;
+                    }
+                    let why = match (priority, other.priority) {
+                        (Some(a), Some(b)) if a == b => format!(
+                            "{net} is also allowed to peer[{k}] ({:?}) with the same priority                              {a}: peers that share a prefix need different priorities",
+                            other.name
                         ),
-                    ));
+                        (Some(_), Some(_)) => continue,
+                        _ => format!(
+                            "{net} is already allowed to peer[{k}] ({:?}): a prefix routes to                              one peer, unless each peer that shares it has a `priority`                              (several servers of a site)",
+                            other.name
+                        ),
+                    };
+                    return Err(self.err(format!("peer[{i}].allowed[{j}]"), why));
                 }
                 allowed.push(net);
             }
@@ -193,6 +205,7 @@ impl Validator<'_> {
                 endpoint,
                 allowed,
                 preshared_key_file,
+                priority,
             });
         }
         Ok(peers)
