@@ -456,10 +456,16 @@ impl<P> Connection<P> {
     }
 
     /// How long path `i` may be silent at `now` before it is down: `dead`, or while it is
-    /// idle [`crate::idle_dead`].
+    /// idle [`crate::idle_dead`]. A path that is down is not idle: with every path down, the
+    /// initiator seeks the peer again after `dead` (and its handshake retries), whether or not
+    /// data goes there.
     pub(crate) fn silence_limit(&self, i: usize, now: Time) -> Duration {
         match self.cfg.idle_keepalive {
-            Some(every) if self.idle_path(i, now) => crate::idle_dead(every, self.cfg.dead),
+            Some(every)
+                if self.idle_path(i, now) && self.paths[i].live.state != LinkState::Down =>
+            {
+                crate::idle_dead(every, self.cfg.dead)
+            }
             _ => self.cfg.dead,
         }
     }

@@ -152,3 +152,36 @@ fn a_path_that_fails_under_traffic_goes_down_within_dead_as_without_idling() {
         .map(|(t, _)| *t - start);
     assert!(down.is_some_and(|d| d <= ms(560)), "down after {down:?}");
 }
+
+#[test]
+fn a_peer_whose_paths_all_went_down_is_sought_again_within_the_handshake_retry() {
+    // a server that died under traffic, while the site's traffic went elsewhere (another
+    // server of the site): no data wakes these paths, which go idle
+    let mut p = idle_pair(64, 2);
+    p.stream(Side::A, ms(1000), ms(10), LEN, 0);
+    p.set_up(0, false);
+    p.set_up(1, false);
+    p.stream(Side::A, ms(1000), ms(10), LEN, 1000);
+    for i in 0..2 {
+        assert_eq!(p.ep(Side::A).path_info(PathId(i)).state, LinkState::Down);
+    }
+    p.run(Duration::from_secs(10));
+    // the server comes back, a new process: the site makes a session with it again, within
+    // its handshake retry (at most 5 s)
+    p.restart(Side::B);
+    p.set_up(0, true);
+    p.set_up(1, true);
+    let back = p.now;
+    p.run_until(Duration::from_secs(40), |p| {
+        p.events_since(Side::A, back)
+            .iter()
+            .any(|e| matches!(e, Event::PathUp { .. }))
+    })
+    .expect("a path up again");
+    let after = p.now - back;
+    eprintln!("the server back: a path up again after {after:?}");
+    assert!(
+        after <= Duration::from_secs(5) + ms(600),
+        "sought again only after {after:?}"
+    );
+}
