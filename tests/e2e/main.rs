@@ -10,6 +10,7 @@ mod bad_input;
 mod bonding;
 mod bundles;
 mod classes;
+mod concentrators;
 mod control;
 mod emulator;
 mod failover;

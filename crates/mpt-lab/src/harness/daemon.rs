@@ -143,6 +143,7 @@ impl Lab {
                 format!("2001:db8:19::{}/128", side.other().octet()),
             ]),
             preshared_key_file: None,
+            priority: None,
         };
         Ok(ConfigFile {
             tunnel: Some(TunnelFile {

@@ -43,6 +43,27 @@ pub fn have(program: &str) -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
+/// Make sure `program` is there: if it is not (on the PATH or in /usr/sbin), install Debian's
+/// `package` (the test runs as root; `scripts/deps.sh` installs it too). A package installed
+/// with a system service has that service stopped: the tests run their own instances.
+pub fn ensure_package(program: &str, package: &str) -> Result<()> {
+    let there = |p: &str| have(p) || std::path::Path::new("/usr/sbin").join(p).exists();
+    if there(program) {
+        return Ok(());
+    }
+    eprintln!("installing Debian's {package} (for {program})");
+    let _ = Command::new("apt-get").args(["update", "-qq"]).output();
+    run(Command::new("apt-get")
+        .args(["install", "-y", "-qq", "--no-install-recommends", package])
+        .env("DEBIAN_FRONTEND", "noninteractive"))?;
+    let _ = Command::new("systemctl").args(["stop", program]).output();
+    anyhow::ensure!(
+        there(program),
+        "{package} installed, but {program} is not there"
+    );
+    Ok(())
+}
+
 /// Run a command, failing with its output when it fails.
 pub fn run(cmd: &mut Command) -> Result<Output> {
     let out = cmd

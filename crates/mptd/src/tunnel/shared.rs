@@ -93,11 +93,11 @@ impl Tunnel {
                     .map_or_else(String::new, |p| p.cfg().name.clone())
             };
             let reason = match why {
-                Why::Best if candidates[from].up => {
+                Why::Best if candidates[from].up && candidates[to].failed => {
                     "it is back and has been up for the failback hold (tunnel.failback_ms)"
                 }
-                Why::Best => "the peer that carried it is down",
-                Why::Holding { .. } => "the peer that carried it is down",
+                Why::Best if candidates[from].up => "it is up, with a higher priority",
+                Why::Best | Why::Holding { .. } => "the peer that carried it is down",
                 Why::OnlyHeld => "it is the only one up",
                 Why::NoneUp => "no peer of it is up",
             };
