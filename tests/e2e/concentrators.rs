@@ -358,13 +358,14 @@ fn concentrator_bird(k: usize) -> String {
 fn core_bird() -> String {
     let mut t = String::from(
         "router id 198.18.20.1;\nprotocol device {\n}\n\
-         protocol kernel {\n    ipv4 { import none; export all; };\n}\n",
+         protocol kernel {\n    ipv4 { import none; export all; };\n}\n\
+         protocol bfd {\n    interface \"*\" { interval 100 ms; multiplier 5; };\n}\n",
     );
     for k in 1..=2 {
         let (me, core) = concentrator(k);
         t += &format!(
             "protocol bgp c{k} {{\n    local {core} as 65000;\n    neighbor {me} as 65001;\n    \
-             hold time 3;\n    keepalive time 1;\n    connect retry time 1;\n    \
+             hold time 3;\n    keepalive time 1;\n    connect retry time 1;\n    error wait time 1, 10;\n    bfd on;\n    \
              ipv4 {{ import all; export none; }};\n}}\n"
         );
     }
@@ -397,6 +398,49 @@ fn site_mptd(c: &[PrivateKey; 2], hook_file: &std::path::Path) -> String {
         );
     }
     t + "[[path]]\nname = \"up1\"\ninterface = \"up1\"\n\n[[path]]\nname = \"up2\"\ninterface = \"up2\"\n"
+}
+
+/// c1 has just failed (`how`): new connections from the LAN to the office work through c2
+/// within 3 s, and the office reaches the LAN through c2 within 5 s.
+fn moves_to_c2(f: &Fabric, how: &str) {
+    let failed = Instant::now();
+    let (lan, office) = std::thread::scope(|s| {
+        let lan = s.spawn(|| {
+            f.until(
+                "a new connection from the LAN by c2",
+                Duration::from_secs(10),
+                || f.lan_connects(),
+            );
+            failed.elapsed()
+        });
+        let office = s.spawn(|| {
+            f.until(
+                "the office reaching the LAN by c2",
+                Duration::from_secs(10),
+                || f.office_reaches_lan(),
+            );
+            failed.elapsed()
+        });
+        (
+            lan.join().expect("lan thread"),
+            office.join().expect("office thread"),
+        )
+    });
+    let role = f.role("c2");
+    assert!(role.starts_with("active for 0.0.0.0/0"), "{role}");
+    f.until("the core's route by c2", Duration::from_secs(5), || {
+        f.core_route().contains("via 198.18.172.1")
+    });
+    eprintln!(
+        "RESULT concentrators: c1 {how}: the LAN's new connections through c2 after {:.2} s, the office reaches the LAN through c2 after {:.2} s",
+        lan.as_secs_f64(),
+        office.as_secs_f64()
+    );
+    assert!(lan <= Duration::from_secs(3), "LAN to office after {lan:?}");
+    assert!(
+        office <= Duration::from_secs(5),
+        "office to LAN after {office:?}"
+    );
 }
 
 #[test]
@@ -463,46 +507,7 @@ fn a_site_moves_to_the_next_concentrator_and_bgp_follows() {
 
     // c1 dies: the site's new connections go by c2, and the core's route moves to c2
     f.kill("c1");
-    let killed = Instant::now();
-    let (lan, office) = std::thread::scope(|s| {
-        let lan = s.spawn(|| {
-            f.until(
-                "a new connection from the LAN by c2",
-                Duration::from_secs(10),
-                || f.lan_connects(),
-            );
-            killed.elapsed()
-        });
-        let office = s.spawn(|| {
-            f.until(
-                "the office reaching the LAN by c2",
-                Duration::from_secs(10),
-                || f.office_reaches_lan(),
-            );
-            killed.elapsed()
-        });
-        (
-            lan.join().expect("lan thread"),
-            office.join().expect("office thread"),
-        )
-    });
-    let role = f.role("c2");
-    assert!(role.starts_with("active for 0.0.0.0/0"), "{role}");
-    assert!(
-        f.core_route().contains("via 198.18.172.1"),
-        "{}",
-        f.core_route()
-    );
-    eprintln!(
-        "RESULT concentrators: c1 killed: the LAN's new connections through c2 after {:.2} s, the office reaches the LAN through c2 after {:.2} s",
-        lan.as_secs_f64(),
-        office.as_secs_f64()
-    );
-    assert!(lan <= Duration::from_secs(3), "LAN to office after {lan:?}");
-    assert!(
-        office <= Duration::from_secs(5),
-        "office to LAN after {office:?}"
-    );
+    moves_to_c2(&f, "killed");
 
     // c1 comes back: the office keeps reaching the LAN, and the site returns to c1 after its
     // failback hold
@@ -570,6 +575,39 @@ fn a_site_moves_to_the_next_concentrator_and_bgp_follows() {
         "the office lost the LAN while c1 came back: {out}"
     );
     assert!(f.lan_connects(), "the LAN cannot reach the office on c1");
+    // c1 blackholed at the core, its BGP session with it: the same, by silence alone
+    f.sh(
+        "core",
+        "nft 'add table inet hole; \
+         add chain inet hole pass { type filter hook forward priority 0; }; \
+         add chain inet hole inp { type filter hook input priority 0; }; \
+         add chain inet hole outp { type filter hook output priority 0; }; \
+         add rule inet hole pass ip daddr 198.18.171.1 drop; \
+         add rule inet hole pass ip saddr 198.18.171.1 drop; \
+         add rule inet hole inp ip saddr 198.18.171.1 drop; \
+         add rule inet hole outp ip daddr 198.18.171.1 drop'",
+    );
+    moves_to_c2(&f, "blackholed");
+    f.sh("core", "nft delete table inet hole");
+    let healed = Instant::now();
+    f.until(
+        "c1 carrying the site again after the blackhole",
+        Duration::from_secs(25),
+        || {
+            f.role("c1")
+                .starts_with("active for 0.0.0.0/0: the highest priority up")
+        },
+    );
+    f.until(
+        "the core's route back by c1 after the blackhole",
+        Duration::from_secs(15),
+        || f.core_route().contains("via 198.18.171.1"),
+    );
+    eprintln!(
+        "RESULT concentrators: c1 reachable again: the site back on it after {:.2} s",
+        healed.elapsed().as_secs_f64()
+    );
+    assert!(f.lan_connects() && f.office_reaches_lan());
     let hooks = std::fs::read_to_string(&hook_file).unwrap_or_default();
     assert!(
         hooks.contains("c2 c1 0.0.0.0/0") && hooks.contains("c1 c2 0.0.0.0/0"),
