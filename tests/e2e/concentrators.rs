@@ -15,7 +15,8 @@
 //! route to the core, which prefers c1's. c1 is killed (its mptd and its BIRD, SIGKILL): new
 //! connections from the LAN to the office go through c2 within 3 s, and the office reaches the
 //! LAN through c2 within 5 s. c1 comes back: the site returns to it after its failback hold,
-//! while the office keeps reaching the LAN.
+//! while the office keeps reaching the LAN. Then c1 is blackholed at the core (its BGP
+//! session too, which BFD finds broken): the same bounds, and back on c1 when it heals.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
