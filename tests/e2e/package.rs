@@ -68,12 +68,31 @@ fn the_deb_holds_the_binaries_unit_examples_man_pages_and_completions() {
     std::fs::write(&key, genkey).expect("key");
     std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600))
         .expect("chmod");
-    let examples: Vec<PathBuf> = std::fs::read_dir(root.join("usr/share/doc/mptd/examples"))
+    let mut examples: Vec<PathBuf> = std::fs::read_dir(root.join("usr/share/doc/mptd/examples"))
         .expect("examples")
         .map(|e| e.expect("entry").path())
         .collect();
-    assert_eq!(examples.len(), 4, "{examples:?}");
-    for ex in examples {
+    examples.sort();
+    let names: Vec<&str> = examples
+        .iter()
+        .filter_map(|p| p.file_name()?.to_str())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "bird-concentrator.conf",
+            "host-a.toml",
+            "host-b.toml",
+            "server.toml",
+            "site-two-servers.toml",
+            "site.toml"
+        ],
+        "{examples:?}"
+    );
+    for ex in examples
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+    {
         let text = std::fs::read_to_string(&ex).expect("example");
         let text: String = text
             .lines()
