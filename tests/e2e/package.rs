@@ -93,7 +93,7 @@ fn the_deb_holds_the_binaries_unit_examples_man_pages_and_completions() {
         .iter()
         .filter(|p| p.extension().is_some_and(|e| e == "toml"))
     {
-        let text = std::fs::read_to_string(&ex).expect("example");
+        let text = std::fs::read_to_string(ex).expect("example");
         let text: String = text
             .lines()
             .map(|l| {
