@@ -316,9 +316,10 @@ impl<P> Connection<P> {
     fn pack(&mut self, size: &mut usize, buf: &mut [u8], cap: usize) -> bool {
         let (at, inner) = (self.prefix(), *size);
         let packet = &buf[at..at + inner];
-        let Some((header, replaces)) =
+        let mut header = mpt_core::hc::Headers::new();
+        let Some(replaces) =
             self.hc_tx
-                .compress(self.seq, packet, cap, COMPRESSED_HEADERS)
+                .compress_into(self.seq, packet, cap, COMPRESSED_HEADERS, &mut header)
         else {
             return false;
         };

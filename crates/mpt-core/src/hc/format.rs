@@ -3,7 +3,6 @@
 //! written and its fields read back. The state of each side is in the parent module.
 
 use super::{Refused, COMPRESSED_TCP, CONTEXTS, MAX_HEADERS};
-use crate::wire::internet_checksum;
 
 /// Where a compressible packet's fields lie.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,16 +25,18 @@ impl Layout {
     }
 }
 
+// one load and one bounds check each (a slice of a known length)
+#[inline(always)]
 pub(super) fn be16(b: &[u8], at: usize) -> u16 {
-    u16::from_be_bytes([b[at], b[at + 1]])
+    u16::from_be_bytes(b[at..at + 2].try_into().expect("2 bytes"))
 }
+#[inline(always)]
 pub(super) fn be32(b: &[u8], at: usize) -> u32 {
-    u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+    u32::from_be_bytes(b[at..at + 4].try_into().expect("4 bytes"))
 }
+#[inline(always)]
 pub(super) fn be64(b: &[u8], at: usize) -> u64 {
-    let mut x = [0; 8];
-    x.copy_from_slice(&b[at..at + 8]);
-    u64::from_be_bytes(x)
+    u64::from_be_bytes(b[at..at + 8].try_into().expect("8 bytes"))
 }
 
 /// The layout of `p` if it is a TCP packet this scheme compresses: IPv4 with a 20-byte header
@@ -50,7 +51,7 @@ pub(super) fn layout(p: &[u8]) -> Option<Layout> {
                 && p[9] == 6
                 && usize::from(be16(p, 2)) == p.len()
                 && be16(p, 6) & 0x3fff == 0
-                && internet_checksum(0, &[&p[..20]]) == 0;
+                && ipv4_header_sum_ok(p);
             ok.then_some(20)?
         }
         6 => {
@@ -68,6 +69,18 @@ pub(super) fn layout(p: &[u8]) -> Option<Layout> {
         _ => false,
     };
     (options_ok && !urgent && t.len() >= tcp).then_some(Layout { ip, tcp })
+}
+
+/// Whether the checksum of the IPv4 header `p` starts with (20 bytes) is right: its 16-bit
+/// words sum to 0xffff in ones' complement. Summed as five 32-bit words, carries folded back:
+/// the same sum, in fewer steps.
+fn ipv4_header_sum_ok(p: &[u8]) -> bool {
+    let mut sum: u64 = (0..5).map(|k| u64::from(be32(p, 4 * k))).sum();
+    sum = (sum & 0xffff_ffff) + (sum >> 32);
+    sum = (sum & 0xffff) + (sum >> 16);
+    sum = (sum & 0xffff) + (sum >> 16);
+    sum = (sum & 0xffff) + (sum >> 16);
+    sum == 0xffff
 }
 
 /// Whether `p` is a TCP packet (IPv4 protocol or IPv6 next header 6).
@@ -134,8 +147,14 @@ pub struct Headers {
     pub(super) len: usize,
 }
 
+impl Default for Headers {
+    fn default() -> Self {
+        Headers::new()
+    }
+}
+
 impl Headers {
-    pub(super) fn new() -> Headers {
+    pub fn new() -> Headers {
         Headers {
             bytes: [0; MAX_HEADERS],
             len: 0,
@@ -221,50 +240,98 @@ pub(super) const M_TSECR: u8 = 0x40;
 pub(super) const M_PAD: u8 = 0x80;
 
 /// The compressed header of `p` (layout `l`) against reference headers `r`, `distance` global
-/// sequence numbers after it, in context `ctx`.
-pub(super) fn encode(p: &[u8], l: Layout, r: &[u8], distance: u32, ctx: u8) -> Headers {
-    let mut h = Headers::new();
-    h.extend_from_slice(&[COMPRESSED_TCP, ctx]);
-    put_varint(&mut h, distance);
-    let mask_at = h.len();
-    h.push(0);
-    let mut mask = 0;
+/// sequence numbers after it, in context `ctx`, padded to `pad_to` bytes if shorter (at most
+/// [`MAX_HEADERS`]), written to `h`. Its length is known before a byte is written, so that the
+/// padding goes in its place at once.
+pub(super) fn encode(
+    h: &mut Headers,
+    p: &[u8],
+    l: Layout,
+    r: &[u8],
+    distance: u32,
+    ctx: u8,
+    pad_to: usize,
+) {
     let (t, u) = (&p[l.ip..], &r[l.ip..]);
-    if !l.v6() && be16(p, 4) != be16(r, 4) {
-        mask |= M_ID;
-        let d = be16(p, 4).wrapping_sub(be16(r, 4)) as i16;
-        put_varint(&mut h, zigzag(i32::from(d)));
+    let delta = |at: usize| zigzag(be32(t, at).wrapping_sub(be32(u, at)) as i32);
+    let id = if l.v6() {
+        0
+    } else {
+        zigzag(i32::from(be16(p, 4).wrapping_sub(be16(r, 4)) as i16))
+    };
+    let (seq, ack) = (delta(4), delta(8));
+    let (tsval, tsecr) = if l.timestamps() {
+        (delta(24), delta(28))
+    } else {
+        (0, 0)
+    };
+    let window = be16(t, 14) != be16(u, 14);
+    let flags = t[13] != u[13];
+    let mut mask = 0;
+    let mut len = 2 + varint_len(distance) + 1 + 2;
+    for (v, bit) in [
+        (id, M_ID),
+        (seq, M_SEQ),
+        (ack, M_ACK),
+        (tsval, M_TSVAL),
+        (tsecr, M_TSECR),
+    ] {
+        if v != 0 {
+            mask |= bit;
+            len += varint_len(v);
+        }
     }
-    // the TCP fields, in the mask's order: sequence and acknowledgement numbers (deltas),
-    // window and flags (values), timestamps (deltas)
-    mask |= put_delta(&mut h, M_SEQ, t, u, 4);
-    mask |= put_delta(&mut h, M_ACK, t, u, 8);
-    if be16(t, 14) != be16(u, 14) {
+    if window {
         mask |= M_WIN;
+        len += 2;
+    }
+    if flags {
+        mask |= M_FLAGS;
+        len += 1;
+    }
+    let pad_to = pad_to.min(MAX_HEADERS);
+    h.len = 0;
+    h.extend_from_slice(&[COMPRESSED_TCP, ctx]);
+    put_varint(h, distance);
+    if len < pad_to {
+        // the mask, the padding's length byte, and zeros
+        let extra = pad_to - len;
+        h.push(mask | M_PAD);
+        h.push((extra - 1) as u8);
+        h.bytes[h.len..h.len + extra - 1].fill(0);
+        h.len += extra - 1;
+    } else {
+        h.push(mask);
+    }
+    // in the mask's order: IP identification, sequence and acknowledgement numbers (deltas),
+    // window and flags (values), timestamps (deltas)
+    if mask & M_ID != 0 {
+        put_varint(h, id);
+    }
+    if seq != 0 {
+        put_varint(h, seq);
+    }
+    if ack != 0 {
+        put_varint(h, ack);
+    }
+    if window {
         h.extend_from_slice(&t[14..16]);
     }
-    if t[13] != u[13] {
-        mask |= M_FLAGS;
+    if flags {
         h.push(t[13]);
     }
-    if l.timestamps() {
-        mask |= put_delta(&mut h, M_TSVAL, t, u, 24);
-        mask |= put_delta(&mut h, M_TSECR, t, u, 28);
+    if tsval != 0 {
+        put_varint(h, tsval);
     }
-    h[mask_at] = mask;
+    if tsecr != 0 {
+        put_varint(h, tsecr);
+    }
     h.extend_from_slice(&t[16..18]);
-    h
 }
 
-/// The delta of the 32-bit field at `at` in `t` from `u`'s onto `h`, if not 0: `bit`, or 0.
-#[inline(always)]
-pub(super) fn put_delta(h: &mut Headers, bit: u8, t: &[u8], u: &[u8], at: usize) -> u8 {
-    let d = be32(t, at).wrapping_sub(be32(u, at));
-    if d == 0 {
-        return 0;
-    }
-    put_varint(h, zigzag(d as i32));
-    bit
+/// Bytes LEB128 takes for `v`.
+fn varint_len(v: u32) -> usize {
+    (32 - v.leading_zeros() as usize).max(1).div_ceil(7)
 }
 
 /// A signed delta as an unsigned one, small either way (ZigZag: 0, -1, 1, -2... as 0, 1, 2, 3...):
@@ -275,21 +342,6 @@ pub(super) fn zigzag(d: i32) -> u32 {
 
 pub(super) fn unzigzag(v: u32) -> i32 {
     ((v >> 1) as i32) ^ -((v & 1) as i32)
-}
-
-/// Pad the compressed header `h` to `len` bytes (more than it has, at most [`MAX_HEADERS`]):
-/// [`M_PAD`] in its mask, and the padding after the mask.
-pub(super) fn pad(h: &mut Headers, len: usize) {
-    let mut at = 2;
-    if get_varint(h, &mut at).is_none() || at >= h.len() {
-        return;
-    }
-    h[at] |= M_PAD;
-    let (old, extra) = (h.len(), len - h.len());
-    h.len = len;
-    h.bytes.copy_within(at + 1..old, at + 1 + extra);
-    h.bytes[at + 1] = (extra - 1) as u8;
-    h.bytes[at + 2..at + 1 + extra].fill(0);
 }
 
 /// The 32-bit field at `at_h` in `h` plus the delta at `*at` in `b` (advanced past it).

@@ -171,19 +171,22 @@ impl Compressor {
     }
 
     /// The compressed header for `p`, global sequence number `gseq`, to go in place of its
-    /// first `replaces` bytes (its IP and TCP headers) in a body of at most `room` bytes: when
+    /// first bytes (its IP and TCP headers) in a body of at most `room` bytes: when
     /// its flow has a reference it may use ([`MAX_DISTANCE`]; after [`REFRESH_EVERY`] packets,
     /// only until one comes that fits `room` whole) and the result fits. `None`: send it whole,
     /// and tell [`Compressor::sent_whole`] if it goes in order.
     /// The header is padded to `pad_to` bytes, if shorter: a flow's segments of one size then
-    /// make datagrams of one size, which UDP segmentation offload sends as one run.
-    pub fn compress(
+    /// make datagrams of one size, which UDP segmentation offload sends as one run. It is
+    /// written to `out` (the caller's, so that it is not copied on its way), and the result is
+    /// how many bytes it replaces.
+    pub fn compress_into(
         &mut self,
         gseq: u32,
         p: &[u8],
         room: usize,
         pad_to: usize,
-    ) -> Option<(Headers, usize)> {
+        out: &mut Headers,
+    ) -> Option<usize> {
         if p.len() < COMPRESS_FROM {
             return None;
         }
@@ -211,17 +214,27 @@ impl Compressor {
         if !usable {
             return None;
         }
-        let mut header = encode(p, l, &r.headers, distance, ctx);
-        if header.len() < pad_to {
-            pad(&mut header, pad_to.min(MAX_HEADERS));
-        }
-        if header.len() + p.len() - l.headers() > room {
+        encode(out, p, l, &r.headers, distance, ctx, pad_to);
+        if out.len() + p.len() - l.headers() > room {
             return None;
         }
         r.uses += 1;
         self.counts.compressed += 1;
-        self.counts.saved_bytes += (l.headers() - header.len()) as u64;
-        Some((header, l.headers()))
+        self.counts.saved_bytes += (l.headers() - out.len()) as u64;
+        Some(l.headers())
+    }
+
+    /// As [`Compressor::compress_into`], the header returned.
+    pub fn compress(
+        &mut self,
+        gseq: u32,
+        p: &[u8],
+        room: usize,
+        pad_to: usize,
+    ) -> Option<(Headers, usize)> {
+        let mut h = Headers::new();
+        let replaces = self.compress_into(gseq, p, room, pad_to, &mut h)?;
+        Some((h, replaces))
     }
 
     /// `p` went whole, in order (data or a bundle's entry, not express), as global sequence
