@@ -142,8 +142,12 @@ impl<P> Released<P> {
     /// Rebuild `p` against its reference: `against`, or one the decompressor keeps.
     fn rebuild(&mut self, p: Packed, against: Option<&Reference>) {
         let Packed { seq, mut buf, room } = p;
-        match self.rx.rebuild_against(against, seq, &buf[room..]) {
-            Ok((headers, skip)) => {
+        let mut headers = mpt_core::hc::Headers::new();
+        match self
+            .rx
+            .rebuild_against(against, seq, &buf[room..], &mut headers)
+        {
+            Ok(skip) => {
                 // the headers go into the room before the payload
                 let start = room + skip - headers.len();
                 buf[start..room + skip].copy_from_slice(&headers);

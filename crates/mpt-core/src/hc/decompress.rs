@@ -90,17 +90,22 @@ impl Decompressor {
     /// The headers of the compressed `body` of global sequence number `gseq`, rebuilt against
     /// its context's reference, and where its payload starts in it.
     pub fn rebuild(&self, gseq: u32, b: &[u8]) -> Result<(Headers, usize), Refused> {
-        self.rebuild_against(None, gseq, b)
+        let mut h = Headers::new();
+        let skip = self.rebuild_against(None, gseq, b, &mut h)?;
+        Ok((h, skip))
     }
 
     /// As [`Decompressor::rebuild`], against `r` (a reference that came too late to be kept:
-    /// the packets that waited for it) if it is the one the body names.
+    /// the packets that waited for it) if it is the one the body names; the headers written to
+    /// `h` (the caller's, so that they are not copied on their way), and where the payload
+    /// starts returned.
     pub fn rebuild_against(
         &self,
         r: Option<&Reference>,
         gseq: u32,
         b: &[u8],
-    ) -> Result<(Headers, usize), Refused> {
+        h: &mut Headers,
+    ) -> Result<usize, Refused> {
         if b.first() != Some(&COMPRESSED_TCP) {
             return Err(Refused::Malformed);
         }
@@ -130,21 +135,22 @@ impl Decompressor {
         if l.v6() && mask & M_ID != 0 || !l.timestamps() && mask & (M_TSVAL | M_TSECR) != 0 {
             return Err(Refused::Malformed);
         }
-        let mut h = Headers::of(&c.headers[..l.headers()]);
+        h.len = 0;
+        h.extend_from_slice(&c.headers[..l.headers()]);
         if mask & M_ID != 0 {
             let d = unzigzag(get_varint(b, &mut at).ok_or(Refused::Malformed)?);
             let d = i16::try_from(d).map_err(|_| Refused::Malformed)?;
-            let id = be16(&h, 4).wrapping_add(d as u16);
+            let id = be16(h, 4).wrapping_add(d as u16);
             h[4..6].copy_from_slice(&id.to_be_bytes());
         }
         // the TCP fields, in the mask's order: sequence and acknowledgement numbers (deltas),
         // window and flags (values), timestamps (deltas)
         let t = l.ip;
         if mask & M_SEQ != 0 {
-            add_delta(&mut h, t + 4, b, &mut at)?;
+            add_delta(h, t + 4, b, &mut at)?;
         }
         if mask & M_ACK != 0 {
-            add_delta(&mut h, t + 8, b, &mut at)?;
+            add_delta(h, t + 8, b, &mut at)?;
         }
         if mask & M_WIN != 0 {
             let v = b.get(at..at + 2).ok_or(Refused::Malformed)?;
@@ -156,10 +162,10 @@ impl Decompressor {
             at += 1;
         }
         if mask & M_TSVAL != 0 {
-            add_delta(&mut h, t + 24, b, &mut at)?;
+            add_delta(h, t + 24, b, &mut at)?;
         }
         if mask & M_TSECR != 0 {
-            add_delta(&mut h, t + 28, b, &mut at)?;
+            add_delta(h, t + 28, b, &mut at)?;
         }
         let sum = b.get(at..at + 2).ok_or(Refused::Malformed)?;
         h[l.ip + 16..l.ip + 18].copy_from_slice(sum);
@@ -172,9 +178,9 @@ impl Decompressor {
             let total = u16::try_from(total).map_err(|_| Refused::Malformed)?;
             h[2..4].copy_from_slice(&total.to_be_bytes());
             h[10..12].fill(0);
-            let sum = internet_checksum(0, &[&h[..20]]);
+            let sum = ipv4_header_checksum(h);
             h[10..12].copy_from_slice(&sum.to_be_bytes());
         }
-        Ok((h, at))
+        Ok(at)
     }
 }

@@ -71,16 +71,26 @@ pub(super) fn layout(p: &[u8]) -> Option<Layout> {
     (options_ok && !urgent && t.len() >= tcp).then_some(Layout { ip, tcp })
 }
 
-/// Whether the checksum of the IPv4 header `p` starts with (20 bytes) is right: its 16-bit
-/// words sum to 0xffff in ones' complement. Summed as five 32-bit words, carries folded back:
-/// the same sum, in fewer steps.
-fn ipv4_header_sum_ok(p: &[u8]) -> bool {
+/// The ones' complement sum of the 16-bit words of the IPv4 header `p` starts with (20
+/// bytes), summed as five 32-bit words with their carries folded back: the same sum, in fewer
+/// steps.
+fn ipv4_header_sum(p: &[u8]) -> u16 {
     let mut sum: u64 = (0..5).map(|k| u64::from(be32(p, 4 * k))).sum();
     sum = (sum & 0xffff_ffff) + (sum >> 32);
     sum = (sum & 0xffff) + (sum >> 16);
     sum = (sum & 0xffff) + (sum >> 16);
     sum = (sum & 0xffff) + (sum >> 16);
-    sum == 0xffff
+    sum as u16
+}
+
+/// Whether the checksum of the IPv4 header `p` starts with is right.
+fn ipv4_header_sum_ok(p: &[u8]) -> bool {
+    ipv4_header_sum(p) == 0xffff
+}
+
+/// The checksum of the IPv4 header `p` starts with, its checksum field zero.
+pub(super) fn ipv4_header_checksum(p: &[u8]) -> u16 {
+    !ipv4_header_sum(p)
 }
 
 /// Whether `p` is a TCP packet (IPv4 protocol or IPv6 next header 6).
@@ -159,12 +169,6 @@ impl Headers {
             bytes: [0; MAX_HEADERS],
             len: 0,
         }
-    }
-
-    pub(super) fn of(b: &[u8]) -> Headers {
-        let mut h = Headers::new();
-        h.extend_from_slice(b);
-        h
     }
 
     pub(super) fn push(&mut self, b: u8) {
