@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mpt_core::seal::PrivateKey;
-use mpt_lab::harness::{in_netns, mptd_bin, sibling_bin, tag_prefix};
+use mpt_lab::harness::{in_netns, mptd_bin, sibling_bin};
 
 use crate::need;
 
@@ -92,21 +92,16 @@ impl Fabric {
     }
 
     fn new() -> Fabric {
-        let tag = format!("{}b", tag_prefix());
-        let dir = std::env::temp_dir().join(&tag);
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("lab dir");
+        let (tag, dir) = crate::netns_hosts("b", &HOSTS);
         let f = Fabric {
             tag,
             dir,
             procs: Vec::new(),
         };
         for h in HOSTS {
-            mpt_lab::harness::run(Command::new("ip").args(["netns", "add", &f.ns(h)]))
-                .expect("netns");
             f.sh(
                 h,
-                "ip link set lo up; sysctl -qw net.ipv4.ip_forward=1 net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0",
+                "sysctl -qw net.ipv4.ip_forward=1 net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0",
             );
         }
         let veth = |a: &str, an: &str, b: &str, bn: &str| {

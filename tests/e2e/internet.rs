@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mpt_core::seal::PrivateKey;
-use mpt_lab::harness::{mptd_bin, sibling_bin, tag_prefix, tbf, terminate};
+use mpt_lab::harness::{mptd_bin, sibling_bin, tbf, terminate};
 
 use crate::need;
 
@@ -90,20 +90,12 @@ impl Internet {
     }
 
     fn new() -> Internet {
-        let tag = format!("{}i", tag_prefix());
-        let dir = std::env::temp_dir().join(&tag);
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("lab dir");
+        let (tag, dir) = crate::netns_hosts("i", &HOSTS);
         let lab = Internet {
             tag,
             dir,
             daemons: Vec::new(),
         };
-        for h in HOSTS {
-            let ns = lab.ns(h);
-            mpt_lab::harness::run(Command::new("ip").args(["netns", "add", &ns])).expect("netns");
-            lab.sh(h, "ip link set lo up");
-        }
         let n = |h: &str| lab.ns(h);
         let veth = |a: &str, an: &str, b: &str, bn: &str| {
             lab.sh(

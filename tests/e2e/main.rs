@@ -75,6 +75,26 @@ macro_rules! need {
     };
 }
 
+/// A lab of its own: its tag (`<prefix><suffix>`, its namespaces' names are the tag and a
+/// host's name), a fresh directory for its files, and a namespace per host in `hosts` with its
+/// loopback up. The caller's `Drop` removes them.
+pub fn netns_hosts(suffix: &str, hosts: &[&str]) -> (String, std::path::PathBuf) {
+    let tag = format!("{}{suffix}", mpt_lab::harness::tag_prefix());
+    let dir = std::env::temp_dir().join(&tag);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("lab dir");
+    for h in hosts {
+        let ns = format!("{tag}{h}");
+        mpt_lab::harness::run(std::process::Command::new("ip").args(["netns", "add", &ns]))
+            .expect("netns");
+        mpt_lab::harness::run(
+            std::process::Command::new("ip").args(["-n", &ns, "link", "set", "lo", "up"]),
+        )
+        .expect("lo up");
+    }
+    (tag, dir)
+}
+
 /// The SHA-256 of a file, as `sha256sum` prints it.
 pub fn sha256(path: &std::path::Path) -> String {
     let out = mpt_lab::harness::run(std::process::Command::new("sha256sum").arg(path))

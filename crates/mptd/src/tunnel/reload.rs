@@ -173,12 +173,7 @@ impl Tunnel {
                     list[i] = Arc::new(peer);
                 }
             }
-            let live: Vec<(usize, Arc<crate::config::PeerConfig>)> = list
-                .iter()
-                .enumerate()
-                .filter(|(_, p)| !p.retired)
-                .map(|(i, p)| (i, arc_swap::Guard::into_inner(p.cfg())))
-                .collect();
+            let live = super::shared::live_configs(&list);
             // peers first: a route only names a slot the list has. The list and the
             // endpoint's table change under one hold of the endpoint's lock, so that an
             // initiation is taken with the old of both or the new of both.

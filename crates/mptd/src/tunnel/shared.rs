@@ -75,12 +75,7 @@ impl Tunnel {
         if moved.is_empty() {
             return;
         }
-        let live: Vec<(usize, std::sync::Arc<crate::config::PeerConfig>)> = peers
-            .iter()
-            .enumerate()
-            .filter(|(_, p)| !p.retired)
-            .map(|(i, p)| (i, arc_swap::Guard::into_inner(p.cfg())))
-            .collect();
+        let live = live_configs(&peers);
         self.routes.store(std::sync::Arc::new(Routes::new(
             live.iter().map(|(i, c)| (*i, &**c)),
             &shared,
@@ -149,12 +144,7 @@ impl Tunnel {
     /// where that peer still holds it.
     pub(super) fn reset_shared(&self) -> Vec<Shared> {
         let peers = self.peers();
-        let cfgs: Vec<(usize, std::sync::Arc<crate::config::PeerConfig>)> = peers
-            .iter()
-            .enumerate()
-            .filter(|(_, p)| !p.retired)
-            .map(|(i, p)| (i, arc_swap::Guard::into_inner(p.cfg())))
-            .collect();
+        let cfgs = live_configs(&peers);
         let slots: Vec<(usize, &crate::config::PeerConfig)> =
             cfgs.iter().map(|(i, c)| (*i, &**c)).collect();
         let mut shared = self.standby.lock().unwrap_or_else(|p| p.into_inner());
@@ -205,4 +195,16 @@ impl Tunnel {
             }
         }
     }
+}
+
+/// The configs of `peers` that a reload has not retired, each with its slot position.
+pub(super) fn live_configs(
+    peers: &[std::sync::Arc<crate::peer::Peer>],
+) -> Vec<(usize, std::sync::Arc<crate::config::PeerConfig>)> {
+    peers
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| !p.retired)
+        .map(|(i, p)| (i, arc_swap::Guard::into_inner(p.cfg())))
+        .collect()
 }
