@@ -8,12 +8,17 @@ use std::time::Duration;
 
 pub use ipnet::IpNet;
 
-use mpt_core::seal::{CipherChoice, PrivateKey, Psk, PublicKey};
+use mpt_core::seal::{CipherChoice, PublicKey};
 use mpt_core::PathId;
 pub use mpt_sched::SchedulerKind;
 
 mod file;
+mod hooks;
+mod keys;
 mod validate;
+
+pub use hooks::{HookEvent, HooksConfig, DEFAULT_HOOK_TIMEOUT};
+pub use keys::Keys;
 
 pub use file::{
     ClassFile, ConfigFile, ConnectionFile, ControlFile, HooksFile, ListenFile, PathFile, PeerFile,
@@ -37,95 +42,6 @@ pub struct Config {
     pub hooks: HooksConfig,
     /// The file it was read from, and its text as read (`mptctl showconf`).
     pub source: (PathBuf, String),
-}
-
-/// `[hooks]`: shell commands run when a path or a peer goes up or down (`crate::hooks`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct HooksConfig {
-    /// Run once the TUN device is configured, before the daemon is ready.
-    pub up: Option<String>,
-    /// Run when the daemon stops, before the TUN device goes.
-    pub down: Option<String>,
-    pub path_up: Option<String>,
-    pub path_down: Option<String>,
-    pub peer_up: Option<String>,
-    pub peer_down: Option<String>,
-    /// Another peer carries a prefix several peers share (`crate::standby`).
-    pub peer_active: Option<String>,
-    /// A hook still running after this is killed.
-    pub timeout: Duration,
-}
-
-/// What happened, for a hook.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HookEvent {
-    /// The tunnel is up (`hooks.up`).
-    Up,
-    /// The tunnel is about to go (`hooks.down`).
-    Down,
-    PathUp,
-    PathDown,
-    PeerUp,
-    PeerDown,
-    PeerActive,
-}
-
-impl HookEvent {
-    /// The name in `MPTD_EVENT`, and of its `[hooks]` key.
-    pub fn name(self) -> &'static str {
-        match self {
-            HookEvent::Up => "up",
-            HookEvent::Down => "down",
-            HookEvent::PathUp => "path_up",
-            HookEvent::PathDown => "path_down",
-            HookEvent::PeerUp => "peer_up",
-            HookEvent::PeerDown => "peer_down",
-            HookEvent::PeerActive => "peer_active",
-        }
-    }
-}
-
-/// Default of `hooks.timeout_ms`.
-pub const DEFAULT_HOOK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
-
-impl Default for HooksConfig {
-    fn default() -> Self {
-        HooksConfig {
-            up: None,
-            down: None,
-            path_up: None,
-            path_down: None,
-            peer_up: None,
-            peer_down: None,
-            peer_active: None,
-            timeout: DEFAULT_HOOK_TIMEOUT,
-        }
-    }
-}
-
-impl HooksConfig {
-    /// The command for `event`, if one is configured.
-    pub fn command(&self, event: HookEvent) -> Option<&str> {
-        use HookEvent::*;
-        match event {
-            Up => self.up.as_deref(),
-            Down => self.down.as_deref(),
-            PathUp => self.path_up.as_deref(),
-            PathDown => self.path_down.as_deref(),
-            PeerUp => self.peer_up.as_deref(),
-            PeerDown => self.peer_down.as_deref(),
-            PeerActive => self.peer_active.as_deref(),
-        }
-    }
-
-    /// Whether no path or peer hook is configured (`up` and `down` are not queued).
-    pub fn is_empty(&self) -> bool {
-        self.path_up.is_none()
-            && self.path_down.is_none()
-            && self.peer_up.is_none()
-            && self.peer_down.is_none()
-            && self.peer_active.is_none()
-    }
 }
 
 /// `[security]`: this host's key and how data is sealed.
@@ -183,87 +99,11 @@ impl HostPort {
     }
 }
 
-/// The keys a configuration names, read from their files.
-#[derive(Debug, Clone)]
-pub struct Keys {
-    pub private: PrivateKey,
-    /// Per peer, in `peers` order.
-    pub psks: Vec<Option<Psk>>,
-}
-
-/// Read a key file: refused when group or others may read it, or when it does not hold base64
-/// of 32 bytes. `config` and `key` name the config file and its key, for the message.
-fn read_key_file<T>(
-    file: &Path,
-    config: &Path,
-    key: &str,
-    parse: impl Fn(&str) -> Result<T, mpt_core::seal::KeyError>,
-) -> Result<T, ConfigError> {
-    let err = |message: String| ConfigError::Invalid {
-        file: config.to_owned(),
-        key: key.into(),
-        message,
-    };
-    let meta =
-        std::fs::metadata(file).map_err(|e| err(format!("cannot read {}: {e}", file.display())))?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let mode = meta.permissions().mode() & 0o777;
-        if mode & 0o077 != 0 {
-            return Err(err(format!(
-                "{} is readable by group or others (mode {mode:04o}), expected 0600 or \
-                 stricter: chmod 600 {}",
-                file.display(),
-                file.display()
-            )));
-        }
-    }
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| err(format!("cannot read {}: {e}", file.display())))?;
-    parse(&text).map_err(|e| {
-        err(format!(
-            "{}: {e}; `mptd genkey` writes a valid key",
-            file.display()
-        ))
-    })
-}
-
 impl Config {
     /// `peer` comes to our `[[listen]]` sockets with paths of its own (it has no `endpoint`,
     /// and we listen): its connection is made by its first initiation.
     pub fn listening(&self, peer: &PeerConfig) -> bool {
         peer.endpoint.is_none() && !self.listen.is_empty()
-    }
-
-    /// Read the keys the configuration names: this host's private key and each peer's
-    /// pre-shared key. `config` is the config file, for the messages.
-    pub fn load_keys(&self, config: &Path) -> Result<Keys, ConfigError> {
-        let private = read_key_file(
-            &self.security.private_key_file,
-            config,
-            "security.private_key_file",
-            PrivateKey::parse,
-        )?;
-        let psks = self
-            .peers
-            .iter()
-            .enumerate()
-            .map(|(i, p)| {
-                p.preshared_key_file
-                    .as_ref()
-                    .map(|f| {
-                        read_key_file(
-                            f,
-                            config,
-                            &format!("peer[{i}].preshared_key_file"),
-                            Psk::parse,
-                        )
-                    })
-                    .transpose()
-            })
-            .collect::<Result<_, _>>()?;
-        Ok(Keys { private, psks })
     }
 }
 
