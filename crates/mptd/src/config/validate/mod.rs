@@ -1,6 +1,7 @@
 //! From the file as written ([`ConfigFile`]) to a validated [`Config`]: every error names the
-//! file, the key and what was expected. The tunnel and its connection here; the keys and
-//! peers in `peers.rs`, the paths in `paths.rs`.
+//! file, the key and what was expected. The whole and the hooks here; the tunnel in `tunnel.rs`,
+//! the connection in `connection.rs`, the keys and peers in `peers.rs`, the paths in
+//! `paths.rs`, the traffic classes in `classes.rs`.
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -8,12 +9,11 @@ use std::time::Duration;
 
 use super::*;
 
-/// The kernel's table of local and broadcast addresses, which routes must not go to.
-const LOCAL_TABLE: u32 = 255;
-
 mod classes;
+mod connection;
 mod paths;
 mod peers;
+mod tunnel;
 
 pub(super) struct Validator<'a> {
     pub(super) file: &'a Path,
@@ -157,187 +157,6 @@ impl Validator<'_> {
                 100,
                 600_000,
             )?),
-        })
-    }
-
-    fn tunnel(&self, raw: TunnelFile) -> Result<TunnelConfig, ConfigError> {
-        let name = raw.name.ok_or_else(|| {
-            self.err(
-                "tunnel.name",
-                "missing, expected an interface name such as \"tun0\"",
-            )
-        })?;
-        self.ifname("tunnel.name", &name)?;
-        let (key, list) = match (raw.address, raw.addresses) {
-            (Some(_), Some(_)) => {
-                return Err(self.err(
-                    "tunnel.address",
-                    "give either address or addresses, not both",
-                ))
-            }
-            (Some(a), None) => ("tunnel.address", vec![a]),
-            (None, Some(list)) if !list.is_empty() => ("tunnel.addresses", list),
-            _ => {
-                return Err(self.err(
-                    "tunnel.address",
-                    "missing, expected an address with prefix length such as \"198.19.0.1/24\"",
-                ))
-            }
-        };
-        let mut addresses = Vec::with_capacity(list.len());
-        for (i, a) in list.iter().enumerate() {
-            let k = if key == "tunnel.address" {
-                key.to_owned()
-            } else {
-                format!("{key}[{i}]")
-            };
-            let net = IpNet::from_str(a.trim()).map_err(|_| {
-                self.err(&k, format!("{a:?} is not an address with prefix length such as \"198.19.0.1/24\" or \"2001:db8::1/64\""))
-            })?;
-            let ip = net.addr();
-            if ip.is_unspecified() || ip.is_multicast() || ip.is_loopback() {
-                return Err(self.err(&k, format!("{a:?} is not a usable unicast address")));
-            }
-            if addresses.contains(&net) {
-                return Err(self.err(&k, format!("{a:?} is listed twice")));
-            }
-            addresses.push(net);
-        }
-        let has_v6 = addresses.iter().any(|n| matches!(n, IpNet::V6(_)));
-        let min_mtu = if has_v6 { 1280 } else { 576 };
-        let mtu = self.int_in("tunnel.mtu", raw.mtu, defaults::MTU, min_mtu, 65_000)?;
-        let queues = self.int_in(
-            "tunnel.queues",
-            raw.queues,
-            defaults::QUEUES,
-            1,
-            MAX_QUEUES as i64,
-        )?;
-        let route_table = self.int_in(
-            "tunnel.route_table",
-            raw.route_table,
-            defaults::ROUTE_TABLE,
-            1,
-            i64::from(u32::MAX),
-        )?;
-        if route_table == LOCAL_TABLE || route_table == crate::fulltunnel::TABLE {
-            return Err(self.err(
-                "tunnel.route_table",
-                format!(
-                    "{route_table} is the kernel's local table or the full tunnel's own, expected \
-                     another table (254, main, by default)"
-                ),
-            ));
-        }
-        let route_protocol = self.int_in(
-            "tunnel.route_protocol",
-            raw.route_protocol,
-            defaults::ROUTE_PROTOCOL,
-            3,
-            255,
-        )?;
-        Ok(TunnelConfig {
-            name,
-            addresses,
-            mtu,
-            queues,
-            routes: raw.routes.unwrap_or(true),
-            route_table,
-            route_protocol,
-            fail_closed: raw.fail_closed.unwrap_or(false),
-            failback: Duration::from_millis(self.int_in(
-                "tunnel.failback_ms",
-                raw.failback_ms,
-                defaults::FAILBACK_MS,
-                0,
-                3_600_000,
-            )?),
-        })
-    }
-
-    fn connection(&self, raw: ConnectionFile) -> Result<Connection, ConfigError> {
-        let scheduler = match raw.scheduler {
-            None => SchedulerKind::Adaptive,
-            Some(s) => s
-                .parse()
-                .map_err(|m: String| self.err("connection.scheduler", m))?,
-        };
-        let reorder_window = self.int_in(
-            "connection.reorder_window",
-            raw.reorder_window,
-            defaults::REORDER_WINDOW,
-            0,
-            MAX_REORDER_WINDOW as i64,
-        )?;
-        let ms = |key, v, default, lo, hi| -> Result<Duration, ConfigError> {
-            Ok(Duration::from_millis(self.int_in(key, v, default, lo, hi)?))
-        };
-        let reorder_timeout = ms(
-            "connection.reorder_timeout_ms",
-            raw.reorder_timeout_ms,
-            defaults::REORDER_TIMEOUT_MS,
-            1,
-            10_000,
-        )?;
-        let keepalive = ms(
-            "connection.keepalive_ms",
-            raw.keepalive_ms,
-            defaults::KEEPALIVE_MS,
-            10,
-            60_000,
-        )?;
-        let dead = ms(
-            "connection.dead_ms",
-            raw.dead_ms,
-            defaults::DEAD_MS,
-            20,
-            600_000,
-        )?;
-        if dead < keepalive * 2 {
-            return Err(self.err(
-                "connection.dead_ms",
-                format!(
-                    "{} ms is too short, expected at least twice keepalive_ms ({} ms)",
-                    dead.as_millis(),
-                    keepalive.as_millis() * 2
-                ),
-            ));
-        }
-        let idle = self.int_in(
-            "connection.idle_keepalive_ms",
-            raw.idle_keepalive_ms,
-            defaults::IDLE_KEEPALIVE_MS,
-            0,
-            600_000,
-        )?;
-        let idle_keepalive = (idle > 0).then(|| Duration::from_millis(idle));
-        if idle_keepalive.is_some_and(|i| i < keepalive) {
-            return Err(self.err(
-                "connection.idle_keepalive_ms",
-                format!(
-                    "{idle} ms is shorter than keepalive_ms ({} ms), expected at least that, or 0 (paths are never idle)",
-                    keepalive.as_millis()
-                ),
-            ));
-        }
-        Ok(Connection {
-            scheduler,
-            reorder_window,
-            reorder_timeout,
-            keepalive,
-            dead,
-            idle_keepalive,
-            bundle: raw.bundle.unwrap_or(true),
-            resend: raw.resend.unwrap_or(true),
-            parity: raw.parity.unwrap_or(true),
-            equalise: raw.equalise.unwrap_or(true),
-            compress: raw.compress.unwrap_or(false),
-            // [[class]] is read after the connection: see `classes`
-            classes: if raw.default_classes.unwrap_or(true) {
-                mpt_tunnel::default_classes()
-            } else {
-                Vec::new()
-            },
         })
     }
 
