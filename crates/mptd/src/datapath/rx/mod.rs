@@ -1,7 +1,6 @@
 //! Sockets → endpoints → TUN, and the endpoints' timers.
 
 use std::future::poll_fn;
-use std::net::SocketAddr;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::task::Poll;
@@ -16,6 +15,9 @@ use super::tun_write::TunWriter;
 use crate::peer::RxBuf;
 use crate::tunnel::{Arrival, Outputs, SockIo, Tunnel};
 
+mod bufs;
+use bufs::{Place, RxBufs, RX_SLICES};
+
 /// What woke the receive task.
 enum RxEvent {
     /// This socket has datagrams.
@@ -24,48 +26,9 @@ enum RxEvent {
     Timeout,
 }
 
-/// Receive buffers per batch (`recvmmsg`), each holding up to the kernel's GRO segments.
-const RX_SLICES: usize = 8;
 /// Batches taken from one socket before the others get a turn (fewer while the resequencer
 /// waits for another path).
 const RX_BATCHES_PER_TURN: usize = 4;
-
-/// Where one datagram of a batch lies, and whose it is.
-#[derive(Debug, Clone, Copy)]
-struct Place {
-    slice: usize,
-    at: usize,
-    len: usize,
-    from: SocketAddr,
-    /// Our address it was sent to.
-    to: Option<std::net::IpAddr>,
-    /// The peer it is for (from the index in its header), if any.
-    peer: Option<usize>,
-    /// The path it came on: the socket's `[[path]]`, or what a listen socket's datagram says.
-    path: PathId,
-    /// An initiation: handed to [`Tunnel::take_initiation`].
-    initiation: bool,
-}
-
-/// The receive task's buffers.
-struct RxBufs {
-    /// Receive slices, one per `recvmmsg` entry.
-    slices: Vec<Vec<u8>>,
-    metas: [quinn_udp::RecvMeta; RX_SLICES],
-    /// Buffers for the datagrams the resequencers hold.
-    pool: Vec<Vec<u8>>,
-    /// Size of a pool buffer: one byte more than the largest valid datagram, so that a larger
-    /// one is seen as such.
-    cap: usize,
-    /// Released packets on their way to the TUN device.
-    out: Vec<RxBuf>,
-    /// The datagrams of the current batch.
-    places: Vec<Place>,
-    /// What opening each of them outside the lock gave.
-    opened: Vec<Option<mpt_tunnel::Opened>>,
-    /// The openers of the batch's peers: (peer, opener).
-    openers: Vec<(usize, Option<mpt_tunnel::Opener>)>,
-}
 
 /// All sockets → endpoints → TUN; the endpoints' timers. Datagrams arrive in batches
 /// (recvmmsg, UDP GRO); what the resequencers release goes to the TUN device in one batch per
@@ -390,20 +353,6 @@ fn check_sources(t: &Tunnel, i: usize, from: usize, b: &mut RxBufs) {
         if let RxBuf::Own { buf, .. } = p {
             b.pool.push(buf);
         }
-    }
-}
-
-impl RxBufs {
-    /// What `ep`'s resequencer released outside a datagram's handling (timers), onto `out`.
-    fn take_delivered(&mut self, prefix: usize, ep: &mut mpt_tunnel::Connection<RxBuf>) {
-        let mut payloads = Payloads {
-            pool: &mut self.pool,
-            cap: self.cap,
-            prefix,
-            slice: 0,
-            at: 0,
-        };
-        ep.take_delivered(&mut payloads, &mut self.out);
     }
 }
 
