@@ -46,6 +46,16 @@ fn a_path_failing_mid_transfer_is_dropped_and_readopted_once() {
     lab.sh(Side::A, &format!("ip link set {link} up"))
         .expect("link up");
     let [up_a, up_b] = wait_state(&lab, 0, "up", Duration::from_secs(5));
+    if up_a.is_none() || up_b.is_none() {
+        for side in [Side::A, Side::B] {
+            let p = lab.status(side).map(|s| s.paths[0].clone());
+            eprintln!(
+                "{side:?}: path 0 {:?} ({:?})",
+                p.as_ref().map(|p| &p.state),
+                p.as_ref().map(|p| &p.down_reason)
+            );
+        }
+    }
     let tx_at_up = lab.status(Side::A).expect("status").paths[0].tx_bytes;
 
     let out = client.wait_with_output().expect("iperf3 client");

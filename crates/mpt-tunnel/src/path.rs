@@ -38,6 +38,9 @@ pub(crate) struct PathState {
     /// The peer's keepalives on the path say it hears nothing from us on it: we send no data
     /// there, whatever we hear.
     pub(crate) peer_silent: bool,
+    /// Our last keepalive on the path told the peer we hear nothing there: once we hear it,
+    /// a keepalive goes at once to say so (the peer sends no data there meanwhile).
+    pub(crate) told_silent: bool,
     /// Small packets waiting for the path ([`crate::bundle`]).
     pub(crate) bundle: Option<crate::bundle::OpenBundle>,
     /// Path MTU discovery: the largest datagram the path carries.
@@ -83,6 +86,7 @@ impl PathState {
             peer_report: None,
             down_reason: None,
             peer_silent: false,
+            told_silent: false,
             bundle: None,
             keep_until: None,
             idle_at: now,

@@ -1142,7 +1142,9 @@ impl<P> Connection<P> {
                 buf[HEADER_LEN] = if silent { wire::KEEPALIVE_SILENT } else { 0 };
                 self.seal_control(now, path, &mut buf, wire::KEEPALIVE_LEN)?;
                 self.counts.keepalives_sent += 1;
-                self.paths[path.index()].idle_sent_at = now;
+                let p = &mut self.paths[path.index()];
+                p.idle_sent_at = now;
+                p.told_silent = silent;
                 path
             }
             Pending::Probe { path, size } => {

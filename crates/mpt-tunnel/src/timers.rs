@@ -242,10 +242,10 @@ impl<P> Connection<P> {
         for i in 0..self.paths.len() {
             let idle = self.idle_path(i, now);
             let p = &mut self.paths[i];
-            if p.remote.is_none() || p.live.uplink_down {
-                continue;
-            }
-            if std::mem::replace(&mut p.data_at_tick, p.data_sent) != p.data_sent {
+            // counted at every tick, also while the uplink is down: the data sent before it
+            // went down must not count as sent since the first tick after it is back
+            let carried = std::mem::replace(&mut p.data_at_tick, p.data_sent) != p.data_sent;
+            if p.remote.is_none() || p.live.uplink_down || carried {
                 continue;
             }
             if let Some(every) = self.cfg.idle_keepalive.filter(|_| idle) {
@@ -477,6 +477,12 @@ impl<P> Connection<P> {
         let p = &mut self.paths[path.index()];
         p.woken_at = None;
         let change = p.live.heard(now, keepalive);
+        // we told the peer we hear nothing here: it sends no data on the path until told
+        // otherwise, and an idle path's next keepalive may be 10 s away
+        if p.told_silent && !p.live.uplink_down {
+            p.told_silent = false;
+            self.pending.push_back(Pending::Keepalive(path));
+        }
         if p.peer_silent {
             // we hear the peer, it does not hear us: still no data of ours there
             return;

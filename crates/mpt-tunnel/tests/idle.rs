@@ -185,3 +185,81 @@ fn a_peer_whose_paths_all_went_down_is_sought_again_within_the_handshake_retry()
         "sought again only after {after:?}"
     );
 }
+
+/// Both ends send a packet every 2 ms for `d` (a transfer and its acknowledgements).
+fn both_stream(p: &mut Pair, d: Duration, first: u32) {
+    let until = p.now + d;
+    let mut n = 0;
+    while p.now < until {
+        for side in [Side::A, Side::B] {
+            let _ = p.send(side, &packet(first + n, LEN));
+        }
+        n += 1;
+        let next = (p.now + ms(2)).min(until);
+        p.run(next - p.now);
+    }
+}
+
+/// A streams until path `path` is up at both ends, for at most `d`: how long it took. B sends
+/// nothing (its acknowledgements would take the other path).
+fn a_streams_until_up(p: &mut Pair, path: u8, d: Duration, first: u32) -> Option<Duration> {
+    let start = p.now;
+    let mut n = 0;
+    while p.now - start < d {
+        let up = [Side::A, Side::B]
+            .iter()
+            .all(|&s| p.ep(s).path_info(PathId(path)).state == LinkState::Up);
+        if up {
+            return Some(p.now - start);
+        }
+        p.stream(Side::A, ms(10), ms(2), LEN, first + n);
+        n += 5;
+    }
+    None
+}
+
+#[test]
+fn a_path_whose_uplinks_both_ends_lost_for_the_idle_time_is_up_again_at_both_ends_at_once() {
+    // A veth (or a cable between two boxes) down for longer than it takes a path to go idle:
+    // both ends lose the uplink and see it back at one instant, and each tells the other on
+    // its first keepalives that it hears nothing there. Traffic goes on over path 0
+    // meanwhile (a transfer and its acknowledgements), so path 1 idles at both ends. A's first keepalive after the link is back
+    // may be lost (the kernel refused it: `ENETUNREACH` while the link settles), and B's
+    // keepalive tick may fall anywhere in A's: B then comes up on A's datagrams without having sent
+    // a keepalive since it heard A, and its path, up and idle, sends none for 10 s. B must
+    // still tell A at once that it hears it.
+    let mut slow = Vec::new();
+    for phase in 0..25u64 {
+        for lose_first in [false, true] {
+            let seed = 65 + phase;
+            let mut p = idle_pair(seed, 2);
+            // B's clock ticks `phase` after A's: B restarts that much later
+            p.run(ms(phase * 4));
+            p.restart(Side::B);
+            p.run_until(ms(1000), Pair::agreed)
+                .expect("keys agreed again");
+            both_stream(&mut p, ms(500), 0);
+            let link_down = Some(mpt_tunnel::UplinkDown::LinkDown);
+            let t0 = p.now;
+            p.ep(Side::A).set_uplink(t0, PathId(1), link_down);
+            p.ep(Side::B).set_uplink(t0, PathId(1), link_down);
+            p.set_up(1, false);
+            both_stream(&mut p, ms(2_000), 10_000);
+            let back = p.now;
+            p.set_up(1, true);
+            if lose_first {
+                p.drop_next(Side::A, 1, 1);
+            }
+            p.ep(Side::A).set_uplink(back, PathId(1), None);
+            p.ep(Side::B).set_uplink(back, PathId(1), None);
+            let took = a_streams_until_up(&mut p, 1, Duration::from_secs(12), 100_000);
+            if !took.is_some_and(|t| t <= ms(400)) {
+                slow.push((phase, lose_first, took));
+            }
+        }
+    }
+    assert!(
+        slow.is_empty(),
+        "(phase, A's first keepalive lost, up at both ends after): {slow:?}"
+    );
+}
