@@ -631,11 +631,19 @@ impl<P> Connection<P> {
                     self.resend.counts_mut(lost, n).missed += 1;
                     continue;
                 };
-                // on a path the packet fits whole (one first sent in pieces may not)
+                // on a path the packet fits whole (one first sent in pieces may not); a
+                // datagram larger than every path surely carries, lost on its path, may have
+                // met a black hole there (a path MTU that dropped, not noticed yet): on
+                // another path, if one fits it, or it is lost again, and with it every packet
+                // compressed against it
                 let len = buf.len() - prefix;
                 let fits = |p: PathId| self.body_cap(p.index()) >= len;
+                let big = len + self.overhead().datagram() > crate::BASE_DATAGRAM;
+                let elsewhere = |p: PathId| !big || p != r.path;
                 let Some(via) = self
-                    .soonest_where(now, |p| Some(p) != kept && fits(p))
+                    .soonest_where(now, |p| Some(p) != kept && fits(p) && elsewhere(p))
+                    .or_else(|| self.soonest_where(now, |p| fits(p) && elsewhere(p)))
+                    .or_else(|| self.soonest_where(now, |p| Some(p) != kept && fits(p)))
                     .or_else(|| self.soonest_where(now, fits))
                 else {
                     self.resend.counts_mut(lost, n).missed += 1;
