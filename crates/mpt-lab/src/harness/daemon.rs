@@ -51,7 +51,7 @@ pub struct TunnelOpts {
     pub parity: Option<bool>,
     /// `connection.equalise`; `None`: the default (on).
     pub equalise: Option<bool>,
-    /// `connection.compress`; `None`: the default (off).
+    /// `connection.compress`; `None`: the default (on).
     pub compress: Option<bool>,
     /// `[[class]]` entries, on both ends.
     pub classes: Vec<mptd::config::ClassFile>,

@@ -158,9 +158,8 @@ pub struct Connection {
     pub equalise: bool,
     /// Bulk TCP goes with its IP and TCP headers compressed against the last packet of its
     /// flow that went whole (`docs/protocol.md`, "Compressed headers"), to a peer of protocol
-    /// version 6, with resending. Off by default: a path MTU black hole that swallows a
-    /// flow's reference holds up its packets until it comes again (README,
-    /// `connection.compress`).
+    /// version 6, with resending. On by default; a path MTU black hole that swallows a flow's
+    /// reference holds up its packets until it comes again (README, `connection.compress`).
     pub compress: bool,
     /// Traffic classes (`[[class]]`, then the built-in ones unless
     /// `connection.default_classes = false`): the first that matches a packet decides how it

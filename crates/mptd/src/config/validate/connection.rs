@@ -80,7 +80,7 @@ impl Validator<'_> {
             resend: raw.resend.unwrap_or(true),
             parity: raw.parity.unwrap_or(true),
             equalise: raw.equalise.unwrap_or(true),
-            compress: raw.compress.unwrap_or(false),
+            compress: raw.compress.unwrap_or(true),
             // [[class]] is read after the connection: see `classes`
             classes: if raw.default_classes.unwrap_or(true) {
                 mpt_tunnel::default_classes()
