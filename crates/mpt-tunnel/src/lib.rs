@@ -43,6 +43,7 @@ mod open;
 mod path;
 mod pmtu;
 mod reassembly;
+mod reconfigure;
 mod recv;
 mod resend;
 mod send;

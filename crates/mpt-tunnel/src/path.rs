@@ -6,7 +6,10 @@ use std::net::SocketAddr;
 use mpt_core::wire::ReportEntry;
 use mpt_core::Time;
 
+use mpt_core::PathId;
+
 use crate::liveness::{LinkState, Liveness};
+use crate::Connection;
 
 /// Everything the connection keeps per path.
 #[derive(Debug, Clone)]
@@ -148,4 +151,61 @@ pub struct PathInfo {
     /// Path MTU probes sent; times the size found stopped passing.
     pub pmtu_probes: u64,
     pub pmtu_drops: u64,
+}
+
+/// What the connection shows of its paths.
+impl<P> Connection<P> {
+    /// Path `i`'s state as the operator sees it: down while the peer hears nothing from us on
+    /// it, and while its uplink is down (even one never up).
+    pub(crate) fn path_state(&self, i: usize) -> LinkState {
+        let p = &self.paths[i];
+        if p.peer_silent || p.live.uplink_down {
+            LinkState::Down
+        } else {
+            p.live.state
+        }
+    }
+
+    /// The rate the scheduler assumes for `path`: learned, or configured.
+    pub(crate) fn path_rate(&self, path: PathId) -> Option<u64> {
+        self.sched
+            .learned_rate(path)
+            .or(self.cfg.paths[path.index()].rate_bps)
+    }
+
+    /// Path `i` is slower than [`crate::timers::SLOW_PATH`] (its learned or configured rate):
+    /// a path MTU probe holds it long, and path MTU discovery spares it.
+    pub(crate) fn slow_path(&self, i: usize) -> bool {
+        self.path_rate(PathId(i as u8))
+            .is_some_and(|r| r < crate::timers::SLOW_PATH)
+    }
+
+    /// Where datagrams for `path` go now, once known.
+    pub fn remote(&self, path: PathId) -> Option<SocketAddr> {
+        self.paths[path.index()].remote
+    }
+
+    pub fn path_info(&self, path: PathId) -> PathInfo {
+        let p = &self.paths[path.index()];
+        let silent = p.peer_silent && p.live.state != LinkState::Down && !p.live.uplink_down;
+        let down = p.live.state == LinkState::Down || p.live.uplink_down;
+        PathInfo {
+            state: self.path_state(path.index()),
+            remote: p.remote,
+            last_heard: p.live.last_heard,
+            srtt_us: p.srtt_us,
+            rate_bps: self.path_rate(path),
+            peer_report: p.peer_report,
+            down_events: p.live.down_events,
+            down_reason: if silent {
+                Some(crate::DownReason::PeerHearsNothing)
+            } else {
+                p.down_reason.filter(|_| down)
+            },
+            datagram_max: p.pmtu.size,
+            pmtu_found: p.pmtu.found(),
+            pmtu_probes: p.pmtu.probes_sent,
+            pmtu_drops: p.pmtu.drops,
+        }
+    }
 }
