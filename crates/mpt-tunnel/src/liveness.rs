@@ -1,10 +1,14 @@
-//! Per-path liveness as the receiver sees it: a path is up while something valid arrives on
+//! Per-path liveness as the receiver sees it, and what it changes in the connection (the
+//! scheduler, the resequencer, keepalives, events): a path is up while something valid arrives on
 //! it, down after `dead` of silence, and up again only after a run of datagrams (hold-down
 //! against flapping).
 
 use std::time::Duration;
 
-use mpt_core::Time;
+use mpt_core::{PathId, Time};
+
+use crate::control::Pending;
+use crate::{Connection, Event};
 
 /// Datagrams a path must deliver, over at least one keepalive interval, before a path that
 /// was down is used again.
@@ -188,6 +192,176 @@ impl Liveness {
         self.state = LinkState::Down;
         self.recovering_since = None;
         self.down_events += 1;
+    }
+}
+
+/// What a path's liveness changes in the connection: the scheduler, the resequencer and the
+/// driver's events follow it.
+impl<P> Connection<P> {
+    /// The peer said goodbye: every path is down at once.
+    pub(crate) fn peer_closed(&mut self, now: Time) {
+        for i in 0..self.paths.len() {
+            if !self.paths[i].live.peer_closed() {
+                continue;
+            }
+            self.path_went_down(now, PathId(i as u8), crate::DownReason::PeerClosed);
+        }
+    }
+
+    /// `path` went down (its liveness says so already): the scheduler leaves it, the
+    /// resequencer stops waiting for it, and the driver hears why.
+    pub(crate) fn path_went_down(&mut self, now: Time, path: PathId, reason: crate::DownReason) {
+        self.paths[path.index()].down_reason = Some(reason);
+        self.sched.on_path_state(now, path, false);
+        // what waits to match the other paths goes on: this one no longer needs matching
+        self.release_equalised(now, true, Some(path.index()));
+        let out = &mut self.released;
+        self.reseq.path_down(now, path, &mut |p| out.push(p));
+        self.events.push_back(Event::PathDown { path, reason });
+    }
+
+    /// A new peer session: paths its predecessor closed with a goodbye are used again.
+    pub(crate) fn reopen_closed(&mut self, now: Time) {
+        for i in 0..self.paths.len() {
+            if self.paths[i].live.reopen() {
+                let path = PathId(i as u8);
+                self.sched.on_path_state(now, path, true);
+                self.events.push_back(Event::PathUp { path, again: true });
+            }
+        }
+    }
+
+    /// Our uplink for `path` cannot carry anything (`Some`: why), or can again (`None`). The
+    /// driver watches its interfaces: a path whose interface is absent or whose link is down
+    /// goes down at once, rather than after `dead` of silence, and sends nothing; when the
+    /// uplink is back, a keepalive goes at once so that the peer (and a NAT) hears us, and the
+    /// path comes up as the peer is heard on it.
+    pub fn set_uplink(&mut self, now: Time, path: PathId, down: Option<crate::UplinkDown>) {
+        let Some(p) = self.paths.get_mut(path.index()) else {
+            return;
+        };
+        match down {
+            Some(reason) if p.live.uplink_lost() => {
+                self.path_went_down(now, path, crate::DownReason::Uplink(reason));
+            }
+            // down already (for silence, or the link went down before the interface went), or
+            // never up: not used until its uplink is back
+            Some(reason) => {
+                p.down_reason = Some(crate::DownReason::Uplink(reason));
+                if p.live.state == crate::LinkState::Unknown {
+                    self.sched.on_path_state(now, path, false);
+                }
+            }
+            None if p.live.uplink_down => {
+                p.live.uplink_back(now);
+                if self.peer_session.is_some() && p.remote.is_some() {
+                    self.pending.push_back(Pending::Keepalive(path));
+                }
+            }
+            None => {}
+        }
+    }
+
+    /// A keepalive on `path` says whether the peer hears us there (`silent`: it hears
+    /// nothing). A path the peer hears nothing on carries no data of ours, though we hear the
+    /// peer on it: the two ends agree that it is down until the peer hears us again.
+    pub(crate) fn peer_view(&mut self, now: Time, path: PathId, silent: bool) {
+        let p = &mut self.paths[path.index()];
+        if p.peer_silent == silent {
+            return;
+        }
+        p.peer_silent = silent;
+        // only a path that is up goes down (or back) for what the peer says; one never up
+        // is just not used meanwhile
+        let ours_up = p.live.state == crate::LinkState::Up && !p.live.uplink_down;
+        if silent {
+            // our uplink being down is the cause, and stays the reason
+            if !p.live.uplink_down {
+                p.down_reason = Some(crate::DownReason::PeerHearsNothing);
+            }
+            if ours_up {
+                self.sched.on_path_state(now, path, false);
+                self.events.push_back(Event::PathDown {
+                    path,
+                    reason: crate::DownReason::PeerHearsNothing,
+                });
+            } else if p.live.state == crate::LinkState::Unknown {
+                self.sched.on_path_state(now, path, false);
+            }
+        } else if ours_up {
+            self.sched.on_path_state(now, path, true);
+            self.events.push_back(Event::PathUp { path, again: true });
+        }
+    }
+
+    /// Whether path `i` is idle at `now` ([`crate::ConnectionConfig::idle_keepalive`]).
+    pub(crate) fn idle_path(&self, i: usize, now: Time) -> bool {
+        self.cfg.idle_keepalive.is_some()
+            && now.saturating_since(self.paths[i].active_at) >= crate::IDLE_AFTER
+    }
+
+    /// Data goes on path `i` at `now`. An idle path that is not down wakes: a keepalive goes
+    /// at once, and until the peer is heard on it (down if not within `dead`), what it carries
+    /// is copied to another path ([`Connection::woken`]).
+    pub(crate) fn data_on(&mut self, i: usize, now: Time) {
+        if self.idle_path(i, now) && self.paths[i].live.state != LinkState::Down {
+            self.paths[i].woken_at = Some(now);
+            if self.paths[i].remote.is_some() {
+                self.pending.push_back(Pending::Keepalive(PathId(i as u8)));
+            }
+        }
+        self.paths[i].active_at = now;
+    }
+
+    /// Data woke path `i` from idle, and the peer has not been heard on it since.
+    pub(crate) fn woken(&self, i: usize) -> bool {
+        self.paths[i].woken_at.is_some()
+    }
+
+    /// How long path `i` may be silent at `now` before it is down: `dead`, or while it is
+    /// idle [`crate::idle_dead`]. A path that is down is not idle: with every path down, the
+    /// initiator seeks the peer again after `dead` (and its handshake retries), whether or not
+    /// data goes there.
+    pub(crate) fn silence_limit(&self, i: usize, now: Time) -> Duration {
+        match self.cfg.idle_keepalive {
+            Some(every)
+                if self.idle_path(i, now) && self.paths[i].live.state != LinkState::Down =>
+            {
+                crate::idle_dead(every, self.cfg.dead)
+            }
+            _ => self.cfg.dead,
+        }
+    }
+
+    /// Something valid arrived on `path`.
+    pub(crate) fn heard(&mut self, now: Time, path: PathId) {
+        self.crypto.last_heard = Some(now);
+        let keepalive = self.keepalive();
+        let p = &mut self.paths[path.index()];
+        p.woken_at = None;
+        let change = p.live.heard(now, keepalive);
+        // we told the peer we hear nothing here: it sends no data on the path until told
+        // otherwise, and an idle path's next keepalive may be 10 s away
+        if p.told_silent && !p.live.uplink_down {
+            p.told_silent = false;
+            self.pending.push_back(Pending::Keepalive(path));
+        }
+        if p.peer_silent {
+            // we hear the peer, it does not hear us: still no data of ours there
+            return;
+        }
+        match change {
+            Change::None => {}
+            Change::Up => {
+                // a path whose remote was unknown is used from now on
+                self.sched.on_path_state(now, path, true);
+                self.events.push_back(Event::PathUp { path, again: false });
+            }
+            Change::Recovered => {
+                self.sched.on_path_state(now, path, true);
+                self.events.push_back(Event::PathUp { path, again: true });
+            }
+        }
     }
 }
 
