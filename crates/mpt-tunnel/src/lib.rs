@@ -38,6 +38,7 @@ mod fec;
 mod handshake;
 mod hc;
 mod icmp;
+mod limits;
 mod liveness;
 mod open;
 mod path;
@@ -60,15 +61,13 @@ pub use class::{
 pub use connection::Connection;
 pub use crypto::PREVIOUS_SESSION_KEPT;
 pub use drops::{DropCounts, DropReason, Drops};
-pub use endpoint::{
-    Accepted, Admission, Endpoint, PeerEntry, Route, HANDSHAKES_PER_SECOND, HANDSHAKES_PER_SOURCE,
-    LOAD_PER_SECOND,
-};
+pub use endpoint::{Accepted, Admission, Endpoint, PeerEntry, Route};
 pub use equalise::{MAX_LAG, MIN_LAG};
 pub use events::{DownReason, Event, UplinkDown};
 pub use fec::{group_size, FecRx, FecTx, Group, ParityCounts, Solved, FEC_OFF_LOSS, FEC_ON_LOSS};
 pub use icmp::ICMP_PER_SECOND;
 pub use icmp::{internet_checksum, too_big};
+pub use limits::{HANDSHAKES_PER_SECOND, HANDSHAKES_PER_SOURCE, LOAD_PER_SECOND};
 pub use liveness::LinkState;
 pub use open::{Opened, Opener};
 pub use path::PathInfo;
