@@ -3,13 +3,14 @@
 //! used yet, and what our initiations and the peer's cookies need; installing the session a
 //! handshake made, and drawing its index.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use mpt_core::seal::{Cipher, MacKeys, ReplayWindow, SealKey, SessionKeys, Split, MAC_LEN};
-use mpt_core::Time;
+use mpt_core::{PathId, Time};
 
-use crate::KeySettings;
+use crate::{Connection, Event, KeySettings};
 
 /// The handshake and the session's keys.
 pub(crate) struct CryptoState {
@@ -135,5 +136,103 @@ impl Keys {
             None => (None, None),
         };
         Keys { cipher, seal, open }
+    }
+}
+
+/// Sessions the handshake made: installing their keys.
+impl<P> Connection<P> {
+    /// A handshake made a session (on `path` from `from`): its indices and keys.
+    /// `continues`: the peer had the session this one replaces, and its sequence numbers go
+    /// on (a rekey): the old session's keys still open what was in flight, and nothing is
+    /// reset. Otherwise the peer is new, or new again.
+    pub(crate) fn install(
+        &mut self,
+        now: Time,
+        (path, from): (PathId, SocketAddr),
+        session: NextSession,
+        continues: bool,
+    ) {
+        let NextSession { ours, theirs, keys } = session;
+        let c = &mut self.crypto;
+        let old_open = std::mem::replace(&mut c.open, keys.open);
+        self.seal = keys.seal;
+        let old_epoch = c.epoch;
+        c.epoch += 1;
+        c.cipher = keys.cipher;
+        c.made_at = Some(now);
+        let old_replay = std::mem::take(&mut c.replay);
+        c.attempts = 0;
+        c.next_initiation = None;
+        c.announce_paths = false;
+        c.next = None;
+        self.counter = 0;
+        let old = std::mem::replace(&mut self.session, ours);
+        c.previous = continues.then(|| OldSession {
+            session: old,
+            open: old_open,
+            epoch: old_epoch,
+            replay: old_replay,
+            until: now + PREVIOUS_SESSION_KEPT,
+        });
+        let had = self.peer_session.replace(theirs).is_some();
+        let event = if continues {
+            c.rekeys += 1;
+            Event::Rekeyed {
+                path,
+                old,
+                session: ours,
+            }
+        } else {
+            // what the peer said of our paths was of the old session
+            for p in &mut self.paths {
+                p.peer_silent = false;
+            }
+            if had {
+                self.release_equalised(now, true, None);
+                self.reseq.reset();
+                // the peer's references are gone, and it has none of ours
+                self.released.reset();
+                self.hc_tx.reset();
+                self.peer_restarts += 1;
+                Event::NewSession {
+                    path,
+                    old,
+                    session: ours,
+                    cipher: keys.cipher,
+                }
+            } else {
+                for p in &mut self.paths {
+                    p.live.session_made(now);
+                }
+                Event::PeerAuthenticated {
+                    path,
+                    session: ours,
+                    cipher: keys.cipher,
+                }
+            }
+        };
+        self.events.push_back(event);
+        self.update_repair_wait();
+        self.learn_address(path, from);
+        self.reopen_closed(now);
+        if self.paths[path.index()].live.handshake_crossed() {
+            self.sched.on_path_state(now, path, true);
+            self.events.push_back(Event::PathUp { path, again: true });
+        }
+        self.heard(now, path);
+    }
+
+    /// A random index for a new session, never 0 nor the current one (its low 16 bits the
+    /// configured slot, if any).
+    pub(crate) fn fresh_index(&mut self) -> u32 {
+        loop {
+            let mut i = u32::from_be_bytes(self.random());
+            if let Some(slot) = self.cfg.index_slot {
+                i = (i & 0xFFFF_0000) | u32::from(slot);
+            }
+            if i != 0 && i != self.session {
+                return i;
+            }
+        }
     }
 }
