@@ -2,11 +2,12 @@
 //! requests").
 //!
 //! The receiver sees a path lose data datagrams as gaps in that path's sequence (paths are
-//! FIFO). It names them in a resend request ([`Kind::Nack`]) on its fastest path at once, and
-//! its resequencer waits for them a little longer than the progress rule alone would (a
-//! round trip, never past the hold time). The sender keeps the packets it sent lately, by path
-//! and path sequence, and sends each requested one once more as [`Kind::Resent`] on the path
-//! where it arrives soonest. A packet comes again only if it is still kept and not older than
+//! FIFO). It names them in a resend request ([`Kind::Nack`]) on its fastest path at once; its
+//! resequencer gives a gap up as soon as the progress rule does, and a resent packet that comes
+//! after that is delivered late ([`crate::Connection::update_repair_wait`] says why). The
+//! sender keeps the packets it sent lately, by path and path sequence, and sends each requested
+//! one once more as [`Kind::Resent`] on the path where it arrives soonest (a large one on
+//! another path than the one that lost it, when one carries it). A packet comes again only if it is still kept and not older than
 //! the hold time: after that the receiver has given its gap up. A packet sent in pieces is
 //! kept whole by its head piece's path sequence, and goes again whole, on a path it fits.
 //!
