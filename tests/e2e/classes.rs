@@ -108,6 +108,19 @@ pub(crate) fn bulk_udp(lab: &Lab, port: u16, bps: u64, secs: u64) -> (u64, u64) 
 /// [`bulk_udp`] with datagrams of `len` bytes. The receiver counts until a second passes
 /// without one, so unlike iperf3 it also counts what arrives after the sender has finished.
 pub(crate) fn counted_udp(lab: &Lab, port: u16, bps: u64, secs: u64, len: usize) -> (u64, u64) {
+    let (sent, got, _) = numbered_udp(lab, port, bps, secs, len);
+    (sent, got)
+}
+
+/// As [`counted_udp`], with each datagram numbered: (sent, arrived, arrived out of order: after
+/// one numbered later, as iperf3 counts them).
+pub(crate) fn numbered_udp(
+    lab: &Lab,
+    port: u16,
+    bps: u64,
+    secs: u64,
+    len: usize,
+) -> (u64, u64, u64) {
     let (ns_b, listen) = (lab.ns(Side::B), format!("{}:{port}", tunnel_addr(Side::B)));
     let (ready_tx, ready_rx) = mpsc::channel();
     let sink = std::thread::spawn(move || {
@@ -117,11 +130,20 @@ pub(crate) fn counted_udp(lab: &Lab, port: u16, bps: u64, secs: u64, len: usize)
                 .expect("timeout");
             ready_tx.send(()).expect("ready");
             let mut buf = [0u8; 2048];
-            let mut got = 0u64;
-            while s.recv(&mut buf).is_ok() {
+            let (mut got, mut out_of_order, mut highest) = (0u64, 0u64, None);
+            while let Ok(n) = s.recv(&mut buf) {
                 got += 1;
+                let number = buf[..n.min(8)]
+                    .try_into()
+                    .map(u64::from_be_bytes)
+                    .unwrap_or(0);
+                if highest.is_some_and(|h| number < h) {
+                    out_of_order += 1;
+                } else {
+                    highest = Some(number);
+                }
             }
-            got
+            (got, out_of_order)
         })
         .expect("namespace")
     });
@@ -134,12 +156,13 @@ pub(crate) fn counted_udp(lab: &Lab, port: u16, bps: u64, secs: u64, len: usize)
             let s = UdpSocket::bind("0.0.0.0:0").expect("bind");
             s.connect(&target).expect("connect");
             let per_ms = (bps / 8 / len as u64 / 1000).max(1);
-            let datagram = vec![0u8; len];
+            let mut datagram = vec![0u8; len.max(8)];
             let start = Instant::now();
             let mut sent = 0u64;
             let mut ms = 0u32;
             while start.elapsed() < Duration::from_secs(secs) {
                 for _ in 0..per_ms {
+                    datagram[..8].copy_from_slice(&sent.to_be_bytes());
                     if s.send(&datagram).is_ok() {
                         sent += 1;
                     }
@@ -155,7 +178,8 @@ pub(crate) fn counted_udp(lab: &Lab, port: u16, bps: u64, secs: u64, len: usize)
             sent
         })
         .expect("namespace");
-    (sent, sink.join().expect("sink"))
+    let (got, out_of_order) = sink.join().expect("sink");
+    (sent, got, out_of_order)
 }
 
 /// Bulk UDP spread round-robin over a 10 ms and a 60 ms path: what the resequencer holds back

@@ -36,14 +36,14 @@ fn udp_at_80_percent_once() {
     let kernel_before = crate::kernel_udp_drops(&lab, Side::B);
     let before = lab.status(Side::B).expect("status");
     const SECS: u64 = 20;
-    let (sent, got) = std::thread::scope(|s| {
+    let (sent, got, out_of_order) = std::thread::scope(|s| {
         let lab = &lab;
         s.spawn(move || {
             std::thread::sleep(Duration::from_secs(SECS / 2));
             lab.reshape(0, 10_000_000, 20_000_000)
                 .expect("halve path 0");
         });
-        crate::classes::counted_udp(lab, 5901, 40_000_000, SECS, 1200)
+        crate::classes::numbered_udp(lab, 5901, 40_000_000, SECS, 1200)
     });
     let kernel = crate::kernel_udp_drops(&lab, Side::B) - kernel_before;
     let (a, b) = (
@@ -52,10 +52,10 @@ fn udp_at_80_percent_once() {
     );
     let r = (&b.tunnel.reseq, &before.tunnel.reseq);
     let lost = sent.saturating_sub(got);
-    let out_of_order = r.0.delivered_out_of_order - r.1.delivered_out_of_order;
     let late = r.0.late - r.1.late;
+    let waited = r.0.waited_in_order - r.1.waited_in_order;
     eprintln!(
-        "RESULT udp on defaults: {got}/{sent} 1200-byte datagrams at 40 Mbit/s over 20/20/10/10 (path 0 halved at {} s) arrived, {lost} lost ({:.3} %), {out_of_order} out of order, {late} late; paths lost {:?}, rates learned {:?} Mbit/s; kernel drops at B {kernel}; A's drops: {}",
+        "RESULT udp on defaults: {got}/{sent} 1200-byte datagrams at 40 Mbit/s over 20/20/10/10 (path 0 halved at {} s) arrived, {lost} lost ({:.3} %), {out_of_order} out of order at the receiver; {late} came late to B's resequencer, {waited} waited for them; paths lost {:?}, rates learned {:?} Mbit/s; kernel drops at B {kernel}; A's drops: {}",
         SECS / 2,
         lost as f64 * 100.0 / sent.max(1) as f64,
         b.paths.iter().map(|p| p.lost).collect::<Vec<_>>(),

@@ -189,6 +189,16 @@ impl<P> Resequencer<P> {
         self.measure.keep_gaps = wait.is_some();
     }
 
+    /// The global sequence numbers the progress rule gave up since the last call, while
+    /// resending is on ([`Resequencer::set_repair`]), appended to `out`: their packets may
+    /// still come, resent, and are then delivered late. The caller may hold packets that must
+    /// not overtake them (a stream that does not back off) until they come, or for as long as
+    /// it likes. At most [`MAX_GIVEN_UP`] are kept between calls; none of a gap longer than
+    /// that (an outage).
+    pub fn take_given_up(&mut self, out: &mut Vec<u32>) {
+        out.append(&mut self.given_up);
+    }
+
     /// The path sequence gaps seen since the last call (at most [`MAX_GAPS`]; while
     /// resending is on).
     pub fn take_gaps(&mut self, out: &mut Vec<Gap>) {

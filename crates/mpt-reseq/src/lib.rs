@@ -49,6 +49,10 @@ pub use stats::{
     MAX_OCCUPANCY_BUCKETS,
 };
 
+/// Most given-up seqs kept between two [`Resequencer::take_given_up`]; a gap of more than
+/// this many at once is an outage, whose packets are not waited for.
+pub const MAX_GIVEN_UP: usize = 64;
+
 /// Largest accepted [`Config::window`]; larger values are clamped.
 pub const MAX_WINDOW: usize = 1 << 20;
 
@@ -157,6 +161,9 @@ pub struct Resequencer<P> {
     /// Gaps the progress rule gave up, waiting for repair: (release point target, when), in
     /// increasing order of both.
     repairs: VecDeque<(u64, Time)>,
+    /// With resending on: the seqs the progress rule gave up since the caller last took them
+    /// ([`Resequencer::take_given_up`]), at most [`MAX_GIVEN_UP`].
+    given_up: Vec<u32>,
 }
 
 impl<P> std::fmt::Debug for Resequencer<P> {
@@ -202,6 +209,7 @@ impl<P> Resequencer<P> {
             rebase_at: REBASE_AT,
             repair: None,
             repairs: VecDeque::new(),
+            given_up: Vec::new(),
             stats: Stats {
                 total: Totals {
                     occupancy: OccupancyHistogram::for_window(window),
@@ -365,6 +373,7 @@ impl<P> Resequencer<P> {
         self.received.clear_all();
         self.deadlines.clear();
         self.repairs.clear();
+        self.given_up.clear();
         for ps in self.paths.iter_mut() {
             *ps = PathState::default();
         }
@@ -524,6 +533,9 @@ mod tests {
         let mut gaps = Vec::new();
         h.r.take_gaps(&mut gaps);
         assert!(gaps.is_empty(), "gaps are kept only while resending is on");
+        let mut given_up = Vec::new();
+        h.r.take_given_up(&mut given_up);
+        assert!(given_up.is_empty(), "so are the seqs given up");
     }
 
     /// A zero wait (what the tunnel sets): the gap is asked for, but given up at once, and its
@@ -537,6 +549,9 @@ mod tests {
         let mut gaps = Vec::new();
         h.r.take_gaps(&mut gaps);
         assert_eq!(gaps.len(), 1, "the gap is asked for");
+        let mut given_up = Vec::new();
+        h.r.take_given_up(&mut given_up);
+        assert_eq!(given_up, [1], "the seq given up may still come");
         assert_eq!(resent(&mut h, 12_000, 1, 1), (false, vec![1]), "late");
         assert_eq!(h.out, [0, 2, 3, 1]);
         let tot = h.total();

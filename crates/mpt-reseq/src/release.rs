@@ -259,6 +259,9 @@ impl<P> Resequencer<P> {
             return;
         }
         let span = target - self.head;
+        if cause == Cause::Fence && self.repair.is_some() {
+            self.keep_given_up(span);
+        }
         let mut delivered = 0u64;
         if self.held > 0 {
             // Held packets all lie in [head, head + cap): when span >= cap, all are below target.
@@ -282,6 +285,30 @@ impl<P> Resequencer<P> {
         }
         self.set_head(target);
         self.deliver_consecutive(now, deliver);
+    }
+
+    /// The progress rule gives up the `span` seqs from the release point on, with resending
+    /// on: those never received may come again, resent; kept for
+    /// [`Resequencer::take_given_up`], unless there are more than [`MAX_GIVEN_UP`] (an
+    /// outage, not a loss).
+    fn keep_given_up(&mut self, span: u64) {
+        if span > self.received.half() {
+            return;
+        }
+        let room = MAX_GIVEN_UP - self.given_up.len().min(MAX_GIVEN_UP);
+        let before = self.given_up.len();
+        let mut missing = 0usize;
+        for ext in self.head..self.head + span {
+            if self.received.get(ext) {
+                continue;
+            }
+            missing += 1;
+            if missing > room {
+                self.given_up.truncate(before);
+                return;
+            }
+            self.given_up.push(ext as u32);
+        }
     }
 
     /// The lowest held extended seq.

@@ -300,6 +300,12 @@ impl<P> Connection<P> {
         self.reseq.held()
     }
 
+    /// Packets released that wait for a number given up before them, to be resent (they are
+    /// not TCP: [`crate::ordered`]): now, and in all.
+    pub fn waiting_in_order(&self) -> (usize, u64) {
+        self.released.waiting()
+    }
+
     /// The path whose datagrams the resequencer waits for, when it waits (with more than
     /// one path): the driver should read that path's socket next.
     pub fn lagging_path(&self) -> Option<PathId> {
@@ -313,7 +319,9 @@ impl<P> Connection<P> {
     /// (those rebuilt from compressed headers in buffers `payloads` gives,
     /// [`Payloads::own`](crate::Payloads::own)).
     pub fn take_delivered(&mut self, payloads: &mut impl crate::Payloads<P>, out: &mut Vec<P>) {
-        self.counts.delivered += self.released.take(payloads, out) as u64;
+        self.reseq.take_given_up(&mut self.released.given_up);
+        let wait = self.cfg.reorder_timeout;
+        self.counts.delivered += self.released.take(wait, payloads, out) as u64;
         for (reason, n) in self.released.take_refused() {
             self.counts.drops.add(reason, n);
         }

@@ -15,14 +15,16 @@ use std::time::Duration;
 use mpt_core::hc::{Decompressor, Reference, Refused, MAX_HEADERS};
 use mpt_core::Time;
 
+use crate::ordered::InOrder;
 use crate::{DropReason, Payloads};
 
-/// An inner packet in the resequencer: whole, ready for the driver (with the reference it
-/// makes, if it is TCP that came in order), or a compressed body (in a buffer of the driver's,
-/// after `room` bytes) that is rebuilt when released.
+/// An inner packet in the resequencer: whole, ready for the driver (with its global sequence
+/// number, whether it waits for a number given up before it ([`crate::ordered`]), and the
+/// reference it makes, if it is TCP that came in order), or a compressed body (in a buffer of
+/// the driver's, after `room` bytes) that is rebuilt when released.
 #[derive(Debug)]
 pub(crate) enum Held<P> {
-    Ready(P, Option<Box<Reference>>),
+    Ready(P, Order, Option<Box<Reference>>),
     Packed {
         seq: u32,
         body: Vec<u8>,
@@ -34,10 +36,18 @@ impl<P> Held<P> {
     /// `keep` applied to a ready packet (a packed one is the connection's already).
     pub(crate) fn kept(self, keep: impl FnOnce(P) -> P) -> Held<P> {
         match self {
-            Held::Ready(p, r) => Held::Ready(keep(p), r),
+            Held::Ready(p, o, r) => Held::Ready(keep(p), o, r),
             packed => packed,
         }
     }
+}
+
+/// A whole packet's global sequence number, and whether it waits for a number given up before
+/// it: it is not TCP, and not express ([`crate::ordered`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Order {
+    pub(crate) seq: u32,
+    pub(crate) patient: bool,
 }
 
 /// A released packet on its way to the driver.
@@ -51,7 +61,13 @@ enum Out<P> {
 /// What the resequencer released, in order, with compressed packets rebuilt as they come.
 #[derive(Debug)]
 pub(crate) struct Released<P> {
-    out: Vec<Out<P>>,
+    /// Released, with their global sequence numbers and whether they wait for a number
+    /// given up before them ([`crate::ordered`]).
+    out: Vec<(Order, Out<P>)>,
+    /// Global sequence numbers the resequencer gave up lately, to be waited for.
+    pub(crate) given_up: Vec<u32>,
+    /// The packets that wait for them.
+    order: InOrder<Out<P>>,
     rx: Decompressor,
     /// Buffers of bodies refused, used again.
     pool: Vec<Vec<u8>>,
@@ -68,6 +84,8 @@ impl<P> Default for Released<P> {
     fn default() -> Self {
         Released {
             out: Vec::new(),
+            given_up: Vec::new(),
+            order: InOrder::default(),
             rx: Decompressor::new(),
             pool: Vec::new(),
             refused: [0; 2],
@@ -121,8 +139,8 @@ impl<P> Released<P> {
     /// packed body is rebuilt against its flow's, or waits for it if it has not come.
     pub(crate) fn push(&mut self, h: Held<P>) {
         match h {
-            Held::Ready(p, r) => {
-                self.out.push(Out::Ready(p));
+            Held::Ready(p, o, r) => {
+                self.out.push((o, Out::Ready(p)));
                 if let Some(r) = r {
                     self.release_awaiting(&r);
                     self.rx.store(*r);
@@ -151,7 +169,11 @@ impl<P> Released<P> {
                 // the headers go into the room before the payload
                 let start = room + skip - headers.len();
                 buf[start..room + skip].copy_from_slice(&headers);
-                self.out.push(Out::Rebuilt(buf, start));
+                let o = Order {
+                    seq,
+                    patient: false,
+                };
+                self.out.push((o, Out::Rebuilt(buf, start)));
             }
             Err(Refused::NoReference) => match self.rx.awaits(seq, &buf[room..]) {
                 Some(want) => {
@@ -220,25 +242,44 @@ impl<P> Released<P> {
     }
 
     /// The released packets, appended to `delivered` in order (rebuilt ones in the driver's
-    /// buffers they were held in); returns how many.
+    /// buffers they were held in), but for those that wait for a number given up before them
+    /// (for at most `wait` after it was given up, [`crate::ordered`]); returns how many.
     pub(crate) fn take(
         &mut self,
+        wait: Duration,
         payloads: &mut impl Payloads<P>,
         delivered: &mut Vec<P>,
     ) -> usize {
-        let mut out = std::mem::take(&mut self.out);
-        let n = out.len();
-        for o in out.drain(..) {
-            match o {
-                Out::Ready(p) => delivered.push(p),
-                Out::Rebuilt(buf, start) => {
-                    let end = buf.len();
-                    delivered.push(payloads.adopt(buf, start..end));
-                }
+        let before = delivered.len();
+        let mut give = |o: Out<P>| match o {
+            Out::Ready(p) => delivered.push(p),
+            Out::Rebuilt(buf, start) => {
+                let end = buf.len();
+                delivered.push(payloads.adopt(buf, start..end));
             }
+        };
+        let order = &mut self.order;
+        order.expire(self.now, &mut give);
+        if !self.given_up.is_empty() {
+            order.given_up(&self.given_up, self.now + wait, &mut give);
+            self.given_up.clear();
+        }
+        let mut out = std::mem::take(&mut self.out);
+        for (o, p) in out.drain(..) {
+            order.pass(o.seq, o.patient, p, &mut give);
         }
         self.out = out;
-        n
+        delivered.len() - before
+    }
+
+    /// When packets that wait for a number given up before them go on without it.
+    pub(crate) fn next_deadline(&self) -> Option<Time> {
+        self.order.next_deadline()
+    }
+
+    /// Packets that wait for a number given up before them now, and that waited in all.
+    pub(crate) fn waiting(&self) -> (usize, u64) {
+        self.order.waiting()
     }
 
     /// The refused bodies since the last call, by reason, for the connection's counts.
@@ -252,6 +293,15 @@ impl<P> Released<P> {
 
     /// A new session of the peer's: its references are gone, and what waited for one.
     pub(crate) fn reset(&mut self) {
+        let out = &mut self.out;
+        self.order.reset(&mut |p| {
+            let o = Order {
+                seq: 0,
+                patient: false,
+            };
+            out.push((o, p))
+        });
+        self.given_up.clear();
         self.rx.reset();
         self.refused[0] += self.awaiting.len() as u64;
         self.awaiting.clear();

@@ -41,6 +41,7 @@ mod icmp;
 mod limits;
 mod liveness;
 mod open;
+mod ordered;
 mod path;
 mod pmtu;
 mod reassembly;

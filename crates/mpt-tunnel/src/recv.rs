@@ -10,7 +10,7 @@ use mpt_core::{PathId, Time};
 use mpt_reseq::PacketMeta;
 
 use crate::control::Pending;
-use crate::hc::Held;
+use crate::hc::{Held, Order};
 use crate::open::{Opened, Opener};
 use crate::{Arrived, Connection, DropReason, Event, Incoming, Outcome, Payloads};
 use mpt_core::hc::Reference;
@@ -112,7 +112,11 @@ impl<P> Connection<P> {
             .then(|| Reference::of(data.meta.seq, packet))
             .flatten()
             .map(Box::new);
-        Held::Ready(ready(payloads), reference)
+        let order = Order {
+            seq: data.meta.seq,
+            patient: !data.express && !mpt_core::hc::is_tcp(packet),
+        };
+        Held::Ready(ready(payloads), order, reference)
     }
 
     /// A data packet goes to the resequencer as `payload`, which `keep` turns into a payload

@@ -4,7 +4,8 @@
 //! The receiver sees a path lose data datagrams as gaps in that path's sequence (paths are
 //! FIFO). It names them in a resend request ([`Kind::Nack`]) on its fastest path at once; its
 //! resequencer gives a gap up as soon as the progress rule does, and a resent packet that comes
-//! after that is delivered late ([`crate::Connection::update_repair_wait`] says why). The
+//! after that is delivered late ([`crate::Connection::update_repair_wait`] says why), after the
+//! TCP behind it and before the rest, which waits for it ([`crate::ordered`]). The
 //! sender keeps the packets it sent lately, by path and path sequence, and sends each requested
 //! one once more as [`Kind::Resent`] on the path where it arrives soonest (a large one on
 //! another path than the one that lost it, when one carries it). A packet comes again only if it is still kept and not older than
@@ -233,8 +234,9 @@ impl<P> crate::Connection<P> {
 
     /// Tell the resequencer whether resending is on: it then keeps the gaps to ask for, and
     /// a gap the progress rule gives up does not wait for its packet to come again (zero
-    /// wait): the packets behind it go on at once, and the resent one is delivered late,
-    /// when it comes.
+    /// wait): the packets behind it are released at once, and the resent one is delivered
+    /// late, when it comes. Of those released, the TCP goes on; the rest waits for it
+    /// ([`crate::ordered`]: a stream that does not back off keeps its order).
     ///
     /// Why not wait: a request and its resend take the fastest path's round trip and the
     /// queue the resend waits in, tens of milliseconds, and every bonded packet behind the

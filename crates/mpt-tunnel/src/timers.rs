@@ -35,6 +35,7 @@ impl<P> Connection<P> {
         let next = t.keepalive.min(t.report).min(t.liveness);
         let next = self.bundle_due().map_or(next, |b| next.min(b));
         let next = self.equal.next_ready().map_or(next, |e| next.min(e));
+        let next = self.released.next_deadline().map_or(next, |w| next.min(w));
         self.reseq.poll_timeout().map_or(next, |r| next.min(r))
     }
 

@@ -1,6 +1,6 @@
 //! Losses recovered inside the tunnel (resend requests, `docs/protocol.md`), driven through a
 //! simulated pair of connections: a lost datagram is asked for and comes again, without holding
-//! the packets behind it; random loss is recovered at a cost close to the loss itself; nothing is
+//! the TCP packets behind it, while other packets behind it wait for it; random loss is recovered at a cost close to the loss itself; nothing is
 //! resent on clean paths; and without resending on both ends, nothing changes.
 
 #[allow(dead_code)]
@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use mpt_core::wire::Kind;
 use mpt_core::PathId;
-use sim::{packet, Pair, Side, LEN};
+use sim::{packet, tcp_packet, Pair, Side, LEN};
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
@@ -42,12 +42,18 @@ fn pair(seed: u64, paths: usize, resend_a: bool, resend_b: bool) -> Pair {
     p
 }
 
-/// Path 1 loses one datagram of ten packets numbered from `first`; returns when they left.
+/// Path 1 loses one datagram of ten TCP packets numbered from `first`; returns when they left.
 fn lose_one(p: &mut Pair, first: u32) -> mpt_core::Time {
+    lose_one_of(p, first, tcp_packet)
+}
+
+/// Path 1 loses one datagram of ten packets `make` makes, numbered from `first`; returns when
+/// they left.
+fn lose_one_of(p: &mut Pair, first: u32, make: fn(u32, usize) -> Vec<u8>) -> mpt_core::Time {
     p.drop_next(Side::A, 1, 1);
     let start = p.now;
     for k in first..first + 10 {
-        p.send(Side::A, &packet(k, LEN)).expect("sent");
+        p.send(Side::A, &make(k, LEN)).expect("sent");
     }
     p.run(ms(300));
     start
@@ -77,7 +83,75 @@ fn a_path_s_first_loss_is_asked_for_but_only_later_ones_are_kept_to_send_again()
     );
 }
 
-/// The packets behind a gap are not held for its resend: they go to the TUN device at once,
+/// A stream that is not TCP (UDP here, that does not back off) keeps its order: the packets
+/// behind a loss wait for it to come again, a round trip, and go on after it. A loss that is
+/// never resent (a path's first) holds them for the hold time at most.
+#[test]
+fn packets_that_are_not_tcp_behind_a_loss_wait_for_it_and_keep_their_order() {
+    let udp = |k: u32, len: usize| {
+        let mut p = packet(k, len);
+        p[9] = 17;
+        p
+    };
+    let mut p = pair(1, 2, true, true);
+    // the path's first loss is not resent: what is behind it waits the hold time, no longer
+    let start = lose_one_of(&mut p, 100, udp);
+    assert_eq!(
+        p.delivered_numbers(Side::B),
+        [100, 102, 103, 104, 105, 106, 107, 108, 109]
+    );
+    let last = p.node(Side::B).delivered.last().expect("delivered").0 - start;
+    let hold = sim::config(Side::B, 2, true).reorder_timeout;
+    assert!(
+        last >= hold && last <= hold + ms(20),
+        "waited {last:?} for a loss never resent (hold {hold:?})"
+    );
+    p.node_mut(Side::B).delivered.clear();
+    // the next loss is resent: the packets behind it wait for it, and nothing is out of order
+    let start = lose_one_of(&mut p, 0, udp);
+    assert_eq!(p.delivered_numbers(Side::B), (0..10).collect::<Vec<_>>());
+    let delivered = &p.node(Side::B).delivered;
+    let last = delivered.last().expect("delivered").0 - start;
+    assert!(last <= ms(45), "the gap was filled after {last:?}");
+    let total = &p.ep(Side::B).stats().total;
+    assert_eq!(
+        (total.resent, total.late),
+        (1, 1),
+        "late to the resequencer"
+    );
+    assert_eq!(p.ep(Side::B).waiting_in_order(), (0, 16));
+    // TCP behind a loss does not wait, and other packets wait only for what is before them
+    p.node_mut(Side::B).delivered.clear();
+    p.drop_next(Side::A, 1, 1);
+    for k in 200..210 {
+        let packet = if k % 2 == 0 {
+            tcp_packet(k, LEN)
+        } else {
+            udp(k, LEN)
+        };
+        p.send(Side::A, &packet).expect("sent");
+    }
+    p.run(ms(300));
+    let got = p.delivered_numbers(Side::B);
+    let mut sorted = got.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, (200..210).collect::<Vec<_>>());
+    let pos = |k: u32| got.iter().position(|&j| j == k).expect("delivered");
+    // the lost one: delivered after a later one
+    let lost = *got
+        .iter()
+        .find(|&&k| got[..pos(k)].iter().any(|&j| j > k))
+        .expect("one came again, late");
+    for k in lost + 1..210 {
+        if k % 2 == 0 {
+            assert!(pos(k) < pos(lost), "TCP {k} waited for {lost}: {got:?}");
+        } else {
+            assert!(pos(k) > pos(lost), "{k} went before {lost}: {got:?}");
+        }
+    }
+}
+
+/// The TCP packets behind a gap are not held for its resend: they go to the TUN device at once,
 /// and the lost one when it comes again, a round trip later (a TCP receiver acknowledges what
 /// came after the gap and its sender goes on, where holding them stopped the whole bundle for
 /// that round trip at every loss).
@@ -139,7 +213,7 @@ fn a_packet_that_went_in_pieces_is_sent_again_whole_on_a_path_it_fits() {
     let lose = |p: &mut Pair, first: u32, pass: usize| {
         p.drop_after(Side::A, 1, pass, 1);
         for k in first..first + 10 {
-            p.send(Side::A, &packet(k, 1400)).expect("sent");
+            p.send(Side::A, &tcp_packet(k, 1400)).expect("sent");
         }
         p.run(ms(300));
     };

@@ -94,7 +94,7 @@ pub(super) fn ipv4_header_checksum(p: &[u8]) -> u16 {
 }
 
 /// Whether `p` is a TCP packet (IPv4 protocol or IPv6 next header 6).
-pub(super) fn is_tcp(p: &[u8]) -> bool {
+pub fn is_tcp(p: &[u8]) -> bool {
     match p.first().map(|b| b >> 4) {
         Some(4) => p.get(9) == Some(&6),
         Some(6) => p.get(6) == Some(&6),

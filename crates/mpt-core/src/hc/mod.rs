@@ -21,7 +21,7 @@ mod format;
 use crate::wire::internet_checksum;
 pub use decompress::{Decompressor, Refused, KEPT_REFERENCES};
 use format::*;
-pub use format::{flow_hash, Headers};
+pub use format::{flow_hash, is_tcp, Headers};
 
 /// First byte of a compressed body.
 pub const COMPRESSED_TCP: u8 = 0x20;

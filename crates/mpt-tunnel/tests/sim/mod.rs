@@ -208,6 +208,15 @@ pub fn packet(n: u32, len: usize) -> Vec<u8> {
     p
 }
 
+/// A [`packet`] that says it is TCP (IP protocol 6, a 20-byte TCP header with no flags, whose
+/// checksum is not right: it never compresses), `len` bytes (at least 40).
+pub fn tcp_packet(n: u32, len: usize) -> Vec<u8> {
+    let mut p = packet(n, len.max(40));
+    p[9] = 6;
+    p[32] = 0x50;
+    p
+}
+
 /// The number a [`packet`] carries.
 pub fn number(p: &[u8]) -> u32 {
     u32::from_be_bytes([p[20], p[21], p[22], p[23]])

@@ -165,6 +165,13 @@ pub struct ReseqStatus {
     pub timeout_ms: u64,
     /// Packets held right now.
     pub held: usize,
+    /// Packets released that wait right now for a lost one before them to come again (not
+    /// TCP: a stream that does not back off keeps its order).
+    #[serde(default)]
+    pub waiting_in_order: usize,
+    /// Packets that so waited, in all.
+    #[serde(default)]
+    pub waited_in_order: u64,
     /// Packets that arrived out of order across paths (RFC 4737).
     pub reordered: u64,
     pub reorder_extent_max: u64,

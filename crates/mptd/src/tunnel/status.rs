@@ -297,6 +297,8 @@ impl Tunnel {
                 window: c.reorder_window,
                 timeout_ms: c.reorder_timeout.as_millis() as u64,
                 held: ep.held(),
+                waiting_in_order: ep.waiting_in_order().0,
+                waited_in_order: ep.waiting_in_order().1,
                 reordered: t.reordered,
                 reorder_extent_max: t.reorder_extent_max,
                 delivered_out_of_order: t.delivered_out_of_order,
