@@ -319,9 +319,21 @@ impl<P> Connection<P> {
     /// (those rebuilt from compressed headers in buffers `payloads` gives,
     /// [`Payloads::own`](crate::Payloads::own)).
     pub fn take_delivered(&mut self, payloads: &mut impl crate::Payloads<P>, out: &mut Vec<P>) {
+        // (what was released outside a datagram's handling was held, so is its own)
+        self.take_delivered_keeping(payloads, |_, p| p, out);
+    }
+
+    /// [`Connection::take_delivered`], where the packets that wait after their release are
+    /// made their own by `keep` (those of a datagram being handled may lie in it).
+    pub(crate) fn take_delivered_keeping<Pl: crate::Payloads<P>>(
+        &mut self,
+        payloads: &mut Pl,
+        keep: impl Fn(&mut Pl, P) -> P,
+        out: &mut Vec<P>,
+    ) {
         self.reseq.take_given_up(&mut self.released.given_up);
         let wait = self.cfg.reorder_timeout;
-        self.counts.delivered += self.released.take(wait, payloads, out) as u64;
+        self.counts.delivered += self.released.take(wait, payloads, keep, out) as u64;
         for (reason, n) in self.released.take_refused() {
             self.counts.drops.add(reason, n);
         }

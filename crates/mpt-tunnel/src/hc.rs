@@ -243,15 +243,17 @@ impl<P> Released<P> {
 
     /// The released packets, appended to `delivered` in order (rebuilt ones in the driver's
     /// buffers they were held in), but for those that wait for a number given up before them
-    /// (for at most `wait` after it was given up, [`crate::ordered`]); returns how many.
-    pub(crate) fn take(
+    /// (for at most `wait` after it was given up, [`crate::ordered`]), made their own by
+    /// `keep` (they may lie in the datagram being handled); returns how many.
+    pub(crate) fn take<Pl: Payloads<P>>(
         &mut self,
         wait: Duration,
-        payloads: &mut impl Payloads<P>,
+        payloads: &mut Pl,
+        keep: impl Fn(&mut Pl, P) -> P,
         delivered: &mut Vec<P>,
     ) -> usize {
         let before = delivered.len();
-        let mut give = |o: Out<P>| match o {
+        let give = |payloads: &mut Pl, delivered: &mut Vec<P>, o: Out<P>| match o {
             Out::Ready(p) => delivered.push(p),
             Out::Rebuilt(buf, start) => {
                 let end = buf.len();
@@ -259,14 +261,29 @@ impl<P> Released<P> {
             }
         };
         let order = &mut self.order;
-        order.expire(self.now, &mut give);
+        order.expire(self.now, &mut |o| give(payloads, delivered, o));
         if !self.given_up.is_empty() {
-            order.given_up(&self.given_up, self.now + wait, &mut give);
+            let until = self.now + wait;
+            order.given_up(&self.given_up, until, &mut |o| give(payloads, delivered, o));
             self.given_up.clear();
         }
         let mut out = std::mem::take(&mut self.out);
         for (o, p) in out.drain(..) {
-            order.pass(o.seq, o.patient, p, &mut give);
+            let came = order.arrived(o.seq);
+            if order.waits(o.seq, o.patient) {
+                let p = match p {
+                    Out::Ready(p) => Out::Ready(keep(payloads, p)),
+                    rebuilt => rebuilt,
+                };
+                if let Some(first) = order.wait(o.seq, p) {
+                    give(payloads, delivered, first);
+                }
+            } else {
+                give(payloads, delivered, p);
+            }
+            if came {
+                order.release(&mut |o| give(payloads, delivered, o));
+            }
         }
         self.out = out;
         delivered.len() - before

@@ -58,29 +58,15 @@ impl<T> InOrder<T> {
     }
 
     /// A packet released with global sequence number `seq`: it goes to `out` now, unless it
-    /// is `patient` and a number before it is awaited (then it waits, behind the packets that
-    /// wait already). One that was awaited lets the packets behind it go on.
+    /// is `patient` and a number before it is awaited (then it waits, made its own by `keep`,
+    /// behind the packets that wait already). One that was awaited lets the packets behind it
+    /// go on.
+    #[cfg(test)]
     pub(crate) fn pass(&mut self, seq: u32, patient: bool, item: T, out: &mut impl FnMut(T)) {
-        let came = match self.awaited.iter().position(|&(s, _)| s == seq) {
-            Some(i) => {
-                self.awaited.remove(i);
-                true
-            }
-            None => false,
-        };
-        if patient && self.awaited.iter().any(|&(s, _)| before(s, seq)) {
-            // after those that wait with a lower number (a late one goes before them)
-            let at = self
-                .waiting
-                .iter()
-                .rposition(|&(s, _)| before(s, seq))
-                .map_or(0, |i| i + 1);
-            self.waiting.insert(at, (seq, item));
-            self.waited += 1;
-            if self.waiting.len() > WAITING {
-                if let Some((_, first)) = self.waiting.pop_front() {
-                    out(first);
-                }
+        let came = self.arrived(seq);
+        if self.waits(seq, patient) {
+            if let Some(first) = self.wait(seq, item) {
+                out(first);
             }
         } else {
             out(item);
@@ -88,6 +74,40 @@ impl<T> InOrder<T> {
         if came {
             self.release(out);
         }
+    }
+
+    /// The packet numbered `seq` was released: whether it was awaited (then it is no longer,
+    /// and the packets behind it may go on: [`InOrder::release`]).
+    pub(crate) fn arrived(&mut self, seq: u32) -> bool {
+        match self.awaited.iter().position(|&(s, _)| s == seq) {
+            Some(i) => {
+                self.awaited.remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether a packet numbered `seq` waits: it is `patient`, and a number before it is
+    /// awaited.
+    pub(crate) fn waits(&self, seq: u32, patient: bool) -> bool {
+        patient && self.awaited.iter().any(|&(s, _)| before(s, seq))
+    }
+
+    /// The packet numbered `seq` waits, after those that wait with a lower number (a late one
+    /// goes before them); past [`WAITING`], the first goes on (returned).
+    pub(crate) fn wait(&mut self, seq: u32, item: T) -> Option<T> {
+        let at = self
+            .waiting
+            .iter()
+            .rposition(|&(s, _)| before(s, seq))
+            .map_or(0, |i| i + 1);
+        self.waiting.insert(at, (seq, item));
+        self.waited += 1;
+        if self.waiting.len() > WAITING {
+            return self.waiting.pop_front().map(|(_, first)| first);
+        }
+        None
     }
 
     /// The time is `now`: numbers waited for long enough are no longer, and the packets behind
@@ -106,8 +126,8 @@ impl<T> InOrder<T> {
         }
     }
 
-    /// The packets at the front that no awaited number is before.
-    fn release(&mut self, out: &mut impl FnMut(T)) {
+    /// The packets at the front that no awaited number is before go to `out`.
+    pub(crate) fn release(&mut self, out: &mut impl FnMut(T)) {
         while let Some(&(seq, _)) = self.waiting.front() {
             if self.awaited.iter().any(|&(s, _)| before(s, seq)) {
                 break;

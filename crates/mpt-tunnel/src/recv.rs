@@ -41,7 +41,8 @@ impl<P> Connection<P> {
             None => self.receive(now, path, from, buf),
         };
         let outcome = self.resequence_arrived(now, arrived, buf, payloads);
-        self.take_delivered(payloads, delivered);
+        let datagram = &*buf;
+        self.take_delivered_keeping(payloads, |pl, p| pl.keep(p, datagram), delivered);
         outcome
     }
 

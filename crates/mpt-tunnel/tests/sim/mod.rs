@@ -217,6 +217,45 @@ pub fn tcp_packet(n: u32, len: usize) -> Vec<u8> {
     p
 }
 
+/// Inner packets as mptd's driver holds them: one that arrived whole in a data datagram stays
+/// there (here: a marker of where it lies) until the connection keeps it
+/// ([`mpt_tunnel::Payloads::keep`]), so that a packet delivered after the datagram it lay in is
+/// caught, as it would be a packet of stale bytes in mptd.
+struct InDatagram;
+
+/// First byte of a marker: no IP version.
+const MARKER: u8 = 0xee;
+
+impl InDatagram {
+    /// The packet `p` stands for: its own bytes, or those it marks in `datagram`, the one being
+    /// handled. Panics if it lies in another datagram.
+    fn resolve(p: Vec<u8>, datagram: Option<&[u8]>) -> Vec<u8> {
+        if p.first() != Some(&MARKER) {
+            return p;
+        }
+        let datagram = datagram.expect("a packet delivered after the datagram it lay in");
+        let at = |i: usize| u32::from_be_bytes([p[i], p[i + 1], p[i + 2], p[i + 3]]) as usize;
+        datagram[at(1)..at(5)].to_vec()
+    }
+}
+
+impl mpt_tunnel::Payloads<Vec<u8>> for InDatagram {
+    fn in_datagram(&mut self, _: &[u8], packet: std::ops::Range<usize>) -> Vec<u8> {
+        let mut m = vec![MARKER];
+        m.extend_from_slice(&(packet.start as u32).to_be_bytes());
+        m.extend_from_slice(&(packet.end as u32).to_be_bytes());
+        m
+    }
+
+    fn own(&mut self, packet: &[u8]) -> Vec<u8> {
+        packet.to_vec()
+    }
+
+    fn keep(&mut self, p: Vec<u8>, datagram: &[u8]) -> Vec<u8> {
+        InDatagram::resolve(p, Some(datagram))
+    }
+}
+
 /// The number a [`packet`] carries.
 pub fn number(p: &[u8]) -> u32 {
     u32::from_be_bytes([p[20], p[21], p[22], p[23]])
@@ -544,11 +583,13 @@ impl Pair {
             (id, from),
             bytes,
             opened,
-            &mut mpt_tunnel::Copies,
+            &mut InDatagram,
             &mut delivered,
         );
-        node.delivered
-            .extend(delivered.into_iter().map(|p| (now, p)));
+        let delivered = delivered
+            .into_iter()
+            .map(|p| InDatagram::resolve(p, Some(bytes)));
+        node.delivered.extend(delivered.map(|p| (now, p)));
         out
     }
 
@@ -565,8 +606,9 @@ impl Pair {
             node.events.push((now, e));
         }
         let mut out = Vec::new();
-        node.ep.take_delivered(&mut mpt_tunnel::Copies, &mut out);
-        node.delivered.extend(out.into_iter().map(|p| (now, p)));
+        node.ep.take_delivered(&mut InDatagram, &mut out);
+        let out = out.into_iter().map(|p| InDatagram::resolve(p, None));
+        node.delivered.extend(out.map(|p| (now, p)));
     }
 
     /// Advance to the next thing that happens, if it is no later than `until`.
