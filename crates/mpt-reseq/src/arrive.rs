@@ -193,8 +193,7 @@ impl<P> Resequencer<P> {
     /// resending is on ([`Resequencer::set_repair`]), appended to `out`: their packets may
     /// still come, resent, and are then delivered late. The caller may hold packets that must
     /// not overtake them (a stream that does not back off) until they come, or for as long as
-    /// it likes. At most [`MAX_GIVEN_UP`] are kept between calls; none of a gap longer than
-    /// that (an outage).
+    /// it likes. At most [`MAX_GIVEN_UP`] are kept between calls (the first ones).
     pub fn take_given_up(&mut self, out: &mut Vec<u32>) {
         out.append(&mut self.given_up);
     }

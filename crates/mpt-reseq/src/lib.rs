@@ -49,9 +49,9 @@ pub use stats::{
     MAX_OCCUPANCY_BUCKETS,
 };
 
-/// Most given-up seqs kept between two [`Resequencer::take_given_up`]; a gap of more than
-/// this many at once is an outage, whose packets are not waited for.
-pub const MAX_GIVEN_UP: usize = 64;
+/// Most given-up seqs kept between two [`Resequencer::take_given_up`] (the first ones given
+/// up).
+pub const MAX_GIVEN_UP: usize = 256;
 
 /// Largest accepted [`Config::window`]; larger values are clamped.
 pub const MAX_WINDOW: usize = 1 << 20;

@@ -289,25 +289,19 @@ impl<P> Resequencer<P> {
 
     /// The progress rule gives up the `span` seqs from the release point on, with resending
     /// on: those never received may come again, resent; kept for
-    /// [`Resequencer::take_given_up`], unless there are more than [`MAX_GIVEN_UP`] (an
-    /// outage, not a loss).
+    /// [`Resequencer::take_given_up`] (at most [`MAX_GIVEN_UP`]; none of a span beyond the
+    /// duplicate history, an outage).
     fn keep_given_up(&mut self, span: u64) {
         if span > self.received.half() {
             return;
         }
-        let room = MAX_GIVEN_UP - self.given_up.len().min(MAX_GIVEN_UP);
-        let before = self.given_up.len();
-        let mut missing = 0usize;
         for ext in self.head..self.head + span {
-            if self.received.get(ext) {
-                continue;
-            }
-            missing += 1;
-            if missing > room {
-                self.given_up.truncate(before);
+            if self.given_up.len() >= MAX_GIVEN_UP {
                 return;
             }
-            self.given_up.push(ext as u32);
+            if !self.received.get(ext) {
+                self.given_up.push(ext as u32);
+            }
         }
     }
 

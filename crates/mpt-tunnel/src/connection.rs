@@ -333,6 +333,10 @@ impl<P> Connection<P> {
     ) {
         self.reseq.take_given_up(&mut self.released.given_up);
         let wait = self.cfg.reorder_timeout;
+        // a number given up is waited for only if its packet may come again
+        if !self.resend.peer_keeps(self.released.now(), wait) {
+            self.released.given_up.clear();
+        }
         self.counts.delivered += self.released.take(wait, payloads, keep, out) as u64;
         for (reason, n) in self.released.take_refused() {
             self.counts.drops.add(reason, n);
@@ -347,7 +351,7 @@ impl<P> Connection<P> {
     /// The next control datagram to send at `now`, if any (built and sealed now).
     pub fn poll_transmit(&mut self, now: Time) -> Option<Transmit> {
         // what the paths lost since the last poll is asked for at once
-        self.request_resends();
+        self.request_resends(now);
         if !self.ready.is_empty() {
             return Some(self.ready.remove(0));
         }

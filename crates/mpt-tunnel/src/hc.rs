@@ -68,6 +68,8 @@ pub(crate) struct Released<P> {
     pub(crate) given_up: Vec<u32>,
     /// The packets that wait for them.
     order: InOrder<Out<P>>,
+    /// Packets that waited when the peer's session was new: delivered first, in order.
+    flushed: Vec<Out<P>>,
     rx: Decompressor,
     /// Buffers of bodies refused, used again.
     pool: Vec<Vec<u8>>,
@@ -86,6 +88,7 @@ impl<P> Default for Released<P> {
             out: Vec::new(),
             given_up: Vec::new(),
             order: InOrder::default(),
+            flushed: Vec::new(),
             rx: Decompressor::new(),
             pool: Vec::new(),
             refused: [0; 2],
@@ -260,6 +263,9 @@ impl<P> Released<P> {
                 delivered.push(payloads.adopt(buf, start..end));
             }
         };
+        for o in self.flushed.drain(..) {
+            give(payloads, delivered, o);
+        }
         let order = &mut self.order;
         order.expire(self.now, &mut |o| give(payloads, delivered, o));
         if !self.given_up.is_empty() {
@@ -289,6 +295,11 @@ impl<P> Released<P> {
         delivered.len() - before
     }
 
+    /// The connection's clock, as it last told.
+    pub(crate) fn now(&self) -> Time {
+        self.now
+    }
+
     /// When packets that wait for a number given up before them go on without it.
     pub(crate) fn next_deadline(&self) -> Option<Time> {
         self.order.next_deadline()
@@ -310,14 +321,8 @@ impl<P> Released<P> {
 
     /// A new session of the peer's: its references are gone, and what waited for one.
     pub(crate) fn reset(&mut self) {
-        let out = &mut self.out;
-        self.order.reset(&mut |p| {
-            let o = Order {
-                seq: 0,
-                patient: false,
-            };
-            out.push((o, p))
-        });
+        let flushed = &mut self.flushed;
+        self.order.reset(&mut |p| flushed.push(p));
         self.given_up.clear();
         self.rx.reset();
         self.refused[0] += self.awaiting.len() as u64;

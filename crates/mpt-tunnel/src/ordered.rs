@@ -44,8 +44,10 @@ fn before(a: u32, b: u32) -> bool {
 }
 
 impl<T> InOrder<T> {
-    /// The resequencer gave `seqs` up: their packets are waited for until `until`.
+    /// The resequencer gave `seqs` up: their packets are waited for until `until` (no sooner
+    /// than those given up before them: the hold time may have been shortened).
     pub(crate) fn given_up(&mut self, seqs: &[u32], until: Time, out: &mut impl FnMut(T)) {
+        let until = self.awaited.back().map_or(until, |&(_, u)| u.max(until));
         for &s in seqs {
             if self.awaited.len() >= AWAITED {
                 self.awaited.pop_front();
@@ -58,9 +60,8 @@ impl<T> InOrder<T> {
     }
 
     /// A packet released with global sequence number `seq`: it goes to `out` now, unless it
-    /// is `patient` and a number before it is awaited (then it waits, made its own by `keep`,
-    /// behind the packets that wait already). One that was awaited lets the packets behind it
-    /// go on.
+    /// is `patient` and a number before it is awaited (then it waits, behind the packets that
+    /// wait already). One that was awaited lets the packets behind it go on.
     #[cfg(test)]
     pub(crate) fn pass(&mut self, seq: u32, patient: bool, item: T, out: &mut impl FnMut(T)) {
         let came = self.arrived(seq);
@@ -91,7 +92,13 @@ impl<T> InOrder<T> {
     /// Whether a packet numbered `seq` waits: it is `patient`, and a number before it is
     /// awaited.
     pub(crate) fn waits(&self, seq: u32, patient: bool) -> bool {
-        patient && self.awaited.iter().any(|&(s, _)| before(s, seq))
+        patient && self.awaits_before(seq)
+    }
+
+    /// Whether a number before `seq` is awaited (they are in increasing order: the first is
+    /// the lowest).
+    fn awaits_before(&self, seq: u32) -> bool {
+        self.awaited.front().is_some_and(|&(s, _)| before(s, seq))
     }
 
     /// The packet numbered `seq` waits, after those that wait with a lower number (a late one
@@ -129,7 +136,7 @@ impl<T> InOrder<T> {
     /// The packets at the front that no awaited number is before go to `out`.
     pub(crate) fn release(&mut self, out: &mut impl FnMut(T)) {
         while let Some(&(seq, _)) = self.waiting.front() {
-            if self.awaited.iter().any(|&(s, _)| before(s, seq)) {
+            if self.awaits_before(seq) {
                 break;
             }
             if let Some((_, item)) = self.waiting.pop_front() {

@@ -134,6 +134,10 @@ pub(crate) struct Resend {
     asked: Vec<Gap>,
     /// What resending did, per path that lost the packets.
     per_path: Vec<ResendCounts>,
+    /// Per path, the receiver's mirror of what the sender keeps: since when we have asked
+    /// for its losses (the first request of a run of them, none [`KEEP_AFTER_LOSS`] apart),
+    /// and when we last did.
+    asking: Vec<Option<(Time, Time)>>,
     /// Resend requests sent, the path sequences they named, and their bytes on the links.
     nacks_sent: u64,
     nacked: u64,
@@ -146,6 +150,7 @@ impl Resend {
     /// again before the gap was seen.
     pub(crate) fn collect_gaps<P>(
         &mut self,
+        now: Time,
         reseq: &mut Resequencer<P>,
         repaired: impl Fn(PathId, u16) -> bool,
     ) {
@@ -155,7 +160,28 @@ impl Resend {
                 continue;
             }
             self.asked.push(g);
+            let p = g.path.index();
+            if self.asking.len() <= p {
+                self.asking.resize(p + 1, None);
+            }
+            let a = &mut self.asking[p];
+            *a = match *a {
+                Some((since, last)) if now.saturating_since(last) <= KEEP_AFTER_LOSS => {
+                    Some((since, now))
+                }
+                _ => Some((now, now)),
+            };
         }
+    }
+
+    /// Whether a packet lost lately may come again: the sender keeps the packets of some path
+    /// for resending (as far as the receiver can tell: it has asked for that path's losses
+    /// for at least `settled`, and last did less than [`KEEP_AFTER_LOSS`] ago). A path's
+    /// first loss is not kept.
+    pub(crate) fn peer_keeps(&self, now: Time, settled: Duration) -> bool {
+        self.asking.iter().flatten().any(|&(since, last)| {
+            now.saturating_since(since) >= settled && now.saturating_since(last) <= KEEP_AFTER_LOSS
+        })
     }
 
     /// The gaps to ask for now, as ranges (none: `None`).

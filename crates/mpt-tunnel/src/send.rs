@@ -569,12 +569,12 @@ impl<P> Connection<P> {
     /// The receiver's half of resending: the path sequence gaps the resequencer saw since the
     /// last call go into resend requests (queued for [`Connection::poll_transmit`]), but for
     /// packets a parity made again already ([`crate::fec`]).
-    pub(crate) fn request_resends(&mut self) {
+    pub(crate) fn request_resends(&mut self, now: Time) {
         if !self.resending() {
             return;
         }
         let paths = &self.paths;
-        self.resend.collect_gaps(&mut self.reseq, |path, ps| {
+        self.resend.collect_gaps(now, &mut self.reseq, |path, ps| {
             paths[path.index()].fec_rx.repaired(ps)
         });
         let Some(ranges) = self.resend.take_asked() else {

@@ -234,7 +234,11 @@ pub fn run_realworld(
                 }
                 tunnel[k].push(got);
             }
+            let tracer = trace.then(|| Tracer::start(&lab));
             let (lost, ooo) = udp_through(&mut lab, udp_bps, secs)?;
+            if let Some(t) = tracer {
+                t.finish(&lab);
+            }
             eprintln!(
                 "   mptd UDP at {:.1} Mbit/s: {lost:.3} % lost, {ooo:.3} % out of order",
                 udp_bps as f64 / 1e6

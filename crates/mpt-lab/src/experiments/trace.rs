@@ -141,15 +141,17 @@ impl Tracer {
         if let Ok(b) = lab.status(Side::B) {
             let r = &b.tunnel.reseq;
             eprintln!(
-                "   B resequencer: hold p50/p99/max {}/{}/{} us, skipped {}, by timeout {}, recovered {}, parity repaired {}, late {}; waits {:?} ms; lost (queue overflowed) {:?}",
+                "   B resequencer (so far): hold p50/p99/max {}/{}/{} us, skipped {}, by timeout {}, by overflow {}, recovered {}, parity repaired {}, late {}, waited in order {}; waits {:?} ms; lost (queue overflowed) {:?}",
                 r.hold_p50_us,
                 r.hold_p99_us,
                 r.hold_max_us,
                 r.skipped,
                 r.released_by_timeout,
+                r.released_by_overflow,
                 r.recovered,
                 r.parity_repaired,
                 r.late,
+                r.waited_in_order,
                 b.paths.iter().map(|p| p.equalise_ms).collect::<Vec<_>>(),
                 b.paths
                     .iter()

@@ -220,28 +220,42 @@ pub fn tcp_packet(n: u32, len: usize) -> Vec<u8> {
 /// Inner packets as mptd's driver holds them: one that arrived whole in a data datagram stays
 /// there (here: a marker of where it lies) until the connection keeps it
 /// ([`mpt_tunnel::Payloads::keep`]), so that a packet delivered after the datagram it lay in is
-/// caught, as it would be a packet of stale bytes in mptd.
-struct InDatagram;
+/// caught, as it would be a packet of stale bytes in mptd. It holds the number of the datagram
+/// being handled (`None` between datagrams).
+struct InDatagram(Option<u32>);
 
 /// First byte of a marker: no IP version.
 const MARKER: u8 = 0xee;
 
+/// Datagrams handed to connections so far (each one's number, for its markers).
+static DATAGRAMS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
 impl InDatagram {
+    /// For the next datagram handled.
+    fn next() -> InDatagram {
+        InDatagram(Some(
+            DATAGRAMS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        ))
+    }
+
     /// The packet `p` stands for: its own bytes, or those it marks in `datagram`, the one being
     /// handled. Panics if it lies in another datagram.
-    fn resolve(p: Vec<u8>, datagram: Option<&[u8]>) -> Vec<u8> {
+    fn resolve(&self, p: Vec<u8>, datagram: Option<&[u8]>) -> Vec<u8> {
         if p.first() != Some(&MARKER) {
             return p;
         }
-        let datagram = datagram.expect("a packet delivered after the datagram it lay in");
-        let at = |i: usize| u32::from_be_bytes([p[i], p[i + 1], p[i + 2], p[i + 3]]) as usize;
-        datagram[at(1)..at(5)].to_vec()
+        let at = |i: usize| u32::from_be_bytes([p[i], p[i + 1], p[i + 2], p[i + 3]]);
+        let datagram = datagram
+            .filter(|_| self.0 == Some(at(1)))
+            .expect("a packet delivered after the datagram it lay in");
+        datagram[at(5) as usize..at(9) as usize].to_vec()
     }
 }
 
 impl mpt_tunnel::Payloads<Vec<u8>> for InDatagram {
     fn in_datagram(&mut self, _: &[u8], packet: std::ops::Range<usize>) -> Vec<u8> {
         let mut m = vec![MARKER];
+        m.extend_from_slice(&self.0.unwrap_or(u32::MAX).to_be_bytes());
         m.extend_from_slice(&(packet.start as u32).to_be_bytes());
         m.extend_from_slice(&(packet.end as u32).to_be_bytes());
         m
@@ -252,7 +266,7 @@ impl mpt_tunnel::Payloads<Vec<u8>> for InDatagram {
     }
 
     fn keep(&mut self, p: Vec<u8>, datagram: &[u8]) -> Vec<u8> {
-        InDatagram::resolve(p, Some(datagram))
+        self.resolve(p, Some(datagram))
     }
 }
 
@@ -578,17 +592,18 @@ impl Pair {
             false => None,
         };
         let mut delivered = Vec::new();
+        let mut payloads = InDatagram::next();
         let out = node.ep.handle_datagram(
             now,
             (id, from),
             bytes,
             opened,
-            &mut InDatagram,
+            &mut payloads,
             &mut delivered,
         );
         let delivered = delivered
             .into_iter()
-            .map(|p| InDatagram::resolve(p, Some(bytes)));
+            .map(|p| payloads.resolve(p, Some(bytes)));
         node.delivered.extend(delivered.map(|p| (now, p)));
         out
     }
@@ -606,8 +621,9 @@ impl Pair {
             node.events.push((now, e));
         }
         let mut out = Vec::new();
-        node.ep.take_delivered(&mut InDatagram, &mut out);
-        let out = out.into_iter().map(|p| InDatagram::resolve(p, None));
+        let mut payloads = InDatagram(None);
+        node.ep.take_delivered(&mut payloads, &mut out);
+        let out = out.into_iter().map(|p| payloads.resolve(p, None));
         node.delivered.extend(out.map(|p| (now, p)));
     }
 

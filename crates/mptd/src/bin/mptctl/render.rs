@@ -175,8 +175,9 @@ pub(crate) fn print_status(s: &Status) {
     );
     if r.resend_requests > 0 || r.resent_received > 0 {
         println!(
-            "  resend: asked for {} lost packets in {} requests ({} B), {} came again, {} recovered in time",
-            r.resend_asked, r.resend_requests, r.resend_request_bytes, r.resent_received, r.recovered
+            "  resend: asked for {} lost packets in {} requests ({} B), {} came again, {} recovered in time; not TCP behind them: {} waited, {} waiting",
+            r.resend_asked, r.resend_requests, r.resend_request_bytes, r.resent_received, r.recovered,
+            r.waited_in_order, r.waiting_in_order
         );
     }
     if r.parity_received > 0 {
