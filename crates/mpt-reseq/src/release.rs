@@ -259,7 +259,7 @@ impl<P> Resequencer<P> {
             return;
         }
         let span = target - self.head;
-        if cause == Cause::Fence && self.repair.is_some() {
+        if self.repair.is_some() && cause == Cause::Fence {
             self.keep_given_up(span);
         }
         let mut delivered = 0u64;
@@ -288,9 +288,11 @@ impl<P> Resequencer<P> {
     }
 
     /// The progress rule gives up the `span` seqs from the release point on, with resending
-    /// on: those never received may come again, resent; kept for
-    /// [`Resequencer::take_given_up`] (at most [`MAX_GIVEN_UP`]; none of a span beyond the
-    /// duplicate history, an outage).
+    /// on: those never received may come again, resent. Kept for
+    /// [`Resequencer::take_given_up`], at most [`MAX_GIVEN_UP`] (the first ones); none of a
+    /// span beyond the duplicate history (an outage). (Those given up at the hold time are
+    /// not: most often a path went silent, and a packet that waited for them would wait out
+    /// the hold time once more.)
     fn keep_given_up(&mut self, span: u64) {
         if span > self.received.half() {
             return;

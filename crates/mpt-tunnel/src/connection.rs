@@ -333,8 +333,17 @@ impl<P> Connection<P> {
     ) {
         self.reseq.take_given_up(&mut self.released.given_up);
         let wait = self.cfg.reorder_timeout;
-        // a number given up is waited for only if its packet may come again
-        if !self.resend.peer_keeps(self.released.now(), wait) {
+        // a number given up is waited for only if its packet may come again: lost on a path
+        // whose packets the peer keeps, and whose round trip is within the hold time (the
+        // peer sends none older)
+        let paths = &self.paths;
+        let near = |p: usize| {
+            paths
+                .get(p)
+                .and_then(|p| p.srtt_us)
+                .is_some_and(|rtt| Duration::from_micros(rtt) < wait)
+        };
+        if !self.resend.peer_keeps(self.released.now(), wait, near) {
             self.released.given_up.clear();
         }
         self.counts.delivered += self.released.take(wait, payloads, keep, out) as u64;

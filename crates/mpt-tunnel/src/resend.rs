@@ -176,11 +176,21 @@ impl Resend {
 
     /// Whether a packet lost lately may come again: the sender keeps the packets of some path
     /// for resending (as far as the receiver can tell: it has asked for that path's losses
-    /// for at least `settled`, and last did less than [`KEEP_AFTER_LOSS`] ago). A path's
-    /// first loss is not kept.
-    pub(crate) fn peer_keeps(&self, now: Time, settled: Duration) -> bool {
-        self.asking.iter().flatten().any(|&(since, last)| {
-            now.saturating_since(since) >= settled && now.saturating_since(last) <= KEEP_AFTER_LOSS
+    /// for at least `settled`, and last did less than [`KEEP_AFTER_LOSS`] ago), and one lost
+    /// there is asked for soon enough to be sent again (`near`: the sender sends none older
+    /// than the hold time). A path's first loss is not kept.
+    pub(crate) fn peer_keeps(
+        &self,
+        now: Time,
+        settled: Duration,
+        near: impl Fn(usize) -> bool,
+    ) -> bool {
+        self.asking.iter().enumerate().any(|(p, a)| {
+            a.is_some_and(|(since, last)| {
+                now.saturating_since(since) >= settled
+                    && now.saturating_since(last) <= KEEP_AFTER_LOSS
+                    && near(p)
+            })
         })
     }
 

@@ -102,7 +102,6 @@ fn probes_the_kernel_refuses_cost_a_slow_line_nothing() {
         p.run(every);
     }
     let got = p.delivered_numbers(Side::B).len();
-    eprintln!("DBG B lost {}", p.ep(Side::B).stats().paths[0].lost);
     let info = p.ep(Side::A).path_info(PathId(0));
     eprintln!(
         "RESULT slow line's first 2 s: {got} of {k} delivered, {} dropped whole, {} probes, \
