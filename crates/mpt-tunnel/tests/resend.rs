@@ -147,6 +147,35 @@ fn packets_that_are_not_tcp_behind_a_loss_wait_for_it_and_keep_their_order() {
     }
 }
 
+/// A loss on a path whose round trip is longer than the hold time cannot come again (the
+/// sender sends nothing older than that): nothing waits for it.
+#[test]
+fn packets_behind_a_loss_on_a_far_path_do_not_wait_for_it() {
+    let udp = |k: u32, len: usize| {
+        let mut p = packet(k, len);
+        p[9] = 17;
+        p
+    };
+    let mut p = pair(4, 2, true, true);
+    for side in [Side::A, Side::B] {
+        p.link(side, 1).delay = ms(70);
+    }
+    p.run(ms(2000));
+    for round in 0..3 {
+        let first = 100 * round;
+        p.node_mut(Side::B).delivered.clear();
+        let start = lose_one_of(&mut p, first, udp);
+        let got = p.delivered_numbers(Side::B);
+        assert_eq!(got.len(), 9, "round {round}: one lost, not resent: {got:?}");
+        assert!(got.windows(2).all(|w| w[0] < w[1]), "{got:?}");
+        let last = p.node(Side::B).delivered.last().expect("delivered").0 - start;
+        assert!(last <= ms(90), "round {round}: waited {last:?}");
+    }
+    assert_eq!(p.ep(Side::B).waiting_in_order(), (0, 0));
+    let c = p.ep(Side::A).resend_counts(PathId(1));
+    assert_eq!((c.requested, c.resent), (3, 0));
+}
+
 /// The TCP packets behind a gap are not held for its resend: they go to the TUN device at once,
 /// and the lost one when it comes again, a round trip later (a TCP receiver acknowledges what
 /// came after the gap and its sender goes on, where holding them stopped the whole bundle for
