@@ -42,6 +42,13 @@ fn pair(seed: u64, paths: usize, resend_a: bool, resend_b: bool) -> Pair {
     p
 }
 
+/// A [`packet`] that says it is UDP.
+fn udp(k: u32, len: usize) -> Vec<u8> {
+    let mut p = packet(k, len);
+    p[9] = 17;
+    p
+}
+
 /// Path 1 loses one datagram of ten TCP packets numbered from `first`; returns when they left.
 fn lose_one(p: &mut Pair, first: u32) -> mpt_core::Time {
     lose_one_of(p, first, tcp_packet)
@@ -88,11 +95,6 @@ fn a_path_s_first_loss_is_asked_for_but_only_later_ones_are_kept_to_send_again()
 /// loss, which the sender did not keep, holds nothing.
 #[test]
 fn packets_that_are_not_tcp_behind_a_loss_wait_for_it_and_keep_their_order() {
-    let udp = |k: u32, len: usize| {
-        let mut p = packet(k, len);
-        p[9] = 17;
-        p
-    };
     let mut p = pair(1, 2, true, true);
     // the path's first loss is not resent: nothing waits for it
     let start = lose_one_of(&mut p, 100, udp);
@@ -151,11 +153,6 @@ fn packets_that_are_not_tcp_behind_a_loss_wait_for_it_and_keep_their_order() {
 /// sender sends nothing older than that): nothing waits for it.
 #[test]
 fn packets_behind_a_loss_on_a_far_path_do_not_wait_for_it() {
-    let udp = |k: u32, len: usize| {
-        let mut p = packet(k, len);
-        p[9] = 17;
-        p
-    };
     let mut p = pair(4, 2, true, true);
     for side in [Side::A, Side::B] {
         p.link(side, 1).delay = ms(70);
