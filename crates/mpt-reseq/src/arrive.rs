@@ -150,7 +150,7 @@ impl<P> Resequencer<P> {
     /// request ([`mpt_core::wire::Kind::Resent`]), arrived at `now` on `meta.path`: it fills
     /// its gap like any packet, but says nothing of the path it came on (no measurement, no
     /// progress: it was numbered before what the path carried since). Returns whether it
-    /// filled a gap not given up yet (a loss recovered, [`Totals::recovered`]).
+    /// filled a gap not given up yet (a loss recovered, [`crate::Totals::recovered`]).
     pub fn push_resent(
         &mut self,
         now: Time,
@@ -193,12 +193,12 @@ impl<P> Resequencer<P> {
     /// resending is on ([`Resequencer::set_repair`]), appended to `out`: their packets may
     /// still come, resent, and are then delivered late. The caller may hold packets that must
     /// not overtake them (a stream that does not back off) until they come, or for as long as
-    /// it likes. At most [`MAX_GIVEN_UP`] are kept between calls (the first ones).
+    /// it likes. At most [`crate::MAX_GIVEN_UP`] are kept between calls (the first ones).
     pub fn take_given_up(&mut self, out: &mut Vec<u32>) {
         out.append(&mut self.given_up);
     }
 
-    /// The path sequence gaps seen since the last call (at most [`MAX_GAPS`]; while
+    /// The path sequence gaps seen since the last call (at most [`crate::MAX_GAPS`]; while
     /// resending is on).
     pub fn take_gaps(&mut self, out: &mut Vec<Gap>) {
         self.measure.take_gaps(out);

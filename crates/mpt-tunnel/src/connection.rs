@@ -301,7 +301,7 @@ impl<P> Connection<P> {
     }
 
     /// Packets released that wait for a number given up before them, to be resent (they are
-    /// not TCP: [`crate::ordered`]): now, and in all.
+    /// not TCP: `ordered.rs`): now, and in all.
     pub fn waiting_in_order(&self) -> (usize, u64) {
         self.released.waiting()
     }
