@@ -300,55 +300,12 @@ impl<P> Connection<P> {
         self.reseq.held()
     }
 
-    /// Packets released that wait for a number given up before them, to be resent (they are
-    /// not TCP: `ordered.rs`): now, and in all.
-    pub fn waiting_in_order(&self) -> (usize, u64) {
-        self.released.waiting()
-    }
-
     /// The path whose datagrams the resequencer waits for, when it waits (with more than
     /// one path): the driver should read that path's socket next.
     pub fn lagging_path(&self) -> Option<PathId> {
         match self.paths.len() {
             1 => None,
             _ => self.reseq.lagging_path(),
-        }
-    }
-
-    /// The packets the resequencer released, in the order to deliver them, appended to `out`
-    /// (those rebuilt from compressed headers in buffers `payloads` gives,
-    /// [`Payloads::own`](crate::Payloads::own)).
-    pub fn take_delivered(&mut self, payloads: &mut impl crate::Payloads<P>, out: &mut Vec<P>) {
-        // (what was released outside a datagram's handling was held, so is its own)
-        self.take_delivered_keeping(payloads, |_, p| p, out);
-    }
-
-    /// [`Connection::take_delivered`], where the packets that wait after their release are
-    /// made their own by `keep` (those of a datagram being handled may lie in it).
-    pub(crate) fn take_delivered_keeping<Pl: crate::Payloads<P>>(
-        &mut self,
-        payloads: &mut Pl,
-        keep: impl Fn(&mut Pl, P) -> P,
-        out: &mut Vec<P>,
-    ) {
-        self.reseq.take_given_up(&mut self.released.given_up);
-        let wait = self.cfg.reorder_timeout;
-        // a number given up is waited for only if its packet may come again: lost on a path
-        // whose packets the peer keeps, and whose round trip is within the hold time (the
-        // peer sends none older)
-        let paths = &self.paths;
-        let near = |p: usize| {
-            paths
-                .get(p)
-                .and_then(|p| p.srtt_us)
-                .is_some_and(|rtt| Duration::from_micros(rtt) < wait)
-        };
-        if !self.resend.peer_keeps(self.released.now(), wait, near) {
-            self.released.given_up.clear();
-        }
-        self.counts.delivered += self.released.take(wait, payloads, keep, out) as u64;
-        for (reason, n) in self.released.take_refused() {
-            self.counts.drops.add(reason, n);
         }
     }
 
