@@ -16,7 +16,7 @@ use std::time::Duration;
 use mpt_core::hc::{Decompressor, Reference, Refused, MAX_HEADERS};
 use mpt_core::Time;
 
-use crate::ordered::InOrder;
+use crate::ordered::{InOrder, Sink};
 use crate::{DropReason, Payloads};
 
 /// An inner packet in the resequencer: whole, ready for the driver (with its global sequence
@@ -57,6 +57,33 @@ enum Out<P> {
     Ready(P),
     /// Its bytes: the buffer's from `start` on.
     Rebuilt(Vec<u8>, usize),
+}
+
+/// Released packets on their way to the driver: those that wait made their own by `keep`,
+/// rebuilt ones in the driver's buffers they were held in.
+struct ToDriver<'a, Pl, K, P> {
+    payloads: &'a mut Pl,
+    keep: K,
+    delivered: &'a mut Vec<P>,
+}
+
+impl<P, Pl: Payloads<P>, K: Fn(&mut Pl, P) -> P> Sink<Out<P>> for ToDriver<'_, Pl, K, P> {
+    fn keep(&mut self, o: Out<P>) -> Out<P> {
+        match o {
+            Out::Ready(p) => Out::Ready((self.keep)(self.payloads, p)),
+            rebuilt => rebuilt,
+        }
+    }
+
+    fn give(&mut self, o: Out<P>) {
+        match o {
+            Out::Ready(p) => self.delivered.push(p),
+            Out::Rebuilt(buf, start) => {
+                let end = buf.len();
+                self.delivered.push(self.payloads.adopt(buf, start..end));
+            }
+        }
+    }
 }
 
 /// What the resequencer released, in order, with compressed packets rebuilt as they come.
@@ -257,43 +284,26 @@ impl<P> Released<P> {
         delivered: &mut Vec<P>,
     ) -> usize {
         let before = delivered.len();
-        let give = |payloads: &mut Pl, delivered: &mut Vec<P>, o: Out<P>| match o {
-            Out::Ready(p) => delivered.push(p),
-            Out::Rebuilt(buf, start) => {
-                let end = buf.len();
-                delivered.push(payloads.adopt(buf, start..end));
-            }
+        let mut sink = ToDriver {
+            payloads,
+            keep,
+            delivered,
         };
         for o in self.flushed.drain(..) {
-            give(payloads, delivered, o);
+            sink.give(o);
         }
         let order = &mut self.order;
-        order.expire(self.now, &mut |o| give(payloads, delivered, o));
+        order.expire(self.now, &mut sink);
         if !self.given_up.is_empty() {
-            let until = self.now + wait;
-            order.given_up(&self.given_up, until, &mut |o| give(payloads, delivered, o));
+            order.given_up(&self.given_up, self.now + wait, &mut sink);
             self.given_up.clear();
         }
         let mut out = std::mem::take(&mut self.out);
         for (o, p) in out.drain(..) {
-            let came = order.arrived(o.seq);
-            if order.waits(o.seq, o.patient) {
-                let p = match p {
-                    Out::Ready(p) => Out::Ready(keep(payloads, p)),
-                    rebuilt => rebuilt,
-                };
-                if let Some(first) = order.wait(o.seq, p) {
-                    give(payloads, delivered, first);
-                }
-            } else {
-                give(payloads, delivered, p);
-            }
-            if came {
-                order.release(&mut |o| give(payloads, delivered, o));
-            }
+            order.pass(o.seq, o.patient, p, &mut sink);
         }
         self.out = out;
-        delivered.len() - before
+        sink.delivered.len() - before
     }
 
     /// The connection's clock, as it last told.
@@ -322,8 +332,7 @@ impl<P> Released<P> {
 
     /// A new session of the peer's: its references are gone, and what waited for one.
     pub(crate) fn reset(&mut self) {
-        let flushed = &mut self.flushed;
-        self.order.reset(&mut |p| flushed.push(p));
+        self.flushed.extend(self.order.reset());
         self.given_up.clear();
         self.rx.reset();
         self.refused[0] += self.awaiting.len() as u64;

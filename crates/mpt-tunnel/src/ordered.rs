@@ -11,6 +11,15 @@ use std::collections::VecDeque;
 use mpt_core::wire::seq_diff;
 use mpt_core::Time;
 
+/// Where the packets go: to the driver ([`Sink::give`]), or first made their own
+/// ([`Sink::keep`]) when they wait.
+pub(crate) trait Sink<T> {
+    /// `item`, its bytes its own (it may lie in the datagram being handled).
+    fn keep(&mut self, item: T) -> T;
+    /// `item` goes on, to the driver.
+    fn give(&mut self, item: T);
+}
+
 /// Given-up numbers waited for at once; past that, the oldest is no longer waited for.
 pub const AWAITED: usize = 256;
 /// Packets that wait behind them; past that, the oldest goes on.
@@ -46,7 +55,7 @@ fn before(a: u32, b: u32) -> bool {
 impl<T> InOrder<T> {
     /// The resequencer gave `seqs` up: their packets are waited for until `until` (no sooner
     /// than those given up before them: the hold time may have been shortened).
-    pub(crate) fn given_up(&mut self, seqs: &[u32], until: Time, out: &mut impl FnMut(T)) {
+    pub(crate) fn given_up(&mut self, seqs: &[u32], until: Time, out: &mut impl Sink<T>) {
         let until = self.awaited.back().map_or(until, |&(_, u)| u.max(until));
         for &s in seqs {
             if self.awaited.len() >= AWAITED {
@@ -60,17 +69,17 @@ impl<T> InOrder<T> {
     }
 
     /// A packet released with global sequence number `seq`: it goes to `out` now, unless it
-    /// is `patient` and a number before it is awaited (then it waits, behind the packets that
-    /// wait already). One that was awaited lets the packets behind it go on.
-    #[cfg(test)]
-    pub(crate) fn pass(&mut self, seq: u32, patient: bool, item: T, out: &mut impl FnMut(T)) {
+    /// is `patient` and a number before it is awaited (then it waits, made its own, behind the
+    /// packets that wait already). One that was awaited lets the packets behind it go on.
+    pub(crate) fn pass(&mut self, seq: u32, patient: bool, item: T, out: &mut impl Sink<T>) {
         let came = self.arrived(seq);
         if self.waits(seq, patient) {
+            let item = out.keep(item);
             if let Some(first) = self.wait(seq, item) {
-                out(first);
+                out.give(first);
             }
         } else {
-            out(item);
+            out.give(item);
         }
         if came {
             self.release(out);
@@ -79,7 +88,7 @@ impl<T> InOrder<T> {
 
     /// The packet numbered `seq` was released: whether it was awaited (then it is no longer,
     /// and the packets behind it may go on: [`InOrder::release`]).
-    pub(crate) fn arrived(&mut self, seq: u32) -> bool {
+    fn arrived(&mut self, seq: u32) -> bool {
         match self.awaited.iter().position(|&(s, _)| s == seq) {
             Some(i) => {
                 self.awaited.remove(i);
@@ -91,7 +100,7 @@ impl<T> InOrder<T> {
 
     /// Whether a packet numbered `seq` waits: it is `patient`, and a number before it is
     /// awaited.
-    pub(crate) fn waits(&self, seq: u32, patient: bool) -> bool {
+    fn waits(&self, seq: u32, patient: bool) -> bool {
         patient && self.awaits_before(seq)
     }
 
@@ -103,7 +112,7 @@ impl<T> InOrder<T> {
 
     /// The packet numbered `seq` waits, after those that wait with a lower number (a late one
     /// goes before them); past [`WAITING`], the first goes on (returned).
-    pub(crate) fn wait(&mut self, seq: u32, item: T) -> Option<T> {
+    fn wait(&mut self, seq: u32, item: T) -> Option<T> {
         let at = self
             .waiting
             .iter()
@@ -119,7 +128,7 @@ impl<T> InOrder<T> {
 
     /// The time is `now`: numbers waited for long enough are no longer, and the packets behind
     /// them go on.
-    pub(crate) fn expire(&mut self, now: Time, out: &mut impl FnMut(T)) {
+    pub(crate) fn expire(&mut self, now: Time, out: &mut impl Sink<T>) {
         let mut expired = false;
         while let Some(&(_, until)) = self.awaited.front() {
             if until > now {
@@ -134,13 +143,13 @@ impl<T> InOrder<T> {
     }
 
     /// The packets at the front that no awaited number is before go to `out`.
-    pub(crate) fn release(&mut self, out: &mut impl FnMut(T)) {
+    fn release(&mut self, out: &mut impl Sink<T>) {
         while let Some(&(seq, _)) = self.waiting.front() {
             if self.awaits_before(seq) {
                 break;
             }
             if let Some((_, item)) = self.waiting.pop_front() {
-                out(item);
+                out.give(item);
             }
         }
     }
@@ -158,12 +167,11 @@ impl<T> InOrder<T> {
         (self.waiting.len(), self.waited)
     }
 
-    /// A new session of the peer's: nothing is awaited, what waited goes on.
-    pub(crate) fn reset(&mut self, out: &mut impl FnMut(T)) {
+    /// A new session of the peer's: nothing is awaited, and what waited goes on (returned,
+    /// in order).
+    pub(crate) fn reset(&mut self) -> impl Iterator<Item = T> + '_ {
         self.awaited.clear();
-        while let Some((_, item)) = self.waiting.pop_front() {
-            out(item);
-        }
+        self.waiting.drain(..).map(|(_, item)| item)
     }
 }
 
@@ -171,13 +179,30 @@ impl<T> InOrder<T> {
 mod tests {
     use super::*;
 
+    /// What went on, in order.
+    impl Sink<u32> for Vec<u32> {
+        fn keep(&mut self, item: u32) -> u32 {
+            item
+        }
+        fn give(&mut self, item: u32) {
+            self.push(item);
+        }
+    }
+
+    /// The resequencer gave `seqs` up: nothing goes on.
+    fn given_up(o: &mut InOrder<u32>, seqs: &[u32], until: Time) {
+        let mut out = Vec::new();
+        o.given_up(seqs, until, &mut out);
+        assert!(out.is_empty(), "{out:?}");
+    }
+
     fn t(ms: u64) -> Time {
         Time::from_millis(ms)
     }
 
     fn pass(o: &mut InOrder<u32>, seq: u32, patient: bool) -> Vec<u32> {
         let mut out = Vec::new();
-        o.pass(seq, patient, seq, &mut |x| out.push(x));
+        o.pass(seq, patient, seq, &mut out);
         out
     }
 
@@ -185,7 +210,7 @@ mod tests {
     fn a_patient_packet_behind_a_given_up_number_waits_for_it_and_goes_after_it() {
         let mut o = InOrder::default();
         assert_eq!(pass(&mut o, 0, true), [0]);
-        o.given_up(&[1], t(100), &mut |_| unreachable!());
+        given_up(&mut o, &[1], t(100));
         assert!(pass(&mut o, 2, true).is_empty());
         assert!(pass(&mut o, 3, true).is_empty());
         assert_eq!(o.next_deadline(), Some(t(100)));
@@ -197,7 +222,7 @@ mod tests {
     #[test]
     fn others_never_wait() {
         let mut o = InOrder::default();
-        o.given_up(&[1], t(100), &mut |_| unreachable!());
+        given_up(&mut o, &[1], t(100));
         assert_eq!(pass(&mut o, 2, false), [2]);
         assert!(pass(&mut o, 3, true).is_empty());
         assert_eq!(pass(&mut o, 4, false), [4]);
@@ -207,20 +232,20 @@ mod tests {
     #[test]
     fn a_number_that_never_comes_is_waited_for_until_its_time() {
         let mut o = InOrder::default();
-        o.given_up(&[1, 5], t(100), &mut |_| unreachable!());
+        given_up(&mut o, &[1, 5], t(100));
         assert!(pass(&mut o, 2, true).is_empty());
         assert!(pass(&mut o, 6, true).is_empty());
         let mut out = Vec::new();
-        o.expire(t(99), &mut |x| out.push(x));
+        o.expire(t(99), &mut out);
         assert!(out.is_empty());
-        o.expire(t(100), &mut |x| out.push(x));
+        o.expire(t(100), &mut out);
         assert_eq!(out, [2, 6]);
     }
 
     #[test]
     fn a_late_one_behind_another_awaited_number_waits_before_those_after_it() {
         let mut o = InOrder::default();
-        o.given_up(&[1, 3], t(100), &mut |_| unreachable!());
+        given_up(&mut o, &[1, 3], t(100));
         assert!(pass(&mut o, 2, true).is_empty());
         assert!(pass(&mut o, 4, true).is_empty());
         assert!(pass(&mut o, 3, true).is_empty(), "1 still awaited");
@@ -230,7 +255,7 @@ mod tests {
     #[test]
     fn numbers_wrap() {
         let mut o = InOrder::default();
-        o.given_up(&[u32::MAX], t(100), &mut |_| unreachable!());
+        given_up(&mut o, &[u32::MAX], t(100));
         assert!(pass(&mut o, 0, true).is_empty());
         assert_eq!(pass(&mut o, u32::MAX, true), [u32::MAX, 0]);
     }
@@ -238,16 +263,16 @@ mod tests {
     #[test]
     fn what_waits_is_bounded() {
         let mut o = InOrder::default();
-        o.given_up(&[0], t(100), &mut |_| unreachable!());
+        given_up(&mut o, &[0], t(100));
         let mut out = Vec::new();
         for s in 1..=WAITING as u32 + 1 {
-            o.pass(s, true, s, &mut |x| out.push(x));
+            o.pass(s, true, s, &mut out);
         }
         assert_eq!(out, [1], "the oldest goes on");
         assert_eq!(o.waiting(), (WAITING, WAITING as u64 + 1));
         let mut out = Vec::new();
         for s in 0..AWAITED as u32 {
-            o.given_up(&[10_000 + s], t(100), &mut |x| out.push(x));
+            o.given_up(&[10_000 + s], t(100), &mut out);
         }
         assert_eq!(out.len(), WAITING, "0 no longer awaited: all go on");
     }
@@ -255,10 +280,10 @@ mod tests {
     #[test]
     fn a_new_session_lets_everything_go() {
         let mut o = InOrder::default();
-        o.given_up(&[1], t(100), &mut |_| unreachable!());
+        given_up(&mut o, &[1], t(100));
         assert!(pass(&mut o, 2, true).is_empty());
         let mut out = Vec::new();
-        o.reset(&mut |x| out.push(x));
+        out.extend(o.reset());
         assert_eq!(out, [2]);
         assert_eq!(pass(&mut o, 3, true), [3]);
     }
