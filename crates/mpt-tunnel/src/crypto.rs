@@ -7,7 +7,10 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mpt_core::seal::{Cipher, MacKeys, ReplayWindow, SealKey, SessionKeys, Split, MAC_LEN};
+use mpt_core::seal::{
+    Cipher, MacKeys, ReplayWindow, SealError, SealKey, SessionKeys, Split, MAC_LEN,
+};
+use mpt_core::wire::HEADER_LEN;
 use mpt_core::{PathId, Time};
 
 use crate::{Connection, Event, KeySettings};
@@ -234,5 +237,31 @@ impl<P> Connection<P> {
                 return i;
             }
         }
+    }
+}
+
+/// Seals the packets of one numbered batch, outside any lock the driver holds around the
+/// connection: the batch's key and first counter. Hand [`Sealer::used`] back to
+/// [`Connection::batch_sent`] once the batch has left.
+#[derive(Debug, Clone)]
+pub struct Sealer {
+    pub(crate) key: Option<Arc<SealKey>>,
+    pub(crate) first_counter: u64,
+    pub(crate) used: u64,
+}
+
+impl Sealer {
+    /// Seal packet `k` of the batch in place (`buf` as numbered, the inner packet of `inner`
+    /// bytes after the prefix); returns the datagram's length.
+    pub fn seal(&self, k: usize, buf: &mut [u8], inner: usize) -> Result<usize, SealError> {
+        match &self.key {
+            Some(key) => key.seal(self.first_counter + k as u64, buf, inner),
+            None => Ok(HEADER_LEN + inner),
+        }
+    }
+
+    /// The paths the batch uses, one bit each.
+    pub fn used(&self) -> u64 {
+        self.used
     }
 }

@@ -34,6 +34,7 @@ mod drops;
 mod endpoint;
 mod equalise;
 mod events;
+mod fastest;
 mod fec;
 mod handshake;
 mod hc;
@@ -60,6 +61,7 @@ pub use class::{
     LIGHT_QUEUE,
 };
 pub use connection::Connection;
+pub use crypto::Sealer;
 pub use crypto::PREVIOUS_SESSION_KEPT;
 pub use drops::{DropCounts, DropReason, Drops};
 pub use endpoint::{Accepted, Admission, Endpoint, PeerEntry, Route};
@@ -75,7 +77,7 @@ pub use path::PathInfo;
 pub use pmtu::BASE_DATAGRAM;
 pub use reassembly::{Piece, Reassembly, MAX_INCOMPLETE, MAX_PIECES};
 pub use resend::{ResendBuffer, ResendCounts, KEEP_AFTER_LOSS, MAX_RESEND_GAP, RESEND_KEPT};
-pub use send::{Sealer, SendError, COMPRESSED_HEADERS};
+pub use send::{SendError, COMPRESSED_HEADERS};
 pub use settings::{
     idle_dead, ConnectionConfig, KeySettings, PathSettings, IDLE_AFTER, REKEY_AFTER, WAKE_COPY_MAX,
 };

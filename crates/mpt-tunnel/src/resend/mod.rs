@@ -18,6 +18,8 @@
 //! [`KEEP_AFTER_LOSS`] without one. The first loss of a path that lost nothing for that long
 //! is not recovered.
 
+mod connection;
+
 use std::time::Duration;
 
 use mpt_core::wire::{self, HeaderRepr, Kind, NackRange};
@@ -257,64 +259,5 @@ pub(crate) fn whole_packets(header: &HeaderRepr, body: &[u8], mut f: impl FnMut(
             let path_seq = header.path_seq.wrapping_add(k as u16);
             f(path_seq, e.seq, &e.packet(body));
         }
-    }
-}
-
-/// Losses recovered: whether resending and parity are on, and what they did.
-impl<P> crate::Connection<P> {
-    /// Whether resending is on: both ends' handshakes said they take resend requests and
-    /// resent packets.
-    pub fn resending(&self) -> bool {
-        self.peer_resend && self.cfg.resend
-    }
-
-    /// Tell the resequencer whether resending is on: it then keeps the gaps to ask for, and
-    /// a gap the progress rule gives up does not wait for its packet to come again (zero
-    /// wait): the packets behind it are released at once, and the resent one is delivered
-    /// late, when it comes. Of those released, the TCP goes on; the rest waits for it
-    /// ([`crate::ordered`]: a stream that does not back off keeps its order).
-    ///
-    /// Why not wait: a request and its resend take the fastest path's round trip and the
-    /// queue the resend waits in, tens of milliseconds, and every bonded packet behind the
-    /// gap would wait with it: the inner TCP's receiver would get nothing meanwhile, then a
-    /// burst above the bundle's rate (which BBR takes for bandwidth). Delivered at once, TCP
-    /// acknowledges what came after the gap (SACK), keeps sending, and the resend fills the
-    /// gap before its own retransmission would.
-    pub(crate) fn update_repair_wait(&mut self) {
-        let wait = self.resending().then_some(Duration::ZERO);
-        self.reseq.set_repair(wait);
-    }
-
-    /// What resending did for the packets first sent on `path`.
-    pub fn resend_counts(&self, path: PathId) -> crate::ResendCounts {
-        self.resend.counts(path)
-    }
-
-    /// Resend requests we sent, and the path sequences they named.
-    pub fn nack_counts(&self) -> (u64, u64) {
-        let (sent, named, _) = self.resend.request_counts();
-        (sent, named)
-    }
-
-    /// Bytes our resend requests took on the links (outer headers included).
-    pub fn nack_bytes(&self) -> u64 {
-        self.resend.request_counts().2
-    }
-
-    /// Whether parity may be used with this peer: both ends take it, and resending is on.
-    pub fn parity(&self) -> bool {
-        self.peer_parity && self.cfg.parity && self.resending()
-    }
-
-    /// The sender's loss rate and parity group size for `path` (0: no parity).
-    pub fn parity_state(&self, path: PathId) -> (f64, usize) {
-        self.paths
-            .get(path.index())
-            .map_or((0.0, 0), |p| (p.fec_tx.loss, p.fec_tx.k))
-    }
-
-    /// What parity did at the receiver.
-    pub fn parity_counts(&self) -> crate::ParityCounts {
-        self.counts.parity
     }
 }

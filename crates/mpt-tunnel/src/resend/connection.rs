@@ -1,0 +1,210 @@
+//! The connection's side of resending: whether it is on, the receiver asking for a path's
+//! losses, and the sender keeping what it sent and sending it again.
+
+use std::time::Duration;
+
+use mpt_core::seal::TAG_LEN;
+use mpt_core::wire::{HeaderRepr, Kind};
+use mpt_core::{PathId, Time};
+
+use crate::control::Pending;
+use crate::Connection;
+
+/// Losses recovered: whether resending and parity are on, and what they did.
+impl<P> Connection<P> {
+    /// Whether resending is on: both ends' handshakes said they take resend requests and
+    /// resent packets.
+    pub fn resending(&self) -> bool {
+        self.peer_resend && self.cfg.resend
+    }
+
+    /// Tell the resequencer whether resending is on: it then keeps the gaps to ask for, and
+    /// a gap the progress rule gives up does not wait for its packet to come again (zero
+    /// wait): the packets behind it are released at once, and the resent one is delivered
+    /// late, when it comes. Of those released, the TCP goes on; the rest waits for it
+    /// ([`crate::ordered`]: a stream that does not back off keeps its order).
+    ///
+    /// Why not wait: a request and its resend take the fastest path's round trip and the
+    /// queue the resend waits in, tens of milliseconds, and every bonded packet behind the
+    /// gap would wait with it: the inner TCP's receiver would get nothing meanwhile, then a
+    /// burst above the bundle's rate (which BBR takes for bandwidth). Delivered at once, TCP
+    /// acknowledges what came after the gap (SACK), keeps sending, and the resend fills the
+    /// gap before its own retransmission would.
+    pub(crate) fn update_repair_wait(&mut self) {
+        let wait = self.resending().then_some(Duration::ZERO);
+        self.reseq.set_repair(wait);
+    }
+
+    /// What resending did for the packets first sent on `path`.
+    pub fn resend_counts(&self, path: PathId) -> crate::ResendCounts {
+        self.resend.counts(path)
+    }
+
+    /// Resend requests we sent, and the path sequences they named.
+    pub fn nack_counts(&self) -> (u64, u64) {
+        let (sent, named, _) = self.resend.request_counts();
+        (sent, named)
+    }
+
+    /// Bytes our resend requests took on the links (outer headers included).
+    pub fn nack_bytes(&self) -> u64 {
+        self.resend.request_counts().2
+    }
+
+    /// Whether parity may be used with this peer: both ends take it, and resending is on.
+    pub fn parity(&self) -> bool {
+        self.peer_parity && self.cfg.parity && self.resending()
+    }
+
+    /// The sender's loss rate and parity group size for `path` (0: no parity).
+    pub fn parity_state(&self, path: PathId) -> (f64, usize) {
+        self.paths
+            .get(path.index())
+            .map_or((0.0, 0), |p| (p.fec_tx.loss, p.fec_tx.k))
+    }
+
+    /// What parity did at the receiver.
+    pub fn parity_counts(&self) -> crate::ParityCounts {
+        self.counts.parity
+    }
+
+    /// Whether a packet sent on path `i` at `now` is kept for resending: the path lost
+    /// something lately.
+    #[inline]
+    pub(crate) fn keeps(&self, i: usize, now: Time) -> bool {
+        self.paths[i].keep_until.is_some_and(|t| now < t) && self.resending()
+    }
+
+    /// The receiver's half of resending: the path sequence gaps the resequencer saw since the
+    /// last call go into resend requests (queued for [`Connection::poll_transmit`]), but for
+    /// packets a parity made again already ([`crate::fec`]).
+    pub(crate) fn request_resends(&mut self, now: Time) {
+        if !self.resending() {
+            return;
+        }
+        let paths = &self.paths;
+        self.resend.collect_gaps(now, &mut self.reseq, |path, ps| {
+            paths[path.index()].fec_rx.repaired(ps)
+        });
+        let Some(ranges) = self.resend.take_asked() else {
+            return;
+        };
+        let Some(path) = self.report_path() else {
+            return;
+        };
+        for chunk in ranges.chunks(mpt_core::wire::MAX_NACK_RANGES) {
+            self.resend.requested(chunk);
+            self.pending.push_back(Pending::Nack {
+                path,
+                ranges: chunk.to_vec(),
+            });
+        }
+    }
+
+    /// The sender's half: the peer asks for the packets `ranges` name. Each one still kept
+    /// goes again, once, on the path where it arrives soonest.
+    pub(crate) fn take_nack(
+        &mut self,
+        now: Time,
+        ranges: impl Iterator<Item = mpt_core::wire::NackRange>,
+    ) {
+        let Some(session) = self.peer_session else {
+            return;
+        };
+        let max_age = self.cfg.reorder_timeout;
+        let n = self.paths.len();
+        // not on the path light traffic keeps short, while another path is up: a burst of
+        // resends there is a queue the light stream waits behind
+        let kept = self.classes.kept_path(now);
+        for r in ranges {
+            let lost = r.path.index();
+            if lost >= self.paths.len() {
+                continue;
+            }
+            self.paths[lost].keep_until = Some(now + crate::resend::KEEP_AFTER_LOSS);
+            for k in 0..u16::from(r.count) {
+                let path_seq = r.first.wrapping_add(k);
+                self.resend.counts_mut(lost, n).requested += 1;
+                let prefix = self.prefix();
+                let Some((seq, buf)) =
+                    self.resend
+                        .buffer
+                        .take(r.path, path_seq, now, max_age)
+                        .map(|(seq, packet)| {
+                            let mut buf = Vec::with_capacity(prefix + packet.len() + TAG_LEN);
+                            buf.resize(prefix, 0);
+                            buf.extend_from_slice(packet);
+                            (seq, buf)
+                        })
+                else {
+                    self.resend.counts_mut(lost, n).missed += 1;
+                    continue;
+                };
+                // on a path the packet fits whole (one first sent in pieces may not); a
+                // datagram larger than every path surely carries, lost on its path, may have
+                // met a black hole there (a path MTU that dropped, not noticed yet): on
+                // another path, if one fits it, or it is lost again, and with it every packet
+                // compressed against it
+                let len = buf.len() - prefix;
+                let fits = |p: PathId| self.body_cap(p.index()) >= len;
+                let big = len + self.overhead().datagram() > crate::BASE_DATAGRAM;
+                let elsewhere = |p: PathId| !big || p != r.path;
+                let Some(via) = self
+                    .soonest_where(now, |p| Some(p) != kept && fits(p) && elsewhere(p))
+                    .or_else(|| self.soonest_where(now, |p| fits(p) && elsewhere(p)))
+                    .or_else(|| self.soonest_where(now, |p| Some(p) != kept && fits(p)))
+                    .or_else(|| self.soonest_where(now, fits))
+                else {
+                    self.resend.counts_mut(lost, n).missed += 1;
+                    continue;
+                };
+                let header = HeaderRepr {
+                    kind: Kind::Resent,
+                    path: via,
+                    // not a number of the path's: its next, not taken
+                    path_seq: self.paths[via.index()].path_seq,
+                    session,
+                    seq,
+                    timestamp: now.wire_micros(),
+                };
+                let body = buf.len() - prefix;
+                let Some(contents) = self.seal_owned(&header, buf, body) else {
+                    continue;
+                };
+                let Some(destination) = self.remote(via) else {
+                    continue;
+                };
+                let cost = contents.len() + self.cfg.paths[via.index()].overhead;
+                self.sched.on_control_sent(now, via, cost);
+                let c = self.resend.counts_mut(lost, n);
+                c.resent += 1;
+                c.resent_bytes += cost as u64;
+                self.pending.push_back(Pending::Raw {
+                    path: via,
+                    destination,
+                    contents,
+                });
+            }
+        }
+    }
+
+    /// Keep the whole packets of a data, bundle or continued datagram with `header` and plain
+    /// `body` for resending (not a continuation or a head piece: a packet in pieces is kept
+    /// whole where it is cut, in [`Connection::bundle_packet`]); on a path that lost nothing
+    /// lately, the flows' references among them only.
+    pub(crate) fn keep_bundled(&mut self, now: Time, header: &HeaderRepr, body: &[u8]) {
+        let all = self.keeps(header.path.index(), now);
+        if !all && !self.compressing() {
+            return;
+        }
+        let path = header.path;
+        let hc = &self.hc_tx;
+        let buffer = &mut self.resend.buffer;
+        crate::resend::whole_packets(header, body, |path_seq, seq, packet| {
+            // references on every path, as in [`Connection::number_batch`]
+            if all || hc.is_reference(seq, packet) {
+                buffer.keep(path, path_seq, seq, now, packet)
+            }
+        });
+    }
+}
