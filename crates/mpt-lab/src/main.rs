@@ -130,6 +130,10 @@ struct RunFlags {
     /// off too): what a path loses reaches the inner TCP.
     #[arg(long)]
     no_resend: bool,
+    /// realworld: mptd with TCP headers whole (`[connection] compress = false`), to compare
+    /// with the default.
+    #[arg(long)]
+    no_compress: bool,
     /// realworld: print, every second of a transfer through mptd, the sender's TCP state
     /// (`ss -tin`) and each path's `tbf` rate carried, drops and backlog, then what both daemons counted.
     #[arg(long)]
@@ -163,6 +167,7 @@ fn run(
         no_parity,
         no_equalise,
         no_resend,
+        no_compress,
         trace,
         mptd_only,
         runs,
@@ -214,6 +219,7 @@ fn run(
                     scheduler: schedulers.first().map_or("adaptive", String::as_str),
                     parity: !no_parity,
                     resend: !no_resend,
+                    compress: !no_compress,
                     equalise: !no_equalise,
                     trace,
                     alone: mptd_only,

@@ -112,6 +112,23 @@ impl Scheduler for AdaptiveScheduler {
         self.inner.keep_short(path, limit);
     }
 
+    fn learned(&self, now: Time, path: PathId) -> Option<crate::Learned> {
+        self.est.path(path.index()).map(|p| crate::Learned {
+            rate_bps: p.rate_bps as u64,
+            cap_bps: p.cap_bps as u64,
+            delivery_bps: p.delivery_bps as u64,
+            best_delivery_bps: p.best_delivery_bps as u64,
+            queue_us: p.queue_us as u64,
+            silent: p.silent,
+            congested: p.congested,
+            saturated: p.saturated,
+            busy: p.busy,
+            reports: p.reports,
+            cuts: p.cuts,
+            backlog_us: self.inner.backlog(now, path).as_micros() as u64,
+        })
+    }
+
     fn learned_rate(&self, path: PathId) -> Option<u64> {
         self.est
             .path(path.index())

@@ -29,7 +29,7 @@ pub use kind::SchedulerKind;
 pub use paths::PathSet;
 pub use rate::{RateScheduler, MAX_BACKLOG};
 pub use rr::RoundRobin;
-pub use scheduler::{build, PathSpec, Scheduler, DEFAULT_OVERHEAD};
+pub use scheduler::{build, Learned, PathSpec, Scheduler, DEFAULT_OVERHEAD};
 pub use wrr::WeightedRoundRobin;
 
 #[cfg(test)]

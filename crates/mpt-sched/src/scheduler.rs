@@ -113,6 +113,37 @@ pub trait Scheduler: Send + std::fmt::Debug {
     fn learned_rate(&self, _path: PathId) -> Option<u64> {
         None
     }
+
+    /// What the scheduler learned of `path` from the receiver's reports, when it learns
+    /// rates: for the status document, to tell why a path gets the traffic it gets.
+    fn learned(&self, _now: Time, _path: PathId) -> Option<Learned> {
+        None
+    }
+}
+
+/// What [`Scheduler::learned`] shows of a path.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Learned {
+    /// The rate learned, bits per second (before the cap).
+    pub rate_bps: u64,
+    /// Most the path may be trusted with now: a step above what it carried lately.
+    pub cap_bps: u64,
+    /// Smoothed delivery rate, and the best seen, bits per second.
+    pub delivery_bps: u64,
+    pub best_delivery_bps: u64,
+    /// Queueing delay the last report showed, microseconds.
+    pub queue_us: u64,
+    /// What the last report showed: silent (passed over until a report clears it),
+    /// congested, full (a standing queue), busy (offered most of its rate).
+    pub silent: bool,
+    pub congested: bool,
+    pub saturated: bool,
+    pub busy: bool,
+    /// Reports taken, and times the rate was cut for congestion.
+    pub reports: u64,
+    pub cuts: u64,
+    /// Backlog of the scheduler's virtual clock now, microseconds.
+    pub backlog_us: u64,
 }
 
 /// Build the scheduler named in the config for `paths` (all initially up).

@@ -185,6 +185,12 @@ impl<P> Connection<P> {
         self.paths[path.index()].remote
     }
 
+    /// What the scheduler learned of `path` from the peer's reports at `now`, when it learns
+    /// rates (`adaptive`).
+    pub fn learned(&self, now: Time, path: PathId) -> Option<mpt_sched::Learned> {
+        self.sched.learned(now, path)
+    }
+
     pub fn path_info(&self, path: PathId) -> PathInfo {
         let p = &self.paths[path.index()];
         let silent = p.peer_silent && p.live.state != LinkState::Down && !p.live.uplink_down;

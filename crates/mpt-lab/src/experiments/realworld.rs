@@ -129,6 +129,8 @@ pub struct MptdOpts<'a> {
     pub parity: bool,
     /// Losses asked for and sent again (`[connection] resend`).
     pub resend: bool,
+    /// TCP headers compressed (`[connection] compress`).
+    pub compress: bool,
     pub equalise: bool,
     /// Print, every second of a transfer through mptd, what the sender's TCP and A's `tbf`
     /// queues say, and after it what both daemons counted.
@@ -149,6 +151,7 @@ pub fn run_realworld(
         scheduler,
         parity,
         resend,
+        compress,
         equalise,
         trace,
         alone: mptd_alone,
@@ -166,6 +169,9 @@ pub fn run_realworld(
     }
     if !resend {
         configured += ", `resend = false`";
+    }
+    if !compress {
+        configured += ", `compress = false`";
     }
     let mut md = String::new();
     writeln!(
@@ -220,6 +226,7 @@ pub fn run_realworld(
                 configure_rates: scheduler != "adaptive",
                 parity: (!parity).then_some(false),
                 resend: (!resend).then_some(false),
+                compress: (!compress).then_some(false),
                 equalise: (!equalise).then_some(false),
                 ..TunnelOpts::default()
             };

@@ -101,12 +101,37 @@ impl Tracer {
                         format!("{l} {mbit:.1} Mbit/s dropped {dropped} backlog {backlog}b")
                     })
                     .collect();
-                // the rates A's scheduler assumes (adaptive: learned)
+                // the rates A's scheduler assumes (adaptive: learned, and why)
+                let mbit = |b: u64| b as f64 / 1e6;
                 let rates: Vec<String> = mptd::control::status(&control)
                     .map(|st| {
                         st.paths
                             .iter()
-                            .map(|p| format!("{:.1}", p.rate_bps.unwrap_or(0) as f64 / 1e6))
+                            .map(|p| {
+                                let mut s = format!("{:.1}", mbit(p.rate_bps.unwrap_or(0)));
+                                if let Some(l) = &p.learned {
+                                    let flags = [
+                                        (l.silent, 'S'),
+                                        (l.congested, 'C'),
+                                        (l.saturated, 'F'),
+                                        (l.busy, 'B'),
+                                    ];
+                                    let flags: String =
+                                        flags.iter().filter(|f| f.0).map(|f| f.1).collect();
+                                    s += &format!(
+                                        " (rate {:.1} cap {:.1} delivery {:.1} best {:.1} queue {:.0} ms backlog {:.0} ms {flags} reports {} cuts {})",
+                                        mbit(l.rate_bps),
+                                        mbit(l.cap_bps),
+                                        mbit(l.delivery_bps),
+                                        mbit(l.best_delivery_bps),
+                                        l.queue_us as f64 / 1e3,
+                                        l.backlog_us as f64 / 1e3,
+                                        l.reports,
+                                        l.cuts
+                                    );
+                                }
+                                s
+                            })
                             .collect()
                     })
                     .unwrap_or_default();
@@ -128,10 +153,12 @@ impl Tracer {
         if let Ok(a) = lab.status(Side::A) {
             for p in &a.paths {
                 eprintln!(
-                    "   A {}: sent {} pkts, resent {}, parity {}, rate {:?} bit/s, peer says lost {}",
+                    "   A {}: sent {} pkts, resent {} of {} asked for ({} too late or no room), parity {}, rate {:?} bit/s, peer says lost {}",
                     p.name,
                     p.tx_packets,
                     p.resent,
+                    p.resend_asked,
+                    p.resend_missed,
                     p.parity_sent,
                     p.rate_bps,
                     p.peer.as_ref().map_or(0, |r| r.lost),
