@@ -112,10 +112,6 @@ impl Scheduler for AdaptiveScheduler {
         self.inner.keep_short(path, limit);
     }
 
-    fn full(&self, now: Time, path: PathId) -> bool {
-        self.inner.full(now, path)
-    }
-
     fn learned(&self, now: Time, path: PathId) -> Option<crate::Learned> {
         self.est.path(path.index()).map(|p| crate::Learned {
             rate_bps: p.rate_bps as u64,

@@ -326,12 +326,6 @@ impl Scheduler for RateScheduler {
         RateScheduler::backlog(self, now, path)
     }
 
-    fn full(&self, now: Time, path: PathId) -> bool {
-        self.busy
-            .get(path.index())
-            .is_some_and(|&b| b > now.as_nanos() + MAX_BACKLOG.as_nanos() as u64)
-    }
-
     fn equalised(&mut self, most: std::time::Duration) {
         self.equalised = most.as_nanos() as u64;
     }

@@ -109,13 +109,6 @@ pub trait Scheduler: Send + std::fmt::Debug {
     /// filling the near path's queue first.
     fn equalised(&mut self, _most: std::time::Duration) {}
 
-    /// Whether `path`'s virtual clock stands more than [`crate::MAX_BACKLOG`] ahead of `now`,
-    /// so that data goes elsewhere while another path has room. Only schedulers that keep a
-    /// virtual clock (`rate`, `adaptive`) can tell; the others say no.
-    fn full(&self, _now: Time, _path: PathId) -> bool {
-        false
-    }
-
     /// The rate the scheduler currently assumes for `path`, when it learns rates.
     fn learned_rate(&self, _path: PathId) -> Option<u64> {
         None

@@ -206,14 +206,11 @@ impl Estimator {
             self.cut(i, now, seen, active);
             true
         } else {
-            // A path that carried more than it is believed to, with no queue or with a
-            // standing one (full: it carries its capacity), in an interval of enough packets
-            // to measure: it carries that at least. (A 20 Mbit/s path would otherwise wait for
-            // its first 200 ms sample while TCP's start overran the paths already learned; and
-            // a full one, which is not probed, would keep a rate far below what it carries
-            // while the scheduler, every path being full, sends there by queue alone.)
-            let shown =
-                (q.unqueued || p.saturated) && iv.got_packets >= f64::from(MIN_SAMPLE_PACKETS);
+            // A path that carried more than it is believed to, with no queue, in an interval
+            // of enough packets to measure: it carries that at least. (A 20 Mbit/s path would
+            // otherwise wait for its first 200 ms sample while TCP's start overran the paths
+            // already learned.)
+            let shown = q.unqueued && iv.got_packets >= f64::from(MIN_SAMPLE_PACKETS);
             let raised = shown && iv.carried > p.rate_bps;
             if raised {
                 p.rate_bps = iv.carried;

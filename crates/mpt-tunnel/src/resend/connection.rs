@@ -149,20 +149,9 @@ impl<P> Connection<P> {
                 let fits = |p: PathId| self.body_cap(p.index()) >= len;
                 let big = len + self.overhead().datagram() > crate::BASE_DATAGRAM;
                 let elsewhere = |p: PathId| !big || p != r.path;
-                // another path only while one has room (the scheduler's clock less than
-                // `MAX_BACKLOG` ahead): where every path is full, the packet goes where it
-                // arrives soonest, its own path too. (Sent elsewhere whatever the queue there,
-                // the large packets a full near path lost took the far one's queue, and the
-                // data it could carry with it: the rate learned for it fell to 1.5 Mbit/s of
-                // its 20 and stayed there.)
-                let room = |p: PathId| !self.sched.full(now, p);
                 let Some(via) = self
-                    .soonest_where(now, |p| {
-                        Some(p) != kept && fits(p) && elsewhere(p) && room(p)
-                    })
-                    .or_else(|| self.soonest_where(now, |p| fits(p) && elsewhere(p) && room(p)))
-                    .or_else(|| self.soonest_where(now, |p| Some(p) != kept && fits(p) && room(p)))
-                    .or_else(|| self.soonest_where(now, |p| fits(p) && room(p)))
+                    .soonest_where(now, |p| Some(p) != kept && fits(p) && elsewhere(p))
+                    .or_else(|| self.soonest_where(now, |p| fits(p) && elsewhere(p)))
                     .or_else(|| self.soonest_where(now, |p| Some(p) != kept && fits(p)))
                     .or_else(|| self.soonest_where(now, fits))
                 else {

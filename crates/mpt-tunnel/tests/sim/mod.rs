@@ -695,27 +695,6 @@ impl Pair {
         n
     }
 
-    /// As [`Pair::stream`], with packets `make` makes.
-    pub fn stream_of(
-        &mut self,
-        side: Side,
-        d: Duration,
-        every: Duration,
-        len: usize,
-        first: u32,
-        make: fn(u32, usize) -> Vec<u8>,
-    ) -> u32 {
-        let until = self.now + d;
-        let mut n = 0;
-        while self.now < until {
-            let _ = self.send(side, &make(first + n, len));
-            n += 1;
-            let next = (self.now + every).min(until);
-            while self.step(next) {}
-        }
-        n
-    }
-
     /// Run until `cond` holds, for at most `limit`; returns the time it took, or `None`.
     pub fn run_until(
         &mut self,
