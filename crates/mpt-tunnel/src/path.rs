@@ -9,7 +9,7 @@ use mpt_core::Time;
 use mpt_core::PathId;
 
 use crate::liveness::{LinkState, Liveness};
-use crate::Connection;
+use crate::{Connection, Event};
 
 /// Everything the connection keeps per path.
 #[derive(Debug, Clone)]
@@ -212,6 +212,36 @@ impl<P> Connection<P> {
             pmtu_found: p.pmtu.found(),
             pmtu_probes: p.pmtu.probes_sent,
             pmtu_drops: p.pmtu.drops,
+        }
+    }
+}
+
+/// Where a path's datagrams go: set, or learned from what authenticated.
+impl<P> Connection<P> {
+    /// The driver found the peer somewhere else for `path` (its connection's host name resolves
+    /// to a new address): what we send on the path goes there from now on, and an initiator
+    /// waiting for an answer sends its next initiation at once rather than after its backoff.
+    pub fn set_remote(&mut self, path: PathId, to: SocketAddr) {
+        if path.index() >= self.paths.len() || self.paths[path.index()].remote == Some(to) {
+            return;
+        }
+        self.learn_address(path, to);
+        if self.crypto.next_initiation.is_some() {
+            self.crypto.next_initiation = Some(Time::ZERO);
+        }
+    }
+
+    /// What we send on `path` goes to `from` from now on (an authentic datagram of the
+    /// session, or a handshake, came from there).
+    pub(crate) fn learn_address(&mut self, path: PathId, from: SocketAddr) {
+        let p = &mut self.paths[path.index()];
+        match p.remote.replace(from) {
+            Some(old) if old != from => self.events.push_back(Event::AddressChanged {
+                path,
+                old,
+                new: from,
+            }),
+            _ => {}
         }
     }
 }

@@ -8,6 +8,7 @@
 //! same path unbundled. Its packets therefore wait no longer than the link's queue would have
 //! kept them, and share one header, seal and outer header instead of paying one each.
 
+mod recv;
 mod send;
 
 use std::time::Duration;
