@@ -26,6 +26,7 @@
 
 mod bundle;
 mod class;
+mod compress;
 mod connection;
 mod control;
 mod counts;
@@ -60,6 +61,7 @@ pub use class::{
     classify, default_classes, protocol_number, ClassRule, Mode, PacketInfo, DSCP_EF, LIGHT_HOLD,
     LIGHT_QUEUE,
 };
+pub use compress::COMPRESSED_HEADERS;
 pub use connection::Connection;
 pub use crypto::Sealer;
 pub use crypto::PREVIOUS_SESSION_KEPT;
@@ -77,7 +79,7 @@ pub use path::PathInfo;
 pub use pmtu::BASE_DATAGRAM;
 pub use reassembly::{Piece, Reassembly, MAX_INCOMPLETE, MAX_PIECES};
 pub use resend::{ResendBuffer, ResendCounts, KEEP_AFTER_LOSS, MAX_RESEND_GAP, RESEND_KEPT};
-pub use send::{SendError, COMPRESSED_HEADERS};
+pub use send::SendError;
 pub use settings::{
     idle_dead, ConnectionConfig, KeySettings, PathSettings, IDLE_AFTER, REKEY_AFTER, WAKE_COPY_MAX,
 };

@@ -1,6 +1,6 @@
 //! The receive side: checking datagrams and handing each kind to what takes it, fences, and
 //! data on its way to the resequencer (opening them is `open.rs`'s, bundles'
-//! `bundle/recv.rs`'s, parity `fec.rs`'s, reports and keepalives `control.rs`'s, addresses
+//! `bundle/recv.rs`'s, parity `fec/connection.rs`'s, reports and keepalives `control.rs`'s, addresses
 //! `path.rs`'s).
 
 use std::net::SocketAddr;

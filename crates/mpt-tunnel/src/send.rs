@@ -1,8 +1,8 @@
-//! The send side: numbering data packets in batches, compressing their headers, and what a
-//! numbered packet sets going (its copy kept for resending, its parity). Bundles and pieces
-//! are `bundle/send.rs`'s, control datagrams `control.rs`'s, the fastest path and copies
-//! `fastest.rs`'s, resends `resend/connection.rs`'s; a batch is sealed by `crypto.rs`'s
-//! [`Sealer`].
+//! The send side: numbering data packets in batches, and what a numbered packet sets going
+//! (its copy kept for resending, its parity). Compressing a packet's headers is
+//! `compress.rs`'s, bundles and pieces `bundle/send.rs`'s, control datagrams `control.rs`'s,
+//! the fastest path and copies `fastest.rs`'s, resends `resend/connection.rs`'s, parity
+//! `fec/connection.rs`'s; a batch is sealed by `crypto.rs`'s [`Sealer`].
 
 use mpt_core::seal::{SealError, TAG_LEN};
 use mpt_core::wire::{HeaderRepr, Kind};
@@ -12,9 +12,6 @@ use crate::class::Classes;
 use crate::control::Pending;
 use crate::crypto::Sealer;
 use crate::{BatchOut, Connection, DropReason, Mode, Transmit};
-
-/// What [`Connection::compressed_headers`] counts for a compressed header.
-pub const COMPRESSED_HEADERS: usize = 20;
 
 /// The paths a batch being numbered uses, one bit each: all of them (`used`: their fences
 /// hold until it has left), those with datagrams in the batch's own buffers (`inbuf`), and
@@ -248,58 +245,6 @@ impl<P> Connection<P> {
         })
     }
 
-    /// Whether data goes with compressed headers: configured, with resending (a reference
-    /// lost is sent again), in a session of version 6 (a peer of version 5 makes references of
-    /// packets in pieces too).
-    pub(crate) fn compressing(&self) -> bool {
-        self.cfg.compress && self.resending() && self.wire_version >= 6
-    }
-
-    /// What a bulk TCP packet's IP and TCP headers take in a datagram while data goes with
-    /// compressed headers: a driver that cuts TCP segments to fit a datagram
-    /// ([`Connection::largest_whole_packet`]) counts this for headers that compress. A
-    /// compressed header is 12 to 14 bytes in a bulk flow (more when its window or flags
-    /// change); one that does not fit goes whole, in pieces.
-    pub fn compressed_headers(&self) -> Option<usize> {
-        self.compressing().then_some(COMPRESSED_HEADERS)
-    }
-
-    /// Per context, the flow ([`mpt_core::hc::flow_hash`]) whose next packets may be
-    /// compressed against a reference ([`mpt_core::hc::Compressor::ready`]; all 0 while data
-    /// goes whole). A driver that cuts TCP segments for [`Connection::compressed_headers`]
-    /// cuts the first of a burst of any other flow to fit a datagram whole, as it would
-    /// without compression: it goes whole, and becomes its flow's reference.
-    pub fn compress_ready(&self, out: &mut [u32; mpt_core::hc::CONTEXTS]) {
-        if self.compressing() {
-            self.hc_tx.ready(self.seq, out);
-        } else {
-            out.fill(0);
-        }
-    }
-
-    /// Compress the inner packet of `*size` bytes in `buf` (at [`Connection::prefix`]) in
-    /// place, as the next global sequence number's, if it is TCP whose flow has a reference
-    /// ([`mpt_core::hc::Compressor::compress`]) and the result is at most `cap` bytes: a
-    /// compressed header, padded to [`COMPRESSED_HEADERS`] (a flow's full segments then make
-    /// datagrams of one size, a run for UDP GSO), in place of its IP and TCP headers. `*size` becomes the body's;
-    /// returns whether it changed.
-    fn pack(&mut self, size: &mut usize, buf: &mut [u8], cap: usize) -> bool {
-        let (at, inner) = (self.prefix(), *size);
-        let packet = &buf[at..at + inner];
-        let mut header = mpt_core::hc::Headers::new();
-        let Some(replaces) =
-            self.hc_tx
-                .compress_into(self.seq, packet, cap, COMPRESSED_HEADERS, &mut header)
-        else {
-            return false;
-        };
-        let h = header.len();
-        buf.copy_within(at + replaces..at + inner, at + h);
-        buf[at..at + h].copy_from_slice(&header);
-        *size = inner - replaces + h;
-        true
-    }
-
     /// Whether a packet of `inner` bytes that goes in pieces on `path` would overflow the
     /// path's queue: a slow path (below [`crate::timers::SLOW_PATH`], where a queue holds a
     /// few datagrams) whose rate is configured (its clock is the link's), and whose clock
@@ -417,78 +362,6 @@ impl<P> Connection<P> {
             .remote(path)
             .ok_or(SendError::Dropped(DropReason::NoPath))?;
         Ok(Some((path, to, len)))
-    }
-
-    /// A data datagram with `header` and inner `packet` was numbered on its path: it joins
-    /// the path's parity group, and a group complete is summed into a parity, to leave after
-    /// it.
-    pub(crate) fn parity_add(
-        &mut self,
-        now: Time,
-        header: &HeaderRepr,
-        packet: &[u8],
-    ) -> Option<Transmit> {
-        let i = header.path.index();
-        if self.paths[i].fec_tx.k == 0 || !self.parity() {
-            return None;
-        }
-        let crate::Group {
-            first,
-            k,
-            seqs,
-            lens,
-            sum,
-        } = self.paths[i]
-            .fec_tx
-            .add(now, header.path_seq, header.seq, packet)?;
-        let session = self.peer_session?;
-        // a peer of version 4 takes the group's size alone
-        let lens = if self.wire_version >= 5 { lens } else { 0 };
-        let h = HeaderRepr {
-            kind: Kind::Parity,
-            path: header.path,
-            path_seq: first,
-            session,
-            seq: seqs,
-            timestamp: k as u32 | u32::from(lens) << 16,
-        };
-        let prefix = self.prefix();
-        let mut buf = Vec::with_capacity(prefix + sum.len() + TAG_LEN);
-        buf.resize(prefix, 0);
-        buf.extend_from_slice(&sum);
-        let contents = self.seal_owned(&h, buf, sum.len())?;
-        let destination = self.remote(header.path)?;
-        let cost = contents.len() + self.cfg.paths[i].overhead;
-        self.sched.on_control_sent(now, header.path, cost);
-        let c = self.resend.counts_mut(i, self.paths.len());
-        c.parity_sent += 1;
-        c.parity_bytes += cost as u64;
-        Some(Transmit {
-            path: header.path,
-            destination,
-            contents,
-        })
-    }
-
-    /// The whole packets of a data, bundle or continued datagram with `header` and plain
-    /// `body` join the path's parity group (in the order of their path sequences); the
-    /// parities they complete go in `out`, to leave after the datagram.
-    pub(crate) fn parity_entries(
-        &mut self,
-        now: Time,
-        header: &HeaderRepr,
-        body: &[u8],
-        out: &mut Vec<Transmit>,
-    ) {
-        // a head piece is not a whole packet: the group it falls in has no parity
-        crate::resend::whole_packets(header, body, |path_seq, seq, packet| {
-            let h = HeaderRepr {
-                path_seq,
-                seq,
-                ..*header
-            };
-            out.extend(self.parity_add(now, &h, packet));
-        });
     }
 
     /// A data datagram of `len` bytes went on path `i`, the last of its per-path sequences

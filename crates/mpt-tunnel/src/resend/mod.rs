@@ -119,7 +119,7 @@ pub struct ResendCounts {
     pub resent_bytes: u64,
     /// Asked for but no longer kept (or older than the hold time): not sent again.
     pub missed: u64,
-    /// Parities sent on the path (`fec.rs`), and their bytes on the links.
+    /// Parities sent on the path (`fec/`), and their bytes on the links.
     pub parity_sent: u64,
     pub parity_bytes: u64,
 }

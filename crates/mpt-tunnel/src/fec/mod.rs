@@ -13,13 +13,12 @@
 //!
 //! Parity is sent only where resending is on at both ends and both take parity.
 
+mod connection;
+
 use std::time::Duration;
 
 use mpt_core::wire::{self, HeaderRepr, ReportEntry, MAX_PARITY_GROUP, MIN_PARITY_GROUP};
 use mpt_core::Time;
-use mpt_reseq::PacketMeta;
-
-use crate::{Connection, DropReason, Incoming};
 
 /// A path's parity starts when its smoothed loss rate reaches this.
 pub const FEC_ON_LOSS: f64 = 0.005;
@@ -334,59 +333,6 @@ pub struct ParityCounts {
     /// Parities whose group lacked one packet, but whose sum was no IP packet (a packet
     /// kept that was not the one the sender summed): nothing made.
     pub mismatched: u64,
-}
-
-/// Parity on arrival: packets kept while their path carries parity, and a parity that
-/// makes one again.
-impl<P> Connection<P> {
-    /// A data or express datagram arrived on `path`: kept while the path carries parity.
-    pub(crate) fn parity_keep(&mut self, now: Time, meta: &PacketMeta, packet: &[u8]) {
-        let rx = &mut self.paths[meta.path.index()].fec_rx;
-        if rx.active(now) {
-            rx.keep(meta.path_seq, meta.seq, packet);
-        }
-    }
-
-    /// A parity over `k` packets arrived with `header`, their XOR `body`: a packet it makes
-    /// again goes to the resequencer, and its gap, if the resequencer has not seen it yet
-    /// (the group's last packet), is not asked for.
-    pub(crate) fn take_parity(
-        &mut self,
-        now: Time,
-        header: &HeaderRepr,
-        body: &[u8],
-        k: usize,
-    ) -> Result<(), DropReason> {
-        if !self.parity() {
-            return Err(self.count(DropReason::Unexpected));
-        }
-        let rx = &mut self.paths[header.path.index()].fec_rx;
-        let Some((seq, path_seq, packet)) = rx.take_parity(
-            now,
-            (header, k, self.wire_version >= 5),
-            body,
-            &mut self.counts.parity,
-        ) else {
-            return Ok(());
-        };
-        let meta = PacketMeta {
-            path: header.path,
-            seq,
-            path_seq,
-            sent_us: now.wire_micros(),
-            len: packet.len(),
-        };
-        let incoming = Incoming {
-            meta,
-            packet: 0..packet.len(),
-            express: false,
-            resent: true,
-            opens: false,
-            pieces: false,
-        };
-        self.assembled.push_back((incoming, packet));
-        Ok(())
-    }
 }
 
 #[cfg(test)]
