@@ -42,6 +42,7 @@ mod hc;
 mod icmp;
 mod limits;
 mod liveness;
+mod negotiate;
 mod open;
 mod ordered;
 mod path;
