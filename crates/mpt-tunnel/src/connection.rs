@@ -4,7 +4,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mpt_core::seal::{Cipher, SealKey, SEALED_HEADER_LEN};
+use mpt_core::seal::{SealKey, SEALED_HEADER_LEN};
 use mpt_core::wire::HEADER_LEN;
 use mpt_core::{PathId, Time};
 use mpt_reseq::feedback::ReportPacer;
@@ -219,45 +219,6 @@ impl<P> Connection<P> {
         &self.cfg
     }
 
-    /// Our session id.
-    pub fn session(&self) -> u32 {
-        self.session
-    }
-
-    pub fn peer_session(&self) -> Option<u32> {
-        self.peer_session
-    }
-
-    pub fn peer_restarts(&self) -> u64 {
-        self.peer_restarts
-    }
-
-    /// Sessions that replaced one both ends had (rekeys, handshakes after silence): the peer
-    /// did not restart, and nothing it sent was lost to the change.
-    pub fn rekeys(&self) -> u64 {
-        self.crypto.rekeys
-    }
-
-    /// Data is sealed (the configuration says so).
-    pub fn sealing(&self) -> bool {
-        self.cfg.keys.encryption.is_some()
-    }
-
-    /// A handshake has made a session with the peer.
-    pub fn keys_agreed(&self) -> bool {
-        self.peer_session.is_some()
-    }
-
-    /// How the session seals data, once there is one (`None` in the clear).
-    pub fn cipher(&self) -> Option<Cipher> {
-        self.crypto.cipher
-    }
-
-    /// When the current session was made (the last handshake).
-    pub fn session_made_at(&self) -> Option<Time> {
-        self.crypto.made_at
-    }
-
     /// When anything authentic last arrived from the peer, on any path.
     pub fn last_heard(&self) -> Option<Time> {
         self.crypto.last_heard
@@ -362,26 +323,6 @@ impl<P> Connection<P> {
 
     pub(crate) fn keepalive(&self) -> Duration {
         self.cfg.keepalive
-    }
-
-    /// The peer takes bundles and express data (its handshake said so): without, every packet
-    /// goes in a data datagram of its own.
-    pub fn peer_takes_express(&self) -> bool {
-        self.peer_express
-    }
-
-    /// Behave as towards a peer whose handshake did not say it takes packets in pieces (an
-    /// older mptd), until the next handshake: for tests.
-    #[doc(hidden)]
-    pub fn forget_peer_pieces(&mut self) {
-        self.peer_pieces = false;
-    }
-
-    /// Behave as towards a peer whose handshake did not say it takes bundles and express data
-    /// (an older mptd), until the next handshake: for tests.
-    #[doc(hidden)]
-    pub fn forget_peer_express(&mut self) {
-        self.peer_express = false;
     }
 
     /// Packets sent per class and path (`[class][path]`, in the configuration's order of

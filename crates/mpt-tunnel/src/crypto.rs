@@ -265,3 +265,46 @@ impl Sealer {
         self.used
     }
 }
+
+/// The session as the operator sees it: its indexes, keys, cipher, and how often it was
+/// made again.
+impl<P> Connection<P> {
+    /// Our session id.
+    pub fn session(&self) -> u32 {
+        self.session
+    }
+
+    pub fn peer_session(&self) -> Option<u32> {
+        self.peer_session
+    }
+
+    pub fn peer_restarts(&self) -> u64 {
+        self.peer_restarts
+    }
+
+    /// Sessions that replaced one both ends had (rekeys, handshakes after silence): the peer
+    /// did not restart, and nothing it sent was lost to the change.
+    pub fn rekeys(&self) -> u64 {
+        self.crypto.rekeys
+    }
+
+    /// Data is sealed (the configuration says so).
+    pub fn sealing(&self) -> bool {
+        self.cfg.keys.encryption.is_some()
+    }
+
+    /// A handshake has made a session with the peer.
+    pub fn keys_agreed(&self) -> bool {
+        self.peer_session.is_some()
+    }
+
+    /// How the session seals data, once there is one (`None` in the clear).
+    pub fn cipher(&self) -> Option<Cipher> {
+        self.crypto.cipher
+    }
+
+    /// When the current session was made (the last handshake).
+    pub fn session_made_at(&self) -> Option<Time> {
+        self.crypto.made_at
+    }
+}

@@ -42,6 +42,26 @@ impl<P> Connection<P> {
         };
         CipherFlags::EXPRESS | CipherFlags::PIECES | resend | parity
     }
+
+    /// The peer takes bundles and express data (its handshake said so): without, every packet
+    /// goes in a data datagram of its own.
+    pub fn peer_takes_express(&self) -> bool {
+        self.peer_express
+    }
+
+    /// Behave as towards a peer whose handshake did not say it takes packets in pieces (an
+    /// older mptd), until the next handshake: for tests.
+    #[doc(hidden)]
+    pub fn forget_peer_pieces(&mut self) {
+        self.peer_pieces = false;
+    }
+
+    /// Behave as towards a peer whose handshake did not say it takes bundles and express data
+    /// (an older mptd), until the next handshake: for tests.
+    #[doc(hidden)]
+    pub fn forget_peer_express(&mut self) {
+        self.peer_express = false;
+    }
 }
 
 /// The version of the `attempt`th initiation (from 1): ours on the first two tries (the first
