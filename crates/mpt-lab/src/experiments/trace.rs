@@ -153,7 +153,7 @@ impl Tracer {
         if let Ok(a) = lab.status(Side::A) {
             for p in &a.paths {
                 eprintln!(
-                    "   A {}: sent {} pkts, resent {} of {} asked for ({} too late or no room), parity {}, rate {:?} bit/s, peer says lost {}",
+                    "   A {}: sent {} pkts, resent {} of {} asked for ({} too late), parity {}, rate {:?} bit/s, peer says lost {}",
                     p.name,
                     p.tx_packets,
                     p.resent,
