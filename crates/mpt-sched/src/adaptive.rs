@@ -55,7 +55,7 @@ impl Scheduler for AdaptiveScheduler {
     /// The link's time only: the estimator compares what it sent with the data the receiver
     /// counts, and a keepalive on a path found silent would keep it silent for good.
     fn on_control_sent(&mut self, now: Time, path: PathId, len: usize) {
-        self.inner.on_sent(now, path, len);
+        self.inner.on_control_sent(now, path, len);
     }
 
     fn on_unsent(&mut self, now: Time, path: PathId, len: usize) {

@@ -528,3 +528,62 @@ fn a_large_packet_lost_on_a_path_goes_again_on_another_a_small_one_where_it_arri
         assert_eq!(resent_on(&p, Side::A)[before..], [want], "{len} bytes");
     }
 }
+
+/// Two paths of 20 Mbit/s, 10 and 60 ms away, offered more than they carry (44 Mbit/s of large
+/// packets) for two seconds, then less (30 Mbit/s): the near one loses packets in the flood,
+/// and a large packet lost goes again on the far path. Each resend took the far path's time at
+/// the rate learned for it, cut in the flood, with no bound: its clock stood seconds ahead, so
+/// it got no data, learned nothing new, and its rate stayed cut long after the flood (the lab:
+/// a cubic flow after a BBR start at half the paths' sum). Resends and control take a path's
+/// time only up to the backlog limit, so the far path gets data again and learns its rate.
+#[test]
+fn resends_do_not_starve_a_path_of_its_rate_learned() {
+    let mut a = sim::config(Side::A, 2, true);
+    let mut b = sim::config(Side::B, 2, true);
+    a.scheduler = mpt_sched::SchedulerKind::Adaptive;
+    b.scheduler = mpt_sched::SchedulerKind::Adaptive;
+    let mut p = Pair::with(sim::seed(61), a, b);
+    for side in [Side::A, Side::B] {
+        for (path, delay) in [(0, 10), (1, 60)] {
+            let l = p.link(side, path);
+            l.delay = ms(delay);
+            l.rate_bps = Some(20_000_000);
+            l.queue = Some(ms(50));
+        }
+    }
+    agreed(&mut p);
+    let mut k = 0;
+    let mut learned = Vec::new();
+    let mut backlog = Vec::new();
+    for second in 0..8 {
+        let every = if second < 2 { 230 } else { 350 };
+        let every = Duration::from_micros(every);
+        k += p.stream_of(Side::A, ms(1000), every, 1300, k, tcp_packet);
+        let now = p.now;
+        let l: Vec<_> = (0..2)
+            .map(|i| p.ep(Side::A).learned(now, PathId(i)).unwrap_or_default())
+            .collect();
+        learned.push(
+            l.iter()
+                .map(|l| l.rate_bps.min(l.cap_bps) as f64 / 1e6)
+                .collect::<Vec<_>>(),
+        );
+        backlog.push(l.iter().map(|l| l.backlog_us / 1000).collect::<Vec<_>>());
+    }
+    let resent: Vec<_> = (0..2)
+        .map(|i| p.ep(Side::A).resend_counts(PathId(i)).resent)
+        .collect();
+    eprintln!(
+        "RESULT rates learned each second (Mbit/s): {learned:.1?}; clocks ahead (ms) {backlog:?}; resent {resent:?}"
+    );
+    assert!(
+        resent[0] > 0,
+        "the near path lost packets in the flood, and they were resent"
+    );
+    for l in &learned[5..] {
+        assert!(
+            l.iter().all(|&r| r >= 10.0),
+            "rates learned {learned:.1?} of two 20 Mbit/s paths offered 30 Mbit/s"
+        );
+    }
+}

@@ -684,10 +684,23 @@ impl Pair {
         len: usize,
         first: u32,
     ) -> u32 {
+        self.stream_of(side, d, every, len, first, packet)
+    }
+
+    /// As [`Pair::stream`], with packets `make` makes.
+    pub fn stream_of(
+        &mut self,
+        side: Side,
+        d: Duration,
+        every: Duration,
+        len: usize,
+        first: u32,
+        make: fn(u32, usize) -> Vec<u8>,
+    ) -> u32 {
         let until = self.now + d;
         let mut n = 0;
         while self.now < until {
-            let _ = self.send(side, &packet(first + n, len));
+            let _ = self.send(side, &make(first + n, len));
             n += 1;
             let next = (self.now + every).min(until);
             while self.step(next) {}
