@@ -27,6 +27,7 @@ fn resend(c: &mut Criterion) {
                 seq,
                 now,
                 black_box(&packet),
+                false,
             );
         })
     });
@@ -34,7 +35,7 @@ fn resend(c: &mut Criterion) {
     let mut buf = ResendBuffer::default();
     let n = RESEND_KEPT as u32;
     for s in 0..n {
-        buf.keep(PathId(0), s as u16, s, Time::ZERO, &packet);
+        buf.keep(PathId(0), s as u16, s, Time::ZERO, &packet, false);
     }
     let mut k = 0u32;
     g.bench_function("find and take a packet asked for (refill amortized)", |b| {
@@ -42,7 +43,7 @@ fn resend(c: &mut Criterion) {
             k = (k + 1) % n;
             if k == 0 {
                 for s in 0..n {
-                    buf.keep(PathId(0), s as u16, s, Time::ZERO, &packet);
+                    buf.keep(PathId(0), s as u16, s, Time::ZERO, &packet, false);
                 }
             }
             let got = buf.take(PathId(0), k as u16, Time::ZERO, Duration::from_millis(100));

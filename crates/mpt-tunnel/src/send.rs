@@ -203,7 +203,7 @@ impl<P> Connection<P> {
                 let packet = &bufs[k].as_mut()[at..at + inner];
                 self.resend
                     .buffer
-                    .keep(path, header.path_seq, header.seq, now, packet);
+                    .keep(path, header.path_seq, header.seq, now, packet, reference);
             }
             // a parity its packet completes leaves after it
             let parity = if self.paths[i].fec_tx.k > 0 {

@@ -310,3 +310,49 @@ fn a_packet_that_goes_in_pieces_is_no_reference_so_a_lost_piece_costs_no_other_p
     );
     assert!(got >= sent.len() * 998 / 1000, "{got} of {}", sent.len());
 }
+
+/// A single path `delay` away both ways, whose first datagram (flow 0's first reference) is
+/// lost; then flow 0's segments, one every `every`, `count` of them. Returns the pair.
+fn far_lost_reference(seed: u64, delay: u64, every: Duration, count: u32) -> (Pair, usize) {
+    let mut p = agreed_pair(seed, sim::config(Side::A, 1, true));
+    p.link(Side::A, 0).delay = ms(delay);
+    p.link(Side::B, 0).delay = ms(delay);
+    p.drop_next(Side::A, 0, 1);
+    let mut sent = 0;
+    for n in 0..count {
+        let _ = p.send(Side::A, &segment(0, n, 1200));
+        sent += 1;
+        p.run(every);
+    }
+    p.run(ms(2000));
+    (p, sent)
+}
+
+/// A reference lost on a path whose round trip is longer than the hold time (80 ms each way:
+/// its resend request comes 160 ms after it left) is sent again all the same: the packets
+/// compressed against it wait for it at the receiver (500 ms, `AWAIT_FOR`), not the
+/// hold time. It was not, and a flow's next 63 packets were refused (the lab: TCP's
+/// retransmissions refused with them, and a BBR transfer stalled 5 s at its end).
+#[test]
+fn a_reference_lost_on_a_path_farther_than_the_hold_time_is_sent_again() {
+    let (mut p, sent) = far_lost_reference(38, 80, Duration::from_micros(500), 40);
+    let refused = p.ep(Side::B).drop_counts()[DropReason::NoReference as usize];
+    assert_eq!(refused, 0, "packets refused for their reference");
+    assert_eq!(p.node(Side::B).delivered.len(), sent);
+}
+
+/// A reference asked for too late to be sent again (300 ms each way: 600 ms, more than the
+/// receiver waits for it) is forgotten: the flow's next packet goes whole as its new one,
+/// instead of its next 63 packets going compressed against one the receiver never got (a
+/// slow flow, as TCP's retransmissions after a timeout, lost all of them).
+#[test]
+fn a_reference_asked_for_too_late_is_forgotten() {
+    let (mut p, sent) = far_lost_reference(39, 300, ms(100), 30);
+    let refused = p.ep(Side::B).drop_counts()[DropReason::NoReference as usize];
+    // those sent before the request came (600 ms: 6 of them) and the first after it
+    assert!(refused <= 7, "{refused} refused");
+    assert_eq!(
+        p.node(Side::B).delivered.len() as u64,
+        sent as u64 - 1 - refused
+    );
+}

@@ -131,6 +131,8 @@ pub struct TxCounts {
     /// TCP packets sent whole because of IP options, fragments, TCP options other than
     /// timestamps, or urgent data.
     pub uncompressible: u64,
+    /// References lost and asked for too late to be sent again: forgotten.
+    pub forgotten: u64,
 }
 
 /// The sending side: one per connection and direction.
@@ -271,6 +273,23 @@ impl Compressor {
                 .filter(|r| r.uses < REFRESH_EVERY && next.wrapping_sub(r.gseq) <= MAX_DISTANCE / 2)
                 .map_or(0, |r| r.flow);
         }
+    }
+
+    /// The reference sent as global sequence `gseq`, if it is still some flow's, is lost for
+    /// good: forget it, so that the flow's next packet goes whole as its new one. Returns
+    /// whether it was.
+    pub fn forget(&mut self, gseq: u32) -> bool {
+        let Some(slot) = self
+            .contexts
+            .0
+            .iter_mut()
+            .find(|c| c.as_ref().is_some_and(|r| r.gseq == gseq))
+        else {
+            return false;
+        };
+        *slot = None;
+        self.counts.forgotten += 1;
+        true
     }
 
     /// Whether `p`, sent whole as global sequence `gseq`, is its flow's reference now.

@@ -100,7 +100,7 @@ impl<P> Connection<P> {
             // again whole, on a path it fits
             self.resend
                 .buffer
-                .keep(path, head_path_seq, seq, now, packet);
+                .keep(path, head_path_seq, seq, now, packet, false);
         }
         if pieces {
             // the last piece waits for the packets after it while the path still carries

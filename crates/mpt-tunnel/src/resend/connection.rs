@@ -138,6 +138,12 @@ impl<P> Connection<P> {
                         })
                 else {
                     self.resend.counts_mut(lost, n).missed += 1;
+                    // a reference not sent again is forgotten: the flow's next packet goes
+                    // whole as its new one, instead of compressed against one the peer never
+                    // got (a slow flow would lose its next packets all)
+                    if let Some(seq) = self.resend.buffer.seq_of(r.path, path_seq) {
+                        self.hc_tx.forget(seq);
+                    }
                     continue;
                 };
                 // on a path the packet fits whole (one first sent in pieces may not); a
@@ -202,8 +208,9 @@ impl<P> Connection<P> {
         let buffer = &mut self.resend.buffer;
         crate::resend::whole_packets(header, body, |path_seq, seq, packet| {
             // references on every path, as in [`Connection::number_batch`]
-            if all || hc.is_reference(seq, packet) {
-                buffer.keep(path, path_seq, seq, now, packet)
+            let reference = hc.is_reference(seq, packet);
+            if all || reference {
+                buffer.keep(path, path_seq, seq, now, packet, reference)
             }
         });
     }

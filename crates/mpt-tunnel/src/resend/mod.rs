@@ -9,7 +9,10 @@
 //! sender keeps the packets it sent lately, by path and path sequence, and sends each requested
 //! one once more as [`Kind::Resent`] on the path where it arrives soonest (a large one on
 //! another path than the one that lost it, when one carries it). A packet comes again only if it is still kept and not older than
-//! the hold time: after that the receiver has given its gap up. A packet sent in pieces is
+//! the hold time: after that the receiver has given its gap up. A flow's reference (compressed
+//! headers) comes again up to [`crate::hc::AWAIT_FOR`] old, as long as the packets compressed
+//! against it wait for it; one asked for later than that is forgotten, and the flow's next
+//! packet goes whole as its new reference. A packet sent in pieces is
 //! kept whole by its head piece's path sequence, and goes again whole, on a path it fits.
 //!
 //! Keeping a copy of every packet costs the sender a copy into memory that is cold by the
@@ -48,6 +51,8 @@ struct Kept {
     path_seq: u16,
     seq: u32,
     sent: Time,
+    /// Its flow's reference when sent: packets compressed against it wait for it.
+    reference: bool,
     packet: Vec<u8>,
 }
 
@@ -62,8 +67,16 @@ pub struct ResendBuffer {
 
 impl ResendBuffer {
     /// `packet`, global sequence `seq`, was sent at `now` on `path` as its path sequence
-    /// `path_seq`.
-    pub fn keep(&mut self, path: PathId, path_seq: u16, seq: u32, now: Time, packet: &[u8]) {
+    /// `path_seq`; `reference`: as its flow's reference (compressed headers).
+    pub fn keep(
+        &mut self,
+        path: PathId,
+        path_seq: u16,
+        seq: u32,
+        now: Time,
+        packet: &[u8],
+        reference: bool,
+    ) {
         if self.kept.is_empty() {
             self.kept.resize_with(RESEND_KEPT, Kept::default);
         }
@@ -82,6 +95,7 @@ impl ResendBuffer {
         k.path_seq = path_seq;
         k.seq = seq;
         k.sent = now;
+        k.reference = reference;
         k.packet.clear();
         k.packet.extend_from_slice(packet);
     }
@@ -100,12 +114,25 @@ impl ResendBuffer {
             .get(path.index())?
             .get(usize::from(path_seq) % PATH_SLOTS)?;
         let k = self.kept.get_mut(seq as usize % RESEND_KEPT)?;
+        // a reference is waited for longer: the packets compressed against it wait for it
+        let max_age = if k.reference {
+            max_age.max(crate::hc::AWAIT_FOR)
+        } else {
+            max_age
+        };
         let fresh = now.saturating_since(k.sent) <= max_age;
         if !k.valid || k.path != path.0 || k.path_seq != path_seq || k.seq != seq || !fresh {
             return None;
         }
         k.valid = false;
         Some((seq, &k.packet))
+    }
+
+    /// The global sequence `path` last carried as `path_seq`, as far as the buffer remembers
+    /// (the packet itself may be gone).
+    pub fn seq_of(&self, path: PathId, path_seq: u16) -> Option<u32> {
+        let map = self.by_path.get(path.index())?;
+        map.get(usize::from(path_seq) % PATH_SLOTS).copied()
     }
 }
 
