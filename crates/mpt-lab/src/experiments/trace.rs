@@ -168,7 +168,7 @@ impl Tracer {
         if let Ok(b) = lab.status(Side::B) {
             let r = &b.tunnel.reseq;
             eprintln!(
-                "   B resequencer (so far): hold p50/p99/max {}/{}/{} us, skipped {}, by timeout {}, by overflow {}, recovered {}, parity repaired {}, late {}, waited in order {}; waits {:?} ms; lost (queue overflowed) {:?}",
+                "   B resequencer (so far): hold p50/p99/max {}/{}/{} us, skipped {}, by timeout {}, by overflow {}, recovered {}, parity repaired {}, late {}, waited in order {}; waits {:?} ms; lost (queue overflowed) {:?}; refused for their reference {}",
                 r.hold_p50_us,
                 r.hold_p99_us,
                 r.hold_max_us,
@@ -184,6 +184,7 @@ impl Tracer {
                     .iter()
                     .map(|p| (p.lost, p.congestion_lost))
                     .collect::<Vec<_>>(),
+                b.tunnel.drops.no_reference,
             );
         }
     }
