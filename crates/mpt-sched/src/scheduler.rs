@@ -121,8 +121,10 @@ pub trait Scheduler: Send + std::fmt::Debug {
     }
 }
 
-/// What [`Scheduler::learned`] shows of a path.
+/// What [`Scheduler::learned`] shows of a path (with the `serde` feature, as the daemon's
+/// status document shows it).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Learned {
     /// The rate learned, bits per second (before the cap).
     pub rate_bps: u64,

@@ -1,9 +1,6 @@
 //! Counters and the status document `mptctl status --json` prints (documented in
 //! `docs/status.md`; fields are only ever added).
 
-mod learned;
-
-pub use learned::LearnedStatus;
 pub use mpt_tunnel::DropCounts;
 use serde::{Deserialize, Serialize};
 
@@ -261,7 +258,7 @@ pub struct PathStatus {
     pub rate_bps: Option<u64>,
     /// `adaptive`: what it learned of the path from the peer's reports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub learned: Option<LearnedStatus>,
+    pub learned: Option<mpt_sched::Learned>,
     /// Packets lost on the way in (per-path sequence gaps).
     pub lost: u64,
     /// Of `lost`, the packets lost where the path's queue overflowed: not waited for (the

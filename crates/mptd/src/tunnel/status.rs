@@ -51,7 +51,7 @@ impl Tunnel {
                     last_heard_ms: info.last_heard.map(|h| (now - h).as_millis() as u64),
                     rtt_us: info.srtt_us,
                     rate_bps: info.rate_bps,
-                    learned: ep.learned(now, path).map(Into::into),
+                    learned: ep.learned(now, path),
                     lost: ps.lost,
                     congestion_lost: ps.congestion_lost,
                     loss_pct: if expected == 0 {
