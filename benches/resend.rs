@@ -47,7 +47,7 @@ fn resend(c: &mut Criterion) {
                 }
             }
             let got = buf.take(PathId(0), k as u16, Time::ZERO, Duration::from_millis(100));
-            black_box(got.map(|(s, p)| (s, p.len())))
+            black_box(got.map(|(s, r, p)| (s, r, p.len())))
         })
     });
     g.finish();

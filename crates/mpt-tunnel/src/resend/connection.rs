@@ -125,25 +125,25 @@ impl<P> Connection<P> {
             for k in 0..u16::from(r.count) {
                 let path_seq = r.first.wrapping_add(k);
                 self.resend.counts_mut(lost, n).requested += 1;
+                // a reference asked for is forgotten: the flow's next packet goes whole as its
+                // new one, so that what the flow sends from now on does not hang on this
+                // one's resend coming (a slow flow, as TCP's retransmissions after a timeout,
+                // would send its next 63 packets against it)
+                if let Some(seq) = self.resend.buffer.seq_of(r.path, path_seq) {
+                    self.hc_tx.forget(seq);
+                }
                 let prefix = self.prefix();
-                let Some((seq, buf)) =
-                    self.resend
-                        .buffer
-                        .take(r.path, path_seq, now, max_age)
-                        .map(|(seq, packet)| {
+                let Some((seq, reference, buf)) =
+                    self.resend.buffer.take(r.path, path_seq, now, max_age).map(
+                        |(seq, reference, packet)| {
                             let mut buf = Vec::with_capacity(prefix + packet.len() + TAG_LEN);
                             buf.resize(prefix, 0);
                             buf.extend_from_slice(packet);
-                            (seq, buf)
-                        })
+                            (seq, reference, buf)
+                        },
+                    )
                 else {
                     self.resend.counts_mut(lost, n).missed += 1;
-                    // a reference not sent again is forgotten: the flow's next packet goes
-                    // whole as its new one, instead of compressed against one the peer never
-                    // got (a slow flow would lose its next packets all)
-                    if let Some(seq) = self.resend.buffer.seq_of(r.path, path_seq) {
-                        self.hc_tx.forget(seq);
-                    }
                     continue;
                 };
                 // on a path the packet fits whole (one first sent in pieces may not); a
@@ -164,34 +164,63 @@ impl<P> Connection<P> {
                     self.resend.counts_mut(lost, n).missed += 1;
                     continue;
                 };
-                let header = HeaderRepr {
-                    kind: Kind::Resent,
-                    path: via,
-                    // not a number of the path's: its next, not taken
-                    path_seq: self.paths[via.index()].path_seq,
-                    session,
-                    seq,
-                    timestamp: now.wire_micros(),
+                // a reference goes again on two paths: the packets compressed against it wait
+                // for it, and a resend lost is not asked for again (where one path's queue
+                // overflowed, the others' often do too)
+                let copy = if reference {
+                    self.soonest_where(now, |p| p != via && fits(p))
+                        .map(|other| (other, buf.clone()))
+                } else {
+                    None
                 };
-                let body = buf.len() - prefix;
-                let Some(contents) = self.seal_owned(&header, buf, body) else {
-                    continue;
-                };
-                let Some(destination) = self.remote(via) else {
-                    continue;
-                };
-                let cost = contents.len() + self.cfg.paths[via.index()].overhead;
-                self.sched.on_control_sent(now, via, cost);
-                let c = self.resend.counts_mut(lost, n);
-                c.resent += 1;
-                c.resent_bytes += cost as u64;
-                self.pending.push_back(Pending::Raw {
-                    path: via,
-                    destination,
-                    contents,
-                });
+                self.send_resent(now, session, via, seq, buf, prefix, lost);
+                if let Some((other, buf)) = copy {
+                    self.send_resent(now, session, other, seq, buf, prefix, lost);
+                }
             }
         }
+    }
+
+    /// Send packet `seq` again on `via`, as resent data: `buf` holds it after `prefix` bytes
+    /// of room. Counted for path `lost`, which lost it.
+    #[allow(clippy::too_many_arguments)]
+    fn send_resent(
+        &mut self,
+        now: Time,
+        session: u32,
+        via: PathId,
+        seq: u32,
+        buf: Vec<u8>,
+        prefix: usize,
+        lost: usize,
+    ) {
+        let header = HeaderRepr {
+            kind: Kind::Resent,
+            path: via,
+            // not a number of the path's: its next, not taken
+            path_seq: self.paths[via.index()].path_seq,
+            session,
+            seq,
+            timestamp: now.wire_micros(),
+        };
+        let body = buf.len() - prefix;
+        let Some(contents) = self.seal_owned(&header, buf, body) else {
+            return;
+        };
+        let Some(destination) = self.remote(via) else {
+            return;
+        };
+        let cost = contents.len() + self.cfg.paths[via.index()].overhead;
+        self.sched.on_control_sent(now, via, cost);
+        let n = self.paths.len();
+        let c = self.resend.counts_mut(lost, n);
+        c.resent += 1;
+        c.resent_bytes += cost as u64;
+        self.pending.push_back(Pending::Raw {
+            path: via,
+            destination,
+            contents,
+        });
     }
 
     /// Keep the whole packets of a data, bundle or continued datagram with `header` and plain

@@ -11,8 +11,8 @@
 //! another path than the one that lost it, when one carries it). A packet comes again only if it is still kept and not older than
 //! the hold time: after that the receiver has given its gap up. A flow's reference (compressed
 //! headers) comes again up to [`crate::hc::AWAIT_FOR`] old, as long as the packets compressed
-//! against it wait for it; one asked for later than that is forgotten, and the flow's next
-//! packet goes whole as its new reference. A packet sent in pieces is
+//! against it wait for it, on two paths; and a reference asked for is forgotten, so that the
+//! flow's next packet goes whole as its new one. A packet sent in pieces is
 //! kept whole by its head piece's path sequence, and goes again whole, on a path it fits.
 //!
 //! Keeping a copy of every packet costs the sender a copy into memory that is cold by the
@@ -101,14 +101,15 @@ impl ResendBuffer {
     }
 
     /// The packet sent on `path` as `path_seq`, if still kept and sent within `max_age` of
-    /// `now`: its global sequence and bytes. Taken: it is resent once.
+    /// `now` (a flow's reference: [`crate::hc::AWAIT_FOR`]): its global sequence, whether it
+    /// was its flow's reference, and its bytes. Taken: it is resent once.
     pub fn take(
         &mut self,
         path: PathId,
         path_seq: u16,
         now: Time,
         max_age: Duration,
-    ) -> Option<(u32, &[u8])> {
+    ) -> Option<(u32, bool, &[u8])> {
         let seq = *self
             .by_path
             .get(path.index())?
@@ -125,7 +126,7 @@ impl ResendBuffer {
             return None;
         }
         k.valid = false;
-        Some((seq, &k.packet))
+        Some((seq, k.reference, &k.packet))
     }
 
     /// The global sequence `path` last carried as `path_seq`, as far as the buffer remembers
