@@ -101,7 +101,7 @@ impl ResendBuffer {
     }
 
     /// The packet sent on `path` as `path_seq`, if still kept and sent within `max_age` of
-    /// `now` (a flow's reference: [`crate::hc::AWAIT_FOR`]): its global sequence, whether it
+    /// `now` (a flow's reference: 500 ms, `AWAIT_FOR`): its global sequence, whether it
     /// was its flow's reference, and its bytes. Taken: it is resent once.
     pub fn take(
         &mut self,
