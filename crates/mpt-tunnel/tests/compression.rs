@@ -399,19 +399,9 @@ fn a_reference_asked_for_goes_again_on_two_paths() {
 /// packets were refused for their references. With its copy on a second path, none.
 #[test]
 fn a_flood_s_lost_resends_cost_no_packet_its_reference() {
-    let mut a = sim::config(Side::A, 2, true);
-    let mut b = sim::config(Side::B, 2, true);
-    a.scheduler = mpt_sched::SchedulerKind::Adaptive;
-    b.scheduler = mpt_sched::SchedulerKind::Adaptive;
-    let mut p = Pair::with(sim::seed(61), a, b);
-    for side in [Side::A, Side::B] {
-        for (path, delay) in [(0, 10), (1, 60)] {
-            let l = p.link(side, path);
-            l.delay = ms(delay);
-            l.rate_bps = Some(20_000_000);
-            l.queue = Some(ms(50));
-        }
-    }
+    let still = Duration::ZERO;
+    let links = [(ms(10), still, 20, 0.0), (ms(60), still, 20, 0.0)];
+    let mut p = Pair::shaped_adaptive(sim::seed(61), &links);
     p.run_until(ms(500), Pair::agreed).expect("a session");
     p.run(ms(200));
     let mut n = 0u32;
@@ -443,25 +433,13 @@ fn a_flood_s_lost_resends_cost_no_packet_its_reference() {
 /// were refused, 6 % of the losses; with 16, 60 (their references' resends lost on both paths).
 #[test]
 fn packets_resent_over_the_lossy_three_paths_still_find_their_references() {
-    let mut a = sim::config(Side::A, 3, true);
-    let mut b = sim::config(Side::B, 3, true);
-    a.scheduler = mpt_sched::SchedulerKind::Adaptive;
-    b.scheduler = mpt_sched::SchedulerKind::Adaptive;
-    let mut p = Pair::with(sim::seed(62), a, b);
-    for side in [Side::A, Side::B] {
-        for (path, delay, jitter_us, mbit, loss) in [
-            (0, 10, 0, 40, 0.0),
-            (1, 35, 3000, 20, 0.005),
-            (2, 25, 1500, 30, 0.01),
-        ] {
-            let l = p.link(side, path);
-            l.delay = ms(delay);
-            l.jitter = Duration::from_micros(jitter_us);
-            l.rate_bps = Some(mbit * 1_000_000);
-            l.queue = Some(ms(50));
-            l.loss = loss;
-        }
-    }
+    let us = Duration::from_micros;
+    let links = [
+        (ms(10), us(0), 40, 0.0),
+        (ms(35), us(3000), 20, 0.005),
+        (ms(25), us(1500), 30, 0.01),
+    ];
+    let mut p = Pair::shaped_adaptive(sim::seed(62), &links);
     p.run_until(ms(500), Pair::agreed).expect("a session");
     p.run(ms(200));
     let mut n = 0u32;

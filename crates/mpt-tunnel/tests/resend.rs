@@ -538,19 +538,9 @@ fn a_large_packet_lost_on_a_path_goes_again_on_another_a_small_one_where_it_arri
 /// time only up to the backlog limit, so the far path gets data again and learns its rate.
 #[test]
 fn resends_do_not_starve_a_path_of_its_rate_learned() {
-    let mut a = sim::config(Side::A, 2, true);
-    let mut b = sim::config(Side::B, 2, true);
-    a.scheduler = mpt_sched::SchedulerKind::Adaptive;
-    b.scheduler = mpt_sched::SchedulerKind::Adaptive;
-    let mut p = Pair::with(sim::seed(61), a, b);
-    for side in [Side::A, Side::B] {
-        for (path, delay) in [(0, 10), (1, 60)] {
-            let l = p.link(side, path);
-            l.delay = ms(delay);
-            l.rate_bps = Some(20_000_000);
-            l.queue = Some(ms(50));
-        }
-    }
+    let still = Duration::ZERO;
+    let links = [(ms(10), still, 20, 0.0), (ms(60), still, 20, 0.0)];
+    let mut p = Pair::shaped_adaptive(sim::seed(61), &links);
     agreed(&mut p);
     let mut k = 0;
     let mut learned = Vec::new();

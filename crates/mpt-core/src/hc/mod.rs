@@ -131,7 +131,8 @@ pub struct TxCounts {
     /// TCP packets sent whole because of IP options, fragments, TCP options other than
     /// timestamps, or urgent data.
     pub uncompressible: u64,
-    /// References lost and asked for too late to be sent again: forgotten.
+    /// References the peer asked for (lost on the way), forgotten: the flow's next packet went
+    /// whole as its new one.
     pub forgotten: u64,
 }
 
@@ -275,9 +276,9 @@ impl Compressor {
         }
     }
 
-    /// The reference sent as global sequence `gseq`, if it is still some flow's, is lost for
-    /// good: forget it, so that the flow's next packet goes whole as its new one. Returns
-    /// whether it was.
+    /// The reference sent as global sequence `gseq`, if it is still some flow's, was lost:
+    /// forget it, so that the flow's next packet goes whole as its new one (and nothing more
+    /// hangs on its resend). Returns whether it was.
     pub fn forget(&mut self, gseq: u32) -> bool {
         let Some(slot) = self
             .contexts

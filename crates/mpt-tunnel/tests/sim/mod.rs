@@ -324,6 +324,27 @@ impl Pair {
         pair
     }
 
+    /// A sealed pair on `adaptive` at both ends over links shaped alike both ways, one per
+    /// `(one-way delay, jitter, rate in Mbit/s, loss)`, each with 50 ms of queue.
+    pub fn shaped_adaptive(seed: u64, links: &[(Duration, Duration, u64, f64)]) -> Pair {
+        let mut a = config(Side::A, links.len(), true);
+        let mut b = config(Side::B, links.len(), true);
+        a.scheduler = SchedulerKind::Adaptive;
+        b.scheduler = SchedulerKind::Adaptive;
+        let mut p = Pair::with(seed, a, b);
+        for side in [Side::A, Side::B] {
+            for (path, &(delay, jitter, mbit, loss)) in links.iter().enumerate() {
+                let l = p.link(side, path);
+                l.delay = delay;
+                l.jitter = jitter;
+                l.rate_bps = Some(mbit * 1_000_000);
+                l.queue = Some(Duration::from_millis(50));
+                l.loss = loss;
+            }
+        }
+        p
+    }
+
     /// Links for `n` paths in all, so that connections reconfigured with more paths have them.
     pub fn add_links(&mut self, n: usize) {
         for side in [Side::A, Side::B] {
