@@ -118,18 +118,10 @@ pub fn rss_kib(pid: u32) -> u64 {
 /// UDP datagrams `side`'s kernel dropped for want of socket buffer so far (RcvbufErrors in
 /// its namespace): the daemon's path sockets and the receiving iperf3's alike.
 pub fn kernel_udp_drops(lab: &Lab, side: Side) -> u64 {
-    let out = lab.sh(side, "cat /proc/net/snmp").expect("snmp");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut udp = text.lines().filter(|l| l.starts_with("Udp:"));
-    let (names, values) = (
-        udp.next().expect("Udp names"),
-        udp.next().expect("Udp values"),
-    );
-    names
-        .split_whitespace()
-        .zip(values.split_whitespace())
-        .find(|(n, _)| *n == "RcvbufErrors")
-        .and_then(|(_, v)| v.parse().ok())
+    let udp = lab.kernel_udp(side).expect("snmp");
+    udp.iter()
+        .find(|(n, _)| n == "RcvbufErrors")
+        .map(|(_, v)| *v)
         .expect("RcvbufErrors")
 }
 
@@ -153,24 +145,7 @@ pub fn stall_explains(kernel: u64, tunnel_lost: u64, app_lost: u64) -> Result<()
     Ok(())
 }
 
-/// The drop reasons counted at least once, with their counts, for a test's report.
-pub fn nonzero_drops(d: &mptd::status::DropCounts) -> String {
-    let all = serde_json::to_value(d).unwrap_or_default();
-    let counted: Vec<String> = all
-        .as_object()
-        .map(|o| {
-            o.iter()
-                .filter(|(_, v)| v.as_u64().unwrap_or(0) > 0)
-                .map(|(k, v)| format!("{k} {v}"))
-                .collect()
-        })
-        .unwrap_or_default();
-    if counted.is_empty() {
-        "none".into()
-    } else {
-        counted.join(", ")
-    }
-}
+pub use mpt_lab::harness::nonzero_drops;
 
 /// The reload run CI failed: B's kernel dropped 156 buffers, one of them a GRO batch of 5 of
 /// the tunnel's datagrams on one path, and iperf3 lost 161. A stall, not a loss of the tunnel.

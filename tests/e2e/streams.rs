@@ -76,3 +76,62 @@ fn udp_at_80_percent_once() {
          {waited} waited for them)"
     );
 }
+
+/// Pacing (`connection.pace = true`, nothing configured per path): a UDP stream at 1.5 times
+/// what two 20 Mbit/s paths carry. Once mptd has seen each path full, the excess waits in
+/// mptd and is dropped there (counted as `drops.paced`, before it is numbered) instead of in
+/// the links' queues: over the last 10 of 14 s the links' `tbf` drops at most 0.1 % of what
+/// the stream sent, and the paths stay full.
+#[test]
+fn paced_the_excess_of_a_stream_faster_than_the_paths_is_dropped_in_mptd_not_in_the_links() {
+    need!("paced_excess", "tc");
+    crate::measured_twice(
+        "paced_the_excess_of_a_stream_faster_than_the_paths_is_dropped_in_mptd_not_in_the_links",
+        paced_excess_once,
+    );
+}
+
+fn paced_excess_once() {
+    let paths = [20_000_000, 20_000_000].map(mpt_lab::harness::LinkSpec::shaped);
+    let mut lab = Lab::new(&paths).expect("lab");
+    let opts = TunnelOpts {
+        scheduler: "adaptive".into(),
+        configure_rates: false,
+        pace: Some(true),
+        ..TunnelOpts::default()
+    };
+    lab.start_tunnel(&opts).expect("tunnel");
+    let counts = |lab: &Lab| {
+        let tbf: u64 = (0..2).map(|i| lab.tbf(Side::A, i).expect("tbf").1).sum();
+        let paced = lab.status(Side::A).expect("status").tunnel.drops.paced;
+        (tbf, paced)
+    };
+    const SECS: u64 = 14;
+    const LEARN: u64 = 4;
+    let (rate, len) = (60_000_000, 1200);
+    let ((sent, got, _), learned) = std::thread::scope(|s| {
+        let lab = &lab;
+        let learned = s.spawn(move || {
+            std::thread::sleep(Duration::from_secs(LEARN));
+            counts(lab)
+        });
+        let r = crate::classes::numbered_udp(lab, 5902, rate, SECS, len);
+        (r, learned.join().expect("counts"))
+    });
+    let (tbf, paced) = counts(&lab);
+    let (tbf, paced) = (tbf - learned.0, paced - learned.1);
+    let sent_since = sent * (SECS - LEARN) / SECS;
+    let mbit = got as f64 * len as f64 * 8.0 / SECS as f64 / 1e6;
+    eprintln!(
+        "RESULT paced excess: {got}/{sent} datagrams of {len} bytes at {} Mbit/s over 20+20 Mbit/s arrived ({mbit:.1} Mbit/s); over the last {} s the links dropped {tbf} and mptd {paced}; A's drops: {}",
+        rate / 1_000_000,
+        SECS - LEARN,
+        crate::nonzero_drops(&lab.status(Side::A).expect("status").tunnel.drops),
+    );
+    assert!(
+        tbf * 1000 <= sent_since,
+        "the links dropped {tbf} of about {sent_since} datagrams once the paths were learned"
+    );
+    assert!(paced > 0, "mptd dropped none of the excess");
+    assert!(mbit > 30.0, "paced below the paths: {mbit:.1} Mbit/s");
+}

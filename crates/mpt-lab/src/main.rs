@@ -134,6 +134,10 @@ struct RunFlags {
     /// with the default.
     #[arg(long)]
     no_compress: bool,
+    /// realworld: mptd with bonded traffic paced (`[connection] pace = true`), to compare
+    /// with the default.
+    #[arg(long)]
+    pace: bool,
     /// realworld: print, every second of a transfer through mptd, the sender's TCP state
     /// (`ss -tin`) and each path's `tbf` rate carried, drops and backlog, then what both daemons counted.
     #[arg(long)]
@@ -168,6 +172,7 @@ fn run(
         no_equalise,
         no_resend,
         no_compress,
+        pace,
         trace,
         mptd_only,
         runs,
@@ -220,6 +225,7 @@ fn run(
                     parity: !no_parity,
                     resend: !no_resend,
                     compress: !no_compress,
+                    pace,
                     equalise: !no_equalise,
                     trace,
                     alone: mptd_only,

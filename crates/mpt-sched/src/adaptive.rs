@@ -83,6 +83,8 @@ impl Scheduler for AdaptiveScheduler {
         for (i, p) in self.est.paths().iter().enumerate() {
             let rate = p.send_rate_bps() * p.reliability;
             self.inner.set_rate(PathId(i as u8), rate.max(1.0) as u64);
+            let pace = p.pace_rate_bps().map(|r| r as u64);
+            self.inner.set_pace_rate(PathId(i as u8), pace);
             self.inner.avoid(PathId(i as u8), p.silent);
         }
         // The queue the receiver saw on a path that carried packets in the interval stands in
@@ -110,6 +112,19 @@ impl Scheduler for AdaptiveScheduler {
 
     fn keep_short(&mut self, path: Option<PathId>, limit: std::time::Duration) {
         self.inner.keep_short(path, limit);
+    }
+
+    /// Each path paced once its capacity is known ([`crate::PathEstimate::pace_rate_bps`]).
+    fn pace(&mut self, limit: Option<std::time::Duration>) {
+        self.inner.pace(limit);
+        for (i, p) in self.est.paths().iter().enumerate() {
+            let rate = p.pace_rate_bps().map(|r| r as u64);
+            self.inner.set_pace_rate(PathId(i as u8), rate);
+        }
+    }
+
+    fn paced_until(&self, now: Time) -> Option<Time> {
+        self.inner.paced_until(now)
     }
 
     fn learned(&self, now: Time, path: PathId) -> Option<crate::Learned> {

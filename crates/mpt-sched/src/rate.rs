@@ -3,6 +3,7 @@ use mpt_core::{PathId, Time};
 use mpt_core::bits;
 use mpt_core::wire::ReportEntry;
 
+use crate::pace::Pacer;
 use crate::{PathSet, PathSpec, Scheduler};
 
 /// Rate-aware earliest-delivery scheduler, after the Bandwidth-Aware and On-Demand schedulers
@@ -48,6 +49,10 @@ pub struct RateScheduler {
     /// The receiver delays bonded packets to match the farthest path by at most this
     /// ([`Scheduler::equalised`]); zero when it does not.
     equalised: u64,
+    /// Per path: the configured rate, bits per second.
+    configured: Vec<Option<u64>>,
+    /// The pacing clocks, when paced ([`Scheduler::pace`]).
+    pacer: Option<Pacer>,
 }
 
 /// A report shows the path kept short queued when its queue is beyond the limit and this.
@@ -79,6 +84,16 @@ impl RateScheduler {
             short: None,
             short_queued: false,
             equalised: 0,
+            configured: paths.iter().map(|p| p.rate_bps).collect(),
+            pacer: None,
+        }
+    }
+
+    /// Pace `path` at `rate_bps` (when paced), or not at all: a rate not known to be near the
+    /// path's capacity must not hold traffic back (`pace.rs`).
+    pub fn set_pace_rate(&mut self, path: PathId, rate_bps: Option<u64>) {
+        if let Some(p) = self.pacer.as_mut() {
+            p.set_rate(path.index(), rate_bps);
         }
     }
 
@@ -152,6 +167,9 @@ impl RateScheduler {
             let slack =
                 (MAX_BACKLOG.as_nanos() as u64).max(2 * self.serialisation(i, self.last_len[i]));
             self.busy[i] = self.busy[i].clamp(seen, seen + slack);
+            if let Some(p) = self.pacer.as_mut() {
+                p.hold_queue(now.as_nanos(), i, queue);
+            }
         }
     }
 
@@ -178,6 +196,16 @@ impl RateScheduler {
     /// all eligible ones; without the path kept short while its backlog is over its limit and
     /// another path remains.
     fn candidates(&self, now: u64) -> u64 {
+        let c = self.unpaced_candidates(now);
+        // when paced, paths with room on their pacing clock first
+        match self.pacer.as_ref().map(|p| c & !p.full(now)) {
+            Some(roomy) if roomy != 0 => roomy,
+            _ => c,
+        }
+    }
+
+    /// [`RateScheduler::candidates`] before pacing's choice.
+    fn unpaced_candidates(&self, now: u64) -> u64 {
         // a tier whose paths all hold more than [`MAX_BACKLOG`] overflows into the next
         let cap = MAX_BACKLOG.as_nanos() as u64;
         let full = (0..self.busy.len())
@@ -223,7 +251,7 @@ impl RateScheduler {
     }
 }
 
-fn ns_per_byte(rate_bps: u64) -> u64 {
+pub(crate) fn ns_per_byte(rate_bps: u64) -> u64 {
     // 8 bits per byte, 1e9 ns per second, 16 fractional bits.
     ((8_000_000_000u128 << 16) / u128::from(rate_bps.max(1))) as u64
 }
@@ -289,6 +317,9 @@ impl Scheduler for RateScheduler {
             self.busy[i] = self.busy[i].max(now.as_nanos()) + ser;
             self.last = Some(i);
             self.last_len[i] = len;
+            if let Some(p) = self.pacer.as_mut() {
+                p.on_sent(now.as_nanos(), i, len);
+            }
         }
     }
 
@@ -308,6 +339,9 @@ impl Scheduler for RateScheduler {
         if i < self.busy.len() {
             let ser = self.serialisation(i, len);
             self.busy[i] = self.busy[i].saturating_sub(ser).max(now.as_nanos());
+            if let Some(p) = self.pacer.as_mut() {
+                p.on_unsent(now.as_nanos(), i, len);
+            }
         }
     }
 
@@ -339,6 +373,16 @@ impl Scheduler for RateScheduler {
 
     fn equalised(&mut self, most: std::time::Duration) {
         self.equalised = most.as_nanos() as u64;
+    }
+
+    /// Paced at the configured rates; [`RateScheduler::set_pace_rate`] changes them.
+    fn pace(&mut self, limit: Option<std::time::Duration>) {
+        self.pacer = limit.map(|l| Pacer::new(l, &self.configured));
+    }
+
+    fn paced_until(&self, now: Time) -> Option<Time> {
+        let n = now.as_nanos();
+        self.pacer.as_ref()?.until(n, self.unpaced_candidates(n))
     }
 
     fn keep_short(&mut self, path: Option<PathId>, limit: std::time::Duration) {

@@ -109,6 +109,18 @@ pub trait Scheduler: Send + std::fmt::Debug {
     /// filling the near path's queue first.
     fn equalised(&mut self, _most: std::time::Duration) {}
 
+    /// Pace bonded traffic: with `Some(limit)`, a path is full once its backlog exceeds
+    /// `limit`, and while every path a bonded packet may take is full the packet waits in the
+    /// sender ([`paced_until`](Self::paced_until)) instead of queueing in a link. Only
+    /// schedulers that keep a virtual clock (`rate`, `adaptive`) pace.
+    fn pace(&mut self, _limit: Option<std::time::Duration>) {}
+
+    /// When pacing holds bonded traffic at `now`: the time to offer it again; `None` when a
+    /// bonded packet may go now.
+    fn paced_until(&self, _now: Time) -> Option<Time> {
+        None
+    }
+
     /// The rate the scheduler currently assumes for `path`, when it learns rates.
     fn learned_rate(&self, _path: PathId) -> Option<u64> {
         None

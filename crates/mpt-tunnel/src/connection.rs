@@ -73,6 +73,8 @@ pub struct Connection<P> {
     pub(crate) big: Option<(Time, usize)>,
     /// The path light traffic keeps short, and packets sent per class.
     pub(crate) classes: crate::class::Classes,
+    /// CoDel's rule on the driver's queue of packets pacing held ([`crate::pace`]).
+    pub(crate) codel: crate::pace::Codel,
     pub(crate) pacer: ReportPacer,
     /// When the peer's last report came, and how far apart its reports come lately (the
     /// longer of the last gap and the earlier ones decaying): at a low rate the peer reports
@@ -134,6 +136,9 @@ pub(crate) fn build_scheduler(cfg: &ConnectionConfig) -> Box<dyn Scheduler> {
     if cfg.equalise && cfg.reorder_window > 0 {
         sched.equalised(crate::equalise::MAX_LAG);
     }
+    if cfg.pace {
+        sched.pace(Some(crate::pace::PACE_LIMIT));
+    }
     sched
 }
 
@@ -194,6 +199,7 @@ impl<P> Connection<P> {
             icmp: crate::icmp::IcmpAnswers::new(now),
             big: None,
             classes: Default::default(),
+            codel: Default::default(),
             pacer: ReportPacer::default(),
             report_at: None,
             report_gap: Duration::ZERO,

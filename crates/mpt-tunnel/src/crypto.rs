@@ -248,6 +248,8 @@ pub struct Sealer {
     pub(crate) key: Option<Arc<SealKey>>,
     pub(crate) first_counter: u64,
     pub(crate) used: u64,
+    /// The batch's packets pacing held, in order: they take no counter.
+    pub(crate) held: Vec<usize>,
 }
 
 impl Sealer {
@@ -255,7 +257,10 @@ impl Sealer {
     /// bytes after the prefix); returns the datagram's length.
     pub fn seal(&self, k: usize, buf: &mut [u8], inner: usize) -> Result<usize, SealError> {
         match &self.key {
-            Some(key) => key.seal(self.first_counter + k as u64, buf, inner),
+            Some(key) => {
+                let k = k - self.held.partition_point(|&h| h < k);
+                key.seal(self.first_counter + k as u64, buf, inner)
+            }
             None => Ok(HEADER_LEN + inner),
         }
     }

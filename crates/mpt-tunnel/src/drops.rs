@@ -56,6 +56,9 @@ macro_rules! drop_reasons {
 drop_reasons! {
     /// Outbound packets with no path up.
     NoPath => no_path,
+    /// Outbound bonded packets the pacing queue dropped: they waited there longer than its
+    /// CoDel rule lets a queue stand (`connection.pace`).
+    Paced => paced,
     /// Outbound datagrams the kernel refused to send.
     SendError => send_error,
     /// Inner packets the TUN device refused.
@@ -221,7 +224,7 @@ mod tests {
         for &r in DropReason::ALL {
             assert_eq!(c.get(r), d.get(r), "{}", r.name());
         }
-        assert_eq!(DropReason::COUNT, 34);
+        assert_eq!(DropReason::COUNT, 35);
         assert_eq!(DropReason::NoPath.name(), "no_path");
     }
 }

@@ -45,6 +45,7 @@ mod liveness;
 mod negotiate;
 mod open;
 mod ordered;
+mod pace;
 mod path;
 mod pmtu;
 mod reassembly;
@@ -76,6 +77,7 @@ pub use icmp::{internet_checksum, too_big};
 pub use limits::{HANDSHAKES_PER_SECOND, HANDSHAKES_PER_SOURCE, LOAD_PER_SECOND};
 pub use liveness::LinkState;
 pub use open::{Opened, Opener};
+pub use pace::{PACE_HOLD_MAX, PACE_LIMIT};
 pub use path::PathInfo;
 pub use pmtu::BASE_DATAGRAM;
 pub use reassembly::{Piece, Reassembly, MAX_INCOMPLETE, MAX_PIECES};
@@ -115,6 +117,12 @@ pub struct BatchOut {
     /// ICMP "too big" answers to packets the tunnel cannot carry (a peer that takes no
     /// pieces), for the TUN device: at most [`ICMP_PER_SECOND`].
     pub icmp: Vec<Vec<u8>>,
+    /// The batch's bonded packets that pacing held (`crate::pace`), by index in the batch:
+    /// none of them was numbered, and they are to be offered again, in this order, ahead of
+    /// what is read later.
+    pub held: Vec<usize>,
+    /// When to offer them again (while `held` has some).
+    pub paced_until: Option<mpt_core::Time>,
 }
 
 impl BatchOut {
@@ -122,6 +130,8 @@ impl BatchOut {
         self.before.clear();
         self.after.clear();
         self.icmp.clear();
+        self.held.clear();
+        self.paced_until = None;
     }
 }
 

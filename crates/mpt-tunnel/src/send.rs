@@ -54,8 +54,22 @@ impl<P> Connection<P> {
         plan: &mut [Option<PathId>],
         out: &mut BatchOut,
     ) -> Option<Sealer> {
+        self.number_batch_paced(now, sizes, bufs, plan, out, true)
+    }
+
+    /// [`Connection::number_batch`], with pacing (`pace`) or without (a driver that sends one
+    /// packet at a time has no queue to hold packets in).
+    fn number_batch_paced<B: AsMut<[u8]>>(
+        &mut self,
+        now: Time,
+        sizes: &mut [usize],
+        bufs: &mut [B],
+        plan: &mut [Option<PathId>],
+        out: &mut BatchOut,
+        pace: bool,
+    ) -> Option<Sealer> {
         out.clear();
-        let sealer = self.number(now, sizes, bufs, plan);
+        let sealer = self.number(now, sizes, bufs, plan, out, pace);
         out.before.append(&mut self.ready);
         out.after.append(&mut self.after);
         self.icmp.drain_into(&mut out.icmp);
@@ -68,6 +82,8 @@ impl<P> Connection<P> {
         sizes: &mut [usize],
         bufs: &mut [B],
         plan: &mut [Option<PathId>],
+        out: &mut BatchOut,
+        pace: bool,
     ) -> Option<Sealer> {
         let n = sizes.len();
         plan[..n].fill(None);
@@ -80,12 +96,6 @@ impl<P> Connection<P> {
         // what a packet costs on the link, as the scheduler counts it before it has chosen
         // the path (and with it the outer address family): as over IPv4
         let overhead = self.overhead();
-        let first_counter = self.counter;
-        // one counter per packet of the batch, planned or not: simple, and never reused (taken
-        // before the loop: a bundle closed in it is sealed under the counter after them)
-        if key.is_some() {
-            self.counter += n as u64;
-        }
         self.classes.light_expire(now, self.sched.as_mut());
         let mut b = BatchPaths::default();
         // packets copied once the batch is numbered, of `duplicate` classes and on paths data
@@ -98,11 +108,22 @@ impl<P> Connection<P> {
             }
             let whole_len = inner;
             let mut len = inner + overhead.datagram();
+            let at = self.prefix();
+            let (class, mode) = Classes::of(&self.cfg.classes, &bufs[k].as_mut()[at..at + inner]);
+            // while pacing finds every path full, bonded packets wait in the sender, and so
+            // do those behind one that waits: a flow's packets keep their order
+            if mode == Mode::Bond && pace {
+                if out.paced_until.is_none() {
+                    out.paced_until = self.sched.paced_until(now);
+                }
+                if out.paced_until.is_some() {
+                    out.held.push(k);
+                    continue;
+                }
+            }
             if len > crate::BASE_DATAGRAM {
                 self.note_big(now, len);
             }
-            let at = self.prefix();
-            let (class, mode) = Classes::of(&self.cfg.classes, &bufs[k].as_mut()[at..at + inner]);
             let chosen = match mode {
                 Mode::Bond => self.sched.select(now, inner + overhead.link()),
                 Mode::Fastest | Mode::Duplicate => self
@@ -238,10 +259,22 @@ impl<P> Connection<P> {
             let packet = &bufs[k].as_mut()[at..at + sizes[k]];
             self.send_copy(now, copy, packet, &mut b.used);
         }
+        if out.held.is_empty() {
+            self.codel.empty();
+        }
+        // one counter per packet of the batch, planned or not, but for those pacing held (they
+        // are offered again, as often as a batch is numbered: each would take one every time,
+        // and the counters would outrun the replay window of a far path's datagrams); taken
+        // after the bundles the batch closed, which leave before it
+        let first_counter = self.counter;
+        if key.is_some() {
+            self.counter += (n - out.held.len()) as u64;
+        }
         Some(Sealer {
             key,
             first_counter,
             used: b.used,
+            held: out.held.clone(),
         })
     }
 
@@ -349,7 +382,7 @@ impl<P> Connection<P> {
         let held = self.counts.held_packets;
         let mut sizes = [inner];
         let sealer = self
-            .number_batch(now, &mut sizes, &mut [&mut *buf], &mut plan, out)
+            .number_batch_paced(now, &mut sizes, &mut [&mut *buf], &mut plan, out, false)
             .ok_or(SendError::Dropped(DropReason::NoSession))?;
         let inner = sizes[0];
         self.batch_sent(sealer.used());

@@ -128,6 +128,9 @@ pub struct ConnectionConfig {
     /// Send bulk TCP with its headers compressed ([`mpt_core::hc`]), in a session of version
     /// 6 (a receiver of version 6 always takes it).
     pub compress: bool,
+    /// Pace bonded traffic: while every path it may take holds [`crate::PACE_LIMIT`] on the
+    /// scheduler's clock, it waits in the sender (`rate` and `adaptive` only).
+    pub pace: bool,
     /// Traffic classes, the first that matches a packet deciding how it is sent
     /// ([`ClassRule`]; the configured ones, then usually [`default_classes`](crate::default_classes)).
     pub classes: Vec<ClassRule>,

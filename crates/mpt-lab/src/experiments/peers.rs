@@ -62,6 +62,7 @@ fn site_config(key: PrivateKey, server: PublicKey, to: SocketAddr, unix: u64) ->
         resend: true,
         equalise: true,
         compress: false,
+        pace: false,
         parity: true,
         classes: mpt_tunnel::default_classes(),
     }

@@ -131,6 +131,8 @@ pub struct MptdOpts<'a> {
     pub resend: bool,
     /// TCP headers compressed (`[connection] compress`).
     pub compress: bool,
+    /// Bonded traffic paced (`[connection] pace`).
+    pub pace: bool,
     pub equalise: bool,
     /// Print, every second of a transfer through mptd, what the sender's TCP and A's `tbf`
     /// queues say, and after it what both daemons counted.
@@ -152,6 +154,7 @@ pub fn run_realworld(
         parity,
         resend,
         compress,
+        pace,
         equalise,
         trace,
         alone: mptd_alone,
@@ -172,6 +175,9 @@ pub fn run_realworld(
     }
     if !compress {
         configured += ", `compress = false`";
+    }
+    if pace {
+        configured += ", `pace = true`";
     }
     let mut md = String::new();
     writeln!(
@@ -227,6 +233,7 @@ pub fn run_realworld(
                 parity: (!parity).then_some(false),
                 resend: (!resend).then_some(false),
                 compress: (!compress).then_some(false),
+                pace: pace.then_some(true),
                 equalise: (!equalise).then_some(false),
                 ..TunnelOpts::default()
             };

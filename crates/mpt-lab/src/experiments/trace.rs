@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::harness::{tunnel_addr, Lab, Side};
+use crate::harness::{nonzero_drops, tbf_counts, tunnel_addr, Lab, Side};
 
 /// `--trace`: samples, once a second, the sender's TCP (`ss -tin`) and every path's `tbf` in A
 /// (drops so far, backlog), and prints what both daemons counted when the transfer is over.
@@ -46,22 +46,6 @@ fn tcp_summary(ss: &str) -> String {
         i += 1;
     }
     out.join(" ")
-}
-
-/// `tc -s qdisc` of a link: (bytes sent, packets dropped so far, backlog in bytes).
-fn tbf_counts(tc: &str) -> (u64, u64, u64) {
-    let after = |key: &str| -> u64 {
-        tc.split(key)
-            .nth(1)
-            .and_then(|r| {
-                r.trim_start()
-                    .split(|c: char| !c.is_ascii_digit())
-                    .next()
-                    .and_then(|n| n.parse().ok())
-            })
-            .unwrap_or(0)
-    };
-    (after("Sent"), after("dropped"), after("backlog"))
 }
 
 impl Tracer {
@@ -164,6 +148,21 @@ impl Tracer {
                     p.peer.as_ref().map_or(0, |r| r.lost),
                 );
             }
+        }
+        for side in [Side::A, Side::B] {
+            let drops = lab.status(side).map(|s| nonzero_drops(&s.tunnel.drops));
+            let udp: Vec<String> = lab
+                .kernel_udp(side)
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|(n, v)| n.contains("Err") && *v > 0)
+                .map(|(n, v)| format!("{n} {v}"))
+                .collect();
+            eprintln!(
+                "   {side:?} drops: {}; kernel UDP errors: {}",
+                drops.unwrap_or_default(),
+                udp.join(", ")
+            );
         }
         if let Ok(b) = lab.status(Side::B) {
             let r = &b.tunnel.reseq;

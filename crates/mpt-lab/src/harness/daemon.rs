@@ -53,6 +53,8 @@ pub struct TunnelOpts {
     pub equalise: Option<bool>,
     /// `connection.compress`; `None`: the default (on).
     pub compress: Option<bool>,
+    /// `connection.pace`; `None`: the default (off).
+    pub pace: Option<bool>,
     /// `[[class]]` entries, on both ends.
     pub classes: Vec<mptd::config::ClassFile>,
 }
@@ -93,6 +95,7 @@ impl Default for TunnelOpts {
             parity: None,
             equalise: None,
             compress: None,
+            pace: None,
             classes: Vec::new(),
         }
     }
@@ -168,6 +171,7 @@ impl Lab {
                 parity: o.parity,
                 equalise: o.equalise,
                 compress: o.compress,
+                pace: o.pace,
                 default_classes: None,
             },
             control: ControlFile {

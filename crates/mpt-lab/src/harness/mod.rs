@@ -9,6 +9,7 @@
 //! * [`sites`]: one server, many sites behind a NAT router (another topology);
 //! * [`emulator`]: the userspace delay / jitter / loss element (this kernel has no netem).
 
+mod counters;
 pub mod daemon;
 pub mod emulator;
 pub mod netns;
@@ -17,6 +18,7 @@ pub mod sites;
 pub mod stranger;
 pub mod tools;
 
+pub use counters::*;
 pub use daemon::*;
 pub use netns::*;
 pub use process::*;

@@ -60,6 +60,10 @@ pub const MIN_RATE: f64 = 8_000.0;
 /// A path is busy (its clean reports say it has headroom) when it was offered this share of
 /// its rate: below that, the link's capacity was not tested.
 pub const BUSY: f64 = 0.8;
+/// A path is paced this much above the most it has delivered
+/// ([`PathEstimate::pace_rate_bps`]): a delivery rate is smoothed, and one just under the
+/// link's would leave it idle at times.
+pub const PACE_GAIN: f64 = 1.05;
 /// Probing step per report for a busy, uncongested path.
 pub const PROBE: f64 = 1.10;
 /// Faster step while below the best delivery rate seen on the path.

@@ -167,6 +167,14 @@ impl PathEstimate {
         self.rate_bps.min(self.cap_bps)
     }
 
+    /// The rate to pace the path at: [`PACE_GAIN`] above the most it has delivered (or the
+    /// rate it is sent at, when higher), once it has been congested. `None` before: nothing
+    /// says what it carries, and paced at a rate guessed low it would never show more.
+    pub fn pace_rate_bps(&self) -> Option<f64> {
+        (self.cuts > 0 && self.best_delivery_bps > 0.0)
+            .then(|| PACE_GAIN * self.best_delivery_bps.max(self.send_rate_bps()))
+    }
+
     pub(super) fn push_sample(&mut self, sample: f64) {
         self.ewma = if self.filled == 0 {
             sample

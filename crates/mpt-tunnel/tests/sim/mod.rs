@@ -3,6 +3,7 @@
 //! test prints the seed it ran with.
 
 pub mod helpers;
+mod paced;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -119,6 +120,10 @@ pub struct Node {
     pub sent_log: Vec<(usize, Vec<u8>)>,
     /// ICMP answers the connection gave for its TUN device, not yet taken ([`Pair::take_icmp`]).
     pub icmp: std::collections::VecDeque<Vec<u8>>,
+    /// Packets pacing held, with when the application sent them, and when to offer them
+    /// again (`paced.rs`).
+    pub paced: std::collections::VecDeque<(Time, Vec<u8>)>,
+    pub wake: Option<Time>,
 }
 
 pub struct Pair {
@@ -194,6 +199,7 @@ pub fn config(side: Side, paths: usize, sealing: bool) -> ConnectionConfig {
         parity: true,
         equalise: true,
         compress: true,
+        pace: false,
         classes: mpt_tunnel::default_classes(),
     }
 }
@@ -295,6 +301,8 @@ impl Pair {
             control_sent: vec![0; paths],
             sent_log: Vec::new(),
             icmp: Default::default(),
+            paced: Default::default(),
+            wake: None,
         };
         let nodes = [node(a, &mut rng), node(b, &mut rng)];
         let link = || Link {
@@ -327,10 +335,21 @@ impl Pair {
     /// A sealed pair on `adaptive` at both ends over links shaped alike both ways, one per
     /// `(one-way delay, jitter, rate in Mbit/s, loss)`, each with 50 ms of queue.
     pub fn shaped_adaptive(seed: u64, links: &[(Duration, Duration, u64, f64)]) -> Pair {
+        Pair::shaped_adaptive_with(seed, links, |_| {})
+    }
+
+    /// As [`Pair::shaped_adaptive`], with both ends' settings changed by `change`.
+    pub fn shaped_adaptive_with(
+        seed: u64,
+        links: &[(Duration, Duration, u64, f64)],
+        change: impl Fn(&mut ConnectionConfig),
+    ) -> Pair {
         let mut a = config(Side::A, links.len(), true);
         let mut b = config(Side::B, links.len(), true);
         a.scheduler = SchedulerKind::Adaptive;
         b.scheduler = SchedulerKind::Adaptive;
+        change(&mut a);
+        change(&mut b);
         let mut p = Pair::with(seed, a, b);
         for side in [Side::A, Side::B] {
             for (path, &(delay, jitter, mbit, loss)) in links.iter().enumerate() {
@@ -460,6 +479,12 @@ impl Pair {
     /// as the daemon's tx task does: numbered together; the bundles closed by the batch leave
     /// first, then the batch's datagrams in order, then what leaves after it (copies).
     pub fn send_batch(&mut self, side: Side, packets: &[Vec<u8>]) {
+        self.number_and_send(side, packets);
+    }
+
+    /// [`Pair::send_batch`]: returns the packets pacing held (by index), and when to offer
+    /// them again.
+    fn number_and_send(&mut self, side: Side, packets: &[Vec<u8>]) -> (Vec<usize>, Option<Time>) {
         let now = self.now;
         let node = &mut self.nodes[side.index()];
         let prefix = node.ep.prefix();
@@ -478,8 +503,9 @@ impl Pair {
             .ep
             .number_batch(now, &mut sizes, &mut bufs, &mut plan, &mut out);
         node.icmp.extend(out.icmp.drain(..));
+        let held = (std::mem::take(&mut out.held), out.paced_until);
         let Some(sealer) = sealer else {
-            return;
+            return held;
         };
         let (before, after) = (out.before, out.after);
         let remotes: Vec<_> = (0..node.ep.path_count())
@@ -504,6 +530,7 @@ impl Pair {
         }
         self.nodes[side.index()].ep.batch_sent(sealer.used());
         self.drive(side);
+        held
     }
 
     /// The next ICMP answer `side`'s connection gave for its TUN device.
@@ -652,10 +679,17 @@ impl Pair {
     fn step(&mut self, until: Time) -> bool {
         let arrival = self.flights.keys().next().map(|k| k.0);
         let timeouts = [Side::A, Side::B].map(|s| self.nodes[s.index()].ep.poll_timeout());
-        let next = [arrival, Some(timeouts[0]), Some(timeouts[1])]
-            .into_iter()
-            .flatten()
-            .min();
+        let wakes = [Side::A, Side::B].map(|s| self.nodes[s.index()].wake);
+        let next = [
+            arrival,
+            Some(timeouts[0]),
+            Some(timeouts[1]),
+            wakes[0],
+            wakes[1],
+        ]
+        .into_iter()
+        .flatten()
+        .min();
         let Some(next) = next.filter(|&t| t <= until) else {
             self.now = until;
             return false;
@@ -684,6 +718,9 @@ impl Pair {
             if timeouts[s.index()] <= now {
                 self.nodes[s.index()].ep.handle_timeout(now);
                 self.drive(s);
+            }
+            if wakes[s.index()].is_some_and(|w| w <= now) {
+                self.offer_paced(s);
             }
         }
         true

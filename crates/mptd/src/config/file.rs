@@ -179,6 +179,8 @@ pub struct ConnectionFile {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compress: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub pace: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub default_classes: Option<bool>,
 }
 

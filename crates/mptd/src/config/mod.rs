@@ -161,6 +161,10 @@ pub struct Connection {
     /// version 6, with resending. On by default; a path MTU black hole that swallows a flow's
     /// reference holds up its packets until it comes again (README, `connection.compress`).
     pub compress: bool,
+    /// Bonded traffic waits in mptd, under CoDel, while every path holds 20 ms at the rate
+    /// the scheduler has for it, instead of queueing (and being dropped) in the links
+    /// (README, `connection.pace`; `rate` and `adaptive`).
+    pub pace: bool,
     /// Traffic classes (`[[class]]`, then the built-in ones unless
     /// `connection.default_classes = false`): the first that matches a packet decides how it
     /// is sent.

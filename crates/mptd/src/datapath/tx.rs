@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use mpt_core::seal::TAG_LEN;
-use mpt_core::PathId;
+use mpt_core::{PathId, Time};
 use mpt_tunnel::DropReason;
 use tracing::{debug, trace, warn};
 
@@ -15,6 +15,9 @@ use crate::tunnel::Tunnel;
 
 /// Packets the tx task gathers from the TUN device per batch.
 const TX_BATCH: usize = 256;
+
+/// Most packets the tx task holds while pacing finds every path full (`connection.pace`).
+const HOLD_MAX: usize = mpt_tunnel::PACE_HOLD_MAX;
 
 /// The tx task's buffers: the batch read from the TUN device and what numbering and sending
 /// it needs, kept from batch to batch (the receive side's are `RxBufs`).
@@ -38,6 +41,11 @@ struct TxBatch {
     out: mpt_tunnel::BatchOut,
     /// "Too big" answers to packets the tunnel could not carry, back into the TUN device.
     answers: Vec<Vec<u8>>,
+    /// Per packet: when it was read.
+    born: Vec<Time>,
+    /// The packets pacing held, of every peer, and the soonest time to offer them again.
+    held: Vec<usize>,
+    wake: Option<Time>,
 }
 
 impl TxBatch {
@@ -53,7 +61,31 @@ impl TxBatch {
             runs: (0..mpt_core::MAX_PATHS).map(|_| GsoRun::new(gso)).collect(),
             out: Default::default(),
             answers: Vec::new(),
+            born: vec![Time::ZERO; batch],
+            held: Vec::new(),
+            wake: None,
         }
+    }
+
+    /// Move the packets pacing held (indices in `held`) to the front, in order, the oldest
+    /// dropped beyond [`HOLD_MAX`]; returns how many are held.
+    fn keep_held(&mut self, t: &Tunnel) -> usize {
+        self.held.sort_unstable();
+        let excess = self.held.len().saturating_sub(HOLD_MAX);
+        if excess > 0 {
+            t.io_drop(DropReason::Paced, excess as u64);
+        }
+        for (j, &k) in self.held[excess..].iter().enumerate() {
+            self.bufs.swap(j, k);
+            self.sizes[j] = self.sizes[k];
+            self.born[j] = self.born[k];
+        }
+        let held = self.held.len() - excess;
+        self.held.clear();
+        if held == 0 {
+            self.wake = None;
+        }
+        held
     }
 }
 
@@ -78,36 +110,54 @@ pub async fn tx_task(t: Arc<Tunnel>, queue: usize) -> Result<()> {
         .map(|s| s.io.max_gso_segments())
         .min()
         .unwrap_or(1);
-    let mut b = TxBatch::new(batch, prefix + mtu + TAG_LEN, gso);
+    // room for a batch behind the packets pacing holds
+    let slots = batch + HOLD_MAX;
+    let mut b = TxBatch::new(slots, prefix + mtu + TAG_LEN, gso);
     let mut gro = tun_rs::GROTable::default();
+    // the packets pacing held, at the front of the batch's buffers
+    let mut held = 0;
     loop {
-        let n = match tun.recv(&mut original).await.and_then(|len| {
-            crate::datapath::tun_read::split(
-                &mut original[..len],
-                &mut b.bufs,
-                &mut b.sizes,
-                prefix,
-                &t.fit,
-            )
-        }) {
-            Ok(n) => n,
-            Err(e) => {
-                // A malformed super-packet or a full batch: counted, not fatal; a device that
-                // is gone ends the daemon.
-                if e.raw_os_error() == Some(libc::EBADFD) {
-                    return Err(e).context("reading from the TUN device");
-                }
-                if let Some(n) = t.io_drop(DropReason::TunReadError, 1) {
-                    warn!(error = %e, failed = n, "reading from the TUN device failed");
-                }
-                continue;
-            }
+        // wait for the TUN device, or, while pacing holds packets, until they may go
+        let read = match b.wake.filter(|_| held > 0) {
+            None => Some(tun.recv(&mut original).await),
+            Some(wake) => tokio::select! {
+                r = tun.recv(&mut original) => Some(r),
+                () = tokio::time::sleep_until(t.clock.instant(wake)) => None,
+            },
         };
-        t.calls.tun_reads.fetch_add(1, Relaxed);
+        let mut n = held;
+        if let Some(read) = read {
+            match read.and_then(|len| {
+                crate::datapath::tun_read::split(
+                    &mut original[..len],
+                    &mut b.bufs[held..],
+                    &mut b.sizes[held..],
+                    prefix,
+                    &t.fit,
+                )
+            }) {
+                Ok(got) => {
+                    t.calls.tun_reads.fetch_add(1, Relaxed);
+                    n += got;
+                }
+                Err(e) => {
+                    // A malformed super-packet or a full batch: counted, not fatal; a device
+                    // that is gone ends the daemon.
+                    if e.raw_os_error() == Some(libc::EBADFD) {
+                        return Err(e).context("reading from the TUN device");
+                    }
+                    if let Some(n) = t.io_drop(DropReason::TunReadError, 1) {
+                        warn!(error = %e, failed = n, "reading from the TUN device failed");
+                    }
+                    if held == 0 {
+                        continue;
+                    }
+                }
+            }
+        }
         // Gather what else is waiting (small packets such as TCP ACKs come one per read), so
         // that runs to a path leave in one GSO send.
-        let mut n = n;
-        while batch - n >= read_room {
+        while n > held && slots - n >= read_room {
             let more = tun.try_recv(&mut original).and_then(|len| {
                 crate::datapath::tun_read::split(
                     &mut original[..len],
@@ -138,6 +188,8 @@ pub async fn tx_task(t: Arc<Tunnel>, queue: usize) -> Result<()> {
             1 => None,
             _ => Some(t.send_turn.lock().await),
         };
+        let now = t.clock.now();
+        b.born[held..n].fill(now);
         // Each packet goes to the peer its destination routes to.
         b.peers.clear();
         let routes = t.routes();
@@ -164,9 +216,13 @@ pub async fn tx_task(t: Arc<Tunnel>, queue: usize) -> Result<()> {
                 }
             }
         }
+        if held > 0 {
+            pace_drop(&t, &mut b, held, now);
+        }
         for j in 0..b.peers.len() {
             send_for_peer(&t, b.peers[j], n, &mut b).await;
         }
+        held = b.keep_held(&t);
         for a in b.answers.drain(..) {
             let mut buf = vec![0u8; prefix + a.len()];
             buf[prefix..].copy_from_slice(&a);
@@ -212,6 +268,10 @@ async fn send_for_peer(t: &Tunnel, i: usize, n: usize, b: &mut TxBatch) {
             t.fit.set_ready(&ready);
         }
         b.answers.append(&mut b.out.icmp);
+        b.held.append(&mut b.out.held);
+        if let Some(until) = b.out.paced_until {
+            b.wake = Some(b.wake.map_or(until, |w| w.min(until)));
+        }
         b.remotes.clear();
         b.remotes
             .extend((0..c.path_count()).map(|p| c.remote(PathId(p as u8))));
@@ -257,6 +317,28 @@ async fn send_for_peer(t: &Tunnel, i: usize, n: usize, b: &mut TxBatch) {
     if let Some(c) = peer.lock().as_mut() {
         c.batch_sent(sealer.used());
     };
+}
+
+/// CoDel's rule on the oldest of the `held` packets pacing held: dropped from the head while
+/// their peer's connection says so.
+fn pace_drop(t: &Tunnel, b: &mut TxBatch, held: usize, now: Time) {
+    for k in 0..held {
+        if b.sizes[k] == 0 {
+            continue;
+        }
+        let Some(peer) = b.route[k].and_then(|i| t.peer(i)) else {
+            return;
+        };
+        let sojourn = now.saturating_since(b.born[k]);
+        if !peer
+            .lock()
+            .as_mut()
+            .is_some_and(|c| c.pace_drop(now, sojourn))
+        {
+            return;
+        }
+        b.sizes[k] = 0;
+    }
 }
 
 /// Send a data datagram the endpoint built whole: a bundle that leaves before a batch, or

@@ -62,6 +62,7 @@ impl Settings<'_> {
             parity: cfg.connection.parity,
             equalise: cfg.connection.equalise,
             compress: cfg.connection.compress,
+            pace: cfg.connection.pace,
             classes: cfg.connection.classes.clone(),
         }
     }

@@ -81,6 +81,7 @@ impl Validator<'_> {
             parity: raw.parity.unwrap_or(true),
             equalise: raw.equalise.unwrap_or(true),
             compress: raw.compress.unwrap_or(true),
+            pace: raw.pace.unwrap_or(false),
             // [[class]] is read after the connection: see `classes`
             classes: if raw.default_classes.unwrap_or(true) {
                 mpt_tunnel::default_classes()

@@ -1,0 +1,150 @@
+//! Pacing bonded traffic with the queue in the sender: while every path a bonded packet may
+//! take holds more than [`PACE_LIMIT`] on the scheduler's clock, [`Connection::number_batch`]
+//! holds it (and the bonded packets behind it) for the driver to offer again at
+//! [`crate::BatchOut::paced_until`], so that a sender's burst or probe builds delay here
+//! instead of drops in a link's queue. The driver's queue of held packets is kept short by
+//! CoDel's sojourn-time rule (RFC 8289), [`Connection::pace_drop`].
+
+use std::time::Duration;
+
+use mpt_core::Time;
+
+use crate::{Connection, DropReason};
+
+/// A path is full, and bonded packets wait in the sender, once the scheduler's clock runs this
+/// far ahead on it: the queue each link may hold at the rate learned for it.
+pub const PACE_LIMIT: Duration = Duration::from_millis(20);
+
+/// Most packets a driver holds for pacing: beyond them it drops the oldest (counted as
+/// [`DropReason::Paced`]). CoDel answers a sender that backs off; one that does not (a UDP
+/// stream faster than the paths) would fill any queue.
+pub const PACE_HOLD_MAX: usize = 512;
+
+/// CoDel's target: the sojourn time the queue of held packets may keep standing.
+pub const TARGET: Duration = Duration::from_millis(30);
+
+/// CoDel's interval: how long the sojourn time must stay above [`TARGET`] before the first
+/// drop, and the base of the spacing between drops.
+pub const INTERVAL: Duration = Duration::from_millis(100);
+
+/// CoDel's state for the queue of held packets (RFC 8289's `dodequeue`, sans-IO).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Codel {
+    /// When the sojourn time, above the target since, will have been so for an interval.
+    first_above: Option<Time>,
+    /// In the dropping state: the time of the next drop.
+    dropping: bool,
+    drop_next: Time,
+    /// Drops since the dropping state began, and at its last start.
+    count: u32,
+    last_count: u32,
+}
+
+impl Codel {
+    /// The packet at the head of the queue leaves at `now` after waiting `sojourn`: whether
+    /// to drop it instead.
+    pub(crate) fn drop_head(&mut self, now: Time, sojourn: Duration) -> bool {
+        let ok_to_drop = if sojourn < TARGET {
+            self.first_above = None;
+            false
+        } else {
+            match self.first_above {
+                None => {
+                    self.first_above = Some(now + INTERVAL);
+                    false
+                }
+                Some(t) => now >= t,
+            }
+        };
+        if self.dropping {
+            if !ok_to_drop {
+                self.dropping = false;
+                return false;
+            }
+            if now >= self.drop_next {
+                self.count += 1;
+                self.drop_next = control_law(self.drop_next, self.count);
+                return true;
+            }
+            return false;
+        }
+        if !ok_to_drop {
+            return false;
+        }
+        self.dropping = true;
+        // a queue that stands again soon after the last dropping state starts near the drop
+        // rate that controlled it then
+        let delta = self.count.wrapping_sub(self.last_count);
+        self.count = if delta > 1 && now.saturating_since(self.drop_next) < 16 * INTERVAL {
+            delta
+        } else {
+            1
+        };
+        self.last_count = self.count;
+        self.drop_next = control_law(now, self.count);
+        true
+    }
+
+    /// The queue emptied.
+    pub(crate) fn empty(&mut self) {
+        self.first_above = None;
+    }
+}
+
+/// The next drop: `interval / sqrt(count)` after `t`.
+fn control_law(t: Time, count: u32) -> Time {
+    t + INTERVAL.div_f64(f64::from(count.max(1)).sqrt())
+}
+
+impl<P> Connection<P> {
+    /// The oldest packet the driver holds for this peer (after pacing held it) has waited
+    /// `sojourn` at `now`: whether to drop it (counted as [`DropReason::Paced`]) instead of
+    /// offering it again.
+    pub fn pace_drop(&mut self, now: Time, sojourn: Duration) -> bool {
+        let drop = self.codel.drop_head(now, sojourn);
+        if drop {
+            self.count(DropReason::Paced);
+        }
+        drop
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(t: u64) -> Time {
+        Time::from_nanos(t * 1_000_000)
+    }
+
+    #[test]
+    fn a_queue_standing_above_the_target_for_an_interval_drops_ever_faster() {
+        let mut c = Codel::default();
+        let mut drops = Vec::new();
+        for t in 0..400 {
+            if c.drop_head(ms(t), TARGET + Duration::from_millis(3)) {
+                drops.push(t);
+            }
+        }
+        // the first after an interval, then interval/sqrt(2) after the second (70.7 ms),
+        // interval/sqrt(3) after that (57.7 ms), on a clock of whole milliseconds
+        assert_eq!(drops[..4], [100, 200, 271, 329]);
+        // a queue under the target ends it at once
+        assert!(!c.drop_head(ms(400), TARGET - Duration::from_millis(1)));
+        assert!(!c.drop_head(ms(401), TARGET + Duration::from_millis(3)));
+    }
+
+    #[test]
+    fn a_short_or_emptied_queue_drops_nothing() {
+        let mut c = Codel::default();
+        for t in 0..1000 {
+            assert!(!c.drop_head(ms(t), TARGET - Duration::from_millis(1)));
+        }
+        for t in 1000..2000 {
+            if t % 50 == 0 {
+                c.empty();
+            }
+            assert!(!c.drop_head(ms(t), 2 * TARGET));
+        }
+    }
+}

@@ -1,0 +1,92 @@
+//! Pacing (`connection.pace`): bonded traffic that the paths cannot carry waits in the sender,
+//! under CoDel, instead of overflowing the links' queues.
+
+#[allow(dead_code)]
+mod sim;
+
+use std::time::Duration;
+
+use sim::helpers::{ms, udp};
+use sim::{seed, Pair, Side};
+
+/// Two paths of 10 Mbit/s (10 and 30 ms, 50 ms of queue each), paced or not.
+fn two_paths(pace: bool) -> Pair {
+    let links = [
+        (ms(10), Duration::ZERO, 10, 0.0),
+        (ms(30), Duration::ZERO, 10, 0.0),
+    ];
+    Pair::shaped_adaptive_with(seed(41), &links, |c| c.pace = pace)
+}
+
+/// Datagrams the links from A dropped for a full queue.
+fn overflowed(p: &Pair) -> u64 {
+    (0..2).map(|i| p.overflowed(Side::A, i)).sum()
+}
+
+/// A stream at 1.5 times what two 10 Mbit/s paths carry, which does not back off. Unpaced, the
+/// links' queues overflow for as long as it lasts. Paced, once a queue showed each path's
+/// capacity, the excess waits in the sender (where CoDel drops it, counted, before it is
+/// numbered) and the links drop nothing, while they stay full.
+#[test]
+fn a_stream_faster_than_the_paths_waits_in_the_sender_not_in_the_links() {
+    for pace in [false, true] {
+        let mut p = two_paths(pace);
+        p.run(ms(300));
+        assert!(p.agreed());
+        // 1200-byte packets at 30 Mbit/s
+        let every = Duration::from_micros(320);
+        let n = p.stream_paced(Side::A, ms(2000), every, 1200, 0);
+        let (dropped, got) = (overflowed(&p), p.node(Side::B).delivered.len());
+        p.stream_paced(Side::A, ms(3000), every, 1200, n);
+        let dropped = overflowed(&p) - dropped;
+        let got = p.node(Side::B).delivered.len() - got;
+        let mbit = got as f64 * 1200.0 * 8.0 / 3.0 / 1e6;
+        let paced = p.ep(Side::A).drop_counts()[mpt_tunnel::DropReason::Paced as usize];
+        eprintln!("pace {pace}: links dropped {dropped}, sender dropped {paced}, {mbit:.1} Mbit/s delivered");
+        if pace {
+            assert_eq!(dropped, 0, "the links overflowed while paced");
+            assert!(paced > 0, "the excess was not dropped in the sender");
+            assert!(
+                mbit > 17.0,
+                "paced below the paths' capacity: {mbit:.1} Mbit/s"
+            );
+        } else {
+            assert!(
+                dropped > 1000,
+                "unpaced, the links overflowed only {dropped} times"
+            );
+        }
+    }
+}
+
+/// Light traffic (DSCP EF: the `fastest` class) never waits behind the bulk pacing holds, and
+/// meets at most the short queue pacing leaves in the link.
+#[test]
+fn light_traffic_passes_the_bulk_pacing_holds() {
+    let mut p = two_paths(true);
+    p.run(ms(300));
+    let every = Duration::from_micros(320);
+    let n = p.stream_paced(Side::A, ms(2000), every, 1200, 0);
+    assert!(!p.node(Side::A).paced.is_empty(), "no bulk held");
+    let voice = udp(7, 5004, 160, 46);
+    let t0 = p.now;
+    p.send_paced(Side::A, voice.clone());
+    assert!(
+        p.node(Side::A).paced.iter().all(|(_, q)| q != &voice),
+        "the voice packet waits"
+    );
+    p.stream_paced(Side::A, ms(200), every, 1200, n);
+    let at = p
+        .node(Side::B)
+        .delivered
+        .iter()
+        .find(|(_, q)| q == &voice)
+        .map(|(t, _)| *t);
+    let took = at.expect("voice delivered").saturating_since(t0);
+    eprintln!("voice took {took:?}");
+    // the 10 ms path, and at most the pacing limit of queue before it
+    assert!(
+        took < ms(10) + mpt_tunnel::PACE_LIMIT + ms(5),
+        "voice took {took:?}"
+    );
+}
