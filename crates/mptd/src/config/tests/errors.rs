@@ -31,6 +31,7 @@ fn invalid_values_name_their_key() {
         ("mtu = 1400", "mtu = 100", "tunnel.mtu"),
         ("mtu = 1400", "mtu = 1400\nqueues = 0", "tunnel.queues"),
         ("\"rate\"\n", "\"fastest\"\n", "connection.scheduler"),
+        ("\"rate\"\n", "\"wrr\"\npace = true\n", "connection.pace"),
         (
             "reorder_window = 512",
             "reorder_window = -1",

@@ -69,6 +69,15 @@ impl Validator<'_> {
                 ),
             ));
         }
+        let pace = raw.pace.unwrap_or(false);
+        if pace && !matches!(scheduler, SchedulerKind::Rate | SchedulerKind::Adaptive) {
+            return Err(self.err(
+                "connection.pace",
+                format!(
+                    "true needs the `rate` or `adaptive` scheduler, not `{scheduler}`: `rr` and `wrr` keep no clock of what the paths carry to pace by"
+                ),
+            ));
+        }
         Ok(Connection {
             scheduler,
             reorder_window,
@@ -81,7 +90,7 @@ impl Validator<'_> {
             parity: raw.parity.unwrap_or(true),
             equalise: raw.equalise.unwrap_or(true),
             compress: raw.compress.unwrap_or(true),
-            pace: raw.pace.unwrap_or(false),
+            pace,
             // [[class]] is read after the connection: see `classes`
             classes: if raw.default_classes.unwrap_or(true) {
                 mpt_tunnel::default_classes()
