@@ -54,28 +54,23 @@ impl<P> Connection<P> {
         plan: &mut [Option<PathId>],
         out: &mut BatchOut,
     ) -> Option<Sealer> {
-        self.number_batch_paced(now, sizes, bufs, plan, out, true)
-    }
-
-    /// [`Connection::number_batch`], with pacing (`pace`) or without (a driver that sends one
-    /// packet at a time has no queue to hold packets in).
-    fn number_batch_paced<B: AsMut<[u8]>>(
-        &mut self,
-        now: Time,
-        sizes: &mut [usize],
-        bufs: &mut [B],
-        plan: &mut [Option<PathId>],
-        out: &mut BatchOut,
-        pace: bool,
-    ) -> Option<Sealer> {
         out.clear();
-        let sealer = self.number(now, sizes, bufs, plan, out, pace);
-        out.before.append(&mut self.ready);
-        out.after.append(&mut self.after);
-        self.icmp.drain_into(&mut out.icmp);
+        let sealer = self.number(now, sizes, bufs, plan, out, true);
+        self.batch_gave(out);
         sealer
     }
 
+    /// What else numbering a batch gave, into `out`: the bundles it closed, what leaves after
+    /// it, ICMP answers.
+    fn batch_gave(&mut self, out: &mut BatchOut) {
+        out.before.append(&mut self.ready);
+        out.after.append(&mut self.after);
+        self.icmp.drain_into(&mut out.icmp);
+    }
+
+    /// Number the batch (as [`Connection::number_batch`] says), bonded packets held while
+    /// pacing finds every path full when `pace` (a driver that sends one packet at a time has
+    /// no queue to hold them in).
     fn number<B: AsMut<[u8]>>(
         &mut self,
         now: Time,
@@ -381,9 +376,10 @@ impl<P> Connection<P> {
         let mut plan = [None];
         let held = self.counts.held_packets;
         let mut sizes = [inner];
-        let sealer = self
-            .number_batch_paced(now, &mut sizes, &mut [&mut *buf], &mut plan, out, false)
-            .ok_or(SendError::Dropped(DropReason::NoSession))?;
+        out.clear();
+        let sealer = self.number(now, &mut sizes, &mut [&mut *buf], &mut plan, out, false);
+        self.batch_gave(out);
+        let sealer = sealer.ok_or(SendError::Dropped(DropReason::NoSession))?;
         let inner = sizes[0];
         self.batch_sent(sealer.used());
         if self.counts.held_packets != held {

@@ -755,10 +755,22 @@ impl Pair {
         first: u32,
         make: fn(u32, usize) -> Vec<u8>,
     ) -> u32 {
+        self.stream_each(d, every, |p, n| {
+            let _ = p.send(side, &make(first + n, len));
+        })
+    }
+
+    /// Run for `d`, calling `send` with the count so far every `every`; returns the count.
+    fn stream_each(
+        &mut self,
+        d: Duration,
+        every: Duration,
+        mut send: impl FnMut(&mut Pair, u32),
+    ) -> u32 {
         let until = self.now + d;
         let mut n = 0;
         while self.now < until {
-            let _ = self.send(side, &make(first + n, len));
+            send(self, n);
             n += 1;
             let next = (self.now + every).min(until);
             while self.step(next) {}

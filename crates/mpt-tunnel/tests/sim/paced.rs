@@ -47,14 +47,6 @@ impl Pair {
         len: usize,
         first: u32,
     ) -> u32 {
-        let until = self.now + d;
-        let mut n = 0;
-        while self.now < until {
-            self.send_paced(side, packet(first + n, len));
-            n += 1;
-            let next = (self.now + every).min(until);
-            while self.step(next) {}
-        }
-        n
+        self.stream_each(d, every, |p, n| p.send_paced(side, packet(first + n, len)))
     }
 }
