@@ -187,7 +187,7 @@ impl Estimator {
     /// A report on path `i` arrived at `now`. `active` tells which paths may receive the
     /// share a congested path gives up. Returns whether any rate changed.
     ///
-    /// In phases: what the interval since the previous report says ([`PathEstimate::interval`]),
+    /// In phases: what the interval since the previous report says (`PathEstimate::interval`),
     /// a delivery-rate sample, reliability, the queue, congestion, and the rate.
     pub fn on_report(&mut self, now: Time, i: usize, r: &ReportEntry, active: u64) -> bool {
         let Some(p) = self.paths.get_mut(i) else {

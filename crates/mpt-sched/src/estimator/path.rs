@@ -20,14 +20,14 @@ pub struct PathEstimate {
     pub reliability: f64,
     /// Loss ratio of the last report interval.
     pub last_loss: f64,
-    /// Loss ratio smoothed over about [`LOSS_SPAN_PACKETS`] packets.
+    /// Loss ratio smoothed over about `LOSS_SPAN_PACKETS` packets.
     pub loss: f64,
     /// The highest queue the reports have shown lately.
     pub(super) queue_peak: QueuePeak,
     /// Packets delivered in the last report interval.
     pub last_packets: u32,
     /// Queueing delay in the last report, microseconds: the smoothed delay above the least,
-    /// less what the path's own jitter keeps it above ([`JITTER_NOT_QUEUE`]); what the rate
+    /// less what the path's own jitter keeps it above (`JITTER_NOT_QUEUE`); what the rate
     /// is judged by.
     pub queue_us: f64,
     /// The same with the jitter left in: how much later than its least delay a packet sent
@@ -36,7 +36,7 @@ pub struct PathEstimate {
     /// Whether the last report showed congestion.
     pub congested: bool,
     /// Whether the last report showed the path silent: the receiver has heard nothing on it
-    /// for a while although the sender kept sending (see [`SILENT_MIN_US`]). The rate is left
+    /// for a while although the sender kept sending (see `SILENT_MIN_US`). The rate is left
     /// as it was (the scheduler sends nothing there meanwhile; a path that comes back carries
     /// what it carried before).
     pub silent: bool,
@@ -167,7 +167,7 @@ impl PathEstimate {
         self.rate_bps.min(self.cap_bps)
     }
 
-    /// The rate to pace the path at: [`PACE_GAIN`] above the most it has delivered (or the
+    /// The rate to pace the path at: `PACE_GAIN` (5 %) above the most it has delivered (or the
     /// rate it is sent at, when higher), once it has been congested. `None` before: nothing
     /// says what it carries, and paced at a rate guessed low it would never show more.
     pub fn pace_rate_bps(&self) -> Option<f64> {
