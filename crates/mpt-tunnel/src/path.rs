@@ -244,4 +244,28 @@ impl<P> Connection<P> {
             _ => {}
         }
     }
+
+    /// A datagram of `len` bytes, more than the base datagram carries, is sent at `now`: it is
+    /// the largest sent lately unless a larger one went within [`crate::timers::BIG_FOR`].
+    pub(crate) fn note_big(&mut self, now: Time, len: usize) {
+        match self.big {
+            Some((at, most)) if most > len && now.saturating_since(at) < crate::timers::BIG_FOR => {
+            }
+            _ => self.big = Some((now, len)),
+        }
+    }
+
+    /// A data datagram of `len` bytes went on path `i`, the last of its per-path sequences
+    /// `path_seq`. On a slow path (below [`crate::timers::SLOW_PATH`]) one of the size found
+    /// confirms it once the peer has it (the path MTU's report): a probe there holds the line
+    /// long (94 ms at 128 kbit/s) and delays what goes behind it on schedulers that do not go
+    /// around it. Faster paths keep their probes, which find a drop among small packets sooner.
+    pub(crate) fn pmtu_data_sent(&mut self, i: usize, len: usize, path_seq: u16) {
+        if len < self.paths[i].pmtu.size || !self.slow_path(i) {
+            return;
+        }
+        let p = &mut self.paths[i];
+        let lost = p.peer_report.as_ref().map(|(_, e)| e.lost);
+        p.pmtu.data_sent(len, path_seq, lost);
+    }
 }

@@ -273,44 +273,6 @@ impl<P> Connection<P> {
         })
     }
 
-    /// Whether a packet of `inner` bytes that goes in pieces on `path` would overflow the
-    /// path's queue: a slow path (below [`crate::timers::SLOW_PATH`], where a queue holds a
-    /// few datagrams) whose rate is configured (its clock is the link's), and whose clock
-    /// would run more than two full datagrams (or 50 ms, whichever is longer) ahead of `now`
-    /// once the packet is on it. An overloaded link drops datagrams, and a packet in pieces is
-    /// lost with any of them: on a line offered twice what it carries, almost every packet
-    /// would lose a piece, where whole packets lose only the half the line cannot carry.
-    pub(crate) fn queue_full(&self, now: Time, path: PathId, inner: usize) -> bool {
-        let i = path.index();
-        let Some(rate) = self.cfg.paths[i]
-            .rate_bps
-            .filter(|&r| r > 0 && r < crate::timers::SLOW_PATH)
-        else {
-            return false;
-        };
-        let serialise = |bytes: usize| crate::pmtu::airtime(bytes, Some(rate));
-        // two of the largest datagrams the tunnel sends there, not of the size found so far:
-        // while the path's MTU is searched, data goes at 1200 bytes behind probes of up to
-        // the largest, and a limit of two 1200-byte datagrams would drop the packet behind a
-        // probe
-        let datagram = self
-            .max_datagram()
-            .max(self.body_cap(i) + self.overhead().datagram())
-            + self.cfg.paths[i].overhead;
-        let limit = (2 * serialise(datagram)).max(mpt_sched::MAX_BACKLOG);
-        self.sched.backlog(now, path) + serialise(inner) > limit
-    }
-
-    /// A datagram of `len` bytes, more than the base datagram carries, is sent at `now`: it is
-    /// the largest sent lately unless a larger one went within [`crate::timers::BIG_FOR`].
-    fn note_big(&mut self, now: Time, len: usize) {
-        match self.big {
-            Some((at, most)) if most > len && now.saturating_since(at) < crate::timers::BIG_FOR => {
-            }
-            _ => self.big = Some((now, len)),
-        }
-    }
-
     /// Path `i` takes part in the batch being numbered, whose paths are `used`: the first
     /// time, the fence that holds until the batch has left is the one from before it.
     pub(crate) fn join_batch(&mut self, i: usize, used: &mut u64) {
@@ -391,20 +353,6 @@ impl<P> Connection<P> {
             .remote(path)
             .ok_or(SendError::Dropped(DropReason::NoPath))?;
         Ok(Some((path, to, len)))
-    }
-
-    /// A data datagram of `len` bytes went on path `i`, the last of its per-path sequences
-    /// `path_seq`. On a slow path (below [`crate::timers::SLOW_PATH`]) one of the size found
-    /// confirms it once the peer has it (the path MTU's report): a probe there holds the line
-    /// long (94 ms at 128 kbit/s) and delays what goes behind it on schedulers that do not go
-    /// around it. Faster paths keep their probes, which find a drop among small packets sooner.
-    pub(crate) fn pmtu_data_sent(&mut self, i: usize, len: usize, path_seq: u16) {
-        if len < self.paths[i].pmtu.size || !self.slow_path(i) {
-            return;
-        }
-        let p = &mut self.paths[i];
-        let lost = p.peer_report.as_ref().map(|(_, e)| e.lost);
-        p.pmtu.data_sent(len, path_seq, lost);
     }
 
     /// We are stopping at `now`: open bundles leave, then a goodbye on every path (sealed,

@@ -303,4 +303,32 @@ impl<P> Connection<P> {
             }
         }
     }
+
+    /// Whether a packet of `inner` bytes that goes in pieces on `path` would overflow the
+    /// path's queue: a slow path (below [`crate::timers::SLOW_PATH`], where a queue holds a
+    /// few datagrams) whose rate is configured (its clock is the link's), and whose clock
+    /// would run more than two full datagrams (or 50 ms, whichever is longer) ahead of `now`
+    /// once the packet is on it. An overloaded link drops datagrams, and a packet in pieces is
+    /// lost with any of them: on a line offered twice what it carries, almost every packet
+    /// would lose a piece, where whole packets lose only the half the line cannot carry.
+    pub(crate) fn queue_full(&self, now: Time, path: PathId, inner: usize) -> bool {
+        let i = path.index();
+        let Some(rate) = self.cfg.paths[i]
+            .rate_bps
+            .filter(|&r| r > 0 && r < crate::timers::SLOW_PATH)
+        else {
+            return false;
+        };
+        let serialise = |bytes: usize| crate::pmtu::airtime(bytes, Some(rate));
+        // two of the largest datagrams the tunnel sends there, not of the size found so far:
+        // while the path's MTU is searched, data goes at 1200 bytes behind probes of up to
+        // the largest, and a limit of two 1200-byte datagrams would drop the packet behind a
+        // probe
+        let datagram = self
+            .max_datagram()
+            .max(self.body_cap(i) + self.overhead().datagram())
+            + self.cfg.paths[i].overhead;
+        let limit = (2 * serialise(datagram)).max(mpt_sched::MAX_BACKLOG);
+        self.sched.backlog(now, path) + serialise(inner) > limit
+    }
 }

@@ -13,11 +13,11 @@ use tracing::{debug, trace, warn};
 use crate::batch::GsoRun;
 use crate::tunnel::Tunnel;
 
+mod paced;
+use paced::HOLD_MAX;
+
 /// Packets the tx task gathers from the TUN device per batch.
 const TX_BATCH: usize = 256;
-
-/// Most packets the tx task holds while pacing finds every path full (`connection.pace`).
-const HOLD_MAX: usize = mpt_tunnel::PACE_HOLD_MAX;
 
 /// The tx task's buffers: the batch read from the TUN device and what numbering and sending
 /// it needs, kept from batch to batch (the receive side's are `RxBufs`).
@@ -65,27 +65,6 @@ impl TxBatch {
             held: Vec::new(),
             wake: None,
         }
-    }
-
-    /// Move the packets pacing held (indices in `held`) to the front, in order, the oldest
-    /// dropped beyond [`HOLD_MAX`]; returns how many are held.
-    fn keep_held(&mut self, t: &Tunnel) -> usize {
-        self.held.sort_unstable();
-        let excess = self.held.len().saturating_sub(HOLD_MAX);
-        if excess > 0 {
-            t.io_drop(DropReason::Paced, excess as u64);
-        }
-        for (j, &k) in self.held[excess..].iter().enumerate() {
-            self.bufs.swap(j, k);
-            self.sizes[j] = self.sizes[k];
-            self.born[j] = self.born[k];
-        }
-        let held = self.held.len() - excess;
-        self.held.clear();
-        if held == 0 {
-            self.wake = None;
-        }
-        held
     }
 }
 
@@ -217,7 +196,7 @@ pub async fn tx_task(t: Arc<Tunnel>, queue: usize) -> Result<()> {
             }
         }
         if held > 0 {
-            pace_drop(&t, &mut b, held, now);
+            b.pace_drop(&t, held, now);
         }
         for j in 0..b.peers.len() {
             send_for_peer(&t, b.peers[j], n, &mut b).await;
@@ -317,28 +296,6 @@ async fn send_for_peer(t: &Tunnel, i: usize, n: usize, b: &mut TxBatch) {
     if let Some(c) = peer.lock().as_mut() {
         c.batch_sent(sealer.used());
     };
-}
-
-/// CoDel's rule on the oldest of the `held` packets pacing held: dropped from the head while
-/// their peer's connection says so.
-fn pace_drop(t: &Tunnel, b: &mut TxBatch, held: usize, now: Time) {
-    for k in 0..held {
-        if b.sizes[k] == 0 {
-            continue;
-        }
-        let Some(peer) = b.route[k].and_then(|i| t.peer(i)) else {
-            return;
-        };
-        let sojourn = now.saturating_since(b.born[k]);
-        if !peer
-            .lock()
-            .as_mut()
-            .is_some_and(|c| c.pace_drop(now, sojourn))
-        {
-            return;
-        }
-        b.sizes[k] = 0;
-    }
 }
 
 /// Send a data datagram the endpoint built whole: a bundle that leaves before a batch, or
