@@ -198,6 +198,10 @@ pub async fn tx_task(t: Arc<Tunnel>, queue: usize) -> Result<()> {
         if held > 0 {
             b.pace_drop(&t, held, now);
         }
+        // every held packet is offered again: when to wake is this round's to say (a time
+        // kept from an earlier round has passed, and would wake the task at once, over and
+        // over, while packets are held)
+        b.wake = None;
         for j in 0..b.peers.len() {
             send_for_peer(&t, b.peers[j], n, &mut b).await;
         }

@@ -26,9 +26,6 @@ impl TxBatch {
         }
         let held = self.held.len() - excess;
         self.held.clear();
-        if held == 0 {
-            self.wake = None;
-        }
         held
     }
 
