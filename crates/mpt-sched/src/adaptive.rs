@@ -27,7 +27,7 @@ impl AdaptiveScheduler {
             })
             .collect();
         AdaptiveScheduler {
-            inner: RateScheduler::new(&start),
+            inner: RateScheduler::new(&start).learning(),
             est,
         }
     }

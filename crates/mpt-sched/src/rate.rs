@@ -51,6 +51,8 @@ pub struct RateScheduler {
     equalised: u64,
     /// Per path: the configured rate, bits per second.
     configured: Vec<Option<u64>>,
+    /// The rates are learned ([`RateScheduler::learning`]), not the links' own.
+    learned: bool,
     /// The pacing clocks, when paced ([`Scheduler::pace`]).
     pacer: Option<Pacer>,
 }
@@ -85,7 +87,37 @@ impl RateScheduler {
             short_queued: false,
             equalised: 0,
             configured: paths.iter().map(|p| p.rate_bps).collect(),
+            learned: false,
             pacer: None,
+        }
+    }
+
+    /// Whether path `i`'s rate is the link's own, configured (not learned, nor guessed from a
+    /// weight): its clock is then the link's queue.
+    fn linked(&self, i: usize) -> bool {
+        !self.learned && self.configured.get(i).is_some_and(Option::is_some)
+    }
+
+    /// The most a path's clock may run ahead (ns) for a packet that takes `ser` ns on it to
+    /// go there while another path has room: `cap`, or on a line whose rate is configured and
+    /// where one such packet takes longer, one packet's time. On a 128 kbit/s line a 1200-byte
+    /// UDP datagram (about 1300 bytes on the line) takes 81 ms: with `cap` (50 ms) a 64 kbit/s
+    /// line next to it, where the packet arrives later (162 ms), got it while the line was
+    /// 50-81 ms ahead, and the packets after it, sent on the 128 kbit/s line, arrived first.
+    fn room(&self, i: usize, cap: u64, ser: u64) -> u64 {
+        if self.linked(i) {
+            cap.max(ser)
+        } else {
+            cap
+        }
+    }
+
+    /// The rates given are first guesses, learned as traffic goes (the adaptive scheduler's):
+    /// the clocks are guesses too.
+    pub(crate) fn learning(self) -> Self {
+        RateScheduler {
+            learned: true,
+            ..self
         }
     }
 
@@ -276,11 +308,13 @@ impl Scheduler for RateScheduler {
         let order = bits(candidates.rotate_right(first)).map(|j| (j + first as usize) % 64);
         for i in order {
             let start = self.busy[i].max(now);
-            let arrival = start + self.serialisation(i, len) + self.offset(i, far);
+            let ser = self.serialisation(i, len);
+            let arrival = start + ser + self.offset(i, far);
             if best.is_none_or(|(_, a)| arrival < a) {
                 best = Some((i, arrival));
             }
-            if start - now <= cap && best_roomy.is_none_or(|(_, a)| arrival < a) {
+            if start - now <= self.room(i, cap, ser) && best_roomy.is_none_or(|(_, a)| arrival < a)
+            {
                 best_roomy = Some((i, arrival));
             }
         }
@@ -297,7 +331,9 @@ impl Scheduler for RateScheduler {
         {
             let start = self.busy[l].max(now);
             let arrival_l = start + self.serialisation(l, len) + self.offset(l, far);
-            if start - now <= cap && arrival_l <= arrival + STICKY.as_nanos() as u64 {
+            if start - now <= self.room(l, cap, self.serialisation(l, len))
+                && arrival_l <= arrival + STICKY.as_nanos() as u64
+            {
                 return Some(PathId(l as u8));
             }
         }
@@ -323,13 +359,17 @@ impl Scheduler for RateScheduler {
         }
     }
 
-    /// Control and resends take the path's time only while its clock is under
-    /// [`MAX_BACKLOG`]: they go where data was lost or a path must be kept alive, not where
-    /// they arrive soonest, so nothing else bounds them. Charged at a rate cut in a flood, the
-    /// resends of a near path's losses put a far path's clock seconds ahead: it got no data,
-    /// learned nothing new, and kept its cut rate (the lab: 95 s ahead after two transfers).
+    /// Control and resends take the path's time. Where the rate is learned (or guessed from
+    /// a weight), only while its clock is under [`MAX_BACKLOG`]: they go where data was lost
+    /// or a path must be kept alive, not where they arrive soonest, so nothing else bounds
+    /// them. Charged at a rate cut in a flood, the resends of a near path's losses put a far
+    /// path's clock seconds ahead: it got no data, learned nothing new, and kept its cut rate
+    /// (the lab: 95 s ahead after two transfers). Where the rate is the link's, configured,
+    /// the clock is the link's queue, and what goes on the line takes its time there whatever
+    /// it is: a report a second left out of the clock of a 128 kbit/s line kept busy put the
+    /// line 5 ms further behind its clock each second.
     fn on_control_sent(&mut self, now: Time, path: PathId, len: usize) {
-        if self.backlog(now, path) < MAX_BACKLOG {
+        if self.linked(path.index()) || self.backlog(now, path) < MAX_BACKLOG {
             self.on_sent(now, path, len);
         }
     }
@@ -525,11 +565,12 @@ mod tests {
         assert_eq!(s.backlog(now, PathId(1)), std::time::Duration::ZERO);
     }
 
-    /// Control and resends take a path's time until its clock is `MAX_BACKLOG` ahead (the last
-    /// one whole, however long on a slow line), and no more: at 1 Mbit/s, 10 ms a datagram.
+    /// Where the rate is learned, control and resends take a path's time until its clock is
+    /// `MAX_BACKLOG` ahead (the last one whole, however long on a slow line), and no more: at
+    /// 1 Mbit/s, 10 ms a datagram.
     #[test]
     fn control_takes_a_path_s_time_only_up_to_the_backlog_limit() {
-        let mut s = RateScheduler::new(&[PathSpec::new(1, Some(1_000_000), false); 2]);
+        let mut s = RateScheduler::new(&[PathSpec::new(1, Some(1_000_000), false); 2]).learning();
         let now = Time::from_millis(1);
         for _ in 0..100 {
             s.on_control_sent(now, PathId(0), 1250);
@@ -540,6 +581,26 @@ mod tests {
         // data still queues behind it
         s.on_sent(now, PathId(0), 1250);
         assert_eq!(s.backlog(now, PathId(0)), Duration::from_millis(60));
+    }
+
+    /// Where the rate is the link's, configured, control takes the path's time however far its
+    /// clock runs ahead: the line carries it behind the data.
+    #[test]
+    fn control_takes_a_configured_path_s_time_in_full() {
+        let mut s = RateScheduler::new(&[
+            PathSpec::new(1, Some(1_000_000), false),
+            PathSpec::new(1, None, false),
+        ]);
+        let now = Time::from_millis(1);
+        for _ in 0..10 {
+            s.on_control_sent(now, PathId(0), 1250);
+        }
+        assert_eq!(s.backlog(now, PathId(0)), Duration::from_millis(100));
+        // a rate guessed from a weight (1 Mbit/s) is bounded
+        for _ in 0..10 {
+            s.on_control_sent(now, PathId(1), 1250);
+        }
+        assert_eq!(s.backlog(now, PathId(1)), Duration::from_millis(50));
     }
 
     /// A queue the receiver saw (and the virtual clock did not) keeps new packets off the path
@@ -582,6 +643,30 @@ mod tests {
             assert!((q..=q + 250).contains(&b), "path {p}: backlog {b} ms");
         }
         assert_eq!(s.select(now, 1000), Some(PathId(0)));
+    }
+
+    /// On configured slow lines a packet goes where it arrives first even when that line's
+    /// clock runs more than `MAX_BACKLOG` ahead, as long as that is less than the packet's own
+    /// time there: 1300 bytes behind 70 ms on a 128 kbit/s line arrive after 151 ms, on an
+    /// idle 64 kbit/s line after 162 ms.
+    #[test]
+    fn a_slow_line_within_one_packet_s_time_keeps_the_packet_that_arrives_first_there() {
+        let mut s = RateScheduler::new(&[
+            PathSpec::new(1, Some(128_000), false),
+            PathSpec::new(1, Some(64_000), false),
+        ]);
+        // 70 ms of control on the 128 kbit/s line
+        s.on_control_sent(Time::ZERO, PathId(0), 1120);
+        assert_eq!(s.backlog(Time::ZERO, PathId(0)).as_millis(), 70);
+        assert_eq!(s.select(Time::ZERO, 1300), Some(PathId(0)));
+        // with learned rates the backlog limit stands
+        let mut s = RateScheduler::new(&[
+            PathSpec::new(1, Some(128_000), false),
+            PathSpec::new(1, Some(64_000), false),
+        ])
+        .learning();
+        s.on_sent(Time::ZERO, PathId(0), 1120);
+        assert_eq!(s.select(Time::ZERO, 1300), Some(PathId(1)));
     }
 
     /// On a 64 kbit/s line one 500-byte datagram takes 62.5 ms, more than MAX_BACKLOG: a report

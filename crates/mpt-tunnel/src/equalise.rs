@@ -1,6 +1,7 @@
 //! Delay equalisation: bonded data that arrives on a path nearer than the farthest path up
 //! waits the difference before it goes to the resequencer, so that every packet of a bonded
-//! flow takes as long as if it had come the far way.
+//! flow takes as long as if it had come the far way. On paths whose rate is configured each
+//! packet waits its own time ([`Equaliser::playout`]), its time on the line included.
 //!
 //! Why: a tunnel carries one inner congestion control over all its paths. With paths 10 and
 //! 60 ms away, a TCP flow's packets take 10 ms while the near path has room and 60 when they
@@ -42,6 +43,8 @@ struct Waiting<P> {
 pub(crate) struct Equaliser<P> {
     lines: Vec<VecDeque<Waiting<P>>>,
     lag: Vec<Duration>,
+    /// What [`Equaliser::set_lags`] was last told of each path.
+    paths: Vec<PathDelay>,
     /// Two paths or more are up and one has no delay measured yet (the tunnel just started):
     /// a connection's first SYN waits [`MAX_LAG`]. Its RTT starts a BBR flow's minimum, and
     /// one that is too short keeps BBR at the near path's rate for ten seconds (5 Mbit/s of
@@ -69,6 +72,24 @@ pub(crate) struct PathDelay {
     pub(crate) half_rtt_us: Option<i64>,
     /// How long a full datagram takes on its line, where its rate is configured.
     pub(crate) carry: Duration,
+    /// Its configured rate (bits/s).
+    pub(crate) rate_bps: Option<u64>,
+    /// The bytes a packet of the tunnel takes on its line beyond its own: the tunnel's, the
+    /// outer headers' and the link's framing.
+    pub(crate) framing: usize,
+}
+
+impl PathDelay {
+    /// How long `len` bytes of inner packet take on the line (none where the rate is not
+    /// configured).
+    fn on_line_us(&self, len: usize) -> i64 {
+        crate::pmtu::airtime(len + self.framing, self.rate_bps).as_micros() as i64
+    }
+
+    /// The least one-way delay `s` shows, less the time its measuring packet took on the line.
+    pub(crate) fn least(&self, s: &mpt_reseq::PathStats) -> Option<i64> {
+        Some(s.owd_min_us? - s.owd_min_len.map_or(0, |len| self.on_line_us(len)))
+    }
 }
 
 impl<P> Equaliser<P> {
@@ -76,6 +97,7 @@ impl<P> Equaliser<P> {
         Equaliser {
             lines: (0..paths).map(|_| VecDeque::new()).collect(),
             lag: vec![Duration::ZERO; paths],
+            paths: vec![PathDelay::default(); paths],
             unmeasured: false,
             fences: VecDeque::new(),
             equalised: 0,
@@ -124,11 +146,12 @@ impl<P> Equaliser<P> {
     pub(crate) fn resize(&mut self, paths: usize) {
         self.lines.resize_with(paths, VecDeque::new);
         self.lag.resize(paths, Duration::ZERO);
+        self.paths.resize(paths, PathDelay::default());
     }
 
     /// Whether `data` waits to match the farthest path, equalisation being `on`: bonded
-    /// traffic (or a connection's first SYN), while its path's lag is worth it or packets wait
-    /// there already (which it must not overtake).
+    /// traffic (or a connection's first SYN), while its path's lag is worth it, its packets
+    /// wait each its own time, or packets wait there already (which it must not overtake).
     pub(crate) fn waits(&self, on: bool, data: &Incoming) -> bool {
         let i = data.meta.path.index();
         let Some(line) = self.lines.get(i) else {
@@ -136,10 +159,45 @@ impl<P> Equaliser<P> {
         };
         on && !data.resent
             && (!data.express || data.opens)
-            && (self.lag[i] >= MIN_LAG || !line.is_empty() || (data.opens && self.unmeasured))
+            && (self.lag[i] >= MIN_LAG
+                || !line.is_empty()
+                || (data.opens && self.unmeasured)
+                || self.timed(i))
     }
 
-    /// `data` (its payload its own) waits its path's lag, and behind what waits there already;
+    /// Whether path `i`'s packets wait each its own time ([`Equaliser::playout`]): it is up,
+    /// its rate configured, and other paths are up.
+    fn timed(&self, i: usize) -> bool {
+        self.paths
+            .get(i)
+            .is_some_and(|d| d.up && d.rate_bps.is_some())
+            && self.paths.iter().filter(|d| d.up).count() >= 2
+    }
+
+    /// How long a packet of `len` bytes that has just arrived on path `i` waits, on a path
+    /// whose packets wait each its own time ([`Equaliser::timed`]): until it has taken as long
+    /// as a packet of its size takes with no queue on the path where that is longest (the
+    /// largest, over the paths, of a path's least one-way delay, less the time its measuring
+    /// packet took on the line, plus the time this one would take there). On slow lines that
+    /// time is most of the delay: a 1200-byte UDP datagram (about 1300 bytes on the line)
+    /// takes 81 ms on a 128 kbit/s line and 162 ms on a 64 kbit/s one. Packets that would wait a path's lag (the lines' delays apart) would still arrive
+    /// as unevenly as the sender's queues on each line were deep; each waiting for its own
+    /// time, they arrive as evenly as they were sent while the lines have room. Paths that
+    /// have carried no data yet do not count. `None` before the packet's own path has a delay.
+    fn playout(&self, i: usize, len: usize, stats: &mpt_reseq::Stats) -> Option<Duration> {
+        let own = stats.paths.get(i)?.owd_last_us?;
+        let mut farthest = i64::MIN;
+        for (d, s) in self.paths.iter().zip(&stats.paths).filter(|(d, _)| d.up) {
+            if let Some(least) = d.least(s) {
+                farthest = farthest.max(least + d.on_line_us(len));
+            }
+        }
+        let us = farthest.saturating_sub(own).max(0) as u64;
+        Some(Duration::from_micros(us).min(MAX_LAG))
+    }
+
+    /// `data` (its payload its own) waits its path's lag (or its own time, [`Equaliser::playout`]),
+    /// and behind what waits there already;
     /// `reseq` measures it now (what the peer hears of the path is not delayed). A path with
     /// [`MAX_WAITING`] packets waiting hands its oldest on, released into `out`.
     pub(crate) fn wait(
@@ -158,18 +216,26 @@ impl<P> Equaliser<P> {
             }
         }
         reseq.measure(now, &data.meta);
+        let timed = self
+            .timed(i)
+            .then(|| self.playout(i, data.meta.len, reseq.stats()))
+            .flatten();
         let lag = if data.opens && self.unmeasured {
             MAX_LAG
         } else {
-            self.lag[i]
+            timed.unwrap_or(self.lag[i])
         };
         let line = &mut self.lines[i];
-        let ready = line.back().map_or(now + lag, |b| b.ready.max(now + lag));
-        line.push_back(Waiting {
-            ready,
+        let w = Waiting {
+            ready: line.back().map_or(now + lag, |b| b.ready.max(now + lag)),
             data: data.clone(),
             payload,
-        });
+        };
+        if w.ready <= now && line.is_empty() {
+            // its time has come, and nothing waits before it on its path
+            return equalised(now, w, reseq, out);
+        }
+        line.push_back(w);
         self.equalised += 1;
     }
 
@@ -230,6 +296,9 @@ impl<P> Equaliser<P> {
         self.unmeasured = unmeasured;
         for (l, new) in self.lag.iter_mut().zip(lags) {
             *l = new;
+        }
+        for (p, d) in self.paths.iter_mut().zip(delays) {
+            *p = *d;
         }
     }
 }

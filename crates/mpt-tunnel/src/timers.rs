@@ -178,22 +178,18 @@ impl<P> Connection<P> {
         let mut delays = [crate::equalise::PathDelay::default(); mpt_core::MAX_PATHS];
         for (i, (p, d)) in self.paths.iter().zip(delays.iter_mut()).enumerate() {
             let cfg = &self.cfg.paths[i];
-            let owd = stats.get(i).and_then(|s| {
-                let least = s.owd_min_us?;
-                let on_line = s.owd_min_len.map_or(Duration::ZERO, |len| {
-                    crate::pmtu::airtime(len + datagram + cfg.overhead, cfg.rate_bps)
-                });
-                Some(least - on_line.as_micros() as i64)
-            });
             *d = crate::equalise::PathDelay {
                 up: on
                     && p.remote.is_some()
                     && p.live.state != LinkState::Down
                     && Some(cfg.tier()) == top,
-                owd_us: owd,
+                owd_us: None,
                 half_rtt_us: p.srtt_us.map(|r| (r / 2) as i64),
                 carry: crate::pmtu::airtime(max_datagram, cfg.rate_bps),
+                rate_bps: cfg.rate_bps,
+                framing: datagram + cfg.overhead,
             };
+            d.owd_us = stats.get(i).and_then(|s| d.least(s));
         }
         self.equal.set_lags(&delays[..self.paths.len()]);
     }

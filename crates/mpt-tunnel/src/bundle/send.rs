@@ -62,7 +62,7 @@ impl<P> Connection<P> {
                 Some(h) if wait >= BUNDLE_MIN_WAIT => h.min(BUNDLE_MAX_HOLD),
                 _ => Duration::ZERO,
             };
-            self.open_bundle(i, now + hold, None);
+            self.open_bundle(i, (now, now + hold), None);
         }
         let overhead = self.overhead().datagram() + self.cfg.paths[i].overhead;
         let Some(open) = self.paths[i].bundle.as_mut() else {
@@ -85,7 +85,7 @@ impl<P> Connection<P> {
         while offset < packet.len() {
             // this datagram is full: the rest goes in the next ones
             self.close_riding(now, i, b);
-            self.open_bundle(i, due, Some(seq));
+            self.open_bundle(i, (now, due), Some(seq));
             let Some(open) = self.paths[i].bundle.as_mut() else {
                 return true;
             };
@@ -150,9 +150,26 @@ impl<P> Connection<P> {
         }
     }
 
-    /// Open a bundle on path `i` that leaves at `due` at the latest: one that continues packet
-    /// `continues` (its last pieces), or an empty one.
-    fn open_bundle(&mut self, i: usize, due: Time, continues: Option<u32>) {
+    /// The send timestamp of a bundle of path `i` opened at `opened` and sealed at `now`: when
+    /// its first entry was taken, where the path's rate is configured and the scheduler is not
+    /// `adaptive`, so that the time its packets waited in it counts in their one-way delay as
+    /// the link's queue would have (the receiver holds each packet on such paths until the
+    /// farthest line's time, `crate::equalise`, and without that wait it would take a packet
+    /// that waited in a bundle for one that did not). Elsewhere when it leaves: the adaptive
+    /// scheduler learns from the time the peer echoes, which is then the time it sent.
+    fn bundle_stamp(&self, i: usize, (opened, now): (Time, Time)) -> Time {
+        let linked = self.cfg.paths[i].rate_bps.is_some()
+            && self.cfg.scheduler != mpt_sched::SchedulerKind::Adaptive;
+        if linked {
+            opened
+        } else {
+            now
+        }
+    }
+
+    /// Open a bundle on path `i` at `now` that leaves at `due` at the latest: one that
+    /// continues packet `continues` (its last pieces), or an empty one.
+    fn open_bundle(&mut self, i: usize, (now, due): (Time, Time), continues: Option<u32>) {
         let prefix = self.prefix();
         let cap = self.body_cap(i);
         let p = &mut self.paths[i];
@@ -160,7 +177,12 @@ impl<P> Connection<P> {
             p.fence_before = (self.seq, p.path_seq);
         }
         p.unsent += 1;
-        p.bundle = Some(OpenBundle::new((prefix, cap), self.seq, continues, due));
+        p.bundle = Some(OpenBundle::new(
+            (prefix, cap),
+            self.seq,
+            continues,
+            (now, due),
+        ));
     }
 
     /// Close `path`'s bundle, if one is open, to leave with a batch that uses the path: before
@@ -206,12 +228,14 @@ impl<P> Connection<P> {
             first_seq,
             count,
             buf,
+            opened,
         } = self.paths[i].bundle.take()?.close(prefix);
         let Some(session) = self.peer_session else {
             self.counts.drops.add(DropReason::NoSession, count as u64);
             return None;
         };
         let path = PathId(i as u8);
+        let stamp = self.bundle_stamp(i, (opened, now));
         let p = &mut self.paths[i];
         let header = HeaderRepr {
             kind,
@@ -219,7 +243,7 @@ impl<P> Connection<P> {
             path_seq: p.path_seq,
             session,
             seq: first_seq,
-            timestamp: now.wire_micros(),
+            timestamp: stamp.wire_micros(),
         };
         p.path_seq = p.path_seq.wrapping_add(count as u16);
         let body = buf.len() - prefix;
