@@ -34,6 +34,12 @@ pub(crate) enum Held<P> {
 }
 
 impl<P> Held<P> {
+    /// Bonded and not TCP: a packet of a stream that does not pace itself by the delay its
+    /// packets meet (voice, video, a game).
+    pub(crate) fn steady(&self) -> bool {
+        matches!(self, Held::Ready(_, o, _) if o.patient)
+    }
+
     /// `keep` applied to a ready packet (a packed one is the connection's already).
     pub(crate) fn kept(self, keep: impl FnOnce(P) -> P) -> Held<P> {
         match self {

@@ -130,10 +130,16 @@ impl<P> Connection<P> {
         if self.equal.next_ready().is_some_and(|t| t <= now) {
             self.release_equalised(now, false, None);
         }
-        if self.equal.waits(self.equalising(), data) {
+        let steady = payload.steady();
+        if self.equal.waits(self.equalising(), data, steady) {
             let payload = payload.kept(keep);
-            self.equal
-                .wait(now, data, payload, &mut self.reseq, &mut self.released);
+            self.equal.wait(
+                now,
+                (data, steady),
+                payload,
+                &mut self.reseq,
+                &mut self.released,
+            );
         } else {
             self.resequence(now, data, payload, keep);
         }

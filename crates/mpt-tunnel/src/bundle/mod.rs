@@ -48,9 +48,9 @@ pub(crate) struct OpenBundle {
     prev: Option<[u8; UDP4_HEADERS]>,
     /// When it leaves at the latest.
     pub(crate) due: Time,
-    /// When its first entry was taken (its datagram's send timestamp on a line whose rate
-    /// is configured, `Connection::bundle_stamp`).
-    opened: Time,
+    /// Its send timestamp, where it was fixed when the bundle opened
+    /// (`Connection::bundle_stamp`); otherwise the time it leaves.
+    stamp: Option<Time>,
 }
 
 /// How the next packet goes into a bundle it fits: compressed against the entry before it
@@ -84,19 +84,20 @@ pub(crate) struct Closed {
     pub(crate) first_seq: u32,
     pub(crate) count: usize,
     pub(crate) buf: Vec<u8>,
-    /// When its first entry was taken.
-    pub(crate) opened: Time,
+    /// Its send timestamp, if fixed when it opened.
+    pub(crate) stamp: Option<Time>,
 }
 
 impl OpenBundle {
-    /// An empty bundle, opened at `opened` and leaving at `due` at the latest, of a datagram with `prefix` bytes of
+    /// An empty bundle, its send timestamp `stamp` (if fixed now) and leaving at `due` at the
+    /// latest, of a datagram with `prefix` bytes of
     /// header (and counter) and `cap` bytes of body: one that continues packet `continues`
     /// (its last pieces), or one whose first entry will be global sequence `seq`.
     pub(crate) fn new(
         (prefix, cap): (usize, usize),
         seq: u32,
         continues: Option<u32>,
-        (opened, due): (Time, Time),
+        (stamp, due): (Option<Time>, Time),
     ) -> OpenBundle {
         let mut buf = Vec::with_capacity(prefix + cap + TAG_LEN);
         buf.resize(prefix, 0);
@@ -109,7 +110,7 @@ impl OpenBundle {
             head: false,
             prev: None,
             due,
-            opened,
+            stamp,
         }
     }
 
@@ -221,7 +222,7 @@ impl OpenBundle {
             first_seq: self.first_seq,
             count: self.count,
             buf,
-            opened: self.opened,
+            stamp: self.stamp,
         }
     }
 }

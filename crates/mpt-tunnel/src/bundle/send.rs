@@ -62,7 +62,8 @@ impl<P> Connection<P> {
                 Some(h) if wait >= BUNDLE_MIN_WAIT => h.min(BUNDLE_MAX_HOLD),
                 _ => Duration::ZERO,
             };
-            self.open_bundle(i, (now, now + hold), None);
+            let stamp = self.bundle_stamp(i, packet, now);
+            self.open_bundle(i, (stamp, now + hold), None);
         }
         let overhead = self.overhead().datagram() + self.cfg.paths[i].overhead;
         let Some(open) = self.paths[i].bundle.as_mut() else {
@@ -85,7 +86,8 @@ impl<P> Connection<P> {
         while offset < packet.len() {
             // this datagram is full: the rest goes in the next ones
             self.close_riding(now, i, b);
-            self.open_bundle(i, (now, due), Some(seq));
+            let stamp = self.bundle_stamp(i, packet, now);
+            self.open_bundle(i, (stamp, due), Some(seq));
             let Some(open) = self.paths[i].bundle.as_mut() else {
                 return true;
             };
@@ -150,26 +152,30 @@ impl<P> Connection<P> {
         }
     }
 
-    /// The send timestamp of a bundle of path `i` opened at `opened` and sealed at `now`: when
-    /// its first entry was taken, where the path's rate is configured and the scheduler is not
-    /// `adaptive`, so that the time its packets waited in it counts in their one-way delay as
-    /// the link's queue would have (the receiver holds each packet on such paths until the
-    /// farthest line's time, `crate::equalise`, and without that wait it would take a packet
-    /// that waited in a bundle for one that did not). Elsewhere when it leaves: the adaptive
-    /// scheduler learns from the time the peer echoes, which is then the time it sent.
-    fn bundle_stamp(&self, i: usize, (opened, now): (Time, Time)) -> Time {
+    /// The send timestamp of a bundle of path `i` that `packet` opens at `now`, if it is fixed
+    /// now: where the path's rate is configured (and the scheduler is not `adaptive`) and the
+    /// packet is not TCP, when its first entry was taken, so that the time its packets wait in
+    /// it counts in their one-way delay as the link's queue would have. The receiver holds a
+    /// steady stream's packets on such paths until the farthest line's time
+    /// (`crate::equalise`), and without that wait it would take a packet that waited in a
+    /// bundle for one that did not. Otherwise (`None`) when it leaves: TCP keeps its path's
+    /// fixed wait at the receiver, and the RTT taken from the echo of a bundle's time, which
+    /// decides whether a loss is resent, must not count a bundle's wait; and the adaptive
+    /// scheduler learns from the time the peer echoes, which must be the time it sent.
+    fn bundle_stamp(&self, i: usize, packet: &[u8], now: Time) -> Option<Time> {
         let linked = self.cfg.paths[i].rate_bps.is_some()
             && self.cfg.scheduler != mpt_sched::SchedulerKind::Adaptive;
-        if linked {
-            opened
-        } else {
-            now
-        }
+        (linked && !mpt_core::hc::is_tcp(packet)).then_some(now)
     }
 
-    /// Open a bundle on path `i` at `now` that leaves at `due` at the latest: one that
-    /// continues packet `continues` (its last pieces), or an empty one.
-    fn open_bundle(&mut self, i: usize, (now, due): (Time, Time), continues: Option<u32>) {
+    /// Open a bundle on path `i`, its send timestamp `stamp` if fixed now, that leaves at `due`
+    /// at the latest: one that continues packet `continues` (its last pieces), or an empty one.
+    fn open_bundle(
+        &mut self,
+        i: usize,
+        (stamp, due): (Option<Time>, Time),
+        continues: Option<u32>,
+    ) {
         let prefix = self.prefix();
         let cap = self.body_cap(i);
         let p = &mut self.paths[i];
@@ -181,7 +187,7 @@ impl<P> Connection<P> {
             (prefix, cap),
             self.seq,
             continues,
-            (now, due),
+            (stamp, due),
         ));
     }
 
@@ -228,14 +234,13 @@ impl<P> Connection<P> {
             first_seq,
             count,
             buf,
-            opened,
+            stamp,
         } = self.paths[i].bundle.take()?.close(prefix);
         let Some(session) = self.peer_session else {
             self.counts.drops.add(DropReason::NoSession, count as u64);
             return None;
         };
         let path = PathId(i as u8);
-        let stamp = self.bundle_stamp(i, (opened, now));
         let p = &mut self.paths[i];
         let header = HeaderRepr {
             kind,
@@ -243,7 +248,7 @@ impl<P> Connection<P> {
             path_seq: p.path_seq,
             session,
             seq: first_seq,
-            timestamp: stamp.wire_micros(),
+            timestamp: stamp.unwrap_or(now).wire_micros(),
         };
         p.path_seq = p.path_seq.wrapping_add(count as u16);
         let body = buf.len() - prefix;
