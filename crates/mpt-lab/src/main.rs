@@ -134,8 +134,8 @@ struct RunFlags {
     /// with the default.
     #[arg(long)]
     no_compress: bool,
-    /// realworld: mptd with bonded traffic paced (`[connection] pace = true`), to compare
-    /// with the default.
+    /// realworld, table1, and table2's `rate` rows: mptd with bonded traffic paced
+    /// (`[connection] pace = true`), to compare with the default.
     #[arg(long)]
     pace: bool,
     /// realworld: print, every second of a transfer through mptd, the sender's TCP state
@@ -247,6 +247,9 @@ fn run(
     }
     if no_bundle {
         suite.bundle = Some(false);
+    }
+    if pace {
+        suite.pace = Some(true);
     }
     if mtu.is_some() {
         suite.mtu = mtu;

@@ -14,9 +14,10 @@ use crate::report::{plot, throughput_csv, write};
 /// Table I: FTP download over the tunnel (B serves, A downloads).
 pub fn run_table1(suite: &Suite, only: &[u32], out: &Path) -> Result<String> {
     let mut md = format!(
-        "### {}\n\nEfficiency = tunnel FTP goodput / sum of what iperf3 TCP gets on each path alone (same lab, same run). Scheduler `rate`, sealed, tunnel MTU 1436 (path MTU 1500 − 64).\n\n\
+        "### {}\n\nEfficiency = tunnel FTP goodput / sum of what iperf3 TCP gets on each path alone (same lab, same run). Scheduler `rate`, sealed, tunnel MTU 1436 (path MTU 1500 − 64){}.\n\n\
          | case | file | paths Mbit/s | time s paper / ours | tunnel KiB/s paper / ours | per-path KiB/s paper / ours (datagram bytes) | paths alone KiB/s | efficiency paper / ours |\n|---|---|---|---|---|---|---|---|\n",
-        suite.title
+        suite.title,
+        if suite.pace == Some(true) { ", bonded traffic paced (`--pace`)" } else { "" }
     );
     let mut csv = String::from(
         "case,file_mib,rates,time_s,tunnel_kib_s,paths_alone_kib_s,efficiency_pct,per_path_kib_s\n",
@@ -37,7 +38,10 @@ pub fn run_table1(suite: &Suite, only: &[u32], out: &Path) -> Result<String> {
         );
         let mut lab = Lab::new(&c.paths(suite.serial)?)?;
         let alone = paths_alone(&mut lab, 8)?;
-        let opts = TunnelOpts::default().with_full_mtu();
+        let opts = TunnelOpts {
+            pace: suite.pace,
+            ..TunnelOpts::default().with_full_mtu()
+        };
         lab.start_tunnel(&opts)?;
         let Download {
             seconds: time,
@@ -127,11 +131,12 @@ pub fn run_table2(suite: &Suite, only: &[u32], out: &Path) -> Result<String> {
     let secs = suite.duration_s.unwrap_or(20);
     let len = suite.datagram.unwrap_or(super::scenario::IPERF_DATAGRAM);
     let mut md = format!(
-        "### {}\n\niperf3 UDP, {len}-byte datagrams unless the case says otherwise, {secs} s per run (paper: 60 s). Figures as seen by the receiving iperf3, but loss: from counts, the sender's datagrams against those that reached B (an nftables counter, read a second after the stream ends: iperf3's server stops counting at the client's end-of-test message, which through the tunnel overtakes the last datagrams a slow line still carries); \"reordered\" = iperf3's out-of-order count / packets. `reseq off` = `reorder_window = 0`. \"plain UDP\" = the same stream without a tunnel, split over the lines in proportion to their rates, in the same run: what the lines carry (its jitter: over several lines, the lines' streams' mean, weighted by packets). Tunnel MTU {}. Bundling {}.\n\n\
+        "### {}\n\niperf3 UDP, {len}-byte datagrams unless the case says otherwise, {secs} s per run (paper: 60 s). Figures as seen by the receiving iperf3, but loss: from counts, the sender's datagrams against those that reached B (an nftables counter, read a second after the stream ends: iperf3's server stops counting at the client's end-of-test message, which through the tunnel overtakes the last datagrams a slow line still carries); \"reordered\" = iperf3's out-of-order count / packets. `reseq off` = `reorder_window = 0`. \"plain UDP\" = the same stream without a tunnel, split over the lines in proportion to their rates, in the same run: what the lines carry (its jitter: over several lines, the lines' streams' mean, weighted by packets). Tunnel MTU {}. Bundling {}.{}\n\n\
          | case | datagram B | paths kbit/s | stream kbit/s | plain UDP kbit/s / loss % / jitter ms | scheduler | reseq | throughput kbit/s paper / ours | jitter ms paper / ours | loss % paper / ours | reordered % paper / ours | reordered on arrival (mptd) | hold p99 ms |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
         suite.title,
         suite.mtu.unwrap_or(mptd::config::defaults::MTU),
-        if suite.bundle == Some(false) { "off (`--no-bundle`)" } else { "on (the default)" }
+        if suite.bundle == Some(false) { "off (`--no-bundle`)" } else { "on (the default)" },
+        if suite.pace == Some(true) { " `rate` paced (`--pace`)." } else { "" }
     );
     let mut csv = String::from("case,rates,stream_kbit,scheduler,reseq,throughput_kbit,jitter_ms,loss_pct,reordered_pct,packets,mptd_reordered,hold_p99_ms,datagram,plain_kbit,plain_loss_pct,plain_jitter_ms\n");
     let mut port = 5500;
@@ -175,6 +180,8 @@ pub fn run_table2(suite: &Suite, only: &[u32], out: &Path) -> Result<String> {
                 },
                 reorder_timeout_ms: suite.reorder_timeout_ms.unwrap_or(100),
                 bundle: suite.bundle,
+                // `wrr` is never paced (its config refuses it)
+                pace: suite.pace.filter(|_| sched == "rate"),
                 mtu: suite.mtu.unwrap_or(mptd::config::defaults::MTU),
                 ..TunnelOpts::default()
             };
