@@ -41,7 +41,7 @@ pub struct Connection<P> {
     /// The version of the initiation in flight.
     pub(crate) initiation_version: u8,
     // receive side
-    pub(crate) reseq: Resequencer<crate::hc::Held<P>>,
+    pub(crate) reseq: Resequencer<crate::held::Held<P>>,
     /// The peer's index for the current session, once a handshake made one: what we put in
     /// the `session` field.
     pub(crate) peer_session: Option<u32>,
@@ -88,7 +88,7 @@ pub struct Connection<P> {
     /// Our side of header compression: the references of the flows we send.
     pub(crate) hc_tx: mpt_core::hc::Compressor,
     /// Bonded data waiting to match the farthest path ([`crate::equalise`]).
-    pub(crate) equal: crate::equalise::Equaliser<crate::hc::Held<P>>,
+    pub(crate) equal: crate::equalise::Equaliser<crate::held::Held<P>>,
     // outputs
     pub(crate) pending: VecDeque<Pending>,
     /// Bundles closed to leave before the batch being numbered ([`crate::BatchOut::before`]).

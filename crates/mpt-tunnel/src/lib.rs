@@ -39,6 +39,7 @@ mod fastest;
 mod fec;
 mod handshake;
 mod hc;
+mod held;
 mod icmp;
 mod limits;
 mod liveness;

@@ -10,7 +10,7 @@ use mpt_core::{PathId, Time};
 use mpt_reseq::PacketMeta;
 
 use crate::control::Pending;
-use crate::hc::{Held, Order};
+use crate::held::{Held, Order};
 use crate::open::Opened;
 use crate::{Arrived, Connection, DropReason, Incoming, Outcome, Payloads};
 use mpt_core::hc::Reference;
