@@ -135,9 +135,13 @@ struct RunFlags {
     #[arg(long)]
     no_compress: bool,
     /// realworld, table1, and table2's `rate` rows: mptd with bonded traffic paced
-    /// (`[connection] pace = true`), to compare with the default.
-    #[arg(long)]
+    /// (`[connection] pace = true`; the default under `rate`, which table1 and table2 run).
+    #[arg(long, conflicts_with = "no_pace")]
     pace: bool,
+    /// realworld, table1, and table2's `rate` rows: mptd with bonded traffic not paced
+    /// (`[connection] pace = false`), to compare with the default.
+    #[arg(long)]
+    no_pace: bool,
     /// realworld: print, every second of a transfer through mptd, the sender's TCP state
     /// (`ss -tin`) and each path's `tbf` rate carried, drops and backlog, then what both daemons counted.
     #[arg(long)]
@@ -173,12 +177,19 @@ fn run(
         no_resend,
         no_compress,
         pace,
+        no_pace,
         trace,
         mptd_only,
         runs,
         mtu,
         datagram,
     } = *flags;
+    // `[connection] pace` as asked; `None`: the daemon's default
+    let pace_opt = match (pace, no_pace) {
+        (true, _) => Some(true),
+        (_, true) => Some(false),
+        _ => None,
+    };
     let only = mpt_lab::experiments::adaptive::Only {
         cases,
         schedulers,
@@ -225,7 +236,7 @@ fn run(
                     parity: !no_parity,
                     resend: !no_resend,
                     compress: !no_compress,
-                    pace,
+                    pace: pace_opt,
                     equalise: !no_equalise,
                     trace,
                     alone: mptd_only,
@@ -248,8 +259,8 @@ fn run(
     if no_bundle {
         suite.bundle = Some(false);
     }
-    if pace {
-        suite.pace = Some(true);
+    if pace_opt.is_some() {
+        suite.pace = pace_opt;
     }
     if mtu.is_some() {
         suite.mtu = mtu;

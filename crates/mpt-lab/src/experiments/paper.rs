@@ -17,7 +17,10 @@ pub fn run_table1(suite: &Suite, only: &[u32], out: &Path) -> Result<String> {
         "### {}\n\nEfficiency = tunnel FTP goodput / sum of what iperf3 TCP gets on each path alone (same lab, same run). Scheduler `rate`, sealed, tunnel MTU 1436 (path MTU 1500 − 64){}.\n\n\
          | case | file | paths Mbit/s | time s paper / ours | tunnel KiB/s paper / ours | per-path KiB/s paper / ours (datagram bytes) | paths alone KiB/s | efficiency paper / ours |\n|---|---|---|---|---|---|---|---|\n",
         suite.title,
-        if suite.pace == Some(true) { ", bonded traffic paced (`--pace`)" } else { "" }
+        match suite.pace {
+            Some(false) => ", bonded traffic not paced (`--no-pace`)",
+            _ => ", bonded traffic paced at the paths' rates (the default under `rate`)",
+        }
     );
     let mut csv = String::from(
         "case,file_mib,rates,time_s,tunnel_kib_s,paths_alone_kib_s,efficiency_pct,per_path_kib_s\n",
@@ -136,7 +139,7 @@ pub fn run_table2(suite: &Suite, only: &[u32], out: &Path) -> Result<String> {
         suite.title,
         suite.mtu.unwrap_or(mptd::config::defaults::MTU),
         if suite.bundle == Some(false) { "off (`--no-bundle`)" } else { "on (the default)" },
-        if suite.pace == Some(true) { " `rate` paced (`--pace`)." } else { "" }
+        if suite.pace == Some(false) { " `rate` not paced (`--no-pace`)." } else { " `rate` paced (its default)." }
     );
     let mut csv = String::from("case,rates,stream_kbit,scheduler,reseq,throughput_kbit,jitter_ms,loss_pct,reordered_pct,packets,mptd_reordered,hold_p99_ms,datagram,plain_kbit,plain_loss_pct,plain_jitter_ms\n");
     let mut port = 5500;

@@ -131,8 +131,8 @@ pub struct MptdOpts<'a> {
     pub resend: bool,
     /// TCP headers compressed (`[connection] compress`).
     pub compress: bool,
-    /// Bonded traffic paced (`[connection] pace`).
-    pub pace: bool,
+    /// Bonded traffic paced or not (`[connection] pace`); `None`: the default.
+    pub pace: Option<bool>,
     pub equalise: bool,
     /// Print, every second of a transfer through mptd, what the sender's TCP and A's `tbf`
     /// queues say, and after it what both daemons counted.
@@ -176,8 +176,8 @@ pub fn run_realworld(
     if !compress {
         configured += ", `compress = false`";
     }
-    if pace {
-        configured += ", `pace = true`";
+    if let Some(p) = pace {
+        configured += &format!(", `pace = {p}`");
     }
     let mut md = String::new();
     writeln!(
@@ -233,7 +233,7 @@ pub fn run_realworld(
                 parity: (!parity).then_some(false),
                 resend: (!resend).then_some(false),
                 compress: (!compress).then_some(false),
-                pace: pace.then_some(true),
+                pace,
                 equalise: (!equalise).then_some(false),
                 ..TunnelOpts::default()
             };

@@ -166,12 +166,17 @@ fn defaults_apply() {
     assert_eq!(c.connection.reorder_window, defaults::REORDER_WINDOW);
     assert_eq!(c.connection.scheduler, SchedulerKind::Adaptive);
     assert_eq!(c.paths[0].rate_bps, None);
-    // With every rate given and no scheduler named: rate.
-    let text = GOOD.replace("scheduler = \"rate\"\n", "");
-    assert_eq!(
-        parse(&text).expect("valid").connection.scheduler,
-        SchedulerKind::Rate
+    assert!(
+        !c.connection.pace,
+        "learned rates are not paced unless asked"
     );
+    // With every rate given and no scheduler named: rate, paced at those rates.
+    let text = GOOD.replace("scheduler = \"rate\"\n", "");
+    let c = parse(&text).expect("valid");
+    assert_eq!(c.connection.scheduler, SchedulerKind::Rate);
+    assert!(c.connection.pace);
+    let c = parse(&text.replace("[connection]\n", "[connection]\npace = false\n")).expect("valid");
+    assert!(!c.connection.pace, "pace = false is kept");
 }
 
 #[test]

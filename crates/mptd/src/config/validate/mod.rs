@@ -76,6 +76,7 @@ impl Validator<'_> {
         })?;
         let tunnel = self.tunnel(raw_tunnel)?;
         let explicit_scheduler = raw.connection.scheduler.clone();
+        let explicit_pace = raw.connection.pace;
         let connection = self.connection(raw.connection)?;
         let mut connection = connection;
         let mut classes = self.classes(raw.class)?;
@@ -98,6 +99,11 @@ impl Validator<'_> {
             && paths.iter().all(|p| p.rate_bps.is_some())
         {
             connection.scheduler = SchedulerKind::Rate;
+        }
+        // Not said: paced under `rate`, whose every path has its rate configured (the line's
+        // own: what TCP would push into the line's drops waits in mptd instead).
+        if explicit_pace.is_none() {
+            connection.pace = connection.scheduler == SchedulerKind::Rate;
         }
         let metrics = match raw.control.metrics {
             None => None,
