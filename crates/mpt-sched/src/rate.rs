@@ -276,8 +276,9 @@ impl Scheduler for RateScheduler {
             .filter(|&l| l != i && candidates & (1 << l) != 0 && self.busy[l] > now)
         {
             let start = self.busy[l].max(now);
-            let arrival_l = start + self.serialisation(l, len) + self.offset(l, far);
-            if start - now <= self.room(l, cap, self.serialisation(l, len))
+            let ser = self.serialisation(l, len);
+            let arrival_l = start + ser + self.offset(l, far);
+            if start - now <= self.room(l, cap, ser)
                 && arrival_l <= arrival + STICKY.as_nanos() as u64
             {
                 return Some(PathId(l as u8));
