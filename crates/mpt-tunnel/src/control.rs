@@ -245,13 +245,7 @@ impl<P> Connection<P> {
             };
             p.peer_report = Some((now, e));
             self.sched.on_report(now, e.path, &e);
-            let paced = self.cfg.pace
-                && self
-                    .cfg
-                    .paths
-                    .get(e.path.index())
-                    .is_some_and(|c| c.rate_bps.is_some());
-            p.fec_tx.take_report(now, &e, paced);
+            p.fec_tx.take_report(now, &e);
             let queue_full = p.fec_tx.queue_full;
             p.pmtu
                 .watch_delivery(now, (p.data_sent, p.srtt_us, queue_full), &e);

@@ -24,12 +24,6 @@ use mpt_core::Time;
 pub const FEC_ON_LOSS: f64 = 0.005;
 /// ... and stops when it falls below this.
 pub const FEC_OFF_LOSS: f64 = 0.002;
-/// A queue a path paced at its configured rate shows while its losses are random: the
-/// pacing limit, and half again for the reports' view of it (a packet's own time on the line,
-/// jitter). Paced, the link's queue stays near the limit, at its peak, and a queue rule alone
-/// took every loss there for the queue's: a cubic flow over a path losing 1 % at random got
-/// no parity.
-const PACED_QUEUE: Duration = Duration::from_millis(30);
 /// Packets a loss sample spans at least (between two of the peer's reports).
 const LOSS_SAMPLE: u32 = 200;
 /// Weight of a new sample in the smoothed loss rate.
@@ -111,10 +105,8 @@ impl FecTx {
     /// the path's queue short of full count ([`mpt_reseq::QueuePeak`], as the peer tells a
     /// loss of a queue that overflowed): parity would not help such a loss (the inner
     /// congestion control needs it), and a random loss is as likely
-    /// with the queue low as high, so the other intervals give its rate. On a path `paced` at
-    /// its configured rate the link's queue stands near the pacing limit and goes no further
-    /// ([`PACED_QUEUE`]): such a queue is not full, however near its peak.
-    pub(crate) fn take_report(&mut self, now: Time, e: &ReportEntry, paced: bool) {
+    /// with the queue low as high, so the other intervals give its rate.
+    pub(crate) fn take_report(&mut self, now: Time, e: &ReportEntry) {
         let Some((packets, lost)) = self.last.replace((e.packets, e.lost)) else {
             return;
         };
@@ -126,8 +118,7 @@ impl FecTx {
             return;
         }
         let queue = e.owd_us.saturating_sub(e.owd_min_us);
-        self.queue_full = self.queue_peak.full(now, i64::from(queue))
-            && !(paced && u128::from(queue) < PACED_QUEUE.as_micros());
+        self.queue_full = self.queue_peak.full(now, i64::from(queue));
         if self.queue_full {
             return;
         }
@@ -371,7 +362,7 @@ mod tests {
     #[test]
     fn losses_of_a_standing_queue_turn_no_parity_on() {
         let mut f = FecTx::default();
-        f.take_report(Time::ZERO, &entry(0, 0), false);
+        f.take_report(Time::ZERO, &entry(0, 0));
         let (mut packets, mut lost) = (0u32, 0u32);
         for _ in 0..20 {
             packets += 950;
@@ -382,7 +373,6 @@ mod tests {
                     owd_us: 40_000,
                     ..entry(packets, lost)
                 },
-                false,
             );
         }
         assert_eq!(f.k, 0, "loss {}", f.loss);
@@ -390,61 +380,39 @@ mod tests {
         for _ in 0..20 {
             packets += 950;
             lost += 50;
-            f.take_report(Time::ZERO, &entry(packets, lost), false);
+            f.take_report(Time::ZERO, &entry(packets, lost));
         }
         assert!(f.k > 0, "loss {}", f.loss);
-    }
-
-    /// A path paced at its configured rate holds its link's queue near the pacing limit, at
-    /// its peak: 1 % lost there is random, and parity comes on; unpaced, the same reports are
-    /// a standing queue's.
-    #[test]
-    fn a_paced_path_s_standing_queue_is_not_full() {
-        for paced in [false, true] {
-            let mut f = FecTx::default();
-            f.take_report(Time::ZERO, &entry(0, 0), paced);
-            let (mut packets, mut lost) = (0u32, 0u32);
-            for _ in 0..20 {
-                packets += 990;
-                lost += 10;
-                let e = ReportEntry {
-                    owd_us: 22_000,
-                    ..entry(packets, lost)
-                };
-                f.take_report(Time::ZERO, &e, paced);
-            }
-            assert_eq!(f.k > 0, paced, "paced {paced}: loss {}", f.loss);
-        }
     }
 
     #[test]
     fn parity_starts_above_the_loss_threshold_and_stops_below_the_lower_one() {
         let mut f = FecTx::default();
-        f.take_report(Time::ZERO, &entry(0, 0), false);
+        f.take_report(Time::ZERO, &entry(0, 0));
         let (mut packets, mut lost) = (0u32, 0u32);
         // 1 % loss: on after a few samples, about one parity per 50 packets
         for _ in 0..20 {
             packets += 990;
             lost += 10;
-            f.take_report(Time::ZERO, &entry(packets, lost), false);
+            f.take_report(Time::ZERO, &entry(packets, lost));
         }
         assert!(f.k > 0, "loss {}", f.loss);
         assert!((60..=64).contains(&f.k), "k {}", f.k);
         // a sample of fewer packets than a sample needs changes nothing
         let k = f.k;
-        f.take_report(Time::ZERO, &entry(packets + 50, lost + 10), false);
+        f.take_report(Time::ZERO, &entry(packets + 50, lost + 10));
         assert_eq!(f.k, k);
         // clean again: off
         for _ in 0..30 {
             packets += 1000;
-            f.take_report(Time::ZERO, &entry(packets, lost), false);
+            f.take_report(Time::ZERO, &entry(packets, lost));
         }
         assert_eq!(f.k, 0, "loss {}", f.loss);
         // 0.3 %: between the thresholds, stays off
         for _ in 0..30 {
             packets += 997;
             lost += 3;
-            f.take_report(Time::ZERO, &entry(packets, lost), false);
+            f.take_report(Time::ZERO, &entry(packets, lost));
         }
         assert_eq!(f.k, 0, "loss {}", f.loss);
     }
