@@ -38,9 +38,13 @@ fn lab(loss_pct: f64) -> Lab {
     .expect("lab")
 }
 
+/// Unpaced (`rate` paces by default): paced, a path's queue stands at the pacing limit, at its
+/// peak, and the sender takes its random losses for the queue's, so parity seldom comes on
+/// (`docs/results.md`, "Pacing").
 fn opts(resend: bool) -> TunnelOpts {
     TunnelOpts {
         resend: Some(resend),
+        pace: Some(false),
         ..TunnelOpts::default()
     }
 }
