@@ -6,6 +6,7 @@
 //!   every write to the TUN device happens in this one task and in order.
 //! * [`tun_write`]: writing released packets to the TUN device from where they lie.
 
+mod mss;
 mod payloads;
 pub mod rx;
 pub mod tun_read;

@@ -112,9 +112,12 @@ pub fn split<B: AsRef<[u8]> + AsMut<[u8]>>(
                 usize::from(hdr.csum_offset),
             )?;
         }
+        // a SYN announces no larger segments than fit a datagram
+        super::mss::clamp(input, max_packet, compressed, MIN_SEGMENT);
         // one TCP segment too long for the paths (a retransmission, or a sender without
-        // offloads) is cut as a super-packet of itself would be
-        if let Some(h) = too_long_tcp(input, (max_packet, compressed)) {
+        // offloads), or too long to go whole for a flow that needs a reference, is cut as a
+        // super-packet of itself would be
+        if let Some(h) = too_long_tcp(input, fit) {
             hdr = h;
         }
     }
@@ -155,10 +158,16 @@ pub fn split<B: AsRef<[u8]> + AsMut<[u8]>>(
             let fit_size = max_packet.saturating_sub(cost);
             if fit_size >= MIN_SEGMENT && fit_size < usize::from(hdr.gso_size) {
                 hdr.gso_size = fit_size as u16;
-                let whole = max_packet.saturating_sub(hdr_len);
-                if cost < hdr_len && whole >= MIN_SEGMENT && !fit.ready(input) {
-                    first_whole = Some(whole);
-                }
+            }
+            // segments that fit compressed but not whole (cut so here, or sent so by a flow
+            // whose MSS was clamped for compressed headers)
+            let whole = max_packet.saturating_sub(hdr_len);
+            if cost < hdr_len
+                && whole >= MIN_SEGMENT
+                && whole < usize::from(hdr.gso_size)
+                && !fit.ready(input)
+            {
+                first_whole = Some(whole);
             }
             hdr_len
         }
@@ -228,14 +237,13 @@ fn split_first_whole<B: AsRef<[u8]> + AsMut<[u8]>>(
     Ok(n + more)
 }
 
-/// A plain TCP packet longer than `max_packet` that cutting would bring under it (at least
-/// [`MIN_SEGMENT`] bytes of payload a piece): the virtio-net header of a super-packet of one
-/// segment, whose split recomputes every checksum. `None` for anything else (IPv4 fragments,
-/// IPv6 with extension headers, other protocols).
-fn too_long_tcp(
-    p: &[u8],
-    (max_packet, compressed): (usize, Option<usize>),
-) -> Option<VirtioNetHdr> {
+/// A plain TCP packet longer than `fit`'s largest packet that cutting would bring under it (at
+/// least [`MIN_SEGMENT`] bytes of payload a piece), counting its headers compressed where they
+/// compress and its flow has a reference, whole otherwise: the virtio-net header of a
+/// super-packet of one segment, whose split recomputes every checksum. `None` for anything
+/// else (IPv4 fragments, IPv6 with extension headers, other protocols).
+fn too_long_tcp(p: &[u8], fit: &Fit) -> Option<VirtioNetHdr> {
+    let (max_packet, compressed) = (fit.max_packet(), fit.compressed());
     let (ip_len, gso_type) = match p.first()? >> 4 {
         4 => {
             let ihl = usize::from(p[0] & 0x0f) * 4;
@@ -249,8 +257,9 @@ fn too_long_tcp(
     let th = usize::from(p.get(ip_len + 12)? >> 4) * 4;
     let payload = p.len().checked_sub(ip_len + th)?;
     let cost = header_cost(p, ip_len, th, compressed);
+    let whole = ip_len + th + payload <= max_packet;
     if !(20..=60).contains(&th)
-        || payload + cost <= max_packet
+        || payload + cost <= max_packet && (whole || fit.ready(p))
         || max_packet.saturating_sub(cost) < MIN_SEGMENT
     {
         return None;
@@ -433,6 +442,39 @@ mod tests {
         other[VIRTIO_NET_HDR_LEN + 15] = 9;
         assert_ne!(flow_hash(&other[VIRTIO_NET_HDR_LEN..]), Some(flow));
         assert_eq!(run_fit(&mut other, &f)[0], 1432);
+    }
+
+    #[test]
+    fn a_clamped_flow_s_segments_go_uncut_once_it_has_a_reference() {
+        // segments of 1396 bytes (an MSS clamped for 20-byte compressed headers in 1432-byte
+        // packets) fit compressed but not whole
+        let f = fit((1432, Some(20)));
+        // no reference yet: the first is cut to go whole
+        assert_eq!(
+            run_fit(&mut super_packet(3 * 1412, 1412), &f),
+            [1432, 1452, 1452, 60]
+        );
+        // a single segment, as a retransmission comes, too
+        let mut one = super_packet(1412, 1412);
+        let mut plain = VirtioNetHdr::decode(&one).expect("header");
+        plain.gso_type = GSO_NONE;
+        plain.flags = 0;
+        plain.encode(&mut one).expect("header");
+        let p = &mut one[VIRTIO_NET_HDR_LEN..];
+        let pseudo = [&p[12..20], &[0, 6], &1432u16.to_be_bytes()[..]].concat();
+        let sum = mpt_tunnel::internet_checksum(0, &[&pseudo, &p[20..]]);
+        p[36..38].copy_from_slice(&sum.to_be_bytes());
+        assert_eq!(run_fit(&mut one.clone(), &f), [1432, 60]);
+        // with a reference, the kernel's segments go as they are
+        let mut ready = [0; CONTEXTS];
+        let flow = flow_hash(&one[VIRTIO_NET_HDR_LEN..]).expect("TCP");
+        ready[flow as usize % CONTEXTS] = flow;
+        f.set_ready(&ready);
+        assert_eq!(
+            run_fit(&mut super_packet(3 * 1412, 1412), &f),
+            [1452, 1452, 1452]
+        );
+        assert_eq!(run_fit(&mut one, &f), [1452]);
     }
 
     #[test]
