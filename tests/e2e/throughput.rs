@@ -101,8 +101,9 @@ fn tcp_over_four_shaped_paths_reaches_90_percent_of_their_sum_once() {
     let compressed = t.0.tcp_compressed - t.1.tcp_compressed;
     let references = t.0.tcp_references - t.1.tcp_references;
     let saved = t.0.tcp_header_bytes_saved - t.1.tcp_header_bytes_saved;
+    let too_long = t.0.tcp_too_long - t.1.tcp_too_long;
     eprintln!(
-        "RESULT tcp: {compressed} packets with compressed headers ({:.1} B saved each), {references} whole as references; {:.0} bytes of inner packet a datagram, {:.0} of TCP payload",
+        "RESULT tcp: {compressed} packets with compressed headers ({:.1} B saved each), {references} whole as references, {too_long} whole as too long; {:.0} bytes of inner packet a datagram, {:.0} of TCP payload",
         saved as f64 / compressed.max(1) as f64,
         (after.tunnel.tx_bytes - before.tunnel.tx_bytes - saved) as f64 / datagrams.max(1) as f64,
         // every packet this way is TCP over IPv4 with timestamps (52 bytes of headers)

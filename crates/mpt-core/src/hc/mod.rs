@@ -134,6 +134,9 @@ pub struct TxCounts {
     /// References the peer asked for (lost on the way), forgotten: the flow's next packet went
     /// whole as its new one.
     pub forgotten: u64,
+    /// Packets of a flow with a reference that went whole because compressed they did not fit
+    /// the room either (a header longer than the driver counted for it, or a smaller path).
+    pub too_long: u64,
 }
 
 /// The sending side: one per connection and direction.
@@ -219,6 +222,7 @@ impl Compressor {
         }
         encode(out, p, l, &r.headers, distance, ctx, pad_to);
         if out.len() + p.len() - l.headers() > room {
+            self.counts.too_long += 1;
             return None;
         }
         r.uses += 1;

@@ -56,6 +56,7 @@ fn a_packet_that_does_not_fit_compressed_goes_whole_and_a_late_reference_replace
         p.seq = p.seq.wrapping_add(1380);
     }
     assert_eq!(c.counts().references, 2);
+    assert_eq!(c.counts().too_long, 1);
     // the first reference again, late: the second stays
     unpacked(&mut d, 0, &bodies[0]).expect("whole");
     let bytes = p.bytes();

@@ -114,6 +114,15 @@ pub struct TunnelStatus {
     pub tcp_references: u64,
     #[serde(default)]
     pub tcp_header_bytes_saved: u64,
+    /// TCP packets of 256 bytes or more that went whole because their headers do not
+    /// compress (IP options, fragments, TCP options other than timestamps, urgent data).
+    #[serde(default)]
+    pub tcp_uncompressible: u64,
+    /// Packets of a flow with a reference that went whole (in pieces) because compressed they
+    /// did not fit the datagram either: a header longer than the driver cut their segment
+    /// for, or a path smaller than that.
+    #[serde(default)]
+    pub tcp_too_long: u64,
     /// Copies sent by classes in `duplicate` mode (of `tx_packets`' packets; the peer drops
     /// the copy that arrives second and counts it in `drops.duplicate`).
     #[serde(default)]

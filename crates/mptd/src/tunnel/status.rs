@@ -165,6 +165,8 @@ impl Tunnel {
             hc.compressed += h.compressed;
             hc.references += h.references;
             hc.saved_bytes += h.saved_bytes;
+            hc.uncompressible += h.uncompressible;
+            hc.too_long += h.too_long;
             let (per_class, c) = ep.class_counts();
             copies += c;
             for (status, per_path) in classes.iter_mut().zip(per_class) {
@@ -220,6 +222,7 @@ impl Tunnel {
             tunnel.tcp_references,
             tunnel.tcp_header_bytes_saved,
         ) = (hc.compressed, hc.references, hc.saved_bytes);
+        (tunnel.tcp_uncompressible, tunnel.tcp_too_long) = (hc.uncompressible, hc.too_long);
         tunnel.copies_sent = copies;
         tunnel.classes = classes;
         tunnel.drops = DropCounts::from_counts(&counts);
@@ -261,6 +264,8 @@ impl Tunnel {
             tcp_compressed: 0,
             tcp_references: 0,
             tcp_header_bytes_saved: 0,
+            tcp_uncompressible: 0,
+            tcp_too_long: 0,
             copies_sent: 0,
             classes: Vec::new(),
             keepalive_acks_sent: 0,

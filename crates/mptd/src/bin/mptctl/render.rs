@@ -223,8 +223,8 @@ pub(crate) fn print_status(s: &Status) {
         t.compressed_packets
     );
     println!(
-        "  TCP with compressed headers: {} packets, {} B of headers saved; {} went whole as their flow's reference",
-        t.tcp_compressed, t.tcp_header_bytes_saved, t.tcp_references
+        "  TCP with compressed headers: {} packets, {} B of headers saved; {} went whole as their flow's reference, {} whole as their headers do not compress, {} whole as their compressed headers were too long",
+        t.tcp_compressed, t.tcp_header_bytes_saved, t.tcp_references, t.tcp_uncompressible, t.tcp_too_long
     );
     let path_name = |i: usize| {
         s.paths
