@@ -42,10 +42,15 @@ fn mtu_pair(seed: u64, mtu: u16, datagrams: [usize; 2]) -> Pair {
 fn discovery_finds_each_paths_largest_datagram_within_seconds() {
     // interface MTUs 1500 and 1280 under IPv4: UDP payloads of 1472 and 1252
     let mut p = mtu_pair(70, 1500, [1472, 1252]);
+    // while the paths search, what a SYN's MSS would be clamped for is not known
+    assert_eq!(p.ep(Side::A).settled_whole_packet(), None);
     let found = p.run_until(ms(3000), |p| {
         (0..2).all(|i| p.node(Side::A).ep.path_info(PathId(i)).pmtu_found)
     });
     let at = found.expect("both paths' MTU found within 3 s");
+    let largest = p.ep(Side::A).largest_whole_packet();
+    assert_eq!(p.ep(Side::A).settled_whole_packet(), Some(largest));
+    assert!(largest > 1400, "{largest}");
     for (i, want) in [1472, 1252].into_iter().enumerate() {
         let got = p.ep(Side::A).path_info(PathId(i as u8)).datagram_max;
         assert!(

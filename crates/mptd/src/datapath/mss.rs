@@ -103,12 +103,12 @@ pub fn clamp(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     /// A TCP SYN over IPv4 (or IPv6) offering `mss`, with timestamps or not, its checksums
     /// right.
-    fn syn(v6: bool, mss: u16, timestamps: bool) -> Vec<u8> {
+    pub(in crate::datapath) fn syn(v6: bool, mss: u16, timestamps: bool) -> Vec<u8> {
         let mut t = vec![0u8; 20];
         t[0..2].copy_from_slice(&40000u16.to_be_bytes());
         t[2..4].copy_from_slice(&5201u16.to_be_bytes());

@@ -20,11 +20,13 @@ const NEEDS_CSUM: u8 = 1;
 
 /// What TCP segments are cut to fit: the largest inner packet a path's datagram carries
 /// whole, what a TCP segment's headers take there when the connection compresses them (0: it
-/// does not), and which flows have a reference their segments compress against.
+/// does not), the largest packet once every path found its MTU (0: not yet; what a SYN's MSS
+/// is clamped for), and which flows have a reference their segments compress against.
 #[derive(Debug)]
 pub struct Fit {
     whole: AtomicUsize,
     compressed: AtomicUsize,
+    settled: AtomicUsize,
     /// Per context, the flow whose segments compress (`Connection::compress_ready`).
     ready: [AtomicU32; CONTEXTS],
 }
@@ -34,6 +36,7 @@ impl Default for Fit {
         Fit {
             whole: AtomicUsize::new(usize::MAX),
             compressed: AtomicUsize::new(0),
+            settled: AtomicUsize::new(0),
             ready: std::array::from_fn(|_| AtomicU32::new(0)),
         }
     }
@@ -43,6 +46,12 @@ impl Fit {
     pub fn set(&self, whole: usize, compressed: Option<usize>) {
         self.whole.store(whole, Relaxed);
         self.compressed.store(compressed.unwrap_or(0), Relaxed);
+    }
+
+    /// The largest inner packet once every path that is up found its MTU
+    /// (`Connection::settled_whole_packet`).
+    pub fn set_settled(&self, settled: Option<usize>) {
+        self.settled.store(settled.unwrap_or(0), Relaxed);
     }
 
     /// The flows whose segments compress now, per context.
@@ -112,8 +121,12 @@ pub fn split<B: AsRef<[u8]> + AsMut<[u8]>>(
                 usize::from(hdr.csum_offset),
             )?;
         }
-        // a SYN announces no larger segments than fit a datagram
-        super::mss::clamp(input, max_packet, compressed, MIN_SEGMENT);
+        // a SYN announces no larger segments than fit a datagram (once the paths' MTUs are
+        // known)
+        let settled = fit.settled.load(Relaxed);
+        if settled > 0 {
+            super::mss::clamp(input, settled, compressed, MIN_SEGMENT);
+        }
         // one TCP segment too long for the paths (a retransmission, or a sender without
         // offloads), or too long to go whole for a flow that needs a reference, is cut as a
         // super-packet of itself would be
@@ -442,6 +455,25 @@ mod tests {
         other[VIRTIO_NET_HDR_LEN + 15] = 9;
         assert_ne!(flow_hash(&other[VIRTIO_NET_HDR_LEN..]), Some(flow));
         assert_eq!(run_fit(&mut other, &f)[0], 1432);
+    }
+
+    #[test]
+    fn a_syn_is_clamped_once_every_path_found_its_mtu() {
+        let f = fit((1436, Some(16)));
+        let read = |f: &Fit| {
+            let syn = crate::datapath::mss::tests::syn(false, 1460, true);
+            let mut raw = vec![0u8; VIRTIO_NET_HDR_LEN];
+            raw.extend_from_slice(&syn);
+            let mut bufs = vec![vec![0u8; 200]; 2];
+            let mut sizes = vec![0usize; 2];
+            let n = split(&mut raw, &mut bufs, &mut sizes, 0, f).expect("split");
+            assert_eq!(n, 1);
+            u16::from_be_bytes([bufs[0][42], bufs[0][43]])
+        };
+        // the paths still search: the base size is no size to clamp a flow's segments for
+        assert_eq!(read(&f), 1460);
+        f.set_settled(Some(1436));
+        assert_eq!(read(&f), 1432);
     }
 
     #[test]

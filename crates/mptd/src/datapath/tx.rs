@@ -237,6 +237,7 @@ async fn send_for_peer(t: &Tunnel, i: usize, n: usize, b: &mut TxBatch) {
         };
         peer.apply_too_big(c, now);
         t.fit.set(c.largest_whole_packet(), c.compressed_headers());
+        t.fit.set_settled(c.settled_whole_packet());
         let sealer = c.number_batch(
             now,
             &mut b.masked[..n],
