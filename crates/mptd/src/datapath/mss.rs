@@ -125,27 +125,33 @@ pub(super) mod tests {
         }
         t.extend_from_slice(&[OPT_NOP, 3, 3, 7]); // window scale
         t[12] = ((t.len() / 4) as u8) << 4;
-        let mut p = if v6 {
-            let mut h = vec![0u8; 40];
-            h[0] = 0x60;
-            h[4..6].copy_from_slice(&(t.len() as u16).to_be_bytes());
-            h[6] = 6;
-            h[7] = 64;
-            h[8..10].copy_from_slice(&[0x20, 0x01]);
-            h[23] = 1;
-            h[24..26].copy_from_slice(&[0x20, 0x01]);
-            h[39] = 2;
-            h
+        let addr6 =
+            |host: u16| std::net::Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, host).octets();
+        // version, class, flow label; payload length, next header TCP, hop limit; addresses
+        // (IPv6); version and header length, length, DF, TTL 64, TCP, addresses (IPv4, whose
+        // header checksum the clamp does not read)
+        let mut p: Vec<u8> = if v6 {
+            [
+                &[0x60, 0, 0, 0][..],
+                &(t.len() as u16).to_be_bytes(),
+                &[6, 64],
+            ]
+            .into_iter()
+            .chain([&addr6(1)[..], &addr6(2)[..]])
+            .flatten()
+            .copied()
+            .collect()
         } else {
-            let mut h = vec![0u8; 20];
-            h[0] = 0x45;
-            h[2..4].copy_from_slice(&((20 + t.len()) as u16).to_be_bytes());
-            h[6] = 0x40;
-            h[8] = 64;
-            h[9] = 6;
-            h[12..16].copy_from_slice(&[198, 18, 0, 1]);
-            h[16..20].copy_from_slice(&[198, 18, 0, 2]);
-            h
+            [
+                &[0x45, 0][..],
+                &((20 + t.len()) as u16).to_be_bytes(),
+                &[0, 0, 0x40, 0],
+            ]
+            .into_iter()
+            .chain([&[64, 6, 0, 0][..], &[198, 18, 0, 1], &[198, 18, 0, 2]])
+            .flatten()
+            .copied()
+            .collect()
         };
         let ip = p.len();
         p.extend_from_slice(&t);
