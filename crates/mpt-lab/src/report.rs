@@ -113,10 +113,7 @@ pub fn write(out: &Path, name: &str, text: &str) -> Result<PathBuf> {
 /// lab measured. The block says the command, the day and the commit.
 pub fn write_results(file: &Path, key: &str, md: &str) -> Result<()> {
     let doc = std::fs::read_to_string(file).unwrap_or_default();
-    let command: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with("--write-results"))
-        .collect();
+    let command = command_without_write_results(std::env::args().skip(1));
     let block = format!(
         "`sudo target/release/mpt-lab {}`, measured on {} at `{}` (this program's build).\n\n{}\n",
         command.join(" "),
@@ -128,6 +125,21 @@ pub fn write_results(file: &Path, key: &str, md: &str) -> Result<()> {
         .with_context(|| format!("writing {}", file.display()))?;
     eprintln!("results written to {} (section {key})", file.display());
     Ok(())
+}
+
+/// The lab's arguments `args` without `--write-results` and the file given with it (as
+/// `--write-results=FILE`, or as the next argument when that is no flag).
+fn command_without_write_results(args: impl Iterator<Item = String>) -> Vec<String> {
+    let mut args = args.peekable();
+    let mut command = Vec::new();
+    while let Some(a) = args.next() {
+        if a == "--write-results" {
+            args.next_if(|v| !v.starts_with('-'));
+        } else if !a.starts_with("--write-results=") {
+            command.push(a);
+        }
+    }
+    command
 }
 
 /// `doc` with the block of `key` replaced by `block`, or, without one, a section of it added
@@ -162,6 +174,33 @@ fn today() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_command_written_leaves_out_write_results_and_its_file() {
+        let args = |s: &str| {
+            s.split(' ')
+                .map(String::from)
+                .collect::<Vec<_>>()
+                .into_iter()
+        };
+        for (given, written) in [
+            (
+                "run realworld --runs 3 --write-results docs/results.md --trace",
+                "run realworld --runs 3 --trace",
+            ),
+            (
+                "run realworld --write-results --runs 3",
+                "run realworld --runs 3",
+            ),
+            ("run table1 --write-results=r.md", "run table1"),
+            ("run table1 --write-results", "run table1"),
+        ] {
+            assert_eq!(
+                command_without_write_results(args(given)).join(" "),
+                written
+            );
+        }
+    }
 
     #[test]
     fn a_results_section_is_replaced_in_place_or_added_at_the_end() {
