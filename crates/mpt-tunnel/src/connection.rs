@@ -359,16 +359,8 @@ impl<P> Connection<P> {
     /// (`None` before: a path that still searches carries the base size for now, and a TCP
     /// flow whose MSS a driver clamps for that keeps segments smaller than its paths carry).
     pub fn settled_whole_packet(&self) -> Option<usize> {
-        let up = |i: &usize| self.path_state(*i) == crate::LinkState::Up;
-        let mut up_paths = (0..self.paths.len()).filter(up).peekable();
-        up_paths.peek()?;
-        let mut largest = 0;
-        for i in up_paths {
-            if !self.paths[i].pmtu.found() {
-                return None;
-            }
-            largest = largest.max(self.body_cap(i));
-        }
-        Some(largest)
+        let mut up = (0..self.paths.len()).filter(|&i| self.path_state(i) == crate::LinkState::Up);
+        let settled = up.clone().next().is_some() && up.all(|i| self.paths[i].pmtu.found());
+        settled.then(|| self.largest_whole_packet())
     }
 }

@@ -17,7 +17,7 @@ const TIMESTAMPS_LEN: usize = 12;
 
 /// The IP header length of a TCP packet `p` (IPv4 not a fragment, or IPv6 whose next header
 /// is TCP), and whether its headers compress (IPv4 without options, or IPv6).
-fn tcp_ip_len(p: &[u8]) -> Option<(usize, bool)> {
+pub(super) fn tcp_ip_len(p: &[u8]) -> Option<(usize, bool)> {
     match p.first()? >> 4 {
         4 => {
             let ihl = usize::from(p[0] & 0x0f) * 4;
@@ -31,7 +31,7 @@ fn tcp_ip_len(p: &[u8]) -> Option<(usize, bool)> {
 
 /// The TCP checksum of `p` (IP header `ip_len` bytes) over its pseudo-header and segment, its
 /// checksum field as it is: 0 when it is right.
-fn tcp_sum(p: &[u8], ip_len: usize) -> u16 {
+pub(super) fn tcp_sum(p: &[u8], ip_len: usize) -> u16 {
     let len = (p.len() - ip_len) as u32;
     let (addrs, pseudo) = if ip_len == 40 {
         (&p[8..40], [&len.to_be_bytes()[..], &[0, 0, 0, 6]].concat())

@@ -257,15 +257,11 @@ fn split_first_whole<B: AsRef<[u8]> + AsMut<[u8]>>(
 /// else (IPv4 fragments, IPv6 with extension headers, other protocols).
 fn too_long_tcp(p: &[u8], fit: &Fit) -> Option<VirtioNetHdr> {
     let (max_packet, compressed) = (fit.max_packet(), fit.compressed());
-    let (ip_len, gso_type) = match p.first()? >> 4 {
-        4 => {
-            let ihl = usize::from(p[0] & 0x0f) * 4;
-            let fragment = u16::from_be_bytes([*p.get(6)?, *p.get(7)?]) & 0x3fff;
-            (*p.get(9)? == 6 && fragment == 0 && ihl >= 20)
-                .then_some((ihl, VIRTIO_NET_HDR_GSO_TCPV4))?
-        }
-        6 => (*p.get(6)? == 6).then_some((40, VIRTIO_NET_HDR_GSO_TCPV6))?,
-        _ => return None,
+    let (ip_len, _) = super::mss::tcp_ip_len(p)?;
+    let gso_type = if p[0] >> 4 == 6 {
+        VIRTIO_NET_HDR_GSO_TCPV6
+    } else {
+        VIRTIO_NET_HDR_GSO_TCPV4
     };
     let th = usize::from(p.get(ip_len + 12)? >> 4) * 4;
     let payload = p.len().checked_sub(ip_len + th)?;
@@ -493,8 +489,7 @@ mod tests {
         plain.flags = 0;
         plain.encode(&mut one).expect("header");
         let p = &mut one[VIRTIO_NET_HDR_LEN..];
-        let pseudo = [&p[12..20], &[0, 6], &1432u16.to_be_bytes()[..]].concat();
-        let sum = mpt_tunnel::internet_checksum(0, &[&pseudo, &p[20..]]);
+        let sum = crate::datapath::mss::tcp_sum(p, 20);
         p[36..38].copy_from_slice(&sum.to_be_bytes());
         assert_eq!(run_fit(&mut one.clone(), &f), [1432, 60]);
         // with a reference, the kernel's segments go as they are
