@@ -55,6 +55,7 @@ impl Tracer {
         let links: Vec<String> = (0..lab.paths.len()).map(Lab::link).collect();
         let dst = tunnel_addr(Side::B);
         let control = lab.control_socket(Side::A);
+        let control_b = lab.control_socket(Side::B);
         let flag = stop.clone();
         let thread = std::thread::spawn(move || {
             let out = |args: &[&str]| {
@@ -119,8 +120,21 @@ impl Tracer {
                             .collect()
                     })
                     .unwrap_or_default();
+                // what B's resequencer gave up so far, and what came after all
+                let reseq = mptd::control::status(&control_b)
+                    .map(|st| {
+                        let r = &st.tunnel.reseq;
+                        format!(
+                            " | B gave up {} (by timeout {}), late {}, lost {:?}",
+                            r.skipped,
+                            r.released_by_timeout,
+                            r.late,
+                            st.paths.iter().map(|p| p.lost).collect::<Vec<_>>()
+                        )
+                    })
+                    .unwrap_or_default();
                 eprintln!(
-                    "   t={:.0}s {} | {} | rates {} Mbit/s",
+                    "   t={:.0}s {} | {} | rates {} Mbit/s{reseq}",
                     start.elapsed().as_secs_f64(),
                     tcp_summary(&ss),
                     queues.join(", "),
