@@ -143,7 +143,8 @@ struct RunFlags {
     #[arg(long)]
     no_pace: bool,
     /// realworld: print, every second of a transfer through mptd, the sender's TCP state
-    /// (`ss -tin`) each path's `tbf` rate carried, drops and backlog, and what B's resequencer gave up and received late so far, then what both daemons counted.
+    /// (`ss -tin`), each path's `tbf` rate carried, drops and backlog, and what B's
+    /// resequencer gave up and received late so far; then what both daemons counted.
     #[arg(long)]
     trace: bool,
     /// realworld: measure mptd only (no paths-alone or MPTCP columns), to compare builds
