@@ -154,6 +154,12 @@ struct RunFlags {
     /// realworld: runs of each scenario, averaged.
     #[arg(long, default_value_t = 3)]
     runs: usize,
+    /// realworld: before the measured transfers, a cubic transfer of this many seconds
+    /// through the newly started tunnel, not counted, so that the measured ones meet paths
+    /// whose rates `adaptive` has learned (the default measures a tunnel that carried nothing
+    /// yet: its first transfer pays for the learning).
+    #[arg(long, value_name = "SECS")]
+    warm: Option<u64>,
     /// table2: the tunnel MTU (`tunnel.mtu`) instead of the daemon's default.
     #[arg(long)]
     mtu: Option<u16>,
@@ -182,6 +188,7 @@ fn run(
         trace,
         mptd_only,
         runs,
+        warm,
         mtu,
         datagram,
     } = *flags;
@@ -241,6 +248,7 @@ fn run(
                     equalise: !no_equalise,
                     trace,
                     alone: mptd_only,
+                    warm,
                 },
                 out,
             )?;

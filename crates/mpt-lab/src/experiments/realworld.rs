@@ -139,6 +139,8 @@ pub struct MptdOpts<'a> {
     pub trace: bool,
     /// Measure mptd alone (no paths-alone or MPTCP column): quicker, to compare builds.
     pub alone: bool,
+    /// Seconds of an uncounted cubic transfer through the tunnel before the measured ones.
+    pub warm: Option<u64>,
 }
 
 /// Run the scenarios (`cases`: only these ids), `runs` times each, `secs` per transfer.
@@ -158,6 +160,7 @@ pub fn run_realworld(
         equalise,
         trace,
         alone: mptd_alone,
+        warm,
     } = *mptd;
     let mut configured = if scheduler == "adaptive" {
         "nothing configured per path".to_owned()
@@ -178,6 +181,11 @@ pub fn run_realworld(
     }
     if let Some(p) = pace {
         configured += &format!(", `pace = {p}`");
+    }
+    if let Some(w) = warm {
+        configured += &format!(
+            ", after an uncounted cubic transfer of {w} s through the newly started tunnel"
+        );
     }
     let mut md = String::new();
     writeln!(
@@ -239,6 +247,10 @@ pub fn run_realworld(
             };
             lab.start_tunnel(&opts).context("tunnel")?;
             let inner: SocketAddr = format!("{}:5700", tunnel_addr(Side::B)).parse()?;
+            if let Some(w) = warm {
+                let got = transfer(&lab, &[inner], false, "cubic", w)?[0];
+                eprintln!("   mptd warm-up (cubic, {w} s, not counted): {got:.1} Mbit/s");
+            }
             for (k, cc) in CCS.iter().enumerate() {
                 let tracer = trace.then(|| Tracer::start(&lab));
                 let got = transfer(&lab, &[inner], false, cc, secs)?[0];
