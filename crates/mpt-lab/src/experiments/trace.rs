@@ -125,11 +125,12 @@ impl Tracer {
                     .map(|st| {
                         let r = &st.tunnel.reseq;
                         format!(
-                            " | B gave up {} (by timeout {}), late {}, lost {:?}",
+                            " | B gave up {} (by timeout {}), late {}, lost {:?}, out of path order {:?}",
                             r.skipped,
                             r.released_by_timeout,
                             r.late,
-                            st.paths.iter().map(|p| p.lost).collect::<Vec<_>>()
+                            st.paths.iter().map(|p| p.lost).collect::<Vec<_>>(),
+                            st.paths.iter().map(|p| p.path_seq_errors).collect::<Vec<_>>()
                         )
                     })
                     .unwrap_or_default();

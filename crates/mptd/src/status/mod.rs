@@ -283,6 +283,11 @@ pub struct PathStatus {
     /// Packets of this path that arrived behind a later-sent packet (RFC 4737).
     pub reordered: u64,
     pub reorder_extent_max: u64,
+    /// Datagrams that arrived behind a later one of their own path (or whose path sequence
+    /// jumped by half its range): a path is FIFO, so the link or a host on the way reordered
+    /// them. The ones they overtook were counted lost, and are delivered late if given up.
+    #[serde(default)]
+    pub path_seq_errors: u64,
     /// What the peer last reported about our sending on this path.
     pub peer: Option<PeerReport>,
     /// Times this path went down.

@@ -64,6 +64,7 @@ impl Tunnel {
                     owd_min_us: ps.owd_min_us.unwrap_or(0) as f64,
                     reordered: ps.reordered,
                     reorder_extent_max: ps.reorder_extent_max,
+                    path_seq_errors: ps.path_seq_errors,
                     peer: info.peer_report.map(|(at, e)| PeerReport {
                         age_ms: (now - at).as_millis() as u64,
                         rx_packets: u64::from(e.packets),
