@@ -67,19 +67,22 @@ impl<P> Resequencer<P> {
         payload: P,
         deliver: &mut impl FnMut(P),
     ) {
-        self.push_express_overtaking(now, meta, payload, false, deliver);
+        self.push_express_overtaking(now, meta, payload, (false, Duration::ZERO), deliver);
     }
 
     /// [`push_express`](Self::push_express); with `overtakes`, the packet overtook packets of
     /// its own path that the caller still holds, sent before it: its path's progress stays
     /// where it was, so that their gaps are not given up as lost (a path's datagrams are
-    /// otherwise taken in the order it carried them).
+    /// otherwise taken in the order it carried them). `grace`: how long the caller holds the
+    /// data of the packet's path before it comes here (delay equalisation: the packets sent
+    /// before it on farther paths arrive that much later than it did); the gaps before it
+    /// wait the hold time from `now + grace`, as they would behind a packet that waited.
     pub fn push_express_overtaking(
         &mut self,
         now: Time,
         meta: PacketMeta,
         payload: P,
-        overtakes: bool,
+        (overtakes, grace): (bool, Duration),
         deliver: &mut impl FnMut(P),
     ) {
         let p = meta.path.index();
@@ -89,7 +92,7 @@ impl<P> Resequencer<P> {
             self.paths[p].progress = progress;
         }
         if let Some((p, ext)) = admitted {
-            self.place_express(now, p, ext, payload, deliver);
+            self.place_express((now, grace), p, ext, payload, deliver);
         }
         self.stats.total.occupancy.record(self.held());
     }
@@ -117,7 +120,7 @@ impl<P> Resequencer<P> {
     ) {
         if let Some((p, ext)) = self.admit(now, &meta, true, deliver) {
             if express {
-                self.place_express(now, p, ext, payload, deliver);
+                self.place_express((now, Duration::ZERO), p, ext, payload, deliver);
             } else {
                 self.place(now, p, ext, payload, |p| p, deliver);
             }
@@ -126,10 +129,10 @@ impl<P> Resequencer<P> {
     }
 
     /// A new express packet of path `p`, extended seq `ext`: delivered at once, its slot
-    /// marked if it is ahead of the release point.
+    /// marked if it is ahead of the release point (its gaps' hold counted from `now + grace`).
     fn place_express(
         &mut self,
-        now: Time,
+        (now, grace): (Time, Duration),
         p: usize,
         ext: u64,
         payload: P,
@@ -141,7 +144,7 @@ impl<P> Resequencer<P> {
             // in order, or late: as any packet
             self.resequence(now, p, ext, payload, |p| p, deliver);
         } else {
-            self.mark_express(now, p, ext, payload, deliver);
+            self.mark_express((now, grace), p, ext, payload, deliver);
             self.progress_check(now, deliver);
         }
     }

@@ -148,6 +148,9 @@ pub struct Resequencer<P> {
     /// (extended seq, deadline) of held packets in arrival order; entries below `head` are
     /// stale and removed lazily (always from the front, so the front is held when `held > 0`).
     deadlines: VecDeque<(u64, Time)>,
+    /// The same for express marks, whose deadlines may lie later than their arrival order
+    /// gives ([`Resequencer::push_express_overtaking`]'s `grace`): kept in deadline order.
+    mark_deadlines: VecDeque<(u64, Time)>,
     paths: Vec<PathState>,
     /// Bit per path: the path counts for the progress rule.
     counting: u64,
@@ -202,6 +205,7 @@ impl<P> Resequencer<P> {
             head: EXT_OFFSET,
             received: SeqBitmap::new(history),
             deadlines: VecDeque::new(),
+            mark_deadlines: VecDeque::new(),
             paths: vec![PathState::default(); npaths],
             counting: 0,
             reorder: ReorderTracker::new(),
@@ -339,7 +343,7 @@ impl<P> Resequencer<P> {
         if self.held == 0 {
             return None;
         }
-        let hold = self.deadlines.front().map(|&(_, deadline)| deadline);
+        let hold = self.next_deadline().map(|(_, deadline)| deadline);
         let repair = self.repairs.front().map(|&(_, at)| at);
         match (hold, repair) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -372,6 +376,7 @@ impl<P> Resequencer<P> {
         self.head = EXT_OFFSET;
         self.received.clear_all();
         self.deadlines.clear();
+        self.mark_deadlines.clear();
         self.repairs.clear();
         self.given_up.clear();
         for ps in self.paths.iter_mut() {
@@ -472,6 +477,7 @@ mod tests {
             assert_eq!(r.ring.iter().filter(|s| s.is_some()).count(), r.held);
             assert!(r.deadlines.len() <= 2 * r.cap as usize + 1);
             assert!(r.deadlines.capacity() <= 2 * (2 * r.cap as usize + 1));
+            assert!(r.mark_deadlines.len() <= 2 * r.cap as usize + 1);
             assert!(r.reorder.records() <= REORDER_HISTORY);
             assert_eq!(
                 r.received.words() as u64 * 64,
@@ -481,11 +487,7 @@ mod tests {
             if r.held > 0 {
                 // the head is missing and the oldest deadline belongs to a held packet
                 assert!(r.ring[(r.head & r.mask) as usize].is_none());
-                let (e, _) = r
-                    .deadlines
-                    .front()
-                    .copied()
-                    .expect("deadline of held packet");
+                let (e, _) = r.next_deadline().expect("deadline of held packet");
                 assert!(e >= r.head && e < r.head + r.cap);
                 assert!(r.ring[(e & r.mask) as usize].is_some());
             }
@@ -923,6 +925,11 @@ mod tests {
     impl H {
         /// An express packet `seq` on `path` at `now_us`; returns what was delivered.
         fn express(&mut self, now_us: u64, path: u8, seq: u32) -> Vec<u32> {
+            self.express_after(now_us, path, seq, 0)
+        }
+
+        /// [`H::express`], the gaps before it waiting the hold time from `grace_us` later.
+        fn express_after(&mut self, now_us: u64, path: u8, seq: u32, grace_us: u64) -> Vec<u32> {
             let ps = self.path_seq[usize::from(path)];
             self.path_seq[usize::from(path)] = ps.wrapping_add(1);
             let meta = PacketMeta {
@@ -933,8 +940,9 @@ mod tests {
                 len: 100,
             };
             let mut got = Vec::new();
+            let how = (false, Duration::from_micros(grace_us));
             self.r
-                .push_express(t(now_us), meta, seq, &mut |p| got.push(p));
+                .push_express_overtaking(t(now_us), meta, seq, how, &mut |p| got.push(p));
             self.out.extend_from_slice(&got);
             self.check_bounds();
             got
@@ -983,6 +991,33 @@ mod tests {
             "late, delivered out of order"
         );
         assert_eq!(h.total().late, 1);
+    }
+
+    #[test]
+    fn the_gaps_before_an_express_packet_wait_the_hold_time_from_its_grace() {
+        let mut h = H::new(config(64, 100, 3));
+        for (path, seq) in [(0, 0), (1, 1), (2, 2)] {
+            assert_eq!(h.push(0, path, seq), vec![seq]);
+        }
+        // 3 is on the far path 1, 115 ms further; 4 comes express on the near path 0, whose
+        // bonded packets the caller holds 115 ms: 3's gap waits 100 ms from 116 ms, not 1 ms
+        assert_eq!(h.express_after(1_000, 0, 4, 115_000), vec![4]);
+        assert_eq!(h.r.poll_timeout(), Some(t(216_000)));
+        assert!(h.timeout_at(t(120_000)).is_empty());
+        assert_eq!(h.push(121_000, 1, 3), vec![3], "in order, not given up");
+        assert_eq!((h.total().skipped, h.total().late), (0, 0));
+        // marks of different graces keep their own deadlines: 5 is on path 2 and never
+        // comes, 6 comes express on path 0 (its gaps wait from 245 ms), 7 on path 1 (from
+        // 131 ms)
+        assert_eq!(h.express_after(130_000, 0, 6, 115_000), vec![6]);
+        assert_eq!(h.express_after(131_000, 1, 7, 0), vec![7]);
+        assert_eq!(h.r.poll_timeout(), Some(t(231_000)));
+        assert!(h.timeout_at(t(231_000)).is_empty(), "marks only");
+        assert_eq!(
+            (h.total().skipped, h.r.held()),
+            (1, 0),
+            "5 given up at 7's deadline"
+        );
     }
 
     #[test]

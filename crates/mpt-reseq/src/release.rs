@@ -92,7 +92,7 @@ impl<P> Resequencer<P> {
                 self.deliver_consecutive(now, deliver);
             }
         } else {
-            self.hold(now, ext, Some(keep(payload)));
+            self.hold(now, ext, Some(keep(payload)), now + self.timeout);
         }
     }
 
@@ -114,7 +114,9 @@ impl<P> Resequencer<P> {
 
     /// Put `payload` (`None`: the mark of an express packet delivered already) in `ext`'s
     /// slot, ahead of the release point, with its deadline.
-    fn hold(&mut self, now: Time, ext: u64, payload: Option<P>) {
+    /// Hold `payload` (`None`: an express packet's mark) in `ext`'s slot, arrived at `now`,
+    /// until `deadline` at the latest.
+    fn hold(&mut self, now: Time, ext: u64, payload: Option<P>, deadline: Time) {
         let slot = (ext & self.mask) as usize;
         if self.ring.is_empty() {
             self.ring.resize_with(self.cap as usize, || None);
@@ -133,19 +135,31 @@ impl<P> Resequencer<P> {
             }
             self.marks += usize::from(mark);
         }
-        self.deadlines.push_back((ext, now + self.timeout));
-        if self.deadlines.len() > 2 * self.cap as usize {
-            let head = self.head;
-            self.deadlines.retain(|&(e, _)| e >= head);
+        let head = self.head;
+        let cap = 2 * self.cap as usize;
+        if mark {
+            // in deadline order: marks of paths of different graces interleave
+            let q = &mut self.mark_deadlines;
+            let at = q.len() - q.iter().rev().take_while(|&&(_, d)| d > deadline).count();
+            q.insert(at, (ext, deadline));
+            if q.len() > cap {
+                q.retain(|&(e, _)| e >= head);
+            }
+        } else {
+            self.deadlines.push_back((ext, deadline));
+            if self.deadlines.len() > cap {
+                self.deadlines.retain(|&(e, _)| e >= head);
+            }
         }
     }
 
     /// Window > 0: an express packet ahead of the release point is delivered now; its slot
     /// keeps a mark, so that the release point passes it when the gaps before it are filled
-    /// or given up, as if it had been held.
+    /// or given up, as if it had been held. The gaps before it wait the hold time from
+    /// `now + grace` ([`Resequencer::push_express_overtaking`]).
     pub(crate) fn mark_express(
         &mut self,
-        now: Time,
+        (now, grace): (Time, Duration),
         p: usize,
         ext: u64,
         payload: P,
@@ -159,7 +173,7 @@ impl<P> Resequencer<P> {
         }
         self.received.set(ext);
         self.emit(now, now, payload, deliver);
-        self.hold(now, ext, None);
+        self.hold(now, ext, None, now + grace + self.timeout);
     }
 
     /// Hand over a slot's entry taken at the release point: its packet, unless it is the
@@ -212,7 +226,11 @@ impl<P> Resequencer<P> {
         for ps in self.paths.iter_mut() {
             ps.progress = ps.progress.saturating_sub(delta);
         }
-        for d in self.deadlines.iter_mut() {
+        for d in self
+            .deadlines
+            .iter_mut()
+            .chain(self.mark_deadlines.iter_mut())
+        {
             d.0 = d.0.saturating_sub(delta);
         }
         for r in self.repairs.iter_mut() {
@@ -237,11 +255,20 @@ impl<P> Resequencer<P> {
     /// Drops deadline entries of packets already delivered from the front of the queue.
     #[inline]
     pub(crate) fn tidy_deadlines(&mut self) {
-        while let Some(&(e, _)) = self.deadlines.front() {
-            if e >= self.head {
-                break;
+        let head = self.head;
+        for q in [&mut self.deadlines, &mut self.mark_deadlines] {
+            while q.front().is_some_and(|&(e, _)| e < head) {
+                q.pop_front();
             }
-            self.deadlines.pop_front();
+        }
+    }
+
+    /// The earliest deadline of a held packet or mark (after [`Self::tidy_deadlines`], one
+    /// that is held).
+    pub(crate) fn next_deadline(&self) -> Option<(u64, Time)> {
+        match (self.deadlines.front(), self.mark_deadlines.front()) {
+            (Some(&a), Some(&b)) => Some(if b.1 < a.1 { b } else { a }),
+            (a, b) => a.or(b).copied(),
         }
     }
 
@@ -340,8 +367,8 @@ impl<P> Resequencer<P> {
         }
         loop {
             self.tidy_deadlines();
-            match self.deadlines.front() {
-                Some(&(ext, deadline)) if self.held > 0 && deadline <= now => {
+            match self.next_deadline() {
+                Some((ext, deadline)) if self.held > 0 && deadline <= now => {
                     self.release_to(now, ext + 1, Cause::Timeout, deliver);
                 }
                 _ => break,

@@ -127,6 +127,14 @@ impl<P> Equaliser<P> {
         self.lag.get(i).copied().unwrap_or_default()
     }
 
+    /// How long bonded packets arriving on path `i` wait now (its lag, where that is worth
+    /// waiting; none while equalisation is off, or the path is not up).
+    pub(crate) fn bonded_wait(&self, i: usize) -> Duration {
+        Some(self.lag(i))
+            .filter(|&l| l >= MIN_LAG)
+            .unwrap_or_default()
+    }
+
     /// When the next waiting packet is due.
     pub(crate) fn next_ready(&self) -> Option<Time> {
         self.lines

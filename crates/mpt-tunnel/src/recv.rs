@@ -160,10 +160,12 @@ impl<P> Connection<P> {
                 .push_resent(now, data.meta, payload, keep, &mut |p| out.push(p));
         } else if data.express {
             // ahead of bonded packets of its path that still wait: its path's progress must
-            // not pass them
-            let overtakes = self.equal.holds(data.meta.path.index());
+            // not pass them, and the packets sent before it on farther paths come as much
+            // later than it as its path's bonded packets wait
+            let i = data.meta.path.index();
+            let how = (self.equal.holds(i), self.equal.bonded_wait(i));
             self.reseq
-                .push_express_overtaking(now, data.meta, payload, overtakes, &mut |p| out.push(p));
+                .push_express_overtaking(now, data.meta, payload, how, &mut |p| out.push(p));
         } else {
             self.reseq
                 .push_keeping(now, data.meta, payload, keep, &mut |p| out.push(p));
