@@ -30,10 +30,20 @@ fn near_and_far(
     cfg: impl Fn(Side) -> mpt_tunnel::ConnectionConfig,
     near_bps: Option<u64>,
 ) -> Pair {
+    near_and_far_at(seed, cfg, (10, 60), near_bps)
+}
+
+/// [`near_and_far`] with paths `(near, far)` ms one way.
+fn near_and_far_at(
+    seed: u64,
+    cfg: impl Fn(Side) -> mpt_tunnel::ConnectionConfig,
+    (near, far): (u64, u64),
+    near_bps: Option<u64>,
+) -> Pair {
     let mut p = Pair::with(sim::seed(seed), cfg(Side::A), cfg(Side::B));
     for side in [Side::A, Side::B] {
-        p.link(side, 0).delay = ms(10);
-        p.link(side, 1).delay = ms(60);
+        p.link(side, 0).delay = ms(near);
+        p.link(side, 1).delay = ms(far);
         if near_bps.is_some() {
             p.link(side, 0).rate_bps = near_bps;
         }
@@ -129,16 +139,27 @@ fn nothing_passes_packets_that_wait_to_match_the_far_path() {
     // the near path queues: what is sent on it takes longer than its least delay
     let mut p = near_and_far(92, |side| sim::config(side, 2, true), Some(5_600_000));
     p.run(ms(1000));
-    let mut sent = 0;
     // bulk both ways (each end's reports fence the other's paths), round robin, in bursts of
     // 20 every 20 ms: the near path's last packets of a burst queue 18 ms, and far ones sent
     // after them arrive first; voice from A with every burst
-    for k in 0..150u32 {
+    let sent = bulk_with_voice(&mut p, 150, true);
+    assert!(p.ep(Side::B).equalise_counts().0 > 1000, "nothing waited");
+    nothing_given_up(&mut p, sent, "B gave up numbers that were waiting");
+}
+
+/// `bursts` bursts of 20 bulk packets from A (and as many from B, `both_ways`), one burst
+/// every 20 ms, each followed by a voice packet (DSCP EF) from A; then a second for the last
+/// to arrive. Returns the packets A sent.
+fn bulk_with_voice(p: &mut Pair, bursts: u32, both_ways: bool) -> usize {
+    let mut sent = 0;
+    for k in 0..bursts {
         for j in 0..20 {
             p.send(Side::A, &packet(6_000_000 + k * 20 + j, 1200))
                 .expect("bulk sent");
-            p.send(Side::B, &packet(7_000_000 + k * 20 + j, 1200))
-                .expect("bulk sent");
+            if both_ways {
+                p.send(Side::B, &packet(7_000_000 + k * 20 + j, 1200))
+                    .expect("bulk sent");
+            }
             sent += 1;
         }
         p.send(Side::A, &udp(k, 4000, 200, mpt_tunnel::DSCP_EF))
@@ -147,7 +168,11 @@ fn nothing_passes_packets_that_wait_to_match_the_far_path() {
         p.run(ms(20));
     }
     p.run(ms(1000));
-    assert!(p.ep(Side::B).equalise_counts().0 > 1000, "nothing waited");
+    sent
+}
+
+/// B gave up none of A's packets, and delivered all `sent` of them.
+fn nothing_given_up(p: &mut Pair, sent: usize, what: &str) {
     let st = p.ep(Side::B).stats();
     assert_eq!(
         (
@@ -156,7 +181,7 @@ fn nothing_passes_packets_that_wait_to_match_the_far_path() {
             st.total.delivered_out_of_order
         ),
         (0, 0, 0),
-        "B gave up numbers that were waiting"
+        "{what}"
     );
     assert_eq!(p.delivered_numbers(Side::B).len(), sent);
 }
@@ -173,42 +198,14 @@ fn light_traffic_does_not_give_up_bonded_packets_on_a_path_further_than_the_hold
         reorder_window: 4096,
         ..sim::config(side, 2, true)
     };
-    let mut p = Pair::with(sim::seed(94), cfg(Side::A), cfg(Side::B));
-    for side in [Side::A, Side::B] {
-        p.link(side, 0).delay = ms(5);
-        p.link(side, 1).delay = ms(120);
-    }
-    p.run_until(ms(500), Pair::agreed)
-        .expect("keys agreed within 500 ms");
+    let mut p = near_and_far_at(94, cfg, (5, 120), None);
     p.run(ms(1000));
-    let mut sent = 0;
-    for k in 0..100u32 {
-        for j in 0..20 {
-            p.send(Side::A, &packet(6_000_000 + k * 20 + j, 1200))
-                .expect("bulk sent");
-            sent += 1;
-        }
-        p.send(Side::A, &udp(k, 4000, 200, mpt_tunnel::DSCP_EF))
-            .expect("voice sent");
-        sent += 1;
-        p.run(ms(20));
-    }
-    p.run(ms(1000));
+    let sent = bulk_with_voice(&mut p, 100, false);
     assert!(
         p.ep(Side::B).equalise_lag(PathId(0)) > ms(100),
         "the near path's packets wait more than the hold time"
     );
-    assert_eq!(p.delivered_numbers(Side::B).len(), sent);
-    let st = p.ep(Side::B).stats();
-    assert_eq!(
-        (
-            st.total.skipped,
-            st.total.late,
-            st.total.delivered_out_of_order
-        ),
-        (0, 0, 0),
-        "B gave up bonded packets still on their way"
-    );
+    nothing_given_up(&mut p, sent, "B gave up bonded packets still on their way");
 }
 
 /// Right after the tunnel comes up, before the far path's delay is measured, a connection's
