@@ -26,6 +26,7 @@
 
 mod arrive;
 mod bitmap;
+mod deadlines;
 pub mod feedback;
 #[doc(hidden)]
 pub mod fuzz;

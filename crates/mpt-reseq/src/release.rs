@@ -1,5 +1,5 @@
 //! The resequencer's inner workings: extended sequence numbers, holding and releasing packets,
-//! the deadlines, the progress (fence) rule and the rebase that keeps numbers bounded.
+//! the progress (fence) rule and the rebase that keeps numbers bounded.
 
 use mpt_core::wire::seq_diff;
 use mpt_core::Time;
@@ -135,22 +135,7 @@ impl<P> Resequencer<P> {
             }
             self.marks += usize::from(mark);
         }
-        let head = self.head;
-        let cap = 2 * self.cap as usize;
-        if mark {
-            // in deadline order: marks of paths of different graces interleave
-            let q = &mut self.mark_deadlines;
-            let at = q.len() - q.iter().rev().take_while(|&&(_, d)| d > deadline).count();
-            q.insert(at, (ext, deadline));
-            if q.len() > cap {
-                q.retain(|&(e, _)| e >= head);
-            }
-        } else {
-            self.deadlines.push_back((ext, deadline));
-            if self.deadlines.len() > cap {
-                self.deadlines.retain(|&(e, _)| e >= head);
-            }
-        }
+        self.add_deadline(ext, deadline, mark);
     }
 
     /// Window > 0: an express packet ahead of the release point is delivered now; its slot
@@ -252,26 +237,6 @@ impl<P> Resequencer<P> {
         self.tidy_deadlines();
     }
 
-    /// Drops deadline entries of packets already delivered from the front of the queue.
-    #[inline]
-    pub(crate) fn tidy_deadlines(&mut self) {
-        let head = self.head;
-        for q in [&mut self.deadlines, &mut self.mark_deadlines] {
-            while q.front().is_some_and(|&(e, _)| e < head) {
-                q.pop_front();
-            }
-        }
-    }
-
-    /// The earliest deadline of a held packet or mark (after [`Self::tidy_deadlines`], one
-    /// that is held).
-    pub(crate) fn next_deadline(&self) -> Option<(u64, Time)> {
-        match (self.deadlines.front(), self.mark_deadlines.front()) {
-            (Some(&a), Some(&b)) => Some(if b.1 < a.1 { b } else { a }),
-            (a, b) => a.or(b).copied(),
-        }
-    }
-
     /// Gives up every missing seq below `target`: delivers the held packets below it in order,
     /// moves the head to `target`, then delivers what follows without a gap.
     /// O(min(target - head, cap)).
@@ -353,27 +318,6 @@ impl<P> Resequencer<P> {
             .rev()
             .map(|k| self.head + k)
             .find(|&s| matches!(self.ring.get((s & self.mask) as usize), Some(Some(_))))
-    }
-
-    /// Releases the held packets whose deadline is not after `now`, and the gaps whose wait
-    /// for repair is over.
-    pub(crate) fn expire(&mut self, now: Time, deliver: &mut impl FnMut(P)) {
-        while let Some(&(target, at)) = self.repairs.front() {
-            if at > now {
-                break;
-            }
-            self.repairs.pop_front();
-            self.release_to(now, target, Cause::Fence, deliver);
-        }
-        loop {
-            self.tidy_deadlines();
-            match self.next_deadline() {
-                Some((ext, deadline)) if self.held > 0 && deadline <= now => {
-                    self.release_to(now, ext + 1, Cause::Timeout, deliver);
-                }
-                _ => break,
-            }
-        }
     }
 
     /// The progress rule: a missing seq below the progress of every counting path can no
