@@ -134,7 +134,9 @@ impl<P> Connection<P> {
             self.classes.count(self.cfg.classes.len(), class, path);
             let keeps_short = Classes::keeps_short(&self.cfg.classes, class);
             if mode != Mode::Bond && keeps_short {
-                self.classes.light_sent(now, path, self.sched.as_mut());
+                let flow = Classes::flow(&bufs[k].as_mut()[at..at + whole_len]);
+                self.classes
+                    .light_sent(now, (path, flow), self.sched.as_mut());
             }
             // light traffic never waits in a bundle (but for acknowledgements, which wait
             // there no longer than the path's queue would hold them anyway, and which a fast
