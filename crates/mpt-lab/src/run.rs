@@ -50,6 +50,11 @@ pub(crate) struct RunFlags {
     /// yet: its first transfer pays for the learning).
     #[arg(long, value_name = "SECS")]
     warm: Option<u64>,
+    /// realworld: a DNS lookup (an A and an AAAA query from one port) from A every this many
+    /// milliseconds beside mptd's transfers and UDP stream: light traffic, as a host's
+    /// resolver sends it.
+    #[arg(long, value_name = "MS")]
+    lookups: Option<u64>,
     /// table2: the tunnel MTU (`tunnel.mtu`) instead of the daemon's default.
     #[arg(long)]
     mtu: Option<u16>,
@@ -79,6 +84,7 @@ pub(crate) fn run(
         mptd_only,
         runs,
         warm,
+        lookups,
         mtu,
         datagram,
     } = *flags;
@@ -139,6 +145,7 @@ pub(crate) fn run(
                     trace,
                     alone: mptd_only,
                     warm,
+                    lookups: lookups.map(std::time::Duration::from_millis),
                 },
                 out,
             )?;

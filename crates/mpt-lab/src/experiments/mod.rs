@@ -15,6 +15,7 @@ pub mod adaptive;
 pub mod bench;
 pub mod demo;
 pub mod floor;
+mod lookups;
 pub mod paper;
 pub mod peers;
 pub mod realworld;

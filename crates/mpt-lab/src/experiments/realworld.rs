@@ -19,6 +19,7 @@
 use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::path::Path;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 
@@ -27,6 +28,7 @@ use crate::experiments::runs::{loss_pct, udp_args, udp_sent, Arrivals};
 use crate::harness::{tunnel_addr, Impair, Lab, LinkSpec, Side, TunnelOpts};
 use crate::report::write;
 
+use super::lookups::Lookups;
 use super::trace::Tracer;
 
 /// One scenario: its name and paths.
@@ -141,6 +143,8 @@ pub struct MptdOpts<'a> {
     pub alone: bool,
     /// Seconds of an uncounted cubic transfer through the tunnel before the measured ones.
     pub warm: Option<u64>,
+    /// A DNS lookup from A every this long beside mptd's transfers and stream.
+    pub lookups: Option<Duration>,
 }
 
 /// Run the scenarios (`cases`: only these ids), `runs` times each, `secs` per transfer.
@@ -161,6 +165,7 @@ pub fn run_realworld(
         trace,
         alone: mptd_alone,
         warm,
+        lookups,
     } = *mptd;
     let mut configured = if scheduler == "adaptive" {
         "nothing configured per path".to_owned()
@@ -185,6 +190,12 @@ pub fn run_realworld(
     if let Some(w) = warm {
         configured += &format!(
             ", after an uncounted cubic transfer of {w} s through the newly started tunnel"
+        );
+    }
+    if let Some(every) = lookups {
+        configured += &format!(
+            ", with a DNS lookup (an A and an AAAA query) from A every {} ms beside them",
+            every.as_millis()
         );
     }
     let mut md = String::new();
@@ -251,6 +262,7 @@ pub fn run_realworld(
                 let got = transfer(&lab, &[inner], false, "cubic", w)?[0];
                 eprintln!("   mptd warm-up (cubic, {w} s, not counted): {got:.1} Mbit/s");
             }
+            let dns = lookups.map(|every| Lookups::start(&lab, every));
             for (k, cc) in CCS.iter().enumerate() {
                 let tracer = trace.then(|| Tracer::start(&lab));
                 let got = transfer(&lab, &[inner], false, cc, secs)?[0];
@@ -271,6 +283,9 @@ pub fn run_realworld(
             );
             udp_lost.push(lost);
             udp_ooo.push(ooo);
+            if let Some(d) = dns {
+                eprintln!("   DNS queries sent beside them: {}", d.finish());
+            }
         }
         let sum = mean(&alone);
         let ratio = |v: &[f64]| {
