@@ -218,19 +218,16 @@ pub fn classify(classes: &[ClassRule], packet: &[u8]) -> Option<usize> {
 /// The path a packet of a light stream (of a `fastest` or `duplicate` class) took is kept
 /// short this long after it (`Classes::light_sent`).
 pub const LIGHT_HOLD: Duration = Duration::from_secs(1);
-/// Light packets within [`LIGHT_HOLD`] that make a stream: a voice call's third packet, 40 ms
-/// in.
-pub const LIGHT_STREAM: usize = 3;
+/// A light packet is part of a stream when its flow sent one at least this long (and less than
+/// [`LIGHT_HOLD`]) before it: a voice call's second packet, 20 ms after its first. Packets
+/// closer together are one burst: a DNS lookup's A and AAAA queries, sent at once from one
+/// port, are no stream. Kept short for a second after each lookup, the near path gave bulk
+/// half of what it carried for that second: a UDP stream at 80 % of two paths lost 8.8 % of
+/// its datagrams with a lookup every 2 s (simulator), and BBR through the lab's 10/60 ms pair
+/// fell from 32 to 20 Mbit/s.
+pub const LIGHT_BURST: Duration = Duration::from_millis(2);
 /// Light packets remembered to tell a stream (other flows' among them).
 const LIGHT_RECENT: usize = 8;
-/// A light packet that is no stream (yet) keeps its path short this long: long enough for the
-/// next packet of a stream that sends every 20 ms (a voice call, most often), whose path is
-/// then kept short from its first packet on; short enough that a DNS lookup (an A and an AAAA
-/// query) costs bulk little. Kept short for a second, each lookup took half of the near path
-/// from bulk for that second: a UDP stream at 80 % of two paths lost 8.8 % of its datagrams
-/// with a lookup every 2 s (simulator), and BBR through the lab's 10/60 ms pair fell from 32
-/// to 20 Mbit/s.
-pub const LIGHT_BRIEF: Duration = Duration::from_millis(30);
 /// The queue bulk may build on that path meanwhile.
 pub const LIGHT_QUEUE: Duration = Duration::from_millis(2);
 
@@ -284,7 +281,7 @@ impl Classes {
         class.is_none_or(|c| !rules[c].tcp_ack && !rules[c].tcp_syn)
     }
 
-    /// The flow of a light packet, for telling a stream ([`LIGHT_STREAM`]): its IP protocol
+    /// The flow of a light packet, for telling a stream ([`LIGHT_BURST`]): its IP protocol
     /// and ports (its addresses are left out: two hosts' flows on one pair of ports at once
     /// are rare, and taken for one they only keep a path short longer).
     pub(crate) fn flow(packet: &[u8]) -> u64 {
@@ -295,35 +292,36 @@ impl Classes {
     }
 
     /// A packet of a `fastest` or `duplicate` class of `flow` ([`Classes::flow`]) went on
-    /// `path` at `now`: `sched` keeps the path's queue within [`LIGHT_QUEUE`], for
-    /// [`LIGHT_HOLD`] where its flow is a stream (it is the [`LIGHT_STREAM`]th of the flow's
-    /// light packets within that time, of the last [`LIGHT_RECENT`]), else for
-    /// [`LIGHT_BRIEF`]. Bulk that would
-    /// queue longer there goes to the other paths, so that the light stream's next packets wait
-    /// behind nothing. The tunnel cannot reorder the link's own queue, only keep it short: the
-    /// queue that stood when the stream began drains at the link's rate (at 20 Mbit/s a full
-    /// 50 ms queue is gone before a voice call's third packet). A stream that sends more often
-    /// than [`LIGHT_BRIEF`] keeps its path short from its first packet; the flow's hold covers
-    /// its pauses (a voice call that sends nothing while its speaker is silent).
+    /// `path` at `now`. Where its flow is a stream (one of the last [`LIGHT_RECENT`] light
+    /// packets is the flow's, from [`LIGHT_BURST`] to [`LIGHT_HOLD`] ago), `sched` keeps the
+    /// path's queue within [`LIGHT_QUEUE`] for [`LIGHT_HOLD`]: bulk that would queue longer
+    /// there goes to the other paths, so that the stream's next packets wait behind nothing.
+    /// The tunnel cannot reorder the link's own queue, only keep it short: the queue that
+    /// stood when the stream began drains at the link's rate (at 20 Mbit/s a full 50 ms queue
+    /// is gone before a voice call's fourth packet). The hold covers a stream's pauses (a voice
+    /// call that sends nothing while its speaker is silent). A lone light packet (a DNS lookup)
+    /// keeps nothing short: it meets the queue its path has, as the first packet of a stream
+    /// does.
     pub(crate) fn light_sent(
         &mut self,
         now: Time,
         (path, flow): (PathId, u64),
         sched: &mut dyn Scheduler,
     ) {
-        let recent = |t: &&Option<(Time, u64)>| {
-            t.is_some_and(|(t, f)| f == flow && now.saturating_since(t) < LIGHT_HOLD)
-        };
-        let hold = if self.light_before.iter().filter(recent).count() + 1 >= LIGHT_STREAM {
-            LIGHT_HOLD
-        } else {
-            LIGHT_BRIEF
-        };
+        let stream = self.light_before.iter().any(|t| {
+            t.is_some_and(|(t, f)| {
+                let ago = now.saturating_since(t);
+                f == flow && (LIGHT_BURST..LIGHT_HOLD).contains(&ago)
+            })
+        });
         self.light_before.rotate_right(1);
         self.light_before[0] = Some((now, flow));
+        if !stream {
+            return;
+        }
         let until = match self.light_kept {
-            Some((p, until)) if p == path => until.max(now + hold),
-            _ => now + hold,
+            Some((p, until)) if p == path => until.max(now + LIGHT_HOLD),
+            _ => now + LIGHT_HOLD,
         };
         self.light_kept = Some((path, until));
         sched.keep_short(Some(path), LIGHT_QUEUE);
@@ -506,12 +504,12 @@ mod tests {
         assert_eq!(Mode::parse("fast"), None);
     }
 
-    /// A lone light packet, or a DNS lookup's two queries, keeps its path short briefly; the
-    /// third packet of one flow within a second makes it a stream, whose path is kept short
-    /// for a second after each packet, other flows' packets in between or not; packets of
-    /// different flows make none.
+    /// A lone light packet, a DNS lookup's two queries and lookups from several ports keep
+    /// nothing short; a flow's second light packet 2 ms to a second after its first makes it
+    /// a stream, whose path is kept short for a second after each packet, other flows'
+    /// packets in between or not.
     #[test]
-    fn only_a_light_stream_keeps_its_path_short_for_a_second() {
+    fn only_a_light_stream_keeps_its_path_short() {
         let spec = mpt_sched::PathSpec::new(1, None, false);
         let mut sched = mpt_sched::RoundRobin::new(&[spec, spec]);
         let mut c = Classes::default();
@@ -520,23 +518,23 @@ mod tests {
             Classes::flow(&v4(200, PROTO_UDP, DSCP_EF, (5004, 5004), 0)),
             |port| Classes::flow(&v4(80, PROTO_UDP, 0, (port, 53), 0)),
         );
-        // a lookup: an A and an AAAA query from one port
+        // a lookup: an A and an AAAA query from one port, at once
         c.light_sent(at(1000), (PathId(0), dns(40_000)), &mut sched);
         c.light_sent(at(1000), (PathId(0), dns(40_000)), &mut sched);
-        assert_eq!(c.kept_path(at(1029)), Some(PathId(0)));
-        assert_eq!(c.kept_path(at(1030)), None);
+        assert_eq!(c.kept_path(at(1000)), None, "a lookup is no stream");
         // lookups from three ports, 40 ms apart
         for (k, ms) in [1200, 1240, 1280].into_iter().enumerate() {
             c.light_sent(at(ms), (PathId(1), dns(40_001 + k as u16)), &mut sched);
         }
-        assert_eq!(c.kept_path(at(1310)), None, "no stream: three flows");
+        assert_eq!(c.kept_path(at(1280)), None, "three flows are no stream");
         // voice every 60 ms, with lookups from other ports in between
-        for (k, ms) in [2000, 2060, 2120].into_iter().enumerate() {
+        for (k, ms) in [2000, 2060].into_iter().enumerate() {
             c.light_sent(at(ms), (PathId(1), voice), &mut sched);
             c.light_sent(at(ms + 1), (PathId(1), dns(41_000 + k as u16)), &mut sched);
+            assert_eq!(c.kept_path(at(ms + 1)), (k == 1).then_some(PathId(1)));
         }
-        assert_eq!(c.kept_path(at(3119)), Some(PathId(1)));
-        assert_eq!(c.kept_path(at(3120)), None);
+        assert_eq!(c.kept_path(at(3059)), Some(PathId(1)));
+        assert_eq!(c.kept_path(at(3060)), None);
     }
 
     proptest::proptest! {

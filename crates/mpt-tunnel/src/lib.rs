@@ -61,8 +61,8 @@ use std::net::SocketAddr;
 
 pub use bundle::{BUNDLE_MARGIN, BUNDLE_MAX_HOLD, BUNDLE_MIN_WAIT};
 pub use class::{
-    classify, default_classes, protocol_number, ClassRule, Mode, PacketInfo, DSCP_EF, LIGHT_BRIEF,
-    LIGHT_HOLD, LIGHT_QUEUE, LIGHT_STREAM,
+    classify, default_classes, protocol_number, ClassRule, Mode, PacketInfo, DSCP_EF, LIGHT_BURST,
+    LIGHT_HOLD, LIGHT_QUEUE,
 };
 pub use compress::COMPRESSED_HEADERS;
 pub use connection::Connection;
