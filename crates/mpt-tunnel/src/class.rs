@@ -218,8 +218,9 @@ pub fn classify(classes: &[ClassRule], packet: &[u8]) -> Option<usize> {
 /// The path a packet of a light stream (of a `fastest` or `duplicate` class) took is kept
 /// short this long after it (`Classes::light_sent`).
 pub const LIGHT_HOLD: Duration = Duration::from_secs(1);
-/// A light packet is part of a stream when its flow sent one at least this long (and less than
-/// [`LIGHT_HOLD`]) before it: a voice call's second packet, 20 ms after its first. Packets
+/// A light packet is part of a stream when it is voice (marked EF), or when its flow sent one
+/// at least this long (and less than [`LIGHT_HOLD`]) before it: a game's second packet, some
+/// milliseconds after its first. Packets
 /// closer together are one burst: a DNS lookup's A and AAAA queries, sent at once from one
 /// port, are no stream. Kept short for a second after each lookup, the near path gave bulk
 /// half of what it carried for that second: a UDP stream at 80 % of two paths lost 8.8 % of
@@ -283,37 +284,40 @@ impl Classes {
 
     /// The flow of a light packet, for telling a stream ([`LIGHT_BURST`]): its IP protocol
     /// and ports (its addresses are left out: two hosts' flows on one pair of ports at once
-    /// are rare, and taken for one they only keep a path short longer).
-    pub(crate) fn flow(packet: &[u8]) -> u64 {
-        PacketInfo::parse(packet).map_or(0, |i| {
+    /// are rare, and taken for one they only keep a path short longer); and whether it is
+    /// marked EF (voice).
+    pub(crate) fn flow(packet: &[u8]) -> (u64, bool) {
+        PacketInfo::parse(packet).map_or((0, false), |i| {
             let (s, d) = i.ports.unwrap_or_default();
-            u64::from(i.protocol) << 32 | u64::from(s) << 16 | u64::from(d)
+            let flow = u64::from(i.protocol) << 32 | u64::from(s) << 16 | u64::from(d);
+            (flow, i.dscp == DSCP_EF)
         })
     }
 
-    /// A packet of a `fastest` or `duplicate` class of `flow` ([`Classes::flow`]) went on
-    /// `path` at `now`. Where its flow is a stream (one of the last [`LIGHT_RECENT`] light
-    /// packets is the flow's, from [`LIGHT_BURST`] to [`LIGHT_HOLD`] ago), `sched` keeps the
-    /// path's queue within [`LIGHT_QUEUE`] for [`LIGHT_HOLD`]: bulk that would queue longer
-    /// there goes to the other paths, so that the stream's next packets wait behind nothing.
-    /// The tunnel cannot reorder the link's own queue, only keep it short: the queue that
-    /// stood when the stream began drains at the link's rate (at 20 Mbit/s a full 50 ms queue
-    /// is gone before a voice call's fourth packet). The hold covers a stream's pauses (a voice
-    /// call that sends nothing while its speaker is silent). A lone light packet (a DNS lookup)
-    /// keeps nothing short: it meets the queue its path has, as the first packet of a stream
-    /// does.
+    /// A packet of a `fastest` or `duplicate` class of `flow` ([`Classes::flow`]; `ef`:
+    /// marked EF) went on `path` at `now`. Where it is voice (EF), or its flow is a stream
+    /// (one of the last [`LIGHT_RECENT`] light packets is the flow's, from [`LIGHT_BURST`] to
+    /// [`LIGHT_HOLD`] ago), `sched` keeps the path's queue within [`LIGHT_QUEUE`] for
+    /// [`LIGHT_HOLD`]: bulk that would queue longer there goes to the other paths, so that the
+    /// stream's next packets wait behind nothing. The tunnel cannot reorder the link's own
+    /// queue, only keep it short: the queue that stood when the stream began drains at the
+    /// link's rate (at 20 Mbit/s a full 50 ms queue is gone before a voice call's third
+    /// packet). The hold covers a stream's pauses (a voice call that sends nothing while its
+    /// speaker is silent). Any other lone light packet (a DNS lookup) keeps nothing short: it
+    /// meets the queue its path has, as the first packet of such a stream does.
     pub(crate) fn light_sent(
         &mut self,
         now: Time,
-        (path, flow): (PathId, u64),
+        (path, (flow, ef)): (PathId, (u64, bool)),
         sched: &mut dyn Scheduler,
     ) {
-        let stream = self.light_before.iter().any(|t| {
-            t.is_some_and(|(t, f)| {
-                let ago = now.saturating_since(t);
-                f == flow && (LIGHT_BURST..LIGHT_HOLD).contains(&ago)
-            })
-        });
+        let stream = ef
+            || self.light_before.iter().any(|t| {
+                t.is_some_and(|(t, f)| {
+                    let ago = now.saturating_since(t);
+                    f == flow && (LIGHT_BURST..LIGHT_HOLD).contains(&ago)
+                })
+            });
         self.light_before.rotate_right(1);
         self.light_before[0] = Some((now, flow));
         if !stream {
@@ -507,15 +511,16 @@ mod tests {
     /// A lone light packet, a DNS lookup's two queries and lookups from several ports keep
     /// nothing short; a flow's second light packet 2 ms to a second after its first makes it
     /// a stream, whose path is kept short for a second after each packet, other flows'
-    /// packets in between or not.
+    /// packets in between or not; voice (EF) is one from its first packet.
     #[test]
     fn only_a_light_stream_keeps_its_path_short() {
         let spec = mpt_sched::PathSpec::new(1, None, false);
         let mut sched = mpt_sched::RoundRobin::new(&[spec, spec]);
         let mut c = Classes::default();
         let at = |ms: u64| Time::from_millis(ms);
-        let (voice, dns) = (
+        let (voice, game, dns) = (
             Classes::flow(&v4(200, PROTO_UDP, DSCP_EF, (5004, 5004), 0)),
+            Classes::flow(&v4(120, PROTO_UDP, 0, (27015, 27015), 0)),
             |port| Classes::flow(&v4(80, PROTO_UDP, 0, (port, 53), 0)),
         );
         // a lookup: an A and an AAAA query from one port, at once
@@ -527,14 +532,19 @@ mod tests {
             c.light_sent(at(ms), (PathId(1), dns(40_001 + k as u16)), &mut sched);
         }
         assert_eq!(c.kept_path(at(1280)), None, "three flows are no stream");
-        // voice every 60 ms, with lookups from other ports in between
+        // a game's flow (a configured `fastest` class) every 60 ms, with lookups from other
+        // ports in between: a stream from its second packet
         for (k, ms) in [2000, 2060].into_iter().enumerate() {
-            c.light_sent(at(ms), (PathId(1), voice), &mut sched);
+            c.light_sent(at(ms), (PathId(1), game), &mut sched);
             c.light_sent(at(ms + 1), (PathId(1), dns(41_000 + k as u16)), &mut sched);
             assert_eq!(c.kept_path(at(ms + 1)), (k == 1).then_some(PathId(1)));
         }
         assert_eq!(c.kept_path(at(3059)), Some(PathId(1)));
         assert_eq!(c.kept_path(at(3060)), None);
+        // voice (EF) from its first packet
+        c.light_sent(at(5000), (PathId(0), voice), &mut sched);
+        assert_eq!(c.kept_path(at(5999)), Some(PathId(0)));
+        assert_eq!(c.kept_path(at(6000)), None);
     }
 
     proptest::proptest! {
