@@ -30,6 +30,16 @@ struct Received {
 }
 
 impl Received {
+    /// The `k` packets that waited longest, longest first: their numbers and delays in ms.
+    fn worst(&self, k: usize) -> Vec<(u32, f64)> {
+        let mut d = self.delays.clone();
+        d.sort_unstable_by(|a, b| b.1.cmp(&a.1));
+        d.iter()
+            .take(k)
+            .map(|&(n, d)| (n, (d.as_secs_f64() * 1e4).round() / 10.0))
+            .collect()
+    }
+
     /// The delay below which `q` of the datagrams arrived.
     fn quantile(&self, q: f64) -> Duration {
         let mut d: Vec<Duration> = self.delays.iter().map(|&(_, d)| d).collect();
@@ -375,11 +385,12 @@ fn voice_next_to_tcp_bulk(cc: &'static str, bulk_mbit: f64) {
         .cloned()
         .unwrap_or_default();
     eprintln!(
-        "RESULT voice next to {cc} bulk: voice {}/{sent} arrived, one-way p50 {:?} p99 {:?} max {:?}; sent per path {:?}; bulk {mbit:.1} Mbit/s, data per path {:?}; B: late {}, skipped {}, hold p99 {} us",
+        "RESULT voice next to {cc} bulk: voice {}/{sent} arrived, one-way p50 {:?} p99 {:?} max {:?}, worst (number, ms) {:?}; sent per path {:?}; bulk {mbit:.1} Mbit/s, data per path {:?}; B: late {}, skipped {}, hold p99 {} us",
         ef.delays.len(),
         ef.quantile(0.5),
         ef.quantile(0.99),
         ef.quantile(1.0),
+        ef.worst(6),
         ef_class.sent_per_path,
         st.paths.iter().map(|p| p.tx_packets).collect::<Vec<_>>(),
         rx.late,
