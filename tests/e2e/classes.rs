@@ -33,7 +33,7 @@ impl Received {
     /// The `k` packets that waited longest, longest first: their numbers and delays in ms.
     fn worst(&self, k: usize) -> Vec<(u32, f64)> {
         let mut d = self.delays.clone();
-        d.sort_unstable_by(|a, b| b.1.cmp(&a.1));
+        d.sort_unstable_by_key(|&(_, d)| std::cmp::Reverse(d));
         d.iter()
             .take(k)
             .map(|&(n, d)| (n, (d.as_secs_f64() * 1e4).round() / 10.0))

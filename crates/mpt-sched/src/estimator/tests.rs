@@ -192,6 +192,23 @@ fn serialisation_of_larger_packets_is_no_queue() {
     assert!(p.congested && p.queue_us > 100_000.0, "{p:?}");
 }
 
+/// A report of `delivered` 1250-byte packets, the newest sent at `echo` (wire microseconds)
+/// and heard `age_ms` before the report.
+fn echoing(delivered: u32, echo: u32, age_ms: u64) -> ReportEntry {
+    ReportEntry {
+        echo,
+        echo_age_us: (age_ms * 1000) as u32,
+        ..report(
+            delivered as u16,
+            delivered,
+            u64::from(delivered) * 1250,
+            0,
+            0,
+            0,
+        )
+    }
+}
+
 #[test]
 fn a_path_that_stops_delivering_while_sent_to_is_silent() {
     // 10 Mbit/s of 1250-byte packets (one a millisecond), reported every 20 ms; the path
@@ -211,19 +228,7 @@ fn a_path_that_stops_delivering_while_sent_to_is_silent() {
             }
             if ms % 20 == 0 {
                 let (at, echo) = last.unwrap_or((0, 0));
-                let r = ReportEntry {
-                    echo,
-                    echo_age_us: ((ms - at) * 1000) as u32,
-                    ..report(
-                        delivered as u16,
-                        delivered,
-                        u64::from(delivered) * 1250,
-                        0,
-                        0,
-                        0,
-                    )
-                };
-                e.on_report(now, 0, &r, 1);
+                e.on_report(now, 0, &echoing(delivered, echo, ms - at), 1);
             }
         }
         e.path(0).unwrap().clone()
@@ -261,20 +266,8 @@ fn a_path_that_delivers_nothing_for_one_report_interval_is_not_silent() {
             // 105 ms on
             let stalled = (60..105).contains(&ms);
             let last = if stalled { 59 } else { ms };
-            let delivered = last as u32 + 1;
-            let r = ReportEntry {
-                echo: Time::from_millis(last).wire_micros(),
-                echo_age_us: ((ms - last) * 1000) as u32,
-                ..report(
-                    delivered as u16,
-                    delivered,
-                    u64::from(delivered) * 1250,
-                    0,
-                    0,
-                    0,
-                )
-            };
-            e.on_report(now, 0, &r, 1);
+            let (delivered, echo) = (last as u32 + 1, Time::from_millis(last).wire_micros());
+            e.on_report(now, 0, &echoing(delivered, echo, ms - last), 1);
             seen.push((ms, e.path(0).unwrap().silent));
         }
     }
