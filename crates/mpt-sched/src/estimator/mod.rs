@@ -81,8 +81,7 @@ pub const MAX_SAMPLE_S: f64 = 1.0;
 pub const SHORT_SAMPLE_PACKETS: u32 = 4;
 /// A path is silent when a packet the sender put on it after the last one the receiver got
 /// should have arrived before the report by this much (and by eight packets' time at the rate
-/// the path carried lately) but did not, on two reports running (one is a stall the path
-/// recovers from): an outage that `dead_ms` has not yet confirmed. A TCP
+/// the path carried lately) but did not: an outage that `dead_ms` has not yet confirmed. A TCP
 /// flow that lost a window there stalls until its retransmission timeout, and nothing more is
 /// reported until then; the retransmission must not go to the same dead path. (A sender that
 /// simply stopped sending leaves nothing that should have arrived.)
@@ -182,7 +181,6 @@ impl Estimator {
         if let Some(p) = self.paths.get_mut(i) {
             p.sends = 0;
             p.silent = false;
-            p.unheard = false;
         }
     }
 

@@ -35,13 +35,11 @@ pub struct PathEstimate {
     pub queue_seen_us: f64,
     /// Whether the last report showed congestion.
     pub congested: bool,
-    /// Whether the last two reports showed the path silent: the receiver has heard nothing on
-    /// it for a while although the sender kept sending (see `SILENT_MIN_US`). The rate is left
+    /// Whether the last report showed the path silent: the receiver has heard nothing on it
+    /// for a while although the sender kept sending (see `SILENT_MIN_US`). The rate is left
     /// as it was (the scheduler sends nothing there meanwhile; a path that comes back carries
     /// what it carried before).
     pub silent: bool,
-    /// Whether the last report alone showed it so.
-    pub(super) unheard: bool,
     /// Whether the last report showed a standing queue of a few packets: the link is full.
     pub saturated: bool,
     /// Whether the path carried at least half its rate in the last report interval: only
@@ -95,7 +93,6 @@ impl PathEstimate {
             queue_seen_us: 0.0,
             congested: false,
             silent: false,
-            unheard: false,
             saturated: false,
             busy: false,
             owd_offset_us: 0,

@@ -208,7 +208,7 @@ impl PathEstimate {
         let lately_packet_us = serial_us(iv.packet, lately.max(self.delivery_bps).max(MIN_RATE));
         let margin = SILENT_MIN_US.max(8.0 * lately_packet_us);
         let overdue = f64::from(r.echo_age_us) - margin;
-        let unheard = r.packets > 0
+        self.silent = r.packets > 0
             && overdue > 0.0
             && self
                 .send_times
@@ -219,11 +219,6 @@ impl PathEstimate {
                     let age = now.wire_micros().wrapping_sub(s) as i32;
                     after > 0 && f64::from(after) <= overdue && age <= SILENT_MAX_AGE_US
                 });
-        // Silent on two reports running: one report interval without a packet is a stall (a
-        // radio link's scheduling, a receiver busy for a moment), after which the path
-        // delivers what it held.
-        self.silent = unheard && self.unheard;
-        self.unheard = unheard;
         // A loss is congestion where the queue overflowed, or where the path drops more than
         // random loss would; other losses the tunnel recovers.
         let full = self.queue_peak.full(now, self.queue_us as i64);
