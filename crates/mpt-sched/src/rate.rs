@@ -170,9 +170,8 @@ impl RateScheduler {
     }
 
     /// The paths a packet may go to at `now` (nanoseconds): the eligible ones (with the next
-    /// tier's while every eligible one is full) not avoided, or
-    /// all eligible ones; without the path kept short while its backlog is over its limit and
-    /// another path remains.
+    /// tier's while every eligible one is full), without the path kept short while its backlog
+    /// is over its limit and another path remains; of those, the ones not avoided, or all.
     fn candidates(&self, now: u64) -> u64 {
         let c = self.unpaced_candidates(now);
         // when paced, paths with room on their pacing clock first
@@ -190,17 +189,22 @@ impl RateScheduler {
             .filter(|&i| self.busy[i] > now + cap)
             .fold(0u64, |m, i| m | 1 << i);
         let eligible = self.paths.eligible_overflowing(full);
-        let c = match eligible & !self.avoided {
-            0 => eligible,
-            c => c,
-        };
-        match self.short {
-            Some((i, limit))
-                if (self.busy[i] > now + limit || self.short_queued) && c & !(1 << i) != 0 =>
-            {
-                c & !(1 << i)
+        // the path kept short, while its queue is beyond its limit, is passed over for
+        // another, even one avoided: a path found silent on one report is often only late
+        // (its report came after a stall), and bulk moved off it must not queue behind the
+        // light stream instead
+        let open = match self.short {
+            Some((i, limit)) if self.busy[i] > now + limit || self.short_queued => {
+                match eligible & !(1 << i) {
+                    0 => eligible,
+                    o => o,
+                }
             }
-            _ => c,
+            _ => eligible,
+        };
+        match open & !self.avoided {
+            0 => open,
+            c => c,
         }
     }
 
@@ -916,5 +920,33 @@ mod tests {
             again > Duration::from_millis(40),
             "near path backlog {again:?}"
         );
+    }
+
+    /// The far path found silent for a report (it may only be late) does not undo the near
+    /// path's limit: bulk goes to the far path rather than queue behind a light stream.
+    #[test]
+    fn a_path_kept_short_stays_short_while_the_other_is_avoided() {
+        let mut s = RateScheduler::new(&specs(&[20_000, 20_000]));
+        report_owd(&mut s, PathId(1), 50_000);
+        let limit = Duration::from_millis(2);
+        s.keep_short(Some(PathId(0)), limit);
+        s.avoid(PathId(1), true);
+        let packet = Duration::from_nanos(1400 * 8 * 1_000_000_000 / 20_000_000);
+        let mut per_path = [0u32; 2];
+        let mut worst = Duration::ZERO;
+        for k in 0..3000u64 {
+            let now = Time::from_nanos(k * 373_333);
+            let p = s.select(now, 1400).expect("path");
+            s.on_sent(now, p, 1400);
+            per_path[p.index()] += 1;
+            worst = worst.max(s.backlog(now, PathId(0)));
+        }
+        assert!(worst <= limit + packet * 2, "near path backlog {worst:?}");
+        assert!(per_path[0] >= 950 && per_path[1] >= 1950, "{per_path:?}");
+        // with nothing kept short, the path avoided gets nothing while the other has room
+        s.keep_short(None, limit);
+        s.avoid(PathId(1), true);
+        let p = s.select(Time::from_nanos(3000 * 373_333), 1400);
+        assert_eq!(p, Some(PathId(0)));
     }
 }
