@@ -18,6 +18,7 @@ use mpt_core::Time;
 
 use crate::held::{Held, Order};
 use crate::ordered::{InOrder, Sink};
+use crate::resend::KEEP_SETTLES;
 use crate::{DropReason, Payloads};
 
 /// A released packet on its way to the driver.
@@ -341,13 +342,15 @@ impl<P> crate::Connection<P> {
         // whose packets the peer keeps, and whose round trip is within the hold time (the
         // peer sends none older)
         let paths = &self.paths;
-        let near = |p: usize| {
+        let rtt = |p: usize| {
             paths
                 .get(p)
                 .and_then(|p| p.srtt_us)
-                .is_some_and(|rtt| Duration::from_micros(rtt) < wait)
+                .map(Duration::from_micros)
         };
-        if !self.resend.peer_keeps(self.released.now(), wait, near) {
+        let near = |p: usize| rtt(p).is_some_and(|rtt| rtt < wait);
+        let settled = |p: usize| rtt(p).map_or(wait, |rtt| (rtt + KEEP_SETTLES).min(wait));
+        if !self.resend.peer_keeps(self.released.now(), settled, near) {
             self.released.given_up.clear();
         }
         self.counts.delivered += self.released.take(wait, payloads, keep, out) as u64;

@@ -90,6 +90,24 @@ fn a_path_s_first_loss_is_asked_for_but_only_later_ones_are_kept_to_send_again()
     );
 }
 
+/// A path that overflows loses a run of packets: the first is not kept, but the sender keeps
+/// what it sends from the first request on, so what the path loses a round trip later comes
+/// again, and the UDP behind it waits for it (not the hold time since the first request).
+#[test]
+fn a_loss_a_round_trip_after_a_path_s_first_is_waited_for() {
+    let mut p = pair(1, 2, true, true);
+    p.drop_next(Side::A, 1, 1);
+    for k in 100..110 {
+        p.send(Side::A, &udp(k, LEN)).expect("sent");
+    }
+    p.run(ms(50));
+    p.node_mut(Side::B).delivered.clear();
+    lose_one_of(&mut p, 0, udp);
+    assert_eq!(p.delivered_numbers(Side::B), (0..10).collect::<Vec<_>>());
+    let c = p.ep(Side::A).resend_counts(PathId(1));
+    assert_eq!((c.requested, c.resent, c.missed), (2, 1, 1));
+}
+
 /// A stream that is not TCP (UDP here, that does not back off) keeps its order: the packets
 /// behind a loss wait for it to come again, a round trip, and go on after it. A path's first
 /// loss, which the sender did not keep, holds nothing.

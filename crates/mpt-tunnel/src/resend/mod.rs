@@ -40,6 +40,12 @@ pub const MAX_RESEND_GAP: u16 = 32;
 /// How long a path's packets are kept for resending after the peer last asked for one of them.
 pub const KEEP_AFTER_LOSS: Duration = Duration::from_secs(60);
 
+/// The sender keeps a path's packets from the moment the first request for its losses reaches
+/// it: what the path loses from then on is given up at the receiver the path's round trip
+/// after that request went, and this later still covers the request's own wait on its way
+/// (the receiver waits for the packets given up from then on: [`Resend::peer_keeps`]).
+pub const KEEP_SETTLES: Duration = Duration::from_millis(10);
+
 /// Per path, the path sequences whose global sequence is remembered (a power of two).
 const PATH_SLOTS: usize = 4096;
 
@@ -206,18 +212,18 @@ impl Resend {
 
     /// Whether a packet lost lately may come again: the sender keeps the packets of some path
     /// for resending (as far as the receiver can tell: it has asked for that path's losses
-    /// for at least `settled`, and last did less than [`KEEP_AFTER_LOSS`] ago), and one lost
-    /// there is asked for soon enough to be sent again (`near`: the sender sends none older
-    /// than the hold time). A path's first loss is not kept.
+    /// for at least `settled` of that path, and last did less than [`KEEP_AFTER_LOSS`] ago),
+    /// and one lost there is asked for soon enough to be sent again (`near`: the sender sends
+    /// none older than the hold time). A path's first loss is not kept.
     pub(crate) fn peer_keeps(
         &self,
         now: Time,
-        settled: Duration,
+        settled: impl Fn(usize) -> Duration,
         near: impl Fn(usize) -> bool,
     ) -> bool {
         self.asking.iter().enumerate().any(|(p, a)| {
             a.is_some_and(|(since, last)| {
-                now.saturating_since(since) >= settled
+                now.saturating_since(since) >= settled(p)
                     && now.saturating_since(last) <= KEEP_AFTER_LOSS
                     && near(p)
             })
