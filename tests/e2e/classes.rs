@@ -62,6 +62,10 @@ fn voice(lab: &Lab, port: u16, tos: u32, secs: u64, epoch: Instant) -> (u32, Rec
             let s = UdpSocket::bind(&listen).expect("bind");
             s.set_read_timeout(Some(Duration::from_secs(1)))
                 .expect("timeout");
+            // room for 100 ms of a 100 Mbit/s stream: this thread, not the tunnel, must not be
+            // what a stall of the machine makes lose datagrams
+            mptd::net::set_int_option(&s, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, 8 << 20)
+                .expect("SO_RCVBUFFORCE");
             ready_tx.send(()).expect("ready");
             let mut delays = Vec::new();
             let mut buf = [0u8; 512];
@@ -122,6 +126,23 @@ pub(crate) fn counted_udp(lab: &Lab, port: u16, bps: u64, secs: u64, len: usize)
     (sent, got)
 }
 
+/// What the kernel dropped at the UDP socket bound to `port` in this thread's namespace, for a
+/// full buffer (the last column of `/proc/net/udp`).
+fn socket_drops(port: u16) -> u64 {
+    let table = std::fs::read_to_string("/proc/thread-self/net/udp").unwrap_or_default();
+    let local = format!(":{port:04X}");
+    table
+        .lines()
+        .skip(1)
+        .filter(|l| {
+            l.split_whitespace()
+                .nth(1)
+                .is_some_and(|a| a.ends_with(&local))
+        })
+        .filter_map(|l| l.split_whitespace().last()?.parse::<u64>().ok())
+        .sum()
+}
+
 /// As [`counted_udp`], with each datagram numbered: (sent, arrived, arrived out of order: after
 /// one numbered later, as iperf3 counts them).
 pub(crate) fn numbered_udp(
@@ -138,6 +159,10 @@ pub(crate) fn numbered_udp(
             let s = UdpSocket::bind(&listen).expect("bind");
             s.set_read_timeout(Some(Duration::from_secs(1)))
                 .expect("timeout");
+            // room for 100 ms of a 100 Mbit/s stream: this thread, not the tunnel, must not be
+            // what a stall of the machine makes lose datagrams
+            mptd::net::set_int_option(&s, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, 8 << 20)
+                .expect("SO_RCVBUFFORCE");
             ready_tx.send(()).expect("ready");
             let mut buf = [0u8; 2048];
             let (mut got, mut out_of_order, mut highest) = (0u64, 0u64, None);
@@ -153,6 +178,10 @@ pub(crate) fn numbered_udp(
                     highest = Some(number);
                 }
             }
+            eprintln!(
+                "numbered_udp: the receiving socket dropped {}",
+                socket_drops(port)
+            );
             (got, out_of_order)
         })
         .expect("namespace")
