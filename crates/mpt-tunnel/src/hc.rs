@@ -21,6 +21,11 @@ use crate::ordered::{InOrder, Sink};
 use crate::resend::KEEP_SETTLES;
 use crate::{DropReason, Payloads};
 
+/// How long packets that are not TCP wait for a number given up before them that will not be
+/// sent again: a path may reorder its own datagrams (two batches sent from different CPUs into
+/// a veth or a bond are handled in either order), and the gap that leaves is no loss.
+pub const PATH_REORDER: Duration = Duration::from_millis(5);
+
 /// A released packet on its way to the driver.
 #[derive(Debug)]
 enum Out<P> {
@@ -338,9 +343,10 @@ impl<P> crate::Connection<P> {
     ) {
         self.reseq.take_given_up(&mut self.released.given_up);
         let wait = self.cfg.reorder_timeout;
-        // a number given up is waited for only if its packet may come again: lost on a path
-        // whose packets the peer keeps, and whose round trip is within the hold time (the
-        // peer sends none older)
+        // a number given up is waited for the hold time only if its packet may come again:
+        // lost on a path whose packets the peer keeps, and whose round trip is within the hold
+        // time (the peer sends none older); otherwise for [`PATH_REORDER`], in case its path
+        // only reordered it
         let paths = &self.paths;
         let rtt = |p: usize| {
             paths
@@ -350,9 +356,11 @@ impl<P> crate::Connection<P> {
         };
         let near = |p: usize| rtt(p).is_some_and(|rtt| rtt < wait);
         let settled = |p: usize| rtt(p).map_or(wait, |rtt| (rtt + KEEP_SETTLES).min(wait));
-        if !self.resend.peer_keeps(self.released.now(), settled, near) {
-            self.released.given_up.clear();
-        }
+        let wait = if self.resend.peer_keeps(self.released.now(), settled, near) {
+            wait
+        } else {
+            PATH_REORDER.min(wait)
+        };
         self.counts.delivered += self.released.take(wait, payloads, keep, out) as u64;
         for (reason, n) in self.released.take_refused() {
             self.counts.drops.add(reason, n);

@@ -90,6 +90,25 @@ fn a_path_s_first_loss_is_asked_for_but_only_later_ones_are_kept_to_send_again()
     );
 }
 
+/// A path that reorders its own datagrams (two batches sent from different CPUs into a veth
+/// may) shows a gap that is no loss: the datagram comes a moment later, and the UDP behind it
+/// waits for it that long even where the sender keeps nothing to send again.
+#[test]
+fn a_datagram_its_own_path_reordered_is_waited_for_a_moment() {
+    let mut p = pair(3, 2, true, true);
+    p.link(Side::A, 0).jitter = ms(1);
+    p.link(Side::A, 1).jitter = ms(1);
+    for k in 0..40 {
+        p.send(Side::A, &udp(k, LEN)).expect("sent");
+        p.run(Duration::from_micros(200));
+    }
+    p.run(ms(300));
+    let c = p.ep(Side::A).resend_counts(PathId(0));
+    let d = p.ep(Side::A).resend_counts(PathId(1));
+    assert!(c.requested + d.requested > 0, "no gap seen");
+    assert_eq!(p.delivered_numbers(Side::B), (0..40).collect::<Vec<_>>());
+}
+
 /// A path that overflows loses a run of packets: the first is not kept, but the sender keeps
 /// what it sends from the first request on, so what the path loses a round trip later comes
 /// again, and the UDP behind it waits for it (not the hold time since the first request).
@@ -110,11 +129,11 @@ fn a_loss_a_round_trip_after_a_path_s_first_is_waited_for() {
 
 /// A stream that is not TCP (UDP here, that does not back off) keeps its order: the packets
 /// behind a loss wait for it to come again, a round trip, and go on after it. A path's first
-/// loss, which the sender did not keep, holds nothing.
+/// loss, which the sender did not keep, holds them only a moment (`PATH_REORDER`).
 #[test]
 fn packets_that_are_not_tcp_behind_a_loss_wait_for_it_and_keep_their_order() {
     let mut p = pair(1, 2, true, true);
-    // the path's first loss is not resent: nothing waits for it
+    // the path's first loss is not resent: the packets behind it wait only a moment
     let start = lose_one_of(&mut p, 100, udp);
     assert_eq!(
         p.delivered_numbers(Side::B),
@@ -122,6 +141,7 @@ fn packets_that_are_not_tcp_behind_a_loss_wait_for_it_and_keep_their_order() {
     );
     let last = p.node(Side::B).delivered.last().expect("delivered").0 - start;
     assert!(last <= ms(15), "waited {last:?} for a loss never resent");
+    assert_eq!(p.ep(Side::B).waiting_in_order(), (0, 8));
     p.node_mut(Side::B).delivered.clear();
     // the next loss is resent: the packets behind it wait for it, and nothing is out of order
     let start = lose_one_of(&mut p, 0, udp);
@@ -135,7 +155,7 @@ fn packets_that_are_not_tcp_behind_a_loss_wait_for_it_and_keep_their_order() {
         (1, 1),
         "late to the resequencer"
     );
-    assert_eq!(p.ep(Side::B).waiting_in_order(), (0, 8));
+    assert_eq!(p.ep(Side::B).waiting_in_order(), (0, 16));
     // TCP behind a loss does not wait, and other packets wait only for what is before them
     p.node_mut(Side::B).delivered.clear();
     p.drop_next(Side::A, 1, 1);
@@ -168,7 +188,7 @@ fn packets_that_are_not_tcp_behind_a_loss_wait_for_it_and_keep_their_order() {
 }
 
 /// A loss on a path whose round trip is longer than the hold time cannot come again (the
-/// sender sends nothing older than that): nothing waits for it.
+/// sender sends nothing older than that): the packets behind it wait only a moment.
 #[test]
 fn packets_behind_a_loss_on_a_far_path_do_not_wait_for_it() {
     let mut p = pair(4, 2, true, true);
@@ -186,7 +206,7 @@ fn packets_behind_a_loss_on_a_far_path_do_not_wait_for_it() {
         let last = p.node(Side::B).delivered.last().expect("delivered").0 - start;
         assert!(last <= ms(90), "round {round}: waited {last:?}");
     }
-    assert_eq!(p.ep(Side::B).waiting_in_order(), (0, 0));
+    assert_eq!(p.ep(Side::B).waiting_in_order(), (0, 24));
     let c = p.ep(Side::A).resend_counts(PathId(1));
     assert_eq!((c.requested, c.resent), (3, 0));
 }
