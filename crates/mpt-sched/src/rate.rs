@@ -871,6 +871,21 @@ mod tests {
         check_state_rules(|p| Box::new(RateScheduler::new(p)));
     }
 
+    /// 1400 bytes every 373 µs (30 Mbit/s), the `n` packets from the `from`th: path 0's largest
+    /// backlog meanwhile, and the packets each path took.
+    fn run(s: &mut RateScheduler, from: u64, n: u64) -> (Duration, [u32; 2]) {
+        let mut worst = Duration::ZERO;
+        let mut per_path = [0u32; 2];
+        for k in from..from + n {
+            let now = Time::from_nanos(k * 373_333);
+            let p = s.select(now, 1400).expect("path");
+            s.on_sent(now, p, 1400);
+            per_path[p.index()] += 1;
+            worst = worst.max(s.backlog(now, PathId(0)));
+        }
+        (worst, per_path)
+    }
+
     /// Two 20 Mbit/s paths, the second 50 ms further, offered 30 Mbit/s: the near path's
     /// backlog grows to the backlog limit before the far path is the sooner one. Kept short,
     /// it never stands more than its limit (plus one packet) ahead, and the far path takes the
@@ -881,19 +896,6 @@ mod tests {
         report_owd(&mut s, PathId(1), 50_000);
         let limit = Duration::from_millis(5);
         let packet = Duration::from_nanos(1400 * 8 * 1_000_000_000 / 20_000_000);
-        // 1400 bytes every 373 µs: 30 Mbit/s
-        let run = |s: &mut RateScheduler, from: u64, n: u64| {
-            let mut worst = Duration::ZERO;
-            let mut per_path = [0u32; 2];
-            for k in from..from + n {
-                let now = Time::from_nanos(k * 373_333);
-                let p = s.select(now, 1400).expect("path");
-                s.on_sent(now, p, 1400);
-                per_path[p.index()] += 1;
-                worst = worst.max(s.backlog(now, PathId(0)));
-            }
-            (worst, per_path)
-        };
         let (free, _) = run(&mut s, 0, 3000);
         assert!(
             free > Duration::from_millis(40),
@@ -932,15 +934,7 @@ mod tests {
         s.keep_short(Some(PathId(0)), limit);
         s.avoid(PathId(1), true);
         let packet = Duration::from_nanos(1400 * 8 * 1_000_000_000 / 20_000_000);
-        let mut per_path = [0u32; 2];
-        let mut worst = Duration::ZERO;
-        for k in 0..3000u64 {
-            let now = Time::from_nanos(k * 373_333);
-            let p = s.select(now, 1400).expect("path");
-            s.on_sent(now, p, 1400);
-            per_path[p.index()] += 1;
-            worst = worst.max(s.backlog(now, PathId(0)));
-        }
+        let (worst, per_path) = run(&mut s, 0, 3000);
         assert!(worst <= limit + packet * 2, "near path backlog {worst:?}");
         assert!(per_path[0] >= 950 && per_path[1] >= 1950, "{per_path:?}");
         // with nothing kept short, the path avoided gets nothing while the other has room

@@ -221,10 +221,10 @@ pub const LIGHT_HOLD: Duration = Duration::from_secs(1);
 /// A light packet is part of a stream when it is voice (marked EF), or when its flow sent one
 /// at least this long (and less than [`LIGHT_HOLD`]) before it: a game's second packet, some
 /// milliseconds after its first. Packets closer together are one burst: a DNS lookup's A and
-/// AAAA queries, sent at once from one port, are no stream. Kept short for a second after each lookup, the near path gave bulk
-/// half of what it carried for that second: a UDP stream at 80 % of two paths lost 8.8 % of
-/// its datagrams with a lookup every 2 s (simulator), and BBR through the lab's 10/60 ms pair
-/// fell from 32 to 20 Mbit/s.
+/// AAAA queries, sent at once from one port, are no stream. Kept short for a second after each
+/// lookup, the near path gave bulk half of what it carried for that second: a UDP stream at
+/// 80 % of two paths lost 8.8 % of its datagrams with a lookup every 2 s (simulator), and BBR
+/// through the lab's 10/60 ms pair fell from 32 to 20 Mbit/s.
 pub const LIGHT_BURST: Duration = Duration::from_millis(2);
 /// Light packets remembered to tell a stream (other flows' among them).
 const LIGHT_RECENT: usize = 8;
