@@ -3,7 +3,7 @@
 //! the receiver. Neither copies the payload (the connection moves it).
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use mpt_core::hc::{Compressor, Decompressor, Headers, Reference, COMPRESSED_TCP};
+use mpt_core::hc::{is_compressed, Compressor, Decompressor, Format, Headers, Reference};
 use mpt_core::wire::internet_checksum;
 use std::hint::black_box;
 
@@ -35,56 +35,70 @@ fn segment(seq: u32, id: u16) -> Vec<u8> {
 fn hc(c: &mut Criterion) {
     let mut g = c.benchmark_group("hc");
     g.throughput(Throughput::Elements(1));
-    // a flow's stream of segments, each compressed against its reference (a new one
-    // whole after every 64, as the connection sends them)
-    let stream: Vec<Vec<u8>> = (0..64u32).map(|n| segment(n * 1416, n as u16)).collect();
-    let mut tx = Compressor::new();
-    let mut gseq = 0u32;
-    tx.sent_whole(gseq, &segment(0xffff_0000, 0));
-    // into the caller's header, as the connection does
-    let mut h = Headers::new();
-    g.bench_function("compress a TCP/IPv4 segment's headers", |b| {
-        let mut k = 0;
-        b.iter(|| {
-            gseq = gseq.wrapping_add(1);
-            let p = &stream[k % stream.len()];
-            k += 1;
-            match tx.compress_into(gseq, black_box(p), 1436, 20, &mut h) {
-                Some(replaces) => black_box((h.len(), replaces)),
-                None => {
-                    tx.sent_whole(gseq, p);
-                    (0, 0)
-                }
-            }
-        })
-    });
-    // one body rebuilt against the reference it names
-    let mut tx = Compressor::new();
-    let mut rx = Decompressor::new();
-    let reference = segment(0, 0);
-    tx.sent_whole(0, &reference);
-    rx.store(Reference::of(0, &reference).expect("tcp"));
-    let p = segment(1416, 1);
-    let (h, replaces) = tx.compress(1, &p, 1436, 20).expect("compressed");
-    let body = [&h[..], &p[replaces..]].concat();
-    assert_eq!(body[0], COMPRESSED_TCP);
-    g.bench_function("rebuild a TCP/IPv4 segment's headers", |b| {
-        b.iter(|| {
-            let (headers, skip) = rx.rebuild(1, black_box(&body)).expect("rebuilt");
-            black_box((headers.len(), skip))
-        })
-    });
+    // each format padded as the connection pads it
+    for (format, pad_to, name) in [(Format::V7, 12, "version 7"), (Format::V6, 20, "version 6")] {
+        // a flow's stream of segments, each compressed against its reference (a new one
+        // whole after every 64, as the connection sends them)
+        let stream: Vec<Vec<u8>> = (0..64u32).map(|n| segment(n * 1416, n as u16)).collect();
+        let mut tx = Compressor::new();
+        let mut gseq = 0u32;
+        tx.sent_whole(gseq, &segment(0xffff_0000, 0));
+        // into the caller's header, as the connection does
+        let mut h = Headers::new();
+        g.bench_function(
+            format!("compress a TCP/IPv4 segment's headers ({name})"),
+            |b| {
+                let mut k = 0;
+                b.iter(|| {
+                    gseq = gseq.wrapping_add(1);
+                    let p = &stream[k % stream.len()];
+                    k += 1;
+                    match tx.compress_into(gseq, black_box(p), 1436, format, pad_to, &mut h) {
+                        Some(replaces) => black_box((h.len(), replaces)),
+                        None => {
+                            tx.sent_whole(gseq, p);
+                            (0, 0)
+                        }
+                    }
+                })
+            },
+        );
+        // one body rebuilt against the reference it names
+        let mut tx = Compressor::new();
+        let mut rx = Decompressor::new();
+        let reference = segment(0, 0);
+        tx.sent_whole(0, &reference);
+        rx.store(Reference::of(0, &reference).expect("tcp"));
+        let p = segment(1416, 1);
+        let (h, replaces) = tx
+            .compress(1, &p, 1436, format, pad_to)
+            .expect("compressed");
+        let body = [&h[..], &p[replaces..]].concat();
+        assert!(is_compressed(&body));
+        g.bench_function(
+            format!("rebuild a TCP/IPv4 segment's headers ({name})"),
+            |b| {
+                b.iter(|| {
+                    let (headers, skip) = rx.rebuild(1, black_box(&body)).expect("rebuilt");
+                    black_box((headers.len(), skip))
+                })
+            },
+        );
+        assert!(
+            tx_compressed(&stream, format, pad_to) > 60,
+            "the stream compresses"
+        );
+    }
     g.finish();
-    assert!(tx_compressed(&stream) > 60, "the stream compresses");
 }
 
 /// How many of `stream` a fresh compressor sends compressed after a reference.
-fn tx_compressed(stream: &[Vec<u8>]) -> usize {
+fn tx_compressed(stream: &[Vec<u8>], format: Format, pad_to: usize) -> usize {
     let mut tx = Compressor::new();
     tx.sent_whole(0, &segment(0xffff_0000, 0));
     (1..)
         .zip(stream)
-        .filter(|(gseq, p)| tx.compress(*gseq, p, 1436, 20).is_some())
+        .filter(|(gseq, p)| tx.compress(*gseq, p, 1436, format, pad_to).is_some())
         .count()
 }
 

@@ -5,8 +5,12 @@
 
 use crate::Connection;
 
-/// What [`Connection::compressed_headers`] counts for a compressed header.
-pub const COMPRESSED_HEADERS: usize = 20;
+/// What [`Connection::compressed_headers`] counts for a compressed header in a session of
+/// protocol version 7: a bulk flow's are 7 to 9 bytes (10 to 12 when its window or flags
+/// change).
+pub const COMPRESSED_HEADERS: usize = 12;
+/// What it counts in a session of version 6, whose headers are 3 to 4 bytes longer (12 to 14).
+pub const COMPRESSED_HEADERS_V6: usize = 20;
 
 impl<P> Connection<P> {
     /// Whether data goes with compressed headers: configured, with resending (a reference
@@ -18,11 +22,24 @@ impl<P> Connection<P> {
 
     /// What a bulk TCP packet's IP and TCP headers take in a datagram while data goes with
     /// compressed headers: a driver that cuts TCP segments to fit a datagram
-    /// ([`Connection::largest_whole_packet`]) counts this for headers that compress. A
-    /// compressed header is 12 to 14 bytes in a bulk flow (more when its window or flags
-    /// change); one that does not fit goes whole, in pieces.
+    /// ([`Connection::largest_whole_packet`]) counts this for headers that compress
+    /// ([`COMPRESSED_HEADERS`], or [`COMPRESSED_HEADERS_V6`] in a session of version 6). One
+    /// longer than that does not fit, and goes whole, in pieces.
     pub fn compressed_headers(&self) -> Option<usize> {
-        self.compressing().then_some(COMPRESSED_HEADERS)
+        self.compressing().then(|| self.pad_to())
+    }
+
+    /// The session's compressed header format, and the size every compressed header is padded
+    /// to.
+    fn hc_format(&self) -> mpt_core::hc::Format {
+        mpt_core::hc::Format::of_version(self.wire_version)
+    }
+
+    fn pad_to(&self) -> usize {
+        match self.hc_format() {
+            mpt_core::hc::Format::V6 => COMPRESSED_HEADERS_V6,
+            mpt_core::hc::Format::V7 => COMPRESSED_HEADERS,
+        }
     }
 
     /// Per context, the flow ([`mpt_core::hc::flow_hash`]) whose next packets may be
@@ -41,16 +58,18 @@ impl<P> Connection<P> {
     /// Compress the inner packet of `*size` bytes in `buf` (at [`Connection::prefix`]) in
     /// place, as the next global sequence number's, if it is TCP whose flow has a reference
     /// ([`mpt_core::hc::Compressor::compress`]) and the result is at most `cap` bytes: a
-    /// compressed header, padded to [`COMPRESSED_HEADERS`] (a flow's full segments then make
-    /// datagrams of one size, a run for UDP GSO), in place of its IP and TCP headers. `*size` becomes the body's;
-    /// returns whether it changed.
+    /// compressed header in the session's format, padded to what
+    /// [`Connection::compressed_headers`] counts (a flow's full segments then make datagrams
+    /// of one size, a run for UDP GSO), in place of its IP and TCP headers. `*size` becomes
+    /// the body's; returns whether it changed.
     pub(crate) fn pack(&mut self, size: &mut usize, buf: &mut [u8], cap: usize) -> bool {
         let (at, inner) = (self.prefix(), *size);
+        let (format, pad_to) = (self.hc_format(), self.pad_to());
         let packet = &buf[at..at + inner];
         let mut header = mpt_core::hc::Headers::new();
         let Some(replaces) =
             self.hc_tx
-                .compress_into(self.seq, packet, cap, COMPRESSED_HEADERS, &mut header)
+                .compress_into(self.seq, packet, cap, format, pad_to, &mut header)
         else {
             return false;
         };

@@ -64,7 +64,7 @@ pub use class::{
     classify, default_classes, protocol_number, ClassRule, Mode, PacketInfo, DSCP_EF, LIGHT_BURST,
     LIGHT_HOLD, LIGHT_QUEUE,
 };
-pub use compress::COMPRESSED_HEADERS;
+pub use compress::{COMPRESSED_HEADERS, COMPRESSED_HEADERS_V6};
 pub use connection::Connection;
 pub use crypto::Sealer;
 pub use crypto::PREVIOUS_SESSION_KEPT;

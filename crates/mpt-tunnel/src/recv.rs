@@ -95,7 +95,7 @@ impl<P> Connection<P> {
         payloads: &mut Pl,
         ready: impl FnOnce(&mut Pl) -> P,
     ) -> Held<P> {
-        if packet.first() == Some(&mpt_core::hc::COMPRESSED_TCP) {
+        if mpt_core::hc::is_compressed(packet) {
             let prefix = self.prefix();
             return self
                 .released

@@ -1,7 +1,7 @@
 //! Inner header compression (`docs/protocol.md`, "Compressed headers"), driven through a
 //! simulated pair of connections: bulk TCP goes compressed and arrives byte for byte over
-//! paths that reorder and lose; a restart starts afresh without a wrong packet; a peer of the
-//! version before gets whole packets.
+//! paths that reorder and lose; a restart starts afresh without a wrong packet; a peer of
+//! version 6 gets its format, one of version 5 whole packets.
 
 #[allow(dead_code)]
 mod sim;
@@ -175,7 +175,7 @@ fn a_peer_restart_starts_compression_afresh_without_a_wrong_packet() {
 }
 
 #[test]
-fn with_compression_off_or_in_a_session_of_the_version_before_tcp_goes_whole() {
+fn with_compression_off_or_in_a_session_of_version_5_tcp_goes_whole_and_in_6_in_its_format() {
     let mut a = sim::config(Side::A, 1, true);
     a.compress = false;
     let mut p = agreed_pair(33, a);
@@ -185,22 +185,35 @@ fn with_compression_off_or_in_a_session_of_the_version_before_tcp_goes_whole() {
     let got = delivered(&p);
     assert_eq!(got, sent);
 
-    // a session made in the version before (A's first two initiations lost): whole, until a
-    // rekey brings both ends to this version
-    let mut p = Pair::new(sim::seed(34), 1, true);
-    p.drop_next(Side::A, 0, 2);
-    p.run_until(Duration::from_secs(5), Pair::agreed)
-        .expect("keys agreed on a retry");
-    assert_eq!(p.ep(Side::A).wire_version(), mpt_core::wire::VERSION - 1);
-    let mut sent = bulk(&mut p, 0, 100, ms(1));
-    assert_eq!(p.ep(Side::A).compression_counts().compressed, 0);
-    p.run(Duration::from_secs(8));
-    assert_eq!(p.ep(Side::A).wire_version(), mpt_core::wire::VERSION);
-    sent.extend(bulk(&mut p, 100, 100, ms(1)));
-    p.run(ms(100));
-    assert!(p.ep(Side::A).compression_counts().compressed > 90);
-    let got = delivered(&p);
-    assert_eq!(got, sent);
+    // a session made in an older version (A's first initiations lost, so that a retry in it
+    // is the first to arrive), until a rekey brings both ends to this version: version 6
+    // compresses in its own format, version 5 sends whole packets
+    for (lost, version, compresses) in [(2, 6, true), (4, 5, false)] {
+        let mut p = Pair::new(sim::seed(34), 1, true);
+        p.drop_next(Side::A, 0, lost);
+        p.run_until(Duration::from_secs(15), Pair::agreed)
+            .expect("keys agreed on a retry");
+        p.run(ms(200));
+        assert_eq!(p.ep(Side::A).wire_version(), version);
+        let headers = compresses.then_some(mpt_tunnel::COMPRESSED_HEADERS_V6);
+        assert_eq!(p.ep(Side::A).compressed_headers(), headers);
+        let mut sent = bulk(&mut p, 0, 100, ms(1));
+        p.run(ms(100));
+        let counts = p.ep(Side::A).compression_counts();
+        assert_eq!(counts.compressed > 90, compresses, "{version}: {counts:?}");
+        p.run(Duration::from_secs(8));
+        assert_eq!(p.ep(Side::A).wire_version(), mpt_core::wire::VERSION);
+        assert_eq!(
+            p.ep(Side::A).compressed_headers(),
+            Some(mpt_tunnel::COMPRESSED_HEADERS)
+        );
+        sent.extend(bulk(&mut p, 100, 100, ms(1)));
+        p.run(ms(100));
+        let more = p.ep(Side::A).compression_counts().compressed - counts.compressed;
+        assert!(more > 90, "{version}: {more}");
+        let got = delivered(&p);
+        assert_eq!(got, sent, "{version}");
+    }
 }
 
 #[test]

@@ -507,13 +507,13 @@ fn garbage_is_dropped_by_reason_and_never_delivered() {
         (vec![], DropReason::Truncated),
         (vec![0x10; 3], DropReason::Truncated),
         (vec![0x01; 40], DropReason::BadVersion),
-        // version 3, before the oldest spoken, and 7, after ours
+        // versions 3 and 4, before the oldest spoken
         (vec![0x61; 40], DropReason::BadVersion),
-        (vec![0xe1; 40], DropReason::BadVersion),
-        // versions 4 (the oldest spoken), 5 and 6, a keepalive, not sealed
-        (vec![0x81; 40], DropReason::Unauthenticated),
+        (vec![0x81; 40], DropReason::BadVersion),
+        // versions 5 (the oldest spoken), 6 and 7, a keepalive, not sealed
         (vec![0xa1; 40], DropReason::Unauthenticated),
         (vec![0xc1; 40], DropReason::Unauthenticated),
+        (vec![0xe1; 40], DropReason::Unauthenticated),
         (vec![0x11; 2000], DropReason::Oversize),
     ];
     for (d, reason) in cases {

@@ -44,7 +44,7 @@ pub const VERSION: &str = concat!(
     env!("CARGO_PKG_VERSION"),
     " (",
     env!("MPTD_COMMIT"),
-    "), protocol versions 6 to 4"
+    "), protocol versions 7 to 5"
 );
 
 #[cfg(test)]

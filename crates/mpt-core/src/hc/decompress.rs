@@ -75,9 +75,7 @@ impl Decompressor {
     /// context does not keep it, and it is later than the oldest kept (or the context has
     /// room). `None` for a malformed body, or one whose reference is kept or was replaced.
     pub fn awaits(&self, gseq: u32, b: &[u8]) -> Option<u32> {
-        let ctx = usize::from(*b.get(1)?);
-        let mut at = 2;
-        let distance = get_varint(b, &mut at)?;
+        let (_, ctx, distance, _) = head(b)?;
         let want = gseq.wrapping_sub(distance);
         let kept = self.contexts.get(ctx)?;
         let absent = kept.iter().flatten().all(|k| k.gseq != want);
@@ -110,12 +108,7 @@ impl Decompressor {
         b: &[u8],
         h: &mut Headers,
     ) -> Result<usize, Refused> {
-        if b.first() != Some(&COMPRESSED_TCP) {
-            return Err(Refused::Malformed);
-        }
-        let ctx = usize::from(*b.get(1).ok_or(Refused::Malformed)?);
-        let mut at = 2;
-        let distance = get_varint(b, &mut at).ok_or(Refused::Malformed)?;
+        let (format, ctx, distance, mut at) = head(b).ok_or(Refused::Malformed)?;
         let mask = *b.get(at).ok_or(Refused::Malformed)?;
         at += 1;
         let want = gseq.wrapping_sub(distance);
@@ -132,10 +125,20 @@ impl Decompressor {
         }
         .ok_or(Refused::NoReference)?;
         let l = c.layout;
-        if mask & M_PAD != 0 {
-            let n = *b.get(at).ok_or(Refused::Malformed)?;
-            at += 1 + usize::from(n);
-        }
+        // version 6: padding after the mask; version 7: the sequence number in segments
+        let segments = match format {
+            Format::V6 => {
+                if mask & M_PAD != 0 {
+                    let n = *b.get(at).ok_or(Refused::Malformed)?;
+                    at += 1 + usize::from(n);
+                }
+                false
+            }
+            Format::V7 if mask & M_SEGS != 0 && mask & M_SEQ == 0 => {
+                return Err(Refused::Malformed)
+            }
+            Format::V7 => mask & M_SEGS != 0,
+        };
         if l.v6() && mask & M_ID != 0 || !l.timestamps() && mask & (M_TSVAL | M_TSECR) != 0 {
             return Err(Refused::Malformed);
         }
@@ -150,7 +153,11 @@ impl Decompressor {
         // the TCP fields, in the mask's order: sequence and acknowledgement numbers (deltas),
         // window and flags (values), timestamps (deltas)
         let t = l.ip;
-        if mask & M_SEQ != 0 {
+        // segments are counted once the payload's length is known, after the checksum
+        let mut in_segments = None;
+        if mask & M_SEQ != 0 && segments {
+            in_segments = Some(unzigzag(get_varint(b, &mut at).ok_or(Refused::Malformed)?));
+        } else if mask & M_SEQ != 0 {
             add_delta(h, t + 4, b, &mut at)?;
         }
         if mask & M_ACK != 0 {
@@ -174,6 +181,15 @@ impl Decompressor {
         let sum = b.get(at..at + 2).ok_or(Refused::Malformed)?;
         h[l.ip + 16..l.ip + 18].copy_from_slice(sum);
         at += 2;
+        if let Some(k) = in_segments {
+            let payload = b.len() - at;
+            if payload == 0 {
+                return Err(Refused::Malformed);
+            }
+            let d = (i64::from(k) * payload as i64) as u32;
+            let seq = be32(h, t + 4).wrapping_add(d);
+            h[t + 4..t + 8].copy_from_slice(&seq.to_be_bytes());
+        }
         let total = l.headers() + (b.len() - at);
         if l.v6() {
             let payload = u16::try_from(total - 40).map_err(|_| Refused::Malformed)?;

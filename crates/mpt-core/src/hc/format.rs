@@ -2,7 +2,7 @@
 //! compress and where their fields lie, a flow's context, and how a compressed header is
 //! written and its fields read back. The state of each side is in the parent module.
 
-use super::{Refused, COMPRESSED_TCP, CONTEXTS, MAX_HEADERS};
+use super::{Refused, COMPACT_TCP, COMPRESSED_TCP, CONTEXTS, MAX_HEADERS};
 
 /// Where a compressible packet's fields lie.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -240,13 +240,97 @@ pub(super) const M_WIN: u8 = 0x08;
 pub(super) const M_FLAGS: u8 = 0x10;
 pub(super) const M_TSVAL: u8 = 0x20;
 pub(super) const M_TSECR: u8 = 0x40;
-/// Padding follows the mask: a byte `n`, then `n` zeros.
+/// Version 6: padding follows the mask, a byte `n`, then `n` zeros.
 pub(super) const M_PAD: u8 = 0x80;
+/// Version 7: the sequence number's field (whose bit is set too) counts this packet's TCP
+/// payload lengths, not bytes.
+pub(super) const M_SEGS: u8 = 0x80;
+
+/// How a compressed header lies on the wire (`docs/protocol.md`, "Compressed headers"): the
+/// form of the session's protocol version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Version 6: a marker byte ([`COMPRESSED_TCP`]) and the context's, and padding as a
+    /// counted run of zeros.
+    V6,
+    /// Version 7: the context in the marker byte ([`COMPACT_TCP`] | context), a sequence
+    /// number that moved by whole segments counted in segments, and padding as LEB128 values
+    /// written longer than they need (no byte of its own).
+    V7,
+}
+
+impl Format {
+    /// The format of a session of protocol `version` (6 or later).
+    pub fn of_version(version: u8) -> Format {
+        if version >= 7 {
+            Format::V7
+        } else {
+            Format::V6
+        }
+    }
+}
+
+/// Whether `body` is a compressed TCP packet (of either format), by its first byte.
+pub fn is_compressed(body: &[u8]) -> bool {
+    body.first()
+        .is_some_and(|&b| b == COMPRESSED_TCP || b & 0xc0 == COMPACT_TCP)
+}
+
+/// A compressed body's format, context and distance, and where its mask is.
+pub(super) fn head(b: &[u8]) -> Option<(Format, usize, u32, usize)> {
+    let (format, ctx, mut at) = match *b.first()? {
+        COMPRESSED_TCP => (Format::V6, usize::from(*b.get(1)?), 2),
+        m if m & 0xc0 == COMPACT_TCP => (Format::V7, usize::from(m & 0x3f), 1),
+        _ => return None,
+    };
+    let distance = get_varint(b, &mut at)?;
+    Some((format, ctx, distance, at))
+}
+
+/// The fields of a packet that differ from its reference's, as a compressed header carries
+/// them: deltas ZigZag-encoded (0 when the same), window and flags when they changed.
+struct Changes {
+    id: u32,
+    seq: u32,
+    ack: u32,
+    tsval: u32,
+    tsecr: u32,
+    window: Option<[u8; 2]>,
+    flags: Option<u8>,
+}
+
+impl Changes {
+    fn between(p: &[u8], l: Layout, r: &[u8]) -> Changes {
+        let (t, u) = (&p[l.ip..], &r[l.ip..]);
+        let delta = |at: usize| zigzag(be32(t, at).wrapping_sub(be32(u, at)) as i32);
+        let id = if l.v6() {
+            0
+        } else {
+            zigzag(i32::from(be16(p, 4).wrapping_sub(be16(r, 4)) as i16))
+        };
+        let (tsval, tsecr) = if l.timestamps() {
+            (delta(24), delta(28))
+        } else {
+            (0, 0)
+        };
+        Changes {
+            id,
+            seq: delta(4),
+            ack: delta(8),
+            tsval,
+            tsecr,
+            window: (be16(t, 14) != be16(u, 14)).then(|| [t[14], t[15]]),
+            flags: (t[13] != u[13]).then_some(t[13]),
+        }
+    }
+}
 
 /// The compressed header of `p` (layout `l`) against reference headers `r`, `distance` global
-/// sequence numbers after it, in context `ctx`, padded to `pad_to` bytes if shorter (at most
-/// [`MAX_HEADERS`]), written to `h`. Its length is known before a byte is written, so that the
-/// padding goes in its place at once.
+/// sequence numbers after it, in context `ctx`, in `format`, padded to `pad_to` bytes if
+/// shorter (at most [`MAX_HEADERS`]; version 7 pads as far as its LEB128 values stretch, which
+/// is further than a header it pads ever needs), written to `h`. Its length is known before a
+/// byte is written, so that the padding goes in its place at once.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn encode(
     h: &mut Headers,
     p: &[u8],
@@ -254,46 +338,42 @@ pub(super) fn encode(
     r: &[u8],
     distance: u32,
     ctx: u8,
+    format: Format,
     pad_to: usize,
 ) {
-    let (t, u) = (&p[l.ip..], &r[l.ip..]);
-    let delta = |at: usize| zigzag(be32(t, at).wrapping_sub(be32(u, at)) as i32);
-    let id = if l.v6() {
-        0
-    } else {
-        zigzag(i32::from(be16(p, 4).wrapping_sub(be16(r, 4)) as i16))
-    };
-    let (seq, ack) = (delta(4), delta(8));
-    let (tsval, tsecr) = if l.timestamps() {
-        (delta(24), delta(28))
-    } else {
-        (0, 0)
-    };
-    let window = be16(t, 14) != be16(u, 14);
-    let flags = t[13] != u[13];
+    let c = Changes::between(p, l, r);
+    let pad_to = pad_to.min(MAX_HEADERS);
+    let sum = [p[l.ip + 16], p[l.ip + 17]];
+    match format {
+        Format::V6 => encode_v6(h, &c, distance, ctx, pad_to, sum),
+        Format::V7 => encode_v7(h, &c, l, p.len() - l.headers(), distance, ctx, pad_to, sum),
+    }
+}
+
+/// Version 6: marker, context, distance, mask, padding, fields, checksum.
+fn encode_v6(h: &mut Headers, c: &Changes, distance: u32, ctx: u8, pad_to: usize, sum: [u8; 2]) {
     let mut mask = 0;
     let mut len = 2 + varint_len(distance) + 1 + 2;
     for (v, bit) in [
-        (id, M_ID),
-        (seq, M_SEQ),
-        (ack, M_ACK),
-        (tsval, M_TSVAL),
-        (tsecr, M_TSECR),
+        (c.id, M_ID),
+        (c.seq, M_SEQ),
+        (c.ack, M_ACK),
+        (c.tsval, M_TSVAL),
+        (c.tsecr, M_TSECR),
     ] {
         if v != 0 {
             mask |= bit;
             len += varint_len(v);
         }
     }
-    if window {
+    if c.window.is_some() {
         mask |= M_WIN;
         len += 2;
     }
-    if flags {
+    if c.flags.is_some() {
         mask |= M_FLAGS;
         len += 1;
     }
-    let pad_to = pad_to.min(MAX_HEADERS);
     h.len = 0;
     h.extend_from_slice(&[COMPRESSED_TCP, ctx]);
     put_varint(h, distance);
@@ -309,28 +389,124 @@ pub(super) fn encode(
     }
     // in the mask's order: IP identification, sequence and acknowledgement numbers (deltas),
     // window and flags (values), timestamps (deltas)
-    if mask & M_ID != 0 {
-        put_varint(h, id);
+    for (v, bit) in [(c.id, M_ID), (c.seq, M_SEQ), (c.ack, M_ACK)] {
+        if mask & bit != 0 {
+            put_varint(h, v);
+        }
     }
-    if seq != 0 {
-        put_varint(h, seq);
+    put_values(h, c);
+    for (v, bit) in [(c.tsval, M_TSVAL), (c.tsecr, M_TSECR)] {
+        if mask & bit != 0 {
+            put_varint(h, v);
+        }
     }
-    if ack != 0 {
-        put_varint(h, ack);
+    h.extend_from_slice(&sum);
+}
+
+/// The window and flags, when they changed.
+fn put_values(h: &mut Headers, c: &Changes) {
+    if let Some(w) = c.window {
+        h.extend_from_slice(&w);
     }
-    if window {
-        h.extend_from_slice(&t[14..16]);
+    if let Some(f) = c.flags {
+        h.push(f);
     }
-    if flags {
-        h.push(t[13]);
+}
+
+/// Version 7: marker with the context, distance, mask, fields, checksum; the sequence number
+/// in segments of `payload` bytes when it moved by whole ones and that is shorter; padded by
+/// writing the distance, then the other LEB128 fields present, then absent ones as zero deltas
+/// (acknowledgement, sequence, identification with IPv4, timestamps with them), longer.
+#[allow(clippy::too_many_arguments)]
+fn encode_v7(
+    h: &mut Headers,
+    c: &Changes,
+    l: Layout,
+    payload: usize,
+    distance: u32,
+    ctx: u8,
+    pad_to: usize,
+    sum: [u8; 2],
+) {
+    let mut mask = 0;
+    let mut seq = c.seq;
+    let d = i64::from(unzigzag(c.seq));
+    let len = payload as i64;
+    if d != 0 && len > 0 && d % len == 0 {
+        let k = zigzag((d / len) as i32);
+        if varint_len(k) < varint_len(seq) {
+            seq = k;
+            mask |= M_SEGS;
+        }
     }
-    if tsval != 0 {
-        put_varint(h, tsval);
+    // the LEB128 values in wire order: distance, identification, sequence, acknowledgement,
+    // then (after window and flags) the timestamps
+    const DISTANCE: usize = 0;
+    let bits = [0, M_ID, M_SEQ, M_ACK, M_TSVAL, M_TSECR];
+    let values = [distance, c.id, seq, c.ack, c.tsval, c.tsecr];
+    let mut width = [0usize; 6];
+    width[DISTANCE] = varint_len(distance);
+    for i in 1..6 {
+        if values[i] != 0 {
+            mask |= bits[i];
+            width[i] = varint_len(values[i]);
+        }
     }
-    if tsecr != 0 {
-        put_varint(h, tsecr);
+    let mut len = 1 + 1 + 2 + width.iter().sum::<usize>();
+    if c.window.is_some() {
+        mask |= M_WIN;
+        len += 2;
     }
-    h.extend_from_slice(&t[16..18]);
+    if c.flags.is_some() {
+        mask |= M_FLAGS;
+        len += 1;
+    }
+    let mut extra = pad_to.saturating_sub(len);
+    for w in width.iter_mut().filter(|w| **w > 0) {
+        let more = (MAX_VARINT - *w).min(extra);
+        *w += more;
+        extra -= more;
+    }
+    // then absent fields the layout has, as zero deltas: acknowledgement, sequence, IPv4
+    // identification, timestamps
+    let absent = [
+        (3, true),
+        (2, true),
+        (1, !l.v6()),
+        (4, l.timestamps()),
+        (5, l.timestamps()),
+    ];
+    for (i, fits) in absent {
+        if extra > 0 && fits && width[i] == 0 {
+            width[i] = extra.min(MAX_VARINT);
+            mask |= bits[i];
+            extra -= width[i];
+        }
+    }
+    h.len = 0;
+    h.push(COMPACT_TCP | ctx);
+    put_varint_in(h, distance, width[DISTANCE]);
+    h.push(mask);
+    for i in 1..4 {
+        put_varint_in(h, values[i], width[i]);
+    }
+    put_values(h, c);
+    for i in 4..6 {
+        put_varint_in(h, values[i], width[i]);
+    }
+    h.extend_from_slice(&sum);
+}
+
+/// Most bytes a LEB128 value of 32 bits takes.
+const MAX_VARINT: usize = 5;
+
+/// LEB128 of `v` in exactly `width` bytes (nothing for 0), at least the bytes it needs: the
+/// bytes before the last carry the continuation bit, those beyond the value's own zeros.
+fn put_varint_in(out: &mut Headers, v: u32, width: usize) {
+    for i in 0..width {
+        let group = ((u64::from(v) >> (7 * i)) & 0x7f) as u8;
+        out.push(if i + 1 < width { group | 0x80 } else { group });
+    }
 }
 
 /// Bytes LEB128 takes for `v`.

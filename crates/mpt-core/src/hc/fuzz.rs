@@ -20,20 +20,37 @@ fn seed() -> Vec<u8> {
 /// decompressor holding a reference; it must never panic, and what it rebuilds is as long
 /// as its IP header says. Byte 0 odd: each 8 bytes of the rest change a packet of one flow
 /// (the first 4 are added to the field the fifth picks); the stream, compressed and
-/// decompressed in order, must come out as it went in.
+/// decompressed in order, must come out as it went in. Bit 1 of byte 0 picks the format
+/// (version 6's or 7's).
 pub fn hc(data: &[u8]) {
     let Some((&mode, rest)) = data.split_first() else {
         return;
     };
+    let format = if mode & 2 == 0 {
+        Format::V6
+    } else {
+        Format::V7
+    };
     let (mut c, mut d) = (Compressor::new(), Decompressor::new());
     let mut p = seed();
     c.sent_whole(0, &p);
-    d.store(Reference::of(0, &p).expect("a reference"));
+    let r = Reference::of(0, &p).expect("a reference");
+    let ctx = r.context() as u8;
+    d.store(r);
     if mode % 2 == 0 {
         for (i, body) in rest.split(|&b| b == 0xff).enumerate() {
             let mut body = body.to_vec();
             if let Some(first) = body.first_mut() {
-                *first = COMPRESSED_TCP;
+                // version 7: the reference's context, or the one the byte gives
+                let context = if *first & 0x40 == 0 {
+                    ctx
+                } else {
+                    *first & 0x3f
+                };
+                *first = match format {
+                    Format::V6 => COMPRESSED_TCP,
+                    Format::V7 => COMPACT_TCP | context,
+                };
             }
             if let Ok((headers, skip)) = d.rebuild(i as u32 + 1, &body) {
                 let len = headers.len() + body.len() - skip;
@@ -61,7 +78,7 @@ pub fn hc(data: &[u8]) {
         let sum = internet_checksum(0, &[&p[..20]]);
         p[10..12].copy_from_slice(&sum.to_be_bytes());
         let gseq = i as u32 + 1;
-        let got = match c.compress(gseq, &p, usize::MAX, usize::from(change[5] % 24)) {
+        let got = match c.compress(gseq, &p, usize::MAX, format, usize::from(change[5] % 24)) {
             Some((header, replaces)) => {
                 let body = [&header[..], &p[replaces..]].concat();
                 let (headers, skip) = d

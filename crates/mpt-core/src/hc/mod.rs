@@ -21,10 +21,13 @@ mod format;
 use crate::wire::internet_checksum;
 pub use decompress::{Decompressor, Refused, KEPT_REFERENCES};
 use format::*;
-pub use format::{flow_hash, is_tcp, Headers};
+pub use format::{flow_hash, is_compressed, is_tcp, Format, Headers};
 
-/// First byte of a compressed body.
+/// First byte of a compressed body in version 6 ([`Format::V6`]).
 pub const COMPRESSED_TCP: u8 = 0x20;
+/// Top two bits of the first byte of a compressed body in version 7 ([`Format::V7`]), its
+/// context in the other six: no IP version.
+pub const COMPACT_TCP: u8 = 0x80;
 /// The shortest packet that is compressed, or becomes a reference: shorter ones (a flow's
 /// acknowledgements, the tail of a burst) save little, and were each a reference, a flow's
 /// references would come so often that the receiver could keep too few of them to rebuild a
@@ -181,15 +184,16 @@ impl Compressor {
     /// its flow has a reference it may use ([`MAX_DISTANCE`]; after [`REFRESH_EVERY`] packets,
     /// only until one comes that fits `room` whole) and the result fits. `None`: send it whole,
     /// and tell [`Compressor::sent_whole`] if it goes in order.
-    /// The header is padded to `pad_to` bytes, if shorter: a flow's segments of one size then
-    /// make datagrams of one size, which UDP segmentation offload sends as one run. It is
-    /// written to `out` (the caller's, so that it is not copied on its way), and the result is
-    /// how many bytes it replaces.
+    /// The header is in `format` (the session's version's), padded to `pad_to` bytes if
+    /// shorter: a flow's segments of one size then make datagrams of one size, which UDP
+    /// segmentation offload sends as one run. It is written to `out` (the caller's, so that it
+    /// is not copied on its way), and the result is how many bytes it replaces.
     pub fn compress_into(
         &mut self,
         gseq: u32,
         p: &[u8],
         room: usize,
+        format: Format,
         pad_to: usize,
         out: &mut Headers,
     ) -> Option<usize> {
@@ -220,7 +224,7 @@ impl Compressor {
         if !usable {
             return None;
         }
-        encode(out, p, l, &r.headers, distance, ctx, pad_to);
+        encode(out, p, l, &r.headers, distance, ctx, format, pad_to);
         if out.len() + p.len() - l.headers() > room {
             self.counts.too_long += 1;
             return None;
@@ -237,10 +241,11 @@ impl Compressor {
         gseq: u32,
         p: &[u8],
         room: usize,
+        format: Format,
         pad_to: usize,
     ) -> Option<(Headers, usize)> {
         let mut h = Headers::new();
-        let replaces = self.compress_into(gseq, p, room, pad_to, &mut h)?;
+        let replaces = self.compress_into(gseq, p, room, format, pad_to, &mut h)?;
         Some((h, replaces))
     }
 

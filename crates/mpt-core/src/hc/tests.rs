@@ -6,22 +6,29 @@ mod properties;
 use packets::*;
 
 #[test]
-fn a_bulk_flow_goes_in_eleven_bytes_of_headers_or_fewer_after_its_reference() {
-    for (v6, ts, want) in [(false, true, 11), (true, true, 10), (false, false, 10)] {
+fn a_bulk_flow_goes_in_eleven_bytes_of_headers_or_fewer_after_its_reference_eight_in_version_7() {
+    for (format, v6, ts, want) in [
+        (Format::V6, false, true, 11),
+        (Format::V6, true, true, 10),
+        (Format::V6, false, false, 10),
+        (Format::V7, false, true, 8),
+        (Format::V7, true, true, 7),
+        (Format::V7, false, false, 7),
+    ] {
         let (mut c, mut d) = (Compressor::new(), Decompressor::new());
         let mut p = bulk(v6, ts);
         for gseq in 0..40u32 {
             let bytes = p.bytes();
-            let body = packed(&mut c, gseq, &bytes, usize::MAX);
+            let body = packed_in(&mut c, gseq, &bytes, usize::MAX, format, 0);
             let k = gseq % REFRESH_EVERY.saturating_add(1);
             if k == 0 {
                 assert_eq!(body, bytes, "{gseq}: whole");
             } else {
-                assert_eq!(body[0], COMPRESSED_TCP, "{gseq}");
+                assert!(is_compressed(&body), "{gseq}");
                 let headers = body.len() - p.payload.len();
                 assert!(
                     headers <= want,
-                    "v6 {v6} ts {ts}: {headers} bytes of headers"
+                    "{format:?} v6 {v6} ts {ts}: {headers} bytes of headers"
                 );
             }
             assert_eq!(unpacked(&mut d, gseq, &body), Ok(bytes), "{gseq}");
@@ -34,6 +41,64 @@ fn a_bulk_flow_goes_in_eleven_bytes_of_headers_or_fewer_after_its_reference() {
         }
         assert_eq!(c.counts().references, 1);
         assert_eq!(c.counts().compressed, 39);
+    }
+}
+
+#[test]
+fn version_7_counts_a_sequence_number_that_moved_by_whole_segments_in_segments() {
+    let (mut c, mut d) = (Compressor::new(), Decompressor::new());
+    let mut p = bulk(false, false);
+    let reference = packed(&mut c, 0, &p.bytes(), usize::MAX);
+    unpacked(&mut d, 0, &reference).expect("whole");
+    // 60 segments on: 82 800 bytes take 3 bytes as a delta, 1 in segments
+    p.seq = p.seq.wrapping_add(60 * 1380);
+    let bytes = p.bytes();
+    let body = packed(&mut c, 1, &bytes, usize::MAX);
+    assert_eq!(body[2], M_SEQ | M_SEGS, "{body:?}");
+    assert_eq!(body[3], 120, "ZigZag 60");
+    assert_eq!(unpacked(&mut d, 1, &body), Ok(bytes));
+    // a retransmission 3 segments behind: -3
+    p.seq = p.seq.wrapping_sub(63 * 1380);
+    let bytes = p.bytes();
+    let body = packed(&mut c, 2, &bytes, usize::MAX);
+    assert_eq!((body[2], body[3]), (M_SEQ | M_SEGS, 5));
+    assert_eq!(unpacked(&mut d, 2, &body), Ok(bytes));
+    // not a whole number of this packet's segments: bytes
+    p.seq = p.seq.wrapping_add(3 * 1380 + 700);
+    let bytes = p.bytes();
+    let body = packed(&mut c, 3, &bytes, usize::MAX);
+    assert_eq!(body[2], M_SEQ);
+    assert_eq!(unpacked(&mut d, 3, &body), Ok(bytes));
+}
+
+#[test]
+fn version_7_pads_with_longer_numbers_to_any_size_from_its_own_to_nineteen() {
+    // nineteen: IPv6 without timestamps has three numbers, the distance, sequence and
+    // acknowledgement (1 + 5 + 1 + 5 + 5 + 2)
+    for (v6, ts) in [(false, true), (true, true), (false, false), (true, false)] {
+        let mut p = bulk(v6, ts);
+        let r = p.clone();
+        let (mut c, mut d) = (Compressor::new(), Decompressor::new());
+        unpacked(&mut d, 0, &packed(&mut c, 0, &r.bytes(), usize::MAX)).expect("whole");
+        for (gseq, change) in (1..).zip(0..4) {
+            p.seq = p.seq.wrapping_add(1380);
+            match change {
+                1 => p.window = p.window.wrapping_add(9),
+                2 => p.ack = p.ack.wrapping_add(70_000),
+                3 => p.flags = 0x18,
+                _ => {}
+            }
+            let bytes = p.bytes();
+            let own = packed(&mut c.clone(), gseq, &bytes, usize::MAX).len() - p.payload.len();
+            for pad_to in 0..=19 {
+                // each against the one reference (not used up)
+                let mut c = c.clone();
+                let body = packed_in(&mut c, gseq, &bytes, usize::MAX, Format::V7, pad_to);
+                let headers = body.len() - p.payload.len();
+                assert_eq!(headers, own.max(pad_to), "v6 {v6} ts {ts} change {change}");
+                assert_eq!(unpacked(&mut d, gseq, &body), Ok(bytes.clone()));
+            }
+        }
     }
 }
 
@@ -66,19 +131,24 @@ fn a_packet_that_does_not_fit_compressed_goes_whole_and_a_late_reference_replace
 
 #[test]
 fn a_header_padded_to_a_size_makes_datagrams_of_one_size_and_rebuilds_the_same() {
-    let (mut c, mut d) = (Compressor::new(), Decompressor::new());
-    let mut p = bulk(false, true);
-    let mut sizes = Vec::new();
-    for gseq in 0..30u32 {
-        let bytes = p.bytes();
-        let body = packed_to(&mut c, gseq, &bytes, usize::MAX, 20);
-        assert_eq!(unpacked(&mut d, gseq, &body), Ok(bytes), "{gseq}");
-        sizes.push(body.len());
-        p.seq = p.seq.wrapping_add(1380);
-        p.ack = p.ack.wrapping_add(gseq * 1000);
-        p.id = p.id.wrapping_add(1);
+    for (format, pad_to) in [(Format::V6, 20), (Format::V7, 12)] {
+        let (mut c, mut d) = (Compressor::new(), Decompressor::new());
+        let mut p = bulk(false, true);
+        let mut sizes = Vec::new();
+        for gseq in 0..30u32 {
+            let bytes = p.bytes();
+            let body = packed_in(&mut c, gseq, &bytes, usize::MAX, format, pad_to);
+            assert_eq!(unpacked(&mut d, gseq, &body), Ok(bytes), "{gseq}");
+            sizes.push(body.len());
+            p.seq = p.seq.wrapping_add(1380);
+            p.ack = p.ack.wrapping_add(gseq * 1000);
+            p.id = p.id.wrapping_add(1);
+        }
+        assert!(
+            sizes[1..].iter().all(|&s| s == pad_to + 1380),
+            "{format:?}: {sizes:?}"
+        );
     }
-    assert!(sizes[1..].iter().all(|&s| s == 20 + 1380), "{sizes:?}");
 }
 
 #[test]
@@ -99,7 +169,11 @@ fn what_the_scheme_does_not_cover_goes_whole_and_tcp_of_it_is_counted() {
     udp[9] = 17;
     for (i, p) in [sack, fragment, urgent, bad_sum].iter().enumerate() {
         c.sent_whole(i as u32, p);
-        assert_eq!(c.compress(i as u32 + 1, p, usize::MAX, 0), None, "{i}");
+        assert_eq!(
+            c.compress(i as u32 + 1, p, usize::MAX, Format::V7, 0),
+            None,
+            "{i}"
+        );
     }
     c.sent_whole(9, &udp);
     c.sent_whole(10, &[0x45]);
@@ -198,7 +272,7 @@ fn a_flow_that_falls_in_a_busy_context_takes_it_over() {
         let body = packed(&mut c, gseq, &bytes, usize::MAX);
         assert_eq!(unpacked(&mut d, gseq, &body), Ok(bytes));
         gseq += 1;
-        body[0] == COMPRESSED_TCP
+        is_compressed(&body)
     };
     let sent: Vec<bool> = [a, a, other, b, a, other, b, b].map(&mut send).to_vec();
     assert_eq!(
@@ -215,11 +289,27 @@ fn malformed_bodies_are_refused_without_panicking() {
     let p = bulk(false, true);
     let r = packed(&mut c, 0, &p.bytes(), usize::MAX);
     unpacked(&mut d, 0, &r).expect("reference");
-    let body = packed(&mut c, 1, &p.bytes(), usize::MAX);
-    for cut in 0..body.len().min(20) {
-        let _ = d.rebuild(1, &body[..cut]);
+    for format in [Format::V6, Format::V7] {
+        let body = packed_in(&mut c, 1, &p.bytes(), usize::MAX, format, 0);
+        for cut in 0..body.len().min(20) {
+            let _ = d.rebuild(1, &body[..cut]);
+        }
     }
+    let body = packed_in(&mut c, 1, &p.bytes(), usize::MAX, Format::V6, 0);
     let ctx = body[1];
+    let compact = COMPACT_TCP | ctx;
+    // version 7: segments without a sequence number's field, or with no payload to count
+    assert_eq!(
+        d.rebuild(1, &[compact, 1, M_SEGS, 0, 0, 7]),
+        Err(Refused::Malformed)
+    );
+    assert_eq!(
+        d.rebuild(1, &[compact, 1, M_SEGS | M_SEQ, 2, 0, 0]),
+        Err(Refused::Malformed)
+    );
+    assert!(d
+        .rebuild(1, &[compact, 1, M_SEGS | M_SEQ, 2, 0, 0, 7])
+        .is_ok());
     assert_eq!(d.rebuild(1, &[0x45]), Err(Refused::Malformed));
     assert_eq!(
         d.rebuild(1, &[COMPRESSED_TCP, 200, 1, 0, 0, 0]),
@@ -255,15 +345,20 @@ fn a_packet_shorter_than_compress_from_is_neither_compressed_nor_a_reference() {
     long.payload.truncate(COMPRESS_FROM - 52);
     assert!(!c.sent_whole(0, &short.bytes()));
     assert_eq!(
-        c.compress(1, &long.bytes(), usize::MAX, 0),
+        c.compress(1, &long.bytes(), usize::MAX, Format::V7, 0),
         None,
         "no reference"
     );
     assert!(c.sent_whole(1, &long.bytes()));
     short.seq = short.seq.wrapping_add(1);
-    assert_eq!(c.compress(2, &short.bytes(), usize::MAX, 0), None);
+    assert_eq!(
+        c.compress(2, &short.bytes(), usize::MAX, Format::V7, 0),
+        None
+    );
     long.seq = long.seq.wrapping_add(1);
-    assert!(c.compress(3, &long.bytes(), usize::MAX, 0).is_some());
+    assert!(c
+        .compress(3, &long.bytes(), usize::MAX, Format::V7, 0)
+        .is_some());
     assert_eq!(c.counts().references, 1);
     assert_eq!(c.counts().uncompressible, 0);
 }
@@ -291,7 +386,10 @@ fn a_flow_is_ready_while_its_reference_may_be_compressed_against() {
             assert_eq!(ready[ctx], flow, "{gseq}");
             assert_eq!(ready.iter().filter(|&&f| f != 0).count(), 1);
             p.seq = p.seq.wrapping_add(1380);
-            assert!(c.compress(gseq, &p.bytes(), room, 0).is_some(), "{gseq}");
+            assert!(
+                c.compress(gseq, &p.bytes(), room, Format::V7, 0).is_some(),
+                "{gseq}"
+            );
         }
         c.ready(REFRESH_EVERY + 1, &mut ready);
         assert_eq!(ready[ctx], 0, "due again");

@@ -194,17 +194,22 @@ pub(crate) fn exact_len(buf: &[u8], expected: usize) -> Result<(), WireError> {
 }
 
 /// Check a data body of version 5 or later: a whole IP packet ([`check_inner_packet`]) or a compressed
-/// TCP packet (at least its marker, context, distance, mask and checksum; the rest is checked
-/// as it is rebuilt).
+/// TCP packet (at least its marker, context, distance, mask and checksum: 6 bytes in version
+/// 6's format, 5 in version 7's, whose marker holds the context; the rest is checked as it is
+/// rebuilt).
 pub fn check_data_body(body: &[u8]) -> Result<(), WireError> {
-    match body.first() {
-        Some(&crate::hc::COMPRESSED_TCP) if body.len() < 6 => Err(WireError::Truncated {
-            need: HEADER_LEN + 6,
+    let least = match body.first() {
+        Some(&crate::hc::COMPRESSED_TCP) => 6,
+        _ if crate::hc::is_compressed(body) => 5,
+        _ => return check_inner_packet(body),
+    };
+    if body.len() < least {
+        return Err(WireError::Truncated {
+            need: HEADER_LEN + least,
             got: HEADER_LEN + body.len(),
-        }),
-        Some(&crate::hc::COMPRESSED_TCP) => Ok(()),
-        _ => check_inner_packet(body),
+        });
     }
+    Ok(())
 }
 
 /// Check that `p` is a whole IPv4 or IPv6 packet whose length field matches its size.

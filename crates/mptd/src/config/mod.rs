@@ -158,7 +158,7 @@ pub struct Connection {
     pub equalise: bool,
     /// Bulk TCP goes with its IP and TCP headers compressed against the last packet of its
     /// flow that went whole (`docs/protocol.md`, "Compressed headers"), to a peer of protocol
-    /// version 6, with resending. On by default; a path MTU black hole that swallows a flow's
+    /// version 6 or later, with resending. On by default; a path MTU black hole that swallows a flow's
     /// reference holds up its packets until it comes again (README, `connection.compress`).
     pub compress: bool,
     /// Bonded traffic waits in mptd, under CoDel, while every path holds 20 ms at the rate

@@ -84,7 +84,7 @@ pub(super) fn bulk(v6: bool, ts: bool) -> Tcp {
 /// The bytes a body stands for, as the receiver writes them to its TUN device (a whole one
 /// released in order becomes its flow's reference).
 pub(super) fn unpacked(d: &mut Decompressor, gseq: u32, body: &[u8]) -> Result<Vec<u8>, Refused> {
-    if body.first() == Some(&COMPRESSED_TCP) {
+    if is_compressed(body) {
         let (headers, skip) = d.rebuild(gseq, body)?;
         return Ok([&headers[..], &body[skip..]].concat());
     }
@@ -95,24 +95,31 @@ pub(super) fn unpacked(d: &mut Decompressor, gseq: u32, body: &[u8]) -> Result<V
 }
 
 /// The body `c` sends `p` as, global sequence `gseq`, in at most `room` bytes (whole when
-/// that does not fit).
+/// that does not fit), in version 7's format.
 pub(super) fn packed(c: &mut Compressor, gseq: u32, p: &[u8], room: usize) -> Vec<u8> {
-    packed_to(c, gseq, p, room, 0)
+    packed_in(c, gseq, p, room, Format::V7, 0)
 }
 
-/// As [`packed`], the compressed header padded to `pad_to` bytes.
-pub(super) fn packed_to(
+/// As [`packed`], in `format`, the compressed header padded to `pad_to` bytes.
+pub(super) fn packed_in(
     c: &mut Compressor,
     gseq: u32,
     p: &[u8],
     room: usize,
+    format: Format,
     pad_to: usize,
 ) -> Vec<u8> {
-    match c.compress(gseq, p, room, pad_to) {
+    match c.compress(gseq, p, room, format, pad_to) {
         Some((header, replaces)) => [&header[..], &p[replaces..]].concat(),
         None => {
             c.sent_whole(gseq, p);
             p.to_vec()
         }
     }
+}
+
+/// The global sequence number of the reference a compressed `body` of `gseq` names.
+pub(super) fn named(gseq: u32, body: &[u8]) -> u32 {
+    let (_, _, distance, _) = head(body).expect("a compressed body");
+    gseq.wrapping_sub(distance)
 }

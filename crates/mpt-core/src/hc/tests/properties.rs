@@ -95,7 +95,9 @@ proptest! {
         steps in prop::collection::vec(step(), 1..300),
         lost in prop::collection::vec(prop::bool::weighted(0.1), 300),
         start in any::<u32>(),
+        v7 in any::<bool>(),
     ) {
+        let format = if v7 { Format::V7 } else { Format::V6 };
         let packets = stream(&steps);
         let mut c = Compressor::new();
         let bodies: Vec<Vec<u8>> = packets
@@ -107,7 +109,7 @@ proptest! {
                     short => (p.len() + 2).saturating_sub(short),
                 };
                 let pad_to = steps[i].len % 24;
-                let body = packed_to(&mut c, start.wrapping_add(i as u32), p, room, pad_to);
+                let body = packed_in(&mut c, start.wrapping_add(i as u32), p, room, format, pad_to);
                 // whole when neither form fits
                 assert!(body.len() <= room || body == *p);
                 body
@@ -123,9 +125,8 @@ proptest! {
                 Ok(got) => prop_assert_eq!(&got, p),
                 Err(e) => {
                     prop_assert_eq!(e, Refused::NoReference);
-                    let mut at = 2;
-                    let distance = get_varint(body, &mut at).expect("distance") as usize;
-                    prop_assert!(lost[i - distance], "{} refused, its reference {} arrived", i, i - distance);
+                    let r = named(gseq, body).wrapping_sub(start) as usize;
+                    prop_assert!(lost[r], "{} refused, its reference {} arrived", i, r);
                 }
             }
         }
@@ -137,13 +138,15 @@ proptest! {
     fn in_any_order_no_packet_is_rebuilt_wrong(
         steps in prop::collection::vec(step(), 1..200),
         order in prop::collection::vec(any::<prop::sample::Index>(), 200),
+        v7 in any::<bool>(),
     ) {
+        let format = if v7 { Format::V7 } else { Format::V6 };
         let packets = stream(&steps);
         let mut c = Compressor::new();
         let bodies: Vec<Vec<u8>> = packets
             .iter()
             .enumerate()
-            .map(|(i, p)| packed(&mut c, i as u32, p, usize::MAX))
+            .map(|(i, p)| packed_in(&mut c, i as u32, p, usize::MAX, format, 0))
             .collect();
         let mut d = Decompressor::new();
         for ix in order.iter().take(packets.len()) {
@@ -173,7 +176,7 @@ proptest! {
         for (i, b) in bodies.iter().enumerate() {
             let mut b = b.clone();
             if let Some(first) = b.first_mut() {
-                *first = [COMPRESSED_TCP, seed[i % 60]][i % 2];
+                *first = [COMPRESSED_TCP, seed[i % 60], COMPACT_TCP | (seed[i % 60] & 0x3f)][i % 3];
             }
             let _ = unpacked(&mut d, i as u32 + 1, &b);
         }
