@@ -6,10 +6,12 @@
 use crate::Connection;
 
 /// What [`Connection::compressed_headers`] counts for a compressed header in a session of
-/// protocol version 7: a bulk flow's are 7 to 9 bytes (10 to 12 when its window or flags
-/// change).
-pub const COMPRESSED_HEADERS: usize = 12;
-/// What it counts in a session of version 6, whose headers are 3 to 4 bytes longer (12 to 14).
+/// protocol version 7. A bulk flow's are 7 to 11 bytes (marker, distance, mask, the segments
+/// since its reference, the timestamps' deltas, flags when they change, checksum), 13 where
+/// its identification goes in its field and the distance takes two bytes: with 12, one TCP
+/// flow over four shaped paths sent 11 of 44 000 segments whole, in pieces.
+pub const COMPRESSED_HEADERS: usize = 13;
+/// What it counts in a session of version 6, whose headers are 12 to 16 bytes.
 pub const COMPRESSED_HEADERS_V6: usize = 20;
 
 impl<P> Connection<P> {

@@ -144,11 +144,13 @@ impl Decompressor {
         }
         h.len = 0;
         h.extend_from_slice(&c.headers[..l.headers()]);
+        let mut explicit_id = false;
         if mask & M_ID != 0 {
             let d = unzigzag(get_varint(b, &mut at).ok_or(Refused::Malformed)?);
             let d = i16::try_from(d).map_err(|_| Refused::Malformed)?;
             let id = be16(h, 4).wrapping_add(d as u16);
             h[4..6].copy_from_slice(&id.to_be_bytes());
+            explicit_id = true;
         }
         // the TCP fields, in the mask's order: sequence and acknowledgement numbers (deltas),
         // window and flags (values), timestamps (deltas)
@@ -156,7 +158,7 @@ impl Decompressor {
         // segments are counted once the payload's length is known, after the checksum
         let mut in_segments = None;
         if mask & M_SEQ != 0 && segments {
-            in_segments = Some(unzigzag(get_varint(b, &mut at).ok_or(Refused::Malformed)?));
+            in_segments = Some(get_varint(b, &mut at).ok_or(Refused::Malformed)?);
         } else if mask & M_SEQ != 0 {
             add_delta(h, t + 4, b, &mut at)?;
         }
@@ -181,14 +183,28 @@ impl Decompressor {
         let sum = b.get(at..at + 2).ok_or(Refused::Malformed)?;
         h[l.ip + 16..l.ip + 18].copy_from_slice(sum);
         at += 2;
-        if let Some(k) = in_segments {
+        if let Some(v) = in_segments {
+            // k of this packet's segments after the start of the reference's payload (2k), or
+            // after its end (2k + 1); an IPv4 identification without its field, the segments
+            // since the reference after the reference's
             let payload = b.len() - at;
             if payload == 0 {
                 return Err(Refused::Malformed);
             }
-            let d = (i64::from(k) * payload as i64) as u32;
+            let (k, from_end) = (u64::from(v >> 1), v & 1 == 1);
+            let base = if from_end {
+                payload_of(&c.headers, l) as u64
+            } else {
+                0
+            };
+            let d = base.wrapping_add(k * payload as u64) as u32;
             let seq = be32(h, t + 4).wrapping_add(d);
             h[t + 4..t + 8].copy_from_slice(&seq.to_be_bytes());
+            if !l.v6() && !explicit_id {
+                let n = k + u64::from(from_end);
+                let id = be16(h, 4).wrapping_add(n as u16);
+                h[4..6].copy_from_slice(&id.to_be_bytes());
+            }
         }
         let total = l.headers() + (b.len() - at);
         if l.v6() {

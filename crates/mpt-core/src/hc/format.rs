@@ -243,7 +243,9 @@ pub(super) const M_TSECR: u8 = 0x40;
 /// Version 6: padding follows the mask, a byte `n`, then `n` zeros.
 pub(super) const M_PAD: u8 = 0x80;
 /// Version 7: the sequence number's field (whose bit is set too) counts this packet's TCP
-/// payload lengths, not bytes.
+/// payload lengths after the start of the reference's payload (`2k`) or after its end
+/// (`2k + 1`), not bytes; an IPv4 identification without its field is then the reference's
+/// plus the segments since it (`k`, or `k + 1`).
 pub(super) const M_SEGS: u8 = 0x80;
 
 /// How a compressed header lies on the wire (`docs/protocol.md`, "Compressed headers"): the
@@ -346,7 +348,10 @@ pub(super) fn encode(
     let sum = [p[l.ip + 16], p[l.ip + 17]];
     match format {
         Format::V6 => encode_v6(h, &c, distance, ctx, pad_to, sum),
-        Format::V7 => encode_v7(h, &c, l, p.len() - l.headers(), distance, ctx, pad_to, sum),
+        Format::V7 => {
+            let payload = p.len() - l.headers();
+            encode_v7(h, &c, l, payload, r, distance, ctx, pad_to, sum)
+        }
     }
 }
 
@@ -413,41 +418,83 @@ fn put_values(h: &mut Headers, c: &Changes) {
     }
 }
 
-/// Version 7: marker with the context, distance, mask, fields, checksum; the sequence number
-/// in segments of `payload` bytes when it moved by whole ones and that is shorter; padded by
-/// writing the distance, then the other LEB128 fields present, then absent ones as zero deltas
-/// (acknowledgement, sequence, identification with IPv4, timestamps with them), longer.
+/// The sequence number `seq` (a delta from the reference's, ZigZag-encoded) in segments of
+/// `len` bytes: the smaller of `2k` (`k` segments after the start of the reference's
+/// payload) and `2k + 1` (after its end, the reference's payload `ref_len` bytes), and the
+/// segments since the reference (`k`, or `k + 1`). `None` when neither is whole, or the
+/// sequence number is behind the reference's.
+fn in_segments(seq: u32, len: usize, ref_len: usize) -> Option<(u32, u32)> {
+    let d = i64::from(unzigzag(seq));
+    let len = len as i64;
+    if len == 0 {
+        return None;
+    }
+    [(0, d), (1, d - ref_len as i64)]
+        .into_iter()
+        .filter(|&(_, from)| from >= 0 && from % len == 0 && from / len <= i64::from(u32::MAX >> 1))
+        .map(|(b, from)| {
+            let k = (from / len) as u32;
+            ((k << 1) | b, k + b)
+        })
+        .min()
+}
+
+/// The TCP payload length of the packet whose headers (layout `l`) `r` holds, from its IP
+/// length field.
+pub(super) fn payload_of(r: &[u8], l: Layout) -> usize {
+    let total = if l.v6() {
+        usize::from(be16(r, 4)) + 40
+    } else {
+        usize::from(be16(r, 2))
+    };
+    total.saturating_sub(l.headers())
+}
+
+/// Version 7: marker with the context, distance, mask, fields, checksum. When `p`'s sequence
+/// number is a whole number `k` of its own segments (of `payload` bytes) after the start of
+/// the reference's payload, or after its end, and that is shorter, the field carries `2k`, or
+/// `2k + 1` from the end ("in segments"); an IPv4 identification that is then the reference's
+/// plus the segments since it (`k`, or `k + 1` from the end; as a sender that cuts segments
+/// numbers them) goes without its field. Padded by writing the distance, then the other
+/// LEB128 fields present, then absent ones as zero deltas (acknowledgement, sequence,
+/// identification with IPv4 unless it goes without, timestamps with them), longer.
 #[allow(clippy::too_many_arguments)]
 fn encode_v7(
     h: &mut Headers,
     c: &Changes,
     l: Layout,
     payload: usize,
+    r: &[u8],
     distance: u32,
     ctx: u8,
     pad_to: usize,
     sum: [u8; 2],
 ) {
     let mut mask = 0;
-    let mut seq = c.seq;
-    let d = i64::from(unzigzag(c.seq));
-    let len = payload as i64;
-    if d != 0 && len > 0 && d % len == 0 {
-        let k = zigzag((d / len) as i32);
-        if varint_len(k) < varint_len(seq) {
-            seq = k;
-            mask |= M_SEGS;
+    let (mut seq, mut id) = (c.seq, c.id);
+    let mut implied_id = false;
+    if let Some((v, n)) = in_segments(c.seq, payload, payload_of(r, l)) {
+        if c.seq != 0 && varint_len(v) <= varint_len(c.seq) {
+            seq = v;
+            mask |= M_SEGS | M_SEQ;
+            implied_id = !l.v6() && id == zigzag(i32::from(n as u16 as i16));
+            if implied_id {
+                id = 0;
+            } else if !l.v6() {
+                // any other identification goes in its field, a delta of 0 too
+                mask |= M_ID;
+            }
         }
     }
     // the LEB128 values in wire order: distance, identification, sequence, acknowledgement,
     // then (after window and flags) the timestamps
     const DISTANCE: usize = 0;
     let bits = [0, M_ID, M_SEQ, M_ACK, M_TSVAL, M_TSECR];
-    let values = [distance, c.id, seq, c.ack, c.tsval, c.tsecr];
+    let values = [distance, id, seq, c.ack, c.tsval, c.tsecr];
     let mut width = [0usize; 6];
     width[DISTANCE] = varint_len(distance);
     for i in 1..6 {
-        if values[i] != 0 {
+        if values[i] != 0 || mask & bits[i] != 0 {
             mask |= bits[i];
             width[i] = varint_len(values[i]);
         }
@@ -468,11 +515,11 @@ fn encode_v7(
         extra -= more;
     }
     // then absent fields the layout has, as zero deltas: acknowledgement, sequence, IPv4
-    // identification, timestamps
+    // identification (unless it goes without), timestamps
     let absent = [
         (3, true),
         (2, true),
-        (1, !l.v6()),
+        (1, !l.v6() && !implied_id),
         (4, l.timestamps()),
         (5, l.timestamps()),
     ];

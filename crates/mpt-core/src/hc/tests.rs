@@ -50,25 +50,50 @@ fn version_7_counts_a_sequence_number_that_moved_by_whole_segments_in_segments()
     let mut p = bulk(false, false);
     let reference = packed(&mut c, 0, &p.bytes(), usize::MAX);
     unpacked(&mut d, 0, &reference).expect("whole");
-    // 60 segments on: 82 800 bytes take 3 bytes as a delta, 1 in segments
+    // 60 segments on, 59 after the end of the reference's (2 × 59 + 1): 82 800 bytes take 3
+    // bytes as a delta, 1 in segments; an identification 60 on (one a segment) goes without
+    // its field
     p.seq = p.seq.wrapping_add(60 * 1380);
+    p.id = p.id.wrapping_add(60);
     let bytes = p.bytes();
     let body = packed(&mut c, 1, &bytes, usize::MAX);
-    assert_eq!(body[2], M_SEQ | M_SEGS, "{body:?}");
-    assert_eq!(body[3], 120, "ZigZag 60");
+    assert_eq!(body[2], M_SEQ | M_SEGS, "{:?}", &body[..8]);
+    assert_eq!(body[3], 119);
+    assert_eq!(
+        body.len() - p.payload.len(),
+        6,
+        "marker, distance, mask, segments, checksum"
+    );
     assert_eq!(unpacked(&mut d, 1, &body), Ok(bytes));
-    // a retransmission 3 segments behind: -3
-    p.seq = p.seq.wrapping_sub(63 * 1380);
-    let bytes = p.bytes();
+    // a shorter segment 10 on: 10 × 1380 after the reference's start is 15 of 920 (2 × 15)
+    let mut short = p.clone();
+    short.seq = short.seq.wrapping_sub(50 * 1380);
+    short.id = short.id.wrapping_sub(45);
+    short.payload.truncate(920);
+    let bytes = short.bytes();
     let body = packed(&mut c, 2, &bytes, usize::MAX);
-    assert_eq!((body[2], body[3]), (M_SEQ | M_SEGS, 5));
+    assert_eq!(&body[2..4], &[M_SEQ | M_SEGS, 30]);
     assert_eq!(unpacked(&mut d, 2, &body), Ok(bytes));
+    // a retransmission of the segment before the reference: behind it, a delta in bytes
+    p.seq = p.seq.wrapping_sub(61 * 1380);
+    let bytes = p.bytes();
+    let body = packed(&mut c, 3, &bytes, usize::MAX);
+    assert_eq!(body[2], M_ID | M_SEQ);
+    assert_eq!(unpacked(&mut d, 3, &body), Ok(bytes));
+    // the segment right after the reference, its identification the reference's: 2 × 0 + 1,
+    // and an identification delta of 0 in its field
+    p.seq = p.seq.wrapping_add(2 * 1380);
+    p.id = p.id.wrapping_sub(60);
+    let bytes = p.bytes();
+    let body = packed(&mut c, 4, &bytes, usize::MAX);
+    assert_eq!(&body[2..5], &[M_ID | M_SEQ | M_SEGS, 0, 1]);
+    assert_eq!(unpacked(&mut d, 4, &body), Ok(bytes));
     // not a whole number of this packet's segments: bytes
     p.seq = p.seq.wrapping_add(3 * 1380 + 700);
     let bytes = p.bytes();
-    let body = packed(&mut c, 3, &bytes, usize::MAX);
+    let body = packed(&mut c, 5, &bytes, usize::MAX);
     assert_eq!(body[2], M_SEQ);
-    assert_eq!(unpacked(&mut d, 3, &body), Ok(bytes));
+    assert_eq!(unpacked(&mut d, 5, &body), Ok(bytes));
 }
 
 #[test]
@@ -131,7 +156,7 @@ fn a_packet_that_does_not_fit_compressed_goes_whole_and_a_late_reference_replace
 
 #[test]
 fn a_header_padded_to_a_size_makes_datagrams_of_one_size_and_rebuilds_the_same() {
-    for (format, pad_to) in [(Format::V6, 20), (Format::V7, 12)] {
+    for (format, pad_to) in [(Format::V6, 20), (Format::V7, 13)] {
         let (mut c, mut d) = (Compressor::new(), Decompressor::new());
         let mut p = bulk(false, true);
         let mut sizes = Vec::new();

@@ -25,7 +25,8 @@ struct Step {
 fn step() -> impl Strategy<Value = Step> {
     (
         0usize..4,
-        0usize..120,
+        // mostly a bulk flow's full segments, of one size, and some of any size
+        prop_oneof![3 => Just(1200usize), 1 => 0usize..1400],
         prop_oneof![3 => Just(0u32), 1 => any::<u32>()],
         prop_oneof![4 => Just(None), 1 => any::<u16>().prop_map(Some)],
         prop_oneof![4 => Just(0x10u8), 1 => Just(0x18), 1 => any::<u8>().prop_map(|f| f & !0x20)],
