@@ -277,13 +277,15 @@ fn junk(n: usize, seed: &mut u64, session: u32) -> Vec<Vec<u8>> {
                     timestamp: 0,
                 }
                 .emit(&mut h);
-                h.extend(d.iter().map(|b| b & 0x3f | 0x80)); // version nibble 8..11
+                // version nibble 1: no IP version, and no compressed body's marker (0x20, or
+                // 0x80 to 0xbf)
+                h.extend(d.iter().map(|b| b & 0x0f | 0x10));
                 d = h;
             }
-            // sealed flag / unknown version / unknown type in an otherwise plausible header
+            // headers of versions not spoken: 2 (sealed, or of type 15), 1 and 4
             _ => {
                 d.resize(HEADER_LEN + 20, 0);
-                d[0] = [0x50, 0x4f, 0x20, 0xe0][(next() % 4) as usize];
+                d[0] = [0x50, 0x4f, 0x20, 0x80][(next() % 4) as usize];
             }
         }
         if Datagram::parse(&d).is_err() {
