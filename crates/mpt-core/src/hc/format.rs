@@ -424,19 +424,21 @@ fn put_values(h: &mut Headers, c: &Changes) {
 /// segments since the reference (`k`, or `k + 1`). `None` when neither is whole, or the
 /// sequence number is behind the reference's.
 fn in_segments(seq: u32, len: usize, ref_len: usize) -> Option<(u32, u32)> {
-    let d = i64::from(unzigzag(seq));
-    let len = len as i64;
+    // 32-bit divisions: a delta ahead of the reference is below 2^31, a payload below 2^16
+    let d = u32::try_from(unzigzag(seq)).ok()?;
+    let (len, ref_len) = (u32::try_from(len).ok()?, u32::try_from(ref_len).ok()?);
     if len == 0 {
         return None;
     }
-    [(0, d), (1, d - ref_len as i64)]
-        .into_iter()
-        .filter(|&(_, from)| from >= 0 && from % len == 0 && from / len <= i64::from(u32::MAX >> 1))
-        .map(|(b, from)| {
-            let k = (from / len) as u32;
-            ((k << 1) | b, k + b)
-        })
-        .min()
+    let from_end = d
+        .checked_sub(ref_len)
+        .filter(|e| e % len == 0)
+        .map(|e| ((e / len) << 1 | 1, e / len + 1));
+    let from_start = (d % len == 0).then(|| ((d / len) << 1, d / len));
+    match (from_end, from_start) {
+        (Some(e), Some(s)) => Some(e.min(s)),
+        (e, s) => e.or(s),
+    }
 }
 
 /// The TCP payload length of the packet whose headers (layout `l`) `r` holds, from its IP
@@ -530,30 +532,45 @@ fn encode_v7(
             extra -= width[i];
         }
     }
-    h.len = 0;
-    h.push(COMPACT_TCP | ctx);
-    put_varint_in(h, distance, width[DISTANCE]);
-    h.push(mask);
+    // written with a local index (the length in `h` set once: stored and loaded back for
+    // every byte, it cost a store-forwarding stall each)
+    let b = &mut h.bytes;
+    b[0] = COMPACT_TCP | ctx;
+    let mut at = put_varint_in(b, 1, distance, width[DISTANCE]);
+    b[at] = mask;
+    at += 1;
     for i in 1..4 {
-        put_varint_in(h, values[i], width[i]);
+        at = put_varint_in(b, at, values[i], width[i]);
     }
-    put_values(h, c);
+    if let Some(w) = c.window {
+        b[at..at + 2].copy_from_slice(&w);
+        at += 2;
+    }
+    if let Some(f) = c.flags {
+        b[at] = f;
+        at += 1;
+    }
     for i in 4..6 {
-        put_varint_in(h, values[i], width[i]);
+        at = put_varint_in(b, at, values[i], width[i]);
     }
-    h.extend_from_slice(&sum);
+    b[at..at + 2].copy_from_slice(&sum);
+    h.len = at + 2;
 }
 
 /// Most bytes a LEB128 value of 32 bits takes.
 const MAX_VARINT: usize = 5;
 
-/// LEB128 of `v` in exactly `width` bytes (nothing for 0), at least the bytes it needs: the
-/// bytes before the last carry the continuation bit, those beyond the value's own zeros.
-fn put_varint_in(out: &mut Headers, v: u32, width: usize) {
+/// LEB128 of `v` in exactly `width` bytes (nothing for 0) into `out` at `at`, at least the
+/// bytes it needs: the bytes before the last carry the continuation bit, those beyond the
+/// value's own zeros. Returns where the next byte goes.
+fn put_varint_in(out: &mut [u8; MAX_HEADERS], at: usize, v: u32, width: usize) -> usize {
+    let mut v = u64::from(v);
     for i in 0..width {
-        let group = ((u64::from(v) >> (7 * i)) & 0x7f) as u8;
-        out.push(if i + 1 < width { group | 0x80 } else { group });
+        let group = (v & 0x7f) as u8;
+        out[at + i] = if i + 1 < width { group | 0x80 } else { group };
+        v >>= 7;
     }
+    at + width
 }
 
 /// Bytes LEB128 takes for `v`.
