@@ -16,10 +16,12 @@
 //! reads a clock.
 
 mod decompress;
+mod encode;
 mod format;
 
 use crate::wire::internet_checksum;
 pub use decompress::{Decompressor, Refused, KEPT_REFERENCES};
+use encode::encode;
 use format::*;
 pub use format::{flow_hash, is_compressed, is_tcp, Format, Headers};
 

@@ -1,0 +1,292 @@
+//! Writing a compressed header (`docs/protocol.md`, "Compressed headers"): the fields that
+//! differ from the reference's, in version 6's format or version 7's, padded to a size.
+
+use super::format::*;
+use super::{COMPACT_TCP, COMPRESSED_TCP, MAX_HEADERS};
+
+/// LEB128 of `v` (at most 5 bytes) onto `out`.
+pub(super) fn put_varint(out: &mut Headers, mut v: u32) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// The fields of a packet that differ from its reference's, as a compressed header carries
+/// them: deltas ZigZag-encoded (0 when the same), window and flags when they changed.
+struct Changes {
+    id: u32,
+    seq: u32,
+    ack: u32,
+    tsval: u32,
+    tsecr: u32,
+    window: Option<[u8; 2]>,
+    flags: Option<u8>,
+}
+
+impl Changes {
+    fn between(p: &[u8], l: Layout, r: &[u8]) -> Changes {
+        let (t, u) = (&p[l.ip..], &r[l.ip..]);
+        let delta = |at: usize| zigzag(be32(t, at).wrapping_sub(be32(u, at)) as i32);
+        let id = if l.v6() {
+            0
+        } else {
+            zigzag(i32::from(be16(p, 4).wrapping_sub(be16(r, 4)) as i16))
+        };
+        let (tsval, tsecr) = if l.timestamps() {
+            (delta(24), delta(28))
+        } else {
+            (0, 0)
+        };
+        Changes {
+            id,
+            seq: delta(4),
+            ack: delta(8),
+            tsval,
+            tsecr,
+            window: (be16(t, 14) != be16(u, 14)).then(|| [t[14], t[15]]),
+            flags: (t[13] != u[13]).then_some(t[13]),
+        }
+    }
+}
+
+/// The compressed header of `p` (layout `l`) against reference headers `r`, `distance` global
+/// sequence numbers after it, in context `ctx`, in `format`, padded to `pad_to` bytes if
+/// shorter (at most [`MAX_HEADERS`]; version 7 pads as far as its LEB128 values stretch, which
+/// is further than a header it pads ever needs), written to `h`. Its length is known before a
+/// byte is written, so that the padding goes in its place at once.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn encode(
+    h: &mut Headers,
+    p: &[u8],
+    l: Layout,
+    r: &[u8],
+    distance: u32,
+    ctx: u8,
+    format: Format,
+    pad_to: usize,
+) {
+    let c = Changes::between(p, l, r);
+    let pad_to = pad_to.min(MAX_HEADERS);
+    let sum = [p[l.ip + 16], p[l.ip + 17]];
+    match format {
+        Format::V6 => encode_v6(h, &c, distance, ctx, pad_to, sum),
+        Format::V7 => {
+            let payload = p.len() - l.headers();
+            encode_v7(h, &c, l, payload, r, distance, ctx, pad_to, sum)
+        }
+    }
+}
+
+/// Version 6: marker, context, distance, mask, padding, fields, checksum.
+fn encode_v6(h: &mut Headers, c: &Changes, distance: u32, ctx: u8, pad_to: usize, sum: [u8; 2]) {
+    let mut mask = 0;
+    let mut len = 2 + varint_len(distance) + 1 + 2;
+    for (v, bit) in [
+        (c.id, M_ID),
+        (c.seq, M_SEQ),
+        (c.ack, M_ACK),
+        (c.tsval, M_TSVAL),
+        (c.tsecr, M_TSECR),
+    ] {
+        if v != 0 {
+            mask |= bit;
+            len += varint_len(v);
+        }
+    }
+    if c.window.is_some() {
+        mask |= M_WIN;
+        len += 2;
+    }
+    if c.flags.is_some() {
+        mask |= M_FLAGS;
+        len += 1;
+    }
+    h.len = 0;
+    h.extend_from_slice(&[COMPRESSED_TCP, ctx]);
+    put_varint(h, distance);
+    if len < pad_to {
+        // the mask, the padding's length byte, and zeros
+        let extra = pad_to - len;
+        h.push(mask | M_PAD);
+        h.push((extra - 1) as u8);
+        h.bytes[h.len..h.len + extra - 1].fill(0);
+        h.len += extra - 1;
+    } else {
+        h.push(mask);
+    }
+    // in the mask's order: IP identification, sequence and acknowledgement numbers (deltas),
+    // window and flags (values), timestamps (deltas)
+    for (v, bit) in [(c.id, M_ID), (c.seq, M_SEQ), (c.ack, M_ACK)] {
+        if mask & bit != 0 {
+            put_varint(h, v);
+        }
+    }
+    put_values(h, c);
+    for (v, bit) in [(c.tsval, M_TSVAL), (c.tsecr, M_TSECR)] {
+        if mask & bit != 0 {
+            put_varint(h, v);
+        }
+    }
+    h.extend_from_slice(&sum);
+}
+
+/// The window and flags, when they changed.
+fn put_values(h: &mut Headers, c: &Changes) {
+    if let Some(w) = c.window {
+        h.extend_from_slice(&w);
+    }
+    if let Some(f) = c.flags {
+        h.push(f);
+    }
+}
+
+/// The sequence number `seq` (a delta from the reference's, ZigZag-encoded) in segments of
+/// `len` bytes: the smaller of `2k` (`k` segments after the start of the reference's
+/// payload) and `2k + 1` (after its end, the reference's payload `ref_len` bytes), and the
+/// segments since the reference (`k`, or `k + 1`). `None` when neither is whole, or the
+/// sequence number is behind the reference's.
+fn in_segments(seq: u32, len: usize, ref_len: usize) -> Option<(u32, u32)> {
+    // 32-bit divisions: a delta ahead of the reference is below 2^31, a payload below 2^16
+    let d = u32::try_from(unzigzag(seq)).ok()?;
+    let (len, ref_len) = (u32::try_from(len).ok()?, u32::try_from(ref_len).ok()?);
+    if len == 0 {
+        return None;
+    }
+    let from_end = d
+        .checked_sub(ref_len)
+        .filter(|e| e % len == 0)
+        .map(|e| ((e / len) << 1 | 1, e / len + 1));
+    let from_start = (d % len == 0).then(|| ((d / len) << 1, d / len));
+    match (from_end, from_start) {
+        (Some(e), Some(s)) => Some(e.min(s)),
+        (e, s) => e.or(s),
+    }
+}
+
+/// Version 7: marker with the context, distance, mask, fields, checksum. When `p`'s sequence
+/// number is a whole number `k` of its own segments (of `payload` bytes) after the start of
+/// the reference's payload, or after its end, and that is shorter, the field carries `2k`, or
+/// `2k + 1` from the end ("in segments"); an IPv4 identification that is then the reference's
+/// plus the segments since it (`k`, or `k + 1` from the end; as a sender that cuts segments
+/// numbers them) goes without its field. Padded by writing the distance, then the other
+/// LEB128 fields present, then absent ones as zero deltas (acknowledgement, sequence,
+/// identification with IPv4 unless it goes without, timestamps with them), longer.
+#[allow(clippy::too_many_arguments)]
+fn encode_v7(
+    h: &mut Headers,
+    c: &Changes,
+    l: Layout,
+    payload: usize,
+    r: &[u8],
+    distance: u32,
+    ctx: u8,
+    pad_to: usize,
+    sum: [u8; 2],
+) {
+    let mut mask = 0;
+    let (mut seq, mut id) = (c.seq, c.id);
+    let mut implied_id = false;
+    if let Some((v, n)) = in_segments(c.seq, payload, payload_of(r, l)) {
+        if c.seq != 0 && varint_len(v) <= varint_len(c.seq) {
+            seq = v;
+            mask |= M_SEGS | M_SEQ;
+            implied_id = !l.v6() && id == zigzag(i32::from(n as u16 as i16));
+            if implied_id {
+                id = 0;
+            } else if !l.v6() {
+                // any other identification goes in its field, a delta of 0 too
+                mask |= M_ID;
+            }
+        }
+    }
+    // the LEB128 values in wire order: distance, identification, sequence, acknowledgement,
+    // then (after window and flags) the timestamps
+    const DISTANCE: usize = 0;
+    let bits = [0, M_ID, M_SEQ, M_ACK, M_TSVAL, M_TSECR];
+    let values = [distance, id, seq, c.ack, c.tsval, c.tsecr];
+    let mut width = [0usize; 6];
+    width[DISTANCE] = varint_len(distance);
+    for i in 1..6 {
+        if values[i] != 0 || mask & bits[i] != 0 {
+            mask |= bits[i];
+            width[i] = varint_len(values[i]);
+        }
+    }
+    let mut len = 1 + 1 + 2 + width.iter().sum::<usize>();
+    if c.window.is_some() {
+        mask |= M_WIN;
+        len += 2;
+    }
+    if c.flags.is_some() {
+        mask |= M_FLAGS;
+        len += 1;
+    }
+    let mut extra = pad_to.saturating_sub(len);
+    for w in width.iter_mut().filter(|w| **w > 0) {
+        let more = (MAX_VARINT - *w).min(extra);
+        *w += more;
+        extra -= more;
+    }
+    // then absent fields the layout has, as zero deltas: acknowledgement, sequence, IPv4
+    // identification (unless it goes without), timestamps
+    let absent = [
+        (3, true),
+        (2, true),
+        (1, !l.v6() && !implied_id),
+        (4, l.timestamps()),
+        (5, l.timestamps()),
+    ];
+    for (i, fits) in absent {
+        if extra > 0 && fits && width[i] == 0 {
+            width[i] = extra.min(MAX_VARINT);
+            mask |= bits[i];
+            extra -= width[i];
+        }
+    }
+    // written with a local index (the length in `h` set once: stored and loaded back for
+    // every byte, it cost a store-forwarding stall each)
+    let b = &mut h.bytes;
+    b[0] = COMPACT_TCP | ctx;
+    let mut at = put_varint_in(b, 1, distance, width[DISTANCE]);
+    b[at] = mask;
+    at += 1;
+    for i in 1..4 {
+        at = put_varint_in(b, at, values[i], width[i]);
+    }
+    if let Some(w) = c.window {
+        b[at..at + 2].copy_from_slice(&w);
+        at += 2;
+    }
+    if let Some(f) = c.flags {
+        b[at] = f;
+        at += 1;
+    }
+    for i in 4..6 {
+        at = put_varint_in(b, at, values[i], width[i]);
+    }
+    b[at..at + 2].copy_from_slice(&sum);
+    h.len = at + 2;
+}
+
+/// Most bytes a LEB128 value of 32 bits takes.
+const MAX_VARINT: usize = 5;
+
+/// LEB128 of `v` in exactly `width` bytes (nothing for 0) into `out` at `at`, at least the
+/// bytes it needs: the bytes before the last carry the continuation bit, those beyond the
+/// value's own zeros. Returns where the next byte goes.
+fn put_varint_in(out: &mut [u8; MAX_HEADERS], at: usize, v: u32, width: usize) -> usize {
+    let mut v = u64::from(v);
+    for i in 0..width {
+        let group = (v & 0x7f) as u8;
+        out[at + i] = if i + 1 < width { group | 0x80 } else { group };
+        v >>= 7;
+    }
+    at + width
+}
+
+/// Bytes LEB128 takes for `v`.
+fn varint_len(v: u32) -> usize {
+    (32 - v.leading_zeros() as usize).max(1).div_ceil(7)
+}
