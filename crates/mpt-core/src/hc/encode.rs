@@ -26,6 +26,21 @@ struct Changes {
 }
 
 impl Changes {
+    /// The mask bits of the window and flags when they changed, and the bytes they take.
+    fn values(&self) -> (u8, usize) {
+        let window = if self.window.is_some() {
+            (M_WIN, 2)
+        } else {
+            (0, 0)
+        };
+        let flags = if self.flags.is_some() {
+            (M_FLAGS, 1)
+        } else {
+            (0, 0)
+        };
+        (window.0 | flags.0, window.1 + flags.1)
+    }
+
     fn between(p: &[u8], l: Layout, r: &[u8]) -> Changes {
         let (t, u) = (&p[l.ip..], &r[l.ip..]);
         let delta = |at: usize| zigzag(be32(t, at).wrapping_sub(be32(u, at)) as i32);
@@ -95,14 +110,9 @@ fn encode_v6(h: &mut Headers, c: &Changes, distance: u32, ctx: u8, pad_to: usize
             len += varint_len(v);
         }
     }
-    if c.window.is_some() {
-        mask |= M_WIN;
-        len += 2;
-    }
-    if c.flags.is_some() {
-        mask |= M_FLAGS;
-        len += 1;
-    }
+    let (value_bits, value_bytes) = c.values();
+    mask |= value_bits;
+    len += value_bytes;
     h.len = 0;
     h.extend_from_slice(&[COMPRESSED_TCP, ctx]);
     put_varint(h, distance);
@@ -215,14 +225,9 @@ fn encode_v7(
         }
     }
     let mut len = 1 + 1 + 2 + width.iter().sum::<usize>();
-    if c.window.is_some() {
-        mask |= M_WIN;
-        len += 2;
-    }
-    if c.flags.is_some() {
-        mask |= M_FLAGS;
-        len += 1;
-    }
+    let (value_bits, value_bytes) = c.values();
+    mask |= value_bits;
+    len += value_bytes;
     let mut extra = pad_to.saturating_sub(len);
     for w in width.iter_mut().filter(|w| **w > 0) {
         let more = (MAX_VARINT - *w).min(extra);
