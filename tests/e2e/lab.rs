@@ -10,13 +10,35 @@ use crate::need;
 #[test]
 fn table2_case16_rate_scheduler_delivers_in_order() {
     need!("lab_table2_case16", "iperf3");
-    crate::measured_twice(
-        "table2_case16_rate_scheduler_delivers_in_order",
-        table2_case16_rate_scheduler_delivers_in_order_once,
-    );
+    // A measurement that misses a bound in a row where the machine stalled (the emulator held
+    // a packet 10 ms or more past its time, or a host put datagrams out of their path's
+    // order) is measured again, up to three times in all; one that misses with no stall is
+    // measured once more, as every measured test is, and a second such miss fails.
+    let mut unexplained = 0;
+    for n in 1..=3 {
+        let Err((why, stalled)) = table2_case16_rate_scheduler_delivers_in_order_once() else {
+            return;
+        };
+        if !stalled {
+            unexplained += 1;
+        }
+        if unexplained == 2 || n == 3 {
+            panic!("{why}");
+        }
+        eprintln!(
+            "\n!!!!!!!! table2_case16: {why}{}; measuring once more !!!!!!!!\n",
+            if stalled {
+                " while the machine stalled"
+            } else {
+                ""
+            }
+        );
+    }
 }
 
-fn table2_case16_rate_scheduler_delivers_in_order_once() {
+/// The measurement's verdict: the first bound missed, and whether the machine stalled in
+/// that row.
+fn table2_case16_rate_scheduler_delivers_in_order_once() -> Result<(), (String, bool)> {
     let mut suite = scenario::builtin("table2").expect("suite");
     suite.duration_s = Some(12);
     // the small-packet stream this test was written for (160-byte datagrams)
@@ -36,16 +58,18 @@ fn table2_case16_rate_scheduler_delivers_in_order_once() {
     for r in &rows {
         let (sched, reseq) = (r[3], r[4]);
         let (kbit, jitter, loss, reordered) = (num(r, 5), num(r, 6), num(r, 7), num(r, 8));
-        eprintln!("RESULT lab case 16 {sched} reseq={reseq}: {kbit:.1} kbit/s, jitter {jitter:.2} ms, loss {loss:.2} %, reordered {reordered:.2} %");
-        assert!(loss <= 0.5, "{sched}/{reseq}: loss {loss} %");
-        if sched == "rate" || reseq == "true" {
-            assert!(
-                reordered <= 0.5,
-                "{sched}/{reseq}: {reordered} % out of order"
-            );
+        let (late, stalls, path_order) = (num(r, 16), num(r, 17), num(r, 18));
+        eprintln!("RESULT lab case 16 {sched} reseq={reseq}: {kbit:.1} kbit/s, jitter {jitter:.2} ms, loss {loss:.2} %, reordered {reordered:.2} % (the emulator wrote {late} packets late, {stalls} of them held by a stall; out of their path's order at B: {path_order})");
+        let stalled = stalls > 0.0 || path_order > 0.0;
+        let miss = |why: String| Err((why, stalled));
+        if loss > 0.5 {
+            return miss(format!("{sched}/{reseq}: loss {loss} %"));
         }
-        if sched == "rate" {
-            assert!(jitter <= 10.0, "{sched}/{reseq}: jitter {jitter} ms");
+        if (sched == "rate" || reseq == "true") && reordered > 0.5 {
+            return miss(format!("{sched}/{reseq}: {reordered} % out of order"));
+        }
+        if sched == "rate" && jitter > 10.0 {
+            return miss(format!("{sched}/{reseq}: jitter {jitter} ms"));
         }
     }
     // Without resequencing, wrr on unequal paths reorders: the paper's effect is reproduced.
@@ -57,4 +81,5 @@ fn table2_case16_rate_scheduler_delivers_in_order_once() {
         num(wrr_plain, 8) > 5.0,
         "wrr without resequencing should reorder: {csv}"
     );
+    Ok(())
 }

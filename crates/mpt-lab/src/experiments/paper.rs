@@ -141,7 +141,7 @@ pub fn run_table2(suite: &Suite, only: &[u32], out: &Path) -> Result<String> {
         if suite.bundle == Some(false) { "off (`--no-bundle`)" } else { "on (the default)" },
         if suite.pace == Some(false) { " `rate` not paced (`--no-pace`)." } else { " `rate` paced (its default)." }
     );
-    let mut csv = String::from("case,rates,stream_kbit,scheduler,reseq,throughput_kbit,jitter_ms,loss_pct,reordered_pct,packets,mptd_reordered,hold_p99_ms,datagram,plain_kbit,plain_loss_pct,plain_jitter_ms\n");
+    let mut csv = String::from("case,rates,stream_kbit,scheduler,reseq,throughput_kbit,jitter_ms,loss_pct,reordered_pct,packets,mptd_reordered,hold_p99_ms,datagram,plain_kbit,plain_loss_pct,plain_jitter_ms,wire_late,wire_stalled,path_seq_errors\n");
     let mut port = 5500;
     for c in suite
         .case
@@ -221,7 +221,7 @@ pub fn run_table2(suite: &Suite, only: &[u32], out: &Path) -> Result<String> {
             );
             let _ = writeln!(
                 csv,
-                "{},{},{},{sched},{},{:.2},{:.3},{:.3},{:.3},{},{},{:.2},{dlen},{plain_kbit:.2},{plain_loss:.3},{plain_jitter:.3}",
+                "{},{},{},{sched},{},{:.2},{:.3},{:.3},{:.3},{},{},{:.2},{dlen},{plain_kbit:.2},{plain_loss:.3},{plain_jitter:.3},{},{},{}",
                 c.name(),
                 c.rates_label(),
                 c.udp_kbit.unwrap_or(0),
@@ -232,11 +232,14 @@ pub fn run_table2(suite: &Suite, only: &[u32], out: &Path) -> Result<String> {
                 r.reordered_pct,
                 r.packets,
                 r.mptd_reordered,
-                r.hold_p99_ms
+                r.hold_p99_ms,
+                r.wire_late,
+                r.wire_stalled,
+                r.path_seq_errors
             );
             eprintln!(
-                "   {:.1} kbit/s, jitter {:.2} ms, loss {:.2} %, reordered {:.2} %",
-                r.kbit, r.jitter_ms, r.loss_pct, r.reordered_pct
+                "   {:.1} kbit/s, jitter {:.2} ms, loss {:.2} %, reordered {:.2} % (the machine: {} packets the emulator wrote late, {} of them held by a stall; {} out of their path's order at B)",
+                r.kbit, r.jitter_ms, r.loss_pct, r.reordered_pct, r.wire_late, r.wire_stalled, r.path_seq_errors
             );
         }
         crate::report::plot_together(

@@ -12,7 +12,7 @@
 //! serial link does: use the emulator's `rate_bps` to model one.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -50,6 +50,73 @@ pub struct Link {
     /// While this file exists, the link drops everything (an outage the lab can switch).
     #[serde(default)]
     pub outage_flag: Option<std::path::PathBuf>,
+    /// Where the link keeps its [`Lateness`], rewritten every [`LATE_EVERY`] while it changes.
+    #[serde(default)]
+    pub late_file: Option<std::path::PathBuf>,
+}
+
+/// A packet written this much after its time or more is *late*: the machine, not the link,
+/// held it. Links on other threads may then hand on packets sent after it first, which a link
+/// never does. On this 2-core machine a few packets in a thousand are (the emulator's threads
+/// wait for a core).
+pub const LATE: Duration = Duration::from_millis(2);
+
+/// A packet written this much after its time or more was held by a *stall* of the machine:
+/// as long as 100 packets a second are apart, enough to put a stream out of order.
+pub const STALL: Duration = Duration::from_millis(10);
+
+/// How often a link's late file is brought up to date.
+pub const LATE_EVERY: Duration = Duration::from_millis(100);
+
+/// What one direction's writer counted of its own timeliness since it started.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Lateness {
+    /// Packets written [`LATE`] or more after their time.
+    pub late: u64,
+    /// Of those, packets written [`STALL`] or more after it.
+    pub stalled: u64,
+    /// The most any packet was late, microseconds.
+    pub worst_us: u64,
+}
+
+impl Lateness {
+    /// Read a late file: `late stalled worst_us`. A missing file reads as nothing late.
+    pub fn read(path: &std::path::Path) -> Lateness {
+        let s = std::fs::read_to_string(path).unwrap_or_default();
+        let v: Vec<u64> = s
+            .split_whitespace()
+            .filter_map(|v| v.parse().ok())
+            .collect();
+        match v[..] {
+            [late, stalled, worst_us] => Lateness {
+                late,
+                stalled,
+                worst_us,
+            },
+            _ => Lateness::default(),
+        }
+    }
+
+    /// The packets late between `before` and this reading; the worst stays the link's
+    /// worst so far (0 when nothing was late in between).
+    pub fn since(self, before: Lateness) -> Lateness {
+        Lateness {
+            late: self.late.saturating_sub(before.late),
+            stalled: self.stalled.saturating_sub(before.stalled),
+            worst_us: if self.late > before.late {
+                self.worst_us
+            } else {
+                0
+            },
+        }
+    }
+}
+
+#[derive(Default)]
+struct LateCounts {
+    late: AtomicU64,
+    stalled: AtomicU64,
+    worst_us: AtomicU64,
 }
 
 /// Create the devices and forward through them until killed.
@@ -77,7 +144,12 @@ pub fn run(links: &[Link]) -> Result<()> {
             let link = link.clone();
             std::thread::spawn(move || read_loop(&dev, &link, &down, tx))
         };
-        let writer = std::thread::spawn(move || write_loop(&dev, rx));
+        let counts = Arc::new(LateCounts::default());
+        if let Some(file) = link.late_file.clone() {
+            let counts = counts.clone();
+            std::thread::spawn(move || report_late(&file, &counts));
+        }
+        let writer = std::thread::spawn(move || write_loop(&dev, rx, &counts));
         threads.push(reader);
         threads.push(writer);
     }
@@ -142,7 +214,11 @@ fn read_loop(
 }
 
 #[allow(clippy::disallowed_methods)]
-fn write_loop(dev: &tun_rs::SyncDevice, rx: mpsc::Receiver<(Instant, Vec<u8>)>) -> Result<()> {
+fn write_loop(
+    dev: &tun_rs::SyncDevice,
+    rx: mpsc::Receiver<(Instant, Vec<u8>)>,
+    counts: &LateCounts,
+) -> Result<()> {
     let mut queue: VecDeque<(Instant, Vec<u8>)> = VecDeque::new();
     loop {
         if queue.is_empty() {
@@ -170,11 +246,40 @@ fn write_loop(dev: &tun_rs::SyncDevice, rx: mpsc::Receiver<(Instant, Vec<u8>)>) 
                 Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(()),
             }
         }
-        while queue.front().is_some_and(|(t, _)| *t <= Instant::now()) {
-            if let Some((_, p)) = queue.pop_front() {
+        let now = Instant::now();
+        while queue.front().is_some_and(|(t, _)| *t <= now) {
+            if let Some((due, p)) = queue.pop_front() {
+                let late = now - due;
+                if late >= LATE {
+                    counts.late.fetch_add(1, Ordering::Relaxed);
+                    if late >= STALL {
+                        counts.stalled.fetch_add(1, Ordering::Relaxed);
+                    }
+                    counts
+                        .worst_us
+                        .fetch_max(late.as_micros() as u64, Ordering::Relaxed);
+                }
                 // A full device queue or a vanished route only loses this packet.
                 let _ = dev.send(&p);
             }
         }
+    }
+}
+
+/// Keep `file` up to date with the writer's counts (written whole, then renamed into place,
+/// so that a reader never sees half of it).
+fn report_late(file: &std::path::Path, counts: &LateCounts) {
+    let tmp = file.with_extension("tmp");
+    let mut shown = None;
+    loop {
+        let now =
+            [&counts.late, &counts.stalled, &counts.worst_us].map(|c| c.load(Ordering::Relaxed));
+        if shown != Some(now)
+            && std::fs::write(&tmp, format!("{} {} {}\n", now[0], now[1], now[2])).is_ok()
+            && std::fs::rename(&tmp, file).is_ok()
+        {
+            shown = Some(now);
+        }
+        std::thread::sleep(LATE_EVERY);
     }
 }

@@ -21,6 +21,15 @@ pub(crate) struct StreamResult {
     pub(crate) packets: u64,
     pub(crate) mptd_reordered: u64,
     pub(crate) hold_p99_ms: f64,
+    /// What the link emulator counted of its own lateness during the stream: packets it
+    /// wrote late, and held by a stall of the machine
+    /// ([`crate::harness::emulator::LATE`], [`crate::harness::emulator::STALL`]); and B's
+    /// datagrams that arrived behind a later one of their own path (a host on the way
+    /// reordered them; a link does not). A stall or the latter can put the stream out of
+    /// order with no fault of the tunnel's.
+    pub(crate) wire_late: u64,
+    pub(crate) wire_stalled: u64,
+    pub(crate) path_seq_errors: u64,
     pub(crate) occupancy: String,
     pub(crate) hold: String,
 }
@@ -110,12 +119,14 @@ pub(crate) fn stream_run(
     let secs = suite.duration_s.unwrap_or(20);
     let len = suite.datagram_of(c);
     lab.start_tunnel(opts)?;
+    let late_before = lab.wire_lateness();
     let arrivals = Arrivals::start(lab, port, port)?;
     let trace = Trace::start(lab, Side::A);
     let args = udp_args(&format!("{kbit}k"), len, secs);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let v = lab.iperf3(Side::A, &tunnel_addr(Side::B), port, &args);
     trace.print();
+    let late = lab.wire_lateness().since(late_before);
     let received = arrivals.count(lab, len);
     let st = lab.status(Side::B);
     lab.stop_mptd(Side::A)?;
@@ -156,6 +167,9 @@ pub(crate) fn stream_run(
         packets,
         mptd_reordered: r.reordered,
         hold_p99_ms: r.hold_p99_us as f64 / 1000.0,
+        wire_late: late.late,
+        wire_stalled: late.stalled,
+        path_seq_errors: st.paths.iter().map(|p| p.path_seq_errors).sum(),
         occupancy: format!(
             "mean {:.1}, p50 {}, p90 {}, p99 {}, max {}",
             r.occupancy_mean, r.occupancy_p50, r.occupancy_p90, r.occupancy_p99, r.occupancy_max

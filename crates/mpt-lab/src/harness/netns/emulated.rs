@@ -28,12 +28,14 @@ impl Lab {
                         impair: p.ab,
                         seed: 2 * i as u64 + 1,
                         outage_flag: Some(self.outage_flag(i)),
+                        late_file: Some(self.late_file(&format!("e{i}ab"))),
                     },
                     crate::harness::emulator::Link {
                         device: format!("e{i}ba"),
                         impair: p.ba,
                         seed: 2 * i as u64 + 2,
                         outage_flag: Some(self.outage_flag(i)),
+                        late_file: Some(self.late_file(&format!("e{i}ba"))),
                     },
                 ]
             })
@@ -70,6 +72,31 @@ impl Lab {
         }
         sh(&s)?;
         Ok(())
+    }
+
+    fn late_file(&self, device: &str) -> PathBuf {
+        self.dir.join(format!("late-{device}"))
+    }
+
+    /// What the emulator's links counted of their own lateness so far, summed over every
+    /// direction of every path (the worst: the most of any): packets the machine held past
+    /// their time, and so may have handed on after packets sent later on another path. All
+    /// zero in a lab without the emulator.
+    pub fn wire_lateness(&self) -> crate::harness::emulator::Lateness {
+        let mut all = crate::harness::emulator::Lateness::default();
+        if !self.emulated {
+            return all;
+        }
+        for i in 0..self.paths.len() {
+            for d in ["ab", "ba"] {
+                let l =
+                    crate::harness::emulator::Lateness::read(&self.late_file(&format!("e{i}{d}")));
+                all.late += l.late;
+                all.stalled += l.stalled;
+                all.worst_us = all.worst_us.max(l.worst_us);
+            }
+        }
+        all
     }
 
     pub(crate) fn outage_flag(&self, i: usize) -> PathBuf {
