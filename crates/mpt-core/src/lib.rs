@@ -1,5 +1,6 @@
-//! Core types of mptd: the wire protocol ([`wire`]), the validated configuration ([`config`]),
-//! and the small shared vocabulary of paths and time ([`PathId`], [`Time`]).
+//! Core types of mptd: the wire protocol ([`wire`]), compressed TCP headers ([`hc`]), sealing
+//! (`seal`, with the feature of that name), and the small shared vocabulary of paths, queues,
+//! randomness and time ([`PathId`], [`queue`], [`rng`], [`Time`]).
 //!
 //! This crate does no I/O, spawns nothing and never reads the clock: every function that needs
 //! the current time takes it as an argument, so the schedulers and the resequencer built on it

@@ -35,7 +35,7 @@ pub const COMPACT_TCP: u8 = 0x80;
 /// references would come so often that the receiver could keep too few of them to rebuild a
 /// packet resent a round trip later.
 pub const COMPRESS_FROM: usize = 256;
-/// Contexts each side keeps: a flow's is [`context_of`] its addresses and ports; a flow that
+/// Contexts each side keeps: a flow's is a hash of its addresses and ports; a flow that
 /// falls in a busy one takes it over.
 pub const CONTEXTS: usize = 64;
 /// Packets of a flow sent against one reference before the next goes whole as a new one (a
