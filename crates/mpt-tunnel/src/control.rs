@@ -41,6 +41,12 @@ pub(crate) enum Pending {
         path: PathId,
         ranges: Vec<mpt_core::wire::NackRange>,
     },
+    /// A resend request for the flows' references `references` names by their global
+    /// sequence numbers (at most [`mpt_core::wire::MAX_NACK_RANGES`]; version 7).
+    NackReferences {
+        path: PathId,
+        references: Vec<u32>,
+    },
     /// The answer to a probe whose plain form was `size` bytes.
     ProbeAck {
         path: PathId,
@@ -61,7 +67,7 @@ impl Pending {
             Pending::Keepalive(path) | Pending::Goodbye(path) => Some(*path),
             Pending::Ack { path, .. } | Pending::Report { path, .. } => Some(*path),
             Pending::Probe { path, .. } | Pending::ProbeAck { path, .. } => Some(*path),
-            Pending::Nack { path, .. } => Some(*path),
+            Pending::Nack { path, .. } | Pending::NackReferences { path, .. } => Some(*path),
             Pending::Raw { .. } => None,
         }
     }
@@ -150,6 +156,16 @@ impl<P> Connection<P> {
                 buf.resize(plain + SEAL_OVERHEAD, 0);
                 self.fence_header(Kind::Nack, path, now).emit(&mut buf);
                 wire::emit_nack(&mut buf[HEADER_LEN..plain], &ranges);
+                let len = self.seal_control(now, path, &mut buf, plain)?;
+                self.resend
+                    .request_sent(len + self.cfg.paths[path.index()].overhead);
+                path
+            }
+            Pending::NackReferences { path, references } => {
+                let plain = wire::nack_len(references.len());
+                buf.resize(plain + SEAL_OVERHEAD, 0);
+                self.fence_header(Kind::Nack, path, now).emit(&mut buf);
+                wire::emit_nack_references(&mut buf[HEADER_LEN..plain], &references);
                 let len = self.seal_control(now, path, &mut buf, plain)?;
                 self.resend
                     .request_sent(len + self.cfg.paths[path.index()].overhead);

@@ -165,6 +165,7 @@ impl DropReason {
             WireError::ReportEntryLen(_)
             | WireError::ControlLength { .. }
             | WireError::NackRanges(_)
+            | WireError::NackNames(_)
             | WireError::ParityGroup(_) => DropReason::BadControl,
         }
     }

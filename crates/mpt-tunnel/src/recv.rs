@@ -326,10 +326,13 @@ impl<P> Connection<P> {
             }
             Datagram::Nack { body, .. } => {
                 self.fence(now, &h);
-                if self.resending() {
-                    self.take_nack(now, mpt_core::wire::nack_ranges(body));
-                } else {
+                if !self.resending() {
                     return Err(self.count(DropReason::Unexpected));
+                }
+                if mpt_core::wire::nack_names(body) == mpt_core::wire::NACK_REFERENCES {
+                    self.take_reference_nack(now, mpt_core::wire::nack_references(body));
+                } else {
+                    self.take_nack(now, mpt_core::wire::nack_ranges(body));
                 }
             }
             Datagram::Parity { body, count, .. } => {

@@ -32,8 +32,9 @@ pub use handshake::{
 };
 pub use header::{Header, HeaderRepr};
 pub use nack::{
-    check_nack, emit_nack, nack_len, nack_ranges, NackRange, MAX_NACK_RANGES, NACK_FIXED_LEN,
-    NACK_RANGE_LEN,
+    check_nack, emit_nack, emit_nack_references, nack_len, nack_names, nack_ranges,
+    nack_references, NackRange, MAX_NACK_RANGES, NACK_FIXED_LEN, NACK_PATHS, NACK_RANGE_LEN,
+    NACK_REFERENCES,
 };
 pub use parity::{check_parity, ip_length, xor_into, MAX_PARITY_GROUP, MIN_PARITY_GROUP};
 pub use report::{report_len, Report, ReportEntry, ReportRepr};
@@ -304,6 +305,8 @@ pub enum WireError {
     ControlLength { expected: usize, got: usize },
     #[error("resend request of {0} ranges (or an empty range)")]
     NackRanges(usize),
+    #[error("resend request naming {0}: neither path sequences (0) nor references (1)")]
+    NackNames(u8),
     #[error("parity over {0} packets, outside {min}..={max}", min = MIN_PARITY_GROUP, max = MAX_PARITY_GROUP)]
     ParityGroup(u32),
 }
@@ -729,9 +732,21 @@ mod tests {
                     emit_nack(&mut buf[HEADER_LEN..n], &ranges);
                     let body = buf[HEADER_LEN..n].to_vec();
                     prop_assert_eq!(Datagram::parse(&buf[..n]), Ok(Datagram::Nack { header: h, body: &body[..], count: n_ranges }));
-                    prop_assert_eq!(nack_ranges(&body).collect::<Vec<_>>(), ranges);
+                    prop_assert_eq!(nack_ranges(&body).collect::<Vec<_>>(), ranges.clone());
                     prop_assert!(Datagram::parse(&buf[..n - 1]).is_err());
                     prop_assert!(Datagram::parse(&buf[..n + NACK_RANGE_LEN]).is_err());
+                    prop_assert_eq!(nack_names(&body), NACK_PATHS);
+                    // references by their global sequence numbers (any value, 0 too)
+                    let refs: Vec<u32> = (0..n_ranges as u32).map(|k| h.seq.wrapping_add(k << 24)).collect();
+                    emit_nack_references(&mut buf[HEADER_LEN..n], &refs);
+                    let body = buf[HEADER_LEN..n].to_vec();
+                    prop_assert_eq!(Datagram::parse(&buf[..n]), Ok(Datagram::Nack { header: h, body: &body[..], count: n_ranges }));
+                    prop_assert_eq!(nack_names(&body), NACK_REFERENCES);
+                    prop_assert_eq!(nack_references(&body).collect::<Vec<_>>(), refs);
+                    // entries that name anything else
+                    buf[HEADER_LEN + 1] = 2 + fill % 250;
+                    prop_assert!(Datagram::parse(&buf[..n]).is_err());
+                    emit_nack(&mut buf[HEADER_LEN..n], &ranges);
                     // an empty range, or none at all
                     buf[HEADER_LEN + NACK_FIXED_LEN + 1] = 0;
                     prop_assert!(Datagram::parse(&buf[..n]).is_err());

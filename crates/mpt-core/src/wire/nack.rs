@@ -2,15 +2,19 @@
 //! their path sequences, and the sender sends the packets they carried again
 //! ([`Kind::Resent`]) on the path that delivers soonest.
 //!
-//! The body after the header is a count, a reserved byte, and that many ranges:
+//! The body after the header is a count, what the entries name, and that many entries of 4
+//! bytes:
 //!
 //! ```text
-//! | count (8) | reserved (8) | path id (8) | n (8) | first path seq (16) | ...
+//! | count (8) | names (8) | path id (8) | n (8) | first path seq (16) | ...   names = 0
+//! | count (8) | names (8) | global sequence number (32) | ...                 names = 1
 //! ```
 //!
-//! A range names `n` (1..=255) consecutive path sequences of one path from `first` on. The
-//! datagram's length is exactly `HEADER_LEN + 2 + 4 × count`, with 1..=[`MAX_NACK_RANGES`]
-//! ranges.
+//! With `names` = [`NACK_PATHS`], an entry names `n` (1..=255) consecutive path sequences of
+//! one path from `first` on. With [`NACK_REFERENCES`] (version 7), an entry names a flow's
+//! reference for compressed headers by its global sequence number: the receiver got packets
+//! compressed against it, and not it. The datagram's length is exactly `HEADER_LEN + 2 + 4 ×
+//! count`, with 1..=[`MAX_NACK_RANGES`] entries; other values of `names` are refused.
 
 use super::*;
 use crate::PathId;
@@ -23,6 +27,12 @@ pub const NACK_RANGE_LEN: usize = 4;
 
 /// Most ranges one request carries.
 pub const MAX_NACK_RANGES: usize = 64;
+
+/// A request's entries name path sequences ([`NackRange`]).
+pub const NACK_PATHS: u8 = 0;
+
+/// A request's entries name references by their global sequence numbers (version 7).
+pub const NACK_REFERENCES: u8 = 1;
 
 /// Consecutive path sequences of one path that did not arrive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,11 +61,44 @@ pub fn check_nack(body: &[u8]) -> Result<usize, WireError> {
     if count == 0 || count > MAX_NACK_RANGES {
         return Err(WireError::NackRanges(count));
     }
-    let mut ranges = body[NACK_FIXED_LEN..].chunks_exact(NACK_RANGE_LEN);
-    if ranges.any(|r| r[1] == 0) {
-        return Err(WireError::NackRanges(0));
+    match body[1] {
+        NACK_PATHS => {
+            let mut ranges = body[NACK_FIXED_LEN..].chunks_exact(NACK_RANGE_LEN);
+            if ranges.any(|r| r[1] == 0) {
+                return Err(WireError::NackRanges(0));
+            }
+        }
+        NACK_REFERENCES => {}
+        other => return Err(WireError::NackNames(other)),
     }
     Ok(count)
+}
+
+/// What the entries of a body checked by [`check_nack`] name: [`NACK_PATHS`] or
+/// [`NACK_REFERENCES`].
+pub fn nack_names(body: &[u8]) -> u8 {
+    body.get(1).copied().unwrap_or(NACK_PATHS)
+}
+
+/// The references (global sequence numbers) a body of [`NACK_REFERENCES`] names.
+pub fn nack_references(body: &[u8]) -> impl Iterator<Item = u32> + '_ {
+    body.get(NACK_FIXED_LEN..)
+        .unwrap_or_default()
+        .chunks_exact(NACK_RANGE_LEN)
+        .map(be32)
+}
+
+/// Write a request's body naming `references` (1..=[`MAX_NACK_RANGES`]) into `body`, which
+/// must be `nack_len(references.len()) - HEADER_LEN` bytes long.
+pub fn emit_nack_references(body: &mut [u8], references: &[u32]) {
+    body[0] = references.len() as u8;
+    body[1] = NACK_REFERENCES;
+    for (r, out) in references
+        .iter()
+        .zip(body[NACK_FIXED_LEN..].chunks_exact_mut(NACK_RANGE_LEN))
+    {
+        out.copy_from_slice(&r.to_be_bytes());
+    }
 }
 
 /// The ranges of a body checked by [`check_nack`].
@@ -74,7 +117,7 @@ pub fn nack_ranges(body: &[u8]) -> impl Iterator<Item = NackRange> + '_ {
 /// `nack_len(ranges.len()) - HEADER_LEN` bytes long.
 pub fn emit_nack(body: &mut [u8], ranges: &[NackRange]) {
     body[0] = ranges.len() as u8;
-    body[1] = 0;
+    body[1] = NACK_PATHS;
     for (r, out) in ranges
         .iter()
         .zip(body[NACK_FIXED_LEN..].chunks_exact_mut(NACK_RANGE_LEN))

@@ -82,6 +82,7 @@ impl<P> Connection<P> {
         if !self.resending() {
             return;
         }
+        self.request_references();
         let paths = &self.paths;
         self.resend.collect_gaps(now, &mut self.reseq, |path, ps| {
             paths[path.index()].fec_rx.repaired(ps)
@@ -101,6 +102,26 @@ impl<P> Connection<P> {
         }
     }
 
+    /// The references that packets named and that did not come ([`crate::hc`]'s asks) go
+    /// into resend requests of their own, in a session of version 7 (an older peer takes
+    /// only path sequences).
+    fn request_references(&mut self) {
+        let asks = self.released.take_asks();
+        if asks.is_empty() || self.wire_version < 7 {
+            return;
+        }
+        let Some(path) = self.report_path() else {
+            return;
+        };
+        for chunk in asks.chunks(mpt_core::wire::MAX_NACK_RANGES) {
+            self.resend.references_requested(chunk.len());
+            self.pending.push_back(Pending::NackReferences {
+                path,
+                references: chunk.to_vec(),
+            });
+        }
+    }
+
     /// The sender's half: the peer asks for the packets `ranges` name. Each one still kept
     /// goes again, once, on the path where it arrives soonest.
     pub(crate) fn take_nack(
@@ -111,11 +132,6 @@ impl<P> Connection<P> {
         let Some(session) = self.peer_session else {
             return;
         };
-        let max_age = self.cfg.reorder_timeout;
-        let n = self.paths.len();
-        // not on the path light traffic keeps short, while another path is up: a burst of
-        // resends there is a queue the light stream waits behind
-        let kept = self.classes.kept_path(now);
         for r in ranges {
             let lost = r.path.index();
             if lost >= self.paths.len() {
@@ -123,61 +139,89 @@ impl<P> Connection<P> {
             }
             self.paths[lost].keep_until = Some(now + crate::resend::KEEP_AFTER_LOSS);
             for k in 0..u16::from(r.count) {
-                let path_seq = r.first.wrapping_add(k);
-                self.resend.counts_mut(lost, n).requested += 1;
-                // a reference asked for is forgotten: the flow's next packet goes whole as its
-                // new one, so that what the flow sends from now on does not hang on this
-                // one's resend coming (a slow flow, as TCP's retransmissions after a timeout,
-                // would send its next 63 packets against it)
-                if let Some(seq) = self.resend.buffer.seq_of(r.path, path_seq) {
-                    self.hc_tx.forget(seq);
-                }
-                let prefix = self.prefix();
-                let Some((seq, reference, buf)) =
-                    self.resend.buffer.take(r.path, path_seq, now, max_age).map(
-                        |(seq, reference, packet)| {
-                            let mut buf = Vec::with_capacity(prefix + packet.len() + TAG_LEN);
-                            buf.resize(prefix, 0);
-                            buf.extend_from_slice(packet);
-                            (seq, reference, buf)
-                        },
-                    )
-                else {
-                    self.resend.counts_mut(lost, n).missed += 1;
-                    continue;
-                };
-                // on a path the packet fits whole (one first sent in pieces may not); a
-                // datagram larger than every path surely carries, lost on its path, may have
-                // met a black hole there (a path MTU that dropped, not noticed yet): on
-                // another path, if one fits it, or it is lost again, and with it every packet
-                // compressed against it
-                let len = buf.len() - prefix;
-                let fits = |p: PathId| self.body_cap(p.index()) >= len;
-                let big = len + self.overhead().datagram() > crate::BASE_DATAGRAM;
-                let elsewhere = |p: PathId| !big || p != r.path;
-                let Some(via) = self
-                    .soonest_where(now, |p| Some(p) != kept && fits(p) && elsewhere(p))
-                    .or_else(|| self.soonest_where(now, |p| fits(p) && elsewhere(p)))
-                    .or_else(|| self.soonest_where(now, |p| Some(p) != kept && fits(p)))
-                    .or_else(|| self.soonest_where(now, fits))
-                else {
-                    self.resend.counts_mut(lost, n).missed += 1;
-                    continue;
-                };
-                // a reference goes again on two paths: the packets compressed against it wait
-                // for it, and a resend lost is not asked for again (where one path's queue
-                // overflowed, the others' often do too)
-                let copy = if reference {
-                    self.soonest_where(now, |p| p != via && fits(p))
-                        .map(|other| (other, buf.clone()))
-                } else {
-                    None
-                };
-                self.send_resent(now, session, via, seq, buf, prefix, lost);
-                if let Some((other, buf)) = copy {
-                    self.send_resent(now, session, other, seq, buf, prefix, lost);
+                self.resend_one(now, session, r.path, r.first.wrapping_add(k));
+            }
+        }
+    }
+
+    /// The peer asks for the flows' references `references` names by their global sequence
+    /// numbers: it got packets compressed against them, and not them. Each is forgotten (the
+    /// flow's next packet goes whole as its new one), and goes again if it is still kept
+    /// ([`crate::hc::AWAIT_FOR`]), as a reference asked for by its path sequence does.
+    pub(crate) fn take_reference_nack(&mut self, now: Time, references: impl Iterator<Item = u32>) {
+        let Some(session) = self.peer_session else {
+            return;
+        };
+        for seq in references {
+            self.hc_tx.forget(seq);
+            if let Some((path, path_seq)) = self.resend.buffer.reference_sent(seq) {
+                if path.index() < self.paths.len() {
+                    self.resend_one(now, session, path, path_seq);
                 }
             }
+        }
+    }
+
+    /// The packet sent on `path` as `path_seq` was asked for: it goes again, once, on the
+    /// path where it arrives soonest, if it is still kept.
+    fn resend_one(&mut self, now: Time, session: u32, path: PathId, path_seq: u16) {
+        let max_age = self.cfg.reorder_timeout;
+        let n = self.paths.len();
+        let lost = path.index();
+        // not on the path light traffic keeps short, while another path is up: a burst of
+        // resends there is a queue the light stream waits behind
+        let kept = self.classes.kept_path(now);
+        self.resend.counts_mut(lost, n).requested += 1;
+        // a reference asked for is forgotten: the flow's next packet goes whole as its new
+        // one, so that what the flow sends from now on does not hang on this one's resend
+        // coming (a slow flow, as TCP's retransmissions after a timeout, would send its next
+        // 63 packets against it)
+        if let Some(seq) = self.resend.buffer.seq_of(path, path_seq) {
+            self.hc_tx.forget(seq);
+        }
+        let prefix = self.prefix();
+        let Some((seq, reference, buf)) =
+            self.resend.buffer.take(path, path_seq, now, max_age).map(
+                |(seq, reference, packet)| {
+                    let mut buf = Vec::with_capacity(prefix + packet.len() + TAG_LEN);
+                    buf.resize(prefix, 0);
+                    buf.extend_from_slice(packet);
+                    (seq, reference, buf)
+                },
+            )
+        else {
+            self.resend.counts_mut(lost, n).missed += 1;
+            return;
+        };
+        // on a path the packet fits whole (one first sent in pieces may not); a datagram
+        // larger than every path surely carries, lost on its path, may have met a black hole
+        // there (a path MTU that dropped, not noticed yet): on another path, if one fits it,
+        // or it is lost again, and with it every packet compressed against it
+        let len = buf.len() - prefix;
+        let fits = |p: PathId| self.body_cap(p.index()) >= len;
+        let big = len + self.overhead().datagram() > crate::BASE_DATAGRAM;
+        let elsewhere = |p: PathId| !big || p != path;
+        let Some(via) = self
+            .soonest_where(now, |p| Some(p) != kept && fits(p) && elsewhere(p))
+            .or_else(|| self.soonest_where(now, |p| fits(p) && elsewhere(p)))
+            .or_else(|| self.soonest_where(now, |p| Some(p) != kept && fits(p)))
+            .or_else(|| self.soonest_where(now, fits))
+        else {
+            self.resend.counts_mut(lost, n).missed += 1;
+            return;
+        };
+        // a reference goes again on two paths: the packets compressed against it wait for it,
+        // and a resend lost is not asked for again (where one path's queue overflowed, the
+        // others' often do too)
+        let copy = if reference {
+            self.soonest_where(now, |p| p != via && fits(p))
+                .map(|other| (other, buf.clone()))
+        } else {
+            None
+        };
+        self.send_resent(now, session, via, seq, buf, prefix, lost);
+        if let Some((other, buf)) = copy {
+            self.send_resent(now, session, other, seq, buf, prefix, lost);
         }
     }
 

@@ -12,7 +12,9 @@
 //! the hold time: after that the receiver has given its gap up. A flow's reference (compressed
 //! headers) comes again up to [`crate::hc::AWAIT_FOR`] old, as long as the packets compressed
 //! against it wait for it, on two paths; and a reference asked for is forgotten, so that the
-//! flow's next packet goes whole as its new one. A packet sent in pieces is
+//! flow's next packet goes whole as its new one. The receiver also asks for a reference by its
+//! global sequence number when a packet compressed against it comes and it has not
+//! ([`crate::hc`]): its path sequence may never have been asked for. A packet sent in pieces is
 //! kept whole by its head piece's path sequence, and goes again whole, on a path it fits.
 //!
 //! Keeping a copy of every packet costs the sender a copy into memory that is cold by the
@@ -141,6 +143,13 @@ impl ResendBuffer {
         let map = self.by_path.get(path.index())?;
         map.get(usize::from(path_seq) % PATH_SLOTS).copied()
     }
+
+    /// Where the flow's reference of global sequence `seq` went, if it is still kept (and
+    /// not resent yet): its path and path sequence.
+    pub fn reference_sent(&self, seq: u32) -> Option<(PathId, u16)> {
+        let k = self.kept.get(seq as usize % RESEND_KEPT)?;
+        (k.valid && k.reference && k.seq == seq).then_some((PathId(k.path), k.path_seq))
+    }
 }
 
 /// What resending did, per path (by the path that lost the packets).
@@ -251,6 +260,12 @@ impl Resend {
     pub(crate) fn requested(&mut self, ranges: &[NackRange]) {
         self.nacks_sent += 1;
         self.nacked += ranges.iter().map(|r| u64::from(r.count)).sum::<u64>();
+    }
+
+    /// A resend request for `n` references, by their global sequence numbers, is going.
+    pub(crate) fn references_requested(&mut self, n: usize) {
+        self.nacks_sent += 1;
+        self.nacked += n as u64;
     }
 
     /// A resend request took `bytes` on the link.
