@@ -152,24 +152,14 @@ impl<P> Connection<P> {
                 path
             }
             Pending::Nack { path, ranges } => {
-                let plain = wire::nack_len(ranges.len());
-                buf.resize(plain + SEAL_OVERHEAD, 0);
-                self.fence_header(Kind::Nack, path, now).emit(&mut buf);
-                wire::emit_nack(&mut buf[HEADER_LEN..plain], &ranges);
-                let len = self.seal_control(now, path, &mut buf, plain)?;
-                self.resend
-                    .request_sent(len + self.cfg.paths[path.index()].overhead);
-                path
+                self.build_nack(now, path, &mut buf, ranges.len(), |body| {
+                    wire::emit_nack(body, &ranges)
+                })?
             }
             Pending::NackReferences { path, references } => {
-                let plain = wire::nack_len(references.len());
-                buf.resize(plain + SEAL_OVERHEAD, 0);
-                self.fence_header(Kind::Nack, path, now).emit(&mut buf);
-                wire::emit_nack_references(&mut buf[HEADER_LEN..plain], &references);
-                let len = self.seal_control(now, path, &mut buf, plain)?;
-                self.resend
-                    .request_sent(len + self.cfg.paths[path.index()].overhead);
-                path
+                self.build_nack(now, path, &mut buf, references.len(), |body| {
+                    wire::emit_nack_references(body, &references)
+                })?
             }
             Pending::Goodbye(path) => {
                 buf.resize(HEADER_LEN + SEAL_OVERHEAD, 0);
@@ -225,6 +215,26 @@ impl<P> Connection<P> {
 
     /// Seal a control message built in `buf[..plain]` (with room for the seal after it) and
     /// give its time on the link to the scheduler; truncates `buf` to the datagram.
+    /// A resend request of `entries` entries on `path` into `buf`, its body written by
+    /// `emit`, sealed and counted. Returns `path`.
+    fn build_nack(
+        &mut self,
+        now: Time,
+        path: PathId,
+        buf: &mut Vec<u8>,
+        entries: usize,
+        emit: impl FnOnce(&mut [u8]),
+    ) -> Option<PathId> {
+        let plain = wire::nack_len(entries);
+        buf.resize(plain + SEAL_OVERHEAD, 0);
+        self.fence_header(Kind::Nack, path, now).emit(buf);
+        emit(&mut buf[HEADER_LEN..plain]);
+        let len = self.seal_control(now, path, buf, plain)?;
+        self.resend
+            .request_sent(len + self.cfg.paths[path.index()].overhead);
+        Some(path)
+    }
+
     fn seal_control(
         &mut self,
         now: Time,
