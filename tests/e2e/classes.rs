@@ -152,6 +152,20 @@ pub(crate) fn numbered_udp(
     secs: u64,
     len: usize,
 ) -> (u64, u64, u64) {
+    let (sent, got, out_of_order, _) = numbered_udp_timed(lab, port, bps, secs, len);
+    (sent, got, out_of_order)
+}
+
+/// As [`numbered_udp`], and the most the sender fell behind its schedule: a stall of the
+/// machine that held the sending thread, after which it sent what it owed at once (a burst
+/// the paths' queues may not hold).
+pub(crate) fn numbered_udp_timed(
+    lab: &Lab,
+    port: u16,
+    bps: u64,
+    secs: u64,
+    len: usize,
+) -> (u64, u64, u64, Duration) {
     let (ns_b, listen) = (lab.ns(Side::B), format!("{}:{port}", tunnel_addr(Side::B)));
     let (ready_tx, ready_rx) = mpsc::channel();
     let sink = std::thread::spawn(move || {
@@ -190,7 +204,7 @@ pub(crate) fn numbered_udp(
         .recv_timeout(Duration::from_secs(5))
         .expect("sink bound");
     let target = format!("{}:{port}", tunnel_addr(Side::B));
-    let sent = lab
+    let (sent, behind) = lab
         .in_ns(Side::A, move || {
             let s = UdpSocket::bind("0.0.0.0:0").expect("bind");
             s.connect(&target).expect("connect");
@@ -199,7 +213,13 @@ pub(crate) fn numbered_udp(
             let start = Instant::now();
             let mut sent = 0u64;
             let mut ms = 0u32;
+            let mut behind = Duration::ZERO;
             while start.elapsed() < Duration::from_secs(secs) {
+                behind = behind.max(
+                    start
+                        .elapsed()
+                        .saturating_sub(Duration::from_millis(ms.into())),
+                );
                 for _ in 0..per_ms {
                     datagram[..8].copy_from_slice(&sent.to_be_bytes());
                     if s.send(&datagram).is_ok() {
@@ -214,11 +234,11 @@ pub(crate) fn numbered_udp(
                     std::thread::sleep(wait);
                 }
             }
-            sent
+            (sent, behind)
         })
         .expect("namespace");
     let (got, out_of_order) = sink.join().expect("sink");
-    (sent, got, out_of_order)
+    (sent, got, out_of_order, behind)
 }
 
 /// Bulk UDP spread round-robin over a 10 ms and a 60 ms path: what the resequencer holds back
