@@ -230,6 +230,11 @@ impl<P> Released<P> {
         {
             return;
         }
+        // not drained while resending is off (compressed packets then come from no peer of
+        // ours): bounded all the same
+        if self.asks.len() >= AWAITING {
+            return;
+        }
         if self.asked.len() >= ASKED {
             self.asked.pop_front();
         }
