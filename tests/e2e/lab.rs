@@ -10,30 +10,12 @@ use crate::need;
 #[test]
 fn table2_case16_rate_scheduler_delivers_in_order() {
     need!("lab_table2_case16", "iperf3");
-    // A measurement that misses a bound in a row where the machine stalled (the emulator held
-    // a packet 10 ms or more past its time, or a host put datagrams out of their path's
-    // order) is measured again, up to three times in all; one that misses with no stall is
-    // measured once more, as every measured test is, and a second such miss fails.
-    let mut unexplained = 0;
-    for n in 1..=3 {
-        let Err((why, stalled)) = table2_case16_rate_scheduler_delivers_in_order_once() else {
-            return;
-        };
-        if !stalled {
-            unexplained += 1;
-        }
-        if unexplained == 2 || n == 3 {
-            panic!("{why}");
-        }
-        eprintln!(
-            "\n!!!!!!!! table2_case16: {why}{}; measuring once more !!!!!!!!\n",
-            if stalled {
-                " while the machine stalled"
-            } else {
-                ""
-            }
-        );
-    }
+    // a stall here: the emulator held a packet 10 ms or more past its time, or a host put
+    // datagrams out of their path's order, in the row that missed
+    crate::measured_telling_stalls(
+        "table2_case16",
+        table2_case16_rate_scheduler_delivers_in_order_once,
+    );
 }
 
 /// The measurement's verdict: the first bound missed, and whether the machine stalled in

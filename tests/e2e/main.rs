@@ -56,6 +56,33 @@ pub fn measured_twice(name: &str, once: fn()) {
     once();
 }
 
+/// As [`measured_twice`], for a measurement that can tell when the machine stalled under it:
+/// `once` gives the bound it missed and whether the machine stalled then. A miss with a stall
+/// is measured again, up to three times in all; a miss without is measured once more, and a
+/// second such miss fails. A third miss always fails, so a regression still does.
+pub fn measured_telling_stalls(name: &str, once: fn() -> Result<(), (String, bool)>) {
+    let mut unexplained = 0;
+    for n in 1..=3 {
+        let Err((why, stalled)) = once() else {
+            return;
+        };
+        if !stalled {
+            unexplained += 1;
+        }
+        if unexplained == 2 || n == 3 {
+            panic!("{why}");
+        }
+        eprintln!(
+            "\n!!!!!!!! {name}: {why}{}; measuring once more !!!!!!!!\n",
+            if stalled {
+                " while the machine stalled"
+            } else {
+                ""
+            }
+        );
+    }
+}
+
 /// Skip (or, under CI, fail) when the machine cannot run namespace tests or lacks a tool.
 #[macro_export]
 macro_rules! need {

@@ -17,29 +17,12 @@ use crate::{four_paths, need};
 /// paths of 10 Mbit/s run near full and now and then lose a datagram, which resending brings
 /// back late, and the datagrams behind it wait for it.
 ///
-/// A miss while the machine stalled the sender (it fell 50 ms or more behind its schedule,
-/// then sent what it owed at once: a burst the paths' queues need not hold) is measured again,
-/// up to three times in all; a miss without is measured once more, as every measured test
-/// is, and a second such miss fails.
+/// A stall here: the sender fell 50 ms or more behind its schedule, then sent what it owed at
+/// once, a burst the paths' queues need not hold ([`crate::measured_telling_stalls`]).
 #[test]
 fn a_udp_stream_at_80_percent_of_the_paths_on_defaults_loses_nothing_when_a_path_halves() {
     need!("udp_on_defaults", "tc");
-    let mut unexplained = 0;
-    for n in 1..=3 {
-        let Err((why, stalled)) = udp_at_80_percent_once() else {
-            return;
-        };
-        if !stalled {
-            unexplained += 1;
-        }
-        if unexplained == 2 || n == 3 {
-            panic!("{why}");
-        }
-        eprintln!(
-            "\n!!!!!!!! udp_on_defaults: {why}{}; measuring once more !!!!!!!!\n",
-            if stalled { ", the sender stalled" } else { "" }
-        );
-    }
+    crate::measured_telling_stalls("udp_on_defaults", udp_at_80_percent_once);
 }
 
 /// How far behind its schedule the sender may fall before its catching up counts as a burst
