@@ -11,6 +11,8 @@
 //! [`AWAITING`] of them), and go on after it. A reference that never comes shows as a mismatch
 //! (the packet is refused and counted), never as a wrong packet.
 
+mod asks;
+
 use std::time::Duration;
 
 use mpt_core::hc::{Decompressor, Reference, Refused, MAX_HEADERS};
@@ -82,9 +84,8 @@ pub(crate) struct Released<P> {
     /// number, and the packet.
     awaiting: std::collections::VecDeque<(Time, u32, Packed)>,
     /// References that packets named and that have not come, to ask the sender for by their
-    /// global sequence numbers ([`Released::take_asks`]); and those asked for lately, when.
-    asks: Vec<u32>,
-    asked: std::collections::VecDeque<(u32, Time)>,
+    /// global sequence numbers ([`Released::take_asks`]).
+    asks: asks::Asks,
     /// The connection's clock, as it last told ([`Released::tick`]).
     now: Time,
 }
@@ -100,8 +101,7 @@ impl<P> Default for Released<P> {
             pool: Vec::new(),
             refused: [0; 2],
             awaiting: Default::default(),
-            asks: Vec::new(),
-            asked: Default::default(),
+            asks: Default::default(),
             now: Time::ZERO,
         }
     }
@@ -123,11 +123,6 @@ struct Packed {
 pub const AWAITING: usize = 256;
 /// How long a compressed packet waits for its reference (a resend's round trip).
 pub const AWAIT_FOR: Duration = Duration::from_millis(500);
-/// A reference asked for by the packets that name it ([`Released::asks`]) is not asked for
-/// again sooner than this (the request, or the resend, may be lost).
-pub const ASK_AGAIN: Duration = Duration::from_millis(100);
-/// References asked for lately, remembered so as not to ask again sooner than [`ASK_AGAIN`].
-const ASKED: usize = 16;
 
 impl<P> Released<P> {
     /// `body` held as [`Held::Packed`], after `prefix` and [`MAX_HEADERS`] bytes of room (in
@@ -194,7 +189,7 @@ impl<P> Released<P> {
             }
             Err(Refused::NoReference) => match self.rx.awaits(seq, &buf[room..]) {
                 Some(want) => {
-                    self.ask(want);
+                    self.asks.ask(self.now, want);
                     if self.awaiting.len() >= AWAITING {
                         if let Some((.., old)) = self.awaiting.pop_front() {
                             self.refused[0] += 1;
@@ -216,35 +211,9 @@ impl<P> Released<P> {
         }
     }
 
-    /// Reference `want` has not come and a packet names it: ask the sender for it, unless it
-    /// was asked for less than [`ASK_AGAIN`] ago. The sender may not know it was lost (it was
-    /// in a run of losses too long to ask for, or the request for it was lost), and would go
-    /// on compressing the flow's packets against it; asked, it forgets it (the flow's next
-    /// packet goes whole as its new one) and sends it again if it still keeps it.
-    fn ask(&mut self, want: u32) {
-        let now = self.now;
-        if self
-            .asked
-            .iter()
-            .any(|&(seq, at)| seq == want && now.saturating_since(at) < ASK_AGAIN)
-        {
-            return;
-        }
-        // not drained while resending is off (compressed packets then come from no peer of
-        // ours): bounded all the same
-        if self.asks.len() >= AWAITING {
-            return;
-        }
-        if self.asked.len() >= ASKED {
-            self.asked.pop_front();
-        }
-        self.asked.push_back((want, now));
-        self.asks.push(want);
-    }
-
-    /// The references to ask the sender for since the last call ([`Released::ask`]).
+    /// The references to ask the sender for since the last call ([`asks`]).
     pub(crate) fn take_asks(&mut self) -> Vec<u32> {
-        std::mem::take(&mut self.asks)
+        self.asks.take()
     }
 
     /// Reference `r` came: the packets that waited for it, rebuilt against it (whether or not
@@ -356,7 +325,6 @@ impl<P> Released<P> {
         self.refused[0] += self.awaiting.len() as u64;
         self.awaiting.clear();
         self.asks.clear();
-        self.asked.clear();
     }
 }
 
