@@ -213,8 +213,6 @@ impl<P> Connection<P> {
         }
     }
 
-    /// Seal a control message built in `buf[..plain]` (with room for the seal after it) and
-    /// give its time on the link to the scheduler; truncates `buf` to the datagram.
     /// A resend request of `entries` entries on `path` into `buf`, its body written by
     /// `emit`, sealed and counted. Returns `path`.
     fn build_nack(
@@ -235,6 +233,8 @@ impl<P> Connection<P> {
         Some(path)
     }
 
+    /// Seal a control message built in `buf[..plain]` (with room for the seal after it) and
+    /// give its time on the link to the scheduler; truncates `buf` to the datagram.
     fn seal_control(
         &mut self,
         now: Time,

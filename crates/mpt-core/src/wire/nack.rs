@@ -91,13 +91,21 @@ pub fn nack_references(body: &[u8]) -> impl Iterator<Item = u32> + '_ {
 /// Write a request's body naming `references` (1..=[`MAX_NACK_RANGES`]) into `body`, which
 /// must be `nack_len(references.len()) - HEADER_LEN` bytes long.
 pub fn emit_nack_references(body: &mut [u8], references: &[u32]) {
-    body[0] = references.len() as u8;
-    body[1] = NACK_REFERENCES;
-    for (r, out) in references
+    emit_entries(body, NACK_REFERENCES, references, |r, out| {
+        out.copy_from_slice(&r.to_be_bytes())
+    });
+}
+
+/// A request's count, what its entries name, and each of `entries` written by `put` into its
+/// 4 bytes.
+fn emit_entries<T>(body: &mut [u8], names: u8, entries: &[T], put: impl Fn(&T, &mut [u8])) {
+    body[0] = entries.len() as u8;
+    body[1] = names;
+    for (e, out) in entries
         .iter()
         .zip(body[NACK_FIXED_LEN..].chunks_exact_mut(NACK_RANGE_LEN))
     {
-        out.copy_from_slice(&r.to_be_bytes());
+        put(e, out);
     }
 }
 
@@ -116,14 +124,9 @@ pub fn nack_ranges(body: &[u8]) -> impl Iterator<Item = NackRange> + '_ {
 /// Write a request's body for `ranges` (1..=[`MAX_NACK_RANGES`]) into `body`, which must be
 /// `nack_len(ranges.len()) - HEADER_LEN` bytes long.
 pub fn emit_nack(body: &mut [u8], ranges: &[NackRange]) {
-    body[0] = ranges.len() as u8;
-    body[1] = NACK_PATHS;
-    for (r, out) in ranges
-        .iter()
-        .zip(body[NACK_FIXED_LEN..].chunks_exact_mut(NACK_RANGE_LEN))
-    {
+    emit_entries(body, NACK_PATHS, ranges, |r, out| {
         out[0] = r.path.0;
         out[1] = r.count;
         out[2..4].copy_from_slice(&r.first.to_be_bytes());
-    }
+    });
 }

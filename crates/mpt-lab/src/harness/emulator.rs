@@ -75,12 +75,10 @@ pub struct Lateness {
     pub late: u64,
     /// Of those, packets written [`STALL`] or more after it.
     pub stalled: u64,
-    /// The most any packet was late, microseconds.
-    pub worst_us: u64,
 }
 
 impl Lateness {
-    /// Read a late file: `late stalled worst_us`. A missing file reads as nothing late.
+    /// Read a late file: `late stalled`. A missing file reads as nothing late.
     pub fn read(path: &std::path::Path) -> Lateness {
         let s = std::fs::read_to_string(path).unwrap_or_default();
         let v: Vec<u64> = s
@@ -88,26 +86,16 @@ impl Lateness {
             .filter_map(|v| v.parse().ok())
             .collect();
         match v[..] {
-            [late, stalled, worst_us] => Lateness {
-                late,
-                stalled,
-                worst_us,
-            },
+            [late, stalled] => Lateness { late, stalled },
             _ => Lateness::default(),
         }
     }
 
-    /// The packets late between `before` and this reading; the worst stays the link's
-    /// worst so far (0 when nothing was late in between).
+    /// The packets late between `before` and this reading.
     pub fn since(self, before: Lateness) -> Lateness {
         Lateness {
             late: self.late.saturating_sub(before.late),
             stalled: self.stalled.saturating_sub(before.stalled),
-            worst_us: if self.late > before.late {
-                self.worst_us
-            } else {
-                0
-            },
         }
     }
 }
@@ -116,7 +104,6 @@ impl Lateness {
 struct LateCounts {
     late: AtomicU64,
     stalled: AtomicU64,
-    worst_us: AtomicU64,
 }
 
 /// Create the devices and forward through them until killed.
@@ -255,9 +242,6 @@ fn write_loop(
                     if late >= STALL {
                         counts.stalled.fetch_add(1, Ordering::Relaxed);
                     }
-                    counts
-                        .worst_us
-                        .fetch_max(late.as_micros() as u64, Ordering::Relaxed);
                 }
                 // A full device queue or a vanished route only loses this packet.
                 let _ = dev.send(&p);
@@ -272,10 +256,9 @@ fn report_late(file: &std::path::Path, counts: &LateCounts) {
     let tmp = file.with_extension("tmp");
     let mut shown = None;
     loop {
-        let now =
-            [&counts.late, &counts.stalled, &counts.worst_us].map(|c| c.load(Ordering::Relaxed));
+        let now = [&counts.late, &counts.stalled].map(|c| c.load(Ordering::Relaxed));
         if shown != Some(now)
-            && std::fs::write(&tmp, format!("{} {} {}\n", now[0], now[1], now[2])).is_ok()
+            && std::fs::write(&tmp, format!("{} {}\n", now[0], now[1])).is_ok()
             && std::fs::rename(&tmp, file).is_ok()
         {
             shown = Some(now);

@@ -79,7 +79,7 @@ impl Lab {
     }
 
     /// What the emulator's links counted of their own lateness so far, summed over every
-    /// direction of every path (the worst: the most of any): packets the machine held past
+    /// direction of every path: packets the machine held past
     /// their time, and so may have handed on after packets sent later on another path. All
     /// zero in a lab without the emulator.
     pub fn wire_lateness(&self) -> crate::harness::emulator::Lateness {
@@ -93,7 +93,6 @@ impl Lab {
                     crate::harness::emulator::Lateness::read(&self.late_file(&format!("e{i}{d}")));
                 all.late += l.late;
                 all.stalled += l.stalled;
-                all.worst_us = all.worst_us.max(l.worst_us);
             }
         }
         all
