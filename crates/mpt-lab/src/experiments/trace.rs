@@ -1,6 +1,6 @@
 //! `mpt-lab run realworld --trace`: what a transfer through mptd looked like, second by second
 //! (the sender's TCP, the paths' `tbf` queues, the rates A's scheduler assumes), and what both
-//! daemons counted when it was over.
+//! daemons and the link emulator counted when it was over.
 
 use std::time::{Duration, Instant};
 
@@ -11,6 +11,8 @@ use crate::harness::{nonzero_drops, tbf_counts, tunnel_addr, Lab, Side};
 pub(crate) struct Tracer {
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     thread: std::thread::JoinHandle<()>,
+    /// The emulator's own counts when the transfer began.
+    wire_before: crate::harness::emulator::Lateness,
 }
 
 /// The fields of `ss -tin` worth a line: congestion window, RTT, rates, BBR's model, losses,
@@ -94,6 +96,9 @@ impl Tracer {
                             .iter()
                             .map(|p| {
                                 let mut s = format!("{:.1}", mbit(p.rate_bps.unwrap_or(0)));
+                                if !p.mtu_found {
+                                    s += &format!(" [MTU {} searching]", p.mtu);
+                                }
                                 if let Some(l) = &p.learned {
                                     let flags = [
                                         (l.silent, 'S'),
@@ -143,16 +148,30 @@ impl Tracer {
                 );
             }
         });
-        Tracer { stop, thread }
+        Tracer {
+            stop,
+            thread,
+            wire_before: lab.wire_lateness(),
+        }
     }
 
     pub(crate) fn finish(self, lab: &Lab) {
         self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
         let _ = self.thread.join();
+        let wire = lab.wire_lateness().since(self.wire_before);
+        eprintln!(
+            "   emulator (the machine, not the links): {} packets written 2 ms late or more, {} of them 10 ms or more; {} dropped in its devices' queues",
+            wire.late, wire.stalled, wire.queue_dropped
+        );
         if let Ok(a) = lab.status(Side::A) {
+            let t = &a.tunnel;
+            eprintln!(
+                "   A TCP headers: compressed {}, references {}, uncompressible {}, too long {}",
+                t.tcp_compressed, t.tcp_references, t.tcp_uncompressible, t.tcp_too_long
+            );
             for p in &a.paths {
                 eprintln!(
-                    "   A {}: sent {} pkts, resent {} of {} asked for ({} too late), parity {}, rate {:?} bit/s, peer says lost {}",
+                    "   A {}: sent {} pkts, resent {} of {} asked for ({} too late), parity {}, rate {:?} bit/s, peer says lost {}, MTU {} ({} probes, {} drops)",
                     p.name,
                     p.tx_packets,
                     p.resent,
@@ -161,6 +180,9 @@ impl Tracer {
                     p.parity_sent,
                     p.rate_bps,
                     p.peer.as_ref().map_or(0, |r| r.lost),
+                    p.mtu,
+                    p.mtu_probes,
+                    p.mtu_drops,
                 );
             }
         }

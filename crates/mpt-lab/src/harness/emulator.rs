@@ -75,6 +75,11 @@ pub struct Lateness {
     pub late: u64,
     /// Of those, packets written [`STALL`] or more after it.
     pub stalled: u64,
+    /// Packets the kernel dropped for a full TUN device queue before the emulator read them:
+    /// the machine held the emulator too long, and the path lost what no link dropped. Not in
+    /// the late file; [`Lab::wire_lateness`](crate::harness::Lab::wire_lateness) reads it from
+    /// the devices' counters.
+    pub queue_dropped: u64,
 }
 
 impl Lateness {
@@ -86,7 +91,11 @@ impl Lateness {
             .filter_map(|v| v.parse().ok())
             .collect();
         match v[..] {
-            [late, stalled] => Lateness { late, stalled },
+            [late, stalled] => Lateness {
+                late,
+                stalled,
+                queue_dropped: 0,
+            },
             _ => Lateness::default(),
         }
     }
@@ -96,6 +105,7 @@ impl Lateness {
         Lateness {
             late: self.late.saturating_sub(before.late),
             stalled: self.stalled.saturating_sub(before.stalled),
+            queue_dropped: self.queue_dropped.saturating_sub(before.queue_dropped),
         }
     }
 }

@@ -79,14 +79,15 @@ impl Lab {
     }
 
     /// What the emulator's links counted of their own lateness so far, summed over every
-    /// direction of every path: packets the machine held past
-    /// their time, and so may have handed on after packets sent later on another path. All
-    /// zero in a lab without the emulator.
+    /// direction of every path: packets the machine held past their time, and so may have
+    /// handed on after packets sent later on another path, and packets its devices dropped
+    /// before it read them. All zero in a lab without the emulator.
     pub fn wire_lateness(&self) -> crate::harness::emulator::Lateness {
         let mut all = crate::harness::emulator::Lateness::default();
         if !self.emulated {
             return all;
         }
+        all.queue_dropped = self.emulator_queue_drops();
         for i in 0..self.paths.len() {
             for d in ["ab", "ba"] {
                 let l =
@@ -96,6 +97,20 @@ impl Lab {
             }
         }
         all
+    }
+
+    /// Packets dropped so far in the emulator's devices' queues (the kernel counts a packet
+    /// routed into a TUN device whose reader lags as a transmit drop). 0 if `ip` fails.
+    fn emulator_queue_drops(&self) -> u64 {
+        let Ok(out) = run(Command::new("ip").args(["-j", "-s", "-n", &self.ns_r(), "link"])) else {
+            return 0;
+        };
+        let links: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        links
+            .iter()
+            .filter(|l| l["ifname"].as_str().is_some_and(|n| n.starts_with('e')))
+            .filter_map(|l| l["stats64"]["tx"]["dropped"].as_u64())
+            .sum()
     }
 
     pub(crate) fn outage_flag(&self, i: usize) -> PathBuf {
