@@ -184,8 +184,8 @@ impl Compressor {
     /// The compressed header for `p`, global sequence number `gseq`, to go in place of its
     /// first bytes (its IP and TCP headers) in a body of at most `room` bytes: when
     /// its flow has a reference it may use ([`MAX_DISTANCE`]; after [`REFRESH_EVERY`] packets, or
-    /// once one did not fit compressed, only until one comes that fits `room` whole) and the
-    /// result fits. `None`: send it whole,
+    /// once one's header came out longer than `pad_to` and did not fit, only until one comes
+    /// that fits `room` whole) and the result fits. `None`: send it whole,
     /// and tell [`Compressor::sent_whole`] if it goes in order.
     /// The header is in `format` (the session's version's), padded to `pad_to` bytes if
     /// shorter: a flow's segments of one size then make datagrams of one size, which UDP
@@ -229,10 +229,13 @@ impl Compressor {
         }
         encode(out, p, l, &r.headers, distance, ctx, format, pad_to);
         if out.len() + p.len() - l.headers() > room {
-            // what changed since the reference no longer fits the segment's room: the flow
-            // needs a new one, and the driver cuts the next burst's first segment to go whole
-            // only for a flow that is not ready
-            r.uses = r.uses.max(REFRESH_EVERY);
+            if pad_to > 0 && out.len() > pad_to {
+                // what changed since the reference outgrew the room the segment was cut for:
+                // the flow needs a new one (the driver cuts a burst's first segment to go
+                // whole only for a flow that is not ready). A path too small for the
+                // segment says nothing of the reference.
+                r.uses = r.uses.max(REFRESH_EVERY);
+            }
             self.counts.too_long += 1;
             return None;
         }

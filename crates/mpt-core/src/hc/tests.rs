@@ -365,20 +365,25 @@ fn a_flow_whose_compressed_headers_stopped_fitting_is_not_ready_until_a_new_refe
     assert!(c
         .compress(1, &p.bytes(), cut_for, Format::V7, 13)
         .is_some());
+    // a path too small for it says nothing of the reference: the flow stays ready
+    p.seq = p.seq.wrapping_add(1380);
+    assert_eq!(c.compress(2, &p.bytes(), 1000, Format::V7, 13), None);
+    let mut ready = [0; CONTEXTS];
+    c.ready(3, &mut ready);
+    assert_eq!(ready[ctx], flow);
     p.seq = p.seq.wrapping_add(1_000_000);
     p.id = p.id.wrapping_add(3000);
     p.window = 9999;
     p.flags = 0x18;
     p.ts = Some((90_000, 80_000));
-    assert_eq!(c.compress(2, &p.bytes(), cut_for, Format::V7, 13), None);
-    assert_eq!(c.counts().too_long, 1);
-    let mut ready = [0; CONTEXTS];
+    assert_eq!(c.compress(3, &p.bytes(), cut_for, Format::V7, 13), None);
+    assert_eq!(c.counts().too_long, 2);
     c.ready(3, &mut ready);
     assert_eq!(ready[ctx], 0, "a new reference is due");
     // the driver cuts the next one to go whole: it becomes the reference
     let whole = p.bytes();
-    assert_eq!(c.compress(3, &whole, whole.len(), Format::V7, 13), None);
-    assert!(c.sent_whole(3, &whole));
-    c.ready(4, &mut ready);
+    assert_eq!(c.compress(4, &whole, whole.len(), Format::V7, 13), None);
+    assert!(c.sent_whole(4, &whole));
+    c.ready(5, &mut ready);
     assert_eq!(ready[ctx], flow);
 }
