@@ -362,9 +362,7 @@ fn a_flow_whose_compressed_headers_stopped_fitting_is_not_ready_until_a_new_refe
     let cut_for = full.len() - 52 + 13;
     assert!(c.sent_whole(0, &full));
     p.seq = p.seq.wrapping_add(1380);
-    assert!(c
-        .compress(1, &p.bytes(), cut_for, Format::V7, 13)
-        .is_some());
+    assert!(c.compress(1, &p.bytes(), cut_for, Format::V7, 13).is_some());
     // a path too small for it says nothing of the reference: the flow stays ready
     p.seq = p.seq.wrapping_add(1380);
     assert_eq!(c.compress(2, &p.bytes(), 1000, Format::V7, 13), None);
