@@ -7,9 +7,10 @@ use mpt_core::hc::{is_compressed, Compressor, Decompressor, Format, Headers, Ref
 use mpt_core::wire::internet_checksum;
 use std::hint::black_box;
 
-/// A 1468-byte IPv4 TCP segment with timestamps: sequence `seq`, identification `id`.
-fn segment(seq: u32, id: u16) -> Vec<u8> {
-    let len = 1468usize;
+/// An IPv4 TCP segment with timestamps and `payload` bytes of payload: sequence `seq`,
+/// identification `id`.
+fn segment(seq: u32, id: u16, payload: usize) -> Vec<u8> {
+    let len = 52 + payload;
     let mut p = vec![7u8; len];
     p[..20].copy_from_slice(&[
         0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, 6, 0, 0, 198, 18, 0, 1, 198, 19, 0, 1,
@@ -32,18 +33,31 @@ fn segment(seq: u32, id: u16) -> Vec<u8> {
     p
 }
 
+/// Payload of a segment cut to go compressed in a 1500-byte datagram (13 bytes of header).
+const SEGMENT: usize = 1423;
+/// Payload of its flow's reference, cut to go whole in one (52 bytes of headers).
+const REFERENCE: u32 = 1384;
+
+/// A flow's reference: sequence 0, identification 0.
+fn reference() -> Vec<u8> {
+    segment(0, 0, REFERENCE as usize)
+}
+
 fn hc(c: &mut Criterion) {
     let mut g = c.benchmark_group("hc");
     g.throughput(Throughput::Elements(1));
     // each format padded as the connection pads it
     for (format, pad_to, name) in [(Format::V7, 13, "version 7"), (Format::V6, 20, "version 6")] {
         // a flow's stream of segments after its reference, each compressed against it (a new
-        // one whole after every 64, as the connection sends them): in version 7, segments
-        // after the reference's end, the identification implied
-        let stream: Vec<Vec<u8>> = (1..65u32).map(|n| segment(n * 1416, n as u16)).collect();
+        // one whole after every 64, as the connection sends them), cut as the connection
+        // cuts them for a 1500-byte datagram: the reference shorter, so that it fits whole.
+        // In version 7, segments after the reference's end, the identification implied
+        let stream: Vec<Vec<u8>> = (1..65u32)
+            .map(|n| segment(REFERENCE + (n - 1) * SEGMENT as u32, n as u16, SEGMENT))
+            .collect();
         let mut tx = Compressor::new();
         let mut gseq = 0u32;
-        tx.sent_whole(gseq, &segment(0, 0));
+        tx.sent_whole(gseq, &reference());
         // into the caller's header, as the connection does
         let mut h = Headers::new();
         g.bench_function(
@@ -67,10 +81,10 @@ fn hc(c: &mut Criterion) {
         // one body rebuilt against the reference it names
         let mut tx = Compressor::new();
         let mut rx = Decompressor::new();
-        let reference = segment(0, 0);
+        let reference = reference();
         tx.sent_whole(0, &reference);
         rx.store(Reference::of(0, &reference).expect("tcp"));
-        let p = segment(1416, 1);
+        let p = segment(REFERENCE, 1, SEGMENT);
         let (h, replaces) = tx
             .compress(1, &p, 1436, format, pad_to)
             .expect("compressed");
@@ -96,7 +110,7 @@ fn hc(c: &mut Criterion) {
 /// How many of `stream` a fresh compressor sends compressed after a reference.
 fn tx_compressed(stream: &[Vec<u8>], format: Format, pad_to: usize) -> usize {
     let mut tx = Compressor::new();
-    tx.sent_whole(0, &segment(0, 0));
+    tx.sent_whole(0, &reference());
     (1..)
         .zip(stream)
         .filter(|(gseq, p)| tx.compress(*gseq, p, 1436, format, pad_to).is_some())
