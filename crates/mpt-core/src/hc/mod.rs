@@ -21,7 +21,7 @@ mod format;
 
 use crate::wire::internet_checksum;
 pub use decompress::{Decompressor, Refused, KEPT_REFERENCES};
-use encode::encode;
+use encode::{encode, Divisor};
 use format::*;
 pub use format::{flow_hash, is_compressed, is_tcp, Format, Headers};
 
@@ -152,6 +152,8 @@ pub struct Compressor {
     /// The last flow compressed (its addresses and ports) and its context: a bulk flow's
     /// packets come in runs, and its context is not hashed again for each.
     last: Option<(FlowBytes, u8)>,
+    /// Division by the last compressed segment's payload length.
+    by: Divisor,
 }
 
 /// A flow's addresses and ports as they lie in its packets, in words (IPv4's in the first
@@ -227,7 +229,17 @@ impl Compressor {
         if !usable {
             return None;
         }
-        encode(out, p, l, &r.headers, distance, ctx, format, pad_to);
+        encode(
+            out,
+            p,
+            l,
+            &r.headers,
+            distance,
+            ctx,
+            format,
+            pad_to,
+            &mut self.by,
+        );
         if out.len() + p.len() - l.headers() > room {
             if pad_to > 0 && out.len() > pad_to {
                 // what changed since the reference outgrew the room the segment was cut for:
