@@ -158,11 +158,14 @@ fn a_peer_restart_starts_compression_afresh_without_a_wrong_packet() {
     sent.extend(bulk(&mut p, 200, 200, ms(1)));
     p.run(ms(200));
     let after = p.ep(Side::A).compression_counts();
-    // the flows' first packets after the restart went whole, the rest compressed again
+    // the flows' first packets after the restart went whole, the rest compressed again (and
+    // a new reference after every REFRESH_EVERY of them)
+    let per_flow = 100u64.div_ceil(u64::from(mpt_core::hc::REFRESH_EVERY) + 1);
     assert_eq!(
         after.references - before.references,
-        4,
-        "each flow's first packet, and its 66th"
+        2 * per_flow,
+        "each flow's first packet, and one after every {} compressed",
+        mpt_core::hc::REFRESH_EVERY
     );
     assert!(after.compressed - before.compressed > 190, "{after:?}");
     let got: Vec<&Vec<u8>> = p.node(Side::B).delivered.iter().map(|(_, d)| d).collect();

@@ -70,7 +70,8 @@ impl Changes {
 /// sequence numbers after it, in context `ctx`, in `format`, padded to `pad_to` bytes if
 /// shorter (at most [`MAX_HEADERS`]; version 7 pads as far as its LEB128 values stretch, which
 /// is further than a header it pads ever needs), written to `h`. Its length is known before a
-/// byte is written, so that the padding goes in its place at once.
+/// byte is written, so that the padding goes in its place at once. Returns that length before
+/// padding.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn encode(
     h: &mut Headers,
@@ -82,7 +83,7 @@ pub(super) fn encode(
     format: Format,
     pad_to: usize,
     by: &mut Divisor,
-) {
+) -> usize {
     let c = Changes::between(p, l, r);
     let pad_to = pad_to.min(MAX_HEADERS);
     let sum = [p[l.ip + 16], p[l.ip + 17]];
@@ -96,7 +97,14 @@ pub(super) fn encode(
 }
 
 /// Version 6: marker, context, distance, mask, padding, fields, checksum.
-fn encode_v6(h: &mut Headers, c: &Changes, distance: u32, ctx: u8, pad_to: usize, sum: [u8; 2]) {
+fn encode_v6(
+    h: &mut Headers,
+    c: &Changes,
+    distance: u32,
+    ctx: u8,
+    pad_to: usize,
+    sum: [u8; 2],
+) -> usize {
     let mut mask = 0;
     let mut len = 2 + varint_len(distance) + 1 + 2;
     for (v, bit) in [
@@ -141,6 +149,7 @@ fn encode_v6(h: &mut Headers, c: &Changes, distance: u32, ctx: u8, pad_to: usize
         }
     }
     h.extend_from_slice(&sum);
+    len
 }
 
 /// The window and flags, when they changed.
@@ -233,7 +242,7 @@ fn encode_v7(
     pad_to: usize,
     sum: [u8; 2],
     by: &mut Divisor,
-) {
+) -> usize {
     let mut mask = 0;
     let (mut seq, mut id) = (c.seq, c.id);
     let mut implied_id = false;
@@ -314,6 +323,7 @@ fn encode_v7(
     }
     b[at..at + 2].copy_from_slice(&sum);
     h.len = at + 2;
+    len
 }
 
 /// Most bytes a LEB128 value of 32 bits takes.

@@ -39,8 +39,10 @@ pub const COMPRESS_FROM: usize = 256;
 /// falls in a busy one takes it over.
 pub const CONTEXTS: usize = 64;
 /// Packets of a flow sent against one reference before the next goes whole as a new one (a
-/// reference given up by the resequencer costs at most this many of the flow's packets).
-pub const REFRESH_EVERY: u32 = 64;
+/// reference given up by the resequencer costs at most this many of the flow's packets). A
+/// flow whose compressed header has no room left to grow gets one sooner. With 64, one
+/// TCP flow over four clean paths carried 1399 bytes of payload a datagram, 1408 with 128.
+pub const REFRESH_EVERY: u32 = 128;
 /// The farthest a compressed packet may be from its reference, in global sequence numbers
 /// (two bytes of distance).
 pub const MAX_DISTANCE: u32 = 0x3fff;
@@ -185,9 +187,10 @@ impl Compressor {
 
     /// The compressed header for `p`, global sequence number `gseq`, to go in place of its
     /// first bytes (its IP and TCP headers) in a body of at most `room` bytes: when
-    /// its flow has a reference it may use ([`MAX_DISTANCE`]; after [`REFRESH_EVERY`] packets, or
-    /// once one's header came out longer than `pad_to` and did not fit, only until one comes
-    /// that fits `room` whole) and the result fits. `None`: send it whole,
+    /// its flow has a reference it may use ([`MAX_DISTANCE`]; after [`REFRESH_EVERY`] packets,
+    /// once one's header took all of `pad_to` bytes before padding, or once one came out
+    /// longer and did not fit, only until one comes that fits `room` whole) and the result
+    /// fits. `None`: send it whole,
     /// and tell [`Compressor::sent_whole`] if it goes in order.
     /// The header is in `format` (the session's version's), padded to `pad_to` bytes if
     /// shorter: a flow's segments of one size then make datagrams of one size, which UDP
@@ -229,7 +232,7 @@ impl Compressor {
         if !usable {
             return None;
         }
-        encode(
+        let natural = encode(
             out,
             p,
             l,
@@ -252,6 +255,11 @@ impl Compressor {
             return None;
         }
         r.uses += 1;
+        if pad_to > 0 && natural >= pad_to {
+            // no room left in the header to grow: the flow gets a new reference before a
+            // change outgrows it
+            r.uses = r.uses.max(REFRESH_EVERY);
+        }
         self.counts.compressed += 1;
         self.counts.saved_bytes += (l.headers() - out.len()) as u64;
         Some(l.headers())

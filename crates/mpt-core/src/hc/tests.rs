@@ -2,6 +2,7 @@ use super::*;
 
 mod packets;
 mod properties;
+mod refresh;
 mod version7;
 
 use packets::*;
@@ -346,42 +347,4 @@ fn a_flow_is_ready_while_its_reference_may_be_compressed_against() {
     }
     assert_eq!(flow_hash(&[0x45; 40]), None, "not TCP");
     assert_eq!(flow_hash(&[0x46; 60]), None, "IPv4 options");
-}
-
-#[test]
-fn a_flow_whose_compressed_headers_stopped_fitting_is_not_ready_until_a_new_reference() {
-    // The segments were cut for 13 bytes of compressed headers; the fields that changed since
-    // the reference take more (a window, flags, timestamps far on): the packet goes whole, in
-    // pieces, which is no reference. Were the flow still ready, the driver would cut no
-    // segment to go whole, and every packet after it would go in pieces too.
-    let mut c = Compressor::new();
-    let mut p = bulk(false, true);
-    let full = p.bytes();
-    let flow = flow_hash(&full).expect("TCP");
-    let ctx = flow as usize % CONTEXTS;
-    let cut_for = full.len() - 52 + 13;
-    assert!(c.sent_whole(0, &full));
-    p.seq = p.seq.wrapping_add(1380);
-    assert!(c.compress(1, &p.bytes(), cut_for, Format::V7, 13).is_some());
-    // a path too small for it says nothing of the reference: the flow stays ready
-    p.seq = p.seq.wrapping_add(1380);
-    assert_eq!(c.compress(2, &p.bytes(), 1000, Format::V7, 13), None);
-    let mut ready = [0; CONTEXTS];
-    c.ready(3, &mut ready);
-    assert_eq!(ready[ctx], flow);
-    p.seq = p.seq.wrapping_add(1_000_000);
-    p.id = p.id.wrapping_add(3000);
-    p.window = 9999;
-    p.flags = 0x18;
-    p.ts = Some((90_000, 80_000));
-    assert_eq!(c.compress(3, &p.bytes(), cut_for, Format::V7, 13), None);
-    assert_eq!(c.counts().too_long, 2);
-    c.ready(3, &mut ready);
-    assert_eq!(ready[ctx], 0, "a new reference is due");
-    // the driver cuts the next one to go whole: it becomes the reference
-    let whole = p.bytes();
-    assert_eq!(c.compress(4, &whole, whole.len(), Format::V7, 13), None);
-    assert!(c.sent_whole(4, &whole));
-    c.ready(5, &mut ready);
-    assert_eq!(ready[ctx], flow);
 }
