@@ -25,7 +25,7 @@ pub(crate) struct RunFlags {
     #[arg(long)]
     no_compress: bool,
     /// realworld, table1, and table2's `rate` rows: mptd with bonded traffic paced
-    /// (`[connection] pace = true`; the default under `rate`, which table1 and table2 run).
+    /// (`[connection] pace = true`; the default under `rate` and `adaptive`).
     #[arg(long, conflicts_with = "no_pace")]
     pace: bool,
     /// realworld, table1, and table2's `rate` rows: mptd with bonded traffic not paced

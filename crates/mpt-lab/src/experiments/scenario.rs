@@ -35,7 +35,7 @@ pub struct Suite {
     /// `[connection] bundle` of the tunnel (`None`: the default, on).
     #[serde(default)]
     pub bundle: Option<bool>,
-    /// `[connection] pace` of the tunnel under `rate` (`None`: the default, on under `rate`).
+    /// `[connection] pace` of the tunnel under `rate` (`None`: the default, on).
     #[serde(default)]
     pub pace: Option<bool>,
     /// UDP cases: the tunnel MTU (`tunnel.mtu`; `None`: the daemon's default).

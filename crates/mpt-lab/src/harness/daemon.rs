@@ -53,7 +53,7 @@ pub struct TunnelOpts {
     pub equalise: Option<bool>,
     /// `connection.compress`; `None`: the default (on).
     pub compress: Option<bool>,
-    /// `connection.pace`; `None`: the default (on under `rate`, else off).
+    /// `connection.pace`; `None`: the default (on under `rate` and `adaptive`, else off).
     pub pace: Option<bool>,
     /// `[[class]]` entries, on both ends.
     pub classes: Vec<mptd::config::ClassFile>,

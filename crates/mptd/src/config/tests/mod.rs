@@ -166,10 +166,7 @@ fn defaults_apply() {
     assert_eq!(c.connection.reorder_window, defaults::REORDER_WINDOW);
     assert_eq!(c.connection.scheduler, SchedulerKind::Adaptive);
     assert_eq!(c.paths[0].rate_bps, None);
-    assert!(
-        !c.connection.pace,
-        "learned rates are not paced unless asked"
-    );
+    assert!(c.connection.pace, "learned rates are paced");
     // With every rate given and no scheduler named: rate, paced at those rates.
     let text = GOOD.replace("scheduler = \"rate\"\n", "");
     let c = parse(&text).expect("valid");

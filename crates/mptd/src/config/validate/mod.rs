@@ -100,10 +100,14 @@ impl Validator<'_> {
         {
             connection.scheduler = SchedulerKind::Rate;
         }
-        // Not said: paced under `rate`, whose every path has its rate configured (the line's
-        // own: what TCP would push into the line's drops waits in mptd instead).
+        // Not said: paced under the schedulers that keep a clock of what each path carries,
+        // `rate` (at the lines' own rates) and `adaptive` (at the rates learned): what TCP
+        // would push into the links' drops waits in mptd instead.
         if explicit_pace.is_none() {
-            connection.pace = connection.scheduler == SchedulerKind::Rate;
+            connection.pace = matches!(
+                connection.scheduler,
+                SchedulerKind::Rate | SchedulerKind::Adaptive
+            );
         }
         let metrics = match raw.control.metrics {
             None => None,
