@@ -3,19 +3,26 @@
 
 use super::*;
 
+/// A bulk flow's compressor after its first packet went whole as its reference (global
+/// sequence 0), the flow's next packet, its hash and context, and the room its segments are
+/// cut for: 13 bytes of compressed headers.
+fn flow_with_reference() -> (Compressor, Tcp, u32, usize, usize) {
+    let mut c = Compressor::new();
+    let p = bulk(false, true);
+    let full = p.bytes();
+    let flow = flow_hash(&full).expect("TCP");
+    assert!(c.sent_whole(0, &full));
+    let cut_for = full.len() - 52 + 13;
+    (c, p, flow, flow as usize % CONTEXTS, cut_for)
+}
+
 #[test]
 fn a_flow_whose_compressed_headers_stopped_fitting_is_not_ready_until_a_new_reference() {
     // The segments were cut for 13 bytes of compressed headers; the fields that changed since
     // the reference take more (a window, flags, timestamps far on): the packet goes whole, in
     // pieces, which is no reference. Were the flow still ready, the driver would cut no
     // segment to go whole, and every packet after it would go in pieces too.
-    let mut c = Compressor::new();
-    let mut p = bulk(false, true);
-    let full = p.bytes();
-    let flow = flow_hash(&full).expect("TCP");
-    let ctx = flow as usize % CONTEXTS;
-    let cut_for = full.len() - 52 + 13;
-    assert!(c.sent_whole(0, &full));
+    let (mut c, mut p, flow, ctx, cut_for) = flow_with_reference();
     p.seq = p.seq.wrapping_add(1380);
     assert!(c.compress(1, &p.bytes(), cut_for, Format::V7, 13).is_some());
     // a path too small for it says nothing of the reference: the flow stays ready
@@ -46,13 +53,7 @@ fn a_flow_whose_compressed_header_has_no_room_left_to_grow_gets_a_new_reference_
     // Segments are cut for 13 bytes of compressed headers. Once what changed since the
     // reference takes all 13 of its own, the next change would not fit, and that packet
     // would go whole, in pieces: the flow gets a new reference before then.
-    let mut c = Compressor::new();
-    let mut p = bulk(false, true);
-    let full = p.bytes();
-    let flow = flow_hash(&full).expect("TCP");
-    let ctx = flow as usize % CONTEXTS;
-    let cut_for = full.len() - 52 + 13;
-    assert!(c.sent_whole(0, &full));
+    let (mut c, mut p, flow, ctx, cut_for) = flow_with_reference();
     let mut ready = [0; CONTEXTS];
     // a burst's segments one after another: short headers, padded; the flow stays ready
     for gseq in 1..10 {
