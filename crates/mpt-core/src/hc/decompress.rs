@@ -14,7 +14,7 @@ pub enum Refused {
 
 /// References a decompressor keeps per context: a packet resent after its flow's next
 /// reference came (or delivered late) is still rebuilt, if it was sent within this many times
-/// [`REFRESH_EVERY`] packets of its flow (2048: at 90 Mbit/s, 256 ms), more than a resend's
+/// [`REFRESH_EVERY`] packets of its flow (1024: at 90 Mbit/s, 128 ms), more than a resend's
 /// round trip on a 35 ms path with a queue (covering 64 ms, such resends were refused: the
 /// simulator counted 871 of a flow's packets in 5 s over the lab's lossy three paths). 112
 /// bytes each: 112 KiB per peer.
