@@ -28,6 +28,12 @@ impl SchedulerKind {
             SchedulerKind::Adaptive => "adaptive",
         }
     }
+
+    /// Whether it keeps a clock of what each path carries, which pacing paces by (`rr` and
+    /// `wrr` keep none).
+    pub fn can_pace(self) -> bool {
+        matches!(self, SchedulerKind::Rate | SchedulerKind::Adaptive)
+    }
 }
 
 impl fmt::Display for SchedulerKind {

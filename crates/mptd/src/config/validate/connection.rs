@@ -70,7 +70,7 @@ impl Validator<'_> {
             ));
         }
         let pace = raw.pace.unwrap_or(false);
-        if pace && !matches!(scheduler, SchedulerKind::Rate | SchedulerKind::Adaptive) {
+        if pace && !scheduler.can_pace() {
             return Err(self.err(
                 "connection.pace",
                 format!(

@@ -104,10 +104,7 @@ impl Validator<'_> {
         // `rate` (at the lines' own rates) and `adaptive` (at the rates learned): what TCP
         // would push into the links' drops waits in mptd instead.
         if explicit_pace.is_none() {
-            connection.pace = matches!(
-                connection.scheduler,
-                SchedulerKind::Rate | SchedulerKind::Adaptive
-            );
+            connection.pace = connection.scheduler.can_pace();
         }
         let metrics = match raw.control.metrics {
             None => None,
