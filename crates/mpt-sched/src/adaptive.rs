@@ -90,11 +90,18 @@ impl Scheduler for AdaptiveScheduler {
         // The queue the receiver saw on a path that carried packets in the interval stands in
         // its virtual clock: while every path is overdriven (a stream faster than the rates
         // learned so far), new packets go where the real queues are shortest, so they arrive
-        // in order, instead of in proportion to rates that the queues show are wrong.
+        // in order, instead of in proportion to rates that the queues show are wrong. The
+        // queue is carried forward from the packet the report names to now
+        // ([`Estimator::queue_now`]): held as the report shows it, a round trip old, it kept a
+        // far path that had drained idle while bonded packets waited for room.
         if let Some(p) = self.est.path(path.index()).filter(|p| p.last_packets > 0) {
-            let queue = std::time::Duration::from_micros(p.queue_seen_us as u64);
+            let seen = std::time::Duration::from_micros(p.queue_seen_us as u64);
+            let queue = self
+                .est
+                .queue_now(now, path.index(), report.echo)
+                .unwrap_or(seen);
             self.inner.hold_queue(now, path, queue);
-            self.inner.short_queued(path, queue);
+            self.inner.short_queued(path, seen);
         }
     }
 

@@ -129,3 +129,31 @@ fn a_slow_line_paced_carries_what_it_would_unpaced() {
         got[0]
     );
 }
+
+/// Two 10 Mbit/s paths, one near (5 ms) and one far (120 ms), paced, under a stream at 1.5
+/// times their capacity: the far path's reports come a round trip late, and the queue they
+/// show must not hold it idle after it has drained.
+#[test]
+fn a_far_path_is_kept_busy_though_its_reports_are_a_round_trip_old() {
+    let links = [
+        (ms(5), Duration::ZERO, 10, 0.0),
+        (ms(120), Duration::ZERO, 10, 0.0),
+    ];
+    let mut p = Pair::shaped_adaptive_with(seed(47), &links, |c| c.pace = true);
+    p.run(ms(300));
+    assert!(p.agreed());
+    let every = Duration::from_micros(320);
+    let n = p.stream_paced(Side::A, ms(3000), every, 1200, 0);
+    let busy = |p: &Pair| [0, 1].map(|i| p.link_busy(Side::A, i));
+    let before = busy(&p);
+    p.stream_paced(Side::A, ms(4000), every, 1200, n);
+    let after = busy(&p);
+    let used = [0, 1].map(|i| (after[i] - before[i]).as_secs_f64() / 4.0);
+    eprintln!("links busy: near {:.3}, far {:.3}", used[0], used[1]);
+    // held to each report's queue as it stood a round trip before, the far link was idle 14 %
+    // of the time
+    assert!(
+        used.iter().all(|&u| u >= 0.97),
+        "a link was idle while the sender held packets: busy {used:?}"
+    );
+}

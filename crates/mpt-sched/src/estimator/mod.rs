@@ -43,6 +43,9 @@ use mpt_core::Time;
 
 mod path;
 mod phases;
+mod sent;
+
+use sent::SentLog;
 
 pub use path::PathEstimate;
 
@@ -164,6 +167,7 @@ impl Estimator {
     pub fn on_sent(&mut self, now: Time, i: usize, len: usize) {
         if let Some(p) = self.paths.get_mut(i) {
             p.sent_bytes += len as u64;
+            p.sent.on_sent(now, len);
             // At most one a millisecond, so that the ring spans 64 ms at any rate.
             let t = now.wire_micros();
             let last =
@@ -180,8 +184,32 @@ impl Estimator {
     pub fn on_path_up(&mut self, i: usize) {
         if let Some(p) = self.paths.get_mut(i) {
             p.sends = 0;
+            p.sent.clear();
             p.silent = false;
         }
+    }
+
+    /// The queue path `i` holds at `now`, from the last report's (taken at `now`, naming the
+    /// newest packet that arrived by its send time `echo`): that packet waited the reported
+    /// queue, and what was sent after it waits behind it, at the most the path has delivered.
+    /// A report's queue is a round trip old: held as it stands, it would keep a path that has
+    /// drained since (the sender, holding it full, sent it little) idle for that long. Never
+    /// more than the report shows: the most a path has delivered is its capacity only once it
+    /// was full, and below that what was sent since would count for too long a queue.
+    /// `None` before the path has delivered anything, or when the packet is older than the
+    /// send log reaches.
+    pub fn queue_now(&self, now: Time, i: usize, echo: u32) -> Option<std::time::Duration> {
+        let p = self.paths.get(i)?;
+        if p.best_delivery_bps <= 0.0 {
+            return None;
+        }
+        let age_us = now.wire_micros().wrapping_sub(echo);
+        if age_us as i32 <= 0 {
+            return None;
+        }
+        let behind_us = serial_us(p.sent.since(echo)? as f64, p.best_delivery_bps);
+        let left_us = (p.queue_seen_us + behind_us - f64::from(age_us)).min(p.queue_seen_us);
+        Some(std::time::Duration::from_micros(left_us.max(0.0) as u64))
     }
 
     /// A report on path `i` arrived at `now`. `active` tells which paths may receive the

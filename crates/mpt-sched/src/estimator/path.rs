@@ -74,6 +74,8 @@ pub struct PathEstimate {
     pub(super) sends: u64,
     /// Bytes the path adds to each inner packet (headers, outer IP/UDP, framing).
     pub(super) overhead: usize,
+    /// Bytes sent on the path by send time ([`Estimator::queue_now`]).
+    pub(super) sent: SentLog,
 }
 
 impl PathEstimate {
@@ -109,6 +111,7 @@ impl PathEstimate {
             send_times: [0; SEND_TIMES],
             sends: 0,
             overhead: 0,
+            sent: SentLog::default(),
         }
     }
 

@@ -238,3 +238,40 @@ fn a_path_that_stops_delivering_while_sent_to_is_silent() {
     let p = run(&|ms| !(40..95).contains(&ms));
     assert!(!p.silent, "{p:?}");
 }
+
+/// A report's queue is a round trip old: carried forward to now, it stands where the sender
+/// kept the path busy since, and is gone where the sender sent the path too little.
+#[test]
+fn a_reported_queue_is_carried_forward_from_the_packet_it_names() {
+    let ms = |n: u64| std::time::Duration::from_millis(n);
+    let mut e = Estimator::new(&[None, None]);
+    for p in &mut e.paths {
+        // 10 Mbit/s: 1250 bytes take 1 ms
+        p.best_delivery_bps = 10e6;
+        p.queue_seen_us = 30_000.0;
+    }
+    // path 0 is sent a packet a millisecond for 100 ms, path 1 only for the first 50
+    for t in 0..100 {
+        e.on_sent(Time::from_millis(t), 0, 1250);
+        if t < 50 {
+            e.on_sent(Time::from_millis(t), 1, 1250);
+        }
+    }
+    let now = Time::from_millis(100);
+    // The report at 100 ms names the packet sent at 40 ms, which waited 30 ms. On path 0, 60
+    // ms of packets went after it in 60 ms: the queue stands. On path 1, 10 ms of packets:
+    // it drained 20 ms after the named packet left, at 90 ms.
+    assert_eq!(e.queue_now(now, 0, 40_000), Some(ms(30)));
+    assert_eq!(e.queue_now(now, 1, 40_000), Some(ms(0)));
+    // Named at 70 ms on path 0: 30 ms passed, 30 ms of packets sent after it.
+    assert_eq!(e.queue_now(now, 0, 70_000), Some(ms(30)));
+    // Never more than the report shows: a rate far below the link's would count what was sent
+    // since for a queue that is not there.
+    e.paths[0].best_delivery_bps = 1e6;
+    assert_eq!(e.queue_now(now, 0, 40_000), Some(ms(30)));
+    // Nothing to go by: no delivery yet, or a packet older than the log.
+    e.paths[0].best_delivery_bps = 0.0;
+    assert_eq!(e.queue_now(now, 0, 40_000), None);
+    e.on_path_up(1);
+    assert_eq!(e.queue_now(now, 1, 40_000), None);
+}

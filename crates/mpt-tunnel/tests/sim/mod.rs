@@ -96,6 +96,8 @@ struct Link {
     too_big: u64,
     /// Datagrams lost to a full queue.
     overflowed: u64,
+    /// Time the link spent serialising datagrams.
+    busy: Duration,
 }
 
 /// A datagram on its way.
@@ -312,6 +314,7 @@ impl Pair {
             pass_first: 0,
             too_big: 0,
             overflowed: 0,
+            busy: Duration::ZERO,
         };
         let mut pair = Pair {
             now: Time::ZERO,
@@ -376,6 +379,7 @@ impl Pair {
                     pass_first: 0,
                     too_big: 0,
                     overflowed: 0,
+                    busy: Duration::ZERO,
                 });
             }
             let sent = &mut self.nodes[side.index()].control_sent;
@@ -411,6 +415,11 @@ impl Pair {
     /// Datagrams `side`'s link `path` lost to a full queue.
     pub fn overflowed(&self, side: Side, path: usize) -> u64 {
         self.links[side.index()][path].overflowed
+    }
+
+    /// Time `side`'s link `path` has spent serialising datagrams.
+    pub fn link_busy(&self, side: Side, path: usize) -> Duration {
+        self.links[side.index()][path].busy
     }
 
     /// Lose the next `n` datagrams `side` sends on `path`.
@@ -610,6 +619,7 @@ impl Pair {
         }
         let depart = start + ser;
         link.busy_until = depart;
+        link.busy += ser;
         let jitter = link.spec.jitter.mul_f64(self.rng.unit());
         let at = depart + link.spec.delay + jitter;
         self.order += 1;

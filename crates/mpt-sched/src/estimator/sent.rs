@@ -1,0 +1,102 @@
+//! [`SentLog`]: how many bytes the sender had put on a path by a given send time, so that a
+//! queue a report shows for a packet sent a round trip ago can be carried forward to now.
+
+use mpt_core::Time;
+
+/// Entries kept: one a millisecond at most, so the log spans at least this many
+/// milliseconds, longer than a 200 ms path's round trip and its report's wait.
+const ENTRIES: usize = 512;
+
+/// A ring of (send time in wire microseconds, bytes sent on the path before it).
+#[derive(Clone, PartialEq)]
+pub(super) struct SentLog {
+    at: Box<[(u32, u64)]>,
+    /// Entries written so far.
+    len: u64,
+    /// Bytes sent on the path so far.
+    total: u64,
+}
+
+impl Default for SentLog {
+    fn default() -> Self {
+        SentLog {
+            at: vec![(0, 0); ENTRIES].into_boxed_slice(),
+            len: 0,
+            total: 0,
+        }
+    }
+}
+
+impl std::fmt::Debug for SentLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "SentLog {{ entries: {}, bytes: {} }}",
+            self.len, self.total
+        )
+    }
+}
+
+impl SentLog {
+    /// `len` bytes were sent at `now`.
+    pub(super) fn on_sent(&mut self, now: Time, len: usize) {
+        let t = now.wire_micros();
+        let newest = (self.len > 0).then(|| self.at[((self.len - 1) % ENTRIES as u64) as usize]);
+        if newest.is_none_or(|(last, _)| t.wrapping_sub(last) >= 1_000) {
+            self.at[(self.len % ENTRIES as u64) as usize] = (t, self.total);
+            self.len += 1;
+        }
+        self.total += len as u64;
+    }
+
+    /// Bytes sent from the packet sent at `sent` (wire microseconds) until now, that packet
+    /// included, give or take what went in the millisecond before it; `None` when the log no
+    /// longer reaches back that far (or nothing was sent since the path came up).
+    pub(super) fn since(&self, sent: u32) -> Option<u64> {
+        let kept = self.len.min(ENTRIES as u64);
+        // newest first: the first entry not after `sent`
+        (1..=kept)
+            .map(|k| self.at[((self.len - k) % ENTRIES as u64) as usize])
+            .find(|&(t, _)| sent.wrapping_sub(t) as i32 >= 0)
+            .map(|(_, before)| self.total - before)
+    }
+
+    /// Forget what was sent: the path came back up, and its reports start afresh.
+    pub(super) fn clear(&mut self) {
+        self.len = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_the_bytes_from_a_send_time_on() {
+        let mut log = SentLog::default();
+        for ms in 0..100u64 {
+            log.on_sent(Time::from_millis(ms), 1000);
+            log.on_sent(Time::from_micros(ms * 1000 + 500), 1000);
+        }
+        // packets sent at 40.0 ms and after: 60 ms of two packets
+        assert_eq!(log.since(40_000), Some(120_000));
+        // the newest entry not after 40.5 ms is 40.0's: that millisecond counts whole
+        assert_eq!(log.since(40_500), Some(120_000));
+        assert_eq!(log.since(99_000), Some(2_000));
+        assert_eq!(log.since(0), Some(200_000));
+    }
+
+    #[test]
+    fn a_send_time_older_than_the_log_is_not_counted() {
+        let mut log = SentLog::default();
+        assert_eq!(log.since(0), None);
+        for ms in 0..2 * ENTRIES as u64 {
+            log.on_sent(Time::from_millis(ms), 100);
+        }
+        assert_eq!(log.since(0), None);
+        let first_kept = ENTRIES as u32 * 1000;
+        assert_eq!(log.since(first_kept), Some(ENTRIES as u64 * 100));
+        log.clear();
+        assert_eq!(log.since(first_kept), None);
+    }
+}
