@@ -72,6 +72,8 @@ fn closed_loop(sim: &Sim, mut change: impl FnMut(u64, &mut Vec<u64>)) -> Outcome
     let mut sent_seq = vec![0u16; n];
     let mut rx = vec![ReportEntry::default(); n];
     let mut owd_min = vec![u32::MAX; n];
+    // when the newest packet of each path arrived (the report's echo names it)
+    let mut arrived = vec![0u64; n];
     let tail_from = (sim.secs - sim.tail) * 1_000_000_000;
     let mut out = Outcome {
         bytes: vec![0; n],
@@ -138,6 +140,8 @@ fn closed_loop(sim: &Sim, mut change: impl FnMut(u64, &mut Vec<u64>)) -> Outcome
             e.path_seq = ps;
             e.packets += 1;
             e.bytes += len as u64;
+            e.echo = Time::from_nanos(sent_at).wire_micros();
+            arrived[i] = at;
             let owd = ((at - sent_at) / 1_000) as u32;
             owd_min[i] = owd_min[i].min(owd);
             e.owd_min_us = owd_min[i];
@@ -162,6 +166,7 @@ fn closed_loop(sim: &Sim, mut change: impl FnMut(u64, &mut Vec<u64>)) -> Outcome
             for (i, e) in rx.iter().enumerate() {
                 let mut e = *e;
                 e.path = PathId(i as u8);
+                e.echo_age_us = ((t - arrived[i].min(t)) / 1_000) as u32;
                 s.on_report(now, PathId(i as u8), &e);
             }
             next_report = t + sim.report_ns;
