@@ -50,6 +50,11 @@ pub(crate) struct RunFlags {
     /// yet: its first transfer pays for the learning).
     #[arg(long, value_name = "SECS")]
     warm: Option<u64>,
+    /// realworld: after `--warm`'s transfer, this many seconds with the tunnel idle before
+    /// the measured ones (what a transfer meets after a pause: rates learned, but what the
+    /// paths carried lately is little).
+    #[arg(long, value_name = "SECS", requires = "warm")]
+    idle: Option<u64>,
     /// realworld: a DNS lookup (an A and an AAAA query from one port) from A every this many
     /// milliseconds beside mptd's transfers and UDP stream: light traffic, as a host's
     /// resolver sends it.
@@ -84,6 +89,7 @@ pub(crate) fn run(
         mptd_only,
         runs,
         warm,
+        idle,
         lookups,
         mtu,
         datagram,
@@ -145,6 +151,7 @@ pub(crate) fn run(
                     trace,
                     alone: mptd_only,
                     warm,
+                    idle,
                     lookups: lookups.map(std::time::Duration::from_millis),
                 },
                 out,

@@ -143,6 +143,8 @@ pub struct MptdOpts<'a> {
     pub alone: bool,
     /// Seconds of an uncounted cubic transfer through the tunnel before the measured ones.
     pub warm: Option<u64>,
+    /// Seconds with the tunnel idle after the warm-up transfer.
+    pub idle: Option<u64>,
     /// A DNS lookup from A every this long beside mptd's transfers and stream.
     pub lookups: Option<Duration>,
 }
@@ -165,6 +167,7 @@ pub fn run_realworld(
         trace,
         alone: mptd_alone,
         warm,
+        idle,
         lookups,
     } = *mptd;
     let mut configured = if scheduler == "adaptive" {
@@ -191,6 +194,9 @@ pub fn run_realworld(
         configured += &format!(
             ", after an uncounted cubic transfer of {w} s through the newly started tunnel"
         );
+    }
+    if let Some(i) = idle {
+        configured += &format!(" and {i} s with the tunnel idle");
     }
     if let Some(every) = lookups {
         configured += &format!(
@@ -261,6 +267,9 @@ pub fn run_realworld(
             if let Some(w) = warm {
                 let got = transfer(&lab, &[inner], false, "cubic", w)?[0];
                 eprintln!("   mptd warm-up (cubic, {w} s, not counted): {got:.1} Mbit/s");
+                if let Some(i) = idle {
+                    std::thread::sleep(Duration::from_secs(i));
+                }
             }
             let dns = lookups.map(|every| Lookups::start(&lab, every));
             for (k, cc) in CCS.iter().enumerate() {
