@@ -7,24 +7,17 @@ use mpt_core::Time;
 /// milliseconds, longer than a 200 ms path's round trip and its report's wait.
 const ENTRIES: usize = 512;
 
-/// A ring of (send time in wire microseconds, bytes sent on the path before it).
-#[derive(Clone, PartialEq)]
+/// A ring of (send time in wire microseconds, bytes sent on the path before it, wrapping),
+/// 4 KiB a path, allocated with the path's first data: a peer that only keeps its session
+/// alive never pays for it.
+#[derive(Clone, PartialEq, Default)]
 pub(super) struct SentLog {
-    at: Box<[(u32, u64)]>,
+    at: Vec<(u32, u32)>,
     /// Entries written so far.
     len: u64,
-    /// Bytes sent on the path so far.
-    total: u64,
-}
-
-impl Default for SentLog {
-    fn default() -> Self {
-        SentLog {
-            at: vec![(0, 0); ENTRIES].into_boxed_slice(),
-            len: 0,
-            total: 0,
-        }
-    }
+    /// Bytes sent on the path so far (wrapping: only differences over the log's span, at most
+    /// a few hundred megabytes, are taken).
+    total: u32,
 }
 
 impl std::fmt::Debug for SentLog {
@@ -40,13 +33,16 @@ impl std::fmt::Debug for SentLog {
 impl SentLog {
     /// `len` bytes were sent at `now`.
     pub(super) fn on_sent(&mut self, now: Time, len: usize) {
+        if self.at.is_empty() {
+            self.at = vec![(0, 0); ENTRIES];
+        }
         let t = now.wire_micros();
         let newest = (self.len > 0).then(|| self.at[((self.len - 1) % ENTRIES as u64) as usize]);
         if newest.is_none_or(|(last, _)| t.wrapping_sub(last) >= 1_000) {
             self.at[(self.len % ENTRIES as u64) as usize] = (t, self.total);
             self.len += 1;
         }
-        self.total += len as u64;
+        self.total = self.total.wrapping_add(len as u32);
     }
 
     /// Bytes sent from the packet sent at `sent` (wire microseconds) until now, that packet
@@ -58,7 +54,7 @@ impl SentLog {
         (1..=kept)
             .map(|k| self.at[((self.len - k) % ENTRIES as u64) as usize])
             .find(|&(t, _)| sent.wrapping_sub(t) as i32 >= 0)
-            .map(|(_, before)| self.total - before)
+            .map(|(_, before)| u64::from(self.total.wrapping_sub(before)))
     }
 
     /// Forget what was sent: the path came back up, and its reports start afresh.
@@ -98,5 +94,22 @@ mod tests {
         assert_eq!(log.since(first_kept), Some(ENTRIES as u64 * 100));
         log.clear();
         assert_eq!(log.since(first_kept), None);
+    }
+
+    #[test]
+    fn the_byte_count_wraps() {
+        let mut log = SentLog::default();
+        log.total = u32::MAX - 999;
+        log.on_sent(Time::from_millis(1), 3000);
+        log.on_sent(Time::from_millis(2), 3000);
+        assert_eq!(log.since(1000), Some(6000));
+        assert_eq!(log.since(2000), Some(3000));
+    }
+
+    #[test]
+    fn a_path_that_sent_nothing_holds_no_log() {
+        let log = SentLog::default();
+        assert!(log.at.is_empty());
+        assert_eq!(log.since(0), None);
     }
 }
