@@ -98,8 +98,10 @@ mod tests {
 
     #[test]
     fn the_byte_count_wraps() {
-        let mut log = SentLog::default();
-        log.total = u32::MAX - 999;
+        let mut log = SentLog {
+            total: u32::MAX - 999,
+            ..Default::default()
+        };
         log.on_sent(Time::from_millis(1), 3000);
         log.on_sent(Time::from_millis(2), 3000);
         assert_eq!(log.since(1000), Some(6000));
