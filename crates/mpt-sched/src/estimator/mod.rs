@@ -92,8 +92,8 @@ pub const SILENT_MIN_US: f64 = 10_000.0;
 /// Sends older than this (microseconds) no longer make a path silent: a path found silent is
 /// sent nothing more, and must not stay silent for good on what it lost once.
 const SILENT_MAX_AGE_US: i32 = 1_000_000;
-/// Send times remembered per path (one a millisecond at most) to tell a silent path from one
-/// that was not sent to.
+/// The newest send times of a path's log (one a millisecond at most) that tell a silent path
+/// from one that was not sent to.
 const SEND_TIMES: usize = 64;
 /// Reports remembered to measure what a path carried lately over enough packets.
 const RECENT_REPORTS: usize = 8;
@@ -168,14 +168,6 @@ impl Estimator {
         if let Some(p) = self.paths.get_mut(i) {
             p.sent_bytes += len as u64;
             p.sent.on_sent(now, len);
-            // At most one a millisecond, so that the ring spans 64 ms at any rate.
-            let t = now.wire_micros();
-            let last =
-                p.send_times[((p.sends + SEND_TIMES as u64 - 1) % SEND_TIMES as u64) as usize];
-            if p.sends == 0 || t.wrapping_sub(last) >= 1_000 {
-                p.send_times[(p.sends % SEND_TIMES as u64) as usize] = t;
-                p.sends += 1;
-            }
         }
     }
 
@@ -183,7 +175,6 @@ impl Estimator {
     /// says nothing about whether it is silent now.
     pub fn on_path_up(&mut self, i: usize) {
         if let Some(p) = self.paths.get_mut(i) {
-            p.sends = 0;
             p.sent.clear();
             p.silent = false;
         }

@@ -68,13 +68,10 @@ pub struct PathEstimate {
     pub(super) filled: usize,
     /// Bytes the sender put on the path since the last report (busy test).
     pub(super) sent_bytes: u64,
-    /// Send times (wire microseconds) of the last [`SEND_TIMES`] packets put on the path, a
-    /// ring; `sends` counts them all.
-    pub(super) send_times: [u32; SEND_TIMES],
-    pub(super) sends: u64,
     /// Bytes the path adds to each inner packet (headers, outer IP/UDP, framing).
     pub(super) overhead: usize,
-    /// Bytes sent on the path by send time ([`Estimator::queue_now`]).
+    /// Send times (one a millisecond at most) and the bytes sent by each: the queue a report
+    /// shows carried forward ([`Estimator::queue_now`]), and whether the path is silent.
     pub(super) sent: SentLog,
 }
 
@@ -108,8 +105,6 @@ impl PathEstimate {
             history: [0.0; KAPPA],
             filled: 0,
             sent_bytes: 0,
-            send_times: [0; SEND_TIMES],
-            sends: 0,
             overhead: 0,
             sent: SentLog::default(),
         }

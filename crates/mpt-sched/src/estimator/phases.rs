@@ -210,15 +210,11 @@ impl PathEstimate {
         let overdue = f64::from(r.echo_age_us) - margin;
         self.silent = r.packets > 0
             && overdue > 0.0
-            && self
-                .send_times
-                .iter()
-                .take(self.sends.min(SEND_TIMES as u64) as usize)
-                .any(|&s| {
-                    let after = s.wrapping_sub(r.echo) as i32;
-                    let age = now.wire_micros().wrapping_sub(s) as i32;
-                    after > 0 && f64::from(after) <= overdue && age <= SILENT_MAX_AGE_US
-                });
+            && self.sent.newest_times(SEND_TIMES).any(|s| {
+                let after = s.wrapping_sub(r.echo) as i32;
+                let age = now.wire_micros().wrapping_sub(s) as i32;
+                after > 0 && f64::from(after) <= overdue && age <= SILENT_MAX_AGE_US
+            });
         // A loss is congestion where the queue overflowed, or where the path drops more than
         // random loss would; other losses the tunnel recovers.
         let full = self.queue_peak.full(now, self.queue_us as i64);

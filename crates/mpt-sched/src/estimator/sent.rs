@@ -1,5 +1,6 @@
-//! [`SentLog`]: how many bytes the sender had put on a path by a given send time, so that a
-//! queue a report shows for a packet sent a round trip ago can be carried forward to now.
+//! [`SentLog`]: when the sender put data on a path, and how many bytes by then: whether a path
+//! that was sent to has gone silent, and how a queue a report shows for a packet sent a round
+//! trip ago carries forward to now.
 
 use mpt_core::Time;
 
@@ -55,6 +56,12 @@ impl SentLog {
             .map(|k| self.at[((self.len - k) % ENTRIES as u64) as usize])
             .find(|&(t, _)| sent.wrapping_sub(t) as i32 >= 0)
             .map(|(_, before)| u64::from(self.total.wrapping_sub(before)))
+    }
+
+    /// The send times of the newest `n` entries, newest first.
+    pub(super) fn newest_times(&self, n: usize) -> impl Iterator<Item = u32> + '_ {
+        (1..=self.len.min(ENTRIES.min(n) as u64))
+            .map(|k| self.at[((self.len - k) % ENTRIES as u64) as usize].0)
     }
 
     /// Forget what was sent: the path came back up, and its reports start afresh.
