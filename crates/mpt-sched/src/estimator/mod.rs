@@ -20,7 +20,9 @@
 //! * **Sending rate** for the scheduler: on congestion the path's rate is halved (not below
 //!   90 % of what it delivers, unless it delivered nothing; straight to 95 % of the sample when
 //!   it delivered under half its rate and clearly less than it was offered; set to 95 % of what
-//!   it carried while its queue stood since an earlier report — its capacity, up or down) and
+//!   it carried while its queue stood since an earlier report, or in the interval of a report
+//!   whose queue is deeper than the interval is long — its capacity, up or down; once a round
+//!   trip: a report on packets sent before the last cut moves the rate only to a capacity) and
 //!   the difference is spread over the other paths in proportion to their rates (Common
 //!   Source Decrease) — only to paths that carry traffic without congestion, each up to 10 %
 //!   above the best rate it has delivered, so when every path is overdriven the total falls;
@@ -182,7 +184,9 @@ impl Estimator {
 
     /// The queue path `i` holds at `now`, from the last report's (taken at `now`, naming the
     /// newest packet that arrived by its send time `echo`): that packet waited the reported
-    /// queue, and what was sent after it waits behind it, at the most the path has delivered.
+    /// queue, and what was sent after it waits behind it, at the most the path has delivered
+    /// or the rate it is sent at, when higher (a capacity measured while a start filled it,
+    /// above a delivery rate smoothed over that start).
     /// A report's queue is a round trip old: held as it stands, it would keep a path that has
     /// drained since (the sender, holding it full, sent it little) idle for that long. Never
     /// more than the report shows: the most a path has delivered is its capacity only once it
@@ -191,6 +195,7 @@ impl Estimator {
     /// send log reaches.
     pub fn queue_now(&self, now: Time, i: usize, echo: u32) -> Option<std::time::Duration> {
         let p = self.paths.get(i)?;
+        let drains_bps = p.best_delivery_bps.max(p.send_rate_bps());
         if p.best_delivery_bps <= 0.0 {
             return None;
         }
@@ -198,7 +203,7 @@ impl Estimator {
         if age_us as i32 <= 0 {
             return None;
         }
-        let behind_us = serial_us(p.sent.since(echo)? as f64, p.best_delivery_bps);
+        let behind_us = serial_us(p.sent.since(echo)? as f64, drains_bps);
         let left_us = (p.queue_seen_us + behind_us - f64::from(age_us)).min(p.queue_seen_us);
         Some(std::time::Duration::from_micros(left_us.max(0.0) as u64))
     }

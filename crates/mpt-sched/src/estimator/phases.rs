@@ -251,7 +251,6 @@ impl Estimator {
     pub(super) fn cut(&mut self, i: usize, now: Time, seen: Seen<'_>, active: u64) {
         let Seen { r, iv, q, sample } = seen;
         let p = &mut self.paths[i];
-        p.cuts += 1;
         // A congested link that was offered clearly more than it delivered, and delivered
         // less than half its rate, was full for the interval: what it carried is its
         // capacity, so the rate goes just below that at once (on a 64 kbit/s line started
@@ -279,17 +278,34 @@ impl Estimator {
         // goes just under that — the queue drains, the link is not left idle afterwards —
         // and up to it, when the link carries more than it was believed to (it was
         // overdriven because every path was: a TCP flow starting).
+        // So was one whose queue now is deeper than the interval is long, at the first report
+        // that shows it: the packet that waited that long found the link busy all through the
+        // interval. (A start that doubles per round trip fills a fast path between two
+        // reports; cut to half its rate, or to a delivery rate smoothed over the start, the
+        // path was paced at half its capacity while the start overflowed the others.)
         let standing = (2.0 * q.packet_us).max(SATURATED_MIN_US);
+        let interval_us = (now - iv.prev.0).as_secs_f64() * 1e6;
         let busy_since = q
             .queued_since
-            .or((iv.prev_queue_us > standing).then_some(iv.prev));
+            .or((iv.prev_queue_us > standing || p.queue_us >= interval_us).then_some(iv.prev));
         // Only while the path was offered at least that much: one the scheduler passes over
-        // carries the last of its queue, still reported deep, far below what it can.
+        // carries the last of its queue, still reported deep, far below what it can. (Most
+        // of it: a path paced at what it carried is offered that give or take a few
+        // packets, and halved instead, a fast path was paced at half its capacity.)
         let capacity = busy_since
             .and_then(|from| p.carried_since(from, r, now))
-            .filter(|&c| iv.offered >= c);
+            .filter(|&c| iv.offered >= BUSY * c);
+        // A cut shows in the queue a round trip after it: a report on packets sent before the
+        // last cut (its echo older) says nothing yet of the rate since, and only a capacity
+        // measured moves the rate again. (Halved at every report of that round trip, a fast
+        // path that a start had filled fell from 19 to 9 Mbit/s, and was paced there.)
+        let before_last_cut = r.echo != 0
+            && p.cut_at
+                .is_some_and(|t| (r.echo.wrapping_sub(t) as i32) < 0);
         let new = if let Some(c) = capacity {
             (CUT_TO_DELIVERED * c).max(MIN_RATE)
+        } else if before_last_cut {
+            return;
         } else if let Some(s) = far_over {
             (CUT_TO_DELIVERED * s).max(MIN_RATE).min(p.rate_bps)
         } else if iv.got_packets == 0.0 {
@@ -300,6 +316,8 @@ impl Estimator {
                 .max(MIN_RATE)
                 .min(p.rate_bps)
         };
+        p.cuts += 1;
+        p.cut_at = Some(now.wire_micros());
         let freed = p.rate_bps - new;
         p.rate_bps = new;
         self.spread(i, freed, active);

@@ -269,6 +269,18 @@ fn a_reported_queue_is_carried_forward_from_the_packet_it_names() {
     // since for a queue that is not there.
     e.paths[0].best_delivery_bps = 1e6;
     assert_eq!(e.queue_now(now, 0, 40_000), Some(ms(30)));
+    // A path sent at more than it has delivered so far (a capacity measured while its queue
+    // stood, above a delivery rate smoothed over a start) drains at that rate. Path 1, sent at
+    // 20 Mbit/s: the report at 55 ms names the packet sent at 25 ms, which waited 30 ms; the
+    // 25 ms of packets at 10 Mbit/s sent after it take 12.5 ms at 20, so the queue drains at
+    // 67.5 ms. At the smoothed 10 Mbit/s it would stand until 80 ms, holding the path idle.
+    e.paths[1].best_delivery_bps = 10e6;
+    e.paths[1].rate_bps = 20e6;
+    e.paths[1].cap_bps = 20e6;
+    assert_eq!(
+        e.queue_now(Time::from_millis(55), 1, 25_000),
+        Some(ms(12) + ms(1) / 2)
+    );
     // Nothing to go by: no delivery yet, or a packet older than the log.
     e.paths[0].best_delivery_bps = 0.0;
     assert_eq!(e.queue_now(now, 0, 40_000), None);

@@ -224,6 +224,43 @@ fn a_cut_keeps_what_the_path_carried_while_its_queue_stood() {
 }
 
 #[test]
+fn a_path_paced_near_what_it_carries_is_cut_to_that_not_halved() {
+    // The line of the test above, its queue standing since the report at 300 ms, and offered
+    // 90 % of what it carried since (a path paced at what it carries is offered that give or
+    // take a few packets): what it carried is still its capacity.
+    let mut e = Estimator::new(&[Some(1_020_000)]);
+    e.on_report(Time::ZERO, 0, &report(0, 0, 0, 0, 0, 0), 1);
+    e.on_sent(Time::ZERO, 0, 15_000);
+    e.on_report(
+        Time::from_millis(200),
+        0,
+        &report(20, 20, 15_000, 0, 0, 0),
+        1,
+    );
+    e.on_sent(Time::ZERO, 0, 13_750);
+    e.on_report(
+        Time::from_millis(300),
+        0,
+        &report(31, 30, 27_500, 0, 0, 25_000),
+        1,
+    );
+    e.on_sent(Time::ZERO, 0, 11_250);
+    e.on_report(
+        Time::from_millis(400),
+        0,
+        &report(40, 40, 40_000, 0, 0, 40_000),
+        1,
+    );
+    let p = e.path(0).unwrap();
+    assert!(p.congested);
+    assert!(
+        (p.rate_bps - CUT_TO_DELIVERED * 1_000_000.0).abs() < 1.0,
+        "{}",
+        p.rate_bps
+    );
+}
+
+#[test]
 fn an_idle_path_takes_no_freed_share_and_a_lone_cut_shrinks_the_total() {
     let mut e = Estimator::new(&[Some(1_000_000), Some(1_000_000), Some(1_000_000)]);
     for i in 0..3 {
@@ -427,4 +464,82 @@ fn a_silent_path_is_congested_and_recovers_fast() {
         back >= cut * RECOVER && back >= before,
         "{back} vs {cut}, {before}"
     );
+}
+
+#[test]
+fn a_queue_deeper_than_the_report_interval_is_long_says_the_path_carried_its_capacity() {
+    // A TCP start offers a 20 Mbit/s path twice what arrives, every 25 ms report interval,
+    // and 0.8 to 16 Mbit/s arrive with no queue (1250-byte packets): the first delivery
+    // sample, over the first 200 ms, says 4.25 Mbit/s. In the next interval the link
+    // is full: it carries 20 Mbit/s, and the report shows a 36 ms queue. A packet that waited
+    // 36 ms in the link's queue found it busy for all of the 25 ms before it arrived: what
+    // arrived in the interval is the link's rate. Cut to half of what it believed, or to a
+    // delivery rate smoothed over the start, the path would be paced at half its capacity
+    // while the start overflowed the others.
+    let mut e = Estimator::new(&[None]);
+    e.on_report(Time::ZERO, 0, &report(0, 0, 0, 0, 0, 0), 1);
+    let (mut seq, mut packets) = (0u16, 0u32);
+    for (k, (got, queue_us)) in [
+        (2, 0),
+        (2, 0),
+        (3, 0),
+        (3, 0),
+        (5, 0),
+        (10, 0),
+        (20, 0),
+        (40, 0),
+        (50, 36_000),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let now = Time::from_millis(25 * (k as u64 + 1));
+        e.on_sent(now, 0, 2 * got as usize * 1250);
+        seq += 2 * got as u16;
+        packets += got;
+        e.on_report(
+            now,
+            0,
+            &report(seq, packets, u64::from(packets) * 1250, 0, 0, queue_us),
+            1,
+        );
+    }
+    let p = e.path(0).unwrap();
+    assert!(p.congested, "{p:?}");
+    assert!(
+        (p.rate_bps - CUT_TO_DELIVERED * 20_000_000.0).abs() < 1.0,
+        "{}",
+        p.rate_bps
+    );
+    let pace = p.pace_rate_bps().expect("paced once cut");
+    assert!(pace >= 19_900_000.0, "{pace}");
+}
+
+#[test]
+fn a_path_is_cut_once_a_round_trip_while_its_queue_answers_the_cut() {
+    // 10 Mbit/s believed, 20 ms reports of 20 packets of 1250 bytes (10 Mbit/s arrive) and a
+    // queue of 30 ms that stands (not a quarter lower from one report to the next) while
+    // the sender offers the path only half what arrives: no capacity is measured, so each
+    // cut halves. Reports on packets sent before the last cut (their echo older) say
+    // nothing of the rate since: one cut a round trip (here 60 ms), not one a report.
+    let mut e = Estimator::new(&[Some(10_000_000)]);
+    let mut r = report(0, 0, 0, 0, 0, 0);
+    e.on_report(Time::from_secs(1), 0, &r, 1);
+    let mut rates = vec![];
+    for k in 1..=6u64 {
+        let now = Time::from_millis(1000 + 20 * k);
+        e.on_sent(now, 0, 10 * 1250);
+        r.path_seq += 20;
+        r.packets += 20;
+        r.bytes += 20 * 1250;
+        r.owd_us = 30_000;
+        // the newest packet that arrived was sent a round trip (60 ms) before the report
+        r.echo = now.wire_micros().wrapping_sub(60_000);
+        e.on_report(now, 0, &r, 1);
+        rates.push(e.path(0).unwrap().rate_bps / 1e6);
+    }
+    // cut at 20 ms (after the first report); the reports at 40 and 60 ms echo packets sent
+    // before it; at 80 ms the echo (20 ms) is the cut's time, and the queue still stands:
+    // cut again
+    assert_eq!(rates, [5.0, 5.0, 5.0, 2.5, 2.5, 2.5], "{rates:?}");
 }
