@@ -37,6 +37,10 @@ pub(crate) struct RunFlags {
     /// resequencer gave up and received late so far; then what both daemons counted.
     #[arg(long)]
     trace: bool,
+    /// realworld, with `--trace`: a line every this many milliseconds instead of every second
+    /// (a TCP start and the paths' first cuts take a second or so).
+    #[arg(long, value_name = "MS")]
+    trace_ms: Option<u64>,
     /// realworld: measure mptd only (no paths-alone or MPTCP columns), to compare builds
     /// quickly.
     #[arg(long)]
@@ -86,6 +90,7 @@ pub(crate) fn run(
         pace,
         no_pace,
         trace,
+        trace_ms,
         mptd_only,
         runs,
         warm,
@@ -148,7 +153,9 @@ pub(crate) fn run(
                     compress: !no_compress,
                     pace: pace_opt,
                     equalise: !no_equalise,
-                    trace,
+                    trace: trace.then(|| {
+                        std::time::Duration::from_millis(trace_ms.unwrap_or(1000).max(10))
+                    }),
                     alone: mptd_only,
                     warm,
                     idle,

@@ -136,9 +136,9 @@ pub struct MptdOpts<'a> {
     /// Bonded traffic paced or not (`[connection] pace`); `None`: the default.
     pub pace: Option<bool>,
     pub equalise: bool,
-    /// Print, every second of a transfer through mptd, what the sender's TCP and A's `tbf`
-    /// queues say, and after it what both daemons counted.
-    pub trace: bool,
+    /// Print, every this long during a transfer through mptd, what the sender's TCP and A's
+    /// `tbf` queues say, and after it what both daemons counted.
+    pub trace: Option<Duration>,
     /// Measure mptd alone (no paths-alone or MPTCP column): quicker, to compare builds.
     pub alone: bool,
     /// Seconds of an uncounted cubic transfer through the tunnel before the measured ones.
@@ -273,7 +273,7 @@ pub fn run_realworld(
             }
             let dns = lookups.map(|every| Lookups::start(&lab, every));
             for (k, cc) in CCS.iter().enumerate() {
-                let tracer = trace.then(|| Tracer::start(&lab));
+                let tracer = trace.map(|every| Tracer::start(&lab, every));
                 let got = transfer(&lab, &[inner], false, cc, secs)?[0];
                 eprintln!("   mptd {cc}: {got:.1} Mbit/s");
                 if let Some(t) = tracer {
@@ -281,7 +281,7 @@ pub fn run_realworld(
                 }
                 tunnel[k].push(got);
             }
-            let tracer = trace.then(|| Tracer::start(&lab));
+            let tracer = trace.map(|every| Tracer::start(&lab, every));
             let (lost, ooo) = udp_through(&mut lab, udp_bps, secs)?;
             if let Some(t) = tracer {
                 t.finish(&lab);

@@ -51,7 +51,7 @@ fn tcp_summary(ss: &str) -> String {
 }
 
 impl Tracer {
-    pub(crate) fn start(lab: &Lab) -> Tracer {
+    pub(crate) fn start(lab: &Lab, every: Duration) -> Tracer {
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let ns = lab.ns(Side::A);
         let links: Vec<String> = (0..lab.paths.len()).map(Lab::link).collect();
@@ -73,7 +73,7 @@ impl Tracer {
             // the links' byte counters run on from the transfers before this one
             let mut last = (start, links.iter().map(|l| tbf(l).0).collect::<Vec<_>>());
             while !flag.load(std::sync::atomic::Ordering::Relaxed) {
-                std::thread::sleep(Duration::from_secs(1));
+                std::thread::sleep(every);
                 let secs = last.0.elapsed().as_secs_f64();
                 last.0 = Instant::now();
                 let ss = out(&["ss", "-tin", "dst", &dst]);
@@ -140,7 +140,7 @@ impl Tracer {
                     })
                     .unwrap_or_default();
                 eprintln!(
-                    "   t={:.0}s {} | {} | rates {} Mbit/s{reseq}",
+                    "   t={:.1}s {} | {} | rates {} Mbit/s{reseq}",
                     start.elapsed().as_secs_f64(),
                     tcp_summary(&ss),
                     queues.join(", "),
