@@ -231,8 +231,7 @@ impl Estimator {
                 q: &q,
                 sample,
             };
-            self.cut(i, now, seen, active);
-            true
+            self.cut(i, now, seen, active)
         } else {
             // A path that carried more than it is believed to, with no queue, in an interval
             // of enough packets to measure: it carries that at least. (A 20 Mbit/s path would

@@ -247,8 +247,9 @@ pub(super) struct Seen<'a> {
 }
 
 impl Estimator {
-    /// The rate phase of a congested path `i`: cut, and spread what it gives up.
-    pub(super) fn cut(&mut self, i: usize, now: Time, seen: Seen<'_>, active: u64) {
+    /// The rate phase of a congested path `i`: cut, and spread what it gives up. Returns
+    /// whether it did (not on a report of the round trip after a cut).
+    pub(super) fn cut(&mut self, i: usize, now: Time, seen: Seen<'_>, active: u64) -> bool {
         let Seen { r, iv, q, sample } = seen;
         let p = &mut self.paths[i];
         // A congested link that was offered clearly more than it delivered, and delivered
@@ -305,7 +306,7 @@ impl Estimator {
         let new = if let Some(c) = capacity {
             (CUT_TO_DELIVERED * c).max(MIN_RATE)
         } else if before_last_cut {
-            return;
+            return false;
         } else if let Some(s) = far_over {
             (CUT_TO_DELIVERED * s).max(MIN_RATE).min(p.rate_bps)
         } else if iv.got_packets == 0.0 {
@@ -321,5 +322,6 @@ impl Estimator {
         let freed = p.rate_bps - new;
         p.rate_bps = new;
         self.spread(i, freed, active);
+        true
     }
 }

@@ -498,7 +498,7 @@ fn a_path_is_cut_once_a_round_trip_while_its_queue_answers_the_cut() {
     let mut e = Estimator::new(&[Some(10_000_000)]);
     let mut r = report(0, 0, 0, 0, 0, 0);
     e.on_report(Time::from_secs(1), 0, &r, 1);
-    let mut rates = vec![];
+    let (mut rates, mut changed) = (vec![], vec![]);
     for k in 1..=6u64 {
         let now = Time::from_millis(1000 + 20 * k);
         e.on_sent(now, 0, 10 * 1250);
@@ -508,11 +508,12 @@ fn a_path_is_cut_once_a_round_trip_while_its_queue_answers_the_cut() {
         r.owd_us = 30_000;
         // the newest packet that arrived was sent a round trip (60 ms) before the report
         r.echo = now.wire_micros().wrapping_sub(60_000);
-        e.on_report(now, 0, &r, 1);
+        changed.push(e.on_report(now, 0, &r, 1));
         rates.push(e.path(0).unwrap().rate_bps / 1e6);
     }
     // cut at 20 ms (after the first report); the reports at 40 and 60 ms echo packets sent
     // before it; at 80 ms the echo (20 ms) is the cut's time, and the queue still stands:
     // cut again
     assert_eq!(rates, [5.0, 5.0, 5.0, 2.5, 2.5, 2.5], "{rates:?}");
+    assert_eq!(changed, [true, false, false, true, false, false]);
 }
