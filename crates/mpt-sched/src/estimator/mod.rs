@@ -195,7 +195,6 @@ impl Estimator {
     /// send log reaches.
     pub fn queue_now(&self, now: Time, i: usize, echo: u32) -> Option<std::time::Duration> {
         let p = self.paths.get(i)?;
-        let drains_bps = p.best_delivery_bps.max(p.send_rate_bps());
         if p.best_delivery_bps <= 0.0 {
             return None;
         }
@@ -203,6 +202,7 @@ impl Estimator {
         if age_us as i32 <= 0 {
             return None;
         }
+        let drains_bps = p.best_delivery_bps.max(p.send_rate_bps());
         let behind_us = serial_us(p.sent.since(echo)? as f64, drains_bps);
         let left_us = (p.queue_seen_us + behind_us - f64::from(age_us)).min(p.queue_seen_us);
         Some(std::time::Duration::from_micros(left_us.max(0.0) as u64))
