@@ -18,11 +18,14 @@
 //!   has shown lately, [`QueuePeak`](mpt_core::queue::QueuePeak)) or that brings the path's loss, smoothed over about 100
 //!   packets, to [`LOSS_CONGESTION`]: other losses are random, and the tunnel recovers them.
 //! * **Sending rate** for the scheduler: on congestion the path's rate is halved (not below
-//!   90 % of what it delivers, unless it delivered nothing; straight to 95 % of the sample when
-//!   it delivered under half its rate and clearly less than it was offered; set to 95 % of what
-//!   it carried while its queue stood since an earlier report, or in the interval of a report
-//!   whose queue is deeper than the interval is long — its capacity, up or down; once a round
-//!   trip: a report on packets sent before the last cut moves the rate only to a capacity) and
+//!   90 % of what it delivers, unless it delivered nothing, nor below 95 % of what it carried in
+//!   the interval; straight to 95 % of the sample when it delivered under half its rate and
+//!   clearly less than it was offered, and was full for the interval: its queues at the report
+//!   before and now cover the interval, or it lost packets; set to 95 % of what it carried
+//!   while its queue stood since an earlier report, or in an interval its queues cover — its
+//!   capacity, up or down; not cut while the sender offers it less than 80 % of what it
+//!   carries, its queue draining; once a round trip: a report on packets sent before the last
+//!   cut moves the rate only to a capacity) and
 //!   the difference is spread over the other paths in proportion to their rates (Common
 //!   Source Decrease) — only to paths that carry traffic without congestion, each up to 10 %
 //!   above the best rate it has delivered, so when every path is overdriven the total falls;

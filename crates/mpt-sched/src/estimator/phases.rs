@@ -33,8 +33,6 @@ pub(super) struct Interval {
 /// The queue on a path (phase 4 of [`Estimator::on_report`]).
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Queue {
-    /// One packet's serialisation at the rate the path shows, microseconds.
-    pub(super) packet_us: f64,
     /// Queueing delay above which the path is congested, microseconds.
     pub(super) threshold: f64,
     /// The queue shrank by a quarter since the previous report.
@@ -190,7 +188,6 @@ impl PathEstimate {
             None
         };
         Queue {
-            packet_us,
             threshold,
             draining,
             queued_since,
@@ -253,42 +250,45 @@ impl Estimator {
         let Seen { r, iv, q, sample } = seen;
         let p = &mut self.paths[i];
         // A congested link that was offered clearly more than it delivered, and delivered
-        // less than half its rate, was full for the interval: what it carried is its
-        // capacity, so the rate goes just below that at once (on a 64 kbit/s line started
+        // less than half its rate, and was full for the interval (below): what it carried is
+        // its capacity, so the rate goes just below that at once (on a 64 kbit/s line started
         // at 1 Mbit/s and offered a 128 kbit/s stream, halving took four samples of
         // overload, 300 ms queues and late drops for eight seconds). A silent one is
         // halved. Otherwise (a little overdriven, or offered little) the rate is halved,
-        // not below 90 % of what it delivered before: a TCP flow that just backed off
-        // delivers less than the link carries.
+        // not below 90 % of what it delivered before (a TCP flow that just backed off
+        // delivers less than the link carries), nor below what it carried in the interval.
         // Between delivery samples: a link that has held a queue since an earlier report
         // was busy ever since, so what it carried since then is its capacity too.
         let measured =
             sample.or_else(|| p.carried_since(q.queued_since.unwrap_or(iv.prev), r, now));
+        // Full for the interval: its queues at the last report and now cover it (the queue
+        // then kept the link busy that long after it, and the packet that arrived now found it
+        // busy that long before), or the link dropped what it was offered beyond what it
+        // carried (a policer, a queue that overflowed).
+        let interval_us = (now - iv.prev.0).as_secs_f64() * 1e6;
+        let covered = iv.prev_queue_us + p.queue_us >= interval_us;
         // (Not on a path the scheduler passes over: one acknowledgement after an idle second
-        // measures nothing, and cut a 20 Mbit/s path to 12 kbit/s.)
+        // measures nothing, and cut a 20 Mbit/s path to 12 kbit/s. Nor on one whose queues
+        // cover only part of the interval: a path idle between two transfers shows the queue
+        // of its last packets at the report before the next transfer, and a 20 Mbit/s path
+        // was cut to what it carried over an interval it had spent mostly idle, 4.2 Mbit/s.)
         let far_over = measured.filter(|&s| {
-            iv.got_packets > 0.0
+            (covered || iv.lost > 0.0)
+                && iv.got_packets > 0.0
                 && !iv.passed_over
                 && s < p.rate_bps / 2.0
                 && iv.offered >= 1.25 * s
         });
-        // A link whose queue stood (two packets deep) at the last report and stands now
-        // was busy in between (longer, if the queue has stood since an earlier report):
-        // what it carried is its capacity, measured without the idle time of a start or
-        // of a sender that backed off, which the smoothed delivery rate includes. The rate
-        // goes just under that — the queue drains, the link is not left idle afterwards —
-        // and up to it, when the link carries more than it was believed to (it was
-        // overdriven because every path was: a TCP flow starting).
-        // So was one whose queue now is deeper than the interval is long, at the first report
-        // that shows it: the packet that waited that long found the link busy all through the
-        // interval. (A start that doubles per round trip fills a fast path between two
+        // A link whose queues cover the interval was busy all through it (longer, if its
+        // queue has stood since an earlier report): what it carried is its capacity,
+        // measured without the idle time of a start or of a sender that backed off, which
+        // the smoothed delivery rate includes. The rate goes just under that — the queue
+        // drains, the link is not left idle afterwards — and up to it, when the link carries
+        // more than it was believed to (it was overdriven because every path was: a TCP flow
+        // starting). (A start that doubles per round trip fills a fast path between two
         // reports; cut to half its rate, or to a delivery rate smoothed over the start, the
         // path was paced at half its capacity while the start overflowed the others.)
-        let standing = (2.0 * q.packet_us).max(SATURATED_MIN_US);
-        let interval_us = (now - iv.prev.0).as_secs_f64() * 1e6;
-        let busy_since = q
-            .queued_since
-            .or((iv.prev_queue_us > standing || p.queue_us >= interval_us).then_some(iv.prev));
+        let busy_since = q.queued_since.or(covered.then_some(iv.prev));
         // Only while the path was offered at least that much: one the scheduler passes over
         // carries the last of its queue, still reported deep, far below what it can. (Most
         // of it: a path paced at what it carried is offered that give or take a few
@@ -303,9 +303,26 @@ impl Estimator {
         let before_last_cut = r.echo != 0
             && p.cut_at
                 .is_some_and(|t| (r.echo.wrapping_sub(t) as i32) < 0);
+        // Packets enough in the interval to measure what the path carried in it.
+        let measured_here = iv.got_packets >= f64::from(SHORT_SAMPLE_PACKETS);
+        // A path the sender already gives less than it carries drains its queue: a cut would
+        // only take its rate below its capacity. (Offered 10 Mbit/s while the pacing clock
+        // held them behind the queue a report showed, two paths that carried 15 and 30 were
+        // halved, and stood at half their capacity for half a second.)
+        let draining = measured_here && iv.offered < BUSY * iv.carried;
+        // What a path carried is at most its capacity: a cut goes no lower than just under
+        // it. (Halved at a start's first queue, a path learned at 24.7 Mbit/s that carried 22
+        // went to 12.4, and a far one believed at 2 Mbit/s, which the scheduler had filled
+        // because every path was full, went to 1.) Not where the sender offered clearly less
+        // than that: reports that come bunched count too much in too short an interval.
+        let carried_floor = if measured_here {
+            CUT_TO_DELIVERED * iv.carried
+        } else {
+            0.0
+        };
         let new = if let Some(c) = capacity {
             (CUT_TO_DELIVERED * c).max(MIN_RATE)
-        } else if before_last_cut {
+        } else if before_last_cut || draining {
             return false;
         } else if let Some(s) = far_over {
             (CUT_TO_DELIVERED * s).max(MIN_RATE).min(p.rate_bps)
@@ -316,6 +333,7 @@ impl Estimator {
                 .max(0.9 * p.delivery_bps)
                 .max(MIN_RATE)
                 .min(p.rate_bps)
+                .max(carried_floor)
         };
         p.cuts += 1;
         p.cut_at = Some(now.wire_micros());

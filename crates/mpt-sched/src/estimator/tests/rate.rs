@@ -73,13 +73,13 @@ fn congestion_cuts_to_what_was_delivered_and_spreads_to_the_others() {
         );
     }
     assert_eq!(e.path(1).unwrap().rate_bps, 750_000.0);
-    // Path 0, offered 4 Mbit/s, shows a 50 ms queue while it delivered 40 000 bytes in
-    // 200 ms: 1.6 Mbit/s, so it drops to 95 % of that at once.
+    // Path 0, offered 4 Mbit/s, shows a queue as long as the interval (200 ms) while it
+    // delivered 40 000 bytes in it: 1.6 Mbit/s, so it drops to 95 % of that at once.
     e.on_sent(Time::ZERO, 0, 100_000);
     e.on_report(
         Time::from_millis(200),
         0,
-        &report(20, 20, 40_000, 0, 0, 50_000),
+        &report(20, 20, 40_000, 0, 0, 200_000),
         0b111,
     );
     let r: Vec<f64> = e.paths().iter().map(|p| p.rate_bps).collect();
@@ -100,7 +100,7 @@ fn congestion_cuts_to_what_was_delivered_and_spreads_to_the_others() {
     e.on_report(
         Time::from_millis(200),
         0,
-        &report(20, 20, 40_000, 0, 0, 50_000),
+        &report(20, 20, 40_000, 0, 0, 200_000),
         1,
     );
     assert!((e.path(0).unwrap().rate_bps - CUT_TO_DELIVERED * 1_680_000.0).abs() < 1.0);
@@ -194,25 +194,24 @@ fn a_line_whose_queue_stood(offered: usize, path_seq: u16) -> PathEstimate {
     );
     assert!((e.path(0).unwrap().delivery_bps - 600_000.0).abs() < 1.0);
     // TCP overshoots with 1250-byte packets (10 ms each): a 25 ms queue at one report
-    // (congestion: the threshold is one packet, 10 ms), cut to 90 % of the smoothed
-    // delivery; 40 ms at the next, 100 ms later, the line having carried 10 packets in
-    // between — its full rate.
+    // (congestion: the threshold is one packet, 10 ms), the line having carried 5 packets
+    // since the last (it was idle at first): cut to 90 % of the smoothed delivery. 40 ms at
+    // the next, 100 ms later, the line having carried 10 packets in between — its full rate;
+    // the newest of them was sent before the cut, so only a capacity measured moves the
+    // rate.
     e.on_sent(Time::ZERO, 0, 13_750);
     e.on_report(
         Time::from_millis(300),
         0,
-        &report(31, 30, 27_500, 0, 0, 25_000),
+        &report(31, 25, 21_250, 0, 0, 25_000),
         1,
     );
     let p = e.path(0).unwrap();
     assert!(p.congested && (p.rate_bps - 540_000.0).abs() < 1.0, "{p:?}");
     e.on_sent(Time::ZERO, 0, offered);
-    e.on_report(
-        Time::from_millis(400),
-        0,
-        &report(path_seq, 40, 40_000, 0, 0, 40_000),
-        1,
-    );
+    let mut r = report(path_seq, 35, 33_750, 0, 0, 40_000);
+    r.echo = Time::from_millis(250).wire_micros();
+    e.on_report(Time::from_millis(400), 0, &r, 1);
     e.path(0).unwrap().clone()
 }
 
@@ -254,7 +253,7 @@ fn an_idle_path_takes_no_freed_share_and_a_lone_cut_shrinks_the_total() {
     e.on_report(
         Time::from_millis(200),
         0,
-        &report(20, 20, 2_000, 0, 0, 50_000),
+        &report(20, 20, 2_000, 0, 0, 200_000),
         0b111,
     );
     let r: Vec<f64> = e.paths().iter().map(|p| p.rate_bps).collect();
@@ -301,12 +300,12 @@ fn a_slow_line_offered_twice_its_capacity_drops_to_it_at_once() {
 fn a_passed_over_path_is_not_held_down_by_its_old_queue() {
     let mut e = Estimator::new(&[Some(1_000_000)]);
     e.on_report(Time::ZERO, 0, &report(0, 0, 0, 0, 0, 0), 1);
-    // Overdriven: 300 ms of queue, 8 kbyte delivered in the second (64 kbit/s).
-    e.on_sent(Time::ZERO, 0, 125_000);
+    // Overdriven: 300 ms of queue, 2400 bytes delivered in 300 ms (64 kbit/s).
+    e.on_sent(Time::ZERO, 0, 37_500);
     e.on_report(
-        Time::from_secs(1),
+        Time::from_millis(300),
         0,
-        &report(50, 50, 8_000, 0, 0, 300_000),
+        &report(30, 15, 2_400, 0, 0, 300_000),
         1,
     );
     let cut = e.path(0).unwrap().rate_bps;
@@ -317,7 +316,7 @@ fn a_passed_over_path_is_not_held_down_by_its_old_queue() {
     e.on_report(
         Time::from_secs(2),
         0,
-        &report(50, 50, 8_000, 0, 0, 300_000),
+        &report(30, 15, 2_400, 0, 0, 300_000),
         1,
     );
     let p = e.path(0).unwrap();
@@ -490,10 +489,10 @@ fn a_queue_deeper_than_the_report_interval_is_long_says_the_path_carried_its_cap
 
 #[test]
 fn a_path_is_cut_once_a_round_trip_while_its_queue_answers_the_cut() {
-    // 10 Mbit/s believed, 20 ms reports of 20 packets of 1250 bytes (10 Mbit/s arrive) and a
-    // queue of 30 ms that stands (not a quarter lower from one report to the next) while
-    // the sender offers the path only half what arrives: no capacity is measured, so each
-    // cut halves. Reports on packets sent before the last cut (their echo older) say
+    // 10 Mbit/s believed, 20 ms reports of one packet of 1250 bytes and a queue of 30 ms
+    // that stands (not a quarter lower from one report to the next) while the sender offers
+    // the path 10 Mbit/s: until the queue has stood for four packets, no capacity is
+    // measured, so each cut halves. Reports on packets sent before the last cut (their echo older) say
     // nothing of the rate since: one cut a round trip (here 60 ms), not one a report.
     let mut e = Estimator::new(&[Some(10_000_000)]);
     let mut r = report(0, 0, 0, 0, 0, 0);
@@ -501,10 +500,10 @@ fn a_path_is_cut_once_a_round_trip_while_its_queue_answers_the_cut() {
     let (mut rates, mut changed) = (vec![], vec![]);
     for k in 1..=6u64 {
         let now = Time::from_millis(1000 + 20 * k);
-        e.on_sent(now, 0, 10 * 1250);
+        e.on_sent(now, 0, 20 * 1250);
         r.path_seq += 20;
-        r.packets += 20;
-        r.bytes += 20 * 1250;
+        r.packets += 1;
+        r.bytes += 1250;
         r.owd_us = 30_000;
         // the newest packet that arrived was sent a round trip (60 ms) before the report
         r.echo = now.wire_micros().wrapping_sub(60_000);
@@ -513,7 +512,93 @@ fn a_path_is_cut_once_a_round_trip_while_its_queue_answers_the_cut() {
     }
     // cut at 20 ms (after the first report); the reports at 40 and 60 ms echo packets sent
     // before it; at 80 ms the echo (20 ms) is the cut's time, and the queue still stands:
-    // cut again
-    assert_eq!(rates, [5.0, 5.0, 5.0, 2.5, 2.5, 2.5], "{rates:?}");
-    assert_eq!(changed, [true, false, false, true, false, false]);
+    // cut again. At 100 ms the queue has stood for four packets: what the path carried
+    // since (0.5 Mbit/s) is its capacity, which moves the rate at every report.
+    let rates: Vec<f64> = rates
+        .iter()
+        .map(|r| (r * 1000.0).round() / 1000.0)
+        .collect();
+    assert_eq!(rates, [5.0, 5.0, 5.0, 2.5, 0.475, 0.475], "{rates:?}");
+    assert_eq!(changed, [true, false, false, true, true, true]);
+}
+
+/// Path 0 of a fresh estimator believed at `rate` bits per second, with its first report at
+/// 1 s; then one report `ms` later of `got` packets of 1250 bytes arrived (none lost), the
+/// sender having offered it `offered` such packets, with a queue of `prev_queue_us` at the
+/// report before and `queue_us` at this one. The path after it.
+fn one_interval(
+    rate: u64,
+    prev_queue_us: u32,
+    ms: u64,
+    offered: u16,
+    got: u32,
+    queue_us: u32,
+) -> PathEstimate {
+    let mut e = Estimator::new(&[Some(rate)]);
+    let mut r = report(0, 0, 0, 0, 0, prev_queue_us);
+    e.on_report(Time::from_secs(1), 0, &r, 1);
+    // the report before this one showed `prev_queue_us`
+    e.paths[0].queue_us = f64::from(prev_queue_us);
+    let now = Time::from_millis(1000 + ms);
+    e.on_sent(now, 0, usize::from(offered) * 1250);
+    r.path_seq = offered;
+    r.packets = got;
+    r.bytes = u64::from(got) * 1250;
+    r.owd_us = queue_us;
+    e.on_report(now, 0, &r, 1);
+    e.path(0).unwrap().clone()
+}
+
+/// A TCP start overdrives a 20 Mbit/s path whose rate was learned at 24.7 Mbit/s, and a far
+/// path believed at 2 Mbit/s (it had carried next to nothing) that the scheduler filled
+/// because every path was full: a queue appears in the interval, the sender offered more than
+/// either carried. Each was full at the end of the interval, so what it carried is at most its
+/// capacity: halved (to 12.4 and 1 Mbit/s, realworld's 10/60 and 5/120 ms pairs), the paths
+/// stood at half their capacity or less for a second of the start.
+#[test]
+fn a_path_overdriven_to_its_first_queue_keeps_what_it_carried() {
+    // 30 ms: 67 packets of 1250 bytes arrive (22.3 Mbit/s), 120 offered (40 Mbit/s)
+    let p = one_interval(24_700_000, 0, 30, 120, 67, 10_800);
+    assert!(p.congested, "{p:?}");
+    let carried = 67.0 * 1250.0 * 8.0 / 0.030;
+    assert!(
+        (p.rate_bps - CUT_TO_DELIVERED * carried).abs() < 1.0,
+        "{}",
+        p.rate_bps
+    );
+    // the far path: 58 arrive (19.3 Mbit/s), 88 offered (29.3 Mbit/s), believed at 2
+    let p = one_interval(2_000_000, 1_300, 30, 88, 58, 17_600);
+    assert!(p.congested, "{p:?}");
+    let carried = 58.0 * 1250.0 * 8.0 / 0.030;
+    assert!(
+        (p.rate_bps - CUT_TO_DELIVERED * carried).abs() < 1.0,
+        "{}",
+        p.rate_bps
+    );
+}
+
+/// The sender already gives a path less than it carries (its pacing clock held it behind the
+/// queue a report showed, or the inner flow paused): the queue it shows drains, and a cut
+/// would only take the rate below the path's capacity. Traced in realworld's lossy three
+/// paths: offered 10 Mbit/s, carrying 15 and 30 with a queue of 15 ms, two paths were halved
+/// and stood at half their capacity for half a second.
+#[test]
+fn a_path_offered_less_than_it_carries_is_not_cut_for_its_queue() {
+    // 30 ms: 45 packets arrive (15 Mbit/s), 30 offered (10 Mbit/s); the queue went 5 to 15 ms
+    let p = one_interval(18_400_000, 5_300, 30, 30, 45, 14_800);
+    assert!(p.congested, "{p:?}");
+    assert_eq!((p.rate_bps, p.cuts), (18_400_000.0, 0), "{p:?}");
+}
+
+/// A path idle between two transfers shows, at the report before the next one starts, the
+/// queue of its last packets; the next report comes 129 ms later with a queue of 16 ms. The
+/// two queues together cover 19 ms of the interval: the path was idle for most of it, and what
+/// it carried over the interval (4.4 Mbit/s) is not its capacity (realworld's 5/120 ms pair:
+/// a 20 Mbit/s path cut to 4.2 Mbit/s at cubic's start, and its start went to the far path).
+#[test]
+fn queues_that_cover_only_part_of_an_interval_measure_no_capacity() {
+    // 129 ms: 57 packets arrive (4.4 Mbit/s), 85 offered (6.6 Mbit/s); queues 2.9 and 16.2 ms
+    let p = one_interval(20_860_000, 2_900, 129, 85, 57, 16_200);
+    assert!(p.congested, "{p:?}");
+    assert!(p.rate_bps >= 10_000_000.0, "{}", p.rate_bps);
 }
