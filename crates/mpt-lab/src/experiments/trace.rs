@@ -90,7 +90,13 @@ impl Tracer {
                     .collect();
                 // the rates A's scheduler assumes (adaptive: learned, and why)
                 let mbit = |b: u64| b as f64 / 1e6;
-                let rates: Vec<String> = mptd::control::status(&control)
+                let status_a = mptd::control::status(&control);
+                // what pacing dropped so far (CoDel, or the held queue full)
+                let paced = status_a
+                    .as_ref()
+                    .map(|st| st.tunnel.drops.get(mpt_tunnel::DropReason::Paced))
+                    .unwrap_or(0);
+                let rates: Vec<String> = status_a
                     .map(|st| {
                         st.paths
                             .iter()
@@ -140,7 +146,7 @@ impl Tracer {
                     })
                     .unwrap_or_default();
                 eprintln!(
-                    "   t={:.1}s {} | {} | rates {} Mbit/s{reseq}",
+                    "   t={:.1}s {} | {} | rates {} Mbit/s | A paced {paced}{reseq}",
                     start.elapsed().as_secs_f64(),
                     tcp_summary(&ss),
                     queues.join(", "),
