@@ -15,7 +15,7 @@ pub mod seal;
 mod time;
 pub mod wire;
 
-pub use time::Time;
+pub use time::{wire_micros_between, Time};
 
 /// Index of a path: its position in the `[[path]]` list of the configuration (0-based).
 ///

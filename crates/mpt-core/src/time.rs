@@ -48,6 +48,13 @@ impl Time {
     }
 }
 
+/// Microseconds from `earlier` to `later` on the wire clock ([`Time::wire_micros`]), negative
+/// when `later` is the earlier one: serial-number arithmetic (RFC 1982), right for times
+/// within about 35 minutes of each other.
+pub const fn wire_micros_between(earlier: u32, later: u32) -> i32 {
+    later.wrapping_sub(earlier) as i32
+}
+
 impl Add<Duration> for Time {
     type Output = Time;
     fn add(self, d: Duration) -> Time {
@@ -85,5 +92,14 @@ mod tests {
     #[test]
     fn wire_micros_wraps() {
         assert_eq!(Time::from_micros(u64::from(u32::MAX) + 5).wire_micros(), 4);
+    }
+
+    #[test]
+    fn wire_times_compare_across_the_wrap() {
+        let before = Time::from_micros(u64::from(u32::MAX) - 9).wire_micros();
+        let after = Time::from_micros(u64::from(u32::MAX) + 11).wire_micros();
+        assert_eq!(wire_micros_between(before, after), 20);
+        assert_eq!(wire_micros_between(after, before), -20);
+        assert_eq!(wire_micros_between(after, after), 0);
     }
 }

@@ -44,7 +44,7 @@
 //!   what it carries, no more, and does not probe.
 
 use mpt_core::wire::ReportEntry;
-use mpt_core::Time;
+use mpt_core::{wire_micros_between, Time};
 
 mod path;
 mod phases;
@@ -201,8 +201,8 @@ impl Estimator {
         if p.best_delivery_bps <= 0.0 {
             return None;
         }
-        let age_us = now.wire_micros().wrapping_sub(echo);
-        if age_us as i32 <= 0 {
+        let age_us = wire_micros_between(echo, now.wire_micros());
+        if age_us <= 0 {
             return None;
         }
         let drains_bps = p.best_delivery_bps.max(p.send_rate_bps());

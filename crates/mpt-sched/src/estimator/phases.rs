@@ -208,8 +208,8 @@ impl PathEstimate {
         self.silent = r.packets > 0
             && overdue > 0.0
             && self.sent.newest_times(SEND_TIMES).any(|s| {
-                let after = s.wrapping_sub(r.echo) as i32;
-                let age = now.wire_micros().wrapping_sub(s) as i32;
+                let after = wire_micros_between(r.echo, s);
+                let age = wire_micros_between(s, now.wire_micros());
                 after > 0 && f64::from(after) <= overdue && age <= SILENT_MAX_AGE_US
             });
         // A loss is congestion where the queue overflowed, or where the path drops more than
@@ -300,9 +300,8 @@ impl Estimator {
         // last cut (its echo older) says nothing yet of the rate since, and only a capacity
         // measured moves the rate again. (Halved at every report of that round trip, a fast
         // path that a start had filled fell from 19 to 9 Mbit/s, and was paced there.)
-        let before_last_cut = r.echo != 0
-            && p.cut_at
-                .is_some_and(|t| (r.echo.wrapping_sub(t) as i32) < 0);
+        let before_last_cut =
+            r.echo != 0 && p.cut_at.is_some_and(|t| wire_micros_between(t, r.echo) < 0);
         // Packets enough in the interval to measure what the path carried in it.
         let measured_here = iv.got_packets >= f64::from(SHORT_SAMPLE_PACKETS);
         // A path the sender already gives less than it carries drains its queue: a cut would

@@ -2,7 +2,7 @@
 //! that was sent to has gone silent, and how a queue a report shows for a packet sent a round
 //! trip ago carries forward to now.
 
-use mpt_core::Time;
+use mpt_core::{wire_micros_between, Time};
 
 /// Entries kept: one a millisecond at most, so the log spans at least this many
 /// milliseconds, longer than a 200 ms path's round trip and its report's wait.
@@ -54,7 +54,7 @@ impl SentLog {
         // newest first: the first entry not after `sent`
         (1..=kept)
             .map(|k| self.at[((self.len - k) % ENTRIES as u64) as usize])
-            .find(|&(t, _)| sent.wrapping_sub(t) as i32 >= 0)
+            .find(|&(t, _)| wire_micros_between(t, sent) >= 0)
             .map(|(_, before)| u64::from(self.total.wrapping_sub(before)))
     }
 
