@@ -358,9 +358,24 @@ fn upload(lab: &Sites, port: u16, secs: u32) -> f64 {
 }
 
 /// iperf3 TCP uploads from each of `sites` to the server at once, for `secs`, on ports from
-/// `port` up: each one's Mbit/s. The iperf3 servers are children of this test, stopped by
-/// their handles.
+/// `port` up: each one's Mbit/s.
 fn uploads(lab: &Sites, sites: &[usize], port: u16, secs: u32) -> Vec<f64> {
+    uploads_counted(lab, sites, port, secs)
+        .iter()
+        .map(|u| u.mbit)
+        .collect()
+}
+
+/// One iperf3 upload: what arrived, and the segments its sender retransmitted (a flow held
+/// down by its losses, or by something else).
+struct Upload {
+    mbit: f64,
+    retransmits: u64,
+}
+
+/// As [`uploads`], with each upload's retransmissions. The iperf3 servers are children of
+/// this test, stopped by their handles.
+fn uploads_counted(lab: &Sites, sites: &[usize], port: u16, secs: u32) -> Vec<Upload> {
     let srv = tunnel_ip(Host::Server);
     let ports: Vec<String> = (0..sites.len())
         .map(|i| (port + i as u16).to_string())
@@ -398,7 +413,11 @@ fn uploads(lab: &Sites, sites: &[usize], port: u16, secs: u32) -> Vec<f64> {
                 "{}",
                 String::from_utf8_lossy(&out.stderr)
             );
-            iperf3_bps(&serde_json::from_slice(&out.stdout).expect("iperf3 json")) / 1e6
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("iperf3 json");
+            Upload {
+                mbit: iperf3_bps(&v) / 1e6,
+                retransmits: v["end"]["sum_sent"]["retransmits"].as_u64().unwrap_or(0),
+            }
         })
         .collect();
     for server in &mut servers {
@@ -484,17 +503,33 @@ fn ten_sites_once() {
             .expect("site up");
     }
     let all: Vec<usize> = (0..n).collect();
-    let rates = uploads(&lab, &all, 5301, 8);
+    let ups = uploads_counted(&lab, &all, 5301, 8);
+    let rates: Vec<f64> = ups.iter().map(|u| u.mbit).collect();
     let total: f64 = rates.iter().sum();
     let fair = total / n as f64;
     let worst = rates
         .iter()
         .map(|r| (r - fair).abs() / fair)
         .fold(0.0, f64::max);
+    // each site's paths: the times `adaptive` cut their rates (on these unshaped paths a
+    // queue is the shared CPU's delay)
+    let cuts: Vec<Vec<u64>> = (0..n)
+        .map(|k| {
+            lab.status(Host::Site(k))
+                .map(|st| {
+                    st.paths
+                        .iter()
+                        .map(|p| p.learned.as_ref().map_or(0, |l| l.cuts))
+                        .collect()
+                })
+                .unwrap_or_default()
+        })
+        .collect();
     eprintln!(
-        "RESULT sites: ten sites at once, unshaped: {total:.1} Mbit/s in all, each {:?} Mbit/s, furthest from an equal share by {:.0} %",
+        "RESULT sites: ten sites at once, unshaped: {total:.1} Mbit/s in all, each {:?} Mbit/s, furthest from an equal share by {:.0} %; segments retransmitted {:?}; paths' cuts {cuts:?}",
         rates.iter().map(|r| (r * 10.0).round() / 10.0).collect::<Vec<_>>(),
-        worst * 100.0
+        worst * 100.0,
+        ups.iter().map(|u| u.retransmits).collect::<Vec<_>>()
     );
     assert!(total > 100.0, "only {total:.1} Mbit/s in all");
     let least = rates.iter().copied().fold(f64::MAX, f64::min);
