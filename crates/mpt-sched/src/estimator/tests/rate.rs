@@ -557,24 +557,21 @@ fn one_interval(
 /// stood at half their capacity or less for a second of the start.
 #[test]
 fn a_path_overdriven_to_its_first_queue_keeps_what_it_carried() {
-    // 30 ms: 67 packets of 1250 bytes arrive (22.3 Mbit/s), 120 offered (40 Mbit/s)
-    let p = one_interval(24_700_000, 0, 30, 120, 67, 10_800);
-    assert!(p.congested, "{p:?}");
-    let carried = 67.0 * 1250.0 * 8.0 / 0.030;
-    assert!(
-        (p.rate_bps - CUT_TO_DELIVERED * carried).abs() < 1.0,
-        "{}",
-        p.rate_bps
-    );
-    // the far path: 58 arrive (19.3 Mbit/s), 88 offered (29.3 Mbit/s), believed at 2
-    let p = one_interval(2_000_000, 1_300, 30, 88, 58, 17_600);
-    assert!(p.congested, "{p:?}");
-    let carried = 58.0 * 1250.0 * 8.0 / 0.030;
-    assert!(
-        (p.rate_bps - CUT_TO_DELIVERED * carried).abs() < 1.0,
-        "{}",
-        p.rate_bps
-    );
+    // (believed, queue before, packets offered, packets arrived, queue now), 30 ms each: 120
+    // offered (40 Mbit/s), 67 arrive (22.3); the far path: 88 offered (29.3), 58 arrive (19.3)
+    for (rate, before, offered, got, queue) in [
+        (24_700_000, 0, 120, 67, 10_800),
+        (2_000_000, 1_300, 88, 58, 17_600),
+    ] {
+        let p = one_interval(rate, before, 30, offered, got, queue);
+        assert!(p.congested, "{p:?}");
+        let carried = f64::from(got) * 1250.0 * 8.0 / 0.030;
+        assert!(
+            (p.rate_bps - CUT_TO_DELIVERED * carried).abs() < 1.0,
+            "believed at {rate}: {}",
+            p.rate_bps
+        );
+    }
 }
 
 /// The sender already gives a path less than it carries (its pacing clock held it behind the
