@@ -492,8 +492,9 @@ fn a_path_is_cut_once_a_round_trip_while_its_queue_answers_the_cut() {
     // 10 Mbit/s believed, 20 ms reports of one packet of 1250 bytes and a queue of 30 ms
     // that stands (not a quarter lower from one report to the next) while the sender offers
     // the path 10 Mbit/s: until the queue has stood for four packets, no capacity is
-    // measured, so each cut halves. Reports on packets sent before the last cut (their echo older) say
-    // nothing of the rate since: one cut a round trip (here 60 ms), not one a report.
+    // measured, so each cut halves. Reports on packets sent before the last cut (their echo
+    // older) say nothing of the rate since: one cut a round trip (here 60 ms), not one a
+    // report.
     let mut e = Estimator::new(&[Some(10_000_000)]);
     let mut r = report(0, 0, 0, 0, 0, 0);
     e.on_report(Time::from_secs(1), 0, &r, 1);
@@ -537,8 +538,6 @@ fn one_interval(
     let mut e = Estimator::new(&[Some(rate)]);
     let mut r = report(0, 0, 0, 0, 0, prev_queue_us);
     e.on_report(Time::from_secs(1), 0, &r, 1);
-    // the report before this one showed `prev_queue_us`
-    e.paths[0].queue_us = f64::from(prev_queue_us);
     let now = Time::from_millis(1000 + ms);
     e.on_sent(now, 0, usize::from(offered) * 1250);
     r.path_seq = offered;
