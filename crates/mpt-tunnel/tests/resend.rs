@@ -253,56 +253,6 @@ fn a_lost_datagram_is_asked_for_and_sent_again_within_a_round_trip_holding_nothi
     assert_eq!(sent(&p, Side::B, Kind::Nack), 2);
 }
 
-/// A loss shows only when its path carries the next datagram: at a transfer's start, when a
-/// path carries a few packets a round trip, that may be a round trip or more later, and the
-/// request reaches the sender after the hold time. A TCP packet still comes again then: its
-/// hold time counts from when the path sent the next datagram (its receiver takes it whenever
-/// it comes: before TCP's own retransmission it spares one, after it the duplicate's DSACK
-/// undoes TCP's cut). A UDP packet does not: the packets behind it were given up at the hold
-/// time, and it would come after them.
-#[test]
-fn a_tcp_packet_whose_loss_shows_after_the_hold_time_still_comes_again() {
-    for (make, again) in [
-        (tcp_packet as fn(u32, usize) -> Vec<u8>, true),
-        (udp, false),
-    ] {
-        let mut p = pair(1, 2, true, true);
-        // a first loss on path 1: its packets are kept from then on
-        lose_one(&mut p, 100);
-        p.node_mut(Side::B).delivered.clear();
-        // packets go until one goes on path 1, and is lost
-        p.drop_next(Side::A, 1, 1);
-        let from = p.node(Side::A).sent_log.len();
-        let on_path_1 = |p: &Pair| {
-            p.node(Side::A).sent_log[from..]
-                .iter()
-                .any(|(i, _)| *i == 1)
-        };
-        let mut k = 0;
-        while k < 4 && !on_path_1(&p) {
-            p.send(Side::A, &make(k, LEN)).expect("sent");
-            p.run(ms(1));
-            k += 1;
-        }
-        // path 1 carries nothing more for 150 ms
-        p.run(ms(150));
-        let n = k + 10;
-        for k in k..n {
-            p.send(Side::A, &make(k, LEN)).expect("sent");
-        }
-        p.run(ms(300));
-        let got = p.delivered_numbers(Side::B);
-        let c = p.ep(Side::A).resend_counts(PathId(1));
-        assert_eq!(c.requested, 2, "{got:?}");
-        let n = n as usize;
-        assert_eq!(
-            (c.resent, c.missed, got.len()),
-            if again { (1, 1, n) } else { (0, 2, n - 1) },
-            "TCP: {again}, {got:?}"
-        );
-    }
-}
-
 #[test]
 fn a_packet_that_went_in_pieces_is_sent_again_whole_on_a_path_it_fits() {
     // path 1 carries 1252-byte datagrams: a 1400-byte packet goes there in pieces, and

@@ -9,11 +9,9 @@
 //! sender keeps the packets it sent lately, by path and path sequence, and sends each requested
 //! one once more as [`Kind::Resent`] on the path where it arrives soonest (a large one on
 //! another path than the one that lost it, when one carries it). A packet comes again only if it is still kept and not older than
-//! the hold time: after that the receiver has given its gap up. A TCP packet's hold time counts
-//! from when its path sent the next datagram (its loss showed only when that one came, and TCP
-//! takes it whenever it comes), up to [`crate::hc::AWAIT_FOR`]. A flow's reference (compressed
-//! headers) comes again up to that old, as long as the packets compressed against it wait
-//! for it, on two paths; and a reference asked for is forgotten, so that the
+//! the hold time: after that the receiver has given its gap up. A flow's reference (compressed
+//! headers) comes again up to [`crate::hc::AWAIT_FOR`] old, as long as the packets compressed
+//! against it wait for it, on two paths; and a reference asked for is forgotten, so that the
 //! flow's next packet goes whole as its new one. The receiver also asks for a reference by its
 //! global sequence number when a packet compressed against it comes and it has not
 //! ([`crate::hc`]): its path sequence may never have been asked for. A packet sent in pieces is
@@ -111,8 +109,7 @@ impl ResendBuffer {
     }
 
     /// The packet sent on `path` as `path_seq`, if still kept and sent within `max_age` of
-    /// `now` (a flow's reference: 500 ms, `AWAIT_FOR`; a TCP packet: `max_age` more the time
-    /// until the path sent its next datagram, up to 500 ms): its global sequence, whether it
+    /// `now` (a flow's reference: 500 ms, `AWAIT_FOR`): its global sequence, whether it
     /// was its flow's reference, and its bytes. Taken: it is resent once.
     pub fn take(
         &mut self,
@@ -125,19 +122,10 @@ impl ResendBuffer {
             .by_path
             .get(path.index())?
             .get(usize::from(path_seq) % PATH_SLOTS)?;
-        let next = self.sent_at(path, path_seq.wrapping_add(1));
         let k = self.kept.get_mut(seq as usize % RESEND_KEPT)?;
-        let longest = max_age.max(crate::hc::AWAIT_FOR);
+        // a reference is waited for longer: the packets compressed against it wait for it
         let max_age = if k.reference {
-            // the packets compressed against it wait for it
-            longest
-        } else if mpt_core::hc::is_compressed(&k.packet) || mpt_core::hc::is_tcp(&k.packet) {
-            // its loss showed only when the path carried its next datagram (at a transfer's
-            // start, when a path carries a few packets a round trip, that may be a round trip
-            // or more later), and TCP takes it whenever it comes: before its own
-            // retransmission it spares one, after it the duplicate's DSACK undoes its cut
-            let showed = next.map_or(Duration::ZERO, |t| t.saturating_since(k.sent));
-            (max_age + showed).min(longest)
+            max_age.max(crate::hc::AWAIT_FOR)
         } else {
             max_age
         };
@@ -147,16 +135,6 @@ impl ResendBuffer {
         }
         k.valid = false;
         Some((seq, k.reference, &k.packet))
-    }
-
-    /// When `path` sent `path_seq`, if the buffer still keeps it.
-    fn sent_at(&self, path: PathId, path_seq: u16) -> Option<Time> {
-        let seq = *self
-            .by_path
-            .get(path.index())?
-            .get(usize::from(path_seq) % PATH_SLOTS)?;
-        let k = self.kept.get(seq as usize % RESEND_KEPT)?;
-        (k.path == path.0 && k.path_seq == path_seq && k.seq == seq).then_some(k.sent)
     }
 
     /// The global sequence `path` last carried as `path_seq`, as far as the buffer remembers
