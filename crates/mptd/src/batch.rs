@@ -109,7 +109,8 @@ impl BatchSocket {
                     }
                     if used > 0 {
                         msg.msg_control = control.as_mut_ptr().cast();
-                        msg.msg_controllen = used;
+                        // socklen_t on musl, size_t on glibc
+                        msg.msg_controllen = used as _;
                     }
                     let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
                     if let Some(seg) = segment {
@@ -184,7 +185,8 @@ unsafe fn put_cmsg<T>(cmsg: *mut libc::cmsghdr, level: libc::c_int, ty: libc::c_
     unsafe {
         (*cmsg).cmsg_level = level;
         (*cmsg).cmsg_type = ty;
-        (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<T>() as u32) as usize;
+        // socklen_t on musl, size_t on glibc
+        (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<T>() as u32) as _;
         std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<T>(), value);
     }
 }
