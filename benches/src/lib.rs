@@ -1,5 +1,7 @@
 //! Input generators shared by the benchmarks (`cargo bench -p mpt-benches`).
 
+pub mod packet_cost;
+
 use mpt_core::{PathId, Time};
 use mpt_reseq::PacketMeta;
 
