@@ -181,7 +181,7 @@ fn readme_install_lines() -> Vec<String> {
         .lines()
         .filter(|l| !l.starts_with("scripts/package.sh"))
         .map(|l| {
-            l.replace("target/debian/", "/mnt/pkg/")
+            l.replace("target/packages/", "/mnt/pkg/")
                 .replace("sudo ", "")
         })
         .collect()
