@@ -78,6 +78,10 @@ pub(crate) struct Released<P> {
     rx: Decompressor,
     /// Buffers of bodies refused, used again.
     pool: Vec<Vec<u8>>,
+    /// Boxes of references stored, used again ([`Released::boxed`]: the boxes are what is
+    /// kept, not the references).
+    #[allow(clippy::vec_box)]
+    boxes: Vec<Box<Reference>>,
     /// Bodies refused: their reference lost or replaced, or malformed.
     pub(crate) refused: [u64; 2],
     /// Compressed packets waiting for their reference: since when, its global sequence
@@ -99,6 +103,7 @@ impl<P> Default for Released<P> {
             flushed: Vec::new(),
             rx: Decompressor::new(),
             pool: Vec::new(),
+            boxes: Vec::new(),
             refused: [0; 2],
             awaiting: Default::default(),
             asks: Default::default(),
@@ -109,6 +114,8 @@ impl<P> Default for Released<P> {
 
 /// Buffers kept for packed bodies.
 const POOL: usize = 256;
+/// Boxes kept for references.
+const BOXES: usize = 64;
 
 /// A compressed body held: its global sequence number, and the body in `buf` after `room`
 /// bytes.
@@ -146,6 +153,18 @@ impl<P> Released<P> {
         }
     }
 
+    /// `r` in a box, one of those stored before if there is one (a reference for every
+    /// whole TCP packet, allocated and freed each time, cost more than making it).
+    pub(crate) fn boxed(&mut self, r: Reference) -> Box<Reference> {
+        match self.boxes.pop() {
+            Some(mut b) => {
+                *b = r;
+                b
+            }
+            None => Box::new(r),
+        }
+    }
+
     /// The resequencer released `h`, in global order (but for packets resent): a whole
     /// packet's reference is stored, and the packets that waited for it go on after it; a
     /// packed body is rebuilt against its flow's, or waits for it if it has not come.
@@ -155,7 +174,10 @@ impl<P> Released<P> {
                 self.out.push((o, Out::Ready(p)));
                 if let Some(r) = r {
                     self.release_awaiting(&r);
-                    self.rx.store(*r);
+                    self.rx.store(Reference::clone(&r));
+                    if self.boxes.len() < BOXES {
+                        self.boxes.push(r);
+                    }
                 }
             }
             Held::Packed { seq, body, room } => self.rebuild(
@@ -355,11 +377,24 @@ impl<P> crate::Connection<P> {
         out: &mut Vec<P>,
     ) {
         self.reseq.take_given_up(&mut self.released.given_up);
+        // (only numbers given up are waited for)
+        let wait = if self.released.given_up.is_empty() {
+            self.cfg.reorder_timeout
+        } else {
+            self.given_up_wait()
+        };
+        self.counts.delivered += self.released.take(wait, payloads, keep, out) as u64;
+        for (reason, n) in self.released.take_refused() {
+            self.counts.drops.add(reason, n);
+        }
+    }
+
+    /// How long packets wait for a number given up before them: the hold time only if its
+    /// packet may come again (lost on a path whose packets the peer keeps, and whose round
+    /// trip is within the hold time: the peer sends none older); otherwise
+    /// [`PATH_REORDER`], in case its path only reordered it.
+    fn given_up_wait(&self) -> Duration {
         let wait = self.cfg.reorder_timeout;
-        // a number given up is waited for the hold time only if its packet may come again:
-        // lost on a path whose packets the peer keeps, and whose round trip is within the hold
-        // time (the peer sends none older); otherwise for [`PATH_REORDER`], in case its path
-        // only reordered it
         let paths = &self.paths;
         let rtt = |p: usize| {
             paths
@@ -369,14 +404,10 @@ impl<P> crate::Connection<P> {
         };
         let near = |p: usize| rtt(p).is_some_and(|rtt| rtt < wait);
         let settled = |p: usize| rtt(p).map_or(wait, |rtt| (rtt + KEEP_SETTLES).min(wait));
-        let wait = if self.resend.peer_keeps(self.released.now(), settled, near) {
+        if self.resend.peer_keeps(self.released.now(), settled, near) {
             wait
         } else {
             PATH_REORDER.min(wait)
-        };
-        self.counts.delivered += self.released.take(wait, payloads, keep, out) as u64;
-        for (reason, n) in self.released.take_refused() {
-            self.counts.drops.add(reason, n);
         }
     }
 

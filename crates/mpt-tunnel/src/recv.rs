@@ -109,7 +109,7 @@ impl<P> Connection<P> {
         let reference = refers
             .then(|| Reference::of(data.meta.seq, packet))
             .flatten()
-            .map(Box::new);
+            .map(|r| self.released.boxed(r));
         let order = Order {
             seq: data.meta.seq,
             patient: !data.express && !mpt_core::hc::is_tcp(packet),

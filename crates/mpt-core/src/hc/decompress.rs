@@ -26,12 +26,16 @@ pub const KEPT_REFERENCES: usize = 16;
 pub struct Decompressor {
     /// Per context, its last [`KEPT_REFERENCES`] references.
     contexts: Vec<[Option<Reference>; KEPT_REFERENCES]>,
+    /// Per context, the slot of the reference stored last: a bulk flow's packets name it,
+    /// and it is looked at before the others.
+    last: [u8; CONTEXTS],
 }
 
 impl Default for Decompressor {
     fn default() -> Self {
         Decompressor {
             contexts: vec![Default::default(); CONTEXTS],
+            last: [0; CONTEXTS],
         }
     }
 }
@@ -53,20 +57,22 @@ impl Decompressor {
     /// kept are later, or it is one of them).
     pub fn store(&mut self, r: Reference) {
         let kept = &mut self.contexts[r.context()];
-        if kept.iter().flatten().any(|k| k.gseq == r.gseq) {
-            return;
-        }
-        let oldest = kept.iter_mut().min_by_key(|k| {
-            k.as_ref()
-                .map_or(i64::MIN, |k| i64::from(k.gseq.wrapping_sub(r.gseq) as i32))
-        });
-        if let Some(slot) = oldest {
-            if slot
-                .as_ref()
-                .is_none_or(|k| (k.gseq.wrapping_sub(r.gseq) as i32) < 0)
-            {
-                *slot = Some(r);
+        // in one pass: whether it is kept, and the oldest kept (the first empty slot before
+        // all), by how far after `r` each is
+        let (mut oldest, mut after) = (0, i64::MAX);
+        for (i, k) in kept.iter().enumerate() {
+            let a = match k {
+                Some(k) if k.gseq == r.gseq => return,
+                Some(k) => i64::from(k.gseq.wrapping_sub(r.gseq) as i32),
+                None => i64::MIN,
+            };
+            if a < after {
+                (oldest, after) = (i, a);
             }
+        }
+        if after < 0 {
+            self.last[r.context()] = oldest as u8;
+            kept[oldest] = Some(r);
         }
     }
 
@@ -115,13 +121,12 @@ impl Decompressor {
         let named = |k: &&Reference| k.gseq == want && usize::from(k.ctx) == ctx && distance > 0;
         let c = match r {
             Some(r) => Some(r).filter(named),
-            None => self
-                .contexts
-                .get(ctx)
-                .ok_or(Refused::Malformed)?
-                .iter()
-                .flatten()
-                .find(named),
+            None => {
+                let kept = self.contexts.get(ctx).ok_or(Refused::Malformed)?;
+                // (a context keeps a reference once: the slot stored last first)
+                let last = kept[usize::from(self.last[ctx])].as_ref().filter(named);
+                last.or_else(|| kept.iter().flatten().find(named))
+            }
         }
         .ok_or(Refused::NoReference)?;
         let l = c.layout;

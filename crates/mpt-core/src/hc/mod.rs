@@ -210,16 +210,11 @@ impl Compressor {
         if p.len() < COMPRESS_FROM {
             return None;
         }
-        let l = layout(p)?;
-        let flow = flow_bytes(p, l);
-        let ctx = match self.last {
-            Some((last, ctx)) if last.iter().zip(&flow).fold(0, |d, (a, b)| d | (a ^ b)) == 0 => {
-                ctx
-            }
-            _ => {
-                let ctx = context_of(p, l);
-                self.last = Some((flow, ctx));
-                ctx
+        let (l, ctx, same_flow) = match self.of_last_reference(p) {
+            Some((l, ctx)) => (l, ctx, true),
+            None => {
+                let (l, ctx) = self.layout_and_context(p)?;
+                (l, ctx, false)
             }
         };
         let r = self.contexts.0[usize::from(ctx)].as_mut()?;
@@ -230,7 +225,7 @@ impl Compressor {
         let usable = r.layout == l
             && !due
             && (1..=MAX_DISTANCE).contains(&distance)
-            && same_static(p, &r.headers, l);
+            && (same_flow || static_equal(p, &r.headers, l));
         if !usable {
             return None;
         }
@@ -265,6 +260,43 @@ impl Compressor {
         self.counts.compressed += 1;
         self.counts.saved_bytes += (l.headers() - out.len()) as u64;
         Some(l.headers())
+    }
+
+    /// The layout and context of `p` (of [`COMPRESS_FROM`] bytes or more) when it is of the
+    /// flow of the reference in the last context compressed against (a bulk flow's packets
+    /// come in runs): its fields a compressed packet does not carry are the reference's, and
+    /// those [`layout`] checks that are not among them pass (lengths, header checksum, no
+    /// urgent data). So it is what [`layout`] and [`context_of`] would find, without hashing.
+    fn of_last_reference(&self, p: &[u8]) -> Option<(Layout, u8)> {
+        let (_, ctx) = self.last?;
+        let r = self.contexts.0[usize::from(ctx)].as_ref()?;
+        let l = r.layout;
+        let ok = static_equal(p, &r.headers, l)
+            && if l.v6() {
+                usize::from(be16(p, 4)) + 40 == p.len()
+            } else {
+                usize::from(be16(p, 2)) == p.len() && ipv4_header_sum_ok(p)
+            }
+            && p[l.ip + 13] & 0x20 == 0;
+        ok.then_some((l, ctx))
+    }
+
+    /// The layout and context of `p` found afresh (the context hashed unless `p` is of the
+    /// last flow compressed), the flow then the last one.
+    fn layout_and_context(&mut self, p: &[u8]) -> Option<(Layout, u8)> {
+        let l = layout(p)?;
+        let flow = flow_bytes(p, l);
+        let ctx = match self.last {
+            Some((last, ctx)) if last.iter().zip(&flow).fold(0, |d, (a, b)| d | (a ^ b)) == 0 => {
+                ctx
+            }
+            _ => {
+                let ctx = context_of(p, l);
+                self.last = Some((flow, ctx));
+                ctx
+            }
+        };
+        Some((l, ctx))
     }
 
     /// As [`Compressor::compress_into`], the header returned.

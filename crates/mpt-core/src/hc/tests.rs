@@ -348,3 +348,21 @@ fn a_flow_is_ready_while_its_reference_may_be_compressed_against() {
     assert_eq!(flow_hash(&[0x45; 40]), None, "not TCP");
     assert_eq!(flow_hash(&[0x46; 60]), None, "IPv4 options");
 }
+
+#[test]
+fn the_quick_look_takes_a_new_identification_with_its_checksum_and_refuses_a_wrong_checksum() {
+    let mut c = Compressor::new();
+    let reference = bulk(false, true).bytes();
+    assert!(c.sent_whole(0, &reference));
+    let l = layout(&reference).expect("compresses");
+    c.last = Some((flow_bytes(&reference, l), context_of(&reference, l)));
+    let mut p = reference.clone();
+    p[4..6].copy_from_slice(&0x1234u16.to_be_bytes());
+    p[10..12].fill(0);
+    let sum = ipv4_header_checksum(&p);
+    p[10..12].copy_from_slice(&sum.to_be_bytes());
+    assert_eq!(c.of_last_reference(&p).map(|(l, _)| l), Some(l));
+    p[11] ^= 1;
+    assert_eq!(c.of_last_reference(&p), None);
+    assert_eq!(layout(&p), None);
+}

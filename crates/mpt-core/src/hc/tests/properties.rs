@@ -182,4 +182,43 @@ proptest! {
             let _ = unpacked(&mut d, i as u32 + 1, &b);
         }
     }
+
+    /// A packet the compressor takes as of its last reference's flow without looking at it
+    /// afresh is one whose layout, fields and context are the reference's: changed in any
+    /// of its first 64 bytes (or its length), the quick look and the full one agree.
+    #[test]
+    fn the_quick_look_at_a_packet_of_the_last_flow_agrees_with_the_full_one(
+        v6 in any::<bool>(),
+        ts in any::<bool>(),
+        changes in prop::collection::vec((0usize..64, any::<u8>()), 0..3),
+        cut in prop_oneof![4 => Just(0usize), 1 => 1usize..8],
+        fix_sum in any::<bool>(),
+    ) {
+        let mut c = Compressor::new();
+        let f = bulk(v6, ts);
+        let reference = f.bytes();
+        prop_assert!(c.sent_whole(0, &reference));
+        let l = layout(&reference).expect("compresses");
+        let ctx = context_of(&reference, l);
+        c.last = Some((flow_bytes(&reference, l), ctx));
+        let mut p = reference.clone();
+        for (at, v) in &changes {
+            p[*at] = *v;
+        }
+        p.truncate(p.len() - cut);
+        if !v6 && fix_sum {
+            // a header changed with its checksum made right again
+            p[10..12].fill(0);
+            let sum = ipv4_header_checksum(&p);
+            p[10..12].copy_from_slice(&sum.to_be_bytes());
+        }
+        let r = c.contexts.0[usize::from(ctx)].as_ref().expect("kept");
+        let full = layout(&p)
+            .filter(|&pl| pl == l && context_of(&p, pl) == ctx && same_static(&p, &r.headers, l));
+        let quick = c.of_last_reference(&p);
+        prop_assert_eq!(quick.map(|(ql, _)| ql), full);
+        if let Some((_, qctx)) = quick {
+            prop_assert_eq!(qctx, ctx);
+        }
+    }
 }
