@@ -83,7 +83,8 @@ enum Cmd {
         encryption: Vec<String>,
         #[arg(long, default_value = "lab-out")]
         out: std::path::PathBuf,
-        /// compare only: the mptd binaries to run in turn.
+        /// compare only: the mptd binaries to run in turn; one that ends in `:nocompress` runs
+        /// with `connection.compress = false` (e.g. `--mptd target/release/mptd,target/release/mptd:nocompress`).
         #[arg(long, value_delimiter = ',')]
         mptd: Vec<std::path::PathBuf>,
         /// compare only: unshaped paths.

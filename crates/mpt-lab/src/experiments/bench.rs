@@ -218,6 +218,15 @@ pub struct Compare<'a> {
     pub rate: Option<&'a str>,
 }
 
+/// A build as `--mptd` names it: its path, and `connection.compress = false` where the path
+/// ends in `:nocompress` (so that one run alternates a build with and without compression).
+fn build_setting(b: &Path) -> (PathBuf, Option<bool>) {
+    match b.to_str().and_then(|s| s.strip_suffix(":nocompress")) {
+        Some(path) => (PathBuf::from(path), Some(false)),
+        None => (b.to_owned(), None),
+    }
+}
+
 /// `mpt-lab bench compare --mptd OLD,NEW`: single-stream TCP over `paths` unshaped paths
 /// through each build in turn, `rounds` times, per encryption setting; for telling a datapath
 /// change from this machine's drift, which moves single runs by ±25 % between hours.
@@ -233,10 +242,11 @@ pub fn run_compare(out: &Path, encryptions: &[String], c: &Compare<'_>) -> Resul
         for (e, enc) in encryptions.iter().enumerate() {
             // each round starts with another build, so that none always runs first
             for b in (0..builds.len()).map(|k| (k + round) % builds.len()) {
-                let bin = &builds[b];
+                let (bin, compress) = build_setting(&builds[b]);
                 let mut opts = TunnelOpts {
                     encryption: enc.clone(),
-                    mptd: Some(bin.clone()),
+                    mptd: Some(bin),
+                    compress,
                     ..TunnelOpts::default()
                 };
                 if let Some(m) = c.mtu {
@@ -258,7 +268,7 @@ pub fn run_compare(out: &Path, encryptions: &[String], c: &Compare<'_>) -> Resul
                 eprintln!(
                     "round {}, {enc}, {}: {gbps:.2} Gbit/s, {cpu_per_gb:.2} CPU s/GB",
                     round + 1,
-                    bin.display()
+                    builds[b].display()
                 );
                 runs[e][b].push((gbps, cpu_per_gb));
             }
@@ -278,8 +288,14 @@ pub fn run_compare(out: &Path, encryptions: &[String], c: &Compare<'_>) -> Resul
     // each build by what it says it is (its commit), else by its path
     let names: Vec<String> = builds
         .iter()
-        .map(|bin| {
-            std::process::Command::new(bin)
+        .map(|b| {
+            let (bin, compress) = build_setting(b);
+            let off = if compress == Some(false) {
+                " with `compress = false`"
+            } else {
+                ""
+            };
+            std::process::Command::new(&bin)
                 .arg("--version")
                 .output()
                 .ok()
@@ -288,6 +304,7 @@ pub fn run_compare(out: &Path, encryptions: &[String], c: &Compare<'_>) -> Resul
                     Some(v.split_once('(')?.1.split_once(')')?.0.to_owned())
                 })
                 .map_or_else(|| bin.display().to_string(), |c| format!("`{c}`"))
+                + off
         })
         .collect();
     for (e, enc) in encryptions.iter().enumerate() {
