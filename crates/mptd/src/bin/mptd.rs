@@ -57,7 +57,20 @@ fn private_stdout() {
     }
 }
 
+/// One malloc arena for all threads (glibc): by default each thread that allocates gets its
+/// own, and the rx and tx workers' arenas each keep their own free memory (about 1.5 MB more
+/// resident at full rate). The datapath allocates little per packet, and glibc's per-thread
+/// caches serve small allocations without the arena's lock. (musl has no per-thread arenas.)
+fn one_malloc_arena() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets a parameter of the allocator; called before any thread starts
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 1);
+    }
+}
+
 fn main() -> ExitCode {
+    one_malloc_arena();
     let args = Args::parse();
     if let Some(c) = &args.command {
         return key_command(c);

@@ -88,6 +88,18 @@ pub fn max_segments() -> usize {
     65_535 / MIN_SEGMENT + 2
 }
 
+/// Most packets [`split`] can make of `raw` (the virtio-net header and what follows it, as
+/// read): how many buffers to have ready for it. Segments are no shorter than the kernel's
+/// `gso_size` or than [`MIN_SEGMENT`], whichever is less, plus a first one and a last one.
+pub fn segments_at_most(raw: &[u8]) -> usize {
+    let len = raw.len().saturating_sub(VIRTIO_NET_HDR_LEN);
+    let step = match VirtioNetHdr::decode(raw) {
+        Ok(h) if h.gso_type != GSO_NONE => usize::from(h.gso_size).clamp(1, MIN_SEGMENT),
+        _ => MIN_SEGMENT,
+    };
+    len / step + 2
+}
+
 /// Split `raw` (the virtio-net header and the packet or super-packet after it, as read) into
 /// packets at `offset` in `bufs`, their lengths in `sizes`; returns how many. TCP segments are
 /// cut to take at most `fit`'s largest packet in a datagram when the kernel's are longer and

@@ -1,5 +1,6 @@
 //! Writing what the resequencer released to the TUN device, from where each packet lies.
 
+use std::sync::Mutex;
 use std::sync::atomic::Ordering::Relaxed;
 
 use anyhow::{Context, Result};
@@ -14,58 +15,74 @@ const TUN_WRITE_BATCH: usize = 64;
 
 /// A packet on its way to tun0, written from where it lies (its receive slice, or the buffer
 /// the resequencer held it in), unless GRO makes it the head of a super-packet: then it moves
-/// to `spare`, a buffer with room for 64 KiB, where the packets of its flow are appended. So
-/// only one packet per super-packet is copied here.
+/// to `spare`, a buffer with room for 64 KiB (`room`) taken from `spares`, where the packets
+/// of its flow are appended. So only one packet per super-packet is copied here, and there are
+/// as many spares as super-packets one batch made at most, not one per packet.
 struct TunBuf<'a> {
     data: &'a mut [u8],
-    spare: &'a mut Vec<u8>,
-    moved: bool,
+    spare: Option<Vec<u8>>,
+    spares: &'a Mutex<Vec<Vec<u8>>>,
+    room: usize,
 }
 
 impl TunBuf<'_> {
-    fn move_to_spare(&mut self) {
-        if !self.moved {
-            self.spare.clear();
-            self.spare.extend_from_slice(self.data);
-            self.moved = true;
-        }
+    fn move_to_spare(&mut self) -> &mut Vec<u8> {
+        let (data, spares, room) = (&*self.data, self.spares, self.room);
+        self.spare.get_or_insert_with(|| {
+            let mut spare = spares
+                .lock().expect("spares")
+                .pop()
+                .unwrap_or_else(|| Vec::with_capacity(room));
+            spare.clear();
+            spare.extend_from_slice(data);
+            spare
+        })
     }
 }
 
 impl AsRef<[u8]> for TunBuf<'_> {
     fn as_ref(&self) -> &[u8] {
-        if self.moved {
-            self.spare
-        } else {
-            self.data
+        match &self.spare {
+            Some(spare) => spare,
+            None => self.data,
         }
     }
 }
 
 impl AsMut<[u8]> for TunBuf<'_> {
     fn as_mut(&mut self) -> &mut [u8] {
-        if self.moved {
-            self.spare
-        } else {
-            self.data
+        match &mut self.spare {
+            Some(spare) => spare,
+            None => self.data,
+        }
+    }
+}
+
+impl Drop for TunBuf<'_> {
+    /// The spare back to the writer's, for the next super-packet.
+    fn drop(&mut self) {
+        if let Some(spare) = self.spare.take() {
+            if let Ok(mut spares) = self.spares.lock() {
+                spares.push(spare);
+            }
         }
     }
 }
 
 impl tun_rs::ExpandBuffer for TunBuf<'_> {
-    /// What the packet can grow to: the spare's room.
+    /// What the packet can grow to: a spare's room.
     fn buf_capacity(&self) -> usize {
-        self.spare.capacity()
+        self.spare
+            .as_ref()
+            .map_or(self.room, |s| s.capacity().max(self.room))
     }
 
     fn buf_resize(&mut self, new_len: usize, value: u8) {
-        self.move_to_spare();
-        self.spare.resize(new_len, value);
+        self.move_to_spare().resize(new_len, value);
     }
 
     fn buf_extend_from_slice(&mut self, src: &[u8]) {
-        self.move_to_spare();
-        self.spare.extend_from_slice(src);
+        self.move_to_spare().extend_from_slice(src);
     }
 }
 
@@ -76,12 +93,12 @@ fn tun_bufs<'a>(
     prefix: usize,
     chunk: &'a mut [RxBuf],
     slices: &'a mut [Vec<u8>],
-    spares: &'a mut [Vec<u8>],
+    spares: &'a Mutex<Vec<Vec<u8>>>,
     places: &mut Vec<(usize, usize, usize, usize)>,
 ) -> Vec<TunBuf<'a>> {
     places.clear();
     let mut bufs: Vec<TunBuf<'a>> = Vec::with_capacity(chunk.len());
-    for ((k, p), spare) in chunk.iter_mut().enumerate().zip(spares.iter_mut()) {
+    for (k, p) in chunk.iter_mut().enumerate() {
         let data: &'a mut [u8] = match p {
             RxBuf::Own { buf, start, end } => &mut buf[*start - prefix..*end],
             RxBuf::Slice { slice, at, end, .. } => {
@@ -91,8 +108,9 @@ fn tun_bufs<'a>(
         };
         bufs.push(TunBuf {
             data,
-            spare,
-            moved: false,
+            spare: None,
+            spares,
+            room: 2 * prefix + 65_535 + 64,
         });
     }
     // each slice cut front to back
@@ -111,30 +129,30 @@ fn tun_bufs<'a>(
 }
 
 /// The rx task's state for writing to the TUN device.
+#[derive(Default)]
 pub struct TunWriter {
-    /// Where GRO builds its super-packets, one per packet of a batch.
-    spares: Vec<Vec<u8>>,
+    /// Where GRO builds its super-packets: as many as one batch made at most.
+    spares: Mutex<Vec<Vec<u8>>>,
     /// Scratch for [`tun_bufs`].
     places: Vec<(usize, usize, usize, usize)>,
-    gro: tun_rs::GROTable,
+    /// Made at the first write (it holds about 2 MB of flow slots, which an idle tunnel
+    /// does not need).
+    gro: Option<tun_rs::GROTable>,
 }
 
 impl std::fmt::Debug for TunWriter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TunWriter")
-            .field("spares", &self.spares.len())
+            .field("spares", &self.spares.lock().map_or(0, |s| s.len()))
             .finish_non_exhaustive()
     }
 }
 
 impl TunWriter {
-    pub fn new(prefix: usize) -> TunWriter {
+    pub fn new() -> TunWriter {
         TunWriter {
-            spares: (0..TUN_WRITE_BATCH)
-                .map(|_| Vec::with_capacity(2 * prefix + 65_535 + 64))
-                .collect(),
             places: Vec::with_capacity(TUN_WRITE_BATCH),
-            gro: tun_rs::GROTable::default(),
+            ..TunWriter::default()
         }
     }
 
@@ -158,10 +176,14 @@ impl TunWriter {
                 RxBuf::Slice { start, .. } => *start == t.prefix,
                 RxBuf::Own { start, .. } => *start >= t.prefix,
             }));
-            let mut batch = tun_bufs(t.prefix, chunk, slices, &mut self.spares, &mut self.places);
+            let mut batch = tun_bufs(t.prefix, chunk, slices, &self.spares, &mut self.places);
             t.calls.tun_write_batches.fetch_add(1, Relaxed);
             if let Err(e) = t.tun[0]
-                .send_multiple(&mut self.gro, &mut batch, t.prefix)
+                .send_multiple(
+                    self.gro.get_or_insert_with(Default::default),
+                    &mut batch,
+                    t.prefix,
+                )
                 .await
             {
                 if e.raw_os_error() == Some(libc::EBADFD) {

@@ -22,8 +22,11 @@ const TX_BATCH: usize = 256;
 /// The tx task's buffers: the batch read from the TUN device and what numbering and sending
 /// it needs, kept from batch to batch (the receive side's are `RxBufs`).
 struct TxBatch {
-    /// One packet each, after room for the header (and counter), sealed in place.
+    /// One packet each, after room for the header (and counter), sealed in place; allocated
+    /// (`buf_len` bytes) when a read first needs it ([`ready`]), so that slots only pacing
+    /// could fill hold no memory until it does.
     bufs: Vec<Vec<u8>>,
+    buf_len: usize,
     sizes: Vec<usize>,
     /// Per packet: its path, or none (dropped).
     plan: Vec<Option<PathId>>,
@@ -51,7 +54,8 @@ struct TxBatch {
 impl TxBatch {
     fn new(batch: usize, buf_len: usize, gso: usize) -> TxBatch {
         TxBatch {
-            bufs: (0..batch).map(|_| vec![0u8; buf_len]).collect(),
+            bufs: (0..batch).map(|_| Vec::new()).collect(),
+            buf_len,
             sizes: vec![0; batch],
             plan: vec![None; batch],
             route: vec![None; batch],
@@ -66,6 +70,17 @@ impl TxBatch {
             wake: None,
         }
     }
+}
+
+/// The first `room` of `bufs` (fewer if there are fewer), each `len` bytes long: where one
+/// TUN read is split into.
+fn ready(bufs: &mut [Vec<u8>], room: usize, len: usize) -> &mut [Vec<u8>] {
+    let room = room.min(bufs.len());
+    let room = &mut bufs[..room];
+    for b in room.iter_mut().filter(|b| b.len() < len) {
+        b.resize(len, 0);
+    }
+    room
 }
 
 /// TUN → scheduler → path socket, a batch at a time: one TUN read (a TCP super-packet from
@@ -92,7 +107,9 @@ pub async fn tx_task(t: Arc<Tunnel>, queue: usize) -> Result<()> {
     // room for a batch behind the packets pacing holds
     let slots = batch + HOLD_MAX;
     let mut b = TxBatch::new(slots, prefix + mtu + TAG_LEN, gso);
-    let mut gro = tun_rs::GROTable::default();
+    // for the rare ICMP answers only: made when the first is written (a GRO table holds
+    // about 2 MB of flow slots)
+    let mut gro: Option<tun_rs::GROTable> = None;
     // the packets pacing held, at the front of the batch's buffers
     let mut held = 0;
     loop {
@@ -107,9 +124,10 @@ pub async fn tx_task(t: Arc<Tunnel>, queue: usize) -> Result<()> {
         let mut n = held;
         if let Some(read) = read {
             match read.and_then(|len| {
+                let room = crate::datapath::tun_read::segments_at_most(&original[..len]);
                 crate::datapath::tun_read::split(
                     &mut original[..len],
-                    &mut b.bufs[held..],
+                    ready(&mut b.bufs[held..], room, b.buf_len),
                     &mut b.sizes[held..],
                     prefix,
                     &t.fit,
@@ -138,9 +156,10 @@ pub async fn tx_task(t: Arc<Tunnel>, queue: usize) -> Result<()> {
         // that runs to a path leave in one GSO send.
         while n > held && slots - n >= read_room {
             let more = tun.try_recv(&mut original).and_then(|len| {
+                let room = crate::datapath::tun_read::segments_at_most(&original[..len]);
                 crate::datapath::tun_read::split(
                     &mut original[..len],
-                    &mut b.bufs[n..],
+                    ready(&mut b.bufs[n..], room, b.buf_len),
                     &mut b.sizes[n..],
                     prefix,
                     &t.fit,
@@ -209,7 +228,7 @@ pub async fn tx_task(t: Arc<Tunnel>, queue: usize) -> Result<()> {
         for a in b.answers.drain(..) {
             let mut buf = vec![0u8; prefix + a.len()];
             buf[prefix..].copy_from_slice(&a);
-            if let Err(e) = tun.send_multiple(&mut gro, &mut [buf], prefix).await {
+            if let Err(e) = tun.send_multiple(gro.get_or_insert_with(Default::default), &mut [buf], prefix).await {
                 if let Some(n) = t.io_drop(DropReason::TunWriteError, 1) {
                     warn!(error = %e, dropped = n, "writing an ICMP answer to the TUN device failed");
                 }

@@ -26,6 +26,10 @@ enum RxEvent {
     Timeout,
 }
 
+/// Released packets `out` has room for from the start (it grows beyond when a window's worth
+/// is released at once).
+const OUT_RESERVE: usize = 256;
+
 /// Batches taken from one socket before the others get a turn (fewer while the resequencer
 /// waits for another path).
 const RX_BATCHES_PER_TURN: usize = 4;
@@ -46,16 +50,16 @@ pub async fn rx_task(t: Arc<Tunnel>) -> Result<()> {
     let mut b = RxBufs {
         slices: (0..RX_SLICES).map(|_| vec![0u8; slice_len]).collect(),
         metas: [quinn_udp::RecvMeta::default(); RX_SLICES],
-        pool: (0..window.min(65_536) + 8)
-            .map(|_| vec![0u8; cap])
-            .collect(),
+        // filled as the resequencers hold packets (`Payloads::spare`), so that it holds as many
+        // buffers as were ever in flight at once, not the whole window's
+        pool: Vec::new(),
         cap,
-        out: Vec::with_capacity(window + 8),
+        out: Vec::with_capacity(window.min(OUT_RESERVE) + 8),
         places: Vec::with_capacity(RX_SLICES * gro_segments.max(1)),
         opened: Vec::with_capacity(RX_SLICES * gro_segments.max(1)),
         openers: Vec::new(),
     };
-    let mut writer = TunWriter::new(t.prefix);
+    let mut writer = TunWriter::new();
     let mut outputs = Outputs::default();
     let mut next_sock = 0usize;
     loop {
