@@ -19,21 +19,11 @@ use std::time::{Duration, Instant};
 
 use mpt_lab::harness::{Lab, LinkSpec, Side, TunnelOpts};
 
+use crate::package::run;
 use crate::{need, sha256};
 
 const CACHE: &str = "/var/cache/mptd-tests";
 const QEMU: &str = "qemu-aarch64-static";
-
-fn run(cmd: &mut Command) -> String {
-    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 fn tree() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")

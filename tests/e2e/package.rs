@@ -8,7 +8,8 @@ use std::process::Command;
 
 use crate::need;
 
-fn run(cmd: &mut Command) -> String {
+/// `cmd`'s standard output; a panic with its output when it fails.
+pub(crate) fn run(cmd: &mut Command) -> String {
     let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
     assert!(
         out.status.success(),
