@@ -1,7 +1,7 @@
 //! Writing what the resequencer released to the TUN device, from where each packet lies.
 
-use std::sync::Mutex;
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Mutex;
 
 use anyhow::{Context, Result};
 use mpt_tunnel::DropReason;
@@ -30,7 +30,8 @@ impl TunBuf<'_> {
         let (data, spares, room) = (&*self.data, self.spares, self.room);
         self.spare.get_or_insert_with(|| {
             let mut spare = spares
-                .lock().expect("spares")
+                .lock()
+                .expect("spares")
                 .pop()
                 .unwrap_or_else(|| Vec::with_capacity(room));
             spare.clear();

@@ -228,7 +228,10 @@ pub async fn tx_task(t: Arc<Tunnel>, queue: usize) -> Result<()> {
         for a in b.answers.drain(..) {
             let mut buf = vec![0u8; prefix + a.len()];
             buf[prefix..].copy_from_slice(&a);
-            if let Err(e) = tun.send_multiple(gro.get_or_insert_with(Default::default), &mut [buf], prefix).await {
+            if let Err(e) = tun
+                .send_multiple(gro.get_or_insert_with(Default::default), &mut [buf], prefix)
+                .await
+            {
                 if let Some(n) = t.io_drop(DropReason::TunWriteError, 1) {
                     warn!(error = %e, dropped = n, "writing an ICMP answer to the TUN device failed");
                 }
