@@ -12,6 +12,7 @@
 //! (the packet is refused and counted), never as a wrong packet.
 
 mod asks;
+mod spares;
 
 use std::time::Duration;
 
@@ -76,12 +77,8 @@ pub(crate) struct Released<P> {
     /// Packets that waited when the peer's session was new: delivered first, in order.
     flushed: Vec<Out<P>>,
     rx: Decompressor,
-    /// Buffers of bodies refused, used again.
-    pool: Vec<Vec<u8>>,
-    /// Boxes of references stored, used again ([`Released::boxed`]: the boxes are what is
-    /// kept, not the references).
-    #[allow(clippy::vec_box)]
-    boxes: Vec<Box<Reference>>,
+    /// Buffers of bodies refused and boxes of references stored, used again.
+    spares: spares::Spares,
     /// Bodies refused: their reference lost or replaced, or malformed.
     pub(crate) refused: [u64; 2],
     /// Compressed packets waiting for their reference: since when, its global sequence
@@ -102,8 +99,7 @@ impl<P> Default for Released<P> {
             order: InOrder::default(),
             flushed: Vec::new(),
             rx: Decompressor::new(),
-            pool: Vec::new(),
-            boxes: Vec::new(),
+            spares: spares::Spares::default(),
             refused: [0; 2],
             awaiting: Default::default(),
             asks: Default::default(),
@@ -111,11 +107,6 @@ impl<P> Default for Released<P> {
         }
     }
 }
-
-/// Buffers kept for packed bodies.
-const POOL: usize = 256;
-/// Boxes kept for references.
-const BOXES: usize = 64;
 
 /// A compressed body held: its global sequence number, and the body in `buf` after `room`
 /// bytes.
@@ -142,7 +133,7 @@ impl<P> Released<P> {
         prefix: usize,
         fresh: impl FnOnce() -> Vec<u8>,
     ) -> Held<P> {
-        let mut buf = self.pool.pop().unwrap_or_else(fresh);
+        let mut buf = self.spares.buf(fresh);
         let room = prefix + MAX_HEADERS;
         buf.resize(room, 0);
         buf.extend_from_slice(body);
@@ -153,16 +144,9 @@ impl<P> Released<P> {
         }
     }
 
-    /// `r` in a box, one of those stored before if there is one (a reference for every
-    /// whole TCP packet, allocated and freed each time, cost more than making it).
+    /// `r` in a box, one of those stored before if there is one.
     pub(crate) fn boxed(&mut self, r: Reference) -> Box<Reference> {
-        match self.boxes.pop() {
-            Some(mut b) => {
-                *b = r;
-                b
-            }
-            None => Box::new(r),
-        }
+        self.spares.boxed(r)
     }
 
     /// The resequencer released `h`, in global order (but for packets resent): a whole
@@ -175,9 +159,7 @@ impl<P> Released<P> {
                 if let Some(r) = r {
                     self.release_awaiting(&r);
                     self.rx.store(Reference::clone(&r));
-                    if self.boxes.len() < BOXES {
-                        self.boxes.push(r);
-                    }
+                    self.spares.unbox(r);
                 }
             }
             Held::Packed { seq, body, room } => self.rebuild(
@@ -215,7 +197,7 @@ impl<P> Released<P> {
                     if self.awaiting.len() >= AWAITING {
                         if let Some((.., old)) = self.awaiting.pop_front() {
                             self.refused[0] += 1;
-                            self.recycle(old.buf);
+                            self.spares.recycle(old.buf);
                         }
                     }
                     let p = Packed { seq, buf, room };
@@ -223,12 +205,12 @@ impl<P> Released<P> {
                 }
                 None => {
                     self.refused[0] += 1;
-                    self.recycle(buf);
+                    self.spares.recycle(buf);
                 }
             },
             Err(Refused::Malformed) => {
                 self.refused[1] += 1;
-                self.recycle(buf);
+                self.spares.recycle(buf);
             }
         }
     }
@@ -270,14 +252,8 @@ impl<P> Released<P> {
             }
             if let Some((.., p)) = self.awaiting.pop_front() {
                 self.refused[0] += 1;
-                self.recycle(p.buf);
+                self.spares.recycle(p.buf);
             }
-        }
-    }
-
-    fn recycle(&mut self, buf: Vec<u8>) {
-        if self.pool.len() < POOL {
-            self.pool.push(buf);
         }
     }
 
