@@ -30,8 +30,13 @@ fn tree() -> PathBuf {
 }
 
 /// The aarch64 packages (`scripts/release.sh aarch64`, which installs its toolchain the first
-/// time); returns the directory the packages are in.
+/// time), made once for the tests of this file; returns the directory the packages are in.
 fn aarch64_release() -> PathBuf {
+    static MADE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    MADE.get_or_init(make_aarch64_release).clone()
+}
+
+fn make_aarch64_release() -> PathBuf {
     let out = Command::new("bash")
         .arg(tree().join("scripts/release.sh"))
         .arg("aarch64")
