@@ -1,0 +1,154 @@
+//! The code's structure, checked so that it lasts (`cargo test -p mpt-tests --test structure`,
+//! part of `./test.sh`). It reads the crates' sources and fails when:
+//!
+//! - a crate's top-level modules import each other in a cycle (a module and its own
+//!   submodules count as one; `crate::X` resolves through the crate root's `pub use`s);
+//! - `impl Connection` appears outside the connection's orchestration files
+//!   ([`CONNECTION_FILES`]);
+//! - a production file has more than [`MAX_CODE_LINES`] code lines before its tests;
+//! - a function of the engine or the datapath is longer than [`MAX_FN_LINES`] lines;
+//! - anything allows `clippy::too_many_arguments`.
+//!
+//! What is still owed is listed in [`OWED`], each entry by name: a new breach fails, and so
+//! does an entry that no longer applies, so the list only shrinks.
+
+#![allow(clippy::unwrap_used)] // a test: a file it cannot read is a failure
+
+mod rules;
+
+use std::path::{Path, PathBuf};
+
+use rules::{Breach, Source};
+
+/// The files of `mpt-tunnel` where `impl Connection` may be: the connection's orchestration.
+/// Features are types of their own that the connection passes what they need.
+const CONNECTION_FILES: &[&str] = &[
+    "connection.rs",
+    "send.rs",
+    "recv.rs",
+    "timers.rs",
+    "handshake.rs",
+];
+
+/// Code lines (neither blank nor comment) a production file may have before its tests.
+const MAX_CODE_LINES: usize = 400;
+
+/// Lines a function of the engine (`mpt-tunnel`) or the datapath (`mptd/src/datapath`) may span.
+const MAX_FN_LINES: usize = 100;
+
+/// Breaches still owed, each as [`Breach::key`] prints it. Fix one, then delete its line.
+const OWED: &[&str] = &[
+    "cycle mpt-core: hc, wire",
+    "too_many_arguments crates/mpt-core/src/hc/encode.rs",
+    "cycle mpt-sched: adaptive, clock, pace, paths, rate, rr, scheduler, wrr",
+    "cycle mpt-tunnel: bundle, connection, control, counts, crypto, fec, hc, liveness, pace, path, resend, send, timers",
+    "impl Connection in crates/mpt-tunnel/src/bundle/recv.rs",
+    "impl Connection in crates/mpt-tunnel/src/bundle/send.rs",
+    "impl Connection in crates/mpt-tunnel/src/compress.rs",
+    "impl Connection in crates/mpt-tunnel/src/control.rs",
+    "impl Connection in crates/mpt-tunnel/src/counts.rs",
+    "impl Connection in crates/mpt-tunnel/src/crypto.rs",
+    "impl Connection in crates/mpt-tunnel/src/fastest.rs",
+    "impl Connection in crates/mpt-tunnel/src/fec/connection.rs",
+    "impl Connection in crates/mpt-tunnel/src/hc.rs",
+    "impl Connection in crates/mpt-tunnel/src/liveness.rs",
+    "impl Connection in crates/mpt-tunnel/src/negotiate.rs",
+    "impl Connection in crates/mpt-tunnel/src/open.rs",
+    "impl Connection in crates/mpt-tunnel/src/pace.rs",
+    "impl Connection in crates/mpt-tunnel/src/path.rs",
+    "impl Connection in crates/mpt-tunnel/src/reconfigure.rs",
+    "impl Connection in crates/mpt-tunnel/src/resend/connection.rs",
+    "too_many_arguments crates/mpt-tunnel/src/resend/connection.rs",
+    "long fn crates/mpt-tunnel/src/control.rs::build",
+    "long fn crates/mpt-tunnel/src/recv.rs::dispatch",
+    "long fn crates/mpt-tunnel/src/send.rs::number",
+    "cycle mptd: config, fulltunnel",
+    "cycle mptd: datapath, tunnel",
+    "long fn crates/mptd/src/datapath/rx/mod.rs::receive_batch",
+    "long fn crates/mptd/src/datapath/tun_read.rs::split",
+    "long fn crates/mptd/src/datapath/tx.rs::tx_task",
+];
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn crates() -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(root().join("crates"))
+        .unwrap()
+        .map(|e| e.unwrap().path().join("src"))
+        .filter(|p| p.is_dir())
+        .collect();
+    out.sort();
+    out
+}
+
+/// Every breach in the workspace's crates.
+fn breaches() -> Vec<Breach> {
+    let root = root();
+    let mut out = Vec::new();
+    for src in crates() {
+        let name = src
+            .parent()
+            .unwrap()
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let crate_ = Source::read(&src);
+        out.extend(rules::cycles(&name, &crate_));
+        for (file, text) in &crate_.files {
+            let rel = file
+                .strip_prefix(&root)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            out.extend(rules::long_file(&rel, text, MAX_CODE_LINES));
+            out.extend(rules::too_many_arguments(&rel, text));
+            if name == "mpt-tunnel" {
+                let local = file.strip_prefix(&src).unwrap().to_string_lossy();
+                if !CONNECTION_FILES.contains(&local.as_ref()) {
+                    out.extend(rules::impl_connection(&rel, text));
+                }
+            }
+            if name == "mpt-tunnel" || rel.starts_with("crates/mptd/src/datapath") {
+                out.extend(rules::long_functions(&rel, text, MAX_FN_LINES));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_structure_holds() {
+    let found = breaches();
+    let keys: Vec<String> = found.iter().map(Breach::key).collect();
+    let new: Vec<&Breach> = found
+        .iter()
+        .filter(|b| !OWED.contains(&b.key().as_str()))
+        .collect();
+    let stale: Vec<&&str> = OWED
+        .iter()
+        .filter(|o| !keys.iter().any(|k| k == *o))
+        .collect();
+    for b in &new {
+        eprintln!("breach: {b}");
+    }
+    for s in &stale {
+        eprintln!("owed but no longer found (delete it from OWED): {s}");
+    }
+    eprintln!(
+        "structure: {} breaches, {} of them owed (tests/structure/main.rs OWED)",
+        found.len(),
+        found.len() - new.len()
+    );
+    assert!(
+        new.is_empty() && stale.is_empty(),
+        "{} new breaches, {} stale entries in OWED",
+        new.len(),
+        stale.len()
+    );
+}
