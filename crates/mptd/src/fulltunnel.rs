@@ -24,8 +24,9 @@ use std::process::Command;
 
 use crate::config::{Config, IpNet};
 
-/// The routing table of the tunnel's default route.
-pub const TABLE: u32 = 4754;
+/// The routing table of the tunnel's default route (defined with the configuration, whose
+/// `tunnel.route_table` must not name it).
+pub const TABLE: u32 = crate::config::FULL_TUNNEL_TABLE;
 /// The firewall mark of mptd's own sockets (`SO_MARK`).
 pub const MARK: u32 = 0x4754;
 /// The priority of the `suppress_prefixlength 0` rule; the table's rule is the next.

@@ -5,7 +5,8 @@
 //! * [`tunnel`], [`peer`], [`routes`]: the state the tasks share (the sockets, the TUN
 //!   device, I/O counters, and the peers, each with its endpoint behind its own lock), and
 //!   which peer a packet goes to.
-//! * [`datapath`]: the tx and rx tasks and the TUN writer.
+//! * [`datapath`]: the tx and rx tasks and the TUN writer; [`fit`]: what the TUN reads cut
+//!   TCP super-packets to, which the tunnel's state holds for them.
 //! * [`config`]: the TOML configuration, validated, with errors naming file, key and what
 //!   was expected.
 //! * [`net`], [`batch`]: creating the sockets and the device; batched UDP I/O.
@@ -22,6 +23,7 @@ pub mod clock;
 pub mod config;
 pub mod control;
 pub mod datapath;
+pub mod fit;
 pub mod fulltunnel;
 pub mod hooks;
 pub mod log;

@@ -357,3 +357,28 @@ fn has_net_admin() -> bool {
         })
         .is_some_and(|caps| caps & (1 << CAP_NET_ADMIN) != 0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes_go_to_the_table_and_with_the_protocol_configured() {
+        let t = TunnelConfig {
+            name: "tun0".to_owned(),
+            addresses: vec!["198.19.0.1/24".parse().expect("prefix")],
+            mtu: 1400,
+            queues: 1,
+            routes: true,
+            route_table: 100,
+            route_protocol: 200,
+            fail_closed: false,
+            failback: std::time::Duration::from_secs(10),
+        };
+        let net = "192.168.10.0/24".parse().expect("prefix");
+        assert_eq!(
+            route_args("replace", &t, net).join(" "),
+            "route replace 192.168.10.0/24 dev tun0 table 100 proto 200"
+        );
+    }
+}

@@ -270,6 +270,10 @@ pub const MAX_REORDER_WINDOW: usize = 65_536;
 pub const MAX_WEIGHT: u32 = 10_000;
 /// Most `[[peer]]`s (a peer's slot is 16 bits of its session indices).
 pub const MAX_PEERS: usize = 65_535;
+/// The routing table of a full tunnel's default route ([`crate::fulltunnel::TABLE`]), which
+/// `tunnel.route_table` must not name. Here, so that validating it needs nothing of the
+/// modules that read the configuration.
+pub const FULL_TUNNEL_TABLE: u32 = 4754;
 
 impl Config {
     /// Read and validate the configuration in `file`.

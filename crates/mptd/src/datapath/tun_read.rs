@@ -6,9 +6,8 @@
 //! router that segments for it.
 
 use std::io;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
 
-use mpt_core::hc::{flow_hash, CONTEXTS};
+use crate::fit::Fit;
 
 use tun_rs::{
     VirtioNetHdr, VIRTIO_NET_HDR_GSO_TCPV4, VIRTIO_NET_HDR_GSO_TCPV6, VIRTIO_NET_HDR_LEN,
@@ -17,66 +16,6 @@ use tun_rs::{
 const GSO_NONE: u8 = 0;
 const GSO_ECN: u8 = 0x80;
 const NEEDS_CSUM: u8 = 1;
-
-/// What TCP segments are cut to fit: the largest inner packet a path's datagram carries
-/// whole, what a TCP segment's headers take there when the connection compresses them (0: it
-/// does not), the largest packet once every path found its MTU (0: not yet; what a SYN's MSS
-/// is clamped for), and which flows have a reference their segments compress against.
-#[derive(Debug)]
-pub struct Fit {
-    whole: AtomicUsize,
-    compressed: AtomicUsize,
-    settled: AtomicUsize,
-    /// Per context, the flow whose segments compress (`Connection::compress_ready`).
-    ready: [AtomicU32; CONTEXTS],
-}
-
-impl Default for Fit {
-    fn default() -> Self {
-        Fit {
-            whole: AtomicUsize::new(usize::MAX),
-            compressed: AtomicUsize::new(0),
-            settled: AtomicUsize::new(0),
-            ready: std::array::from_fn(|_| AtomicU32::new(0)),
-        }
-    }
-}
-
-impl Fit {
-    pub fn set(&self, whole: usize, compressed: Option<usize>) {
-        self.whole.store(whole, Relaxed);
-        self.compressed.store(compressed.unwrap_or(0), Relaxed);
-    }
-
-    /// The largest inner packet once every path that is up found its MTU
-    /// (`Connection::settled_whole_packet`).
-    pub fn set_settled(&self, settled: Option<usize>) {
-        self.settled.store(settled.unwrap_or(0), Relaxed);
-    }
-
-    /// The flows whose segments compress now, per context.
-    pub fn set_ready(&self, ready: &[u32; CONTEXTS]) {
-        for (r, &flow) in self.ready.iter().zip(ready) {
-            if r.load(Relaxed) != flow {
-                r.store(flow, Relaxed);
-            }
-        }
-    }
-
-    fn max_packet(&self) -> usize {
-        self.whole.load(Relaxed)
-    }
-
-    fn compressed(&self) -> Option<usize> {
-        Some(self.compressed.load(Relaxed)).filter(|&c| c > 0)
-    }
-
-    /// Whether the TCP flow whose headers `p` starts with has a reference its segments
-    /// compress against.
-    fn ready(&self, p: &[u8]) -> bool {
-        flow_hash(p).is_some_and(|h| h != 0 && self.ready[h as usize % CONTEXTS].load(Relaxed) == h)
-    }
-}
 
 /// TCP segments are cut no shorter than this to fit a path (a path that carries less sends
 /// the kernel's segments in pieces): a super-packet never needs more than
@@ -135,7 +74,7 @@ pub fn split<B: AsRef<[u8]> + AsMut<[u8]>>(
         }
         // a SYN announces no larger segments than fit a datagram (once the paths' MTUs are
         // known)
-        let settled = fit.settled.load(Relaxed);
+        let settled = fit.settled();
         if settled > 0 {
             super::mss::clamp(input, settled, compressed, MIN_SEGMENT);
         }
@@ -327,6 +266,7 @@ fn finish_checksum(p: &mut [u8], start: usize, at: usize) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mpt_core::hc::{flow_hash, CONTEXTS};
 
     /// A TCP/IPv4 super-packet of `payload` bytes in segments of `mss`, as the kernel hands it
     /// over: its virtio-net header, then the packet.

@@ -101,7 +101,7 @@ pub struct Tunnel {
     pub send_turn: tokio::sync::Mutex<()>,
     /// What TCP super-packets are cut to fit, as the connection that sent last knows its
     /// paths ([`crate::datapath::tun_read`]).
-    pub fit: crate::datapath::tun_read::Fit,
+    pub fit: crate::fit::Fit,
     /// When the receive loop last turned (the clock's milliseconds): the systemd watchdog is
     /// fed only while it does.
     pub rx_beat: AtomicU64,
@@ -218,7 +218,7 @@ impl Tunnel {
             recv_errors: RateLimit::default(),
             calls: Calls::default(),
             send_turn: tokio::sync::Mutex::new(()),
-            fit: crate::datapath::tun_read::Fit::default(),
+            fit: crate::fit::Fit::default(),
             rx_beat: AtomicU64::new(0),
             hooks,
             hook_queue: Mutex::new(Some(hook_queue)),

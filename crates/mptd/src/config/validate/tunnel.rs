@@ -67,7 +67,7 @@ impl Validator<'_> {
             1,
             i64::from(u32::MAX),
         )?;
-        if route_table == LOCAL_TABLE || route_table == crate::fulltunnel::TABLE {
+        if route_table == LOCAL_TABLE || route_table == FULL_TUNNEL_TABLE {
             return Err(self.err(
                 "tunnel.route_table",
                 format!(
