@@ -433,7 +433,7 @@ impl Pair {
     /// packets dropped.
     fn drive(&mut self, side: Side) {
         let now = self.now;
-        while let Some(t) = self.end(side).poll_transmit(now) {
+        while let Some(t) = self.end(side).poll_datagram(now) {
             self.put(side, t.path, t.contents);
         }
         while self.end(side).poll_event().is_some() {}
@@ -753,6 +753,8 @@ pub struct Receiver {
     pub delivered: Vec<RxPacket>,
     /// Control datagrams and events the batch gave.
     pub control: Vec<Transmit>,
+    /// Where the control datagrams are written (each over the last).
+    pub control_buf: Vec<u8>,
     pub events: Vec<Event>,
     /// The batch's inner packets as sent.
     pub packets: Vec<Vec<u8>>,
@@ -786,6 +788,7 @@ pub fn receiver(case: Case) -> Receiver {
         cap,
         delivered: Vec::with_capacity(BATCH + 8),
         control: Vec::new(),
+        control_buf: Vec::new(),
         events: Vec::new(),
         packets,
         peer,
@@ -836,7 +839,7 @@ pub fn receive(r: &mut Receiver) {
         datagram: usize::MAX,
     };
     c.take_delivered(&mut payloads, &mut r.delivered);
-    while let Some(t) = c.poll_transmit(now) {
+    while let Some(t) = c.poll_transmit(now, &mut r.control_buf) {
         r.control.push(t);
     }
     while let Some(e) = c.poll_event() {

@@ -76,6 +76,8 @@ pub struct Connection<P> {
     /// CoDel's rule on the driver's queue of packets pacing held ([`crate::pace`]).
     pub(crate) codel: crate::pace::Codel,
     pub(crate) pacer: ReportPacer,
+    /// What reports are made of, kept from one to the next.
+    pub(crate) report: crate::report::ReportScratch,
     /// When the peer's last report came, and how far apart its reports come lately (the
     /// longer of the last gap and the earlier ones decaying): at a low rate the peer reports
     /// as seldom as once a second ([`mpt_reseq::feedback::MAX_INTERVAL`]).
@@ -92,9 +94,9 @@ pub struct Connection<P> {
     // outputs
     pub(crate) pending: VecDeque<Pending>,
     /// Bundles closed to leave before the batch being numbered ([`crate::BatchOut::before`]).
-    pub(crate) ready: Vec<Transmit>,
+    pub(crate) ready: VecDeque<crate::Datagram>,
     /// What leaves after the batch being numbered ([`crate::BatchOut::after`]).
-    pub(crate) after: Vec<Transmit>,
+    pub(crate) after: VecDeque<crate::Datagram>,
     pub(crate) events: VecDeque<Event>,
     pub(crate) counts: Counts,
     pub(crate) timers: Timers,
@@ -201,6 +203,7 @@ impl<P> Connection<P> {
             classes: Default::default(),
             codel: Default::default(),
             pacer: ReportPacer::default(),
+            report: Default::default(),
             report_at: None,
             report_gap: Duration::ZERO,
             crypto,
@@ -208,8 +211,8 @@ impl<P> Connection<P> {
             hc_tx: mpt_core::hc::Compressor::new(),
             equal: crate::equalise::Equaliser::new(cfg.paths.len()),
             pending: VecDeque::new(),
-            ready: Vec::new(),
-            after: Vec::new(),
+            ready: VecDeque::new(),
+            after: VecDeque::new(),
             events: VecDeque::new(),
             counts: Counts::default(),
             timers: Timers {
@@ -281,16 +284,25 @@ impl<P> Connection<P> {
         self.events.pop_front()
     }
 
-    /// The next control datagram to send at `now`, if any (built and sealed now).
-    pub fn poll_transmit(&mut self, now: Time) -> Option<Transmit> {
+    /// The next datagram to send at `now`, if any (a control datagram built and sealed now),
+    /// written into `buf` (emptied first): what the caller sends.
+    pub fn poll_transmit(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<Transmit> {
         // what the paths lost since the last poll is asked for at once
         self.request_resends(now);
-        if !self.ready.is_empty() {
-            return Some(self.ready.remove(0));
-        }
-        // copies leave after their batch
-        if !self.after.is_empty() && self.paths.iter().all(|p| p.unsent == 0) {
-            return Some(self.after.remove(0));
+        let ready = match self.ready.pop_front() {
+            Some(d) => Some(d),
+            // copies leave after their batch
+            None if self.paths.iter().all(|p| p.unsent == 0) => self.after.pop_front(),
+            None => None,
+        };
+        if let Some(d) = ready {
+            buf.clear();
+            buf.extend_from_slice(&d.contents);
+            return Some(Transmit {
+                path: d.path,
+                destination: d.destination,
+                kind: d.kind,
+            });
         }
         while let Some(p) = self.pending.pop_front() {
             // nothing but a handshake's answer goes on a path whose uplink is down (or that
@@ -300,11 +312,24 @@ impl<P> Connection<P> {
             {
                 continue;
             }
-            if let Some(t) = self.build(now, p) {
+            if let Some(t) = self.build(now, p, buf) {
                 return Some(t);
             }
         }
         None
+    }
+
+    /// [`Connection::poll_transmit`] into a vector of its own (for simple drivers and tests:
+    /// it allocates one per datagram).
+    pub fn poll_datagram(&mut self, now: Time) -> Option<crate::Datagram> {
+        let mut contents = Vec::new();
+        let t = self.poll_transmit(now, &mut contents)?;
+        Some(crate::Datagram {
+            path: t.path,
+            destination: t.destination,
+            kind: t.kind,
+            contents,
+        })
     }
 
     /// `N` random bytes.

@@ -3,14 +3,12 @@
 //! given to the scheduler's clock of its path.
 
 use mpt_core::seal::SEAL_OVERHEAD;
-use mpt_core::wire::{
-    self, AckRepr, HeaderRepr, Kind, Report, ReportEntry, ReportRepr, HEADER_LEN,
-};
+use mpt_core::wire::{self, AckRepr, HeaderRepr, Kind, Report, ReportRepr, HEADER_LEN};
 use mpt_core::{PathId, Time};
 
 use std::time::Duration;
 
-use crate::{Connection, Transmit};
+use crate::{Connection, Transmit, TransmitKind};
 
 /// On a path we send data on, keepalives are answered at most this often.
 pub const BUSY_ACK_INTERVAL: Duration = Duration::from_secs(1);
@@ -27,9 +25,9 @@ pub(crate) enum Pending {
         echo: u32,
         arrived: Time,
     },
+    /// A receiver report of [`crate::report::ReportScratch::entries`].
     Report {
         path: PathId,
-        entries: Vec<ReportEntry>,
     },
     /// A path MTU probe, `size` bytes on the wire (UDP payload).
     Probe {
@@ -52,12 +50,9 @@ pub(crate) enum Pending {
         path: PathId,
         size: u16,
     },
-    /// A datagram built already (a handshake message).
-    Raw {
-        path: PathId,
-        destination: std::net::SocketAddr,
-        contents: Vec<u8>,
-    },
+    /// A datagram built already: a handshake message, a bundle that closed on its timer
+    /// (and its parities), a resent packet.
+    Raw(crate::Datagram),
 }
 
 impl Pending {
@@ -68,7 +63,7 @@ impl Pending {
             Pending::Ack { path, .. } | Pending::Report { path, .. } => Some(*path),
             Pending::Probe { path, .. } | Pending::ProbeAck { path, .. } => Some(*path),
             Pending::Nack { path, .. } | Pending::NackReferences { path, .. } => Some(*path),
-            Pending::Raw { .. } => None,
+            Pending::Raw(_) => None,
         }
     }
 }
@@ -100,23 +95,25 @@ impl<P> Connection<P> {
 
     /// Build a pending control datagram at `now`: sealed under the session key (not built
     /// while there is no session), or a handshake message as it is.
-    pub(crate) fn build(&mut self, now: Time, pending: Pending) -> Option<Transmit> {
-        let mut buf = Vec::new();
+    pub(crate) fn build(
+        &mut self,
+        now: Time,
+        pending: Pending,
+        buf: &mut Vec<u8>,
+    ) -> Option<Transmit> {
+        buf.clear();
         let path = match pending {
-            Pending::Raw {
-                path,
-                destination,
-                contents,
-            } => {
+            Pending::Raw(d) => {
+                buf.extend_from_slice(&d.contents);
                 return Some(Transmit {
-                    path,
-                    destination,
-                    contents,
-                })
+                    path: d.path,
+                    destination: d.destination,
+                    kind: d.kind,
+                });
             }
             Pending::Keepalive(path) => {
                 buf.resize(wire::KEEPALIVE_LEN + SEAL_OVERHEAD, 0);
-                self.fence_header(Kind::Keepalive, path, now).emit(&mut buf);
+                self.fence_header(Kind::Keepalive, path, now).emit(buf);
                 // we tell the peer when we hear nothing from it here: down, and nothing heard
                 // lately (a path coming back, heard again, is not silent)
                 let live = &self.paths[path.index()].live;
@@ -126,7 +123,7 @@ impl<P> Connection<P> {
                         .last_heard
                         .is_none_or(|t| now.saturating_since(t) > recent);
                 buf[HEADER_LEN] = if silent { wire::KEEPALIVE_SILENT } else { 0 };
-                self.seal_control(now, path, &mut buf, wire::KEEPALIVE_LEN)?;
+                self.seal_control(now, path, buf, wire::KEEPALIVE_LEN)?;
                 self.counts.keepalives_sent += 1;
                 let p = &mut self.paths[path.index()];
                 p.idle_sent_at = now;
@@ -139,32 +136,32 @@ impl<P> Connection<P> {
                     .saturating_sub(self.seal_overhead())
                     .max(wire::PROBE_MIN_LEN);
                 buf.resize(plain + SEAL_OVERHEAD, 0);
-                self.fence_header(Kind::Probe, path, now).emit(&mut buf);
+                self.fence_header(Kind::Probe, path, now).emit(buf);
                 buf[HEADER_LEN..wire::PROBE_MIN_LEN].copy_from_slice(&(plain as u16).to_be_bytes());
-                self.seal_control(now, path, &mut buf, plain)?;
+                self.seal_control(now, path, buf, plain)?;
                 path
             }
             Pending::ProbeAck { path, size } => {
                 buf.resize(wire::PROBE_ACK_LEN + SEAL_OVERHEAD, 0);
-                self.fence_header(Kind::ProbeAck, path, now).emit(&mut buf);
+                self.fence_header(Kind::ProbeAck, path, now).emit(buf);
                 buf[HEADER_LEN..wire::PROBE_ACK_LEN].copy_from_slice(&size.to_be_bytes());
-                self.seal_control(now, path, &mut buf, wire::PROBE_ACK_LEN)?;
+                self.seal_control(now, path, buf, wire::PROBE_ACK_LEN)?;
                 path
             }
             Pending::Nack { path, ranges } => {
-                self.build_nack(now, path, &mut buf, ranges.len(), |body| {
+                self.build_nack(now, path, buf, ranges.len(), |body| {
                     wire::emit_nack(body, &ranges)
                 })?
             }
             Pending::NackReferences { path, references } => {
-                self.build_nack(now, path, &mut buf, references.len(), |body| {
+                self.build_nack(now, path, buf, references.len(), |body| {
                     wire::emit_nack_references(body, &references)
                 })?
             }
             Pending::Goodbye(path) => {
                 buf.resize(HEADER_LEN + SEAL_OVERHEAD, 0);
-                self.fence_header(Kind::Goodbye, path, now).emit(&mut buf);
-                self.seal_control(now, path, &mut buf, HEADER_LEN)?;
+                self.fence_header(Kind::Goodbye, path, now).emit(buf);
+                self.seal_control(now, path, buf, HEADER_LEN)?;
                 path
             }
             Pending::Ack {
@@ -178,21 +175,18 @@ impl<P> Connection<P> {
                     echo,
                     hold_us: now.wire_micros().wrapping_sub(arrived.wire_micros()),
                 }
-                .emit(&mut buf);
-                self.seal_control(now, path, &mut buf, plain)?;
+                .emit(buf);
+                self.seal_control(now, path, buf, plain)?;
                 self.counts.keepalive_acks_sent += 1;
                 self.paths[path.index()].idle_sent_at = now;
                 path
             }
-            Pending::Report { path, entries } => {
+            Pending::Report { path } => {
+                let entries = &self.report.entries;
                 buf.resize(wire::report_len(entries.len()) + SEAL_OVERHEAD, 0);
                 let h = self.fence_header(Kind::Report, path, now);
-                let plain = ReportRepr {
-                    header: h,
-                    entries: &entries,
-                }
-                .emit(&mut buf);
-                let len = self.seal_control(now, path, &mut buf, plain)?;
+                let plain = ReportRepr { header: h, entries }.emit(buf);
+                let len = self.seal_control(now, path, buf, plain)?;
                 self.counts.report_bytes += (len + self.cfg.paths[path.index()].overhead) as u64;
                 path
             }
@@ -200,7 +194,7 @@ impl<P> Connection<P> {
         Some(Transmit {
             path,
             destination: self.remote(path)?,
-            contents: buf,
+            kind: TransmitKind::Control,
         })
     }
 

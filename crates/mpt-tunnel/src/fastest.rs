@@ -117,6 +117,6 @@ impl<P> Connection<P> {
         self.sched.on_sent(now, path, cost);
         self.classes.copy_sent();
         self.classes.count(self.cfg.classes.len(), class, path);
-        self.after.push(t);
+        self.after.push_back(t);
     }
 }

@@ -139,11 +139,12 @@ impl<P> Connection<P> {
             // our index in the clear: a cookie reply is addressed with it
             HeaderRepr::handshake(Kind::Initiation, path, index, now).emit(&mut d);
             mpt_core::wire::set_version(&mut d, self.initiation_version);
-            self.pending.push_back(Pending::Raw {
+            self.pending.push_back(Pending::Raw(crate::Datagram {
                 path,
                 destination: to,
+                kind: crate::TransmitKind::Control,
                 contents: d,
-            });
+            }));
         }
     }
 
@@ -311,11 +312,12 @@ impl<P> Connection<P> {
         c.taken_timestamp = init.timestamp;
         c.taken_ephemeral = ephemeral;
         c.initiating = None;
-        self.pending.push_back(Pending::Raw {
+        self.pending.push_back(Pending::Raw(crate::Datagram {
             path,
             destination: from,
+            kind: crate::TransmitKind::Control,
             contents: d,
-        });
+        }));
         let keys = Keys::new(cipher, &split);
         if self.peer_session.is_some() && init.flags & CipherFlags::CONTINUES != 0 {
             // The peer has our current session too: we go on sending in it until the peer's

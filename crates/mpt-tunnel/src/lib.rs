@@ -16,9 +16,10 @@
 //!   what else leaves before and after them ([`BatchOut`]).
 //! * [`Connection::handle_timeout`], when [`Connection::poll_timeout`] says.
 //!
-//! and every other output is polled: [`Connection::poll_transmit`] (control datagrams, in the
-//! order they go), [`Connection::poll_event`], and [`Connection::take_delivered`] (packets
-//! released by timers and other calls). Randomness comes from the caller too ([`Random`]). A
+//! and every other output is polled: [`Connection::poll_transmit`] (datagrams outside a batch,
+//! in the order they go, each written into the caller's buffer with its [`TransmitKind`]),
+//! [`Connection::poll_event`], and [`Connection::take_delivered`] (packets released by timers
+//! and other calls). In steady traffic none of these allocates (`tests/allocations.rs`). Randomness comes from the caller too ([`Random`]). A
 //! driver that keeps the connection behind a lock shared by its sending and receiving tasks
 //! can seal ([`Sealer`]) and open ([`Opener`]) outside it. The daemon (`mptd`) drives it with
 //! real sockets and a TUN device; the tests drive two of them over simulated links.
@@ -52,6 +53,7 @@ mod pmtu;
 mod reassembly;
 mod reconfigure;
 mod recv;
+mod report;
 mod resend;
 mod send;
 mod settings;
@@ -109,12 +111,12 @@ pub fn index_slot(session: u32) -> u16 {
 pub struct BatchOut {
     /// Datagrams (bundles the batch closed, and their parity) that leave on their paths before
     /// the batch's datagrams.
-    pub before: Vec<Transmit>,
+    pub before: Vec<Datagram>,
     /// Datagrams that leave once the batch's have: copies of `duplicate` classes and of small
     /// packets on a path data woke from idle, parity its packets completed, and on a path
     /// where a bundle the batch closed was numbered after datagrams already in the batch,
     /// that bundle and what the batch numbered on the path after it.
-    pub after: Vec<Transmit>,
+    pub after: Vec<Datagram>,
     /// ICMP "too big" answers to packets the tunnel cannot carry (a peer that takes no
     /// pieces), for the TUN device: at most [`ICMP_PER_SECOND`].
     pub icmp: Vec<Vec<u8>>,
@@ -231,10 +233,29 @@ pub(crate) struct Incoming {
     pub pieces: bool,
 }
 
-/// A control datagram to send.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What a datagram carries, for the driver's byte counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransmitKind {
+    /// Inner packets: a bundle, a copy, a parity.
+    Data,
+    /// The protocol's own: reports, keepalives and their answers, resend requests, MTU probes,
+    /// goodbyes, handshake messages.
+    Control,
+}
+
+/// A datagram to send that [`Connection::poll_transmit`] wrote into the caller's buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Transmit {
     pub path: PathId,
     pub destination: SocketAddr,
+    pub kind: TransmitKind,
+}
+
+/// A datagram to send in a buffer of its own ([`BatchOut::before`], [`BatchOut::after`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Datagram {
+    pub path: PathId,
+    pub destination: SocketAddr,
+    pub kind: TransmitKind,
     pub contents: Vec<u8>,
 }

@@ -11,7 +11,7 @@ use mpt_core::{PathId, Time};
 use crate::class::Classes;
 use crate::control::Pending;
 use crate::crypto::Sealer;
-use crate::{BatchOut, Connection, DropReason, Mode, Transmit};
+use crate::{BatchOut, Connection, Datagram, DropReason, Mode, TransmitKind};
 
 /// The paths a batch being numbered uses, one bit each: all of them (`used`: their fences
 /// hold until it has left), those with datagrams in the batch's own buffers (`inbuf`), and
@@ -63,8 +63,8 @@ impl<P> Connection<P> {
     /// What else numbering a batch gave, into `out`: the bundles it closed, what leaves after
     /// it, ICMP answers.
     fn batch_gave(&mut self, out: &mut BatchOut) {
-        out.before.append(&mut self.ready);
-        out.after.append(&mut self.after);
+        out.before.extend(self.ready.drain(..));
+        out.after.extend(self.after.drain(..));
         self.icmp.drain_into(&mut out.icmp);
     }
 
@@ -234,7 +234,7 @@ impl<P> Connection<P> {
                 // something numbered before it on the path leaves after the batch: so does it
                 let packet = &bufs[k].as_mut()[at..at + inner];
                 if let Some(t) = self.owned_datagram(&header, packet) {
-                    self.after.push(t);
+                    self.after.push_back(t);
                 }
                 self.after.extend(parity);
                 continue;
@@ -295,16 +295,17 @@ impl<P> Connection<P> {
         &mut self,
         header: &HeaderRepr,
         packet: &[u8],
-    ) -> Option<Transmit> {
+    ) -> Option<Datagram> {
         let destination = self.remote(header.path)?;
         let prefix = self.prefix();
         let mut buf = Vec::with_capacity(prefix + packet.len() + TAG_LEN);
         buf.resize(prefix, 0);
         buf.extend_from_slice(packet);
         let contents = self.seal_owned(header, buf, packet.len())?;
-        Some(Transmit {
+        Some(Datagram {
             path: header.path,
             destination,
+            kind: TransmitKind::Data,
             contents,
         })
     }

@@ -264,28 +264,33 @@ impl<P> Connection<P> {
         let outer = self.cfg.paths.iter().map(|p| p.overhead).max().unwrap_or(0);
         let report_bytes = wire::report_len(n) - HEADER_LEN + self.overhead().datagram() + outer;
         // The queue building on each path: a growing one is reported at once.
-        let queues: Vec<f64> = stats
-            .paths
-            .iter()
-            .take(n)
-            .map(PathStats::queue_us)
-            .collect();
-        if !self.pacer.urgent(now, rx_bytes, report_bytes, &queues)
+        let r = &mut self.report;
+        r.queues.clear();
+        r.queues
+            .extend(stats.paths.iter().take(n).map(PathStats::queue_us));
+        if !self.pacer.urgent(now, rx_bytes, report_bytes, &r.queues)
             && !self.pacer.due(now, rx_bytes, report_bytes)
         {
             return;
         }
-        let mut entries = Vec::with_capacity(n);
-        let mut counts = Vec::with_capacity(n);
+        r.entries.clear();
+        r.counts.clear();
         for (i, ps) in stats.paths.iter().enumerate().take(n) {
             let up = self.paths[i].live.state == LinkState::Up;
-            entries.push(ps.report_entry(PathId(i as u8), now, up));
-            counts.push((ps.packets, ps.lost));
+            r.entries.push(ps.report_entry(PathId(i as u8), now, up));
+            r.counts.push((ps.packets, ps.lost));
         }
         self.pacer
-            .sent(now, rx_bytes, report_bytes, &counts, &queues);
+            .sent(now, rx_bytes, report_bytes, &r.counts, &r.queues);
         if let Some(path) = self.report_path() {
-            self.pending.push_back(Pending::Report { path, entries });
+            // (one report waits at a time: it is built from the newest entries)
+            let waiting = self
+                .pending
+                .iter()
+                .any(|p| matches!(p, Pending::Report { .. }));
+            if !waiting {
+                self.pending.push_back(Pending::Report { path });
+            }
         }
     }
 

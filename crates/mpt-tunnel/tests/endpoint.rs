@@ -13,8 +13,8 @@ use mpt_core::seal::{MacKeys, PrivateKey, PublicKey, MAC_LEN};
 use mpt_core::wire::{HEADER_LEN, NOISE_INITIATION_LEN};
 use mpt_core::{PathId, Time};
 use mpt_tunnel::{
-    Admission, Connection, Copies, DropReason, Endpoint, Outcome, PeerEntry, Random, Route,
-    Transmit,
+    Admission, Connection, Copies, Datagram, DropReason, Endpoint, Outcome, PeerEntry, Random,
+    Route,
 };
 use sim::{Rng, Side};
 
@@ -156,9 +156,9 @@ fn site(n: u32, seed: u64) -> Connection<Vec<u8>> {
     Connection::new(cfg, Time::ZERO, random(seed))
 }
 
-fn drain(c: &mut Connection<Vec<u8>>, now: Time) -> Vec<Transmit> {
+fn drain(c: &mut Connection<Vec<u8>>, now: Time) -> Vec<Datagram> {
     let mut out = Vec::new();
-    while let Some(t) = c.poll_transmit(now) {
+    while let Some(t) = c.poll_datagram(now) {
         out.push(t);
     }
     while c.poll_event().is_some() {}

@@ -204,15 +204,14 @@ impl Peer {
         }
     }
 
-    /// A datagram of `bytes` sent on `path` that may be control: counted as sent, and as
-    /// control unless it carries data.
-    pub fn sent_one(&self, path: PathId, datagram: &[u8]) {
-        self.sent(path, 1, datagram.len());
-        let data = mpt_core::wire::Kind::of_datagram(datagram).is_some_and(|k| k.carries_data());
-        if !data {
+    /// A datagram of `bytes` of `kind` sent on `path`: counted as sent, and as control
+    /// when it is.
+    pub fn sent_one(&self, path: PathId, kind: mpt_tunnel::TransmitKind, bytes: usize) {
+        self.sent(path, 1, bytes);
+        if kind == mpt_tunnel::TransmitKind::Control {
             if let Some((d, b)) = self.tx_control.get(path.index()) {
                 d.fetch_add(1, Relaxed);
-                b.fetch_add(datagram.len() as u64, Relaxed);
+                b.fetch_add(bytes as u64, Relaxed);
             }
         }
     }

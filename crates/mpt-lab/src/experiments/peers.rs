@@ -123,7 +123,7 @@ fn drive(sites: &mut [Site], secs: f64, mut at_connected: impl FnMut(Duration)) 
             if s.ep.poll_timeout() <= t {
                 s.ep.handle_timeout(t);
             }
-            while let Some(x) = s.ep.poll_transmit(t) {
+            while let Some(x) = s.ep.poll_datagram(t) {
                 let _ = s.sock.send_to(&x.contents, x.destination);
             }
             while s.ep.poll_event().is_some() {}

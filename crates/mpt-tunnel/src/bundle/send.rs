@@ -10,7 +10,7 @@ use std::time::Duration;
 use super::{Closed, OpenBundle, BUNDLE_MARGIN, BUNDLE_MAX_HOLD, BUNDLE_MIN_WAIT};
 use crate::control::Pending;
 use crate::send::BatchPaths;
-use crate::{Connection, DropReason, Transmit};
+use crate::{Connection, Datagram, DropReason, TransmitKind};
 
 /// Bundling ([`crate::bundle`]): small packets wait for a busy path, and a packet too large
 /// goes in pieces.
@@ -211,11 +211,11 @@ impl<P> Connection<P> {
         if let Some(t) = self.seal_bundle(now, i, &mut parities) {
             if b.inbuf & (1 << i) != 0 {
                 b.tail |= 1 << i;
-                self.after.push(t);
-                self.after.append(&mut parities);
+                self.after.push_back(t);
+                self.after.extend(parities.drain(..));
             } else {
-                self.ready.push(t);
-                self.ready.append(&mut parities);
+                self.ready.push_back(t);
+                self.ready.extend(parities.drain(..));
             }
         }
     }
@@ -226,8 +226,8 @@ impl<P> Connection<P> {
         &mut self,
         now: Time,
         i: usize,
-        parities: &mut Vec<Transmit>,
-    ) -> Option<Transmit> {
+        parities: &mut Vec<Datagram>,
+    ) -> Option<Datagram> {
         let prefix = self.prefix();
         let Closed {
             kind,
@@ -268,9 +268,10 @@ impl<P> Connection<P> {
             self.counts.bundles_sent += 1;
             self.counts.bundled_packets += count as u64;
         }
-        Some(Transmit {
+        Some(Datagram {
             path,
             destination: self.remote(path)?,
+            kind: TransmitKind::Data,
             contents: buf,
         })
     }
@@ -319,16 +320,11 @@ impl<P> Connection<P> {
             p.data_sent += 1;
             let mut parities = Vec::new();
             if let Some(t) = self.seal_bundle(now, i, &mut parities) {
-                let raw = |t: Transmit| Pending::Raw {
-                    path: t.path,
-                    destination: t.destination,
-                    contents: t.contents,
-                };
                 // the bundle first, then its parities
                 for p in parities.into_iter().rev() {
-                    self.pending.push_front(raw(p));
+                    self.pending.push_front(Pending::Raw(p));
                 }
-                self.pending.push_front(raw(t));
+                self.pending.push_front(Pending::Raw(t));
             }
         }
     }

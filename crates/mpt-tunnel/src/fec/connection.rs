@@ -7,7 +7,7 @@ use mpt_core::wire::{HeaderRepr, Kind};
 use mpt_core::Time;
 use mpt_reseq::PacketMeta;
 
-use crate::{Connection, DropReason, Incoming, Transmit};
+use crate::{Connection, Datagram, DropReason, Incoming, TransmitKind};
 
 /// Parity as packets are numbered.
 impl<P> Connection<P> {
@@ -19,7 +19,7 @@ impl<P> Connection<P> {
         now: Time,
         header: &HeaderRepr,
         packet: &[u8],
-    ) -> Option<Transmit> {
+    ) -> Option<Datagram> {
         let i = header.path.index();
         if self.paths[i].fec_tx.k == 0 || !self.parity() {
             return None;
@@ -55,9 +55,10 @@ impl<P> Connection<P> {
         let c = self.resend.counts_mut(i, self.paths.len());
         c.parity_sent += 1;
         c.parity_bytes += cost as u64;
-        Some(Transmit {
+        Some(Datagram {
             path: header.path,
             destination,
+            kind: TransmitKind::Data,
             contents,
         })
     }
@@ -70,7 +71,7 @@ impl<P> Connection<P> {
         now: Time,
         header: &HeaderRepr,
         body: &[u8],
-        out: &mut Vec<Transmit>,
+        out: &mut Vec<Datagram>,
     ) {
         // a head piece is not a whole packet: the group it falls in has no parity
         crate::resend::whole_packets(header, body, |path_seq, seq, packet| {

@@ -260,11 +260,12 @@ impl<P> Connection<P> {
         let c = self.resend.counts_mut(lost, n);
         c.resent += 1;
         c.resent_bytes += cost as u64;
-        self.pending.push_back(Pending::Raw {
+        self.pending.push_back(Pending::Raw(crate::Datagram {
             path: via,
             destination,
+            kind: crate::TransmitKind::Data,
             contents,
-        });
+        }));
     }
 
     /// Keep the whole packets of a data, bundle or continued datagram with `header` and plain

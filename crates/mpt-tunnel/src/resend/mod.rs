@@ -51,6 +51,9 @@ pub const KEEP_SETTLES: Duration = Duration::from_millis(10);
 /// Per path, the path sequences whose global sequence is remembered (a power of two).
 const PATH_SLOTS: usize = 4096;
 
+/// A kept packet's buffer grows in steps of this many bytes ([`ResendBuffer::keep`]).
+const KEPT_ROOM: usize = 512;
+
 /// One packet kept: where it went first, when, and its bytes.
 #[derive(Debug, Default)]
 struct Kept {
@@ -64,13 +67,17 @@ struct Kept {
     packet: Vec<u8>,
 }
 
-/// The packets sent lately, by global sequence, and per path which global sequence each
-/// path sequence carried. Allocated as it fills (an idle peer costs nothing).
+/// The packets sent lately, in a ring of [`RESEND_KEPT`] slots filled in turn, and per path
+/// which slot each path sequence's packet went to. Allocated as it fills (an idle peer costs
+/// nothing); a slot's buffer is used again by the packets kept after it, so that a steady
+/// stream allocates nothing once the ring went round.
 #[derive(Debug, Default)]
 pub struct ResendBuffer {
     kept: Vec<Kept>,
-    /// Per path: global sequence by path sequence (modulo [`PATH_SLOTS`]).
-    by_path: Vec<Vec<u32>>,
+    /// The slot the next packet kept goes to.
+    next: usize,
+    /// Per path: the slot of each path sequence's packet (modulo [`PATH_SLOTS`]).
+    by_path: Vec<Vec<u16>>,
 }
 
 impl ResendBuffer {
@@ -96,8 +103,10 @@ impl ResendBuffer {
         if map.is_empty() {
             map.resize(PATH_SLOTS, 0);
         }
-        map[usize::from(path_seq) % PATH_SLOTS] = seq;
-        let k = &mut self.kept[seq as usize % RESEND_KEPT];
+        let slot = self.next;
+        self.next = (slot + 1) % RESEND_KEPT;
+        map[usize::from(path_seq) % PATH_SLOTS] = slot as u16;
+        let k = &mut self.kept[slot];
         k.valid = true;
         k.path = path.0;
         k.path_seq = path_seq;
@@ -105,7 +114,21 @@ impl ResendBuffer {
         k.sent = now;
         k.reference = reference;
         k.packet.clear();
+        // room in steps of KEPT_ROOM: a slot that held a short packet has room for a longer
+        // one next time round
+        if k.packet.capacity() < packet.len() {
+            k.packet
+                .reserve_exact(packet.len().next_multiple_of(KEPT_ROOM));
+        }
         k.packet.extend_from_slice(packet);
+    }
+
+    /// The slot of the packet `path` carried as `path_seq`, while it is there.
+    fn slot(&self, path: PathId, path_seq: u16) -> Option<usize> {
+        let map = self.by_path.get(path.index())?;
+        let slot = usize::from(*map.get(usize::from(path_seq) % PATH_SLOTS)?);
+        let k = self.kept.get(slot)?;
+        (k.path == path.0 && k.path_seq == path_seq).then_some(slot)
     }
 
     /// The packet sent on `path` as `path_seq`, if still kept and sent within `max_age` of
@@ -118,11 +141,8 @@ impl ResendBuffer {
         now: Time,
         max_age: Duration,
     ) -> Option<(u32, bool, &[u8])> {
-        let seq = *self
-            .by_path
-            .get(path.index())?
-            .get(usize::from(path_seq) % PATH_SLOTS)?;
-        let k = self.kept.get_mut(seq as usize % RESEND_KEPT)?;
+        let slot = self.slot(path, path_seq)?;
+        let k = &mut self.kept[slot];
         // a reference is waited for longer: the packets compressed against it wait for it
         let max_age = if k.reference {
             max_age.max(crate::hc::AWAIT_FOR)
@@ -130,25 +150,28 @@ impl ResendBuffer {
             max_age
         };
         let fresh = now.saturating_since(k.sent) <= max_age;
-        if !k.valid || k.path != path.0 || k.path_seq != path_seq || k.seq != seq || !fresh {
+        if !k.valid || !fresh {
             return None;
         }
         k.valid = false;
-        Some((seq, k.reference, &k.packet))
+        Some((k.seq, k.reference, &k.packet))
     }
 
-    /// The global sequence `path` last carried as `path_seq`, as far as the buffer remembers
-    /// (the packet itself may be gone).
+    /// The global sequence `path` carried as `path_seq`, while the buffer has its packet
+    /// (resent or not).
     pub fn seq_of(&self, path: PathId, path_seq: u16) -> Option<u32> {
-        let map = self.by_path.get(path.index())?;
-        map.get(usize::from(path_seq) % PATH_SLOTS).copied()
+        self.slot(path, path_seq).map(|s| self.kept[s].seq)
     }
 
     /// Where the flow's reference of global sequence `seq` went, if it is still kept (and
-    /// not resent yet): its path and path sequence.
+    /// not resent yet): its path and path sequence. (Asked for only when a peer lost a
+    /// reference: a search of the ring, newest first.)
     pub fn reference_sent(&self, seq: u32) -> Option<(PathId, u16)> {
-        let k = self.kept.get(seq as usize % RESEND_KEPT)?;
-        (k.valid && k.reference && k.seq == seq).then_some((PathId(k.path), k.path_seq))
+        let n = self.kept.len();
+        (1..=n)
+            .map(|back| &self.kept[(self.next + n - back) % n])
+            .find(|k| k.valid && k.reference && k.seq == seq)
+            .map(|k| (PathId(k.path), k.path_seq))
     }
 }
 

@@ -670,7 +670,7 @@ impl Pair {
     /// delivered packets.
     fn drive(&mut self, side: Side) {
         let now = self.now;
-        while let Some(t) = self.nodes[side.index()].ep.poll_transmit(now) {
+        while let Some(t) = self.nodes[side.index()].ep.poll_datagram(now) {
             self.nodes[side.index()].control_sent[t.path.index()] += 1;
             self.put_on_link(side, t.path.index(), t.destination, t.contents);
         }

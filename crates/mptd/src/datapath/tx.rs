@@ -328,7 +328,7 @@ async fn send_for_peer(t: &Tunnel, i: usize, n: usize, b: &mut TxBatch) {
 /// Send a data datagram the endpoint built whole: a bundle that leaves before a batch, or
 /// what leaves after it. Unlike a control datagram ([`Tunnel::send`], which a full socket
 /// buffer drops), it waits for room, as the batch's own datagrams do.
-async fn send_whole(t: &Tunnel, peer: &crate::peer::Peer, b: &mpt_tunnel::Transmit) {
+async fn send_whole(t: &Tunnel, peer: &crate::peer::Peer, b: &mpt_tunnel::Datagram) {
     let Some(s) = t.socket(peer.socket(b.path)) else {
         t.io_drop(DropReason::SendError, 1);
         return;

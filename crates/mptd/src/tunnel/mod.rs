@@ -13,7 +13,6 @@
 //! applying a changed configuration in `reload.rs`, the watchdog and `-v` summaries in
 //! `service.rs`.
 
-use std::net::SocketAddr;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
@@ -130,8 +129,10 @@ pub struct Calls {
 /// What the endpoints asked for while locked, to be done once the lock is released.
 #[derive(Debug, Default)]
 pub struct Outputs {
-    /// (peer, datagram)
-    pub transmits: Vec<(usize, Transmit)>,
+    /// (peer, what to send, its bytes)
+    pub transmits: Vec<(usize, Transmit, Vec<u8>)>,
+    /// Buffers of datagrams sent, for the next ones.
+    pub spare: Vec<Vec<u8>>,
     pub events: Vec<(usize, Event)>,
 }
 
@@ -270,9 +271,12 @@ impl Tunnel {
 
     /// Gather what peer `i`'s endpoint asks for at `now` (under its lock).
     pub fn gather(ep: &mut Connection<RxBuf>, now: Time, i: usize, out: &mut Outputs) {
-        while let Some(t) = ep.poll_transmit(now) {
-            out.transmits.push((i, t));
+        let mut buf = out.spare.pop().unwrap_or_default();
+        while let Some(t) = ep.poll_transmit(now, &mut buf) {
+            out.transmits.push((i, t, buf));
+            buf = out.spare.pop().unwrap_or_default();
         }
+        out.spare.push(buf);
         while let Some(e) = ep.poll_event() {
             out.events.push((i, e));
         }
@@ -281,10 +285,11 @@ impl Tunnel {
     /// Send the gathered control datagrams and log the events (without any lock).
     pub fn act(&self, out: &mut Outputs) {
         let peers = self.peers();
-        for (i, t) in out.transmits.drain(..) {
+        for (i, t, buf) in out.transmits.drain(..) {
             if let Some(peer) = peers.get(i) {
-                self.send(peer, t.path, &t.contents, t.destination);
+                self.send(peer, &t, &buf);
             }
+            out.spare.push(buf);
         }
         for (i, e) in out.events.drain(..) {
             self.log_event(i, &e);
@@ -307,13 +312,14 @@ impl Tunnel {
 
     /// Send one datagram of `peer` on `path` now, or count it as lost (a full socket buffer
     /// drops a control datagram rather than wait).
-    pub fn send(&self, peer: &Peer, path: PathId, datagram: &[u8], remote: SocketAddr) {
+    pub fn send(&self, peer: &Peer, t: &Transmit, datagram: &[u8]) {
+        let path = t.path;
         let Some(s) = self.socket(peer.socket(path)) else {
             self.io_drop(DropReason::SendError, 1);
             return;
         };
-        match s.io.try_send(datagram, remote, peer.source(path)) {
-            Ok(()) => peer.sent_one(path, datagram),
+        match s.io.try_send(datagram, t.destination, peer.source(path)) {
+            Ok(()) => peer.sent_one(path, t.kind, datagram.len()),
             // a control datagram too big for the route is a path MTU probe of a size that
             // does not pass: discovery's answer, not a drop
             Err(e) if e.raw_os_error() == Some(libc::EMSGSIZE) => {
