@@ -19,7 +19,7 @@ mod decompress;
 mod encode;
 mod format;
 
-use crate::wire::internet_checksum;
+use crate::checksum::internet_checksum;
 pub use decompress::{Decompressor, Refused, KEPT_REFERENCES};
 use encode::{encode, Divisor};
 use format::*;

@@ -20,8 +20,7 @@ pub use bundle::{
     CONTINUATION_LEN, MAX_BUNDLE, MIN_HEAD_PIECE,
 };
 pub use compress::{
-    compresses, internet_checksum, push_compressed_entry, udp4_headers, COMPRESSED, COMPRESSED_LEN,
-    UDP4_HEADERS,
+    compresses, push_compressed_entry, udp4_headers, COMPRESSED, COMPRESSED_LEN, UDP4_HEADERS,
 };
 pub(crate) use datagram::exact_len;
 pub use datagram::{check_data_body, check_inner_packet, AckRepr, Datagram};
@@ -38,6 +37,8 @@ pub use nack::{
 };
 pub use parity::{check_parity, ip_length, xor_into, MAX_PARITY_GROUP, MIN_PARITY_GROUP};
 pub use report::{report_len, Report, ReportEntry, ReportRepr};
+// Its public path since before it moved out: `hc` needs it too, and takes it from there.
+pub use crate::checksum::internet_checksum;
 
 /// Protocol version carried in the top three bits of byte 0: the one we speak first. 7 is
 /// the last those bits hold: a later change to the wire needs another way to say it (a
