@@ -7,6 +7,7 @@
 //! can be driven by a simulated clock in tests.
 #![forbid(unsafe_code)]
 
+mod checksum;
 pub mod hc;
 pub mod queue;
 pub mod rng;

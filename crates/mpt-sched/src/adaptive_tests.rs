@@ -132,25 +132,8 @@ fn closed_loop(sim: &Sim, mut change: impl FnMut(u64, &mut Vec<u64>)) -> Outcome
         inflight.make_contiguous().sort_by_key(|x| x.0);
         while inflight.front().is_some_and(|x| x.0 <= t) {
             let (at, i, ps, sent_at) = inflight.pop_front().unwrap();
-            let e = &mut rx[i];
-            let gap = ps.wrapping_sub(e.path_seq.wrapping_add(1));
-            if e.packets > 0 && gap > 0 && gap < 30_000 {
-                e.lost += u32::from(gap);
-            }
-            e.path_seq = ps;
-            e.packets += 1;
-            e.bytes += len as u64;
-            e.echo = Time::from_nanos(sent_at).wire_micros();
+            receive(&mut rx[i], &mut owd_min[i], ps, len, sent_at, at);
             arrived[i] = at;
-            let owd = ((at - sent_at) / 1_000) as u32;
-            owd_min[i] = owd_min[i].min(owd);
-            e.owd_min_us = owd_min[i];
-            e.owd_min_len = len as u16;
-            e.owd_us = if e.packets == 1 {
-                owd
-            } else {
-                (e.owd_us * 3 + owd) / 4
-            };
             if t >= tail_from {
                 out.bytes[i] += len as u64;
             }
@@ -173,16 +156,45 @@ fn closed_loop(sim: &Sim, mut change: impl FnMut(u64, &mut Vec<u64>)) -> Outcome
         }
         t += interval;
     }
-    // Late: arrives more than the hold time after some later packet.
+    (out.sent_all, out.lost_all) = lost_or_late(&arrival);
+    out
+}
+
+/// A path's report entry `e` takes a packet of path sequence `ps` and `len` inner bytes, sent
+/// at `sent_at`, that arrived at `at`; `owd_min` is the least one-way delay the path showed.
+fn receive(e: &mut ReportEntry, owd_min: &mut u32, ps: u16, len: usize, sent_at: u64, at: u64) {
+    let gap = ps.wrapping_sub(e.path_seq.wrapping_add(1));
+    if e.packets > 0 && gap > 0 && gap < 30_000 {
+        e.lost += u32::from(gap);
+    }
+    e.path_seq = ps;
+    e.packets += 1;
+    e.bytes += len as u64;
+    e.echo = Time::from_nanos(sent_at).wire_micros();
+    let owd = ((at - sent_at) / 1_000) as u32;
+    *owd_min = (*owd_min).min(owd);
+    e.owd_min_us = *owd_min;
+    e.owd_min_len = len as u16;
+    e.owd_us = if e.packets == 1 {
+        owd
+    } else {
+        (e.owd_us * 3 + owd) / 4
+    };
+}
+
+/// Of the packets sent, in order, that arrived when `arrival` says (`None`: dropped): how
+/// many, and how many were lost or late — arrived more than [`HOLD_NS`] after some later
+/// packet.
+fn lost_or_late(arrival: &[Option<u64>]) -> (u64, u64) {
     let mut later_min = u64::MAX;
+    let mut lost = 0;
     for a in arrival.iter().rev() {
-        out.sent_all += 1;
         match *a {
             Some(at) if at <= later_min.saturating_add(HOLD_NS) => later_min = later_min.min(at),
-            _ => out.lost_all += 1,
+            _ => lost += 1,
         }
     }
-    out
+    (arrival.len() as u64, lost)
 }
 
 #[test]

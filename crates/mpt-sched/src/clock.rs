@@ -1,5 +1,7 @@
 //! What a scheduler that does not place packets by time still knows of its paths' queues when
-//! their rates are configured: a virtual transmit clock per path ([`LinkClock`]).
+//! their rates are configured: a virtual transmit clock per path ([`LinkClock`]). And
+//! [`ns_per_byte`], the unit it and the crate's other virtual clocks (`rate`'s, pacing's) run
+//! on.
 
 use mpt_core::{PathId, Time};
 
@@ -17,13 +19,7 @@ pub struct LinkClock {
 impl LinkClock {
     pub fn new(paths: &[PathSpec]) -> LinkClock {
         LinkClock {
-            ns_per_byte: paths
-                .iter()
-                .map(|p| {
-                    p.rate_bps
-                        .map(|r| ((8_000_000_000u128 << 16) / u128::from(r.max(1))) as u64)
-                })
-                .collect(),
+            ns_per_byte: paths.iter().map(|p| p.rate_bps.map(ns_per_byte)).collect(),
             busy: vec![0; paths.len()],
         }
     }
@@ -52,6 +48,13 @@ impl LinkClock {
         let busy = self.busy.get(path.index()).copied().unwrap_or(0);
         std::time::Duration::from_nanos(busy.saturating_sub(now.as_nanos()))
     }
+}
+
+/// Serialisation time per byte at `rate_bps` bits per second: nanoseconds in 16.16 fixed
+/// point.
+pub(crate) fn ns_per_byte(rate_bps: u64) -> u64 {
+    // 8 bits per byte, 1e9 ns per second, 16 fractional bits.
+    ((8_000_000_000u128 << 16) / u128::from(rate_bps.max(1))) as u64
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@
 #![forbid(unsafe_code)]
 
 mod adaptive;
+mod build;
 mod clock;
 mod estimator;
 mod kind;
@@ -24,6 +25,7 @@ mod scheduler;
 mod wrr;
 
 pub use adaptive::AdaptiveScheduler;
+pub use build::build;
 pub use clock::LinkClock;
 pub use estimator::{Estimator, PathEstimate};
 pub use kind::SchedulerKind;
@@ -31,7 +33,7 @@ pub use pace::PACE_QUANTUM;
 pub use paths::PathSet;
 pub use rate::{RateScheduler, MAX_BACKLOG};
 pub use rr::RoundRobin;
-pub use scheduler::{build, Learned, PathSpec, Scheduler, DEFAULT_OVERHEAD};
+pub use scheduler::{Learned, PathSpec, Scheduler, DEFAULT_OVERHEAD};
 pub use wrr::WeightedRoundRobin;
 
 #[cfg(test)]

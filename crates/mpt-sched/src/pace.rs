@@ -9,7 +9,7 @@
 
 use mpt_core::Time;
 
-use crate::rate::ns_per_byte;
+use crate::clock::ns_per_byte;
 
 /// A paced sender that found every path full waits until one has this much room: the packets
 /// it then sends leave together (in one GSO send), and timers fire at most every millisecond.

@@ -3,6 +3,7 @@ use mpt_core::{PathId, Time};
 use mpt_core::bits;
 use mpt_core::wire::ReportEntry;
 
+use crate::clock::ns_per_byte;
 use crate::pace::Pacer;
 use crate::{PathSet, PathSpec, Scheduler};
 
@@ -231,11 +232,6 @@ impl RateScheduler {
     fn serialisation(&self, i: usize, len: usize) -> u64 {
         (len as u64).saturating_mul(self.ns_per_byte[i]) >> 16
     }
-}
-
-pub(crate) fn ns_per_byte(rate_bps: u64) -> u64 {
-    // 8 bits per byte, 1e9 ns per second, 16 fractional bits.
-    ((8_000_000_000u128 << 16) / u128::from(rate_bps.max(1))) as u64
 }
 
 impl Scheduler for RateScheduler {

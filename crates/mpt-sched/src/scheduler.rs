@@ -1,10 +1,10 @@
 //! The scheduler contract: what a scheduler knows of a path ([`PathSpec`]), the [`Scheduler`]
-//! trait every algorithm implements, and [`build`], the factory the configuration names.
+//! trait every algorithm implements, and what it shows of what it learned ([`Learned`]). The
+//! algorithms depend on this module and it on none of them: [`build`](crate::build()) makes
+//! them.
 
 use mpt_core::wire::ReportEntry;
 use mpt_core::{PathId, Time};
-
-use crate::{AdaptiveScheduler, RateScheduler, RoundRobin, SchedulerKind, WeightedRoundRobin};
 
 /// What a scheduler knows about a path from the configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -158,17 +158,4 @@ pub struct Learned {
     pub cuts: u64,
     /// Backlog of the scheduler's virtual clock now, microseconds.
     pub backlog_us: u64,
-}
-
-/// Build the scheduler named in the config for `paths` (all initially up).
-///
-/// For `rate`, a path without a configured rate counts as `weight` Mbit/s (the config loader
-/// refuses that combination, so this only matters for programmatic use).
-pub fn build(kind: SchedulerKind, paths: &[PathSpec]) -> Box<dyn Scheduler> {
-    match kind {
-        SchedulerKind::RoundRobin => Box::new(RoundRobin::new(paths)),
-        SchedulerKind::WeightedRoundRobin => Box::new(WeightedRoundRobin::new(paths)),
-        SchedulerKind::Rate => Box::new(RateScheduler::new(paths)),
-        SchedulerKind::Adaptive => Box::new(AdaptiveScheduler::new(paths)),
-    }
 }

@@ -66,45 +66,56 @@ impl Changes {
     }
 }
 
-/// The compressed header of `p` (layout `l`) against reference headers `r`, `distance` global
-/// sequence numbers after it, in context `ctx`, in `format`, padded to `pad_to` bytes if
-/// shorter (at most [`MAX_HEADERS`]; version 7 pads as far as its LEB128 values stretch, which
-/// is further than a header it pads ever needs), written to `h`. Its length is known before a
-/// byte is written, so that the padding goes in its place at once. Returns that length before
-/// padding.
-#[allow(clippy::too_many_arguments)]
+// `encode`'s arguments that go together: two fields each, so that each struct is passed as the
+// two arguments it replaces were. With a third field a struct is passed by reference, and
+// compressing a header took 3-6 % more instructions.
+
+/// How a compressed header names its reference: by its flow's context, and by how many global
+/// sequence numbers the packet comes after it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct RefName {
+    pub(super) ctx: u8,
+    pub(super) distance: u32,
+}
+
+/// The form of a compressed header: the session's format, and the length it is padded to if
+/// shorter.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Form {
+    pub(super) format: Format,
+    pub(super) pad_to: usize,
+}
+
+/// The compressed header of `p` (layout `l`) against reference headers `r`, which it names
+/// `name`, in `form` (padded to at most [`MAX_HEADERS`]; version 7 pads as far as its LEB128
+/// values stretch, which is further than a header it pads ever needs), written to `h`. Its
+/// length is known before a byte is written, so that the padding goes in its place at once.
+/// Returns that length before padding.
 pub(super) fn encode(
     h: &mut Headers,
     p: &[u8],
     l: Layout,
     r: &[u8],
-    distance: u32,
-    ctx: u8,
-    format: Format,
-    pad_to: usize,
+    name: RefName,
+    form: Form,
     by: &mut Divisor,
 ) -> usize {
     let c = Changes::between(p, l, r);
-    let pad_to = pad_to.min(MAX_HEADERS);
+    let pad_to = form.pad_to.min(MAX_HEADERS);
     let sum = [p[l.ip + 16], p[l.ip + 17]];
-    match format {
-        Format::V6 => encode_v6(h, &c, distance, ctx, pad_to, sum),
+    match form.format {
+        Format::V6 => encode_v6(h, &c, name, pad_to, sum),
         Format::V7 => {
             let payload = p.len() - l.headers();
-            encode_v7(h, &c, l, payload, r, distance, ctx, pad_to, sum, by)
+            let segments = in_segments(c.seq, payload, payload_of(r, l), by);
+            encode_v7(h, &c, l, segments, name, pad_to, sum)
         }
     }
 }
 
 /// Version 6: marker, context, distance, mask, padding, fields, checksum.
-fn encode_v6(
-    h: &mut Headers,
-    c: &Changes,
-    distance: u32,
-    ctx: u8,
-    pad_to: usize,
-    sum: [u8; 2],
-) -> usize {
+fn encode_v6(h: &mut Headers, c: &Changes, name: RefName, pad_to: usize, sum: [u8; 2]) -> usize {
+    let RefName { ctx, distance } = name;
     let mut mask = 0;
     let mut len = 2 + varint_len(distance) + 1 + 2;
     for (v, bit) in [
@@ -222,31 +233,29 @@ fn in_segments(seq: u32, len: usize, ref_len: usize, by: &mut Divisor) -> Option
     }
 }
 
-/// Version 7: marker with the context, distance, mask, fields, checksum. When `p`'s sequence
-/// number is a whole number `k` of its own segments (of `payload` bytes) after the start of
-/// the reference's payload, or after its end, and that is shorter, the field carries `2k`, or
-/// `2k + 1` from the end ("in segments"); an IPv4 identification that is then the reference's
-/// plus the segments since it (`k`, or `k + 1` from the end; as a sender that cuts segments
-/// numbers them) goes without its field. Padded by writing the distance, then the other
-/// LEB128 fields present, then absent ones as zero deltas (acknowledgement, sequence,
-/// identification with IPv4 unless it goes without, timestamps with them), longer.
-#[allow(clippy::too_many_arguments)]
+/// Version 7: marker with the context, distance, mask, fields, checksum. When the packet's
+/// sequence number is a whole number `k` of its own segments after the start of the
+/// reference's payload, or after its end (`segments`, as [`in_segments`] gives them), and that
+/// is shorter, the field carries `2k`, or `2k + 1` from the end ("in segments"); an IPv4
+/// identification that is then the reference's plus the segments since it (`k`, or `k + 1`
+/// from the end; as a sender that cuts segments numbers them) goes without its field. Padded by
+/// writing the distance, then the other LEB128 fields present, then absent ones as zero deltas
+/// (acknowledgement, sequence, identification with IPv4 unless it goes without, timestamps
+/// with them), longer.
 fn encode_v7(
     h: &mut Headers,
     c: &Changes,
     l: Layout,
-    payload: usize,
-    r: &[u8],
-    distance: u32,
-    ctx: u8,
+    segments: Option<(u32, u32)>,
+    name: RefName,
     pad_to: usize,
     sum: [u8; 2],
-    by: &mut Divisor,
 ) -> usize {
+    let RefName { ctx, distance } = name;
     let mut mask = 0;
     let (mut seq, mut id) = (c.seq, c.id);
     let mut implied_id = false;
-    if let Some((v, n)) = in_segments(c.seq, payload, payload_of(r, l), by) {
+    if let Some((v, n)) = segments {
         if c.seq != 0 && varint_len(v) <= varint_len(c.seq) {
             seq = v;
             mask |= M_SEGS | M_SEQ;

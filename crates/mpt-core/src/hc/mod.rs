@@ -19,9 +19,9 @@ mod decompress;
 mod encode;
 mod format;
 
-use crate::wire::internet_checksum;
+use crate::checksum::internet_checksum;
 pub use decompress::{Decompressor, Refused, KEPT_REFERENCES};
-use encode::{encode, Divisor};
+use encode::{encode, Divisor, Form, RefName};
 use format::*;
 pub use format::{flow_hash, is_compressed, is_tcp, Format, Headers};
 
@@ -229,17 +229,9 @@ impl Compressor {
         if !usable {
             return None;
         }
-        let natural = encode(
-            out,
-            p,
-            l,
-            &r.headers,
-            distance,
-            ctx,
-            format,
-            pad_to,
-            &mut self.by,
-        );
+        let name = RefName { ctx, distance };
+        let form = Form { format, pad_to };
+        let natural = encode(out, p, l, &r.headers, name, form, &mut self.by);
         if out.len() + p.len() - l.headers() > room {
             if pad_to > 0 && out.len() > pad_to {
                 // what changed since the reference outgrew the room the segment was cut for:

@@ -1,6 +1,5 @@
 //! Compressed bundle entries: an IPv4 UDP packet carried as its payload after the headers of
-//! the entry before it (the format is in [`super::bundle`]'s documentation), and the internet
-//! checksum that rebuilding its IPv4 header needs.
+//! the entry before it (the format is in [`super::bundle`]'s documentation).
 
 use super::*;
 
@@ -67,23 +66,4 @@ pub fn push_compressed_entry(body: &mut Vec<u8>, last: u32, seq: u32, packet: &[
     body.extend_from_slice(&packet[26..28]);
     body.extend_from_slice(payload);
     Some(())
-}
-
-/// The Internet checksum (RFC 1071) of the bytes of `parts` (each of even length but the
-/// last), added to the partial sum `initial` (a pseudo-header's, or 0).
-pub fn internet_checksum(initial: u32, parts: &[&[u8]]) -> u16 {
-    let mut sum = u64::from(initial);
-    for part in parts {
-        let mut chunks = part.chunks_exact(2);
-        for c in &mut chunks {
-            sum += u64::from(u16::from_be_bytes([c[0], c[1]]));
-        }
-        if let [last] = chunks.remainder() {
-            sum += u64::from(*last) << 8;
-        }
-    }
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
 }
