@@ -27,6 +27,7 @@ mod package;
 mod recovery;
 mod rekey;
 mod reload;
+mod segments;
 mod sites;
 mod streams;
 mod systemd;
