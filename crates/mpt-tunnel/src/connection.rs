@@ -380,6 +380,15 @@ impl<P> Connection<P> {
             .unwrap_or(usize::from(self.cfg.mtu))
     }
 
+    /// What TCP segments to this peer are cut to ([`crate::SegmentSizes`]).
+    pub fn segment_sizes(&self) -> crate::SegmentSizes {
+        crate::SegmentSizes {
+            whole: self.largest_whole_packet(),
+            compressed: self.compressed_headers(),
+            settled: self.settled_whole_packet(),
+        }
+    }
+
     /// As [`Connection::largest_whole_packet`], once every path that is up has found its MTU
     /// (`None` before: a path that still searches carries the base size for now, and a TCP
     /// flow whose MSS a driver clamps for that keeps segments smaller than its paths carry).

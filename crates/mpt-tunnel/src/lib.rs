@@ -233,6 +233,18 @@ pub(crate) struct Incoming {
     pub pieces: bool,
 }
 
+/// What a driver that cuts TCP super-packets into segments ([`Connection::segment_sizes`])
+/// needs of one peer's connection: the largest inner packet a path's datagram carries whole,
+/// what a TCP segment's IP and TCP headers take there when the connection compresses them,
+/// and the largest packet once every path that is up found its MTU (what a SYN's MSS is
+/// clamped for). Each peer has its own: their paths may differ in MTU and in compression.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SegmentSizes {
+    pub whole: usize,
+    pub compressed: Option<usize>,
+    pub settled: Option<usize>,
+}
+
 /// What a datagram carries, for the driver's byte counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TransmitKind {

@@ -1,7 +1,8 @@
-//! What the TUN reads cut TCP super-packets to ([`crate::datapath::tun_read`]), as the
-//! connection that sent last knows its paths: written by the tx tasks under a peer's lock,
-//! read by every TUN queue's. One per tunnel, in [`crate::tunnel::Tunnel`]; a module of its
-//! own so that the tunnel's state holds it without reaching into the datapath.
+//! What the TUN reads cut TCP super-packets to ([`crate::datapath::tun_read`]), as one peer's
+//! connection knows its paths ([`mpt_tunnel::Connection::segment_sizes`]): written by the tx
+//! tasks under the peer's lock, read by every TUN queue's for a read routed to the peer. One
+//! per peer, in [`crate::peer::Peer`]; a read routed to no peer is cut by [`Fit::default`]'s
+//! (not at all).
 
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
 
@@ -32,15 +33,11 @@ impl Default for Fit {
 }
 
 impl Fit {
-    pub fn set(&self, whole: usize, compressed: Option<usize>) {
-        self.whole.store(whole, Relaxed);
-        self.compressed.store(compressed.unwrap_or(0), Relaxed);
-    }
-
-    /// The largest inner packet once every path that is up found its MTU
-    /// (`Connection::settled_whole_packet`).
-    pub fn set_settled(&self, settled: Option<usize>) {
-        self.settled.store(settled.unwrap_or(0), Relaxed);
+    /// What the peer's connection says now.
+    pub fn set(&self, s: mpt_tunnel::SegmentSizes) {
+        self.whole.store(s.whole, Relaxed);
+        self.compressed.store(s.compressed.unwrap_or(0), Relaxed);
+        self.settled.store(s.settled.unwrap_or(0), Relaxed);
     }
 
     /// The flows whose segments compress now, per context.
@@ -52,7 +49,7 @@ impl Fit {
         }
     }
 
-    /// What [`Fit::set_settled`] stored (0: not yet).
+    /// The largest packet once every path found its MTU (0: not yet).
     pub fn settled(&self) -> usize {
         self.settled.load(Relaxed)
     }

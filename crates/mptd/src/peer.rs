@@ -51,6 +51,9 @@ pub struct Peer {
     /// Datagrams the kernel refused as too big (EMSGSIZE): path and size, for the endpoint's
     /// path MTU discovery the next time it is locked ([`Peer::apply_too_big`]).
     too_big: std::sync::Mutex<Vec<(PathId, usize)>>,
+    /// What the TUN reads routed to it cut TCP super-packets to: what its connection said
+    /// when it last numbered a batch ([`mpt_tunnel::Connection::segment_sizes`]).
+    pub fit: crate::fit::Fit,
 }
 
 impl Peer {
@@ -86,6 +89,7 @@ impl Peer {
             up_since_ms: AtomicU64::new(0),
             failed: std::sync::atomic::AtomicBool::new(false),
             too_big: std::sync::Mutex::new(Vec::new()),
+            fit: crate::fit::Fit::default(),
             ep: Mutex::new(None),
         };
         if let Some(ep) = ep {

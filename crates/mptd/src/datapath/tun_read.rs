@@ -302,7 +302,11 @@ mod tests {
     /// A fit of packets of `max_packet` bytes, TCP headers taking `compressed`, no flow ready.
     fn fit((max_packet, compressed): (usize, Option<usize>)) -> Fit {
         let f = Fit::default();
-        f.set(max_packet, compressed);
+        f.set(mpt_tunnel::SegmentSizes {
+            whole: max_packet,
+            compressed,
+            settled: None,
+        });
         f
     }
 
@@ -420,7 +424,11 @@ mod tests {
         };
         // the paths still search: the base size is no size to clamp a flow's segments for
         assert_eq!(read(&f), 1460);
-        f.set_settled(Some(1436));
+        f.set(mpt_tunnel::SegmentSizes {
+            whole: 1436,
+            compressed: Some(16),
+            settled: Some(1436),
+        });
         assert_eq!(read(&f), 1432);
     }
 

@@ -83,6 +83,23 @@ fn ready(bufs: &mut [Vec<u8>], room: usize, len: usize) -> &mut [Vec<u8>] {
     room
 }
 
+/// What the read `raw` (the virtio-net header and the packet or super-packet after it) is cut
+/// to: the fit of the peer its destination routes to.
+fn read_fit<'a>(
+    peers: &'a [Arc<crate::peer::Peer>],
+    routes: &crate::routes::Routes,
+    raw: &[u8],
+) -> Option<&'a crate::fit::Fit> {
+    let i = match routes.single() {
+        Some(only) => only,
+        None => {
+            let packet = raw.get(tun_rs::VIRTIO_NET_HDR_LEN..)?;
+            routes.lookup(crate::routes::destination(packet)?)?
+        }
+    };
+    peers.get(i).map(|p| &p.fit)
+}
+
 /// TUN → scheduler → path socket, a batch at a time: one TUN read (a TCP super-packet from
 /// TSO is split into segments that fit a path's datagram), one lock of the endpoint to schedule and number the
 /// whole batch, sealing in place without the lock, and per path one GSO send for each run of
@@ -112,6 +129,8 @@ pub async fn tx_task(t: Arc<Tunnel>, queue: usize) -> Result<()> {
     let mut gro: Option<tun_rs::GROTable> = None;
     // the packets pacing held, at the front of the batch's buffers
     let mut held = 0;
+    // what a read routed to no peer is cut to: nothing (it is dropped, and counted, later)
+    let unrouted = crate::fit::Fit::default();
     loop {
         // wait for the TUN device, or, while pacing holds packets, until they may go
         let read = match b.wake.filter(|_| held > 0) {
@@ -125,12 +144,14 @@ pub async fn tx_task(t: Arc<Tunnel>, queue: usize) -> Result<()> {
         if let Some(read) = read {
             match read.and_then(|len| {
                 let room = crate::datapath::tun_read::segments_at_most(&original[..len]);
+                let (peers, routes) = (t.peers(), t.routes());
+                let fit = read_fit(&peers, &routes, &original[..len]).unwrap_or(&unrouted);
                 crate::datapath::tun_read::split(
                     &mut original[..len],
                     ready(&mut b.bufs[held..], room, b.buf_len),
                     &mut b.sizes[held..],
                     prefix,
-                    &t.fit,
+                    fit,
                 )
             }) {
                 Ok(got) => {
@@ -157,12 +178,14 @@ pub async fn tx_task(t: Arc<Tunnel>, queue: usize) -> Result<()> {
         while n > held && slots - n >= read_room {
             let more = tun.try_recv(&mut original).and_then(|len| {
                 let room = crate::datapath::tun_read::segments_at_most(&original[..len]);
+                let (peers, routes) = (t.peers(), t.routes());
+                let fit = read_fit(&peers, &routes, &original[..len]).unwrap_or(&unrouted);
                 crate::datapath::tun_read::split(
                     &mut original[..len],
                     ready(&mut b.bufs[n..], room, b.buf_len),
                     &mut b.sizes[n..],
                     prefix,
-                    &t.fit,
+                    fit,
                 )
             });
             match more {
@@ -258,8 +281,7 @@ async fn send_for_peer(t: &Tunnel, i: usize, n: usize, b: &mut TxBatch) {
             return;
         };
         peer.apply_too_big(c, now);
-        t.fit.set(c.largest_whole_packet(), c.compressed_headers());
-        t.fit.set_settled(c.settled_whole_packet());
+        peer.fit.set(c.segment_sizes());
         let sealer = c.number_batch(
             now,
             &mut b.masked[..n],
@@ -271,7 +293,7 @@ async fn send_for_peer(t: &Tunnel, i: usize, n: usize, b: &mut TxBatch) {
         if c.compressed_headers().is_some() {
             let mut ready = [0; mpt_core::hc::CONTEXTS];
             c.compress_ready(&mut ready);
-            t.fit.set_ready(&ready);
+            peer.fit.set_ready(&ready);
         }
         b.answers.append(&mut b.out.icmp);
         b.held.append(&mut b.out.held);

@@ -98,9 +98,6 @@ pub struct Tunnel {
     pub calls: Calls,
     /// Held by a tx task from numbering a batch until it has been sent (several TUN queues).
     pub send_turn: tokio::sync::Mutex<()>,
-    /// What TCP super-packets are cut to fit, as the connection that sent last knows its
-    /// paths ([`crate::datapath::tun_read`]).
-    pub fit: crate::fit::Fit,
     /// When the receive loop last turned (the clock's milliseconds): the systemd watchdog is
     /// fed only while it does.
     pub rx_beat: AtomicU64,
@@ -219,7 +216,6 @@ impl Tunnel {
             recv_errors: RateLimit::default(),
             calls: Calls::default(),
             send_turn: tokio::sync::Mutex::new(()),
-            fit: crate::fit::Fit::default(),
             rx_beat: AtomicU64::new(0),
             hooks,
             hook_queue: Mutex::new(Some(hook_queue)),
