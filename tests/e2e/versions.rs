@@ -1,7 +1,6 @@
-//! Upgrades without lockstep: this mptd and a real build of the protocol version before it
-//! (a git worktree of the last commit before `mpt_core::wire::VERSION` took its value, built
-//! here once and kept in `/var/cache/mptd-tests`) make a tunnel, whichever of them starts the
-//! handshake, and carry TCP through it.
+//! Upgrades without lockstep: this mptd and the last release (`releases.toml`: a git worktree of
+//! its commit, built here once and kept in `/var/cache/mptd-tests`) make a tunnel, whichever of
+//! them starts the handshake, and carry TCP through it.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -30,24 +29,33 @@ fn try_git(args: &[&str]) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
 
-/// The commit before the one that set the current protocol version, if this checkout has the
-/// history (a shallow clone has not).
-fn previous_rev() -> Option<String> {
-    if try_git(&["rev-parse", "--is-shallow-repository"]).as_deref() != Ok("false") {
-        return None;
-    }
-    let line = format!("pub const VERSION: u8 = {};", mpt_core::wire::VERSION);
-    let change = try_git(&[
-        "log",
-        "--format=%H",
-        "-S",
-        &line,
-        "--",
-        "crates/mpt-core/src/wire/mod.rs",
-    ])
-    .ok()?;
-    let first = change.lines().last()?.to_owned();
-    try_git(&["rev-parse", &format!("{first}^")]).ok()
+/// The newest release `releases.toml` names: its version and commit.
+fn last_release() -> (String, String) {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../releases.toml");
+    let text = std::fs::read_to_string(path).expect("releases.toml");
+    let v: toml::Value = toml::from_str(&text).expect("releases.toml is TOML");
+    let newest = &v["release"][0];
+    let field = |k: &str| {
+        newest[k]
+            .as_str()
+            .unwrap_or_else(|| panic!("releases.toml: the newest release has no {k}"))
+            .to_owned()
+    };
+    (field("version"), field("commit"))
+}
+
+/// The commit `rev`, if this checkout has it (a shallow clone may not).
+fn have_commit(rev: &str) -> bool {
+    try_git(&["cat-file", "-e", &format!("{rev}^{{commit}}")]).is_ok()
+}
+
+/// The protocol version the commit `rev` speaks (its `mpt_core::wire::VERSION`).
+fn wire_version_of(rev: &str) -> u8 {
+    let src = git(&["show", &format!("{rev}:crates/mpt-core/src/wire/mod.rs")]);
+    src.lines()
+        .find_map(|l| l.trim().strip_prefix("pub const VERSION: u8 = "))
+        .and_then(|v| v.trim_end_matches(';').parse().ok())
+        .expect("the release's wire VERSION")
 }
 
 /// The mptd of `rev`, built once.
@@ -122,31 +130,34 @@ fn tunnel_with(old: &Path, old_side: Side) -> (Option<u8>, f64) {
 }
 
 #[test]
-fn this_mptd_and_the_previous_protocol_version_make_a_tunnel_either_way() {
+fn this_mptd_and_the_last_release_make_a_tunnel_either_way() {
     need!("versions", "iperf3", "git");
-    let Some(rev) = previous_rev() else {
+    let (release, rev) = last_release();
+    if !have_commit(&rev) {
         // not a regression of this tree: a checkout without its history cannot build the past
         eprintln!(
-            "\n!!!!!!!! SKIPPED versions: this checkout has no history of the protocol version (shallow clone?) !!!!!!!!\n"
+            "\n!!!!!!!! SKIPPED versions: this checkout lacks release {release}'s commit {rev} (shallow clone?) !!!!!!!!\n"
         );
         return;
-    };
+    }
     let old = previous_mptd(&rev);
     let out = Command::new(&old)
         .arg("--version")
         .output()
         .expect("old mptd");
     let old_version = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-    // the previous mptd initiates (A names B): this one answers in its version
+    // the release initiates (A names B): this one answers in its version
     let (v1, bps1) = tunnel_with(&old, Side::A);
-    // this mptd initiates: its first initiation goes unread, the next in the older version
+    // this mptd initiates: where the release speaks an older version, its first initiations go
+    // unread and a later one is in the release's version
     let (v2, bps2) = tunnel_with(&old, Side::B);
     eprintln!(
-        "RESULT versions: with {old_version}: it initiating, protocol {v1:?}, TCP {:.1} Mbit/s; this one initiating, protocol {v2:?}, TCP {:.1} Mbit/s",
+        "RESULT versions: with release {release} ({old_version}, {}): it initiating, protocol {v1:?}, TCP {:.1} Mbit/s; this one initiating, protocol {v2:?}, TCP {:.1} Mbit/s",
+        &rev[..12],
         bps1 / 1e6,
         bps2 / 1e6
     );
-    let before = Some(mpt_core::wire::VERSION - 1);
-    assert_eq!((v1, v2), (before, before));
+    let session = Some(wire_version_of(&rev).min(mpt_core::wire::VERSION));
+    assert_eq!((v1, v2), (session, session));
     assert!(bps1 > 10e6 && bps2 > 10e6, "TCP through the tunnel");
 }
