@@ -59,9 +59,6 @@ const OWED: &[&str] = &[
     "long fn crates/mpt-tunnel/src/control.rs::build",
     "long fn crates/mpt-tunnel/src/recv.rs::dispatch",
     "long fn crates/mpt-tunnel/src/send.rs::number",
-    "long fn crates/mptd/src/datapath/rx/mod.rs::receive_batch",
-    "long fn crates/mptd/src/datapath/tun_read.rs::split",
-    "long fn crates/mptd/src/datapath/tx.rs::tx_task",
 ];
 
 fn root() -> PathBuf {

@@ -121,6 +121,16 @@ impl Overhead {
         HEADER_LEN + if self.sealed { SEAL_OVERHEAD } else { 0 }
     }
 
+    /// Where the inner packet starts in a datagram: after the header, and the counter when
+    /// sealed (the tag follows the packet).
+    pub const fn prefix(self) -> usize {
+        if self.sealed {
+            SEALED_HEADER_LEN
+        } else {
+            HEADER_LEN
+        }
+    }
+
     /// The outer IP and UDP headers.
     pub const fn outer(self) -> usize {
         if self.ipv6 {

@@ -54,7 +54,7 @@ pub fn split<B: AsRef<[u8]> + AsMut<[u8]>>(
     offset: usize,
     fit: &Fit,
 ) -> io::Result<usize> {
-    let (max_packet, compressed) = (fit.max_packet(), fit.compressed());
+    let compressed = fit.compressed();
     if raw.len() <= VIRTIO_NET_HDR_LEN {
         return Err(io::Error::other(format!(
             "a read of {} bytes, no longer than the virtio-net header",
@@ -106,36 +106,12 @@ pub fn split<B: AsRef<[u8]> + AsMut<[u8]>>(
         }
     };
     let csum_start = usize::from(hdr.csum_start);
-    // the payload of a first segment cut to go whole, if it is
-    let mut first_whole = None;
     // the header lengths from the headers themselves (the kernel's hdr_len may be the whole
-    // first segment on the forwarding path)
-    let hdr_len = match hdr.gso_type & !GSO_ECN {
-        VIRTIO_NET_HDR_GSO_TCPV4 | VIRTIO_NET_HDR_GSO_TCPV6 => {
-            let th = input
-                .get(csum_start + 12)
-                .map(|b| usize::from(b >> 4) * 4)
-                .filter(|t| (20..=60).contains(t))
-                .ok_or_else(|| io::Error::other("a TCP super-packet without a valid TCP header"))?;
-            let hdr_len = csum_start + th;
-            let cost = header_cost(input, csum_start, th, compressed);
-            let fit_size = max_packet.saturating_sub(cost);
-            if fit_size >= MIN_SEGMENT && fit_size < usize::from(hdr.gso_size) {
-                hdr.gso_size = fit_size as u16;
-            }
-            // segments that fit compressed but not whole (cut so here, or sent so by a flow
-            // whose MSS was clamped for compressed headers)
-            let whole = max_packet.saturating_sub(hdr_len);
-            if cost < hdr_len
-                && whole >= MIN_SEGMENT
-                && whole < usize::from(hdr.gso_size)
-                && !fit.ready(input)
-            {
-                first_whole = Some(whole);
-            }
-            hdr_len
-        }
-        _ => csum_start + 8,
+    // first segment on the forwarding path), and the payload of a first segment cut to go
+    // whole, if it is
+    let (hdr_len, first_whole) = match hdr.gso_type & !GSO_ECN {
+        VIRTIO_NET_HDR_GSO_TCPV4 | VIRTIO_NET_HDR_GSO_TCPV6 => cut_tcp(input, &mut hdr, fit)?,
+        _ => (csum_start + 8, None),
     };
     if len < hdr_len || csum_start + usize::from(hdr.csum_offset) + 2 > len {
         return Err(io::Error::other("a super-packet shorter than its headers"));
@@ -152,6 +128,34 @@ pub fn split<B: AsRef<[u8]> + AsMut<[u8]>>(
         }
         None => tun_rs::gso_split(input, hdr, bufs, sizes, offset, is_v6),
     }
+}
+
+/// The TCP super-packet `input`'s segments cut to fit (`hdr.gso_size` lowered where they are
+/// longer than `fit`'s largest packet takes): its headers' length, and the payload of a first
+/// segment cut to go whole (a flow with no reference to compress against), if it is.
+fn cut_tcp(input: &[u8], hdr: &mut VirtioNetHdr, fit: &Fit) -> io::Result<(usize, Option<usize>)> {
+    let (max_packet, compressed) = (fit.max_packet(), fit.compressed());
+    let csum_start = usize::from(hdr.csum_start);
+    let th = input
+        .get(csum_start + 12)
+        .map(|b| usize::from(b >> 4) * 4)
+        .filter(|t| (20..=60).contains(t))
+        .ok_or_else(|| io::Error::other("a TCP super-packet without a valid TCP header"))?;
+    let hdr_len = csum_start + th;
+    let cost = header_cost(input, csum_start, th, compressed);
+    let fit_size = max_packet.saturating_sub(cost);
+    if fit_size >= MIN_SEGMENT && fit_size < usize::from(hdr.gso_size) {
+        hdr.gso_size = fit_size as u16;
+    }
+    // segments that fit compressed but not whole (cut so here, or sent so by a flow whose MSS
+    // was clamped for compressed headers)
+    let whole = max_packet.saturating_sub(hdr_len);
+    let first_whole = (cost < hdr_len
+        && whole >= MIN_SEGMENT
+        && whole < usize::from(hdr.gso_size)
+        && !fit.ready(input))
+    .then_some(whole);
+    Ok((hdr_len, first_whole))
 }
 
 const TCP_CWR: u8 = 0x80;

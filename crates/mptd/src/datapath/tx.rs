@@ -49,11 +49,20 @@ struct TxBatch {
     /// The packets pacing held, of every peer, and the soonest time to offer them again.
     held: Vec<usize>,
     wake: Option<Time>,
+    /// What one TUN read gives: the virtio-net header and the packet or super-packet after it.
+    original: Vec<u8>,
+    /// Room one TUN read may need in `bufs`.
+    read_room: usize,
+    /// What a read routed to no peer is cut to: nothing (it is dropped, and counted, later).
+    unrouted: crate::fit::Fit,
 }
 
 impl TxBatch {
-    fn new(batch: usize, buf_len: usize, gso: usize) -> TxBatch {
+    fn new(batch: usize, buf_len: usize, gso: usize, read_room: usize) -> TxBatch {
         TxBatch {
+            original: vec![0u8; tun_rs::VIRTIO_NET_HDR_LEN + 65535],
+            read_room,
+            unrouted: crate::fit::Fit::default(),
             bufs: (0..batch).map(|_| Vec::new()).collect(),
             buf_len,
             sizes: vec![0; batch],
@@ -109,7 +118,6 @@ pub async fn tx_task(t: Arc<Tunnel>, queue: usize) -> Result<()> {
     let mtu = usize::from(t.cfg().tunnel.mtu);
     let prefix = t.prefix;
     // Each packet is read after room for the header (and counter), and sealed in place.
-    let mut original = vec![0u8; tun_rs::VIRTIO_NET_HDR_LEN + 65535];
     // Room one TUN read may need: a 64 KiB TSO super-packet split into MTU-sized packets, or
     // into segments that fit a path.
     let read_room =
@@ -123,37 +131,24 @@ pub async fn tx_task(t: Arc<Tunnel>, queue: usize) -> Result<()> {
         .unwrap_or(1);
     // room for a batch behind the packets pacing holds
     let slots = batch + HOLD_MAX;
-    let mut b = TxBatch::new(slots, prefix + mtu + TAG_LEN, gso);
+    let mut b = TxBatch::new(slots, prefix + mtu + TAG_LEN, gso, read_room);
     // for the rare ICMP answers only: made when the first is written (a GRO table holds
     // about 2 MB of flow slots)
     let mut gro: Option<tun_rs::GROTable> = None;
     // the packets pacing held, at the front of the batch's buffers
     let mut held = 0;
-    // what a read routed to no peer is cut to: nothing (it is dropped, and counted, later)
-    let unrouted = crate::fit::Fit::default();
     loop {
         // wait for the TUN device, or, while pacing holds packets, until they may go
         let read = match b.wake.filter(|_| held > 0) {
-            None => Some(tun.recv(&mut original).await),
+            None => Some(tun.recv(&mut b.original).await),
             Some(wake) => tokio::select! {
-                r = tun.recv(&mut original) => Some(r),
+                r = tun.recv(&mut b.original) => Some(r),
                 () = tokio::time::sleep_until(t.clock.instant(wake)) => None,
             },
         };
         let mut n = held;
         if let Some(read) = read {
-            match read.and_then(|len| {
-                let room = crate::datapath::tun_read::segments_at_most(&original[..len]);
-                let (peers, routes) = (t.peers(), t.routes());
-                let fit = read_fit(&peers, &routes, &original[..len]).unwrap_or(&unrouted);
-                crate::datapath::tun_read::split(
-                    &mut original[..len],
-                    ready(&mut b.bufs[held..], room, b.buf_len),
-                    &mut b.sizes[held..],
-                    prefix,
-                    fit,
-                )
-            }) {
+            match read.and_then(|len| b.split(&t, len, held)) {
                 Ok(got) => {
                     t.calls.tun_reads.fetch_add(1, Relaxed);
                     n += got;
@@ -173,21 +168,65 @@ pub async fn tx_task(t: Arc<Tunnel>, queue: usize) -> Result<()> {
                 }
             }
         }
-        // Gather what else is waiting (small packets such as TCP ACKs come one per read), so
-        // that runs to a path leave in one GSO send.
-        while n > held && slots - n >= read_room {
-            let more = tun.try_recv(&mut original).and_then(|len| {
-                let room = crate::datapath::tun_read::segments_at_most(&original[..len]);
-                let (peers, routes) = (t.peers(), t.routes());
-                let fit = read_fit(&peers, &routes, &original[..len]).unwrap_or(&unrouted);
-                crate::datapath::tun_read::split(
-                    &mut original[..len],
-                    ready(&mut b.bufs[n..], room, b.buf_len),
-                    &mut b.sizes[n..],
-                    prefix,
-                    fit,
-                )
-            });
+        if n > held {
+            n = b.gather(&t, tun, n);
+        }
+        // With several TUN queues the tx tasks take turns from numbering to sending, so that
+        // each path's datagrams leave in the order of their numbers (the peer takes a
+        // per-path number that jumps ahead as loss). The reads above run in parallel.
+        let _turn = match t.tun.len() {
+            1 => None,
+            _ => Some(t.send_turn.lock().await),
+        };
+        let now = t.clock.now();
+        b.born[held..n].fill(now);
+        b.route(&t, n, prefix);
+        if held > 0 {
+            b.pace_drop(&t, held, now);
+        }
+        // every held packet is offered again: when to wake is this round's to say (a time
+        // kept from an earlier round has passed, and would wake the task at once, over and
+        // over, while packets are held)
+        b.wake = None;
+        for j in 0..b.peers.len() {
+            send_for_peer(&t, b.peers[j], n, &mut b).await;
+        }
+        held = b.keep_held(&t);
+        for a in b.answers.drain(..) {
+            write_answer(&t, tun, &mut gro, prefix, &a).await;
+        }
+    }
+}
+
+/// Write an ICMP answer `a` to the TUN device (its GRO table made at the first).
+async fn write_answer(
+    t: &Tunnel,
+    tun: &tun_rs::AsyncDevice,
+    gro: &mut Option<tun_rs::GROTable>,
+    prefix: usize,
+    a: &[u8],
+) {
+    let mut buf = vec![0u8; prefix + a.len()];
+    buf[prefix..].copy_from_slice(a);
+    if let Err(e) = tun
+        .send_multiple(gro.get_or_insert_with(Default::default), &mut [buf], prefix)
+        .await
+    {
+        if let Some(n) = t.io_drop(DropReason::TunWriteError, 1) {
+            warn!(error = %e, dropped = n, "writing an ICMP answer to the TUN device failed");
+        }
+    }
+}
+
+impl TxBatch {
+    /// Gather what else is waiting after the batch's first `n` packets (small packets such as
+    /// TCP ACKs come one per read), so that runs to a path leave in one GSO send: how many
+    /// there are then.
+    fn gather(&mut self, t: &Tunnel, tun: &tun_rs::AsyncDevice, mut n: usize) -> usize {
+        while self.bufs.len() - n >= self.read_room {
+            let more = tun
+                .try_recv(&mut self.original)
+                .and_then(|len| self.split(t, len, n));
             match more {
                 Ok(more) => {
                     t.calls.tun_reads.fetch_add(1, Relaxed);
@@ -202,62 +241,48 @@ pub async fn tx_task(t: Arc<Tunnel>, queue: usize) -> Result<()> {
                 }
             }
         }
-        // With several TUN queues the tx tasks take turns from numbering to sending, so that
-        // each path's datagrams leave in the order of their numbers (the peer takes a
-        // per-path number that jumps ahead as loss). The reads above run in parallel.
-        let _turn = match t.tun.len() {
-            1 => None,
-            _ => Some(t.send_turn.lock().await),
-        };
-        let now = t.clock.now();
-        b.born[held..n].fill(now);
-        // Each packet goes to the peer its destination routes to.
-        b.peers.clear();
+        n
+    }
+
+    /// Split one read of `len` bytes in `original` into packets from slot `at` on, cut for
+    /// the peer it routes to; returns how many.
+    fn split(&mut self, t: &Tunnel, len: usize, at: usize) -> std::io::Result<usize> {
+        let raw = &mut self.original[..len];
+        let room = crate::datapath::tun_read::segments_at_most(raw);
+        let (peers, routes) = (t.peers(), t.routes());
+        let fit = read_fit(&peers, &routes, raw).unwrap_or(&self.unrouted);
+        crate::datapath::tun_read::split(
+            raw,
+            ready(&mut self.bufs[at..], room, self.buf_len),
+            &mut self.sizes[at..],
+            t.prefix,
+            fit,
+        )
+    }
+
+    /// Each of the batch's `n` packets goes to the peer its destination routes to
+    /// (`route`), and `peers` lists them; a packet no peer's `allowed` covers is dropped.
+    fn route(&mut self, t: &Tunnel, n: usize, prefix: usize) {
+        self.peers.clear();
         let routes = t.routes();
-        match routes.single() {
-            Some(only) => {
-                b.route[..n].fill(Some(only));
-                b.peers.push(only);
-            }
-            None => {
-                for k in 0..n {
-                    let dst = crate::routes::destination(&b.bufs[k][prefix..prefix + b.sizes[k]]);
-                    b.route[k] = dst.and_then(|d| routes.lookup(d));
-                    match b.route[k] {
-                        Some(i) if !b.peers.contains(&i) => b.peers.push(i),
-                        Some(_) => {}
-                        None if b.sizes[k] > 0 => {
-                            if let Some(c) = t.io_drop(DropReason::NoRoute, 1) {
-                                debug!(destination = ?dst, dropped = c,
-                                    "no peer's `allowed` covers the destination: dropped");
-                            }
-                        }
-                        None => {}
+        if let Some(only) = routes.single() {
+            self.route[..n].fill(Some(only));
+            self.peers.push(only);
+            return;
+        }
+        for k in 0..n {
+            let dst = crate::routes::destination(&self.bufs[k][prefix..prefix + self.sizes[k]]);
+            self.route[k] = dst.and_then(|d| routes.lookup(d));
+            match self.route[k] {
+                Some(i) if !self.peers.contains(&i) => self.peers.push(i),
+                Some(_) => {}
+                None if self.sizes[k] > 0 => {
+                    if let Some(c) = t.io_drop(DropReason::NoRoute, 1) {
+                        debug!(destination = ?dst, dropped = c,
+                            "no peer's `allowed` covers the destination: dropped");
                     }
                 }
-            }
-        }
-        if held > 0 {
-            b.pace_drop(&t, held, now);
-        }
-        // every held packet is offered again: when to wake is this round's to say (a time
-        // kept from an earlier round has passed, and would wake the task at once, over and
-        // over, while packets are held)
-        b.wake = None;
-        for j in 0..b.peers.len() {
-            send_for_peer(&t, b.peers[j], n, &mut b).await;
-        }
-        held = b.keep_held(&t);
-        for a in b.answers.drain(..) {
-            let mut buf = vec![0u8; prefix + a.len()];
-            buf[prefix..].copy_from_slice(&a);
-            if let Err(e) = tun
-                .send_multiple(gro.get_or_insert_with(Default::default), &mut [buf], prefix)
-                .await
-            {
-                if let Some(n) = t.io_drop(DropReason::TunWriteError, 1) {
-                    warn!(error = %e, dropped = n, "writing an ICMP answer to the TUN device failed");
-                }
+                None => {}
             }
         }
     }

@@ -183,11 +183,7 @@ impl Tunnel {
         endpoint.set_listening(settings.listening());
         let overhead = Overhead::new(cfg.security.cipher.is_some(), false);
         let (prefix, max_datagram) = prefix_len.unwrap_or((
-            if cfg.security.cipher.is_some() {
-                mpt_core::wire::SEALED_HEADER_LEN
-            } else {
-                mpt_core::wire::HEADER_LEN
-            },
+            overhead.prefix(),
             usize::from(cfg.tunnel.mtu) + overhead.datagram(),
         ));
         let tun = crate::net::tun_device(&cfg.tunnel)?;

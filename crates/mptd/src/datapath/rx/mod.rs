@@ -12,6 +12,7 @@ use tracing::{trace, warn};
 
 use super::payloads::Payloads;
 use super::tun_write::TunWriter;
+use crate::peer::Peer;
 use crate::peer::RxBuf;
 use crate::tunnel::{Arrival, Outputs, SockIo, Tunnel};
 
@@ -163,78 +164,15 @@ fn receive_batch(
     let sock = &socks[s];
     // the peers now (a reload may replace the list; slots keep their positions)
     let peers = t.peers();
-    let got = {
-        let mut each = b.slices.iter_mut();
-        let mut io: [std::io::IoSliceMut<'_>; RX_SLICES] = std::array::from_fn(|_| {
-            std::io::IoSliceMut::new(each.next().expect("RX_SLICES slices"))
-        });
-        sock.io.try_recv(&mut io, &mut b.metas)
-    };
-    t.calls.udp_recvs.fetch_add(1, Relaxed);
-    let n = match got {
-        Ok(n) => n,
-        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return None,
-        Err(error) => {
-            if let Some(n) = t.recv_errors.hit() {
-                warn!(socket = %sock.name(), %error, errors = n, "receive failed");
-            }
-            return None;
-        }
-    };
+    let n = read_batch(t, sock, b)?;
     let now = t.clock.now();
     trace!(socket = %sock.name(), buffers = n, "received a batch");
-    // where each datagram of the batch lies (an empty one counts as one of length 0), and
-    // whose it is
-    b.places.clear();
     let mut dropped: Vec<(Option<usize>, DropReason)> = Vec::new();
-    for (slice, meta) in b.metas.iter().enumerate().take(n) {
-        let stride = meta.stride.max(1);
-        let mut at = 0;
-        loop {
-            let len = (meta.len - at).min(stride);
-            match demux(sock, &b.slices[slice][at..at + len], peers.len()) {
-                Ok((peer, path, initiation)) => b.places.push(Place {
-                    slice,
-                    at,
-                    len,
-                    from: meta.addr,
-                    to: meta.dst_ip,
-                    peer,
-                    path,
-                    initiation,
-                }),
-                Err(reason) => {
-                    t.io_drop(reason, 1);
-                    dropped.push((None, reason));
-                }
-            }
-            at += len;
-            if at >= meta.len {
-                break;
-            }
-        }
-    }
+    b.place(t, sock, n, peers.len(), &mut dropped);
     // Open the batch without the endpoints' locks: the AEAD is the costly part of receiving,
     // and the tx task numbers its batches under those locks meanwhile.
-    b.openers.clear();
-    b.opened.clear();
-    for p in &b.places {
-        let opener = match p.peer {
-            None => None,
-            Some(i) => match b.openers.iter().find(|(j, _)| *j == i) {
-                Some((_, o)) => o.clone(),
-                None => {
-                    let o = peers
-                        .get(i)
-                        .and_then(|p| p.lock().as_ref().and_then(|ep| ep.opener()));
-                    b.openers.push((i, o.clone()));
-                    o
-                }
-            },
-        };
-        let d = &mut b.slices[p.slice][p.at..p.at + p.len];
-        b.opened.push(opener.and_then(|o| o.open(d)));
-    }
+    b.open(&peers);
+    let here = Here { t, socket: s, now };
     let mut lagging = None;
     let mut k = 0;
     while k < b.places.len() {
@@ -259,21 +197,76 @@ fn receive_batch(
             continue;
         };
         // the run of datagrams of peer `i`, under one lock
-        let Some(peer) = peers.get(i) else {
+        match peers.get(i) {
+            Some(peer) => {
+                if let Some(l) = here.take_run(i, peer, b, &mut k, outputs, &mut dropped) {
+                    lagging = l;
+                }
+            }
             // (the batch's places name only peers of the list it was read with)
-            drop_run(t, i, &b.places, &mut k, &mut dropped);
-            continue;
-        };
+            None => drop_run(t, i, &b.places, &mut k, &mut dropped),
+        }
+    }
+    for (peer, reason) in dropped {
+        t.log_drop(s, peer, reason);
+    }
+    Some((n, lagging))
+}
+
+/// One receive from `sock` into `b`'s slices: how many buffers it filled (`None`: nothing to
+/// read, or an error, counted and logged now and then).
+fn read_batch(t: &Tunnel, sock: &SockIo, b: &mut RxBufs) -> Option<usize> {
+    let got = {
+        let mut each = b.slices.iter_mut();
+        let mut io: [std::io::IoSliceMut<'_>; RX_SLICES] = std::array::from_fn(|_| {
+            std::io::IoSliceMut::new(each.next().expect("RX_SLICES slices"))
+        });
+        sock.io.try_recv(&mut io, &mut b.metas)
+    };
+    t.calls.udp_recvs.fetch_add(1, Relaxed);
+    match got {
+        Ok(n) => Some(n),
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => None,
+        Err(error) => {
+            if let Some(n) = t.recv_errors.hit() {
+                warn!(socket = %sock.name(), %error, errors = n, "receive failed");
+            }
+            None
+        }
+    }
+}
+
+/// Where a batch is handled: the tunnel, the socket it came from, and when.
+struct Here<'a> {
+    t: &'a Tunnel,
+    socket: usize,
+    now: Time,
+}
+
+impl Here<'_> {
+    /// The run of datagrams of peer `i` from `b.places[*k]` on, handed to its endpoint under
+    /// one lock (dropped and counted when it has none); `*k` moves past it. Returns the
+    /// socket of the path the endpoint's resequencer waits for, if it was locked.
+    fn take_run(
+        &self,
+        i: usize,
+        peer: &Peer,
+        b: &mut RxBufs,
+        k: &mut usize,
+        outputs: &mut Outputs,
+        dropped: &mut Vec<(Option<usize>, DropReason)>,
+    ) -> Option<Option<usize>> {
+        let (t, now) = (self.t, self.now);
         let mut guard = peer.lock();
         let Some(ep) = guard.as_mut() else {
-            drop_run(t, i, &b.places, &mut k, &mut dropped);
-            continue;
+            drop_run(t, i, &b.places, k, dropped);
+            return None;
         };
         let from_out = b.out.len();
-        while k < b.places.len() && b.places[k].peer == Some(i) && !b.places[k].initiation {
-            let p = b.places[k];
-            let opened = b.opened[k].take();
-            k += 1;
+        while *k < b.places.len() && b.places[*k].peer == Some(i) && !b.places[*k].initiation {
+            let p = b.places[*k];
+            let opened = b.opened[*k].take();
+            *k += 1;
             let (slice, at) = (p.slice, p.at);
             let d = &mut b.slices[slice][at..at + p.len];
             let mut payloads = Payloads {
@@ -288,7 +281,7 @@ fn receive_batch(
             match outcome {
                 Outcome::Data(_) | Outcome::Handled => {
                     if peer.listening {
-                        peer.arrived(p.path, s, p.to);
+                        peer.arrived(p.path, self.socket, p.to);
                     }
                 }
                 Outcome::Dropped(reason) => dropped.push((Some(i), reason)),
@@ -304,15 +297,80 @@ fn receive_batch(
         // A gap waits for another path's datagrams, which sit in that path's socket: the turn
         // goes to the path the resequencer waits for, or the window overflows and gives up the
         // gap (`docs/results.md`, "Two unshaped fast paths").
-        lagging = ep.lagging_path().map(|path| peer.socket(path));
+        let lagging = ep.lagging_path().map(|path| peer.socket(path));
         peer.note_deadline(ep);
         drop(guard);
         check_sources(t, i, from_out, b);
+        Some(lagging)
     }
-    for (peer, reason) in dropped {
-        t.log_drop(s, peer, reason);
+}
+
+impl RxBufs {
+    /// Where each of the `n` buffers' datagrams lies (an empty one counts as one of length 0),
+    /// and whose it is: `places`. A datagram that is no one's is dropped and counted.
+    fn place(
+        &mut self,
+        t: &Tunnel,
+        sock: &SockIo,
+        n: usize,
+        peers: usize,
+        dropped: &mut Vec<(Option<usize>, DropReason)>,
+    ) {
+        let b = self;
+        b.places.clear();
+        for (slice, meta) in b.metas.iter().enumerate().take(n) {
+            let stride = meta.stride.max(1);
+            let mut at = 0;
+            loop {
+                let len = (meta.len - at).min(stride);
+                match demux(sock, &b.slices[slice][at..at + len], peers) {
+                    Ok((peer, path, initiation)) => b.places.push(Place {
+                        slice,
+                        at,
+                        len,
+                        from: meta.addr,
+                        to: meta.dst_ip,
+                        peer,
+                        path,
+                        initiation,
+                    }),
+                    Err(reason) => {
+                        t.io_drop(reason, 1);
+                        dropped.push((None, reason));
+                    }
+                }
+                at += len;
+                if at >= meta.len {
+                    break;
+                }
+            }
+        }
     }
-    Some((n, lagging))
+
+    /// Each placed datagram opened, without the endpoints' locks (`opened`), by an opener taken
+    /// from its peer's endpoint once per batch.
+    fn open(&mut self, peers: &[Arc<Peer>]) {
+        let b = self;
+        b.openers.clear();
+        b.opened.clear();
+        for p in &b.places {
+            let opener = match p.peer {
+                None => None,
+                Some(i) => match b.openers.iter().find(|(j, _)| *j == i) {
+                    Some((_, o)) => o.clone(),
+                    None => {
+                        let o = peers
+                            .get(i)
+                            .and_then(|p| p.lock().as_ref().and_then(|ep| ep.opener()));
+                        b.openers.push((i, o.clone()));
+                        o
+                    }
+                },
+            };
+            let d = &mut b.slices[p.slice][p.at..p.at + p.len];
+            b.opened.push(opener.and_then(|o| o.open(d)));
+        }
+    }
 }
 
 /// The run of datagrams for peer `i` from `places[*k]` on, which has no endpoint to take them:
