@@ -155,7 +155,12 @@ impl<'a> Datagram<'a> {
                 report: Report::parse(buf)?,
             }),
             Kind::Initiation | Kind::Response | Kind::CookieReply => {
-                exact_len(buf, handshake_len(header.kind).unwrap_or(0))?;
+                if !handshake_len_ok(header.kind, buf.len()) {
+                    return Err(WireError::ControlLength {
+                        expected: handshake_len(header.kind).unwrap_or(0),
+                        got: buf.len(),
+                    });
+                }
                 Ok(Datagram::Handshake {
                     header,
                     message: body,

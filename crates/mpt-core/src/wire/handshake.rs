@@ -17,7 +17,20 @@ pub const INITIATION_LEN: usize = HEADER_LEN + NOISE_INITIATION_LEN + INITIATION
 /// A cookie reply: header, a 24-byte nonce and the 16-byte cookie encrypted (with its tag).
 pub const COOKIE_REPLY_LEN: usize = HEADER_LEN + 24 + 32;
 
-/// The length of a handshake datagram of `kind`; `None` for other kinds.
+/// Whether a handshake datagram of `kind` may be `len` bytes long: an initiation or a response
+/// as long as its fixed form, or longer by a capability list of at most
+/// [`MAX_CAPABILITY_LIST`] bytes; a cookie reply exactly [`COOKIE_REPLY_LEN`].
+pub fn handshake_len_ok(kind: Kind, len: usize) -> bool {
+    match kind {
+        Kind::Initiation => (INITIATION_LEN..=INITIATION_LEN + MAX_CAPABILITY_LIST).contains(&len),
+        Kind::Response => (RESPONSE_LEN..=RESPONSE_LEN + MAX_CAPABILITY_LIST).contains(&len),
+        Kind::CookieReply => len == COOKIE_REPLY_LEN,
+        _ => false,
+    }
+}
+
+/// The length of a handshake datagram of `kind` in its fixed form (without a capability
+/// list); `None` for other kinds.
 pub fn handshake_len(kind: Kind) -> Option<usize> {
     match kind {
         Kind::Initiation => Some(INITIATION_LEN),
@@ -60,6 +73,23 @@ impl Initiation {
         b
     }
 
+    /// The payload with `list` after it, into `out`; returns its length.
+    pub fn emit_with(&self, list: &CapabilityList, out: &mut [u8]) -> usize {
+        out[..INITIATION_PAYLOAD_LEN].copy_from_slice(&self.emit());
+        INITIATION_PAYLOAD_LEN + list.emit(&mut out[INITIATION_PAYLOAD_LEN..])
+    }
+
+    /// A payload and the capability list after it (`None` when there is nothing after the
+    /// fixed part: a peer that sends no list). `None` overall if either is malformed.
+    pub fn parse_with(b: &[u8]) -> Option<(Initiation, Option<CapabilityList>)> {
+        let (fixed, rest) = b.split_at_checked(INITIATION_PAYLOAD_LEN)?;
+        let list = match rest.is_empty() {
+            true => None,
+            false => Some(CapabilityList::parse(rest)?),
+        };
+        Some((Initiation::parse(fixed)?, list))
+    }
+
     /// `None` unless `b` is exactly one payload.
     pub fn parse(b: &[u8]) -> Option<Initiation> {
         let b: &[u8; INITIATION_PAYLOAD_LEN] = b.try_into().ok()?;
@@ -87,6 +117,22 @@ impl Response {
         b[0..4].copy_from_slice(&self.index.to_be_bytes());
         b[4] = self.flags;
         b
+    }
+
+    /// The payload with `list` after it, into `out`; returns its length.
+    pub fn emit_with(&self, list: &CapabilityList, out: &mut [u8]) -> usize {
+        out[..RESPONSE_PAYLOAD_LEN].copy_from_slice(&self.emit());
+        RESPONSE_PAYLOAD_LEN + list.emit(&mut out[RESPONSE_PAYLOAD_LEN..])
+    }
+
+    /// A payload and the capability list after it, as [`Initiation::parse_with`].
+    pub fn parse_with(b: &[u8]) -> Option<(Response, Option<CapabilityList>)> {
+        let (fixed, rest) = b.split_at_checked(RESPONSE_PAYLOAD_LEN)?;
+        let list = match rest.is_empty() {
+            true => None,
+            false => Some(CapabilityList::parse(rest)?),
+        };
+        Some((Response::parse(fixed)?, list))
     }
 
     pub fn parse(b: &[u8]) -> Option<Response> {

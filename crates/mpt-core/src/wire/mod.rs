@@ -6,6 +6,7 @@
 //! can panic. The `*Repr` types build datagrams into caller-provided buffers.
 
 mod bundle;
+mod capabilities;
 mod compress;
 mod datagram;
 mod handshake;
@@ -19,15 +20,19 @@ pub use bundle::{
     push_continuation, BundleEntries, BundleEntry, Continuation, BUNDLE_ENTRY_LEN,
     CONTINUATION_LEN, MAX_BUNDLE, MIN_HEAD_PIECE,
 };
+pub use capabilities::{
+    entry as capability_entry, our_features, Capabilities, CapabilityList, Feature,
+    MAX_CAPABILITY_LIST,
+};
 pub use compress::{
     compresses, push_compressed_entry, udp4_headers, COMPRESSED, COMPRESSED_LEN, UDP4_HEADERS,
 };
 pub(crate) use datagram::exact_len;
 pub use datagram::{check_data_body, check_inner_packet, AckRepr, Datagram};
 pub use handshake::{
-    handshake_len, CipherFlags, Initiation, Response, COOKIE_REPLY_LEN, INITIATION_LEN,
-    INITIATION_MACS, INITIATION_PAYLOAD_LEN, NOISE_INITIATION_LEN, NOISE_RESPONSE_LEN,
-    RESPONSE_LEN, RESPONSE_PAYLOAD_LEN,
+    handshake_len, handshake_len_ok, CipherFlags, Initiation, Response, COOKIE_REPLY_LEN,
+    INITIATION_LEN, INITIATION_MACS, INITIATION_PAYLOAD_LEN, NOISE_INITIATION_LEN,
+    NOISE_RESPONSE_LEN, RESPONSE_LEN, RESPONSE_PAYLOAD_LEN,
 };
 pub use header::{Header, HeaderRepr};
 pub use nack::{
@@ -838,7 +843,14 @@ mod tests {
                     buf[HEADER_LEN..n].fill(fill);
                     prop_assert_eq!(Datagram::parse(&buf[..n]), Ok(Datagram::Handshake { header: h, message: &buf[HEADER_LEN..n] }));
                     prop_assert!(Datagram::parse(&buf[..n - 1]).is_err());
-                    prop_assert!(Datagram::parse(&buf[..n + 1]).is_err());
+                    // an initiation or a response may be longer by a capability list, a cookie
+                    // reply not
+                    let longest = match kind {
+                        Kind::CookieReply => n,
+                        _ => n + MAX_CAPABILITY_LIST,
+                    };
+                    prop_assert!(Datagram::parse(&buf[..longest]).is_ok());
+                    prop_assert!(Datagram::parse(&buf[..longest + 1]).is_err());
                 }
             }
         }
