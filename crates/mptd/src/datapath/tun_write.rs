@@ -178,7 +178,7 @@ impl TunWriter {
                 RxBuf::Own { start, .. } => *start >= t.prefix,
             }));
             let mut batch = tun_bufs(t.prefix, chunk, slices, &self.spares, &mut self.places);
-            t.calls.tun_write_batches.fetch_add(1, Relaxed);
+            t.counters.calls.tun_write_batches.fetch_add(1, Relaxed);
             if let Err(e) = t.tun[0]
                 .send_multiple(
                     self.gro.get_or_insert_with(Default::default),

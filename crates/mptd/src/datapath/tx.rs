@@ -150,7 +150,7 @@ pub async fn tx_task(t: Arc<Tunnel>, queue: usize) -> Result<()> {
         if let Some(read) = read {
             match read.and_then(|len| b.split(&t, len, held)) {
                 Ok(got) => {
-                    t.calls.tun_reads.fetch_add(1, Relaxed);
+                    t.counters.calls.tun_reads.fetch_add(1, Relaxed);
                     n += got;
                 }
                 Err(e) => {
@@ -229,7 +229,7 @@ impl TxBatch {
                 .and_then(|len| self.split(t, len, n));
             match more {
                 Ok(more) => {
-                    t.calls.tun_reads.fetch_add(1, Relaxed);
+                    t.counters.calls.tun_reads.fetch_add(1, Relaxed);
                     n += more;
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
@@ -380,7 +380,7 @@ async fn send_whole(t: &Tunnel, peer: &crate::peer::Peer, b: &mpt_tunnel::Datagr
         t.io_drop(DropReason::SendError, 1);
         return;
     };
-    t.calls.udp_sends.fetch_add(1, Relaxed);
+    t.counters.calls.udp_sends.fetch_add(1, Relaxed);
     match s
         .io
         .send(&b.contents, b.destination, peer.source(b.path))
@@ -410,7 +410,7 @@ async fn flush_run(
         run.clear();
         return;
     };
-    t.calls.udp_sends.fetch_add(1, Relaxed);
+    t.counters.calls.udp_sends.fetch_add(1, Relaxed);
     let result = if count > 1 && p.gso_refused.load(Relaxed) {
         Err(std::io::Error::from_raw_os_error(libc::EIO))
     } else {

@@ -42,14 +42,14 @@ impl Tunnel {
                 return Err(DropReason::HandshakeLimited);
             }
             Admission::UnknownKey(key) => {
-                if let Some(n) = self.drop_logs[DropReason::UnknownKey as usize].hit() {
+                if let Some(n) = self.counters.drop_logged(DropReason::UnknownKey) {
                     warn!(%key, from = %at.from, refused = n,
                         "a handshake from a key no [[peer]] has: refused");
                 }
                 return Err(DropReason::UnknownKey);
             }
             Admission::Dropped(DropReason::HandshakeLimited) => {
-                if let Some(n) = self.drop_logs[DropReason::HandshakeLimited as usize].hit() {
+                if let Some(n) = self.counters.drop_logged(DropReason::HandshakeLimited) {
                     warn!(from = %at.from, refused = n,
                         "more initiations than the handshake bounds allow (a flood?): refused unread");
                 }
@@ -87,7 +87,8 @@ impl Tunnel {
             return;
         };
         if sock.io.try_send(reply, at.from, at.to).is_ok() {
-            self.calls
+            self.counters
+                .calls
                 .cookie_replies
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }

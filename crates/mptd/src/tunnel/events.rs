@@ -10,7 +10,7 @@ impl Tunnel {
     /// Log, rate-limited, a datagram dropped at socket `s` (by peer `peer`'s endpoint, or
     /// before one was found).
     pub fn log_drop(&self, s: usize, peer: Option<usize>, reason: DropReason) {
-        let Some(n) = self.drop_logs[reason as usize].hit() else {
+        let Some(n) = self.counters.drop_logged(reason) else {
             return;
         };
         let at = self

@@ -27,12 +27,12 @@ use tracing::warn;
 use crate::batch::BatchSocket;
 use crate::clock::Clock;
 use crate::config::{Config, Keys};
-use crate::log::RateLimit;
 use crate::peer::Peer;
 use crate::peer::RxBuf;
 use crate::routes::Routes;
 
 mod accept;
+mod counters;
 mod events;
 mod reload;
 mod service;
@@ -43,9 +43,10 @@ mod status;
 mod uplinks;
 
 pub use accept::Arrival;
+pub use counters::{Calls, Counters};
 pub use settings::pick_family;
 use settings::{config_paths, random_source, Settings};
-pub use socket::SockIo;
+pub use socket::{SockIo, Sockets};
 
 /// Everything the tasks share.
 pub struct Tunnel {
@@ -53,14 +54,8 @@ pub struct Tunnel {
     /// reload's.
     config: ArcSwap<Config>,
     pub clock: Clock,
-    /// One per `[[listen]]`, then one per `[[path]]` (in order): see [`Tunnel::sockets`]. A
-    /// reload replaces the list (the listen sockets, and the paths' whose address and interface
-    /// are unchanged, stay the same sockets).
-    sockets: ArcSwap<Vec<Arc<SockIo>>>,
-    /// How many of the sockets are `[[listen]]` sockets (they come first).
-    pub listen_sockets: usize,
-    /// Told when a reload replaced the sockets (the receive task waits on the new ones).
-    pub reloaded: tokio::sync::Notify,
+    /// One per `[[listen]]`, then one per `[[path]]` ([`Sockets`]).
+    pub socks: Sockets,
     /// The tx task moved an endpoint's next timer earlier (a bundle is due): the rx task,
     /// which runs the timers, looks again.
     pub timers_moved: tokio::sync::Notify,
@@ -88,14 +83,8 @@ pub struct Tunnel {
     pub prefix: usize,
     /// The largest datagram a valid peer sends.
     pub max_datagram: usize,
-    /// Drops outside the endpoints (TUN reads and writes, sends, datagrams for no peer),
-    /// counted and rate-limited for the log.
-    io_drops: [RateLimit; DropReason::COUNT],
-    /// Rate limits for logging the endpoints' drops (they count them themselves).
-    drop_logs: [RateLimit; DropReason::COUNT],
-    /// Receive errors on the sockets (not a drop: nothing was received).
-    pub recv_errors: RateLimit,
-    pub calls: Calls,
+    /// What the tunnel counts outside the endpoints ([`Counters`]).
+    pub counters: Counters,
     /// Held by a tx task from numbering a batch until it has been sent (several TUN queues).
     pub send_turn: tokio::sync::Mutex<()>,
     /// When the receive loop last turned (the clock's milliseconds): the systemd watchdog is
@@ -110,17 +99,6 @@ pub struct Tunnel {
         crate::fulltunnel::FullTunnel,
         tokio::sync::watch::Sender<bool>,
     )>,
-}
-
-/// Datapath system calls (each may carry many packets).
-#[derive(Debug, Default)]
-pub struct Calls {
-    pub tun_reads: AtomicU64,
-    pub tun_write_batches: AtomicU64,
-    pub udp_sends: AtomicU64,
-    pub udp_recvs: AtomicU64,
-    /// Cookie replies sent (one send each) while under handshake load.
-    pub cookie_replies: AtomicU64,
 }
 
 /// What the endpoints asked for while locked, to be done once the lock is released.
@@ -200,17 +178,12 @@ impl Tunnel {
             prefix,
             max_datagram,
             clock,
-            sockets: ArcSwap::from_pointee(sockets),
-            listen_sockets,
-            reloaded: tokio::sync::Notify::new(),
+            socks: Sockets::new(sockets, listen_sockets),
             timers_moved: tokio::sync::Notify::new(),
             reload_turn: Mutex::new(()),
             peers: ArcSwap::from_pointee(peers),
             tun,
-            io_drops: std::array::from_fn(|_| RateLimit::default()),
-            drop_logs: std::array::from_fn(|_| RateLimit::default()),
-            recv_errors: RateLimit::default(),
-            calls: Calls::default(),
+            counters: Counters::default(),
             send_turn: tokio::sync::Mutex::new(()),
             rx_beat: AtomicU64::new(0),
             hooks,
@@ -228,7 +201,7 @@ impl Tunnel {
 
     /// The sockets now: the `[[listen]]` sockets, then the `[[path]]`s' in order.
     pub fn sockets(&self) -> Arc<Vec<Arc<SockIo>>> {
-        self.sockets.load_full()
+        self.socks.all()
     }
 
     /// The peers now, by slot position (retired ones among them: [`Peer::retired`]).
@@ -253,7 +226,7 @@ impl Tunnel {
 
     /// Socket `i` of [`Tunnel::sockets`], if there is one now (a reload may have removed it).
     pub fn socket(&self, i: usize) -> Option<Arc<SockIo>> {
-        self.sockets.load().get(i).cloned()
+        self.socks.get(i)
     }
 
     /// Whether (and how) datagrams are sealed.
@@ -337,15 +310,9 @@ impl Tunnel {
         }
     }
 
-    /// Count `n` drops for `reason` outside the endpoints; `Some(count)` when one should be
-    /// logged.
+    /// Count `n` drops for `reason` outside the endpoints ([`Counters::io_drop`]).
     pub fn io_drop(&self, reason: DropReason, n: u64) -> Option<u64> {
-        self.io_drops[reason as usize].hit_n(n)
-    }
-
-    /// Drops outside the endpoints, by reason.
-    pub fn io_drop_counts(&self) -> [u64; DropReason::COUNT] {
-        std::array::from_fn(|i| self.io_drops[i].count())
+        self.counters.io_drop(reason, n)
     }
 
     /// The name of `peer`'s `path`: our `[[path]]`'s, or `p<N>` for a listening peer's.

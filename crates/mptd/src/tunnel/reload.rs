@@ -98,10 +98,10 @@ impl Tunnel {
             self.act(&mut bye);
             // the new sockets first: what is sent on an id from now on leaves by its socket
             let list: Vec<Arc<SockIo>> = socks.iter().map(|(s, _)| s.clone()).collect();
-            for (k, (s, _)) in socks[self.listen_sockets..].iter().enumerate() {
+            for (k, (s, _)) in socks[self.socks.listen..].iter().enumerate() {
                 s.assign(PathId(k as u8), &new.paths[k].name);
             }
-            self.sockets.store(Arc::new(list.clone()));
+            self.socks.replace(list.clone());
             let sockets = list;
             let settings = Settings {
                 cfg: &new,
@@ -109,7 +109,7 @@ impl Tunnel {
                 aes_in_hardware: mpt_core::seal::aes_in_hardware(),
                 unix_nanos_at_zero: self.clock.unix_nanos_at_zero(),
             };
-            let path_sockets: Vec<usize> = (self.listen_sockets..socks.len()).collect();
+            let path_sockets: Vec<usize> = (self.socks.listen..socks.len()).collect();
             let fresh: Vec<usize> = new
                 .paths
                 .iter()
@@ -143,7 +143,7 @@ impl Tunnel {
                     ecfg.index_slot = ep.config().index_slot;
                     ep.reconfigure(now, ecfg);
                     if !peer.listening {
-                        for (k, (s, _)) in socks[self.listen_sockets..].iter().enumerate() {
+                        for (k, (s, _)) in socks[self.socks.listen..].iter().enumerate() {
                             let down = s.lock_uplink().down;
                             if down.is_some() {
                                 ep.set_uplink(now, PathId(k as u8), down);
@@ -166,7 +166,7 @@ impl Tunnel {
             for (&(i, j), random) in plan.added.iter().zip(randoms) {
                 let psk = keys.psks.get(j).cloned().flatten();
                 let peer =
-                    settings.build_peer((i, j), psk, random, (&sockets, self.listen_sockets), now);
+                    settings.build_peer((i, j), psk, random, (&sockets, self.socks.listen), now);
                 if i == list.len() {
                     list.push(Arc::new(peer));
                 } else {
@@ -208,7 +208,7 @@ impl Tunnel {
             said.join(", ")
         };
         // the receive task waits on the new sockets; their interfaces are looked at now
-        self.reloaded.notify_waiters();
+        self.socks.reloaded.notify_waiters();
         self.check_uplinks();
         self.act(&mut out);
         info!(changes = %said, "configuration reloaded");
@@ -220,7 +220,7 @@ impl Tunnel {
     /// nothing more, when a new one cannot be bound.
     fn sockets_for(&self, old: &Config, new: &Config) -> Result<Vec<(Arc<SockIo>, bool)>, String> {
         let current = self.sockets();
-        let mut out: Vec<(Arc<SockIo>, bool)> = current[..self.listen_sockets]
+        let mut out: Vec<(Arc<SockIo>, bool)> = current[..self.socks.listen]
             .iter()
             .map(|s| (s.clone(), false))
             .collect();
@@ -230,7 +230,7 @@ impl Tunnel {
                 old.paths.iter().enumerate().position(|(k, o)| {
                     !taken[k] && o.local == p.local && o.interface == p.interface
                 });
-            match same.and_then(|k| Some((k, current.get(self.listen_sockets + k)?))) {
+            match same.and_then(|k| Some((k, current.get(self.socks.listen + k)?))) {
                 Some((k, s)) => {
                     taken[k] = true;
                     out.push((s.clone(), false));

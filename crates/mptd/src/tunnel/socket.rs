@@ -90,3 +90,41 @@ impl SockIo {
         self.uplink.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
+
+/// The tunnel's sockets: one per `[[listen]]`, then one per `[[path]]`, in order. A reload
+/// replaces the list ([`Sockets::replace`]; the listen sockets, and the paths' whose address
+/// and interface are unchanged, stay the same sockets) and tells the receive task
+/// ([`Sockets::reloaded`]).
+#[derive(Debug)]
+pub struct Sockets {
+    list: arc_swap::ArcSwap<Vec<Arc<SockIo>>>,
+    /// How many of the sockets are `[[listen]]` sockets (they come first).
+    pub listen: usize,
+    /// Told when a reload replaced the sockets (the receive task waits on the new ones).
+    pub reloaded: tokio::sync::Notify,
+}
+
+impl Sockets {
+    pub fn new(list: Vec<Arc<SockIo>>, listen: usize) -> Sockets {
+        Sockets {
+            list: arc_swap::ArcSwap::from_pointee(list),
+            listen,
+            reloaded: tokio::sync::Notify::new(),
+        }
+    }
+
+    /// The sockets now.
+    pub fn all(&self) -> Arc<Vec<Arc<SockIo>>> {
+        self.list.load_full()
+    }
+
+    /// Socket `i`, if there is one now (a reload may have removed it).
+    pub fn get(&self, i: usize) -> Option<Arc<SockIo>> {
+        self.list.load().get(i).cloned()
+    }
+
+    /// The sockets from now on (a reload's).
+    pub fn replace(&self, list: Vec<Arc<SockIo>>) {
+        self.list.store(Arc::new(list));
+    }
+}

@@ -100,7 +100,7 @@ impl Tunnel {
     /// The document `mptctl status` shows.
     pub fn status(&self) -> Status {
         let now = self.clock.now();
-        let mut counts = self.io_drop_counts();
+        let mut counts = self.counters.io_drop_counts();
         let all = self.peers();
         let mut peers = Vec::with_capacity(all.len());
         let mut first: Option<TunnelStatus> = None;
@@ -279,11 +279,11 @@ impl Tunnel {
 
     fn call_counts(&self) -> CallCounts {
         CallCounts {
-            tun_reads: self.calls.tun_reads.load(Relaxed),
-            tun_write_batches: self.calls.tun_write_batches.load(Relaxed),
-            udp_sends: self.calls.udp_sends.load(Relaxed),
-            udp_recvs: self.calls.udp_recvs.load(Relaxed),
-            cookie_replies: self.calls.cookie_replies.load(Relaxed),
+            tun_reads: self.counters.calls.tun_reads.load(Relaxed),
+            tun_write_batches: self.counters.calls.tun_write_batches.load(Relaxed),
+            udp_sends: self.counters.calls.udp_sends.load(Relaxed),
+            udp_recvs: self.counters.calls.udp_recvs.load(Relaxed),
+            cookie_replies: self.counters.calls.cookie_replies.load(Relaxed),
         }
     }
 

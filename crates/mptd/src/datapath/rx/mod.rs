@@ -74,7 +74,7 @@ pub async fn rx_task(t: Arc<Tunnel>) -> Result<()> {
         let ev = tokio::select! {
             biased;
             i = readable_any(&socks, &mut next_sock) => RxEvent::Readable(i),
-            _ = t.reloaded.notified() => continue,
+            _ = t.socks.reloaded.notified() => continue,
             _ = t.timers_moved.notified() => continue,
             _ = tokio::time::sleep_until(sleep_to) => RxEvent::Timeout,
         };
@@ -223,12 +223,12 @@ fn read_batch(t: &Tunnel, sock: &SockIo, b: &mut RxBufs) -> Option<usize> {
         });
         sock.io.try_recv(&mut io, &mut b.metas)
     };
-    t.calls.udp_recvs.fetch_add(1, Relaxed);
+    t.counters.calls.udp_recvs.fetch_add(1, Relaxed);
     match got {
         Ok(n) => Some(n),
         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => None,
         Err(error) => {
-            if let Some(n) = t.recv_errors.hit() {
+            if let Some(n) = t.counters.recv_errors.hit() {
                 warn!(socket = %sock.name(), %error, errors = n, "receive failed");
             }
             None
