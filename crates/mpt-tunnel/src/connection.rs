@@ -9,13 +9,13 @@ use mpt_core::wire::HEADER_LEN;
 use mpt_core::{PathId, Time};
 use mpt_reseq::feedback::ReportPacer;
 use mpt_reseq::{Resequencer, Stats};
-use mpt_sched::{PathSpec, Scheduler};
+use mpt_sched::Scheduler;
 
 use crate::control::Pending;
 use crate::counts::Counts;
 use crate::crypto::CryptoState;
 use crate::path::PathState;
-use crate::{ConnectionConfig, Event, Overhead, Random, Transmit};
+use crate::{ConnectionConfig, DropCounts, DropReason, Event, Overhead, Random, Transmit};
 
 /// One peer session: see the crate documentation. `P` is how the caller holds a received
 /// inner packet while the resequencer may keep it (a buffer, or where it lies).
@@ -47,19 +47,10 @@ pub struct Connection<P> {
     pub(crate) peer_session: Option<u32>,
     /// Sessions made after the first.
     pub(crate) peer_restarts: u64,
-    /// The peer's handshake said it takes bundles and express data
-    /// ([`mpt_core::wire::CipherFlags::EXPRESS`]).
-    pub(crate) peer_express: bool,
-    /// The peer's handshake said it puts packets in pieces back together
-    /// ([`mpt_core::wire::CipherFlags::PIECES`]).
-    pub(crate) peer_pieces: bool,
-    /// The peer's handshake said it asks for and resends lost packets
-    /// ([`mpt_core::wire::CipherFlags::RESEND`]).
-    pub(crate) peer_resend: bool,
+    /// What the peer's handshake said it takes besides the cipher.
+    pub(crate) peer: crate::negotiate::PeerFeatures,
     /// Packets sent lately, and the gaps to ask for ([`crate::resend`]).
     pub(crate) resend: crate::resend::Resend,
-    /// The peer's handshake said it takes parity ([`mpt_core::wire::CipherFlags::PARITY`]).
-    pub(crate) peer_parity: bool,
     /// Packets that came in pieces, waiting for the rest.
     pub(crate) reasm: crate::reassembly::Reassembly,
     /// Packets put back together (or made again, or rebuilt), to go to the resequencer before
@@ -120,30 +111,6 @@ impl<P> std::fmt::Debug for Connection<P> {
     }
 }
 
-/// The scheduler of `cfg`'s paths (all usable until told otherwise).
-pub(crate) fn build_scheduler(cfg: &ConnectionConfig) -> Box<dyn Scheduler> {
-    let header = Overhead::new(cfg.keys.encryption.is_some(), false).datagram();
-    let specs: Vec<PathSpec> = cfg
-        .paths
-        .iter()
-        .map(|p| {
-            PathSpec::new(p.weight, p.rate_bps, p.backup)
-                .with_priority(p.priority)
-                .with_overhead(header + p.overhead)
-        })
-        .collect();
-    let mut sched = mpt_sched::build(cfg.scheduler, &specs);
-    // The peer equalises what this end sends as this end equalises what it receives (the
-    // same setting, on by default at both ends).
-    if cfg.equalise && cfg.reorder_window > 0 {
-        sched.equalised(crate::equalise::MAX_LAG);
-    }
-    if cfg.pace {
-        sched.pace(Some(crate::pace::PACE_LIMIT));
-    }
-    sched
-}
-
 impl<P> Connection<P> {
     /// A new session at `now`.
     ///
@@ -155,7 +122,7 @@ impl<P> Connection<P> {
             "a connection has 1 to {} paths",
             mpt_core::MAX_PATHS
         );
-        let sched = build_scheduler(&cfg);
+        let sched = cfg.scheduler();
         let reseq = Resequencer::new(mpt_reseq::Config {
             window: cfg.reorder_window,
             timeout: cfg.reorder_timeout,
@@ -191,11 +158,8 @@ impl<P> Connection<P> {
             reseq,
             peer_session: None,
             peer_restarts: 0,
-            peer_express: false,
-            peer_pieces: false,
-            peer_resend: false,
+            peer: Default::default(),
             resend: Default::default(),
-            peer_parity: false,
             reasm: Default::default(),
             assembled: VecDeque::new(),
             icmp: crate::icmp::IcmpAnswers::new(now),
@@ -396,5 +360,124 @@ impl<P> Connection<P> {
         let mut up = (0..self.paths.len()).filter(|&i| self.path_state(i) == crate::LinkState::Up);
         let settled = up.clone().next().is_some() && up.all(|i| self.paths[i].pmtu.found());
         settled.then(|| self.largest_whole_packet())
+    }
+
+    /// Drops by reason, the resequencer's duplicates and too-old packets included.
+    pub fn drop_counts(&self) -> [u64; DropReason::COUNT] {
+        self.counts.drop_counts(&self.reseq.stats().total)
+    }
+
+    /// [`Connection::drop_counts`] by name.
+    pub fn drops(&self) -> DropCounts {
+        DropCounts::from_counts(&self.drop_counts())
+    }
+
+    pub fn drop_count(&self, reason: DropReason) -> u64 {
+        self.drop_counts()[reason as usize]
+    }
+
+    /// Inner packets numbered for sending, and their bytes.
+    pub fn tx_counts(&self) -> (u64, u64) {
+        (self.counts.tx_packets, self.counts.tx_bytes)
+    }
+
+    /// Inner packets released for delivery so far.
+    pub fn delivered(&self) -> u64 {
+        self.counts.delivered
+    }
+
+    /// Bytes of receiver reports sent (outer headers included).
+    pub fn report_bytes(&self) -> u64 {
+        self.counts.report_bytes
+    }
+
+    /// Keepalives sent, and keepalives answered.
+    pub fn keepalive_counts(&self) -> (u64, u64) {
+        (self.counts.keepalives_sent, self.counts.keepalive_acks_sent)
+    }
+
+    /// Share of the received bandwidth the report pacer spends on reports.
+    pub fn report_fraction(&self) -> f64 {
+        self.pacer.fraction()
+    }
+
+    /// What header compression did on our side: packets sent compressed, flows' references
+    /// sent whole, header bytes saved, TCP sent whole for want of a layout it takes.
+    pub fn compression_counts(&self) -> mpt_core::hc::TxCounts {
+        self.hc_tx.counts()
+    }
+
+    /// Bundles sent (of two packets or more), the inner packets they carried, and how many of
+    /// those went without their IPv4 and UDP headers (compressed entries).
+    pub fn bundle_counts(&self) -> (u64, u64, u64) {
+        let c = &self.counts;
+        (c.bundles_sent, c.bundled_packets, c.compressed_packets)
+    }
+
+    /// Packets that waited to match the farthest path, packets that went on early because too
+    /// many waited, and packets waiting now (`equalise.rs`).
+    pub fn equalise_counts(&self) -> (u64, u64, usize) {
+        self.equal.counts()
+    }
+
+    /// How long bonded packets arriving on `path` wait now to match the farthest path.
+    pub fn equalise_lag(&self, path: PathId) -> Duration {
+        self.equal.lag(path.index())
+    }
+
+    /// Count a drop for `reason`; returns it.
+    #[inline]
+    pub(crate) fn count(&mut self, reason: DropReason) -> DropReason {
+        self.counts.drop(reason)
+    }
+
+    /// Whether data goes with compressed headers: configured, with resending (a reference
+    /// lost is sent again), in a session of version 6 (a peer of version 5 makes references of
+    /// packets in pieces too).
+    pub(crate) fn compressing(&self) -> bool {
+        self.cfg.compress && self.resending() && self.wire_version >= 6
+    }
+
+    /// What a bulk TCP packet's IP and TCP headers take in a datagram while data goes with
+    /// compressed headers: a driver that cuts TCP segments to fit a datagram
+    /// ([`Connection::largest_whole_packet`]) counts this for headers that compress
+    /// ([`crate::COMPRESSED_HEADERS`], or [`crate::COMPRESSED_HEADERS_V6`] in a session of
+    /// version 6). One longer than that does not fit, and goes whole, in pieces.
+    pub fn compressed_headers(&self) -> Option<usize> {
+        self.compressing()
+            .then(|| crate::compress::format(self.wire_version).1)
+    }
+
+    /// Per context, the flow ([`mpt_core::hc::flow_hash`]) whose next packets may be
+    /// compressed against a reference ([`mpt_core::hc::Compressor::ready`]; all 0 while data
+    /// goes whole). A driver that cuts TCP segments for [`Connection::compressed_headers`]
+    /// cuts the first of a burst of any other flow to fit a datagram whole, as it would
+    /// without compression: it goes whole, and becomes its flow's reference.
+    pub fn compress_ready(&self, out: &mut [u32; mpt_core::hc::CONTEXTS]) {
+        if self.compressing() {
+            self.hc_tx.ready(self.seq, out);
+        } else {
+            out.fill(0);
+        }
+    }
+
+    /// The peer takes bundles and express data (its handshake said so): without, every packet
+    /// goes in a data datagram of its own.
+    pub fn peer_takes_express(&self) -> bool {
+        self.peer.express
+    }
+
+    /// Behave as towards a peer whose handshake did not say it takes packets in pieces (an
+    /// older mptd), until the next handshake: for tests.
+    #[doc(hidden)]
+    pub fn forget_peer_pieces(&mut self) {
+        self.peer.pieces = false;
+    }
+
+    /// Behave as towards a peer whose handshake did not say it takes bundles and express data
+    /// (an older mptd), until the next handshake: for tests.
+    #[doc(hidden)]
+    pub fn forget_peer_express(&mut self) {
+        self.peer.express = false;
     }
 }

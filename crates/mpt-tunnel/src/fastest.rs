@@ -97,7 +97,7 @@ impl<P> Connection<P> {
         self.join_batch(i, used);
         let p = &mut self.paths[i];
         let header = HeaderRepr {
-            kind: if express && self.peer_express {
+            kind: if express && self.peer.express {
                 Kind::Express
             } else {
                 Kind::Data

@@ -3,7 +3,6 @@
 
 use mpt_core::{PathId, Time};
 
-use crate::connection::build_scheduler;
 use crate::path::PathState;
 use crate::{Connection, ConnectionConfig, DropReason, Event, LinkState};
 
@@ -34,7 +33,7 @@ impl<P> Connection<P> {
         if let Some(b) = backup {
             p.backup = b;
         }
-        self.sched = build_scheduler(&self.cfg);
+        self.sched = self.cfg.scheduler();
         for i in 0..self.paths.len() {
             let usable = self.usable(PathId(i as u8));
             self.sched.on_path_state(now, PathId(i as u8), usable);
@@ -125,7 +124,7 @@ impl<P> Connection<P> {
         );
         // `resend` may have changed
         self.update_repair_wait();
-        self.sched = build_scheduler(&self.cfg);
+        self.sched = self.cfg.scheduler();
         for i in 0..self.paths.len() {
             let usable = !fresh.contains(&i) && self.usable(PathId(i as u8));
             self.sched.on_path_state(now, PathId(i as u8), usable);

@@ -148,11 +148,17 @@ impl<P> Connection<P> {
             let packed = mode == Mode::Bond
                 && self.compressing()
                 && inner >= mpt_core::hc::COMPRESS_FROM
-                && self.pack(&mut sizes[k], bufs[k].as_mut(), cap);
+                && crate::compress::pack(
+                    &mut self.hc_tx,
+                    (self.seq, self.wire_version),
+                    (at, &mut sizes[k]),
+                    bufs[k].as_mut(),
+                    cap,
+                );
             inner = sizes[k];
             len = inner + overhead.datagram();
             let whole = inner <= cap;
-            if !whole && !self.peer_pieces {
+            if !whole && !self.peer.pieces {
                 // the peer cannot put pieces together: the sender learns the size that passes
                 let packet = bufs[k].as_mut()[at..at + inner].to_vec();
                 self.too_big(now, &packet, cap);
@@ -167,7 +173,7 @@ impl<P> Connection<P> {
             let reference = !packed
                 && whole
                 && self.compressing()
-                && (mode == Mode::Bond || !self.peer_express)
+                && (mode == Mode::Bond || !self.peer.express)
                 && self
                     .hc_tx
                     .sent_whole(self.seq, &bufs[k].as_mut()[at..at + inner]);
@@ -196,7 +202,7 @@ impl<P> Connection<P> {
             let p = &mut self.paths[i];
             let header = HeaderRepr {
                 // light traffic is delivered as soon as it arrives, not in order with bulk
-                kind: if mode == Mode::Bond || !self.peer_express {
+                kind: if mode == Mode::Bond || !self.peer.express {
                     Kind::Data
                 } else {
                     Kind::Express
@@ -372,5 +378,16 @@ impl<P> Connection<P> {
         for i in 0..self.paths.len() {
             self.pending.push_back(Pending::Goodbye(PathId(i as u8)));
         }
+    }
+
+    /// The oldest packet the driver holds for this peer (after pacing held it) has waited
+    /// `sojourn` at `now`: whether to drop it (counted as [`DropReason::Paced`]) instead of
+    /// offering it again.
+    pub fn pace_drop(&mut self, now: Time, sojourn: std::time::Duration) -> bool {
+        let drop = self.codel.drop_head(now, sojourn);
+        if drop {
+            self.count(DropReason::Paced);
+        }
+        drop
     }
 }

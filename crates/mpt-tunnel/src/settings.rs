@@ -180,4 +180,29 @@ impl ConnectionConfig {
             .map_or(most, |m| most.min(usize::from(m).saturating_sub(outer)))
             .max(mpt_core::wire::HEADER_LEN + 64)
     }
+
+    /// The scheduler of the paths (all usable until told otherwise).
+    pub(crate) fn scheduler(&self) -> Box<dyn mpt_sched::Scheduler> {
+        let cfg = self;
+        let header = Overhead::new(cfg.keys.encryption.is_some(), false).datagram();
+        let specs: Vec<mpt_sched::PathSpec> = cfg
+            .paths
+            .iter()
+            .map(|p| {
+                mpt_sched::PathSpec::new(p.weight, p.rate_bps, p.backup)
+                    .with_priority(p.priority)
+                    .with_overhead(header + p.overhead)
+            })
+            .collect();
+        let mut sched = mpt_sched::build(cfg.scheduler, &specs);
+        // The peer equalises what this end sends as this end equalises what it receives (the
+        // same setting, on by default at both ends).
+        if cfg.equalise && cfg.reorder_window > 0 {
+            sched.equalised(crate::equalise::MAX_LAG);
+        }
+        if cfg.pace {
+            sched.pace(Some(crate::pace::PACE_LIMIT));
+        }
+        sched
+    }
 }

@@ -77,7 +77,7 @@ impl<P> Connection<P> {
 
     /// Path MTU probes due at `now`, on paths that are up and whose peer answers them.
     fn pmtu_tick(&mut self, now: Time) {
-        if self.peer_session.is_none() || !self.peer_pieces {
+        if self.peer_session.is_none() || !self.peer.pieces {
             return;
         }
         for i in 0..self.paths.len() {

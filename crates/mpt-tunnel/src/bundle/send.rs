@@ -34,9 +34,9 @@ impl<P> Connection<P> {
     ) -> bool {
         let i = path.index();
         let cap = self.body_cap(i);
-        let pieces = packet.len() > cap && self.peer_pieces;
+        let pieces = packet.len() > cap && self.peer.pieces;
         if !pieces
-            && (!self.cfg.bundle || !self.peer_express || packet.len() + BUNDLE_ENTRY_LEN > cap)
+            && (!self.cfg.bundle || !self.peer.express || packet.len() + BUNDLE_ENTRY_LEN > cap)
         {
             return false;
         }
