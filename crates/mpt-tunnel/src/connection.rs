@@ -90,15 +90,7 @@ pub struct Connection<P> {
     pub(crate) after: VecDeque<crate::Datagram>,
     pub(crate) events: VecDeque<Event>,
     pub(crate) counts: Counts,
-    pub(crate) timers: Timers,
-}
-
-/// When each periodic job is next due.
-#[derive(Debug, Clone)]
-pub(crate) struct Timers {
-    pub(crate) keepalive: Time,
-    pub(crate) report: Time,
-    pub(crate) liveness: Time,
+    pub(crate) timers: crate::timers::Timers,
 }
 
 impl<P> std::fmt::Debug for Connection<P> {
@@ -179,11 +171,7 @@ impl<P> Connection<P> {
             after: VecDeque::new(),
             events: VecDeque::new(),
             counts: Counts::default(),
-            timers: Timers {
-                keepalive: now,
-                report: now,
-                liveness: now,
-            },
+            timers: crate::timers::Timers::new(now),
             cfg,
         }
     }
@@ -296,13 +284,6 @@ impl<P> Connection<P> {
         })
     }
 
-    /// `N` random bytes.
-    pub(crate) fn random<const N: usize>(&mut self) -> [u8; N] {
-        let mut b = [0u8; N];
-        (self.random)(&mut b);
-        b
-    }
-
     /// The protocol version of the session with the peer (of our datagrams to it).
     pub fn wire_version(&self) -> u8 {
         self.wire_version
@@ -338,7 +319,7 @@ impl<P> Connection<P> {
     /// (none up: the tunnel MTU).
     pub fn largest_whole_packet(&self) -> usize {
         (0..self.paths.len())
-            .filter(|&i| self.path_state(i) == crate::LinkState::Up)
+            .filter(|&i| self.paths[i].state() == crate::LinkState::Up)
             .map(|i| self.body_cap(i))
             .max()
             .unwrap_or(usize::from(self.cfg.mtu))
@@ -357,7 +338,8 @@ impl<P> Connection<P> {
     /// (`None` before: a path that still searches carries the base size for now, and a TCP
     /// flow whose MSS a driver clamps for that keeps segments smaller than its paths carry).
     pub fn settled_whole_packet(&self) -> Option<usize> {
-        let mut up = (0..self.paths.len()).filter(|&i| self.path_state(i) == crate::LinkState::Up);
+        let mut up =
+            (0..self.paths.len()).filter(|&i| self.paths[i].state() == crate::LinkState::Up);
         let settled = up.clone().next().is_some() && up.all(|i| self.paths[i].pmtu.found());
         settled.then(|| self.largest_whole_packet())
     }
@@ -431,36 +413,6 @@ impl<P> Connection<P> {
         self.counts.drop(reason)
     }
 
-    /// Whether data goes with compressed headers: configured, with resending (a reference
-    /// lost is sent again), in a session of version 6 (a peer of version 5 makes references of
-    /// packets in pieces too).
-    pub(crate) fn compressing(&self) -> bool {
-        self.cfg.compress && self.resending() && self.wire_version >= 6
-    }
-
-    /// What a bulk TCP packet's IP and TCP headers take in a datagram while data goes with
-    /// compressed headers: a driver that cuts TCP segments to fit a datagram
-    /// ([`Connection::largest_whole_packet`]) counts this for headers that compress
-    /// ([`crate::COMPRESSED_HEADERS`], or [`crate::COMPRESSED_HEADERS_V6`] in a session of
-    /// version 6). One longer than that does not fit, and goes whole, in pieces.
-    pub fn compressed_headers(&self) -> Option<usize> {
-        self.compressing()
-            .then(|| crate::compress::format(self.wire_version).1)
-    }
-
-    /// Per context, the flow ([`mpt_core::hc::flow_hash`]) whose next packets may be
-    /// compressed against a reference ([`mpt_core::hc::Compressor::ready`]; all 0 while data
-    /// goes whole). A driver that cuts TCP segments for [`Connection::compressed_headers`]
-    /// cuts the first of a burst of any other flow to fit a datagram whole, as it would
-    /// without compression: it goes whole, and becomes its flow's reference.
-    pub fn compress_ready(&self, out: &mut [u32; mpt_core::hc::CONTEXTS]) {
-        if self.compressing() {
-            self.hc_tx.ready(self.seq, out);
-        } else {
-            out.fill(0);
-        }
-    }
-
     /// The peer takes bundles and express data (its handshake said so): without, every packet
     /// goes in a data datagram of its own.
     pub fn peer_takes_express(&self) -> bool {
@@ -479,5 +431,167 @@ impl<P> Connection<P> {
     #[doc(hidden)]
     pub fn forget_peer_express(&mut self) {
         self.peer.express = false;
+    }
+
+    /// The rate the scheduler assumes for `path`: learned, or configured.
+    pub(crate) fn path_rate(&self, path: PathId) -> Option<u64> {
+        let configured = self.cfg.paths[path.index()].rate_bps;
+        self.sched.learned_rate(path).or(configured)
+    }
+
+    /// Path `i` is slower than [`crate::path::SLOW_PATH`] (its learned or configured rate): a
+    /// path MTU probe holds it long, and path MTU discovery spares it.
+    pub(crate) fn slow_path(&self, i: usize) -> bool {
+        let rate = self.path_rate(PathId(i as u8));
+        rate.is_some_and(|r| r < crate::path::SLOW_PATH)
+    }
+
+    /// A data datagram of `len` bytes went on path `i`, the last of its per-path sequences
+    /// `path_seq`. On a slow path (below [`crate::path::SLOW_PATH`]) one of the size found
+    /// confirms it once the peer has it (the path MTU's report): a probe there holds the line
+    /// long (94 ms at 128 kbit/s) and delays what goes behind it on schedulers that do not go
+    /// around it. Faster paths keep their probes, which find a drop among small packets sooner.
+    #[inline]
+    pub(crate) fn pmtu_data_sent(&mut self, i: usize, len: usize, path_seq: u16) {
+        if len >= self.paths[i].pmtu.size && self.slow_path(i) {
+            self.paths[i].pmtu_confirms(len, path_seq);
+        }
+    }
+
+    /// Where datagrams for `path` go now, once known.
+    pub fn remote(&self, path: PathId) -> Option<std::net::SocketAddr> {
+        self.paths[path.index()].remote
+    }
+
+    /// What the scheduler learned of `path` from the peer's reports at `now`, when it learns
+    /// rates (`adaptive`).
+    pub fn learned(&self, now: Time, path: PathId) -> Option<mpt_sched::Learned> {
+        self.sched.learned(now, path)
+    }
+
+    pub fn path_info(&self, path: PathId) -> crate::PathInfo {
+        self.paths[path.index()].info(self.path_rate(path))
+    }
+
+    /// The driver found the peer somewhere else for `path` (its connection's host name resolves
+    /// to a new address): what we send on the path goes there from now on, and an initiator
+    /// waiting for an answer sends its next initiation at once rather than after its backoff.
+    pub fn set_remote(&mut self, path: PathId, to: std::net::SocketAddr) {
+        if path.index() >= self.paths.len() || self.paths[path.index()].remote == Some(to) {
+            return;
+        }
+        self.learn_address(path, to);
+        if self.crypto.next_initiation.is_some() {
+            self.crypto.next_initiation = Some(Time::ZERO);
+        }
+    }
+
+    /// What we send on `path` goes to `from` from now on (an authentic datagram of the
+    /// session, or a handshake, came from there).
+    pub(crate) fn learn_address(&mut self, path: PathId, from: std::net::SocketAddr) {
+        if let Some(old) = self.paths[path.index()].remote.replace(from) {
+            if old != from {
+                let new = from;
+                self.events
+                    .push_back(Event::AddressChanged { path, old, new });
+            }
+        }
+    }
+
+    /// The operator changed `path`'s weight, rate or backup flag (`None`: unchanged; a rate of
+    /// `Some(None)`: none configured, learned or not assumed). The scheduler is made again with
+    /// the new settings and told which paths are usable now; the `adaptive` scheduler learns
+    /// its rates again.
+    pub fn set_path_spec(
+        &mut self,
+        now: Time,
+        path: PathId,
+        weight: Option<u32>,
+        rate_bps: Option<Option<u64>>,
+        backup: Option<bool>,
+    ) {
+        let Some(p) = self.cfg.paths.get_mut(path.index()) else {
+            return;
+        };
+        p.set_spec(weight, rate_bps, backup);
+        self.new_scheduler(now, &[]);
+    }
+
+    /// Apply a changed configuration at `now` (a reload), keeping the session, its keys and
+    /// sequence numbers, and what is held for delivery.
+    ///
+    /// Paths are matched by id (their position): one whose name is unchanged keeps its state,
+    /// its settings (weight, rate, backup) and, if configured anew, its remote updated; one
+    /// new at its id (added, or another name in a removed one's place) starts afresh and
+    /// carries no data until the peer is heard on it; ids past the new count are gone. The
+    /// scheduler is made again (a learning one learns again), and the hold time, keepalive
+    /// interval and `dead` apply from now. Keys, `mtu`, the reorder window and the index slot
+    /// stay as they were (the driver refuses to change them without a restart).
+    ///
+    /// When the number of paths changed and we initiate, a handshake that continues the
+    /// session tells the peer at once (its initiation carries the count): a peer that follows
+    /// our paths ([`ConnectionConfig::follow_peer_paths`]) takes the new count; one with paths
+    /// of its own takes it once its own configuration has as many, until then refusing it
+    /// while the session goes on.
+    ///
+    /// # Panics
+    /// With no path or more than [`mpt_core::MAX_PATHS`] (the configuration refuses both).
+    pub fn reconfigure(&mut self, now: Time, new: ConnectionConfig) {
+        assert!(
+            (1..=mpt_core::MAX_PATHS).contains(&new.paths.len()),
+            "a connection has 1 to {} paths",
+            mpt_core::MAX_PATHS
+        );
+        let before = self.paths.len();
+        let (paths, fresh) = crate::path::reconfigured((&self.cfg.paths, &self.paths), &new, now);
+        // packets waiting in the bundle of a path that is gone are lost with it, counted
+        let orphaned: u64 = self.paths[paths.len().min(before)..]
+            .iter()
+            .map(|s| s.bundled_packets())
+            .sum();
+        self.counts.drops.add(DropReason::NoPath, orphaned);
+        self.paths = paths;
+        // per-class counters follow the classes by position: they start again when the
+        // classes changed
+        let (cfg, classes_changed) = self.cfg.reloaded(new);
+        if classes_changed {
+            self.classes.reconfigured();
+        }
+        self.cfg = cfg;
+        self.release_equalised(now, true, None);
+        self.equal.resize(self.cfg.paths.len());
+        let out = &mut self.released;
+        self.reseq.reconfigure(
+            now,
+            self.cfg.paths.len(),
+            self.cfg.reorder_timeout,
+            &mut |p| out.push(p),
+        );
+        // `resend` may have changed
+        self.update_repair_wait();
+        self.new_scheduler(now, &fresh);
+        if self.paths.len() != before && self.cfg.keys.initiate && self.peer_session.is_some() {
+            self.crypto.announce_paths = true;
+            self.crypto.next_initiation = Some(now);
+        }
+    }
+
+    /// The peer's initiation says it has `n` paths now, and we follow its paths: the paths
+    /// kept keep their state; new ones wait to be heard on.
+    pub(crate) fn follow_paths(&mut self, now: Time, n: usize) {
+        let from = self.paths.len();
+        self.reconfigure(now, self.cfg.with_peer_paths(n));
+        self.events
+            .push_back(Event::PeerPathsChanged { from, to: n });
+    }
+
+    /// The scheduler made again for the paths (after a change of their settings), told which
+    /// are usable at `now`: not those in `fresh`, which wait to be heard on.
+    fn new_scheduler(&mut self, now: Time, fresh: &[usize]) {
+        self.sched = self.cfg.scheduler();
+        for (i, p) in self.paths.iter().enumerate() {
+            let usable = !fresh.contains(&i) && p.usable();
+            self.sched.on_path_state(now, PathId(i as u8), usable);
+        }
     }
 }

@@ -403,4 +403,11 @@ impl<P> Connection<P> {
             .push_back(Event::HandshakeRefused { path, reason });
         self.count(reason)
     }
+
+    /// `N` random bytes.
+    pub(crate) fn random<const N: usize>(&mut self) -> [u8; N] {
+        let mut b = [0u8; N];
+        (self.random)(&mut b);
+        b
+    }
 }

@@ -163,7 +163,45 @@ impl ConnectionConfig {
     }
 }
 
+impl PathSettings {
+    /// The operator changed the path's weight, rate or backup flag (`None`: unchanged; a rate
+    /// of `Some(None)`: none configured).
+    pub(crate) fn set_spec(
+        &mut self,
+        weight: Option<u32>,
+        rate_bps: Option<Option<u64>>,
+        backup: Option<bool>,
+    ) {
+        if let Some(w) = weight {
+            self.weight = w.max(1);
+        }
+        if let Some(r) = rate_bps {
+            self.rate_bps = r;
+        }
+        if let Some(b) = backup {
+            self.backup = b;
+        }
+    }
+}
+
 impl ConnectionConfig {
+    /// The configuration a reload to `new` gives a running connection: `new`, but for what
+    /// does not change without a restart (keys, `mtu`, the reorder window, the index slot);
+    /// and whether its classes changed (by name, in order).
+    pub(crate) fn reloaded(&self, new: ConnectionConfig) -> (ConnectionConfig, bool) {
+        let names =
+            |c: &ConnectionConfig| c.classes.iter().map(|c| c.name.clone()).collect::<Vec<_>>();
+        let classes_changed = names(self) != names(&new);
+        let keep = ConnectionConfig {
+            keys: self.keys.clone(),
+            mtu: self.mtu,
+            reorder_window: self.reorder_window,
+            index_slot: self.index_slot,
+            ..new
+        };
+        (keep, classes_changed)
+    }
+
     /// The largest datagram (UDP payload) worth having on path `i`: a whole inner packet of
     /// `mtu` bytes with its header (and counter and tag), below the path's MTU cap if any.
     pub fn datagram_ceiling(&self, i: usize) -> usize {
