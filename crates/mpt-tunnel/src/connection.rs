@@ -9,13 +9,13 @@ use mpt_core::wire::HEADER_LEN;
 use mpt_core::{PathId, Time};
 use mpt_reseq::feedback::ReportPacer;
 use mpt_reseq::{Resequencer, Stats};
-use mpt_sched::{PathSpec, Scheduler};
+use mpt_sched::Scheduler;
 
 use crate::control::Pending;
 use crate::counts::Counts;
 use crate::crypto::CryptoState;
 use crate::path::PathState;
-use crate::{ConnectionConfig, Event, Overhead, Random, Transmit};
+use crate::{ConnectionConfig, DropCounts, DropReason, Event, Overhead, Random, Transmit};
 
 /// One peer session: see the crate documentation. `P` is how the caller holds a received
 /// inner packet while the resequencer may keep it (a buffer, or where it lies).
@@ -47,19 +47,10 @@ pub struct Connection<P> {
     pub(crate) peer_session: Option<u32>,
     /// Sessions made after the first.
     pub(crate) peer_restarts: u64,
-    /// The peer's handshake said it takes bundles and express data
-    /// ([`mpt_core::wire::CipherFlags::EXPRESS`]).
-    pub(crate) peer_express: bool,
-    /// The peer's handshake said it puts packets in pieces back together
-    /// ([`mpt_core::wire::CipherFlags::PIECES`]).
-    pub(crate) peer_pieces: bool,
-    /// The peer's handshake said it asks for and resends lost packets
-    /// ([`mpt_core::wire::CipherFlags::RESEND`]).
-    pub(crate) peer_resend: bool,
+    /// What the peer's handshake said it takes besides the cipher.
+    pub(crate) peer: crate::negotiate::PeerFeatures,
     /// Packets sent lately, and the gaps to ask for ([`crate::resend`]).
     pub(crate) resend: crate::resend::Resend,
-    /// The peer's handshake said it takes parity ([`mpt_core::wire::CipherFlags::PARITY`]).
-    pub(crate) peer_parity: bool,
     /// Packets that came in pieces, waiting for the rest.
     pub(crate) reasm: crate::reassembly::Reassembly,
     /// Packets put back together (or made again, or rebuilt), to go to the resequencer before
@@ -99,15 +90,7 @@ pub struct Connection<P> {
     pub(crate) after: VecDeque<crate::Datagram>,
     pub(crate) events: VecDeque<Event>,
     pub(crate) counts: Counts,
-    pub(crate) timers: Timers,
-}
-
-/// When each periodic job is next due.
-#[derive(Debug, Clone)]
-pub(crate) struct Timers {
-    pub(crate) keepalive: Time,
-    pub(crate) report: Time,
-    pub(crate) liveness: Time,
+    pub(crate) timers: crate::timers::Timers,
 }
 
 impl<P> std::fmt::Debug for Connection<P> {
@@ -118,30 +101,6 @@ impl<P> std::fmt::Debug for Connection<P> {
             .field("peer_session", &self.peer_session)
             .finish_non_exhaustive()
     }
-}
-
-/// The scheduler of `cfg`'s paths (all usable until told otherwise).
-pub(crate) fn build_scheduler(cfg: &ConnectionConfig) -> Box<dyn Scheduler> {
-    let header = Overhead::new(cfg.keys.encryption.is_some(), false).datagram();
-    let specs: Vec<PathSpec> = cfg
-        .paths
-        .iter()
-        .map(|p| {
-            PathSpec::new(p.weight, p.rate_bps, p.backup)
-                .with_priority(p.priority)
-                .with_overhead(header + p.overhead)
-        })
-        .collect();
-    let mut sched = mpt_sched::build(cfg.scheduler, &specs);
-    // The peer equalises what this end sends as this end equalises what it receives (the
-    // same setting, on by default at both ends).
-    if cfg.equalise && cfg.reorder_window > 0 {
-        sched.equalised(crate::equalise::MAX_LAG);
-    }
-    if cfg.pace {
-        sched.pace(Some(crate::pace::PACE_LIMIT));
-    }
-    sched
 }
 
 impl<P> Connection<P> {
@@ -155,7 +114,7 @@ impl<P> Connection<P> {
             "a connection has 1 to {} paths",
             mpt_core::MAX_PATHS
         );
-        let sched = build_scheduler(&cfg);
+        let sched = cfg.scheduler();
         let reseq = Resequencer::new(mpt_reseq::Config {
             window: cfg.reorder_window,
             timeout: cfg.reorder_timeout,
@@ -191,11 +150,8 @@ impl<P> Connection<P> {
             reseq,
             peer_session: None,
             peer_restarts: 0,
-            peer_express: false,
-            peer_pieces: false,
-            peer_resend: false,
+            peer: Default::default(),
             resend: Default::default(),
-            peer_parity: false,
             reasm: Default::default(),
             assembled: VecDeque::new(),
             icmp: crate::icmp::IcmpAnswers::new(now),
@@ -215,11 +171,7 @@ impl<P> Connection<P> {
             after: VecDeque::new(),
             events: VecDeque::new(),
             counts: Counts::default(),
-            timers: Timers {
-                keepalive: now,
-                report: now,
-                liveness: now,
-            },
+            timers: crate::timers::Timers::new(now),
             cfg,
         }
     }
@@ -332,13 +284,6 @@ impl<P> Connection<P> {
         })
     }
 
-    /// `N` random bytes.
-    pub(crate) fn random<const N: usize>(&mut self) -> [u8; N] {
-        let mut b = [0u8; N];
-        (self.random)(&mut b);
-        b
-    }
-
     /// The protocol version of the session with the peer (of our datagrams to it).
     pub fn wire_version(&self) -> u8 {
         self.wire_version
@@ -374,7 +319,7 @@ impl<P> Connection<P> {
     /// (none up: the tunnel MTU).
     pub fn largest_whole_packet(&self) -> usize {
         (0..self.paths.len())
-            .filter(|&i| self.path_state(i) == crate::LinkState::Up)
+            .filter(|&i| self.paths[i].state() == crate::LinkState::Up)
             .map(|i| self.body_cap(i))
             .max()
             .unwrap_or(usize::from(self.cfg.mtu))
@@ -393,8 +338,260 @@ impl<P> Connection<P> {
     /// (`None` before: a path that still searches carries the base size for now, and a TCP
     /// flow whose MSS a driver clamps for that keeps segments smaller than its paths carry).
     pub fn settled_whole_packet(&self) -> Option<usize> {
-        let mut up = (0..self.paths.len()).filter(|&i| self.path_state(i) == crate::LinkState::Up);
+        let mut up =
+            (0..self.paths.len()).filter(|&i| self.paths[i].state() == crate::LinkState::Up);
         let settled = up.clone().next().is_some() && up.all(|i| self.paths[i].pmtu.found());
         settled.then(|| self.largest_whole_packet())
+    }
+
+    /// Drops by reason, the resequencer's duplicates and too-old packets included.
+    pub fn drop_counts(&self) -> [u64; DropReason::COUNT] {
+        self.counts.drop_counts(&self.reseq.stats().total)
+    }
+
+    /// [`Connection::drop_counts`] by name.
+    pub fn drops(&self) -> DropCounts {
+        DropCounts::from_counts(&self.drop_counts())
+    }
+
+    pub fn drop_count(&self, reason: DropReason) -> u64 {
+        self.drop_counts()[reason as usize]
+    }
+
+    /// Inner packets numbered for sending, and their bytes.
+    pub fn tx_counts(&self) -> (u64, u64) {
+        (self.counts.tx_packets, self.counts.tx_bytes)
+    }
+
+    /// Inner packets released for delivery so far.
+    pub fn delivered(&self) -> u64 {
+        self.counts.delivered
+    }
+
+    /// Bytes of receiver reports sent (outer headers included).
+    pub fn report_bytes(&self) -> u64 {
+        self.counts.report_bytes
+    }
+
+    /// Keepalives sent, and keepalives answered.
+    pub fn keepalive_counts(&self) -> (u64, u64) {
+        (self.counts.keepalives_sent, self.counts.keepalive_acks_sent)
+    }
+
+    /// Share of the received bandwidth the report pacer spends on reports.
+    pub fn report_fraction(&self) -> f64 {
+        self.pacer.fraction()
+    }
+
+    /// What header compression did on our side: packets sent compressed, flows' references
+    /// sent whole, header bytes saved, TCP sent whole for want of a layout it takes.
+    pub fn compression_counts(&self) -> mpt_core::hc::TxCounts {
+        self.hc_tx.counts()
+    }
+
+    /// Bundles sent (of two packets or more), the inner packets they carried, and how many of
+    /// those went without their IPv4 and UDP headers (compressed entries).
+    pub fn bundle_counts(&self) -> (u64, u64, u64) {
+        let c = &self.counts;
+        (c.bundles_sent, c.bundled_packets, c.compressed_packets)
+    }
+
+    /// Packets that waited to match the farthest path, packets that went on early because too
+    /// many waited, and packets waiting now (`equalise.rs`).
+    pub fn equalise_counts(&self) -> (u64, u64, usize) {
+        self.equal.counts()
+    }
+
+    /// How long bonded packets arriving on `path` wait now to match the farthest path.
+    pub fn equalise_lag(&self, path: PathId) -> Duration {
+        self.equal.lag(path.index())
+    }
+
+    /// Count a drop for `reason`; returns it.
+    #[inline]
+    pub(crate) fn count(&mut self, reason: DropReason) -> DropReason {
+        self.counts.drop(reason)
+    }
+
+    /// The peer takes bundles and express data (its handshake said so): without, every packet
+    /// goes in a data datagram of its own.
+    pub fn peer_takes_express(&self) -> bool {
+        self.peer.express
+    }
+
+    /// Behave as towards a peer whose handshake did not say it takes packets in pieces (an
+    /// older mptd), until the next handshake: for tests.
+    #[doc(hidden)]
+    pub fn forget_peer_pieces(&mut self) {
+        self.peer.pieces = false;
+    }
+
+    /// Behave as towards a peer whose handshake did not say it takes bundles and express data
+    /// (an older mptd), until the next handshake: for tests.
+    #[doc(hidden)]
+    pub fn forget_peer_express(&mut self) {
+        self.peer.express = false;
+    }
+
+    /// The rate the scheduler assumes for `path`: learned, or configured.
+    pub(crate) fn path_rate(&self, path: PathId) -> Option<u64> {
+        let configured = self.cfg.paths[path.index()].rate_bps;
+        self.sched.learned_rate(path).or(configured)
+    }
+
+    /// Path `i` is slower than [`crate::path::SLOW_PATH`] (its learned or configured rate): a
+    /// path MTU probe holds it long, and path MTU discovery spares it.
+    pub(crate) fn slow_path(&self, i: usize) -> bool {
+        let rate = self.path_rate(PathId(i as u8));
+        rate.is_some_and(|r| r < crate::path::SLOW_PATH)
+    }
+
+    /// A data datagram of `len` bytes went on path `i`, the last of its per-path sequences
+    /// `path_seq`. On a slow path (below [`crate::path::SLOW_PATH`]) one of the size found
+    /// confirms it once the peer has it (the path MTU's report): a probe there holds the line
+    /// long (94 ms at 128 kbit/s) and delays what goes behind it on schedulers that do not go
+    /// around it. Faster paths keep their probes, which find a drop among small packets sooner.
+    #[inline]
+    pub(crate) fn pmtu_data_sent(&mut self, i: usize, len: usize, path_seq: u16) {
+        if len >= self.paths[i].pmtu.size && self.slow_path(i) {
+            self.paths[i].pmtu_confirms(len, path_seq);
+        }
+    }
+
+    /// Where datagrams for `path` go now, once known.
+    pub fn remote(&self, path: PathId) -> Option<std::net::SocketAddr> {
+        self.paths[path.index()].remote
+    }
+
+    /// What the scheduler learned of `path` from the peer's reports at `now`, when it learns
+    /// rates (`adaptive`).
+    pub fn learned(&self, now: Time, path: PathId) -> Option<mpt_sched::Learned> {
+        self.sched.learned(now, path)
+    }
+
+    pub fn path_info(&self, path: PathId) -> crate::PathInfo {
+        self.paths[path.index()].info(self.path_rate(path))
+    }
+
+    /// The driver found the peer somewhere else for `path` (its connection's host name resolves
+    /// to a new address): what we send on the path goes there from now on, and an initiator
+    /// waiting for an answer sends its next initiation at once rather than after its backoff.
+    pub fn set_remote(&mut self, path: PathId, to: std::net::SocketAddr) {
+        if path.index() >= self.paths.len() || self.paths[path.index()].remote == Some(to) {
+            return;
+        }
+        self.learn_address(path, to);
+        if self.crypto.next_initiation.is_some() {
+            self.crypto.next_initiation = Some(Time::ZERO);
+        }
+    }
+
+    /// What we send on `path` goes to `from` from now on (an authentic datagram of the
+    /// session, or a handshake, came from there).
+    pub(crate) fn learn_address(&mut self, path: PathId, from: std::net::SocketAddr) {
+        if let Some(old) = self.paths[path.index()].remote.replace(from) {
+            if old != from {
+                let new = from;
+                self.events
+                    .push_back(Event::AddressChanged { path, old, new });
+            }
+        }
+    }
+
+    /// The operator changed `path`'s weight, rate or backup flag (`None`: unchanged; a rate of
+    /// `Some(None)`: none configured, learned or not assumed). The scheduler is made again with
+    /// the new settings and told which paths are usable now; the `adaptive` scheduler learns
+    /// its rates again.
+    pub fn set_path_spec(
+        &mut self,
+        now: Time,
+        path: PathId,
+        weight: Option<u32>,
+        rate_bps: Option<Option<u64>>,
+        backup: Option<bool>,
+    ) {
+        let Some(p) = self.cfg.paths.get_mut(path.index()) else {
+            return;
+        };
+        p.set_spec(weight, rate_bps, backup);
+        self.new_scheduler(now, &[]);
+    }
+
+    /// Apply a changed configuration at `now` (a reload), keeping the session, its keys and
+    /// sequence numbers, and what is held for delivery.
+    ///
+    /// Paths are matched by id (their position): one whose name is unchanged keeps its state,
+    /// its settings (weight, rate, backup) and, if configured anew, its remote updated; one
+    /// new at its id (added, or another name in a removed one's place) starts afresh and
+    /// carries no data until the peer is heard on it; ids past the new count are gone. The
+    /// scheduler is made again (a learning one learns again), and the hold time, keepalive
+    /// interval and `dead` apply from now. Keys, `mtu`, the reorder window and the index slot
+    /// stay as they were (the driver refuses to change them without a restart).
+    ///
+    /// When the number of paths changed and we initiate, a handshake that continues the
+    /// session tells the peer at once (its initiation carries the count): a peer that follows
+    /// our paths ([`ConnectionConfig::follow_peer_paths`]) takes the new count; one with paths
+    /// of its own takes it once its own configuration has as many, until then refusing it
+    /// while the session goes on.
+    ///
+    /// # Panics
+    /// With no path or more than [`mpt_core::MAX_PATHS`] (the configuration refuses both).
+    pub fn reconfigure(&mut self, now: Time, new: ConnectionConfig) {
+        assert!(
+            (1..=mpt_core::MAX_PATHS).contains(&new.paths.len()),
+            "a connection has 1 to {} paths",
+            mpt_core::MAX_PATHS
+        );
+        let before = self.paths.len();
+        let (paths, fresh) = crate::path::reconfigured((&self.cfg.paths, &self.paths), &new, now);
+        // packets waiting in the bundle of a path that is gone are lost with it, counted
+        let orphaned: u64 = self.paths[paths.len().min(before)..]
+            .iter()
+            .map(|s| s.bundled_packets())
+            .sum();
+        self.counts.drops.add(DropReason::NoPath, orphaned);
+        self.paths = paths;
+        // per-class counters follow the classes by position: they start again when the
+        // classes changed
+        let (cfg, classes_changed) = self.cfg.reloaded(new);
+        if classes_changed {
+            self.classes.reconfigured();
+        }
+        self.cfg = cfg;
+        self.release_equalised(now, true, None);
+        self.equal.resize(self.cfg.paths.len());
+        let out = &mut self.released;
+        self.reseq.reconfigure(
+            now,
+            self.cfg.paths.len(),
+            self.cfg.reorder_timeout,
+            &mut |p| out.push(p),
+        );
+        // `resend` may have changed
+        self.update_repair_wait();
+        self.new_scheduler(now, &fresh);
+        if self.paths.len() != before && self.cfg.keys.initiate && self.peer_session.is_some() {
+            self.crypto.announce_paths = true;
+            self.crypto.next_initiation = Some(now);
+        }
+    }
+
+    /// The peer's initiation says it has `n` paths now, and we follow its paths: the paths
+    /// kept keep their state; new ones wait to be heard on.
+    pub(crate) fn follow_paths(&mut self, now: Time, n: usize) {
+        let from = self.paths.len();
+        self.reconfigure(now, self.cfg.with_peer_paths(n));
+        self.events
+            .push_back(Event::PeerPathsChanged { from, to: n });
+    }
+
+    /// The scheduler made again for the paths (after a change of their settings), told which
+    /// are usable at `now`: not those in `fresh`, which wait to be heard on.
+    fn new_scheduler(&mut self, now: Time, fresh: &[usize]) {
+        self.sched = self.cfg.scheduler();
+        for (i, p) in self.paths.iter().enumerate() {
+            let usable = !fresh.contains(&i) && p.usable();
+            self.sched.on_path_state(now, PathId(i as u8), usable);
+        }
     }
 }

@@ -3,15 +3,10 @@
 //! given to the scheduler's clock of its path.
 
 use mpt_core::seal::SEAL_OVERHEAD;
-use mpt_core::wire::{self, AckRepr, HeaderRepr, Kind, Report, ReportRepr, HEADER_LEN};
+use mpt_core::wire::{self, AckRepr, HeaderRepr, Kind, ReportRepr, HEADER_LEN};
 use mpt_core::{PathId, Time};
 
-use std::time::Duration;
-
 use crate::{Connection, Transmit, TransmitKind};
-
-/// On a path we send data on, keepalives are answered at most this often.
-pub const BUSY_ACK_INTERVAL: Duration = Duration::from_secs(1);
 
 /// A control datagram queued for [`Connection::poll_transmit`], built when polled (so that an
 /// answer says how long it was held, and fences are current).
@@ -249,61 +244,5 @@ impl<P> Connection<P> {
         let overhead = self.cfg.paths[path.index()].overhead;
         self.sched.on_control_sent(now, path, len + overhead);
         Some(len)
-    }
-}
-
-/// Control messages on arrival: reports, keepalives to answer, round-trip samples.
-impl<P> Connection<P> {
-    pub(crate) fn take_report(&mut self, now: Time, report: &Report<'_>) {
-        if let Some(last) = self.report_at.replace(now) {
-            let gap = now.saturating_since(last);
-            self.report_gap = gap.max(self.report_gap * 7 / 8);
-        }
-        for e in report.entries() {
-            let Some(p) = self.paths.get_mut(e.path.index()) else {
-                continue;
-            };
-            p.peer_report = Some((now, e));
-            self.sched.on_report(now, e.path, &e);
-            p.fec_tx.take_report(now, &e);
-            let queue_full = p.fec_tx.queue_full;
-            p.pmtu
-                .watch_delivery(now, (p.data_sent, p.srtt_us, queue_full), &e);
-            p.pmtu.report(now, e.path_seq, e.lost);
-            if e.echo != 0 {
-                let rtt = now
-                    .wire_micros()
-                    .wrapping_sub(e.echo)
-                    .wrapping_sub(e.echo_age_us);
-                self.rtt_sample(e.path, rtt);
-            }
-        }
-    }
-
-    /// Whether to answer a keepalive the peer sent on `path` at `now`. Always, unless we sent
-    /// data on the path since the last answer and that was less than [`BUSY_ACK_INTERVAL`]
-    /// ago: the peer hears the path alive from our data, and an answer per keepalive would
-    /// only cost the busy direction (on a 64 kbit/s line, a tenth of it); one a second still
-    /// gives the peer its RTT.
-    pub(crate) fn answer_keepalive(&mut self, now: Time, path: PathId) -> bool {
-        let p = &mut self.paths[path.index()];
-        let busy = p.acked_data != p.data_sent;
-        let since = p.acked_at.map_or(Duration::MAX, |t| now - t);
-        if busy && since < BUSY_ACK_INTERVAL {
-            return false;
-        }
-        p.acked_data = p.data_sent;
-        p.acked_at = Some(now);
-        true
-    }
-
-    /// Fold an RTT sample (µs) into the path's smoothed RTT; absurd values are ignored.
-    pub(crate) fn rtt_sample(&mut self, path: PathId, rtt: u32) {
-        if rtt >= 60_000_000 {
-            return;
-        }
-        let p = &mut self.paths[path.index()];
-        let rtt = u64::from(rtt);
-        p.srtt_us = Some(p.srtt_us.map_or(rtt, |old| (old * 7 + rtt) / 8));
     }
 }

@@ -96,7 +96,9 @@ impl<P> Connection<P> {
         let payload = Initiation {
             index,
             timestamp,
-            flags: c.flags | self.continues() | self.feature_flags(),
+            flags: c.flags
+                | crate::negotiate::continues(self.peer_session.is_some())
+                | crate::negotiate::feature_flags(&self.cfg),
             paths: self.paths.len() as u8,
         }
         .emit();
@@ -290,11 +292,13 @@ impl<P> Connection<P> {
         if self.crypto.initiating.is_some() && self.cfg.keys.private.public() < self.cfg.keys.peer {
             return Ok(());
         }
-        self.take_feature_flags(init.flags);
+        self.peer = crate::negotiate::PeerFeatures::of(init.flags);
         let index = self.fresh_index();
         let reply = Response {
             index,
-            flags: self.crypto.flags | self.continues() | self.feature_flags(),
+            flags: self.crypto.flags
+                | crate::negotiate::continues(self.peer_session.is_some())
+                | crate::negotiate::feature_flags(&self.cfg),
         }
         .emit();
         let mut d = vec![0u8; RESPONSE_LEN];
@@ -373,7 +377,7 @@ impl<P> Connection<P> {
             Ok(c) => c,
             Err(_) => return Err(self.refused(path, DropReason::CipherMismatch)),
         };
-        self.take_feature_flags(resp.flags);
+        self.peer = crate::negotiate::PeerFeatures::of(resp.flags);
         // the responder answered in the version of the initiation it took
         self.wire_version = version;
         let continues = self.peer_session.is_some() && resp.flags & CipherFlags::CONTINUES != 0;
@@ -398,5 +402,12 @@ impl<P> Connection<P> {
         self.events
             .push_back(Event::HandshakeRefused { path, reason });
         self.count(reason)
+    }
+
+    /// `N` random bytes.
+    pub(crate) fn random<const N: usize>(&mut self) -> [u8; N] {
+        let mut b = [0u8; N];
+        (self.random)(&mut b);
+        b
     }
 }

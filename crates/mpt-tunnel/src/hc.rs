@@ -334,62 +334,25 @@ impl<P> Extend<Held<P>> for Released<P> {
     }
 }
 
-/// What the resequencer released, on its way to the driver.
-impl<P> crate::Connection<P> {
-    /// The packets the resequencer released, in the order to deliver them, appended to `out`
-    /// (those rebuilt from compressed headers in buffers `payloads` gives,
-    /// [`Payloads::own`](crate::Payloads::own)).
-    pub fn take_delivered(&mut self, payloads: &mut impl crate::Payloads<P>, out: &mut Vec<P>) {
-        // (what was released outside a datagram's handling was held, so is its own)
-        self.take_delivered_keeping(payloads, |_, p| p, out);
-    }
-
-    /// [`Connection::take_delivered`], where the packets that wait after their release are
-    /// made their own by `keep` (those of a datagram being handled may lie in it).
-    pub(crate) fn take_delivered_keeping<Pl: crate::Payloads<P>>(
-        &mut self,
-        payloads: &mut Pl,
-        keep: impl Fn(&mut Pl, P) -> P,
-        out: &mut Vec<P>,
-    ) {
-        self.reseq.take_given_up(&mut self.released.given_up);
-        // (only numbers given up are waited for)
-        let wait = if self.released.given_up.is_empty() {
-            self.cfg.reorder_timeout
-        } else {
-            self.given_up_wait()
-        };
-        self.counts.delivered += self.released.take(wait, payloads, keep, out) as u64;
-        for (reason, n) in self.released.take_refused() {
-            self.counts.drops.add(reason, n);
-        }
-    }
-
-    /// How long packets wait for a number given up before them: the hold time only if its
-    /// packet may come again (lost on a path whose packets the peer keeps, and whose round
-    /// trip is within the hold time: the peer sends none older); otherwise
-    /// [`PATH_REORDER`], in case its path only reordered it.
-    fn given_up_wait(&self) -> Duration {
-        let wait = self.cfg.reorder_timeout;
-        let paths = &self.paths;
-        let rtt = |p: usize| {
-            paths
-                .get(p)
-                .and_then(|p| p.srtt_us)
-                .map(Duration::from_micros)
-        };
+impl<P> Released<P> {
+    /// How long packets wait for a number given up before them (`wait`: the hold time): the
+    /// hold time only if its packet may come again (lost on a path whose packets the peer
+    /// keeps (`resend`), and whose round trip (`rtt` of a path's index, in µs) is within the
+    /// hold time: the peer sends none older); otherwise [`PATH_REORDER`], in case its path
+    /// only reordered it.
+    pub(crate) fn given_up_wait(
+        &self,
+        wait: Duration,
+        resend: &crate::resend::Resend,
+        rtt: impl Fn(usize) -> Option<u64>,
+    ) -> Duration {
+        let rtt = |p: usize| rtt(p).map(Duration::from_micros);
         let near = |p: usize| rtt(p).is_some_and(|rtt| rtt < wait);
         let settled = |p: usize| rtt(p).map_or(wait, |rtt| (rtt + KEEP_SETTLES).min(wait));
-        if self.resend.peer_keeps(self.released.now(), settled, near) {
+        if resend.peer_keeps(self.now(), settled, near) {
             wait
         } else {
             PATH_REORDER.min(wait)
         }
-    }
-
-    /// Packets released that wait for a number given up before them, to be resent (they are
-    /// not TCP: `ordered.rs`): now, and in all.
-    pub fn waiting_in_order(&self) -> (usize, u64) {
-        self.released.waiting()
     }
 }

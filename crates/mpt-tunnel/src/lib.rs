@@ -51,7 +51,6 @@ mod pace;
 mod path;
 mod pmtu;
 mod reassembly;
-mod reconfigure;
 mod recv;
 mod report;
 mod resend;

@@ -5,63 +5,53 @@
 
 use mpt_core::wire::CipherFlags;
 
-use crate::Connection;
+use crate::ConnectionConfig;
 
-/// Feature flags of our handshake messages, and the peer's.
-impl<P> Connection<P> {
-    /// The [`CipherFlags::CONTINUES`] bit of our handshake messages: set while we have a
-    /// session with the peer (our sequence numbers go on from it).
-    pub(crate) fn continues(&self) -> u8 {
-        if self.peer_session.is_some() {
-            CipherFlags::CONTINUES
-        } else {
-            0
+/// What the peer's handshake said it takes besides the cipher.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct PeerFeatures {
+    /// Bundles and express data ([`CipherFlags::EXPRESS`]).
+    pub(crate) express: bool,
+    /// Packets in pieces, put back together ([`CipherFlags::PIECES`]).
+    pub(crate) pieces: bool,
+    /// Resend requests and resent packets ([`CipherFlags::RESEND`]).
+    pub(crate) resend: bool,
+    /// Parity ([`CipherFlags::PARITY`]).
+    pub(crate) parity: bool,
+}
+
+impl PeerFeatures {
+    /// What the peer's handshake message `flags` says it takes ([`feature_flags`]).
+    pub(crate) fn of(flags: u8) -> PeerFeatures {
+        PeerFeatures {
+            express: flags & CipherFlags::EXPRESS != 0,
+            pieces: flags & CipherFlags::PIECES != 0,
+            resend: flags & CipherFlags::RESEND != 0,
+            parity: flags & CipherFlags::PARITY != 0,
         }
     }
+}
 
-    /// What the peer's handshake message says it takes besides the cipher ([`Self::feature_flags`]).
-    pub(crate) fn take_feature_flags(&mut self, flags: u8) {
-        self.peer_express = flags & CipherFlags::EXPRESS != 0;
-        self.peer_pieces = flags & CipherFlags::PIECES != 0;
-        self.peer_resend = flags & CipherFlags::RESEND != 0;
-        self.peer_parity = flags & CipherFlags::PARITY != 0;
+/// The [`CipherFlags::CONTINUES`] bit of our handshake messages: set while we have a session
+/// with the peer (`has_session`: our sequence numbers go on from it).
+pub(crate) fn continues(has_session: bool) -> u8 {
+    if has_session {
+        CipherFlags::CONTINUES
+    } else {
+        0
     }
+}
 
-    /// What our handshake messages say we take besides the cipher: bundles and express data,
-    /// pieces, and (when configured) resend requests and parity.
-    pub(crate) fn feature_flags(&self) -> u8 {
-        let resend = if self.cfg.resend {
-            CipherFlags::RESEND
-        } else {
-            0
-        };
-        let parity = if self.cfg.resend && self.cfg.parity {
-            CipherFlags::PARITY
-        } else {
-            0
-        };
-        CipherFlags::EXPRESS | CipherFlags::PIECES | resend | parity
-    }
-
-    /// The peer takes bundles and express data (its handshake said so): without, every packet
-    /// goes in a data datagram of its own.
-    pub fn peer_takes_express(&self) -> bool {
-        self.peer_express
-    }
-
-    /// Behave as towards a peer whose handshake did not say it takes packets in pieces (an
-    /// older mptd), until the next handshake: for tests.
-    #[doc(hidden)]
-    pub fn forget_peer_pieces(&mut self) {
-        self.peer_pieces = false;
-    }
-
-    /// Behave as towards a peer whose handshake did not say it takes bundles and express data
-    /// (an older mptd), until the next handshake: for tests.
-    #[doc(hidden)]
-    pub fn forget_peer_express(&mut self) {
-        self.peer_express = false;
-    }
+/// What our handshake messages say we take besides the cipher: bundles and express data,
+/// pieces, and (when `cfg` says so) resend requests and parity.
+pub(crate) fn feature_flags(cfg: &ConnectionConfig) -> u8 {
+    let resend = if cfg.resend { CipherFlags::RESEND } else { 0 };
+    let parity = if cfg.resend && cfg.parity {
+        CipherFlags::PARITY
+    } else {
+        0
+    };
+    CipherFlags::EXPRESS | CipherFlags::PIECES | resend | parity
 }
 
 /// The version of the `attempt`th initiation (from 1): ours on the first two tries (the first

@@ -1,22 +1,20 @@
 //! Pacing bonded traffic with the queue in the sender: while every path a bonded packet may
-//! take holds more than [`PACE_LIMIT`] on the scheduler's clock, [`Connection::number_batch`]
+//! take holds more than [`PACE_LIMIT`] on the scheduler's clock, [`crate::Connection::number_batch`]
 //! holds it (and the bonded packets behind it) for the driver to offer again at
 //! [`crate::BatchOut::paced_until`], so that a sender's burst or probe builds delay here
 //! instead of drops in a link's queue. The driver's queue of held packets is kept short by
-//! CoDel's sojourn-time rule (RFC 8289), [`Connection::pace_drop`].
+//! CoDel's sojourn-time rule (RFC 8289), [`crate::Connection::pace_drop`].
 
 use std::time::Duration;
 
 use mpt_core::Time;
-
-use crate::{Connection, DropReason};
 
 /// A path is full, and bonded packets wait in the sender, once the scheduler's clock runs this
 /// far ahead on it: the queue each link may hold at the rate learned for it.
 pub const PACE_LIMIT: Duration = Duration::from_millis(20);
 
 /// Most packets a driver holds for pacing: beyond them it drops the oldest (counted as
-/// [`DropReason::Paced`]). CoDel answers a sender that backs off; one that does not (a UDP
+/// [`crate::DropReason::Paced`]). CoDel answers a sender that backs off; one that does not (a UDP
 /// stream faster than the paths) would fill any queue.
 pub const PACE_HOLD_MAX: usize = 512;
 
@@ -94,19 +92,6 @@ impl Codel {
 /// The next drop: `interval / sqrt(count)` after `t`.
 fn control_law(t: Time, count: u32) -> Time {
     t + INTERVAL.div_f64(f64::from(count.max(1)).sqrt())
-}
-
-impl<P> Connection<P> {
-    /// The oldest packet the driver holds for this peer (after pacing held it) has waited
-    /// `sojourn` at `now`: whether to drop it (counted as [`DropReason::Paced`]) instead of
-    /// offering it again.
-    pub fn pace_drop(&mut self, now: Time, sojourn: Duration) -> bool {
-        let drop = self.codel.drop_head(now, sojourn);
-        if drop {
-            self.count(DropReason::Paced);
-        }
-        drop
-    }
 }
 
 #[cfg(test)]

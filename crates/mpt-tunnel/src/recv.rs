@@ -350,7 +350,7 @@ impl<P> Connection<P> {
             }
             Datagram::Keepalive { .. } => {
                 self.fence(now, &h);
-                if self.answer_keepalive(now, path) {
+                if self.paths[path.index()].answer_keepalive(now) {
                     self.pending.push_back(Pending::Ack {
                         path,
                         echo: h.timestamp,
@@ -360,10 +360,8 @@ impl<P> Connection<P> {
             }
             Datagram::KeepaliveAck { echo, hold_us, .. } => {
                 self.fence(now, &h);
-                self.rtt_sample(
-                    path,
-                    now.wire_micros().wrapping_sub(echo).wrapping_sub(hold_us),
-                );
+                let rtt = now.wire_micros().wrapping_sub(echo).wrapping_sub(hold_us);
+                self.paths[path.index()].rtt_sample(rtt);
             }
             Datagram::Report { report, .. } => {
                 self.fence(now, &h);
@@ -390,5 +388,60 @@ impl<P> Connection<P> {
         p.pmtu.too_big(now, size);
         let outer = self.cfg.paths[path.index()].overhead;
         self.sched.on_unsent(now, path, size + outer);
+    }
+
+    /// The packets the resequencer released, in the order to deliver them, appended to `out`
+    /// (those rebuilt from compressed headers in buffers `payloads` gives,
+    /// [`Payloads::own`](crate::Payloads::own)).
+    pub fn take_delivered(&mut self, payloads: &mut impl crate::Payloads<P>, out: &mut Vec<P>) {
+        // (what was released outside a datagram's handling was held, so is its own)
+        self.take_delivered_keeping(payloads, |_, p| p, out);
+    }
+
+    /// [`Connection::take_delivered`], where the packets that wait after their release are
+    /// made their own by `keep` (those of a datagram being handled may lie in it).
+    pub(crate) fn take_delivered_keeping<Pl: crate::Payloads<P>>(
+        &mut self,
+        payloads: &mut Pl,
+        keep: impl Fn(&mut Pl, P) -> P,
+        out: &mut Vec<P>,
+    ) {
+        self.reseq.take_given_up(&mut self.released.given_up);
+        // (only numbers given up are waited for)
+        let wait = if self.released.given_up.is_empty() {
+            self.cfg.reorder_timeout
+        } else {
+            let paths = &self.paths;
+            let rtt = |p: usize| paths.get(p).and_then(|p| p.srtt_us);
+            self.released
+                .given_up_wait(self.cfg.reorder_timeout, &self.resend, rtt)
+        };
+        self.counts.delivered += self.released.take(wait, payloads, keep, out) as u64;
+        for (reason, n) in self.released.take_refused() {
+            self.counts.drops.add(reason, n);
+        }
+    }
+
+    /// Packets released that wait for a number given up before them, to be resent (they are
+    /// not TCP: `ordered.rs`): now, and in all.
+    pub fn waiting_in_order(&self) -> (usize, u64) {
+        self.released.waiting()
+    }
+
+    /// The peer's report came at `now`: each entry to the scheduler and its path.
+    fn take_report(&mut self, now: Time, report: &mpt_core::wire::Report<'_>) {
+        if let Some(last) = self.report_at.replace(now) {
+            let gap = now.saturating_since(last);
+            self.report_gap = gap.max(self.report_gap * 7 / 8);
+        }
+        for e in report.entries() {
+            let Some(p) = self.paths.get_mut(e.path.index()) else {
+                continue;
+            };
+            self.sched.on_report(now, e.path, &e);
+            if let Some(rtt) = p.take_report(now, &e) {
+                p.rtt_sample(rtt);
+            }
+        }
     }
 }

@@ -117,7 +117,7 @@ impl<P> Connection<P> {
                 }
             }
             if len > crate::BASE_DATAGRAM {
-                self.note_big(now, len);
+                crate::path::note_big(&mut self.big, now, len);
             }
             let chosen = match mode {
                 Mode::Bond => self.sched.select(now, inner + overhead.link()),
@@ -148,11 +148,17 @@ impl<P> Connection<P> {
             let packed = mode == Mode::Bond
                 && self.compressing()
                 && inner >= mpt_core::hc::COMPRESS_FROM
-                && self.pack(&mut sizes[k], bufs[k].as_mut(), cap);
+                && crate::compress::pack(
+                    &mut self.hc_tx,
+                    (self.seq, self.wire_version),
+                    (at, &mut sizes[k]),
+                    bufs[k].as_mut(),
+                    cap,
+                );
             inner = sizes[k];
             len = inner + overhead.datagram();
             let whole = inner <= cap;
-            if !whole && !self.peer_pieces {
+            if !whole && !self.peer.pieces {
                 // the peer cannot put pieces together: the sender learns the size that passes
                 let packet = bufs[k].as_mut()[at..at + inner].to_vec();
                 self.too_big(now, &packet, cap);
@@ -167,7 +173,7 @@ impl<P> Connection<P> {
             let reference = !packed
                 && whole
                 && self.compressing()
-                && (mode == Mode::Bond || !self.peer_express)
+                && (mode == Mode::Bond || !self.peer.express)
                 && self
                     .hc_tx
                     .sent_whole(self.seq, &bufs[k].as_mut()[at..at + inner]);
@@ -196,7 +202,7 @@ impl<P> Connection<P> {
             let p = &mut self.paths[i];
             let header = HeaderRepr {
                 // light traffic is delivered as soon as it arrives, not in order with bulk
-                kind: if mode == Mode::Bond || !self.peer_express {
+                kind: if mode == Mode::Bond || !self.peer.express {
                     Kind::Data
                 } else {
                     Kind::Express
@@ -371,6 +377,119 @@ impl<P> Connection<P> {
         self.bundle_tick(now);
         for i in 0..self.paths.len() {
             self.pending.push_back(Pending::Goodbye(PathId(i as u8)));
+        }
+    }
+
+    /// The oldest packet the driver holds for this peer (after pacing held it) has waited
+    /// `sojourn` at `now`: whether to drop it (counted as [`DropReason::Paced`]) instead of
+    /// offering it again.
+    pub fn pace_drop(&mut self, now: Time, sojourn: std::time::Duration) -> bool {
+        let drop = self.codel.drop_head(now, sojourn);
+        if drop {
+            self.count(DropReason::Paced);
+        }
+        drop
+    }
+
+    /// The path where a datagram sent at `now` arrives soonest, other than `not`
+    /// ([`crate::fastest::soonest_where`]).
+    pub(crate) fn soonest(&self, now: Time, not: Option<PathId>) -> Option<PathId> {
+        self.soonest_where(now, |p| Some(p) != not)
+    }
+
+    /// [`Connection::soonest`] among the paths `allowed` admits.
+    pub(crate) fn soonest_where(
+        &self,
+        now: Time,
+        allowed: impl Fn(PathId) -> bool + Copy,
+    ) -> Option<PathId> {
+        let paths = (&self.paths[..], &self.cfg.paths[..]);
+        crate::fastest::soonest_where(now, paths, self.sched.as_ref(), allowed)
+    }
+
+    /// Send a copy of `packet` (as `c` says) on the next soonest path, numbered after the
+    /// batch's packets there and leaving after them
+    /// ([`crate::BatchOut::after`]), so that each path's datagrams stay in order. `used` is the
+    /// batch's set of paths: the copy's path joins it, and its fences hold until the batch
+    /// and the copy have left.
+    pub(crate) fn send_copy(
+        &mut self,
+        now: Time,
+        c: crate::class::CopyOf,
+        packet: &[u8],
+        used: &mut u64,
+    ) {
+        let crate::class::CopyOf {
+            class,
+            seq,
+            first,
+            express,
+        } = c;
+        let Some(session) = self.peer_session else {
+            return;
+        };
+        let Some(path) = self.soonest(now, Some(first)) else {
+            return;
+        };
+        let i = path.index();
+        // a copy goes whole or not at all
+        if self.remote(path).is_none() || packet.len() > self.body_cap(i) {
+            return;
+        }
+        self.data_on(i, now);
+        self.join_batch(i, used);
+        let p = &mut self.paths[i];
+        let header = HeaderRepr {
+            kind: if express && self.peer.express {
+                Kind::Express
+            } else {
+                Kind::Data
+            },
+            path,
+            path_seq: p.path_seq,
+            session,
+            seq,
+            timestamp: now.wire_micros(),
+        };
+        p.path_seq = p.path_seq.wrapping_add(1);
+        p.data_unsent += 1;
+        let Some(t) = self.owned_datagram(&header, packet) else {
+            return;
+        };
+        let cost = t.contents.len() + self.cfg.paths[i].overhead;
+        self.sched.on_sent(now, path, cost);
+        self.classes.copy_sent();
+        self.classes.count(self.cfg.classes.len(), class, path);
+        self.after.push_back(t);
+    }
+
+    /// Whether data goes with compressed headers: configured, with resending (a reference
+    /// lost is sent again), in a session of version 6 (a peer of version 5 makes references of
+    /// packets in pieces too).
+    pub(crate) fn compressing(&self) -> bool {
+        self.cfg.compress && self.resending() && self.wire_version >= 6
+    }
+
+    /// What a bulk TCP packet's IP and TCP headers take in a datagram while data goes with
+    /// compressed headers: a driver that cuts TCP segments to fit a datagram
+    /// ([`Connection::largest_whole_packet`]) counts this for headers that compress
+    /// ([`crate::COMPRESSED_HEADERS`], or [`crate::COMPRESSED_HEADERS_V6`] in a session of
+    /// version 6). One longer than that does not fit, and goes whole, in pieces.
+    pub fn compressed_headers(&self) -> Option<usize> {
+        self.compressing()
+            .then(|| crate::compress::format(self.wire_version).1)
+    }
+
+    /// Per context, the flow ([`mpt_core::hc::flow_hash`]) whose next packets may be
+    /// compressed against a reference ([`mpt_core::hc::Compressor::ready`]; all 0 while data
+    /// goes whole). A driver that cuts TCP segments for [`Connection::compressed_headers`]
+    /// cuts the first of a burst of any other flow to fit a datagram whole, as it would
+    /// without compression: it goes whole, and becomes its flow's reference.
+    pub fn compress_ready(&self, out: &mut [u32; mpt_core::hc::CONTEXTS]) {
+        if self.compressing() {
+            self.hc_tx.ready(self.seq, out);
+        } else {
+            out.fill(0);
         }
     }
 }

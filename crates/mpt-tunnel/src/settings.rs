@@ -163,7 +163,45 @@ impl ConnectionConfig {
     }
 }
 
+impl PathSettings {
+    /// The operator changed the path's weight, rate or backup flag (`None`: unchanged; a rate
+    /// of `Some(None)`: none configured).
+    pub(crate) fn set_spec(
+        &mut self,
+        weight: Option<u32>,
+        rate_bps: Option<Option<u64>>,
+        backup: Option<bool>,
+    ) {
+        if let Some(w) = weight {
+            self.weight = w.max(1);
+        }
+        if let Some(r) = rate_bps {
+            self.rate_bps = r;
+        }
+        if let Some(b) = backup {
+            self.backup = b;
+        }
+    }
+}
+
 impl ConnectionConfig {
+    /// The configuration a reload to `new` gives a running connection: `new`, but for what
+    /// does not change without a restart (keys, `mtu`, the reorder window, the index slot);
+    /// and whether its classes changed (by name, in order).
+    pub(crate) fn reloaded(&self, new: ConnectionConfig) -> (ConnectionConfig, bool) {
+        let names =
+            |c: &ConnectionConfig| c.classes.iter().map(|c| c.name.clone()).collect::<Vec<_>>();
+        let classes_changed = names(self) != names(&new);
+        let keep = ConnectionConfig {
+            keys: self.keys.clone(),
+            mtu: self.mtu,
+            reorder_window: self.reorder_window,
+            index_slot: self.index_slot,
+            ..new
+        };
+        (keep, classes_changed)
+    }
+
     /// The largest datagram (UDP payload) worth having on path `i`: a whole inner packet of
     /// `mtu` bytes with its header (and counter and tag), below the path's MTU cap if any.
     pub fn datagram_ceiling(&self, i: usize) -> usize {
@@ -179,5 +217,30 @@ impl ConnectionConfig {
         p.mtu
             .map_or(most, |m| most.min(usize::from(m).saturating_sub(outer)))
             .max(mpt_core::wire::HEADER_LEN + 64)
+    }
+
+    /// The scheduler of the paths (all usable until told otherwise).
+    pub(crate) fn scheduler(&self) -> Box<dyn mpt_sched::Scheduler> {
+        let cfg = self;
+        let header = Overhead::new(cfg.keys.encryption.is_some(), false).datagram();
+        let specs: Vec<mpt_sched::PathSpec> = cfg
+            .paths
+            .iter()
+            .map(|p| {
+                mpt_sched::PathSpec::new(p.weight, p.rate_bps, p.backup)
+                    .with_priority(p.priority)
+                    .with_overhead(header + p.overhead)
+            })
+            .collect();
+        let mut sched = mpt_sched::build(cfg.scheduler, &specs);
+        // The peer equalises what this end sends as this end equalises what it receives (the
+        // same setting, on by default at both ends).
+        if cfg.equalise && cfg.reorder_window > 0 {
+            sched.equalised(crate::equalise::MAX_LAG);
+        }
+        if cfg.pace {
+            sched.pace(Some(crate::pace::PACE_LIMIT));
+        }
+        sched
     }
 }

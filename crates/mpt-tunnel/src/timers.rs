@@ -9,23 +9,35 @@ use mpt_reseq::PathStats;
 
 use crate::control::Pending;
 use crate::liveness::LinkState;
+use crate::path::BIG_FOR;
 use crate::{Connection, DownReason};
 
-/// Below this rate (bits/s) a path is probed for its MTU only while packets larger than the
-/// base datagram are sent: a 1500-byte probe holds a 1 Mbit/s path for 12 ms, a 64 kbit/s one
-/// for 0.19 s.
-pub const SLOW_PATH: u64 = 1_000_000;
 /// A slow path whose clock has shown it busy this long is probed busy: it may never be idle.
 pub const SATURATED: Duration = Duration::from_secs(1);
-
-/// How long a datagram larger than the base one keeps slow paths probed for its size after
-/// it was sent.
-pub const BIG_FOR: Duration = Duration::from_secs(10);
 
 /// How often the pacer is asked whether a report is due.
 pub const REPORT_TICK: Duration = Duration::from_millis(10);
 /// A path gone quiet this much longer than the last one heard from is passed over for reports.
 pub const REPORT_QUIET: Duration = Duration::from_millis(5);
+
+/// When each periodic job is next due.
+#[derive(Debug, Clone)]
+pub(crate) struct Timers {
+    pub(crate) keepalive: Time,
+    pub(crate) report: Time,
+    pub(crate) liveness: Time,
+}
+
+impl Timers {
+    /// Every job due at `now`.
+    pub(crate) fn new(now: Time) -> Timers {
+        Timers {
+            keepalive: now,
+            report: now,
+            liveness: now,
+        }
+    }
+}
 
 impl<P> Connection<P> {
     /// When [`Connection::handle_timeout`] should next be called: the periodic jobs always have
@@ -77,11 +89,11 @@ impl<P> Connection<P> {
 
     /// Path MTU probes due at `now`, on paths that are up and whose peer answers them.
     fn pmtu_tick(&mut self, now: Time) {
-        if self.peer_session.is_none() || !self.peer_pieces {
+        if self.peer_session.is_none() || !self.peer.pieces {
             return;
         }
         for i in 0..self.paths.len() {
-            let up = self.path_state(i) == LinkState::Up;
+            let up = self.paths[i].state() == LinkState::Up;
             // an idle path's size is confirmed when data wakes it
             if !up || self.paths[i].remote.is_none() || self.idle_path(i, now) {
                 continue;

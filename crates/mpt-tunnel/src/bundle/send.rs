@@ -34,9 +34,9 @@ impl<P> Connection<P> {
     ) -> bool {
         let i = path.index();
         let cap = self.body_cap(i);
-        let pieces = packet.len() > cap && self.peer_pieces;
+        let pieces = packet.len() > cap && self.peer.pieces;
         if !pieces
-            && (!self.cfg.bundle || !self.peer_express || packet.len() + BUNDLE_ENTRY_LEN > cap)
+            && (!self.cfg.bundle || !self.peer.express || packet.len() + BUNDLE_ENTRY_LEN > cap)
         {
             return false;
         }
@@ -128,28 +128,12 @@ impl<P> Connection<P> {
         self.queue_seen(now, path).unwrap_or(Duration::ZERO)
     }
 
-    /// The queue a datagram sent on `path` at `now` would wait behind, as far as we know it:
-    /// the scheduler's clock where the path's rate is configured; where it is learned, no
-    /// longer than the queue the peer's last report (within a second) shows on the path (its
-    /// smoothed delay above its minimum); `None` for a learned rate without such a report. A
-    /// learned rate is what the path was offered: on a path that carries little (TCP
-    /// acknowledgements back to a site, or what BBR, which keeps its queues short, left to
-    /// it), it runs the clock far ahead of a queue that is not there. Every acknowledgement
-    /// then waited in a bundle (two sites through a NAT fell from 2.4 to 0.1–0.8 Gbit/s
-    /// each), and light traffic took a path 50 ms further.
+    /// The queue a datagram sent on `path` at `now` would wait behind, as far as we know it
+    /// ([`crate::path::PathState::queue_seen`]).
     pub(crate) fn queue_seen(&self, now: Time, path: PathId) -> Option<Duration> {
         let clock = self.sched.backlog(now, path);
         let i = path.index();
-        if self.cfg.paths[i].rate_bps.is_some() {
-            return Some(clock);
-        }
-        match self.paths[i].peer_report {
-            Some((at, e)) if now.saturating_since(at) <= Duration::from_secs(1) => {
-                let queue = e.owd_us.saturating_sub(e.owd_min_us);
-                Some(clock.min(Duration::from_micros(u64::from(queue))))
-            }
-            _ => None,
-        }
+        self.paths[i].queue_seen(now, clock, self.cfg.paths[i].rate_bps.is_some())
     }
 
     /// The send timestamp of a bundle of path `i` that `packet` opens at `now`, if it is fixed
@@ -330,7 +314,7 @@ impl<P> Connection<P> {
     }
 
     /// Whether a packet of `inner` bytes that goes in pieces on `path` would overflow the
-    /// path's queue: a slow path (below [`crate::timers::SLOW_PATH`], where a queue holds a
+    /// path's queue: a slow path (below [`crate::path::SLOW_PATH`], where a queue holds a
     /// few datagrams) whose rate is configured (its clock is the link's), and whose clock
     /// would run more than two full datagrams (or 50 ms, whichever is longer) ahead of `now`
     /// once the packet is on it. An overloaded link drops datagrams, and a packet in pieces is
@@ -340,7 +324,7 @@ impl<P> Connection<P> {
         let i = path.index();
         let Some(rate) = self.cfg.paths[i]
             .rate_bps
-            .filter(|&r| r > 0 && r < crate::timers::SLOW_PATH)
+            .filter(|&r| r > 0 && r < crate::path::SLOW_PATH)
         else {
             return false;
         };

@@ -15,7 +15,7 @@ impl<P> Connection<P> {
     /// Whether resending is on: both ends' handshakes said they take resend requests and
     /// resent packets.
     pub fn resending(&self) -> bool {
-        self.peer_resend && self.cfg.resend
+        self.peer.resend && self.cfg.resend
     }
 
     /// Tell the resequencer whether resending is on: it then keeps the gaps to ask for, and
@@ -53,7 +53,7 @@ impl<P> Connection<P> {
 
     /// Whether parity may be used with this peer: both ends take it, and resending is on.
     pub fn parity(&self) -> bool {
-        self.peer_parity && self.cfg.parity && self.resending()
+        self.peer.parity && self.cfg.parity && self.resending()
     }
 
     /// The sender's loss rate and parity group size for `path` (0: no parity).
