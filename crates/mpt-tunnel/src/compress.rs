@@ -12,34 +12,46 @@ pub const COMPRESSED_HEADERS: usize = 13;
 /// What it counts in a session of version 6, whose headers are 12 to 16 bytes.
 pub const COMPRESSED_HEADERS_V6: usize = 20;
 
-/// The compressed header format of a session of protocol `version`, and the size every
-/// compressed header is padded to.
+/// The size every compressed header of `format` is padded to.
 #[inline]
-pub(crate) fn format(version: u8) -> (mpt_core::hc::Format, usize) {
-    let format = mpt_core::hc::Format::of_version(version);
+pub(crate) fn padded_to(format: mpt_core::hc::Format) -> usize {
     match format {
-        mpt_core::hc::Format::V6 => (format, COMPRESSED_HEADERS_V6),
-        mpt_core::hc::Format::V7 => (format, COMPRESSED_HEADERS),
+        mpt_core::hc::Format::V6 => COMPRESSED_HEADERS_V6,
+        mpt_core::hc::Format::V7 => COMPRESSED_HEADERS,
     }
 }
 
-/// Compress the inner packet of `*size` bytes at `at` in `buf` in place, as global sequence
-/// number `seq`'s of a session of protocol `version`, if it is TCP whose flow has a reference
-/// in `tx` ([`mpt_core::hc::Compressor::compress`]) and the result is at most `cap` bytes: a
-/// compressed header in the session's format, padded to what
+/// How a packet is compressed as it is numbered: as global sequence number `seq`'s, in the
+/// session's `format`, the packet at `at` in its buffer, the result at most `cap` bytes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Packing {
+    pub(crate) seq: u32,
+    pub(crate) format: mpt_core::hc::Format,
+    pub(crate) at: usize,
+    pub(crate) cap: usize,
+}
+
+/// Compress the inner packet of `*size` bytes at `how.at` in `buf` in place, if it is TCP
+/// whose flow has a reference in `tx` ([`mpt_core::hc::Compressor::compress`]) and the result
+/// fits `how.cap`: a compressed header in the session's format, padded to what
 /// [`crate::Connection::compressed_headers`] counts (a flow's full segments then make
 /// datagrams of one size, a run for UDP GSO), in place of its IP and TCP headers. `*size`
 /// becomes the body's; returns whether it changed.
 #[inline]
 pub(crate) fn pack(
     tx: &mut mpt_core::hc::Compressor,
-    (seq, version): (u32, u8),
-    (at, size): (usize, &mut usize),
+    how: Packing,
+    size: &mut usize,
     buf: &mut [u8],
-    cap: usize,
 ) -> bool {
+    let Packing {
+        seq,
+        format,
+        at,
+        cap,
+    } = how;
     let inner = *size;
-    let (format, pad_to) = format(version);
+    let pad_to = padded_to(format);
     let packet = &buf[at..at + inner];
     let mut header = mpt_core::hc::Headers::new();
     let Some(replaces) = tx.compress_into(seq, packet, cap, format, pad_to, &mut header) else {

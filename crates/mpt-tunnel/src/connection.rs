@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mpt_core::seal::{SealKey, SEALED_HEADER_LEN};
-use mpt_core::wire::HEADER_LEN;
+use mpt_core::wire::{Capabilities, HEADER_LEN};
 use mpt_core::{PathId, Time};
 use mpt_reseq::feedback::ReportPacer;
 use mpt_reseq::{Resequencer, Stats};
@@ -34,12 +34,12 @@ pub struct Connection<P> {
     pub(crate) seal: Option<Arc<SealKey>>,
     /// Next counter (nonce) under `seal`.
     pub(crate) counter: u64,
-    /// The protocol version of our datagrams: the session's, as its handshake set it
-    /// ([`mpt_core::wire::VERSION`] until one did, or [`mpt_core::wire::MIN_VERSION`] with a
-    /// peer that speaks no later).
-    pub(crate) wire_version: u8,
+    /// What the session can do, as its handshake settled it: the protocol version of our
+    /// datagrams ([`mpt_core::wire::VERSION`] until a handshake set it, older with a peer that
+    /// speaks no later), and the features both ends' capability lists named.
+    pub(crate) caps: Capabilities,
     /// The version of the initiation in flight.
-    pub(crate) initiation_version: u8,
+    pub(crate) initiation: crate::negotiate::Attempt,
     // receive side
     pub(crate) reseq: Resequencer<crate::held::Held<P>>,
     /// The peer's index for the current session, once a handshake made one: what we put in
@@ -145,8 +145,8 @@ impl<P> Connection<P> {
             seq: 0,
             seal: None,
             counter: 0,
-            wire_version: mpt_core::wire::VERSION,
-            initiation_version: mpt_core::wire::VERSION,
+            caps: Capabilities::of_version(mpt_core::wire::VERSION, 0),
+            initiation: crate::negotiate::initiation(1),
             reseq,
             peer_session: None,
             peer_restarts: 0,
@@ -286,14 +286,19 @@ impl<P> Connection<P> {
 
     /// The protocol version of the session with the peer (of our datagrams to it).
     pub fn wire_version(&self) -> u8 {
-        self.wire_version
+        self.caps.version()
+    }
+
+    /// What the session can do, as its handshake settled it.
+    pub fn capabilities(&self) -> mpt_core::wire::Capabilities {
+        self.caps
     }
 
     /// Give a datagram whose header was just written the session's version (before it is
     /// sealed: the header is authenticated with it).
     pub(crate) fn stamp(&self, datagram: &mut [u8]) {
-        if self.wire_version != mpt_core::wire::VERSION {
-            mpt_core::wire::set_version(datagram, self.wire_version);
+        if self.caps.version() != mpt_core::wire::VERSION {
+            mpt_core::wire::set_version(datagram, self.caps.version());
         }
     }
 

@@ -15,8 +15,8 @@ use mpt_core::seal::{
     Cookies, MacKeys, PrivateKey, Psk, PublicKey, Responder, COOKIE_NONCE_LEN, MAC_LEN,
 };
 use mpt_core::wire::{
-    Datagram, Header, HeaderRepr, Initiation, Kind, COOKIE_REPLY_LEN, HEADER_LEN,
-    INITIATION_PAYLOAD_LEN, NOISE_INITIATION_LEN,
+    Datagram, Header, HeaderRepr, Initiation, Kind, COOKIE_REPLY_LEN, HEADER_LEN, INITIATION_MACS,
+    INITIATION_PAYLOAD_LEN,
 };
 use mpt_core::{PathId, Time};
 
@@ -51,6 +51,8 @@ pub struct Accepted {
     pub(crate) peer: usize,
     pub(crate) responder: Responder,
     pub(crate) init: Initiation,
+    /// The capability list after the initiation's payload, if it had one.
+    pub(crate) list: Option<mpt_core::wire::CapabilityList>,
     /// The initiator's ephemeral key: the same initiation on other paths carries it too.
     pub(crate) ephemeral: [u8; 32],
     /// Its header's protocol version: the answer, and the session, speak it.
@@ -69,16 +71,17 @@ impl Accepted {
         message: &[u8],
         version: u8,
     ) -> Result<Accepted, DropReason> {
-        let mut payload = [0u8; INITIATION_PAYLOAD_LEN + 16];
+        let mut payload = [0u8; INITIATION_PAYLOAD_LEN + mpt_core::wire::MAX_CAPABILITY_LIST + 16];
         let (responder, n) = Responder::read(private, message, &mut payload)
             .map_err(|_| DropReason::BadHandshake)?;
-        let init = Initiation::parse(&payload[..n]).ok_or(DropReason::BadHandshake)?;
+        let (init, list) = Initiation::parse_with(&payload[..n]).ok_or(DropReason::BadHandshake)?;
         let mut ephemeral = [0u8; 32];
         ephemeral.copy_from_slice(&message[..32]);
         Ok(Accepted {
             peer: 0,
             responder,
             init,
+            list,
             ephemeral,
             version,
         })
@@ -207,7 +210,7 @@ impl Endpoint {
             Ok(_) => return Admission::Dropped(DropReason::Unexpected),
             Err(e) => return Admission::Dropped(DropReason::malformed(&e)),
         };
-        let (message, macs) = message.split_at(NOISE_INITIATION_LEN);
+        let (message, macs) = message.split_at(message.len() - INITIATION_MACS);
         let (mac1, mac2) = macs.split_at(MAC_LEN);
         if !self.macs.mac1_valid(message, mac1) {
             return Admission::Dropped(DropReason::BadHandshake);

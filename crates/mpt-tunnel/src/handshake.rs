@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use mpt_core::seal::{self, Initiator, COOKIE_LIFETIME, COOKIE_NONCE_LEN, MAC_LEN};
 use mpt_core::wire::{
-    CipherFlags, Datagram, HeaderRepr, Initiation, Kind, Response, HEADER_LEN, INITIATION_LEN,
-    NOISE_INITIATION_LEN, RESPONSE_LEN, RESPONSE_PAYLOAD_LEN,
+    CapabilityList, CipherFlags, Datagram, HeaderRepr, Initiation, Kind, Response, HEADER_LEN,
+    INITIATION_MACS, INITIATION_PAYLOAD_LEN, MAX_CAPABILITY_LIST, NOISE_INITIATION_LEN,
+    RESPONSE_LEN, RESPONSE_PAYLOAD_LEN,
 };
 use mpt_core::{PathId, Time};
 
@@ -53,7 +54,7 @@ impl<P> Connection<P> {
         // peer at once when our number of paths changed (a reload). One in an older version
         // than ours (our first initiation was lost, or the peer had not upgraded) is renewed
         // once after [`UPGRADE_PROBE`], trying ours first.
-        let upgrade = self.wire_version < mpt_core::wire::VERSION
+        let upgrade = (self.caps.version() < mpt_core::wire::VERSION || !self.caps.listed())
             && !c.upgrade_probed
             && c.made_at.is_some_and(|t| now - t >= UPGRADE_PROBE);
         let rekey = self.peer_session.is_some()
@@ -80,7 +81,7 @@ impl<P> Connection<P> {
         c.attempts += 1;
         c.next_initiation = Some(now + wait);
         let attempt = c.attempts;
-        self.initiation_version = crate::negotiate::initiation_version(attempt);
+        self.initiation = crate::negotiate::initiation(attempt);
         self.initiate(now);
         self.events
             .push_back(Event::HandshakeSent { attempt, rekey });
@@ -93,23 +94,31 @@ impl<P> Connection<P> {
         let c = &mut self.crypto;
         let timestamp = unix.max(c.sent_timestamp + 1);
         c.sent_timestamp = timestamp;
-        let payload = Initiation {
+        let init = Initiation {
             index,
             timestamp,
             flags: c.flags
                 | crate::negotiate::continues(self.peer_session.is_some())
                 | crate::negotiate::feature_flags(&self.cfg),
             paths: self.paths.len() as u8,
-        }
-        .emit();
+        };
+        let mut payload = [0u8; INITIATION_PAYLOAD_LEN + MAX_CAPABILITY_LIST];
+        let payload_len = match self.initiation.listed {
+            true => init.emit_with(&CapabilityList::ours(), &mut payload),
+            false => {
+                payload[..INITIATION_PAYLOAD_LEN].copy_from_slice(&init.emit());
+                INITIATION_PAYLOAD_LEN
+            }
+        };
         let k = &self.cfg.keys;
-        let mut msg = vec![0u8; INITIATION_LEN];
-        let noise_end = HEADER_LEN + NOISE_INITIATION_LEN;
+        let noise_len = NOISE_INITIATION_LEN + payload_len - INITIATION_PAYLOAD_LEN;
+        let mut msg = vec![0u8; HEADER_LEN + noise_len + INITIATION_MACS];
+        let noise_end = HEADER_LEN + noise_len;
         let Ok((state, n)) = Initiator::start(
             &k.private,
             &k.peer,
             k.psk.as_ref(),
-            &payload,
+            &payload[..payload_len],
             &mut msg[HEADER_LEN..noise_end],
         ) else {
             return;
@@ -117,7 +126,7 @@ impl<P> Connection<P> {
         debug_assert_eq!(HEADER_LEN + n, noise_end);
         // mac1 under the peer's public key; mac2 under its cookie, while we have a fresh one
         let c = &mut self.crypto;
-        let (noise, macs) = msg[HEADER_LEN..].split_at_mut(NOISE_INITIATION_LEN);
+        let (noise, macs) = msg[HEADER_LEN..].split_at_mut(noise_len);
         let mac1 = c.peer_macs.mac1(noise);
         macs[..MAC_LEN].copy_from_slice(&mac1);
         let cookie = c
@@ -140,7 +149,7 @@ impl<P> Connection<P> {
             let mut d = msg.clone();
             // our index in the clear: a cookie reply is addressed with it
             HeaderRepr::handshake(Kind::Initiation, path, index, now).emit(&mut d);
-            mpt_core::wire::set_version(&mut d, self.initiation_version);
+            mpt_core::wire::set_version(&mut d, self.initiation.version);
             self.pending.push_back(Pending::Raw(crate::Datagram {
                 path,
                 destination: to,
@@ -210,7 +219,7 @@ impl<P> Connection<P> {
         message: &[u8],
         version: u8,
     ) -> Result<(), DropReason> {
-        let (message, macs) = message.split_at(NOISE_INITIATION_LEN);
+        let (message, macs) = message.split_at(message.len() - INITIATION_MACS);
         if !self.crypto.own_macs.mac1_valid(message, &macs[..MAC_LEN]) {
             return Err(self.count(DropReason::BadHandshake));
         }
@@ -264,6 +273,7 @@ impl<P> Connection<P> {
         let Accepted {
             responder,
             init,
+            list,
             ephemeral,
             version,
             ..
@@ -294,24 +304,35 @@ impl<P> Connection<P> {
         }
         self.peer = crate::negotiate::PeerFeatures::of(init.flags);
         let index = self.fresh_index();
+        let ours = crate::negotiate::feature_flags(&self.cfg);
         let reply = Response {
             index,
             flags: self.crypto.flags
                 | crate::negotiate::continues(self.peer_session.is_some())
-                | crate::negotiate::feature_flags(&self.cfg),
-        }
-        .emit();
-        let mut d = vec![0u8; RESPONSE_LEN];
-        let Ok((len, split)) =
-            responder.respond(self.cfg.keys.psk.as_ref(), &reply, &mut d[HEADER_LEN..])
-        else {
+                | ours,
+        };
+        // a listed initiation is answered with our list
+        let mut payload = [0u8; RESPONSE_PAYLOAD_LEN + MAX_CAPABILITY_LIST];
+        let payload_len = match list {
+            Some(_) => reply.emit_with(&CapabilityList::ours(), &mut payload),
+            None => {
+                payload[..RESPONSE_PAYLOAD_LEN].copy_from_slice(&reply.emit());
+                RESPONSE_PAYLOAD_LEN
+            }
+        };
+        let mut d = vec![0u8; RESPONSE_LEN + payload_len - RESPONSE_PAYLOAD_LEN];
+        let Ok((len, split)) = responder.respond(
+            self.cfg.keys.psk.as_ref(),
+            &payload[..payload_len],
+            &mut d[HEADER_LEN..],
+        ) else {
             return Err(self.count(DropReason::BadHandshake));
         };
-        debug_assert_eq!(HEADER_LEN + len, RESPONSE_LEN);
+        debug_assert_eq!(HEADER_LEN + len, d.len());
         HeaderRepr::handshake(Kind::Response, path, init.index, now).emit(&mut d);
-        // the session speaks the initiator's version
+        // the session speaks the initiator's version, and what both lists name
         mpt_core::wire::set_version(&mut d, version);
-        self.wire_version = version;
+        self.caps = crate::negotiate::capabilities(version, ours & init.flags, list);
         let c = &mut self.crypto;
         c.taken_timestamp = init.timestamp;
         c.taken_ephemeral = ephemeral;
@@ -364,13 +385,13 @@ impl<P> Connection<P> {
         let Some((state, index)) = self.crypto.initiating.take() else {
             return Err(self.count(DropReason::StaleHandshake));
         };
-        let mut payload = [0u8; RESPONSE_PAYLOAD_LEN + 16];
+        let mut payload = [0u8; RESPONSE_PAYLOAD_LEN + MAX_CAPABILITY_LIST + 16];
         let (n, split) = match state.finish(message, &mut payload) {
             Ok(x) => x,
             // the initiation is spent; the retry timer sends another
             Err(_) => return Err(self.count(DropReason::BadHandshake)),
         };
-        let Some(resp) = Response::parse(&payload[..n]) else {
+        let Some((resp, list)) = Response::parse_with(&payload[..n]) else {
             return Err(self.count(DropReason::BadHandshake));
         };
         let cipher = match seal::negotiate(self.crypto.flags, resp.flags) {
@@ -378,8 +399,10 @@ impl<P> Connection<P> {
             Err(_) => return Err(self.refused(path, DropReason::CipherMismatch)),
         };
         self.peer = crate::negotiate::PeerFeatures::of(resp.flags);
-        // the responder answered in the version of the initiation it took
-        self.wire_version = version;
+        // the responder answered in the version of the initiation it took, with its list if
+        // it took ours
+        let flags = crate::negotiate::feature_flags(&self.cfg) & resp.flags;
+        self.caps = crate::negotiate::capabilities(version, flags, list);
         let continues = self.peer_session.is_some() && resp.flags & CipherFlags::CONTINUES != 0;
         let session = NextSession {
             ours: index,

@@ -54,37 +54,84 @@ pub(crate) fn feature_flags(cfg: &ConnectionConfig) -> u8 {
     CipherFlags::EXPRESS | CipherFlags::PIECES | resend | parity
 }
 
-/// The version of the `attempt`th initiation (from 1): ours on the first two tries (the first
-/// is lost whenever the peer is not up yet), then every other try one of the versions before,
-/// the next older each time (the third the one before ours, about three seconds in), round
-/// again after the oldest spoken: a peer of any of them answers too (it drops later versions
-/// unread).
-pub(crate) fn initiation_version(attempt: u32) -> u8 {
+/// What the `attempt`th initiation (from 1) is: ours, with our capability list, on the first
+/// two tries (the first is lost whenever the peer is not up yet) and every even one after;
+/// every odd one from the third a form a peer that takes no list reads: version 7 without a
+/// list (0.1.0), then the versions before it, the next older each time, round again after the
+/// oldest spoken. A peer that does not read a form drops it unread (a list: as too long; a
+/// later version: `bad_version`), and answers one it reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Attempt {
+    pub(crate) version: u8,
+    /// It carries our capability list.
+    pub(crate) listed: bool,
+}
+
+/// What a session of `version` can do, both ends' handshake messages having set `flags`, and
+/// the peer's capability list `list` if it sent one.
+pub(crate) fn capabilities(
+    version: u8,
+    flags: u8,
+    list: Option<mpt_core::wire::CapabilityList>,
+) -> mpt_core::wire::Capabilities {
+    use mpt_core::wire::{our_features, Capabilities};
+    match list {
+        Some(l) => {
+            Capabilities::negotiated(version, flags, our_features(), l.features.unwrap_or(0))
+        }
+        None => Capabilities::of_version(version, flags),
+    }
+}
+
+pub(crate) fn initiation(attempt: u32) -> Attempt {
     use mpt_core::wire::{MIN_VERSION, VERSION};
     if attempt < 3 || attempt % 2 == 0 {
-        return VERSION;
+        return Attempt {
+            version: VERSION,
+            listed: true,
+        };
     }
-    let older = u32::from(VERSION - MIN_VERSION).max(1);
-    let back = ((attempt - 3) / 2) % older + 1;
-    VERSION.saturating_sub(back as u8).max(MIN_VERSION)
+    // VERSION without a list, then each older version
+    let forms = u32::from(VERSION - MIN_VERSION) + 1;
+    let back = ((attempt - 3) / 2) % forms;
+    Attempt {
+        version: VERSION - back as u8,
+        listed: false,
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::{initiation, Attempt};
+    use mpt_core::wire::{MIN_VERSION, VERSION};
+
     #[test]
-    fn initiations_go_down_through_the_older_versions_every_other_try() {
-        use mpt_core::wire::{MIN_VERSION, VERSION};
-        let got: Vec<u8> = (1..=10).map(super::initiation_version).collect();
-        assert_eq!(&got[..2], &[VERSION, VERSION]);
-        // every older version spoken is tried within the first 2 * (VERSION - MIN_VERSION) + 1
-        for v in MIN_VERSION..VERSION {
-            let first = got.iter().position(|&g| g == v).expect("tried");
-            assert!(
-                first < 2 * usize::from(VERSION - MIN_VERSION) + 1,
-                "{v} at {first}"
+    fn initiations_go_through_the_forms_older_peers_read_every_other_try() {
+        let got: Vec<Attempt> = (1..=12).map(initiation).collect();
+        let ours = Attempt {
+            version: VERSION,
+            listed: true,
+        };
+        assert_eq!(&got[..2], &[ours, ours]);
+        // the even tries are ours
+        assert!(got.iter().skip(1).step_by(2).all(|&g| g == ours));
+        // the third is 0.1.0's form; every older version is tried after it
+        let odd: Vec<Attempt> = got.iter().skip(2).step_by(2).copied().collect();
+        assert_eq!(
+            odd[0],
+            Attempt {
+                version: VERSION,
+                listed: false
+            }
+        );
+        for (k, v) in (MIN_VERSION..VERSION).rev().enumerate() {
+            assert_eq!(
+                odd[k + 1],
+                Attempt {
+                    version: v,
+                    listed: false
+                }
             );
         }
-        // the even tries are ours
-        assert!(got.iter().skip(1).step_by(2).all(|&g| g == VERSION));
     }
 }

@@ -101,10 +101,13 @@ impl<P> Connection<P> {
                 .released
                 .packed(data.meta.seq, packet, prefix, || payloads.buffer());
         }
-        let refers = match self.wire_version {
-            ..=4 => false,
-            5 => !data.express,
-            _ => !data.express && !data.pieces && packet.len() >= mpt_core::hc::COMPRESS_FROM,
+        let caps = &self.caps;
+        let refers = match (caps.keeps_references(), caps.references_whole_bulk_only()) {
+            (false, _) => false,
+            (true, false) => !data.express,
+            (true, true) => {
+                !data.express && !data.pieces && packet.len() >= mpt_core::hc::COMPRESS_FROM
+            }
         };
         let reference = refers
             .then(|| Reference::of(data.meta.seq, packet))

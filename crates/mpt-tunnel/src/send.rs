@@ -150,10 +150,14 @@ impl<P> Connection<P> {
                 && inner >= mpt_core::hc::COMPRESS_FROM
                 && crate::compress::pack(
                     &mut self.hc_tx,
-                    (self.seq, self.wire_version),
-                    (at, &mut sizes[k]),
+                    crate::compress::Packing {
+                        seq: self.seq,
+                        format: self.caps.compressed_format(),
+                        at,
+                        cap,
+                    },
+                    &mut sizes[k],
                     bufs[k].as_mut(),
-                    cap,
                 );
             inner = sizes[k];
             len = inner + overhead.datagram();
@@ -464,10 +468,10 @@ impl<P> Connection<P> {
     }
 
     /// Whether data goes with compressed headers: configured, with resending (a reference
-    /// lost is sent again), in a session of version 6 (a peer of version 5 makes references of
-    /// packets in pieces too).
+    /// lost is sent again), in a session that compresses TCP (a peer of version 5 makes
+    /// references of packets in pieces too).
     pub(crate) fn compressing(&self) -> bool {
-        self.cfg.compress && self.resending() && self.wire_version >= 6
+        self.cfg.compress && self.resending() && self.caps.compresses_tcp()
     }
 
     /// What a bulk TCP packet's IP and TCP headers take in a datagram while data goes with
@@ -477,7 +481,7 @@ impl<P> Connection<P> {
     /// version 6). One longer than that does not fit, and goes whole, in pieces.
     pub fn compressed_headers(&self) -> Option<usize> {
         self.compressing()
-            .then(|| crate::compress::format(self.wire_version).1)
+            .then(|| crate::compress::padded_to(self.caps.compressed_format()))
     }
 
     /// Per context, the flow ([`mpt_core::hc::flow_hash`]) whose next packets may be

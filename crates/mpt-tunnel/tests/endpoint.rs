@@ -10,7 +10,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 use mpt_core::seal::{MacKeys, PrivateKey, PublicKey, MAC_LEN};
-use mpt_core::wire::{HEADER_LEN, NOISE_INITIATION_LEN};
+use mpt_core::wire::{HEADER_LEN, INITIATION_MACS};
 use mpt_core::{PathId, Time};
 use mpt_tunnel::{
     Admission, Connection, Copies, Datagram, DropReason, Endpoint, Outcome, PeerEntry, Random,
@@ -223,7 +223,7 @@ fn three_hundred_sites_each_get_their_connection_from_the_listening_socket() {
 fn forged(real: &[u8], k: u32) -> Vec<u8> {
     let mut d = real.to_vec();
     d[HEADER_LEN..HEADER_LEN + 4].copy_from_slice(&k.to_be_bytes());
-    let message = HEADER_LEN..HEADER_LEN + NOISE_INITIATION_LEN;
+    let message = HEADER_LEN..d.len() - INITIATION_MACS;
     let mac1 = MacKeys::new(&server_key()).mac1(&d[message.clone()]);
     d[message.end..message.end + MAC_LEN].copy_from_slice(&mac1);
     d[message.end + MAC_LEN..message.end + 2 * MAC_LEN].fill(0);

@@ -133,10 +133,11 @@ fn last_initiation(p: &Pair, side: Side) -> Vec<u8> {
     last_sent(p, side, Kind::Initiation)
 }
 
-/// An initiation's Noise message, mac1 and mac2.
+/// An initiation's Noise message, mac1 and mac2 (the last 32 bytes, after a Noise message as
+/// long as its payload's capability list makes it).
 fn noise_and_macs(d: &[u8]) -> (&[u8], &[u8], &[u8]) {
-    use mpt_core::wire::{HEADER_LEN, NOISE_INITIATION_LEN};
-    let (noise, macs) = d[HEADER_LEN..].split_at(NOISE_INITIATION_LEN);
+    use mpt_core::wire::{HEADER_LEN, INITIATION_MACS};
+    let (noise, macs) = d[HEADER_LEN..].split_at(d.len() - HEADER_LEN - INITIATION_MACS);
     (noise, &macs[..16], &macs[16..])
 }
 
@@ -209,7 +210,8 @@ fn a_cookie_reply_makes_the_initiator_prove_its_address_at_once_and_only_once() 
     );
     // a reply bound to another initiation's mac1, or for an index not in flight, is refused
     let mut wrong = first.clone();
-    wrong[mpt_core::wire::HEADER_LEN + mpt_core::wire::NOISE_INITIATION_LEN] ^= 1;
+    let mac1_at = wrong.len() - mpt_core::wire::INITIATION_MACS;
+    wrong[mac1_at] ^= 1;
     let now = p.now;
     let forged = cookie_reply(&b, &mut cookies, now, a_addr, &wrong);
     let mut forged_index = cookie_reply(&b, &mut cookies, now, a_addr, &first);

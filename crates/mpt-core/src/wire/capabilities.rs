@@ -51,6 +51,8 @@ pub struct Capabilities {
     flags: u8,
     /// The features both ends' capability lists named.
     features: u64,
+    /// The handshake carried capability lists.
+    listed: bool,
 }
 
 impl Capabilities {
@@ -68,6 +70,7 @@ impl Capabilities {
             version,
             flags,
             features,
+            listed: false,
         }
     }
 
@@ -78,7 +81,14 @@ impl Capabilities {
             version,
             flags,
             features: ours & theirs,
+            listed: true,
         }
+    }
+
+    /// The handshake carried capability lists (a session with a peer that sends none, 0.1.0
+    /// or older, is renewed once to try ours).
+    pub fn listed(&self) -> bool {
+        self.listed
     }
 
     /// The protocol version of the session's datagrams.
@@ -103,6 +113,19 @@ impl Capabilities {
     /// A resend request may name a lost reference by its global sequence number.
     pub fn requests_references(&self) -> bool {
         self.has(Feature::ReferenceRequests)
+    }
+
+    /// The receiver keeps flows' references, and takes compressed packets against them
+    /// (version 5 and later).
+    pub fn keeps_references(&self) -> bool {
+        self.version >= 5
+    }
+
+    /// Only a whole bulk packet (not express, not put together from pieces, at least
+    /// `mpt_core::hc::COMPRESS_FROM` bytes) is its flow's reference; in version 5 every packet
+    /// that is not express data is.
+    pub fn references_whole_bulk_only(&self) -> bool {
+        self.version >= 6
     }
 
     /// A parity's header carries the XOR of its group's lengths (every version spoken).
@@ -215,7 +238,8 @@ mod tests {
     fn negotiated_features_are_those_both_lists_name() {
         let ours = our_features();
         let both = Capabilities::negotiated(7, 0, ours, ours | 1 << 40);
-        assert_eq!(both, Capabilities::of_version(7, 0));
+        assert!(both.listed() && !Capabilities::of_version(7, 0).listed());
+        assert!(both.compresses_tcp() && both.requests_references());
         let no_refs = Capabilities::negotiated(7, 0, ours, Feature::CompressedTcp.bit());
         assert!(no_refs.compresses_tcp() && !no_refs.requests_references());
         let none = Capabilities::negotiated(7, 0, ours, 0);

@@ -46,8 +46,8 @@ pub use report::{report_len, Report, ReportEntry, ReportRepr};
 pub use crate::checksum::internet_checksum;
 
 /// Protocol version carried in the top three bits of byte 0: the one we speak first. 7 is
-/// the last those bits hold: a later change to the wire needs another way to say it (a
-/// feature flag the handshake has room for).
+/// the last those bits hold; it says the header's layout, and features are negotiated in the
+/// handshake's capability lists ([`Capabilities`]).
 pub const VERSION: u8 = 7;
 
 /// The oldest version we still speak, to a peer that has not upgraded: its datagrams are

@@ -43,9 +43,8 @@ impl<P> Connection<P> {
         let wait = self.bundle_wait(now, path);
         let seq = self.seq;
         let prefix = self.prefix();
-        // a UDP packet like the one before it in the bundle goes without its headers (a peer
-        // of version 3 takes whole entries only)
-        let how = (pieces, self.wire_version >= 4);
+        // a UDP packet like the one before it in the bundle goes without its headers
+        let how = (pieces, self.caps.compresses_bundled_udp());
         let mut entry = Default::default();
         if let Some(open) = &self.paths[i].bundle {
             match open.fits(seq, packet, how, (prefix, cap)) {

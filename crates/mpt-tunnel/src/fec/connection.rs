@@ -35,7 +35,11 @@ impl<P> Connection<P> {
             .add(now, header.path_seq, header.seq, packet)?;
         let session = self.peer_session?;
         // a peer of version 4 takes the group's size alone
-        let lens = if self.wire_version >= 5 { lens } else { 0 };
+        let lens = if self.caps.parity_carries_lengths() {
+            lens
+        } else {
+            0
+        };
         let h = HeaderRepr {
             kind: Kind::Parity,
             path: header.path,
@@ -112,7 +116,7 @@ impl<P> Connection<P> {
         let rx = &mut self.paths[header.path.index()].fec_rx;
         let Some((seq, path_seq, packet)) = rx.take_parity(
             now,
-            (header, k, self.wire_version >= 5),
+            (header, k, self.caps.parity_carries_lengths()),
             body,
             &mut self.counts.parity,
         ) else {

@@ -107,7 +107,7 @@ impl<P> Connection<P> {
     /// only path sequences).
     fn request_references(&mut self) {
         let asks = self.released.take_asks();
-        if asks.is_empty() || self.wire_version < 7 {
+        if asks.is_empty() || !self.caps.requests_references() {
             return;
         }
         let Some(path) = self.report_path() else {
