@@ -311,24 +311,9 @@ impl<P> Connection<P> {
                 | crate::negotiate::continues(self.peer_session.is_some())
                 | ours,
         };
-        // a listed initiation is answered with our list
-        let mut payload = [0u8; RESPONSE_PAYLOAD_LEN + MAX_CAPABILITY_LIST];
-        let payload_len = match list {
-            Some(_) => reply.emit_with(&CapabilityList::ours(), &mut payload),
-            None => {
-                payload[..RESPONSE_PAYLOAD_LEN].copy_from_slice(&reply.emit());
-                RESPONSE_PAYLOAD_LEN
-            }
-        };
-        let mut d = vec![0u8; RESPONSE_LEN + payload_len - RESPONSE_PAYLOAD_LEN];
-        let Ok((len, split)) = responder.respond(
-            self.cfg.keys.psk.as_ref(),
-            &payload[..payload_len],
-            &mut d[HEADER_LEN..],
-        ) else {
+        let Some((mut d, split)) = self.response(responder, reply, list.is_some()) else {
             return Err(self.count(DropReason::BadHandshake));
         };
-        debug_assert_eq!(HEADER_LEN + len, d.len());
         HeaderRepr::handshake(Kind::Response, path, init.index, now).emit(&mut d);
         // the session speaks the initiator's version, and what both lists name
         mpt_core::wire::set_version(&mut d, version);
@@ -363,6 +348,34 @@ impl<P> Connection<P> {
             self.install(now, (path, from), session, false);
         }
         Ok(())
+    }
+
+    /// The response datagram that carries `reply` (its header still to write), with our
+    /// capability list when the initiation had one (`listed`), and the session's keys.
+    fn response(
+        &self,
+        responder: mpt_core::seal::Responder,
+        reply: Response,
+        listed: bool,
+    ) -> Option<(Vec<u8>, mpt_core::seal::Split)> {
+        let mut payload = [0u8; RESPONSE_PAYLOAD_LEN + MAX_CAPABILITY_LIST];
+        let payload_len = match listed {
+            true => reply.emit_with(&CapabilityList::ours(), &mut payload),
+            false => {
+                payload[..RESPONSE_PAYLOAD_LEN].copy_from_slice(&reply.emit());
+                RESPONSE_PAYLOAD_LEN
+            }
+        };
+        let mut d = vec![0u8; RESPONSE_LEN + payload_len - RESPONSE_PAYLOAD_LEN];
+        let (len, split) = responder
+            .respond(
+                self.cfg.keys.psk.as_ref(),
+                &payload[..payload_len],
+                &mut d[HEADER_LEN..],
+            )
+            .ok()?;
+        debug_assert_eq!(HEADER_LEN + len, d.len());
+        Some((d, split))
     }
 
     fn take_response(
