@@ -47,9 +47,6 @@ const OWED: &[&str] = &[
     "impl Connection in crates/mpt-tunnel/src/liveness.rs",
     "impl Connection in crates/mpt-tunnel/src/open.rs",
     "impl Connection in crates/mpt-tunnel/src/resend/connection.rs",
-    "too_many_arguments crates/mpt-tunnel/src/resend/connection.rs",
-    "long fn crates/mpt-tunnel/src/control.rs::build",
-    "long fn crates/mpt-tunnel/src/recv.rs::dispatch",
     "long fn crates/mpt-tunnel/src/send.rs::number",
 ];
 

@@ -106,25 +106,7 @@ impl<P> Connection<P> {
                     kind: d.kind,
                 });
             }
-            Pending::Keepalive(path) => {
-                buf.resize(wire::KEEPALIVE_LEN + SEAL_OVERHEAD, 0);
-                self.fence_header(Kind::Keepalive, path, now).emit(buf);
-                // we tell the peer when we hear nothing from it here: down, and nothing heard
-                // lately (a path coming back, heard again, is not silent)
-                let live = &self.paths[path.index()].live;
-                let recent = self.cfg.keepalive * 2;
-                let silent = live.state == crate::LinkState::Down
-                    && live
-                        .last_heard
-                        .is_none_or(|t| now.saturating_since(t) > recent);
-                buf[HEADER_LEN] = if silent { wire::KEEPALIVE_SILENT } else { 0 };
-                self.seal_control(now, path, buf, wire::KEEPALIVE_LEN)?;
-                self.counts.keepalives_sent += 1;
-                let p = &mut self.paths[path.index()];
-                p.idle_sent_at = now;
-                p.told_silent = silent;
-                path
-            }
+            Pending::Keepalive(path) => self.build_keepalive(now, path, buf)?,
             Pending::Probe { path, size } => {
                 // padded to `size` on the wire: its plain form says how long it is
                 let plain = size
@@ -191,6 +173,27 @@ impl<P> Connection<P> {
             destination: self.remote(path)?,
             kind: TransmitKind::Control,
         })
+    }
+
+    /// A keepalive on `path` into `buf`, sealed and counted; returns `path`. It tells the peer
+    /// when we hear nothing from it there: down, and nothing heard lately (a path coming back,
+    /// heard again, is not silent).
+    fn build_keepalive(&mut self, now: Time, path: PathId, buf: &mut Vec<u8>) -> Option<PathId> {
+        buf.resize(wire::KEEPALIVE_LEN + SEAL_OVERHEAD, 0);
+        self.fence_header(Kind::Keepalive, path, now).emit(buf);
+        let live = &self.paths[path.index()].live;
+        let recent = self.cfg.keepalive * 2;
+        let silent = live.state == crate::LinkState::Down
+            && live
+                .last_heard
+                .is_none_or(|t| now.saturating_since(t) > recent);
+        buf[HEADER_LEN] = if silent { wire::KEEPALIVE_SILENT } else { 0 };
+        self.seal_control(now, path, buf, wire::KEEPALIVE_LEN)?;
+        self.counts.keepalives_sent += 1;
+        let p = &mut self.paths[path.index()];
+        p.idle_sent_at = now;
+        p.told_silent = silent;
+        Some(path)
     }
 
     /// Bytes sealing adds to a datagram's plain form (counter and tag; none in the clear).

@@ -323,6 +323,20 @@ impl<P> Connection<P> {
                 let out = self.take_entries(now, &h, body, start + HEADER_LEN, count, entries);
                 return Ok(Arrived::Bundle(out));
             }
+            control => self.take_control(now, &h, control)?,
+        }
+        Ok(Arrived::Handled)
+    }
+
+    /// A control datagram `d` with header `h` arrived (authentic, on its path).
+    fn take_control(
+        &mut self,
+        now: Time,
+        h: &HeaderRepr,
+        d: Datagram<'_>,
+    ) -> Result<(), DropReason> {
+        let (h, path) = (*h, h.path);
+        match d {
             Datagram::Probe { size, .. } => {
                 self.fence(now, &h);
                 self.pending.push_back(Pending::ProbeAck { path, size });
@@ -370,12 +384,15 @@ impl<P> Connection<P> {
                 self.fence(now, &h);
                 self.take_report(now, &report);
             }
-            Datagram::Handshake { .. } => {
-                // Only valid plain, handled in `receive`.
+            Datagram::Handshake { .. }
+            | Datagram::Data { .. }
+            | Datagram::Bundle { .. }
+            | Datagram::Continued { .. } => {
+                // a handshake is only valid plain, handled in `receive`; data is dispatch's
                 return Err(self.count(DropReason::Unexpected));
             }
         }
-        Ok(Arrived::Handled)
+        Ok(())
     }
 
     /// Sending a datagram of `size` bytes on `path` failed as too big (`EMSGSIZE`: the kernel

@@ -219,25 +219,18 @@ impl<P> Connection<P> {
         } else {
             None
         };
-        self.send_resent(now, session, via, seq, buf, prefix, lost);
+        let r = Resent { session, seq, lost };
+        self.send_resent(now, via, r, buf);
         if let Some((other, buf)) = copy {
-            self.send_resent(now, session, other, seq, buf, prefix, lost);
+            self.send_resent(now, other, r, buf);
         }
     }
 
-    /// Send packet `seq` again on `via`, as resent data: `buf` holds it after `prefix` bytes
-    /// of room. Counted for path `lost`, which lost it.
-    #[allow(clippy::too_many_arguments)]
-    fn send_resent(
-        &mut self,
-        now: Time,
-        session: u32,
-        via: PathId,
-        seq: u32,
-        buf: Vec<u8>,
-        prefix: usize,
-        lost: usize,
-    ) {
+    /// Send packet `r.seq` again on `via`, as resent data: `buf` holds it after
+    /// [`Connection::prefix`] bytes of room. Counted for path `r.lost`, which lost it.
+    fn send_resent(&mut self, now: Time, via: PathId, r: Resent, buf: Vec<u8>) {
+        let Resent { session, seq, lost } = r;
+        let prefix = self.prefix();
         let header = HeaderRepr {
             kind: Kind::Resent,
             path: via,
@@ -288,4 +281,12 @@ impl<P> Connection<P> {
             }
         });
     }
+}
+
+/// A packet sent again: in which session, its global sequence, and the path that lost it.
+#[derive(Debug, Clone, Copy)]
+struct Resent {
+    session: u32,
+    seq: u32,
+    lost: usize,
 }
