@@ -5,7 +5,6 @@
 
 use std::time::Duration;
 
-use mpt_lab::harness::iperf3_bps;
 use mpt_lab::harness::sites::{tunnel_ip, Host, Sites};
 
 use crate::need;
@@ -54,50 +53,11 @@ fn path_mtus(lab: &Sites, k: usize) -> Vec<(usize, bool)> {
 /// iperf3 downloads (`-R`: the server sends) to each of the first `sites` sites at once, for
 /// `secs`: Mbit/s each.
 fn downloads(lab: &Sites, sites: usize, secs: u32) -> Vec<f64> {
-    let srv = tunnel_ip(Host::Server);
-    let ports = &["5301", "5302"][..sites];
-    let mut servers: Vec<_> = ports
+    let all = [0, 1];
+    crate::sites::transfers(lab, &all[..sites], 5301, secs, &["-R"])
         .iter()
-        .map(|p| {
-            lab.cmd(Host::Server, "iperf3")
-                .args(["-s", "-1", "-B", &srv, "-p", p])
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .spawn()
-                .expect("iperf3 -s")
-        })
-        .collect();
-    std::thread::sleep(Duration::from_millis(300));
-    let clients: Vec<_> = ports
-        .iter()
-        .enumerate()
-        .map(|(k, p)| {
-            lab.cmd(Host::Site(k), "iperf3")
-                .args(["-c", &srv, "-p", p, "-R", "-t", &secs.to_string(), "-J"])
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .expect("iperf3 -c")
-        })
-        .collect();
-    let rates = clients
-        .into_iter()
-        .map(|c| {
-            let out = c.wait_with_output().expect("iperf3");
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("iperf3 json");
-            iperf3_bps(&v) / 1e6
-        })
-        .collect();
-    for s in &mut servers {
-        let _ = s.kill();
-        let _ = s.wait();
-    }
-    rates
+        .map(|t| t.mbit)
+        .collect()
 }
 
 #[test]

@@ -366,16 +366,28 @@ fn uploads(lab: &Sites, sites: &[usize], port: u16, secs: u32) -> Vec<f64> {
         .collect()
 }
 
-/// One iperf3 upload: what arrived, and the segments its sender retransmitted (a flow held
+/// One iperf3 transfer: what arrived, and the segments its sender retransmitted (a flow held
 /// down by its losses, or by something else).
-struct Upload {
-    mbit: f64,
+pub(crate) struct Upload {
+    pub(crate) mbit: f64,
     retransmits: u64,
 }
 
-/// As [`uploads`], with each upload's retransmissions. The iperf3 servers are children of
-/// this test, stopped by their handles.
+/// As [`uploads`], with each upload's retransmissions.
 fn uploads_counted(lab: &Sites, sites: &[usize], port: u16, secs: u32) -> Vec<Upload> {
+    transfers(lab, sites, port, secs, &[])
+}
+
+/// iperf3 transfers between each of `sites` and the server at once, for `secs`, on ports from
+/// `port` up, the clients at the sites given `extra` arguments too (`-R`: the server sends).
+/// The iperf3 servers are children of this test, stopped by their handles.
+pub(crate) fn transfers(
+    lab: &Sites,
+    sites: &[usize],
+    port: u16,
+    secs: u32,
+    extra: &[&str],
+) -> Vec<Upload> {
     let srv = tunnel_ip(Host::Server);
     let ports: Vec<String> = (0..sites.len())
         .map(|i| (port + i as u16).to_string())
@@ -398,6 +410,7 @@ fn uploads_counted(lab: &Sites, sites: &[usize], port: u16, secs: u32) -> Vec<Up
         .map(|(&k, p)| {
             lab.cmd(Host::Site(k), "iperf3")
                 .args(["-c", &srv, "-p", p, "-t", &secs.to_string(), "-J"])
+                .args(extra)
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())
                 .spawn()

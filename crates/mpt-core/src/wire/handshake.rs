@@ -47,6 +47,17 @@ pub const INITIATION_PAYLOAD_LEN: usize = 14;
 /// Length of the [`Response`] payload.
 pub const RESPONSE_PAYLOAD_LEN: usize = 5;
 
+/// A payload `b` as its fixed part of `fixed` bytes and the capability list after it (`None`
+/// when nothing follows; `None` overall when `b` is shorter, or the list malformed).
+fn with_list(b: &[u8], fixed: usize) -> Option<(&[u8], Option<CapabilityList>)> {
+    let (head, rest) = b.split_at_checked(fixed)?;
+    let list = match rest.is_empty() {
+        true => None,
+        false => Some(CapabilityList::parse(rest)?),
+    };
+    Some((head, list))
+}
+
 /// What an initiation says inside its Noise message (encrypted and authenticated).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Initiation {
@@ -82,11 +93,7 @@ impl Initiation {
     /// A payload and the capability list after it (`None` when there is nothing after the
     /// fixed part: a peer that sends no list). `None` overall if either is malformed.
     pub fn parse_with(b: &[u8]) -> Option<(Initiation, Option<CapabilityList>)> {
-        let (fixed, rest) = b.split_at_checked(INITIATION_PAYLOAD_LEN)?;
-        let list = match rest.is_empty() {
-            true => None,
-            false => Some(CapabilityList::parse(rest)?),
-        };
+        let (fixed, list) = with_list(b, INITIATION_PAYLOAD_LEN)?;
         Some((Initiation::parse(fixed)?, list))
     }
 
@@ -127,11 +134,7 @@ impl Response {
 
     /// A payload and the capability list after it, as [`Initiation::parse_with`].
     pub fn parse_with(b: &[u8]) -> Option<(Response, Option<CapabilityList>)> {
-        let (fixed, rest) = b.split_at_checked(RESPONSE_PAYLOAD_LEN)?;
-        let list = match rest.is_empty() {
-            true => None,
-            false => Some(CapabilityList::parse(rest)?),
-        };
+        let (fixed, list) = with_list(b, RESPONSE_PAYLOAD_LEN)?;
         Some((Response::parse(fixed)?, list))
     }
 
