@@ -1,17 +1,11 @@
 //! The [`Connection`]: one peer session's protocol state, and what it shows of itself.
 
 use std::collections::VecDeque;
-use std::sync::Arc;
 use std::time::Duration;
 
-use mpt_core::seal::{SealKey, SEALED_HEADER_LEN};
-use mpt_core::wire::{Capabilities, HEADER_LEN};
 use mpt_core::{PathId, Time};
-use mpt_reseq::feedback::ReportPacer;
-use mpt_reseq::{Resequencer, Stats};
-use mpt_sched::Scheduler;
+use mpt_reseq::Stats;
 
-use crate::control::Pending;
 use crate::counts::Counts;
 use crate::crypto::CryptoState;
 use crate::path::PathState;
@@ -22,72 +16,21 @@ use crate::{ConnectionConfig, DropCounts, DropReason, Event, Overhead, Random, T
 pub struct Connection<P> {
     pub(crate) cfg: ConnectionConfig,
     pub(crate) random: Random,
-    /// Our index for the current session (random per handshake): the peer puts it in the
-    /// `session` field of what it sends us.
-    pub(crate) session: u32,
+    /// The session what we send is sealed in: indices, key, counter, capabilities.
+    pub(crate) session: crate::session::Session,
     pub(crate) paths: Vec<PathState>,
-    // send side
-    pub(crate) sched: Box<dyn Scheduler>,
-    /// Next global sequence number.
-    pub(crate) seq: u32,
-    /// This session's send key once the handshake made one (sealing only).
-    pub(crate) seal: Option<Arc<SealKey>>,
-    /// Next counter (nonce) under `seal`.
-    pub(crate) counter: u64,
-    /// What the session can do, as its handshake settled it: the protocol version of our
-    /// datagrams ([`mpt_core::wire::VERSION`] until a handshake set it, older with a peer that
-    /// speaks no later), and the features both ends' capability lists named.
-    pub(crate) caps: Capabilities,
-    /// The version of the initiation in flight.
-    pub(crate) initiation: crate::negotiate::Attempt,
-    // receive side
-    pub(crate) reseq: Resequencer<crate::held::Held<P>>,
-    /// The peer's index for the current session, once a handshake made one: what we put in
-    /// the `session` field.
-    pub(crate) peer_session: Option<u32>,
-    /// Sessions made after the first.
-    pub(crate) peer_restarts: u64,
-    /// What the peer's handshake said it takes besides the cipher.
-    pub(crate) peer: crate::negotiate::PeerFeatures,
+    /// The send side ([`crate::sending::Sender`]).
+    pub(crate) tx: crate::sending::Sender,
+    /// The receive side ([`crate::receiving::Receiver`]).
+    pub(crate) rx: crate::receiving::Receiver<P>,
     /// Packets sent lately, and the gaps to ask for ([`crate::resend`]).
     pub(crate) resend: crate::resend::Resend,
-    /// Packets that came in pieces, waiting for the rest.
-    pub(crate) reasm: crate::reassembly::Reassembly,
-    /// Packets put back together (or made again, or rebuilt), to go to the resequencer before
-    /// the packets of the datagram that completed them.
-    pub(crate) assembled: VecDeque<(crate::Incoming, Vec<u8>)>,
-    /// "Too big" answers for the TUN device ([`crate::BatchOut::icmp`]).
-    pub(crate) icmp: crate::icmp::IcmpAnswers,
-    /// The largest datagram sent lately that the base datagram ([`crate::BASE_DATAGRAM`]) does
-    /// not carry, and when one that large was last sent: slow paths are probed only for the
-    /// sizes such packets need ([`Connection::note_big`]).
-    pub(crate) big: Option<(Time, usize)>,
-    /// The path light traffic keeps short, and packets sent per class.
-    pub(crate) classes: crate::class::Classes,
-    /// CoDel's rule on the driver's queue of packets pacing held ([`crate::pace`]).
-    pub(crate) codel: crate::pace::Codel,
-    pub(crate) pacer: ReportPacer,
-    /// What reports are made of, kept from one to the next.
-    pub(crate) report: crate::report::ReportScratch,
-    /// When the peer's last report came, and how far apart its reports come lately (the
-    /// longer of the last gap and the earlier ones decaying): at a low rate the peer reports
-    /// as seldom as once a second ([`mpt_reseq::feedback::MAX_INTERVAL`]).
-    pub(crate) report_at: Option<Time>,
-    pub(crate) report_gap: Duration,
+    /// Receiver reports, ours and the peer's ([`crate::report::Reports`]).
+    pub(crate) reports: crate::report::Reports,
+    /// The handshake and the session's keys.
     pub(crate) crypto: CryptoState,
-    /// Packets the resequencer released (compressed ones rebuilt), for
-    /// [`Connection::take_delivered`].
-    pub(crate) released: crate::hc::Released<P>,
-    /// Our side of header compression: the references of the flows we send.
-    pub(crate) hc_tx: mpt_core::hc::Compressor,
-    /// Bonded data waiting to match the farthest path ([`crate::equalise`]).
-    pub(crate) equal: crate::equalise::Equaliser<crate::held::Held<P>>,
-    // outputs
-    pub(crate) pending: VecDeque<Pending>,
-    /// Bundles closed to leave before the batch being numbered ([`crate::BatchOut::before`]).
-    pub(crate) ready: VecDeque<crate::Datagram>,
-    /// What leaves after the batch being numbered ([`crate::BatchOut::after`]).
-    pub(crate) after: VecDeque<crate::Datagram>,
+    /// What waits to leave besides a numbered batch ([`crate::pending::Outbox`]).
+    pub(crate) outbox: crate::pending::Outbox,
     pub(crate) events: VecDeque<Event>,
     pub(crate) counts: Counts,
     pub(crate) timers: crate::timers::Timers,
@@ -96,9 +39,9 @@ pub struct Connection<P> {
 impl<P> std::fmt::Debug for Connection<P> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Connection")
-            .field("session", &format_args!("{:08x}", self.session))
+            .field("session", &format_args!("{:08x}", self.session.ours))
             .field("paths", &self.paths.len())
-            .field("peer_session", &self.peer_session)
+            .field("peer_session", &self.session.theirs)
             .finish_non_exhaustive()
     }
 }
@@ -114,12 +57,11 @@ impl<P> Connection<P> {
             "a connection has 1 to {} paths",
             mpt_core::MAX_PATHS
         );
-        let sched = cfg.scheduler();
-        let reseq = Resequencer::new(mpt_reseq::Config {
+        let reseq = mpt_reseq::Config {
             window: cfg.reorder_window,
             timeout: cfg.reorder_timeout,
             paths: cfg.paths.len(),
-        });
+        };
         let mut bytes = [0u8; 4];
         random(&mut bytes);
         let session = u32::from_be_bytes(bytes);
@@ -130,7 +72,7 @@ impl<P> Connection<P> {
             .enumerate()
             .map(|(i, p)| PathState::new(p.remote, now, cfg.datagram_ceiling(i)))
             .collect();
-        let mut sched = sched;
+        let mut sched = cfg.scheduler();
         for (i, p) in cfg.paths.iter().enumerate() {
             if p.remote.is_none() {
                 // not used until the peer is heard on it
@@ -139,36 +81,14 @@ impl<P> Connection<P> {
         }
         Connection {
             random,
-            session,
+            session: crate::session::Session::new(session, cfg.keys.encryption.is_some()),
             paths,
-            sched,
-            seq: 0,
-            seal: None,
-            counter: 0,
-            caps: Capabilities::of_version(mpt_core::wire::VERSION, 0),
-            initiation: crate::negotiate::initiation(1),
-            reseq,
-            peer_session: None,
-            peer_restarts: 0,
-            peer: Default::default(),
+            tx: crate::sending::Sender::new(sched, now),
+            rx: crate::receiving::Receiver::new(reseq),
             resend: Default::default(),
-            reasm: Default::default(),
-            assembled: VecDeque::new(),
-            icmp: crate::icmp::IcmpAnswers::new(now),
-            big: None,
-            classes: Default::default(),
-            codel: Default::default(),
-            pacer: ReportPacer::default(),
-            report: Default::default(),
-            report_at: None,
-            report_gap: Duration::ZERO,
+            reports: Default::default(),
             crypto,
-            released: Default::default(),
-            hc_tx: mpt_core::hc::Compressor::new(),
-            equal: crate::equalise::Equaliser::new(cfg.paths.len()),
-            pending: VecDeque::new(),
-            ready: VecDeque::new(),
-            after: VecDeque::new(),
+            outbox: Default::default(),
             events: VecDeque::new(),
             counts: Counts::default(),
             timers: crate::timers::Timers::new(now),
@@ -189,11 +109,7 @@ impl<P> Connection<P> {
     /// [`Connection::handle_datagram`] opens: [`HEADER_LEN`], or [`SEALED_HEADER_LEN`] when
     /// sealing.
     pub fn prefix(&self) -> usize {
-        if self.sealing() {
-            SEALED_HEADER_LEN
-        } else {
-            HEADER_LEN
-        }
+        self.session.prefix()
     }
 
     /// What a datagram adds to its inner packet, outer headers as over IPv4.
@@ -214,12 +130,12 @@ impl<P> Connection<P> {
 
     /// The resequencer's statistics (what arrived, per path and in all).
     pub fn stats(&self) -> &Stats {
-        self.reseq.stats()
+        self.rx.reseq.stats()
     }
 
     /// Packets the resequencer holds now.
     pub fn held(&self) -> usize {
-        self.reseq.held()
+        self.rx.reseq.held()
     }
 
     /// The path whose datagrams the resequencer waits for, when it waits (with more than
@@ -227,7 +143,7 @@ impl<P> Connection<P> {
     pub fn lagging_path(&self) -> Option<PathId> {
         match self.paths.len() {
             1 => None,
-            _ => self.reseq.lagging_path(),
+            _ => self.rx.reseq.lagging_path(),
         }
     }
 
@@ -241,10 +157,10 @@ impl<P> Connection<P> {
     pub fn poll_transmit(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<Transmit> {
         // what the paths lost since the last poll is asked for at once
         self.request_resends(now);
-        let ready = match self.ready.pop_front() {
+        let ready = match self.outbox.ready.pop_front() {
             Some(d) => Some(d),
             // copies leave after their batch
-            None if self.paths.iter().all(|p| p.unsent == 0) => self.after.pop_front(),
+            None if self.paths.iter().all(|p| p.unsent == 0) => self.outbox.after.pop_front(),
             None => None,
         };
         if let Some(d) = ready {
@@ -256,7 +172,7 @@ impl<P> Connection<P> {
                 kind: d.kind,
             });
         }
-        while let Some(p) = self.pending.pop_front() {
+        while let Some(p) = self.outbox.pending.pop_front() {
             // nothing but a handshake's answer goes on a path whose uplink is down (or that
             // the operator set down)
             if p.control_path()
@@ -264,7 +180,7 @@ impl<P> Connection<P> {
             {
                 continue;
             }
-            if let Some(t) = self.build(now, p, buf) {
+            if let Some(t) = self.control().build(now, p, buf) {
                 return Some(t);
             }
         }
@@ -286,20 +202,12 @@ impl<P> Connection<P> {
 
     /// The protocol version of the session with the peer (of our datagrams to it).
     pub fn wire_version(&self) -> u8 {
-        self.caps.version()
+        self.session.caps.version()
     }
 
     /// What the session can do, as its handshake settled it.
     pub fn capabilities(&self) -> mpt_core::wire::Capabilities {
-        self.caps
-    }
-
-    /// Give a datagram whose header was just written the session's version (before it is
-    /// sealed: the header is authenticated with it).
-    pub(crate) fn stamp(&self, datagram: &mut [u8]) {
-        if self.caps.version() != mpt_core::wire::VERSION {
-            mpt_core::wire::set_version(datagram, self.caps.version());
-        }
+        self.session.caps
     }
 
     pub(crate) fn keepalive(&self) -> Duration {
@@ -310,7 +218,7 @@ impl<P> Connection<P> {
     /// classes; a class or path never used may be missing), and the copies sent by classes
     /// in `duplicate` mode.
     pub fn class_counts(&self) -> (&[Vec<u64>], u64) {
-        self.classes.counts()
+        self.tx.classes.counts()
     }
 
     /// The most bytes of body (after the header, and counter) a datagram on path `i` may
@@ -351,7 +259,7 @@ impl<P> Connection<P> {
 
     /// Drops by reason, the resequencer's duplicates and too-old packets included.
     pub fn drop_counts(&self) -> [u64; DropReason::COUNT] {
-        self.counts.drop_counts(&self.reseq.stats().total)
+        self.counts.drop_counts(&self.rx.reseq.stats().total)
     }
 
     /// [`Connection::drop_counts`] by name.
@@ -385,13 +293,13 @@ impl<P> Connection<P> {
 
     /// Share of the received bandwidth the report pacer spends on reports.
     pub fn report_fraction(&self) -> f64 {
-        self.pacer.fraction()
+        self.reports.pacer.fraction()
     }
 
     /// What header compression did on our side: packets sent compressed, flows' references
     /// sent whole, header bytes saved, TCP sent whole for want of a layout it takes.
     pub fn compression_counts(&self) -> mpt_core::hc::TxCounts {
-        self.hc_tx.counts()
+        self.tx.hc.counts()
     }
 
     /// Bundles sent (of two packets or more), the inner packets they carried, and how many of
@@ -404,12 +312,12 @@ impl<P> Connection<P> {
     /// Packets that waited to match the farthest path, packets that went on early because too
     /// many waited, and packets waiting now (`equalise.rs`).
     pub fn equalise_counts(&self) -> (u64, u64, usize) {
-        self.equal.counts()
+        self.rx.equal.counts()
     }
 
     /// How long bonded packets arriving on `path` wait now to match the farthest path.
     pub fn equalise_lag(&self, path: PathId) -> Duration {
-        self.equal.lag(path.index())
+        self.rx.equal.lag(path.index())
     }
 
     /// Count a drop for `reason`; returns it.
@@ -421,27 +329,27 @@ impl<P> Connection<P> {
     /// The peer takes bundles and express data (its handshake said so): without, every packet
     /// goes in a data datagram of its own.
     pub fn peer_takes_express(&self) -> bool {
-        self.peer.express
+        self.session.peer.express
     }
 
     /// Behave as towards a peer whose handshake did not say it takes packets in pieces (an
     /// older mptd), until the next handshake: for tests.
     #[doc(hidden)]
     pub fn forget_peer_pieces(&mut self) {
-        self.peer.pieces = false;
+        self.session.peer.pieces = false;
     }
 
     /// Behave as towards a peer whose handshake did not say it takes bundles and express data
     /// (an older mptd), until the next handshake: for tests.
     #[doc(hidden)]
     pub fn forget_peer_express(&mut self) {
-        self.peer.express = false;
+        self.session.peer.express = false;
     }
 
     /// The rate the scheduler assumes for `path`: learned, or configured.
     pub(crate) fn path_rate(&self, path: PathId) -> Option<u64> {
         let configured = self.cfg.paths[path.index()].rate_bps;
-        self.sched.learned_rate(path).or(configured)
+        self.tx.sched.learned_rate(path).or(configured)
     }
 
     /// Path `i` is slower than [`crate::path::SLOW_PATH`] (its learned or configured rate): a
@@ -471,7 +379,7 @@ impl<P> Connection<P> {
     /// What the scheduler learned of `path` from the peer's reports at `now`, when it learns
     /// rates (`adaptive`).
     pub fn learned(&self, now: Time, path: PathId) -> Option<mpt_sched::Learned> {
-        self.sched.learned(now, path)
+        self.tx.sched.learned(now, path)
     }
 
     pub fn path_info(&self, path: PathId) -> crate::PathInfo {
@@ -560,13 +468,13 @@ impl<P> Connection<P> {
         // classes changed
         let (cfg, classes_changed) = self.cfg.reloaded(new);
         if classes_changed {
-            self.classes.reconfigured();
+            self.tx.classes.reconfigured();
         }
         self.cfg = cfg;
         self.release_equalised(now, true, None);
-        self.equal.resize(self.cfg.paths.len());
-        let out = &mut self.released;
-        self.reseq.reconfigure(
+        self.rx.equal.resize(self.cfg.paths.len());
+        let out = &mut self.rx.released;
+        self.rx.reseq.reconfigure(
             now,
             self.cfg.paths.len(),
             self.cfg.reorder_timeout,
@@ -575,7 +483,7 @@ impl<P> Connection<P> {
         // `resend` may have changed
         self.update_repair_wait();
         self.new_scheduler(now, &fresh);
-        if self.paths.len() != before && self.cfg.keys.initiate && self.peer_session.is_some() {
+        if self.paths.len() != before && self.cfg.keys.initiate && self.session.theirs.is_some() {
             self.crypto.announce_paths = true;
             self.crypto.next_initiation = Some(now);
         }
@@ -593,10 +501,10 @@ impl<P> Connection<P> {
     /// The scheduler made again for the paths (after a change of their settings), told which
     /// are usable at `now`: not those in `fresh`, which wait to be heard on.
     fn new_scheduler(&mut self, now: Time, fresh: &[usize]) {
-        self.sched = self.cfg.scheduler();
+        self.tx.sched = self.cfg.scheduler();
         for (i, p) in self.paths.iter().enumerate() {
             let usable = !fresh.contains(&i) && p.usable();
-            self.sched.on_path_state(now, PathId(i as u8), usable);
+            self.tx.sched.on_path_state(now, PathId(i as u8), usable);
         }
     }
 }

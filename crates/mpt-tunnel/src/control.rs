@@ -6,73 +6,44 @@ use mpt_core::seal::SEAL_OVERHEAD;
 use mpt_core::wire::{self, AckRepr, HeaderRepr, Kind, ReportRepr, HEADER_LEN};
 use mpt_core::{PathId, Time};
 
-use crate::{Connection, Transmit, TransmitKind};
+use std::time::Duration;
 
-/// A control datagram queued for [`Connection::poll_transmit`], built when polled (so that an
-/// answer says how long it was held, and fences are current).
-#[derive(Debug, Clone)]
-pub(crate) enum Pending {
-    Keepalive(PathId),
-    Goodbye(PathId),
-    /// The answer to a keepalive that arrived at `arrived` carrying timestamp `echo`.
-    Ack {
-        path: PathId,
-        echo: u32,
-        arrived: Time,
-    },
-    /// A receiver report of [`crate::report::ReportScratch::entries`].
-    Report {
-        path: PathId,
-    },
-    /// A path MTU probe, `size` bytes on the wire (UDP payload).
-    Probe {
-        path: PathId,
-        size: usize,
-    },
-    /// A resend request for `ranges` (at most [`mpt_core::wire::MAX_NACK_RANGES`]).
-    Nack {
-        path: PathId,
-        ranges: Vec<mpt_core::wire::NackRange>,
-    },
-    /// A resend request for the flows' references `references` names by their global
-    /// sequence numbers (at most [`mpt_core::wire::MAX_NACK_RANGES`]; version 7).
-    NackReferences {
-        path: PathId,
-        references: Vec<u32>,
-    },
-    /// The answer to a probe whose plain form was `size` bytes.
-    ProbeAck {
-        path: PathId,
-        size: u16,
-    },
-    /// A datagram built already: a handshake message, a bundle that closed on its timer
-    /// (and its parities), a resent packet.
-    Raw(crate::Datagram),
+use crate::counts::Counts;
+use crate::out::Out;
+use crate::pending::Pending;
+use crate::report::ReportScratch;
+use crate::resend::Resend;
+use crate::{Transmit, TransmitKind};
+
+/// A keepalive to answer: the timestamp it carried, and when it arrived.
+#[derive(Debug, Clone, Copy)]
+struct Echo {
+    echo: u32,
+    arrived: Time,
 }
 
-impl Pending {
-    /// The path a control message goes on (`None` for a handshake message).
-    pub(crate) fn control_path(&self) -> Option<PathId> {
-        match self {
-            Pending::Keepalive(path) | Pending::Goodbye(path) => Some(*path),
-            Pending::Ack { path, .. } | Pending::Report { path, .. } => Some(*path),
-            Pending::Probe { path, .. } | Pending::ProbeAck { path, .. } => Some(*path),
-            Pending::Nack { path, .. } | Pending::NackReferences { path, .. } => Some(*path),
-            Pending::Raw(_) => None,
-        }
-    }
+/// What control datagrams are built from as they are polled: the way out (session, paths,
+/// scheduler), the next global sequence number (for fences), the keepalive interval, the
+/// report being sent, and where what they cost is counted.
+pub(crate) struct Control<'a> {
+    pub(crate) out: Out<'a>,
+    pub(crate) seq: u32,
+    pub(crate) keepalive: Duration,
+    pub(crate) report: &'a ReportScratch,
+    pub(crate) counts: &'a mut Counts,
+    pub(crate) resend: &'a mut Resend,
 }
 
 /// Control datagrams ([`crate::control`]): built and sealed as they are polled, with their
 /// fences.
-impl<P> Connection<P> {
+impl Control<'_> {
     /// A control header: the sequence fields are our fences on `path` — the next global and
     /// per-path numbers, which tell the peer that every data datagram sent on the path before
     /// has lower ones. While a numbered batch for the path has not been handed to its socket,
     /// the fence is the one from before it: the control message may leave first, and a fence
     /// that overtook the batch would make the peer give its datagrams up as lost.
-    pub(crate) fn fence_header(&self, kind: Kind, path: PathId, now: Time) -> HeaderRepr {
-        let p = &self.paths[path.index()];
+    fn fence_header(&self, kind: Kind, path: PathId, now: Time) -> HeaderRepr {
+        let p = &self.out.paths[path.index()];
         let (seq, path_seq) = if p.unsent > 0 {
             p.fence_before
         } else {
@@ -82,7 +53,7 @@ impl<P> Connection<P> {
             kind,
             path,
             path_seq,
-            session: self.peer_session.unwrap_or(0),
+            session: self.out.session.theirs.unwrap_or(0),
             seq,
             timestamp: now.wire_micros(),
         }
@@ -110,7 +81,7 @@ impl<P> Connection<P> {
             Pending::Probe { path, size } => {
                 // padded to `size` on the wire: its plain form says how long it is
                 let plain = size
-                    .saturating_sub(self.seal_overhead())
+                    .saturating_sub(self.out.session.overhead())
                     .max(wire::PROBE_MIN_LEN);
                 buf.resize(plain + SEAL_OVERHEAD, 0);
                 self.fence_header(Kind::Probe, path, now).emit(buf);
@@ -145,32 +116,21 @@ impl<P> Connection<P> {
                 path,
                 echo,
                 arrived,
-            } => {
-                buf.resize(wire::ACK_LEN + SEAL_OVERHEAD, 0);
-                let plain = AckRepr {
-                    header: self.fence_header(Kind::KeepaliveAck, path, now),
-                    echo,
-                    hold_us: now.wire_micros().wrapping_sub(arrived.wire_micros()),
-                }
-                .emit(buf);
-                self.seal_control(now, path, buf, plain)?;
-                self.counts.keepalive_acks_sent += 1;
-                self.paths[path.index()].idle_sent_at = now;
-                path
-            }
+            } => self.build_ack(now, path, Echo { echo, arrived }, buf)?,
             Pending::Report { path } => {
                 let entries = &self.report.entries;
                 buf.resize(wire::report_len(entries.len()) + SEAL_OVERHEAD, 0);
                 let h = self.fence_header(Kind::Report, path, now);
                 let plain = ReportRepr { header: h, entries }.emit(buf);
                 let len = self.seal_control(now, path, buf, plain)?;
-                self.counts.report_bytes += (len + self.cfg.paths[path.index()].overhead) as u64;
+                let outer = self.out.settings[path.index()].overhead;
+                self.counts.report_bytes += (len + outer) as u64;
                 path
             }
         };
         Some(Transmit {
             path,
-            destination: self.remote(path)?,
+            destination: self.out.paths[path.index()].remote?,
             kind: TransmitKind::Control,
         })
     }
@@ -181,8 +141,8 @@ impl<P> Connection<P> {
     fn build_keepalive(&mut self, now: Time, path: PathId, buf: &mut Vec<u8>) -> Option<PathId> {
         buf.resize(wire::KEEPALIVE_LEN + SEAL_OVERHEAD, 0);
         self.fence_header(Kind::Keepalive, path, now).emit(buf);
-        let live = &self.paths[path.index()].live;
-        let recent = self.cfg.keepalive * 2;
+        let live = &self.out.paths[path.index()].live;
+        let recent = self.keepalive * 2;
         let silent = live.state == crate::LinkState::Down
             && live
                 .last_heard
@@ -190,19 +150,27 @@ impl<P> Connection<P> {
         buf[HEADER_LEN] = if silent { wire::KEEPALIVE_SILENT } else { 0 };
         self.seal_control(now, path, buf, wire::KEEPALIVE_LEN)?;
         self.counts.keepalives_sent += 1;
-        let p = &mut self.paths[path.index()];
+        let p = &mut self.out.paths[path.index()];
         p.idle_sent_at = now;
         p.told_silent = silent;
         Some(path)
     }
 
-    /// Bytes sealing adds to a datagram's plain form (counter and tag; none in the clear).
-    pub(crate) fn seal_overhead(&self) -> usize {
-        if self.sealing() {
-            SEAL_OVERHEAD
-        } else {
-            0
+    /// The answer on `path` to a keepalive (`e`), into `buf`, sealed and counted; returns
+    /// `path`.
+    fn build_ack(&mut self, now: Time, path: PathId, e: Echo, buf: &mut Vec<u8>) -> Option<PathId> {
+        let Echo { echo, arrived } = e;
+        buf.resize(wire::ACK_LEN + SEAL_OVERHEAD, 0);
+        let plain = AckRepr {
+            header: self.fence_header(Kind::KeepaliveAck, path, now),
+            echo,
+            hold_us: now.wire_micros().wrapping_sub(arrived.wire_micros()),
         }
+        .emit(buf);
+        self.seal_control(now, path, buf, plain)?;
+        self.counts.keepalive_acks_sent += 1;
+        self.out.paths[path.index()].idle_sent_at = now;
+        Some(path)
     }
 
     /// A resend request of `entries` entries on `path` into `buf`, its body written by
@@ -220,8 +188,8 @@ impl<P> Connection<P> {
         self.fence_header(Kind::Nack, path, now).emit(buf);
         emit(&mut buf[HEADER_LEN..plain]);
         let len = self.seal_control(now, path, buf, plain)?;
-        self.resend
-            .request_sent(len + self.cfg.paths[path.index()].overhead);
+        let outer = self.out.settings[path.index()].overhead;
+        self.resend.request_sent(len + outer);
         Some(path)
     }
 
@@ -234,18 +202,9 @@ impl<P> Connection<P> {
         buf: &mut Vec<u8>,
         plain: usize,
     ) -> Option<usize> {
-        self.stamp(buf);
-        let len = if self.sealing() {
-            let key = self.seal.clone()?;
-            let counter = self.counter;
-            self.counter += 1;
-            key.seal_plain(counter, buf, plain).ok()?
-        } else {
-            plain
-        };
-        buf.truncate(len);
-        let overhead = self.cfg.paths[path.index()].overhead;
-        self.sched.on_control_sent(now, path, len + overhead);
+        let len = self.out.session.seal_plain(buf, plain)?;
+        let overhead = self.out.settings[path.index()].overhead;
+        self.out.sched.on_control_sent(now, path, len + overhead);
         Some(len)
     }
 }

@@ -64,6 +64,10 @@ pub(crate) struct CryptoState {
     /// A session in an older protocol version than ours was probed once for ours (a rekey
     /// that tries our version first): a peer that has upgraded answers it.
     pub(crate) upgrade_probed: bool,
+    /// The version of the initiation in flight.
+    pub(crate) initiation: crate::negotiate::Attempt,
+    /// Sessions made after the first.
+    pub(crate) peer_restarts: u64,
     pub(crate) announce_paths: bool,
 }
 
@@ -122,6 +126,8 @@ impl CryptoState {
             sent_mac1: [0; MAC_LEN],
             sent_with_cookie: false,
             upgrade_probed: false,
+            initiation: crate::negotiate::initiation(1),
+            peer_restarts: 0,
             announce_paths: false,
         }
     }
@@ -158,7 +164,7 @@ impl<P> Connection<P> {
         let NextSession { ours, theirs, keys } = session;
         let c = &mut self.crypto;
         let old_open = std::mem::replace(&mut c.open, keys.open);
-        self.seal = keys.seal;
+        self.session.key = keys.seal;
         let old_epoch = c.epoch;
         c.epoch += 1;
         c.cipher = keys.cipher;
@@ -168,8 +174,8 @@ impl<P> Connection<P> {
         c.next_initiation = None;
         c.announce_paths = false;
         c.next = None;
-        self.counter = 0;
-        let old = std::mem::replace(&mut self.session, ours);
+        self.session.counter = 0;
+        let old = std::mem::replace(&mut self.session.ours, ours);
         c.previous = continues.then(|| OldSession {
             session: old,
             open: old_open,
@@ -177,7 +183,7 @@ impl<P> Connection<P> {
             replay: old_replay,
             until: now + PREVIOUS_SESSION_KEPT,
         });
-        let had = self.peer_session.replace(theirs).is_some();
+        let had = self.session.theirs.replace(theirs).is_some();
         let event = if continues {
             c.rekeys += 1;
             Event::Rekeyed {
@@ -192,11 +198,11 @@ impl<P> Connection<P> {
             }
             if had {
                 self.release_equalised(now, true, None);
-                self.reseq.reset();
+                self.rx.reseq.reset();
                 // the peer's references are gone, and it has none of ours
-                self.released.reset();
-                self.hc_tx.reset();
-                self.peer_restarts += 1;
+                self.rx.released.reset();
+                self.tx.hc.reset();
+                self.crypto.peer_restarts += 1;
                 Event::NewSession {
                     path,
                     old,
@@ -219,7 +225,7 @@ impl<P> Connection<P> {
         self.learn_address(path, from);
         self.reopen_closed(now);
         if self.paths[path.index()].live.handshake_crossed() {
-            self.sched.on_path_state(now, path, true);
+            self.tx.sched.on_path_state(now, path, true);
             self.events.push_back(Event::PathUp { path, again: true });
         }
         self.heard(now, path);
@@ -233,7 +239,7 @@ impl<P> Connection<P> {
             if let Some(slot) = self.cfg.index_slot {
                 i = (i & 0xFFFF_0000) | u32::from(slot);
             }
-            if i != 0 && i != self.session {
+            if i != 0 && i != self.session.ours {
                 return i;
             }
         }
@@ -276,15 +282,15 @@ impl Sealer {
 impl<P> Connection<P> {
     /// Our session id.
     pub fn session(&self) -> u32 {
-        self.session
+        self.session.ours
     }
 
     pub fn peer_session(&self) -> Option<u32> {
-        self.peer_session
+        self.session.theirs
     }
 
     pub fn peer_restarts(&self) -> u64 {
-        self.peer_restarts
+        self.crypto.peer_restarts
     }
 
     /// Sessions that replaced one both ends had (rekeys, handshakes after silence): the peer
@@ -300,7 +306,7 @@ impl<P> Connection<P> {
 
     /// A handshake has made a session with the peer.
     pub fn keys_agreed(&self) -> bool {
-        self.peer_session.is_some()
+        self.session.theirs.is_some()
     }
 
     /// How the session seals data, once there is one (`None` in the clear).

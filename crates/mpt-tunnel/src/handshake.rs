@@ -13,9 +13,9 @@ use mpt_core::wire::{
 };
 use mpt_core::{PathId, Time};
 
-use crate::control::Pending;
 use crate::crypto::{Keys, NextSession};
 use crate::endpoint::Accepted;
+use crate::pending::Pending;
 use crate::{Connection, DropReason, Event};
 
 /// The first retry of an unanswered initiation; each next one waits twice as long, up to
@@ -54,10 +54,11 @@ impl<P> Connection<P> {
         // peer at once when our number of paths changed (a reload). One in an older version
         // than ours (our first initiation was lost, or the peer had not upgraded) is renewed
         // once after [`UPGRADE_PROBE`], trying ours first.
-        let upgrade = (self.caps.version() < mpt_core::wire::VERSION || !self.caps.listed())
+        let upgrade = (self.session.caps.version() < mpt_core::wire::VERSION
+            || !self.session.caps.listed())
             && !c.upgrade_probed
             && c.made_at.is_some_and(|t| now - t >= UPGRADE_PROBE);
-        let rekey = self.peer_session.is_some()
+        let rekey = self.session.theirs.is_some()
             && !silent
             && (c.announce_paths
                 || upgrade
@@ -66,7 +67,7 @@ impl<P> Connection<P> {
                         .is_some_and(|t| now - t >= self.cfg.keys.rekey_after));
         let c = &mut self.crypto;
         c.upgrade_probed |= upgrade;
-        if self.peer_session.is_some() && !silent && !rekey {
+        if self.session.theirs.is_some() && !silent && !rekey {
             c.attempts = 0;
             c.next_initiation = None;
             return;
@@ -81,7 +82,7 @@ impl<P> Connection<P> {
         c.attempts += 1;
         c.next_initiation = Some(now + wait);
         let attempt = c.attempts;
-        self.initiation = crate::negotiate::initiation(attempt);
+        self.crypto.initiation = crate::negotiate::initiation(attempt);
         self.initiate(now);
         self.events
             .push_back(Event::HandshakeSent { attempt, rekey });
@@ -98,12 +99,12 @@ impl<P> Connection<P> {
             index,
             timestamp,
             flags: c.flags
-                | crate::negotiate::continues(self.peer_session.is_some())
+                | crate::negotiate::continues(self.session.theirs.is_some())
                 | crate::negotiate::feature_flags(&self.cfg),
             paths: self.paths.len() as u8,
         };
         let mut payload = [0u8; INITIATION_PAYLOAD_LEN + MAX_CAPABILITY_LIST];
-        let payload_len = match self.initiation.listed {
+        let payload_len = match self.crypto.initiation.listed {
             true => init.emit_with(&CapabilityList::ours(), &mut payload),
             false => {
                 payload[..INITIATION_PAYLOAD_LEN].copy_from_slice(&init.emit());
@@ -149,8 +150,8 @@ impl<P> Connection<P> {
             let mut d = msg.clone();
             // our index in the clear: a cookie reply is addressed with it
             HeaderRepr::handshake(Kind::Initiation, path, index, now).emit(&mut d);
-            mpt_core::wire::set_version(&mut d, self.initiation.version);
-            self.pending.push_back(Pending::Raw(crate::Datagram {
+            mpt_core::wire::set_version(&mut d, self.crypto.initiation.version);
+            self.outbox.pending.push_back(Pending::Raw(crate::Datagram {
                 path,
                 destination: to,
                 kind: crate::TransmitKind::Control,
@@ -302,13 +303,13 @@ impl<P> Connection<P> {
         if self.crypto.initiating.is_some() && self.cfg.keys.private.public() < self.cfg.keys.peer {
             return Ok(());
         }
-        self.peer = crate::negotiate::PeerFeatures::of(init.flags);
+        self.session.peer = crate::negotiate::PeerFeatures::of(init.flags);
         let index = self.fresh_index();
         let ours = crate::negotiate::feature_flags(&self.cfg);
         let reply = Response {
             index,
             flags: self.crypto.flags
-                | crate::negotiate::continues(self.peer_session.is_some())
+                | crate::negotiate::continues(self.session.theirs.is_some())
                 | ours,
         };
         let Some((mut d, split)) = self.response(responder, reply, list.is_some()) else {
@@ -317,19 +318,19 @@ impl<P> Connection<P> {
         HeaderRepr::handshake(Kind::Response, path, init.index, now).emit(&mut d);
         // the session speaks the initiator's version, and what both lists name
         mpt_core::wire::set_version(&mut d, version);
-        self.caps = crate::negotiate::capabilities(version, ours & init.flags, list);
+        self.session.caps = crate::negotiate::capabilities(version, ours & init.flags, list);
         let c = &mut self.crypto;
         c.taken_timestamp = init.timestamp;
         c.taken_ephemeral = ephemeral;
         c.initiating = None;
-        self.pending.push_back(Pending::Raw(crate::Datagram {
+        self.outbox.pending.push_back(Pending::Raw(crate::Datagram {
             path,
             destination: from,
             kind: crate::TransmitKind::Control,
             contents: d,
         }));
         let keys = Keys::new(cipher, &split);
-        if self.peer_session.is_some() && init.flags & CipherFlags::CONTINUES != 0 {
+        if self.session.theirs.is_some() && init.flags & CipherFlags::CONTINUES != 0 {
             // The peer has our current session too: we go on sending in it until the peer's
             // first datagram in the new one shows that our response reached it.
             self.crypto.next = Some(NextSession {
@@ -411,12 +412,12 @@ impl<P> Connection<P> {
             Ok(c) => c,
             Err(_) => return Err(self.refused(path, DropReason::CipherMismatch)),
         };
-        self.peer = crate::negotiate::PeerFeatures::of(resp.flags);
+        self.session.peer = crate::negotiate::PeerFeatures::of(resp.flags);
         // the responder answered in the version of the initiation it took, with its list if
         // it took ours
         let flags = crate::negotiate::feature_flags(&self.cfg) & resp.flags;
-        self.caps = crate::negotiate::capabilities(version, flags, list);
-        let continues = self.peer_session.is_some() && resp.flags & CipherFlags::CONTINUES != 0;
+        self.session.caps = crate::negotiate::capabilities(version, flags, list);
+        let continues = self.session.theirs.is_some() && resp.flags & CipherFlags::CONTINUES != 0;
         let session = NextSession {
             ours: index,
             theirs: resp.index,
@@ -427,7 +428,9 @@ impl<P> Connection<P> {
         // path's RTT is measured.
         for i in 0..self.paths.len() {
             if self.paths[i].remote.is_some() && !self.paths[i].live.uplink_down {
-                self.pending.push_back(Pending::Keepalive(PathId(i as u8)));
+                self.outbox
+                    .pending
+                    .push_back(Pending::Keepalive(PathId(i as u8)));
             }
         }
         Ok(())

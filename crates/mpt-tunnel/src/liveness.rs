@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use mpt_core::{PathId, Time};
 
-use crate::control::Pending;
+use crate::pending::Pending;
 use crate::{Connection, Event};
 
 /// Datagrams a path must deliver, over at least one keepalive interval, before a path that
@@ -212,11 +212,11 @@ impl<P> Connection<P> {
     /// resequencer stops waiting for it, and the driver hears why.
     pub(crate) fn path_went_down(&mut self, now: Time, path: PathId, reason: crate::DownReason) {
         self.paths[path.index()].down_reason = Some(reason);
-        self.sched.on_path_state(now, path, false);
+        self.tx.sched.on_path_state(now, path, false);
         // what waits to match the other paths goes on: this one no longer needs matching
         self.release_equalised(now, true, Some(path.index()));
-        let out = &mut self.released;
-        self.reseq.path_down(now, path, &mut |p| out.push(p));
+        let out = &mut self.rx.released;
+        self.rx.reseq.path_down(now, path, &mut |p| out.push(p));
         self.events.push_back(Event::PathDown { path, reason });
     }
 
@@ -225,7 +225,7 @@ impl<P> Connection<P> {
         for i in 0..self.paths.len() {
             if self.paths[i].live.reopen() {
                 let path = PathId(i as u8);
-                self.sched.on_path_state(now, path, true);
+                self.tx.sched.on_path_state(now, path, true);
                 self.events.push_back(Event::PathUp { path, again: true });
             }
         }
@@ -249,13 +249,13 @@ impl<P> Connection<P> {
             Some(reason) => {
                 p.down_reason = Some(crate::DownReason::Uplink(reason));
                 if p.live.state == crate::LinkState::Unknown {
-                    self.sched.on_path_state(now, path, false);
+                    self.tx.sched.on_path_state(now, path, false);
                 }
             }
             None if p.live.uplink_down => {
                 p.live.uplink_back(now);
-                if self.peer_session.is_some() && p.remote.is_some() {
-                    self.pending.push_back(Pending::Keepalive(path));
+                if self.session.theirs.is_some() && p.remote.is_some() {
+                    self.outbox.pending.push_back(Pending::Keepalive(path));
                 }
             }
             None => {}
@@ -280,16 +280,16 @@ impl<P> Connection<P> {
                 p.down_reason = Some(crate::DownReason::PeerHearsNothing);
             }
             if ours_up {
-                self.sched.on_path_state(now, path, false);
+                self.tx.sched.on_path_state(now, path, false);
                 self.events.push_back(Event::PathDown {
                     path,
                     reason: crate::DownReason::PeerHearsNothing,
                 });
             } else if p.live.state == crate::LinkState::Unknown {
-                self.sched.on_path_state(now, path, false);
+                self.tx.sched.on_path_state(now, path, false);
             }
         } else if ours_up {
-            self.sched.on_path_state(now, path, true);
+            self.tx.sched.on_path_state(now, path, true);
             self.events.push_back(Event::PathUp { path, again: true });
         }
     }
@@ -307,7 +307,9 @@ impl<P> Connection<P> {
         if self.idle_path(i, now) && self.paths[i].live.state != LinkState::Down {
             self.paths[i].woken_at = Some(now);
             if self.paths[i].remote.is_some() {
-                self.pending.push_back(Pending::Keepalive(PathId(i as u8)));
+                self.outbox
+                    .pending
+                    .push_back(Pending::Keepalive(PathId(i as u8)));
             }
         }
         self.paths[i].active_at = now;
@@ -344,7 +346,7 @@ impl<P> Connection<P> {
         // otherwise, and an idle path's next keepalive may be 10 s away
         if p.told_silent && !p.live.uplink_down {
             p.told_silent = false;
-            self.pending.push_back(Pending::Keepalive(path));
+            self.outbox.pending.push_back(Pending::Keepalive(path));
         }
         if p.peer_silent {
             // we hear the peer, it does not hear us: still no data of ours there
@@ -354,11 +356,11 @@ impl<P> Connection<P> {
             Change::None => {}
             Change::Up => {
                 // a path whose remote was unknown is used from now on
-                self.sched.on_path_state(now, path, true);
+                self.tx.sched.on_path_state(now, path, true);
                 self.events.push_back(Event::PathUp { path, again: false });
             }
             Change::Recovered => {
-                self.sched.on_path_state(now, path, true);
+                self.tx.sched.on_path_state(now, path, true);
                 self.events.push_back(Event::PathUp { path, again: true });
             }
         }

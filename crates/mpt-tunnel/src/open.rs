@@ -165,7 +165,7 @@ impl<P> Connection<P> {
         let c = &self.crypto;
         Some(Opener {
             key: c.open.clone()?,
-            session: self.session,
+            session: self.session.ours,
             epoch: c.epoch,
             max_datagram: self.max_datagram(),
             highest: c.replay.highest(),
@@ -203,31 +203,5 @@ impl<P> Connection<P> {
         replay.mark(counter);
         seal::unseal_in_place(buf);
         self.dispatch(now, path, from, buf, COUNTER_LEN, SEALED_HEADER_LEN + body)
-    }
-
-    /// A piece of a packet: to the reassembly; a packet it completes goes to the resequencer
-    /// before what else its datagram brought.
-    pub(crate) fn take_piece(&mut self, now: Time, piece: crate::reassembly::Piece<'_>) {
-        let max = usize::from(self.cfg.mtu);
-        match self.reasm.add(now, max, piece) {
-            Ok(Some((meta, bytes))) => {
-                let len = bytes.len();
-                self.assembled.push_back((
-                    crate::Incoming {
-                        meta,
-                        packet: 0..len,
-                        express: false,
-                        resent: false,
-                        opens: false,
-                        pieces: true,
-                    },
-                    bytes,
-                ));
-            }
-            Ok(None) => {}
-            Err(reason) => {
-                self.count(reason);
-            }
-        }
     }
 }

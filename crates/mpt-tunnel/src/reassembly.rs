@@ -9,13 +9,14 @@
 //! pieces (without encryption) cost at most this memory and never reach the TUN device unless
 //! they make a whole, valid IP packet.
 
+use std::collections::VecDeque;
 use std::time::Duration;
 
 use mpt_core::wire::check_inner_packet;
 use mpt_core::Time;
 use mpt_reseq::PacketMeta;
 
-use crate::DropReason;
+use crate::{DropReason, Incoming};
 
 /// Most packets waiting for pieces at once; a new one pushes the oldest out.
 pub const MAX_INCOMPLETE: usize = 64;
@@ -60,6 +61,43 @@ pub struct Reassembly {
     pub assembled: u64,
     /// Packets pushed out for room since [`Reassembly::expire`] last counted them.
     evicted: u64,
+}
+
+/// Packets made whole, to go to the resequencer ahead of what else the datagram that
+/// completed them brought: put back together from their pieces, made again by a parity, or
+/// rebuilt from a bundle's compressed entries.
+#[derive(Debug, Default)]
+pub(crate) struct Assembled {
+    /// Packets waiting for the rest of their pieces.
+    pub(crate) pieces: Reassembly,
+    /// Packets made whole, in the order they go.
+    pub(crate) ready: VecDeque<(Incoming, Vec<u8>)>,
+}
+
+impl Assembled {
+    /// A piece of a packet, arrived at `now`, of a packet of at most `max` bytes: the packet,
+    /// once whole, waits in [`Assembled::ready`]. Returns why the piece (and maybe its packet)
+    /// was dropped.
+    pub(crate) fn take_piece(
+        &mut self,
+        now: Time,
+        max: usize,
+        piece: Piece<'_>,
+    ) -> Result<(), DropReason> {
+        if let Some((meta, bytes)) = self.pieces.add(now, max, piece)? {
+            let len = bytes.len();
+            let whole = Incoming {
+                meta,
+                packet: 0..len,
+                express: false,
+                resent: false,
+                opens: false,
+                pieces: true,
+            };
+            self.ready.push_back((whole, bytes));
+        }
+        Ok(())
+    }
 }
 
 impl Reassembly {

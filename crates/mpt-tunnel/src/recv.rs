@@ -9,9 +9,10 @@ use mpt_core::wire::{Datagram, HeaderRepr, Kind, HEADER_LEN};
 use mpt_core::{PathId, Time};
 use mpt_reseq::PacketMeta;
 
-use crate::control::Pending;
+use crate::bundle::Entries;
 use crate::held::{Held, Order};
 use crate::open::Opened;
+use crate::pending::Pending;
 use crate::{Arrived, Connection, DropReason, Incoming, Outcome, Payloads};
 use mpt_core::hc::Reference;
 
@@ -32,7 +33,7 @@ impl<P> Connection<P> {
         payloads: &mut impl Payloads<P>,
         delivered: &mut Vec<P>,
     ) -> Outcome {
-        self.released.tick(now);
+        self.rx.released.tick(now);
         let arrived = match opened {
             Some(o) => self.take_opened(now, path, from, buf, o),
             None => self.receive(now, path, from, buf),
@@ -54,7 +55,7 @@ impl<P> Connection<P> {
         payloads: &mut impl Payloads<P>,
     ) -> Outcome {
         let mut packets = 0;
-        while let Some((data, bytes)) = self.assembled.pop_front() {
+        while let Some((data, bytes)) = self.rx.assembled.ready.pop_front() {
             let packet = &bytes[data.packet.clone()];
             let p = self.hold_as(&data, packet, payloads, |pl| pl.own(packet));
             self.push_data(now, &data, p, |p| p);
@@ -98,10 +99,11 @@ impl<P> Connection<P> {
         if mpt_core::hc::is_compressed(packet) {
             let prefix = self.prefix();
             return self
+                .rx
                 .released
                 .packed(data.meta.seq, packet, prefix, || payloads.buffer());
         }
-        let caps = &self.caps;
+        let caps = &self.session.caps;
         let refers = match (caps.keeps_references(), caps.references_whole_bulk_only()) {
             (false, _) => false,
             (true, false) => !data.express,
@@ -112,7 +114,7 @@ impl<P> Connection<P> {
         let reference = refers
             .then(|| Reference::of(data.meta.seq, packet))
             .flatten()
-            .map(|r| self.released.boxed(r));
+            .map(|r| self.rx.released.boxed(r));
         let order = Order {
             seq: data.meta.seq,
             patient: !data.express && !mpt_core::hc::is_tcp(packet),
@@ -130,18 +132,18 @@ impl<P> Connection<P> {
         payload: Held<P>,
         keep: impl FnOnce(P) -> P,
     ) {
-        if self.equal.next_ready().is_some_and(|t| t <= now) {
+        if self.rx.equal.next_ready().is_some_and(|t| t <= now) {
             self.release_equalised(now, false, None);
         }
         let steady = payload.steady();
-        if self.equal.waits(self.equalising(), data, steady) {
+        if self.rx.equal.waits(self.equalising(), data, steady) {
             let payload = payload.kept(keep);
-            self.equal.wait(
+            self.rx.equal.wait(
                 now,
                 (data, steady),
                 payload,
-                &mut self.reseq,
-                &mut self.released,
+                &mut self.rx.reseq,
+                &mut self.rx.released,
             );
         } else {
             self.resequence(now, data, payload, keep);
@@ -156,21 +158,24 @@ impl<P> Connection<P> {
         payload: Held<P>,
         keep: impl FnOnce(P) -> P,
     ) {
-        let out = &mut self.released;
+        let out = &mut self.rx.released;
         let keep = |h: Held<P>| h.kept(keep);
         if data.resent {
-            self.reseq
+            self.rx
+                .reseq
                 .push_resent(now, data.meta, payload, keep, &mut |p| out.push(p));
         } else if data.express {
             // ahead of bonded packets of its path that still wait: its path's progress must
             // not pass them, and the packets sent before it on farther paths come as much
             // later than it as its path's bonded packets wait
             let i = data.meta.path.index();
-            let how = (self.equal.holds(i), self.equal.bonded_wait(i));
-            self.reseq
+            let how = (self.rx.equal.holds(i), self.rx.equal.bonded_wait(i));
+            self.rx
+                .reseq
                 .push_express_overtaking(now, data.meta, payload, how, &mut |p| out.push(p));
         } else {
-            self.reseq
+            self.rx
+                .reseq
                 .push_keeping(now, data.meta, payload, keep, &mut |p| out.push(p));
         }
     }
@@ -183,15 +188,17 @@ impl<P> Connection<P> {
     /// What waits to match the farthest path and is due at `now` (all of it with `all`; or
     /// only what came on path `only`) goes to the resequencer.
     pub(crate) fn release_equalised(&mut self, now: Time, all: bool, only: Option<usize>) {
-        self.equal
-            .release(now, (all, only), &mut self.reseq, &mut self.released);
+        self.rx
+            .equal
+            .release(now, (all, only), &mut self.rx.reseq, &mut self.rx.released);
     }
 
     /// A control message with header `h` fences its path: the peer's next sequences.
     fn fence(&mut self, now: Time, h: &HeaderRepr) {
         let at = (h.path, h.seq, h.path_seq);
-        self.equal
-            .fence(now, at, &mut self.reseq, &mut self.released);
+        self.rx
+            .equal
+            .fence(now, at, &mut self.rx.reseq, &mut self.rx.released);
     }
 
     fn receive(
@@ -226,15 +233,27 @@ impl<P> Connection<P> {
             (false, true) => return Err(self.count(DropReason::Sealed)),
             _ => {}
         }
-        if self.peer_session.is_none() {
+        if self.session.theirs.is_none() {
             return Err(self.count(DropReason::UnknownSession));
         }
-        let (start, end) = match (h.session == self.session, sealed) {
+        let (start, end) = match (h.session == self.session.ours, sealed) {
             (true, true) => self.open(buf)?,
             (true, false) => (0, buf.len()),
             (false, _) => self.other_session(now, path, from, h.session, sealed, buf)?,
         };
         self.dispatch(now, path, from, buf, start, end)
+    }
+
+    /// The entries `e` of a bundle (or of a continued datagram): the whole packets still in the
+    /// buffer, for the resequencer in order ([`crate::reassembly::Assembled::take_entries`]).
+    fn take_entries(&mut self, now: Time, e: Entries<'_>) -> Vec<Incoming> {
+        let max = usize::from(self.cfg.mtu);
+        let parity = &mut self.paths[e.header.path.index()].fec_rx;
+        let taken = self.rx.assembled.take_entries(now, e, parity, max);
+        if let Some(reason) = taken.dropped {
+            self.count(reason);
+        }
+        taken.packets
     }
 
     /// An authentic (or, without encryption, accepted) datagram, its plain form at
@@ -284,10 +303,10 @@ impl<P> Connection<P> {
                     len: packet.len(),
                 };
                 if h.kind != Kind::Resent {
-                    self.parity_keep(now, &meta, packet);
+                    self.paths[path.index()].fec_rx.arrived(now, &meta, packet);
                 } else {
                     // it may have gone in pieces first: those that came are not waited for
-                    self.reasm.forget(h.seq);
+                    self.rx.assembled.pieces.forget(h.seq);
                 }
                 return Ok(Arrived::Data(Incoming {
                     meta,
@@ -303,8 +322,14 @@ impl<P> Connection<P> {
                     self.peer_view(now, path, false);
                 }
                 let entries = mpt_core::wire::bundle_entries(body, h.seq);
-                let out = self.take_entries(now, &h, body, start + HEADER_LEN, count, entries);
-                return Ok(Arrived::Bundle(out));
+                let e = Entries {
+                    header: &h,
+                    body,
+                    at: start + HEADER_LEN,
+                    count,
+                    entries,
+                };
+                return Ok(Arrived::Bundle(self.take_entries(now, e)));
             }
             Datagram::Continued {
                 cont, body, count, ..
@@ -318,10 +343,19 @@ impl<P> Connection<P> {
                     offset: cont.offset,
                     bytes: &body[at..at + cont.len],
                 };
-                self.take_piece(now, piece);
+                let max = usize::from(self.cfg.mtu);
+                if let Err(reason) = self.rx.assembled.take_piece(now, max, piece) {
+                    self.count(reason);
+                }
                 let entries = mpt_core::wire::continued_entries(body, h.seq);
-                let out = self.take_entries(now, &h, body, start + HEADER_LEN, count, entries);
-                return Ok(Arrived::Bundle(out));
+                let e = Entries {
+                    header: &h,
+                    body,
+                    at: start + HEADER_LEN,
+                    count,
+                    entries,
+                };
+                return Ok(Arrived::Bundle(self.take_entries(now, e)));
             }
             control => self.take_control(now, &h, control)?,
         }
@@ -339,7 +373,9 @@ impl<P> Connection<P> {
         match d {
             Datagram::Probe { size, .. } => {
                 self.fence(now, &h);
-                self.pending.push_back(Pending::ProbeAck { path, size });
+                self.outbox
+                    .pending
+                    .push_back(Pending::ProbeAck { path, size });
             }
             Datagram::Nack { body, .. } => {
                 self.fence(now, &h);
@@ -354,11 +390,22 @@ impl<P> Connection<P> {
             }
             Datagram::Parity { body, count, .. } => {
                 // no fence: its sequence fields name its group
-                self.take_parity(now, &h, body, count)?;
+                if !self.parity() {
+                    return Err(self.count(DropReason::Unexpected));
+                }
+                let parity = crate::fec::Parity {
+                    header: &h,
+                    k: count,
+                    lengths: self.session.caps.parity_carries_lengths(),
+                    body,
+                };
+                let rx = &mut self.paths[path.index()].fec_rx;
+                let made = rx.repair(now, parity, &mut self.counts.parity);
+                self.rx.assembled.ready.extend(made);
             }
             Datagram::ProbeAck { size, .. } => {
                 self.fence(now, &h);
-                let wire = usize::from(size) + self.seal_overhead();
+                let wire = usize::from(size) + self.session.overhead();
                 self.paths[path.index()].pmtu.acked(now, wire);
             }
             Datagram::Goodbye { .. } => {
@@ -368,7 +415,7 @@ impl<P> Connection<P> {
             Datagram::Keepalive { .. } => {
                 self.fence(now, &h);
                 if self.paths[path.index()].answer_keepalive(now) {
-                    self.pending.push_back(Pending::Ack {
+                    self.outbox.pending.push_back(Pending::Ack {
                         path,
                         echo: h.timestamp,
                         arrived: now,
@@ -407,7 +454,7 @@ impl<P> Connection<P> {
         };
         p.pmtu.too_big(now, size);
         let outer = self.cfg.paths[path.index()].overhead;
-        self.sched.on_unsent(now, path, size + outer);
+        self.tx.sched.on_unsent(now, path, size + outer);
     }
 
     /// The packets the resequencer released, in the order to deliver them, appended to `out`
@@ -426,18 +473,19 @@ impl<P> Connection<P> {
         keep: impl Fn(&mut Pl, P) -> P,
         out: &mut Vec<P>,
     ) {
-        self.reseq.take_given_up(&mut self.released.given_up);
+        self.rx.reseq.take_given_up(&mut self.rx.released.given_up);
         // (only numbers given up are waited for)
-        let wait = if self.released.given_up.is_empty() {
+        let wait = if self.rx.released.given_up.is_empty() {
             self.cfg.reorder_timeout
         } else {
             let paths = &self.paths;
             let rtt = |p: usize| paths.get(p).and_then(|p| p.srtt_us);
-            self.released
+            self.rx
+                .released
                 .given_up_wait(self.cfg.reorder_timeout, &self.resend, rtt)
         };
-        self.counts.delivered += self.released.take(wait, payloads, keep, out) as u64;
-        for (reason, n) in self.released.take_refused() {
+        self.counts.delivered += self.rx.released.take(wait, payloads, keep, out) as u64;
+        for (reason, n) in self.rx.released.take_refused() {
             self.counts.drops.add(reason, n);
         }
     }
@@ -445,20 +493,20 @@ impl<P> Connection<P> {
     /// Packets released that wait for a number given up before them, to be resent (they are
     /// not TCP: `ordered.rs`): now, and in all.
     pub fn waiting_in_order(&self) -> (usize, u64) {
-        self.released.waiting()
+        self.rx.released.waiting()
     }
 
     /// The peer's report came at `now`: each entry to the scheduler and its path.
     fn take_report(&mut self, now: Time, report: &mpt_core::wire::Report<'_>) {
-        if let Some(last) = self.report_at.replace(now) {
+        if let Some(last) = self.reports.heard_at.replace(now) {
             let gap = now.saturating_since(last);
-            self.report_gap = gap.max(self.report_gap * 7 / 8);
+            self.reports.gap = gap.max(self.reports.gap * 7 / 8);
         }
         for e in report.entries() {
             let Some(p) = self.paths.get_mut(e.path.index()) else {
                 continue;
             };
-            self.sched.on_report(now, e.path, &e);
+            self.tx.sched.on_report(now, e.path, &e);
             if let Some(rtt) = p.take_report(now, &e) {
                 p.rtt_sample(rtt);
             }

@@ -9,8 +9,8 @@ use mpt_core::wire::{HeaderRepr, Kind};
 use mpt_core::{PathId, Time};
 
 use crate::class::Classes;
-use crate::control::Pending;
 use crate::crypto::Sealer;
+use crate::pending::Pending;
 use crate::{BatchOut, Connection, Datagram, DropReason, Mode, TransmitKind};
 
 /// The paths a batch being numbered uses, one bit each: all of them (`used`: their fences
@@ -63,9 +63,9 @@ impl<P> Connection<P> {
     /// What else numbering a batch gave, into `out`: the bundles it closed, what leaves after
     /// it, ICMP answers.
     fn batch_gave(&mut self, out: &mut BatchOut) {
-        out.before.extend(self.ready.drain(..));
-        out.after.extend(self.after.drain(..));
-        self.icmp.drain_into(&mut out.icmp);
+        out.before.extend(self.outbox.ready.drain(..));
+        out.after.extend(self.outbox.after.drain(..));
+        self.tx.icmp.drain_into(&mut out.icmp);
     }
 
     /// Number the batch (as [`Connection::number_batch`] says), bonded packets held while
@@ -82,16 +82,16 @@ impl<P> Connection<P> {
     ) -> Option<Sealer> {
         let n = sizes.len();
         plan[..n].fill(None);
-        let Some(peer_session) = self.peer_session else {
+        let Some(peer_session) = self.session.theirs else {
             let packets = sizes.iter().filter(|&&s| s > 0).count();
             self.counts.drops.add(DropReason::NoSession, packets as u64);
             return None;
         };
-        let key = self.seal.clone();
+        let key = self.session.key.clone();
         // what a packet costs on the link, as the scheduler counts it before it has chosen
         // the path (and with it the outer address family): as over IPv4
         let overhead = self.overhead();
-        self.classes.light_expire(now, self.sched.as_mut());
+        self.tx.classes.light_expire(now, self.tx.sched.as_mut());
         let mut b = BatchPaths::default();
         // packets copied once the batch is numbered, of `duplicate` classes and on paths data
         // woke from idle: (k, what)
@@ -109,7 +109,7 @@ impl<P> Connection<P> {
             // do those behind one that waits: a flow's packets keep their order
             if mode == Mode::Bond && pace {
                 if out.paced_until.is_none() {
-                    out.paced_until = self.sched.paced_until(now);
+                    out.paced_until = self.tx.sched.paced_until(now);
                 }
                 if out.paced_until.is_some() {
                     out.held.push(k);
@@ -117,13 +117,13 @@ impl<P> Connection<P> {
                 }
             }
             if len > crate::BASE_DATAGRAM {
-                crate::path::note_big(&mut self.big, now, len);
+                crate::path::note_big(&mut self.tx.big, now, len);
             }
             let chosen = match mode {
-                Mode::Bond => self.sched.select(now, inner + overhead.link()),
+                Mode::Bond => self.tx.sched.select(now, inner + overhead.link()),
                 Mode::Fastest | Mode::Duplicate => self
                     .soonest(now, None)
-                    .or_else(|| self.sched.select(now, inner + overhead.link())),
+                    .or_else(|| self.tx.sched.select(now, inner + overhead.link())),
             };
             let Some(path) = chosen else {
                 self.count(DropReason::NoPath);
@@ -131,12 +131,13 @@ impl<P> Connection<P> {
             };
             let i = path.index();
             self.data_on(i, now);
-            self.classes.count(self.cfg.classes.len(), class, path);
+            self.tx.classes.count(self.cfg.classes.len(), class, path);
             let keeps_short = Classes::keeps_short(&self.cfg.classes, class);
             if mode != Mode::Bond && keeps_short {
                 let flow = Classes::flow(&bufs[k].as_mut()[at..at + whole_len]);
-                self.classes
-                    .light_sent(now, (path, flow), self.sched.as_mut());
+                self.tx
+                    .classes
+                    .light_sent(now, (path, flow), self.tx.sched.as_mut());
             }
             // light traffic never waits in a bundle (but for acknowledgements, which wait
             // there no longer than the path's queue would hold them anyway, and which a fast
@@ -149,10 +150,10 @@ impl<P> Connection<P> {
                 && self.compressing()
                 && inner >= mpt_core::hc::COMPRESS_FROM
                 && crate::compress::pack(
-                    &mut self.hc_tx,
+                    &mut self.tx.hc,
                     crate::compress::Packing {
-                        seq: self.seq,
-                        format: self.caps.compressed_format(),
+                        seq: self.tx.seq,
+                        format: self.session.caps.compressed_format(),
                         at,
                         cap,
                     },
@@ -162,7 +163,7 @@ impl<P> Connection<P> {
             inner = sizes[k];
             len = inner + overhead.datagram();
             let whole = inner <= cap;
-            if !whole && !self.peer.pieces {
+            if !whole && !self.session.peer.pieces {
                 // the peer cannot put pieces together: the sender learns the size that passes
                 let packet = bufs[k].as_mut()[at..at + inner].to_vec();
                 self.too_big(now, &packet, cap);
@@ -177,10 +178,11 @@ impl<P> Connection<P> {
             let reference = !packed
                 && whole
                 && self.compressing()
-                && (mode == Mode::Bond || !self.peer.express)
+                && (mode == Mode::Bond || !self.session.peer.express)
                 && self
-                    .hc_tx
-                    .sent_whole(self.seq, &bufs[k].as_mut()[at..at + inner]);
+                    .tx
+                    .hc
+                    .sent_whole(self.tx.seq, &bufs[k].as_mut()[at..at + inner]);
             if !packed
                 && (mode == Mode::Bond || !whole || !keeps_short)
                 && self.bundle_packet(now, path, &bufs[k].as_mut()[at..at + inner], &mut b)
@@ -194,7 +196,7 @@ impl<P> Connection<P> {
             if whole && (mode == Mode::Duplicate || wake_copy) {
                 let copy = crate::class::CopyOf {
                     class,
-                    seq: self.seq,
+                    seq: self.tx.seq,
                     first: path,
                     express: mode != Mode::Bond,
                 };
@@ -206,7 +208,7 @@ impl<P> Connection<P> {
             let p = &mut self.paths[i];
             let header = HeaderRepr {
                 // light traffic is delivered as soon as it arrives, not in order with bulk
-                kind: if mode == Mode::Bond || !self.peer.express {
+                kind: if mode == Mode::Bond || !self.session.peer.express {
                     Kind::Data
                 } else {
                     Kind::Express
@@ -214,15 +216,15 @@ impl<P> Connection<P> {
                 path,
                 path_seq: p.path_seq,
                 session: peer_session,
-                seq: self.seq,
+                seq: self.tx.seq,
                 timestamp: now.wire_micros(),
             };
-            self.seq = self.seq.wrapping_add(1);
+            self.tx.seq = self.tx.seq.wrapping_add(1);
             p.path_seq = p.path_seq.wrapping_add(1);
             p.data_unsent += 1;
             self.pmtu_data_sent(i, len, header.path_seq);
             let outer = self.cfg.paths[i].overhead;
-            self.sched.on_sent(now, path, len + outer);
+            self.tx.sched.on_sent(now, path, len + outer);
             self.counts.tx_packets += 1;
             self.counts.tx_bytes += whole_len as u64;
             // a reference is kept for resending on every path (a path keeps the rest once it
@@ -234,9 +236,9 @@ impl<P> Connection<P> {
                     .keep(path, header.path_seq, header.seq, now, packet, reference);
             }
             // a parity its packet completes leaves after it
-            let parity = if self.paths[i].fec_tx.k > 0 {
+            let parity = if self.paths[i].fec_tx.k > 0 && self.parity() {
                 let packet = &bufs[k].as_mut()[at..at + inner];
-                self.parity_add(now, &header, packet)
+                self.parity_tx().add(now, &header, packet)
             } else {
                 None
             };
@@ -244,14 +246,14 @@ impl<P> Connection<P> {
                 // something numbered before it on the path leaves after the batch: so does it
                 let packet = &bufs[k].as_mut()[at..at + inner];
                 if let Some(t) = self.owned_datagram(&header, packet) {
-                    self.after.push_back(t);
+                    self.outbox.after.push_back(t);
                 }
-                self.after.extend(parity);
+                self.outbox.after.extend(parity);
                 continue;
             }
-            self.after.extend(parity);
+            self.outbox.after.extend(parity);
             header.emit(bufs[k].as_mut());
-            self.stamp(bufs[k].as_mut());
+            self.session.stamp(bufs[k].as_mut());
             b.inbuf |= 1 << i;
             plan[k] = Some(path);
         }
@@ -267,15 +269,15 @@ impl<P> Connection<P> {
             self.send_copy(now, copy, packet, &mut b.used);
         }
         if out.held.is_empty() {
-            self.codel.empty();
+            self.tx.codel.empty();
         }
         // one counter per packet of the batch, planned or not, but for those pacing held (they
         // are offered again, as often as a batch is numbered: each would take one every time,
         // and the counters would outrun the replay window of a far path's datagrams); taken
         // after the bundles the batch closed, which leave before it
-        let first_counter = self.counter;
+        let first_counter = self.session.counter;
         if key.is_some() {
-            self.counter += (n - out.held.len()) as u64;
+            self.session.counter += (n - out.held.len()) as u64;
         }
         Some(Sealer {
             key,
@@ -292,7 +294,7 @@ impl<P> Connection<P> {
             *used |= 1 << i;
             let p = &mut self.paths[i];
             if p.unsent == 0 {
-                p.fence_before = (self.seq, p.path_seq);
+                p.fence_before = (self.tx.seq, p.path_seq);
             }
             p.unsent += 1;
         }
@@ -311,13 +313,43 @@ impl<P> Connection<P> {
         let mut buf = Vec::with_capacity(prefix + packet.len() + TAG_LEN);
         buf.resize(prefix, 0);
         buf.extend_from_slice(packet);
-        let contents = self.seal_owned(header, buf, packet.len())?;
+        let contents = self.session.seal_owned(header, buf, packet.len())?;
         Some(Datagram {
             path: header.path,
             destination,
             kind: TransmitKind::Data,
             contents,
         })
+    }
+
+    /// What control datagrams are built from ([`crate::control::Control`]).
+    pub(crate) fn control(&mut self) -> crate::control::Control<'_> {
+        crate::control::Control {
+            out: crate::out::Out {
+                session: &mut self.session,
+                paths: &mut self.paths,
+                settings: &self.cfg.paths,
+                sched: self.tx.sched.as_mut(),
+            },
+            seq: self.tx.seq,
+            keepalive: self.cfg.keepalive,
+            report: &self.reports.scratch,
+            counts: &mut self.counts,
+            resend: &mut self.resend,
+        }
+    }
+
+    /// Parity's way out ([`crate::parity::ParityTx`]).
+    pub(crate) fn parity_tx(&mut self) -> crate::parity::ParityTx<'_> {
+        crate::parity::ParityTx {
+            out: crate::out::Out {
+                session: &mut self.session,
+                paths: &mut self.paths,
+                settings: &self.cfg.paths,
+                sched: self.tx.sched.as_mut(),
+            },
+            resend: &mut self.resend,
+        }
     }
 
     /// The batch that used the paths of `used` (from [`Sealer::used`]) has left: its data
@@ -335,7 +367,7 @@ impl<P> Connection<P> {
     /// with the largest inner packet that passes, `most` bytes.
     pub(crate) fn too_big(&mut self, now: Time, packet: &[u8], most: usize) {
         self.count(DropReason::TooBig);
-        self.icmp.answer(now, packet, most);
+        self.tx.icmp.answer(now, packet, most);
     }
 
     /// Number, seal and account one packet (`buf` as for [`Connection::number_batch`], with
@@ -380,7 +412,9 @@ impl<P> Connection<P> {
         }
         self.bundle_tick(now);
         for i in 0..self.paths.len() {
-            self.pending.push_back(Pending::Goodbye(PathId(i as u8)));
+            self.outbox
+                .pending
+                .push_back(Pending::Goodbye(PathId(i as u8)));
         }
     }
 
@@ -388,7 +422,7 @@ impl<P> Connection<P> {
     /// `sojourn` at `now`: whether to drop it (counted as [`DropReason::Paced`]) instead of
     /// offering it again.
     pub fn pace_drop(&mut self, now: Time, sojourn: std::time::Duration) -> bool {
-        let drop = self.codel.drop_head(now, sojourn);
+        let drop = self.tx.codel.drop_head(now, sojourn);
         if drop {
             self.count(DropReason::Paced);
         }
@@ -408,7 +442,7 @@ impl<P> Connection<P> {
         allowed: impl Fn(PathId) -> bool + Copy,
     ) -> Option<PathId> {
         let paths = (&self.paths[..], &self.cfg.paths[..]);
-        crate::fastest::soonest_where(now, paths, self.sched.as_ref(), allowed)
+        crate::fastest::soonest_where(now, paths, self.tx.sched.as_ref(), allowed)
     }
 
     /// Send a copy of `packet` (as `c` says) on the next soonest path, numbered after the
@@ -429,7 +463,7 @@ impl<P> Connection<P> {
             first,
             express,
         } = c;
-        let Some(session) = self.peer_session else {
+        let Some(session) = self.session.theirs else {
             return;
         };
         let Some(path) = self.soonest(now, Some(first)) else {
@@ -444,7 +478,7 @@ impl<P> Connection<P> {
         self.join_batch(i, used);
         let p = &mut self.paths[i];
         let header = HeaderRepr {
-            kind: if express && self.peer.express {
+            kind: if express && self.session.peer.express {
                 Kind::Express
             } else {
                 Kind::Data
@@ -461,17 +495,17 @@ impl<P> Connection<P> {
             return;
         };
         let cost = t.contents.len() + self.cfg.paths[i].overhead;
-        self.sched.on_sent(now, path, cost);
-        self.classes.copy_sent();
-        self.classes.count(self.cfg.classes.len(), class, path);
-        self.after.push_back(t);
+        self.tx.sched.on_sent(now, path, cost);
+        self.tx.classes.copy_sent();
+        self.tx.classes.count(self.cfg.classes.len(), class, path);
+        self.outbox.after.push_back(t);
     }
 
     /// Whether data goes with compressed headers: configured, with resending (a reference
     /// lost is sent again), in a session that compresses TCP (a peer of version 5 makes
     /// references of packets in pieces too).
     pub(crate) fn compressing(&self) -> bool {
-        self.cfg.compress && self.resending() && self.caps.compresses_tcp()
+        self.cfg.compress && self.resending() && self.session.caps.compresses_tcp()
     }
 
     /// What a bulk TCP packet's IP and TCP headers take in a datagram while data goes with
@@ -481,7 +515,7 @@ impl<P> Connection<P> {
     /// version 6). One longer than that does not fit, and goes whole, in pieces.
     pub fn compressed_headers(&self) -> Option<usize> {
         self.compressing()
-            .then(|| crate::compress::padded_to(self.caps.compressed_format()))
+            .then(|| crate::compress::padded_to(self.session.caps.compressed_format()))
     }
 
     /// Per context, the flow ([`mpt_core::hc::flow_hash`]) whose next packets may be
@@ -491,7 +525,7 @@ impl<P> Connection<P> {
     /// without compression: it goes whole, and becomes its flow's reference.
     pub fn compress_ready(&self, out: &mut [u32; mpt_core::hc::CONTEXTS]) {
         if self.compressing() {
-            self.hc_tx.ready(self.seq, out);
+            self.tx.hc.ready(self.tx.seq, out);
         } else {
             out.fill(0);
         }

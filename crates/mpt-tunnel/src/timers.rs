@@ -7,9 +7,9 @@ use mpt_core::wire::{self, HEADER_LEN};
 use mpt_core::{PathId, Time};
 use mpt_reseq::PathStats;
 
-use crate::control::Pending;
 use crate::liveness::LinkState;
 use crate::path::BIG_FOR;
+use crate::pending::Pending;
 use crate::{Connection, DownReason};
 
 /// A slow path whose clock has shown it busy this long is probed busy: it may never be idle.
@@ -46,32 +46,40 @@ impl<P> Connection<P> {
         let t = &self.timers;
         let next = t.keepalive.min(t.report).min(t.liveness);
         let next = self.bundle_due().map_or(next, |b| next.min(b));
-        let next = self.equal.next_ready().map_or(next, |e| next.min(e));
-        let next = self.released.next_deadline().map_or(next, |w| next.min(w));
-        self.reseq.poll_timeout().map_or(next, |r| next.min(r))
+        let next = self.rx.equal.next_ready().map_or(next, |e| next.min(e));
+        let next = self
+            .rx
+            .released
+            .next_deadline()
+            .map_or(next, |w| next.min(w));
+        self.rx.reseq.poll_timeout().map_or(next, |r| next.min(r))
     }
 
     /// Do what is due at `now`. A driver that is busy receiving calls this between batches
     /// when [`Connection::poll_timeout`] has passed, so that keepalives, reports and liveness
     /// never wait for the sockets to fall quiet.
     pub fn handle_timeout(&mut self, now: Time) {
-        self.released.tick(now);
+        self.rx.released.tick(now);
         if self.bundle_due().is_some_and(|t| t <= now) {
             self.bundle_tick(now);
         }
-        if self.equal.next_ready().is_some_and(|t| t <= now) {
+        if self.rx.equal.next_ready().is_some_and(|t| t <= now) {
             self.release_equalised(now, false, None);
         }
-        if self.reseq.poll_timeout().is_some_and(|t| t <= now) {
-            let out = &mut self.released;
-            self.reseq.handle_timeout(now, &mut |p| out.push(p));
+        if self.rx.reseq.poll_timeout().is_some_and(|t| t <= now) {
+            let out = &mut self.rx.released;
+            self.rx.reseq.handle_timeout(now, &mut |p| out.push(p));
         }
         if self.timers.liveness <= now {
             self.timers.liveness = next_tick(self.timers.liveness, now, self.liveness_tick());
             self.check_liveness(now);
             self.handshake_tick(now);
             self.pmtu_tick(now);
-            let expired = self.reasm.expire(now, self.reassembly_timeout());
+            let expired = self
+                .rx
+                .assembled
+                .pieces
+                .expire(now, self.reassembly_timeout());
             self.counts
                 .drops
                 .add(crate::DropReason::FragmentExpired, expired);
@@ -89,7 +97,7 @@ impl<P> Connection<P> {
 
     /// Path MTU probes due at `now`, on paths that are up and whose peer answers them.
     fn pmtu_tick(&mut self, now: Time) {
-        if self.peer_session.is_none() || !self.peer.pieces {
+        if self.session.theirs.is_none() || !self.session.peer.pieces {
             return;
         }
         for i in 0..self.paths.len() {
@@ -111,6 +119,7 @@ impl<P> Connection<P> {
             // [`SATURATED`] (sent behind a packet, a probe can put the next beyond what a slow
             // line's queue holds; a line that is never idle is probed as it is)
             let big = self
+                .tx
                 .big
                 .filter(|&(t, _)| now.saturating_since(t) < BIG_FOR)
                 .map(|(_, len)| len);
@@ -126,7 +135,7 @@ impl<P> Connection<P> {
                     }
                 });
             if self.slow_path(i) {
-                let idle = self.sched.backlog(now, PathId(i as u8)).is_zero();
+                let idle = self.tx.sched.backlog(now, PathId(i as u8)).is_zero();
                 if idle {
                     self.paths[i].idle_at = now;
                 }
@@ -146,7 +155,7 @@ impl<P> Connection<P> {
                     continue;
                 }
             }
-            let gap = self.report_gap;
+            let gap = self.reports.gap;
             let p = &mut self.paths[i];
             p.pmtu.watch_silence(now, (p.data_sent, p.srtt_us), gap);
             let p = &mut self.paths[i];
@@ -163,7 +172,7 @@ impl<P> Connection<P> {
                     open.due = open.due.min(now);
                     self.bundle_tick(now);
                 }
-                self.pending.push_back(Pending::Probe {
+                self.outbox.pending.push_back(Pending::Probe {
                     path: PathId(i as u8),
                     size,
                 });
@@ -184,7 +193,7 @@ impl<P> Connection<P> {
         // every report tick, every peer: no allocation
         let on = self.equalising();
         let top = self.cfg.paths.iter().map(crate::PathSettings::tier).min();
-        let stats = &self.reseq.stats().paths;
+        let stats = &self.rx.reseq.stats().paths;
         let datagram = self.overhead().datagram();
         let max_datagram = self.max_datagram();
         let mut delays = [crate::equalise::PathDelay::default(); mpt_core::MAX_PATHS];
@@ -203,7 +212,7 @@ impl<P> Connection<P> {
             };
             d.owd_us = stats.get(i).and_then(|s| d.least(s));
         }
-        self.equal.set_lags(&delays[..self.paths.len()]);
+        self.rx.equal.set_lags(&delays[..self.paths.len()]);
     }
 
     /// How long a packet's pieces wait for the rest: twice the resequencer's hold, within
@@ -220,7 +229,7 @@ impl<P> Connection<P> {
     /// Mark paths down that have been silent for `dead`. Not before the first session: there
     /// is nothing to hear before it (the peer may not have started yet).
     fn check_liveness(&mut self, now: Time) {
-        if self.peer_session.is_none() {
+        if self.session.theirs.is_none() {
             return;
         }
         for i in 0..self.paths.len() {
@@ -243,7 +252,7 @@ impl<P> Connection<P> {
     /// (the peer heard that). Nothing before there is a session, nor on a path whose remote
     /// is unknown.
     fn keepalive_tick(&mut self, now: Time) {
-        if self.peer_session.is_none() {
+        if self.session.theirs.is_none() {
             return;
         }
         for i in 0..self.paths.len() {
@@ -261,7 +270,9 @@ impl<P> Connection<P> {
                     continue;
                 }
             }
-            self.pending.push_back(Pending::Keepalive(PathId(i as u8)));
+            self.outbox
+                .pending
+                .push_back(Pending::Keepalive(PathId(i as u8)));
         }
     }
 
@@ -270,18 +281,21 @@ impl<P> Connection<P> {
     /// [`Connection::report_path`].
     fn report_tick(&mut self, now: Time) {
         let n = self.paths.len();
-        let stats = self.reseq.stats();
+        let stats = self.rx.reseq.stats();
         let rx_bytes = stats.total.bytes;
         // Counted as `report_bytes` counts them: outer headers and framing included.
         let outer = self.cfg.paths.iter().map(|p| p.overhead).max().unwrap_or(0);
         let report_bytes = wire::report_len(n) - HEADER_LEN + self.overhead().datagram() + outer;
         // The queue building on each path: a growing one is reported at once.
-        let r = &mut self.report;
+        let r = &mut self.reports.scratch;
         r.queues.clear();
         r.queues
             .extend(stats.paths.iter().take(n).map(PathStats::queue_us));
-        if !self.pacer.urgent(now, rx_bytes, report_bytes, &r.queues)
-            && !self.pacer.due(now, rx_bytes, report_bytes)
+        if !self
+            .reports
+            .pacer
+            .urgent(now, rx_bytes, report_bytes, &r.queues)
+            && !self.reports.pacer.due(now, rx_bytes, report_bytes)
         {
             return;
         }
@@ -292,16 +306,18 @@ impl<P> Connection<P> {
             r.entries.push(ps.report_entry(PathId(i as u8), now, up));
             r.counts.push((ps.packets, ps.lost));
         }
-        self.pacer
+        self.reports
+            .pacer
             .sent(now, rx_bytes, report_bytes, &r.counts, &r.queues);
         if let Some(path) = self.report_path() {
             // (one report waits at a time: it is built from the newest entries)
             let waiting = self
+                .outbox
                 .pending
                 .iter()
                 .any(|p| matches!(p, Pending::Report { .. }));
             if !waiting {
-                self.pending.push_back(Pending::Report { path });
+                self.outbox.pending.push_back(Pending::Report { path });
             }
         }
     }

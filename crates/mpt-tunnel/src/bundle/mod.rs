@@ -9,6 +9,8 @@
 //! kept them, and share one header, seal and outer header instead of paying one each.
 
 mod recv;
+
+pub(crate) use recv::Entries;
 mod send;
 
 use std::time::Duration;

@@ -1,29 +1,54 @@
-//! The connection's side of bundles on arrival: a bundle's (or a continued datagram's)
-//! entries, whole packets to the resequencer and head pieces to the reassembly.
+//! Bundles on arrival: a bundle's (or a continued datagram's) entries, whole packets to the
+//! resequencer and head pieces to the reassembly.
 
-use mpt_core::wire::HeaderRepr;
+use mpt_core::wire::{BundleEntries, HeaderRepr};
 use mpt_core::Time;
 use mpt_reseq::PacketMeta;
 
-use crate::{Connection, Incoming};
+use crate::fec::FecRx;
+use crate::reassembly::{Assembled, Piece};
+use crate::{DropReason, Incoming};
+
+/// The entries of a bundle (or of a continued datagram) that arrived: its header, its body,
+/// where the body starts in the buffer, how many entries it has, and the entries.
+pub(crate) struct Entries<'a> {
+    pub(crate) header: &'a HeaderRepr,
+    pub(crate) body: &'a [u8],
+    pub(crate) at: usize,
+    pub(crate) count: usize,
+    pub(crate) entries: BundleEntries<'a>,
+}
+
+/// What taking a bundle's entries made: its whole packets still in the buffer, for the
+/// resequencer in order, and the pieces dropped (with why, to count).
+pub(crate) struct Taken {
+    pub(crate) packets: Vec<Incoming>,
+    pub(crate) dropped: Option<DropReason>,
+}
 
 /// Bundles and continued datagrams as they arrive.
-impl<P> Connection<P> {
-    /// The entries of a bundle (or of a continued datagram) with header `h`, whose body
-    /// `body` starts at `at` in the buffer: whole packets for the resequencer, in order; a head
-    /// piece to the reassembly. They take consecutive path sequences from the header's. When
-    /// one is compressed (its headers rebuilt, so not in the buffer), all of them go as
-    /// packets of their own (`assembled`), in the same order.
+impl Assembled {
+    /// The entries `e` of a bundle (or of a continued datagram), kept for their path's
+    /// `parity`: whole packets for the resequencer, in order; a head piece to the reassembly,
+    /// of a packet of at most `max` bytes. They take consecutive path sequences from the
+    /// header's. When one is compressed (its headers rebuilt, so not in the buffer), all of
+    /// them go as packets of their own ([`Assembled::ready`]), in the same order.
     pub(crate) fn take_entries(
         &mut self,
         now: Time,
-        h: &HeaderRepr,
-        body: &[u8],
-        at: usize,
-        count: usize,
-        entries: mpt_core::wire::BundleEntries<'_>,
-    ) -> Vec<Incoming> {
+        e: Entries<'_>,
+        parity: &mut FecRx,
+        max: usize,
+    ) -> Taken {
+        let Entries {
+            header: h,
+            body,
+            at,
+            count,
+            entries,
+        } = e;
         let mut out: Vec<Incoming> = Vec::with_capacity(count);
+        let mut dropped = None;
         let mut owned = false;
         for (k, e) in entries.flatten().enumerate() {
             let meta = PacketMeta {
@@ -34,12 +59,12 @@ impl<P> Connection<P> {
                 len: e.len,
             };
             if e.is_head() {
-                let piece = crate::reassembly::Piece::Head {
+                let piece = Piece::Head {
                     meta,
                     total: e.total,
                     bytes: &body[e.start..e.start + e.len],
                 };
-                self.take_piece(now, piece);
+                dropped = self.take_piece(now, max, piece).err().or(dropped);
                 continue;
             }
             let packet = e.packet(body);
@@ -47,7 +72,7 @@ impl<P> Connection<P> {
                 len: packet.len(),
                 ..meta
             };
-            self.parity_keep(now, &meta, &packet);
+            parity.arrived(now, &meta, &packet);
             let data = Incoming {
                 meta,
                 packet: at + e.start..at + e.start + e.len,
@@ -66,7 +91,7 @@ impl<P> Connection<P> {
                         packet: 0..bytes.len(),
                         ..d
                     };
-                    self.assembled.push_back((d, bytes));
+                    self.ready.push_back((d, bytes));
                 }
             }
             if owned {
@@ -74,11 +99,14 @@ impl<P> Connection<P> {
                     packet: 0..packet.len(),
                     ..data
                 };
-                self.assembled.push_back((data, packet.into_owned()));
+                self.ready.push_back((data, packet.into_owned()));
             } else {
                 out.push(data);
             }
         }
-        out
+        Taken {
+            packets: out,
+            dropped,
+        }
     }
 }

@@ -1,14 +1,13 @@
 //! The connection's side of bundling: putting a packet in a bundle or in pieces on its path,
 //! and sealing and releasing bundles as they fill or fall due.
 
-use mpt_core::seal::TAG_LEN;
 use mpt_core::wire::{HeaderRepr, Kind};
 use mpt_core::wire::{BUNDLE_ENTRY_LEN, CONTINUATION_LEN};
 use mpt_core::{PathId, Time};
 use std::time::Duration;
 
 use super::{Closed, OpenBundle, BUNDLE_MARGIN, BUNDLE_MAX_HOLD, BUNDLE_MIN_WAIT};
-use crate::control::Pending;
+use crate::pending::Pending;
 use crate::send::BatchPaths;
 use crate::{Connection, Datagram, DropReason, TransmitKind};
 
@@ -34,17 +33,19 @@ impl<P> Connection<P> {
     ) -> bool {
         let i = path.index();
         let cap = self.body_cap(i);
-        let pieces = packet.len() > cap && self.peer.pieces;
+        let pieces = packet.len() > cap && self.session.peer.pieces;
         if !pieces
-            && (!self.cfg.bundle || !self.peer.express || packet.len() + BUNDLE_ENTRY_LEN > cap)
+            && (!self.cfg.bundle
+                || !self.session.peer.express
+                || packet.len() + BUNDLE_ENTRY_LEN > cap)
         {
             return false;
         }
         let wait = self.bundle_wait(now, path);
-        let seq = self.seq;
+        let seq = self.tx.seq;
         let prefix = self.prefix();
         // a UDP packet like the one before it in the bundle goes without its headers
-        let how = (pieces, self.caps.compresses_bundled_udp());
+        let how = (pieces, self.session.caps.compresses_bundled_udp());
         let mut entry = Default::default();
         if let Some(open) = &self.paths[i].bundle {
             match open.fits(seq, packet, how, (prefix, cap)) {
@@ -94,8 +95,8 @@ impl<P> Connection<P> {
             offset += n;
             cost += overhead + CONTINUATION_LEN + n;
         }
-        self.seq = self.seq.wrapping_add(1);
-        self.sched.on_sent(now, path, cost);
+        self.tx.seq = self.tx.seq.wrapping_add(1);
+        self.tx.sched.on_sent(now, path, cost);
         if head < packet.len() && self.keeps(i, now) {
             // a lost piece is asked for by the head piece's path sequence: the packet goes
             // again whole, on a path it fits
@@ -130,7 +131,7 @@ impl<P> Connection<P> {
     /// The queue a datagram sent on `path` at `now` would wait behind, as far as we know it
     /// ([`crate::path::PathState::queue_seen`]).
     pub(crate) fn queue_seen(&self, now: Time, path: PathId) -> Option<Duration> {
-        let clock = self.sched.backlog(now, path);
+        let clock = self.tx.sched.backlog(now, path);
         let i = path.index();
         self.paths[i].queue_seen(now, clock, self.cfg.paths[i].rate_bps.is_some())
     }
@@ -163,12 +164,12 @@ impl<P> Connection<P> {
         let cap = self.body_cap(i);
         let p = &mut self.paths[i];
         if p.unsent == 0 {
-            p.fence_before = (self.seq, p.path_seq);
+            p.fence_before = (self.tx.seq, p.path_seq);
         }
         p.unsent += 1;
         p.bundle = Some(OpenBundle::new(
             (prefix, cap),
-            self.seq,
+            self.tx.seq,
             continues,
             (stamp, due),
         ));
@@ -194,11 +195,11 @@ impl<P> Connection<P> {
         if let Some(t) = self.seal_bundle(now, i, &mut parities) {
             if b.inbuf & (1 << i) != 0 {
                 b.tail |= 1 << i;
-                self.after.push_back(t);
-                self.after.extend(parities.drain(..));
+                self.outbox.after.push_back(t);
+                self.outbox.after.extend(parities.drain(..));
             } else {
-                self.ready.push_back(t);
-                self.ready.extend(parities.drain(..));
+                self.outbox.ready.push_back(t);
+                self.outbox.ready.extend(parities.drain(..));
             }
         }
     }
@@ -219,7 +220,7 @@ impl<P> Connection<P> {
             buf,
             stamp,
         } = self.paths[i].bundle.take()?.close(prefix);
-        let Some(session) = self.peer_session else {
+        let Some(session) = self.session.theirs else {
             self.counts.drops.add(DropReason::NoSession, count as u64);
             return None;
         };
@@ -240,10 +241,11 @@ impl<P> Connection<P> {
             self.pmtu_data_sent(i, body + self.overhead().datagram(), last);
         }
         self.keep_bundled(now, &header, &buf[prefix..]);
-        if self.paths[i].fec_tx.k > 0 {
-            self.parity_entries(now, &header, &buf[prefix..], parities);
+        if self.paths[i].fec_tx.k > 0 && self.parity() {
+            self.parity_tx()
+                .entries(now, &header, &buf[prefix..], parities);
         }
-        let Some(buf) = self.seal_owned(&header, buf, body) else {
+        let Some(buf) = self.session.seal_owned(&header, buf, body) else {
             self.counts.drops.add(DropReason::NoSession, count as u64);
             return None;
         };
@@ -257,30 +259,6 @@ impl<P> Connection<P> {
             kind: TransmitKind::Data,
             contents: buf,
         })
-    }
-
-    /// Seal a datagram built in a buffer of our own: `header` written into its prefix, then
-    /// `body` bytes after it, sealed under the next counter. `None` while sealing has no key.
-    pub(crate) fn seal_owned(
-        &mut self,
-        header: &HeaderRepr,
-        mut buf: Vec<u8>,
-        body: usize,
-    ) -> Option<Vec<u8>> {
-        let prefix = self.prefix();
-        header.emit(&mut buf);
-        self.stamp(&mut buf);
-        let len = if self.sealing() {
-            let key = self.seal.clone()?;
-            buf.resize(prefix + body + TAG_LEN, 0);
-            let counter = self.counter;
-            self.counter += 1;
-            key.seal(counter, &mut buf, body).ok()?
-        } else {
-            prefix + body
-        };
-        buf.truncate(len);
-        Some(buf)
     }
 
     /// When the first open bundle is due.
@@ -305,9 +283,9 @@ impl<P> Connection<P> {
             if let Some(t) = self.seal_bundle(now, i, &mut parities) {
                 // the bundle first, then its parities
                 for p in parities.into_iter().rev() {
-                    self.pending.push_front(Pending::Raw(p));
+                    self.outbox.pending.push_front(Pending::Raw(p));
                 }
-                self.pending.push_front(Pending::Raw(t));
+                self.outbox.pending.push_front(Pending::Raw(t));
             }
         }
     }
@@ -337,6 +315,6 @@ impl<P> Connection<P> {
             .max(self.body_cap(i) + self.overhead().datagram())
             + self.cfg.paths[i].overhead;
         let limit = (2 * serialise(datagram)).max(mpt_sched::MAX_BACKLOG);
-        self.sched.backlog(now, path) + serialise(inner) > limit
+        self.tx.sched.backlog(now, path) + serialise(inner) > limit
     }
 }

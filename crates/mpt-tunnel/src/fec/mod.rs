@@ -13,11 +13,13 @@
 //!
 //! Parity is sent only where resending is on at both ends and both take parity.
 
-mod connection;
+mod repair;
+
+pub(crate) use repair::Parity;
 
 use std::time::Duration;
 
-use mpt_core::wire::{self, HeaderRepr, ReportEntry, MAX_PARITY_GROUP, MIN_PARITY_GROUP};
+use mpt_core::wire::{self, ReportEntry, MAX_PARITY_GROUP, MIN_PARITY_GROUP};
 use mpt_core::Time;
 
 /// A path's parity starts when its smoothed loss rate reaches this.
@@ -274,10 +276,15 @@ impl FecRx {
     pub(crate) fn take_parity(
         &mut self,
         now: Time,
-        (header, k, lengths): (&HeaderRepr, usize, bool),
-        body: &[u8],
+        parity: Parity<'_>,
         counts: &mut ParityCounts,
     ) -> Option<(u32, u16, Vec<u8>)> {
+        let Parity {
+            header,
+            k,
+            lengths,
+            body,
+        } = parity;
         counts.received += 1;
         self.last = Some(now);
         if self.ring.is_empty() {

@@ -7,7 +7,7 @@ use mpt_core::seal::TAG_LEN;
 use mpt_core::wire::{HeaderRepr, Kind};
 use mpt_core::{PathId, Time};
 
-use crate::control::Pending;
+use crate::pending::Pending;
 use crate::Connection;
 
 /// Losses recovered: whether resending and parity are on, and what they did.
@@ -15,7 +15,7 @@ impl<P> Connection<P> {
     /// Whether resending is on: both ends' handshakes said they take resend requests and
     /// resent packets.
     pub fn resending(&self) -> bool {
-        self.peer.resend && self.cfg.resend
+        self.session.peer.resend && self.cfg.resend
     }
 
     /// Tell the resequencer whether resending is on: it then keeps the gaps to ask for, and
@@ -32,7 +32,7 @@ impl<P> Connection<P> {
     /// gap before its own retransmission would.
     pub(crate) fn update_repair_wait(&mut self) {
         let wait = self.resending().then_some(Duration::ZERO);
-        self.reseq.set_repair(wait);
+        self.rx.reseq.set_repair(wait);
     }
 
     /// What resending did for the packets first sent on `path`.
@@ -53,7 +53,7 @@ impl<P> Connection<P> {
 
     /// Whether parity may be used with this peer: both ends take it, and resending is on.
     pub fn parity(&self) -> bool {
-        self.peer.parity && self.cfg.parity && self.resending()
+        self.session.peer.parity && self.cfg.parity && self.resending()
     }
 
     /// The sender's loss rate and parity group size for `path` (0: no parity).
@@ -84,9 +84,10 @@ impl<P> Connection<P> {
         }
         self.request_references();
         let paths = &self.paths;
-        self.resend.collect_gaps(now, &mut self.reseq, |path, ps| {
-            paths[path.index()].fec_rx.repaired(ps)
-        });
+        self.resend
+            .collect_gaps(now, &mut self.rx.reseq, |path, ps| {
+                paths[path.index()].fec_rx.repaired(ps)
+            });
         let Some(ranges) = self.resend.take_asked() else {
             return;
         };
@@ -95,7 +96,7 @@ impl<P> Connection<P> {
         };
         for chunk in ranges.chunks(mpt_core::wire::MAX_NACK_RANGES) {
             self.resend.requested(chunk);
-            self.pending.push_back(Pending::Nack {
+            self.outbox.pending.push_back(Pending::Nack {
                 path,
                 ranges: chunk.to_vec(),
             });
@@ -106,8 +107,8 @@ impl<P> Connection<P> {
     /// into resend requests of their own, in a session of version 7 (an older peer takes
     /// only path sequences).
     fn request_references(&mut self) {
-        let asks = self.released.take_asks();
-        if asks.is_empty() || !self.caps.requests_references() {
+        let asks = self.rx.released.take_asks();
+        if asks.is_empty() || !self.session.caps.requests_references() {
             return;
         }
         let Some(path) = self.report_path() else {
@@ -115,7 +116,7 @@ impl<P> Connection<P> {
         };
         for chunk in asks.chunks(mpt_core::wire::MAX_NACK_RANGES) {
             self.resend.references_requested(chunk.len());
-            self.pending.push_back(Pending::NackReferences {
+            self.outbox.pending.push_back(Pending::NackReferences {
                 path,
                 references: chunk.to_vec(),
             });
@@ -129,7 +130,7 @@ impl<P> Connection<P> {
         now: Time,
         ranges: impl Iterator<Item = mpt_core::wire::NackRange>,
     ) {
-        let Some(session) = self.peer_session else {
+        let Some(session) = self.session.theirs else {
             return;
         };
         for r in ranges {
@@ -149,11 +150,11 @@ impl<P> Connection<P> {
     /// flow's next packet goes whole as its new one), and goes again if it is still kept
     /// ([`crate::hc::AWAIT_FOR`]), as a reference asked for by its path sequence does.
     pub(crate) fn take_reference_nack(&mut self, now: Time, references: impl Iterator<Item = u32>) {
-        let Some(session) = self.peer_session else {
+        let Some(session) = self.session.theirs else {
             return;
         };
         for seq in references {
-            self.hc_tx.forget(seq);
+            self.tx.hc.forget(seq);
             if let Some((path, path_seq)) = self.resend.buffer.reference_sent(seq) {
                 if path.index() < self.paths.len() {
                     self.resend_one(now, session, path, path_seq);
@@ -170,14 +171,14 @@ impl<P> Connection<P> {
         let lost = path.index();
         // not on the path light traffic keeps short, while another path is up: a burst of
         // resends there is a queue the light stream waits behind
-        let kept = self.classes.kept_path(now);
+        let kept = self.tx.classes.kept_path(now);
         self.resend.counts_mut(lost, n).requested += 1;
         // a reference asked for is forgotten: the flow's next packet goes whole as its new
         // one, so that what the flow sends from now on does not hang on this one's resend
         // coming (a slow flow, as TCP's retransmissions after a timeout, would send its next
         // 63 packets against it)
         if let Some(seq) = self.resend.buffer.seq_of(path, path_seq) {
-            self.hc_tx.forget(seq);
+            self.tx.hc.forget(seq);
         }
         let prefix = self.prefix();
         let Some((seq, reference, buf)) =
@@ -241,19 +242,19 @@ impl<P> Connection<P> {
             timestamp: now.wire_micros(),
         };
         let body = buf.len() - prefix;
-        let Some(contents) = self.seal_owned(&header, buf, body) else {
+        let Some(contents) = self.session.seal_owned(&header, buf, body) else {
             return;
         };
         let Some(destination) = self.remote(via) else {
             return;
         };
         let cost = contents.len() + self.cfg.paths[via.index()].overhead;
-        self.sched.on_control_sent(now, via, cost);
+        self.tx.sched.on_control_sent(now, via, cost);
         let n = self.paths.len();
         let c = self.resend.counts_mut(lost, n);
         c.resent += 1;
         c.resent_bytes += cost as u64;
-        self.pending.push_back(Pending::Raw(crate::Datagram {
+        self.outbox.pending.push_back(Pending::Raw(crate::Datagram {
             path: via,
             destination,
             kind: crate::TransmitKind::Data,
@@ -271,7 +272,7 @@ impl<P> Connection<P> {
             return;
         }
         let path = header.path;
-        let hc = &self.hc_tx;
+        let hc = &self.tx.hc;
         let buffer = &mut self.resend.buffer;
         crate::resend::whole_packets(header, body, |path_seq, seq, packet| {
             // references on every path, as in [`Connection::number_batch`]
