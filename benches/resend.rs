@@ -6,7 +6,7 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use mpt_core::{PathId, Time};
-use mpt_tunnel::{FecRx, FecTx, ResendBuffer, RESEND_KEPT};
+use mpt_tunnel::{FecRx, FecTx, MaxAge, ResendBuffer, RESEND_KEPT};
 use std::hint::black_box;
 use std::time::Duration;
 
@@ -46,7 +46,11 @@ fn resend(c: &mut Criterion) {
                     buf.keep(PathId(0), s as u16, s, Time::ZERO, &packet, false);
                 }
             }
-            let got = buf.take(PathId(0), k as u16, Time::ZERO, Duration::from_millis(100));
+            let age = MaxAge {
+                packet: Duration::from_millis(100),
+                reference: Duration::from_millis(500),
+            };
+            let got = buf.take(PathId(0), k as u16, Time::ZERO, age);
             black_box(got.map(|(s, r, p)| (s, r, p.len())))
         })
     });

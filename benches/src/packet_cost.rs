@@ -462,7 +462,10 @@ impl Pair {
         // (an initiation's copy on the second path is dropped as stale, as it should be)
         self.ends[i].handle_datagram(
             now,
-            (d.path, d.from),
+            mpt_tunnel::Via {
+                path: d.path,
+                from: d.from,
+            },
             &mut d.bytes,
             opened,
             &mut payloads,
@@ -821,7 +824,10 @@ pub fn receive(r: &mut Receiver) {
         let opened = r.opened[k].take();
         let outcome = c.handle_datagram(
             now,
-            (d.path, d.from),
+            mpt_tunnel::Via {
+                path: d.path,
+                from: d.from,
+            },
             &mut d.bytes,
             opened,
             &mut payloads,

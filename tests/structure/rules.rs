@@ -462,6 +462,44 @@ pub fn impl_connection(rel: &str, text: &str) -> Option<Breach> {
     })
 }
 
+/// Each function with a tuple pattern among its parameters (`(a, b): (A, B)`): a pair packed
+/// to dodge `too_many_arguments`, or values that want a name.
+pub fn tuple_parameters(rel: &str, text: &str) -> Vec<Breach> {
+    let re =
+        Regex::new(r"(?m)^[ \t]*(pub(\([^)]*\))?\s+)?(const\s+)?(async\s+)?(unsafe\s+)?fn\s+(\w+)")
+            .unwrap();
+    let text = production(text);
+    let mut out = Vec::new();
+    for c in re.captures_iter(text) {
+        let name = &c[6];
+        let sig = &text[c.get(0).unwrap().end()..];
+        // generics first, then the parameter list
+        let Some(open) = sig.find('(') else { continue };
+        let mut depth = 0i32;
+        let mut expect_param = false;
+        for ch in sig[open..].chars() {
+            match ch {
+                c if c.is_whitespace() => continue,
+                '(' if expect_param && depth == 1 => {
+                    out.push(Breach {
+                        key: format!("tuple parameter {rel}::{name}"),
+                        detail: "a parameter is a tuple pattern".into(),
+                    });
+                    break;
+                }
+                '(' | '[' | '<' => depth += 1,
+                ')' | ']' | '>' => depth -= 1,
+                _ => {}
+            }
+            if depth == 0 {
+                break;
+            }
+            expect_param = (ch == '(' && depth == 1) || (ch == ',' && depth == 1);
+        }
+    }
+    out
+}
+
 /// Each function spanning more than `max` lines, by name.
 pub fn long_functions(rel: &str, text: &str, max: usize) -> Vec<Breach> {
     let re = Regex::new(
@@ -519,6 +557,14 @@ pub fn long_functions(rel: &str, text: &str, max: usize) -> Vec<Breach> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tuple_parameter_is_caught() {
+        let text = "fn f(now: u64, (a, b): (u8, u8)) {}\nfn g(x: (u8, u8), y: Vec<(u8, u8)>) {}\nfn h<T: Fn((u8,))>(\n    t: T,\n    (c, d): (u8, u8),\n) {}\n";
+        let found = tuple_parameters("x.rs", text);
+        let keys: Vec<String> = found.iter().map(Breach::key).collect();
+        assert_eq!(keys, ["tuple parameter x.rs::f", "tuple parameter x.rs::h"]);
+    }
 
     #[test]
     fn a_cycle_between_top_level_modules_is_caught() {

@@ -237,6 +237,14 @@ pub const SOONEST_TIE: Duration = Duration::from_millis(5);
 /// A path whose round-trip time is not measured yet counts as this slow.
 pub(crate) const UNMEASURED_RTT: Duration = Duration::from_secs(1);
 
+/// A light packet's flow ([`Classes::flow`]): its IP protocol and ports, and whether it is
+/// marked EF (voice).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Flow {
+    pub(crate) id: u64,
+    pub(crate) ef: bool,
+}
+
 /// A packet to copy on another path once its batch is numbered (`Connection::send_copy`).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct CopyOf {
@@ -285,16 +293,19 @@ impl Classes {
     /// and ports (its addresses are left out: two hosts' flows on one pair of ports at once
     /// are rare, and taken for one they only keep a path short longer); and whether it is
     /// marked EF (voice).
-    pub(crate) fn flow(packet: &[u8]) -> (u64, bool) {
-        PacketInfo::parse(packet).map_or((0, false), |i| {
+    pub(crate) fn flow(packet: &[u8]) -> Flow {
+        PacketInfo::parse(packet).map_or(Flow { id: 0, ef: false }, |i| {
             let (s, d) = i.ports.unwrap_or_default();
-            let flow = u64::from(i.protocol) << 32 | u64::from(s) << 16 | u64::from(d);
-            (flow, i.dscp == DSCP_EF)
+            let id = u64::from(i.protocol) << 32 | u64::from(s) << 16 | u64::from(d);
+            Flow {
+                id,
+                ef: i.dscp == DSCP_EF,
+            }
         })
     }
 
-    /// A packet of a `fastest` or `duplicate` class of `flow` ([`Classes::flow`]; `ef`:
-    /// marked EF) went on `path` at `now`. Where it is voice (EF), or its flow is a stream
+    /// A packet of a `fastest` or `duplicate` class of `flow` ([`Classes::flow`]) went on
+    /// `path` at `now`. Where it is voice (EF), or its flow is a stream
     /// (one of the last [`LIGHT_RECENT`] light packets is the flow's, from [`LIGHT_BURST`] to
     /// [`LIGHT_HOLD`] ago), `sched` keeps the path's queue within [`LIGHT_QUEUE`] for
     /// [`LIGHT_HOLD`]: bulk that would queue longer there goes to the other paths, so that the
@@ -307,9 +318,11 @@ impl Classes {
     pub(crate) fn light_sent(
         &mut self,
         now: Time,
-        (path, (flow, ef)): (PathId, (u64, bool)),
+        path: PathId,
+        flow: Flow,
         sched: &mut dyn Scheduler,
     ) {
+        let Flow { id: flow, ef } = flow;
         let stream = ef
             || self.light_before.iter().any(|t| {
                 t.is_some_and(|(t, f)| {
@@ -523,25 +536,25 @@ mod tests {
             |port| Classes::flow(&v4(80, PROTO_UDP, 0, (port, 53), 0)),
         );
         // a lookup: an A and an AAAA query from one port, at once
-        c.light_sent(at(1000), (PathId(0), dns(40_000)), &mut sched);
-        c.light_sent(at(1000), (PathId(0), dns(40_000)), &mut sched);
+        c.light_sent(at(1000), PathId(0), dns(40_000), &mut sched);
+        c.light_sent(at(1000), PathId(0), dns(40_000), &mut sched);
         assert_eq!(c.kept_path(at(1000)), None, "a lookup is no stream");
         // lookups from three ports, 40 ms apart
         for (k, ms) in [1200, 1240, 1280].into_iter().enumerate() {
-            c.light_sent(at(ms), (PathId(1), dns(40_001 + k as u16)), &mut sched);
+            c.light_sent(at(ms), PathId(1), dns(40_001 + k as u16), &mut sched);
         }
         assert_eq!(c.kept_path(at(1280)), None, "three flows are no stream");
         // a game's flow (a configured `fastest` class) every 60 ms, with lookups from other
         // ports in between: a stream from its second packet
         for (k, ms) in [2000, 2060].into_iter().enumerate() {
-            c.light_sent(at(ms), (PathId(1), game), &mut sched);
-            c.light_sent(at(ms + 1), (PathId(1), dns(41_000 + k as u16)), &mut sched);
+            c.light_sent(at(ms), PathId(1), game, &mut sched);
+            c.light_sent(at(ms + 1), PathId(1), dns(41_000 + k as u16), &mut sched);
             assert_eq!(c.kept_path(at(ms + 1)), (k == 1).then_some(PathId(1)));
         }
         assert_eq!(c.kept_path(at(3059)), Some(PathId(1)));
         assert_eq!(c.kept_path(at(3060)), None);
         // voice (EF) from its first packet
-        c.light_sent(at(5000), (PathId(0), voice), &mut sched);
+        c.light_sent(at(5000), PathId(0), voice, &mut sched);
         assert_eq!(c.kept_path(at(5999)), Some(PathId(0)));
         assert_eq!(c.kept_path(at(6000)), None);
     }

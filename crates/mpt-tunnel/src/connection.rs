@@ -33,7 +33,7 @@ pub struct Connection<P> {
     pub(crate) outbox: crate::pending::Outbox,
     pub(crate) events: VecDeque<Event>,
     pub(crate) counts: Counts,
-    pub(crate) timers: crate::timers::Timers,
+    pub(crate) timers: crate::ticks::Timers,
 }
 
 impl<P> std::fmt::Debug for Connection<P> {
@@ -91,9 +91,48 @@ impl<P> Connection<P> {
             outbox: Default::default(),
             events: VecDeque::new(),
             counts: Counts::default(),
-            timers: crate::timers::Timers::new(now),
+            timers: crate::ticks::Timers::new(now),
             cfg,
         }
+    }
+
+    /// Our session id.
+    pub fn session(&self) -> u32 {
+        self.session.ours
+    }
+
+    pub fn peer_session(&self) -> Option<u32> {
+        self.session.theirs
+    }
+
+    pub fn peer_restarts(&self) -> u64 {
+        self.crypto.peer_restarts
+    }
+
+    /// Sessions that replaced one both ends had (rekeys, handshakes after silence): the peer
+    /// did not restart, and nothing it sent was lost to the change.
+    pub fn rekeys(&self) -> u64 {
+        self.crypto.rekeys
+    }
+
+    /// Data is sealed (the configuration says so).
+    pub fn sealing(&self) -> bool {
+        self.cfg.keys.encryption.is_some()
+    }
+
+    /// A handshake has made a session with the peer.
+    pub fn keys_agreed(&self) -> bool {
+        self.session.theirs.is_some()
+    }
+
+    /// How the session seals data, once there is one (`None` in the clear).
+    pub fn cipher(&self) -> Option<mpt_core::seal::Cipher> {
+        self.crypto.cipher
+    }
+
+    /// When the current session was made (the last handshake).
+    pub fn session_made_at(&self) -> Option<Time> {
+        self.crypto.made_at
     }
 
     pub fn config(&self) -> &ConnectionConfig {
@@ -346,31 +385,6 @@ impl<P> Connection<P> {
         self.session.peer.express = false;
     }
 
-    /// The rate the scheduler assumes for `path`: learned, or configured.
-    pub(crate) fn path_rate(&self, path: PathId) -> Option<u64> {
-        let configured = self.cfg.paths[path.index()].rate_bps;
-        self.tx.sched.learned_rate(path).or(configured)
-    }
-
-    /// Path `i` is slower than [`crate::path::SLOW_PATH`] (its learned or configured rate): a
-    /// path MTU probe holds it long, and path MTU discovery spares it.
-    pub(crate) fn slow_path(&self, i: usize) -> bool {
-        let rate = self.path_rate(PathId(i as u8));
-        rate.is_some_and(|r| r < crate::path::SLOW_PATH)
-    }
-
-    /// A data datagram of `len` bytes went on path `i`, the last of its per-path sequences
-    /// `path_seq`. On a slow path (below [`crate::path::SLOW_PATH`]) one of the size found
-    /// confirms it once the peer has it (the path MTU's report): a probe there holds the line
-    /// long (94 ms at 128 kbit/s) and delays what goes behind it on schedulers that do not go
-    /// around it. Faster paths keep their probes, which find a drop among small packets sooner.
-    #[inline]
-    pub(crate) fn pmtu_data_sent(&mut self, i: usize, len: usize, path_seq: u16) {
-        if len >= self.paths[i].pmtu.size && self.slow_path(i) {
-            self.paths[i].pmtu_confirms(len, path_seq);
-        }
-    }
-
     /// Where datagrams for `path` go now, once known.
     pub fn remote(&self, path: PathId) -> Option<std::net::SocketAddr> {
         self.paths[path.index()].remote
@@ -383,7 +397,11 @@ impl<P> Connection<P> {
     }
 
     pub fn path_info(&self, path: PathId) -> crate::PathInfo {
-        self.paths[path.index()].info(self.path_rate(path))
+        self.paths[path.index()].info(crate::sending::path_rate(
+            self.tx.sched.as_ref(),
+            &self.cfg,
+            path,
+        ))
     }
 
     /// The driver found the peer somewhere else for `path` (its connection's host name resolves
@@ -456,7 +474,7 @@ impl<P> Connection<P> {
             mpt_core::MAX_PATHS
         );
         let before = self.paths.len();
-        let (paths, fresh) = crate::path::reconfigured((&self.cfg.paths, &self.paths), &new, now);
+        let (paths, fresh) = crate::path::reconfigured(&self.cfg.paths, &self.paths, &new, now);
         // packets waiting in the bundle of a path that is gone are lost with it, counted
         let orphaned: u64 = self.paths[paths.len().min(before)..]
             .iter()
@@ -471,7 +489,7 @@ impl<P> Connection<P> {
             self.tx.classes.reconfigured();
         }
         self.cfg = cfg;
-        self.release_equalised(now, true, None);
+        self.rx.release_equalised(now, true, None);
         self.rx.equal.resize(self.cfg.paths.len());
         let out = &mut self.rx.released;
         self.rx.reseq.reconfigure(

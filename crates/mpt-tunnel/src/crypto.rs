@@ -3,17 +3,20 @@
 //! used yet, and what our initiations and the peer's cookies need; installing the session a
 //! handshake made, and drawing its index.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use mpt_core::seal::{
-    Cipher, MacKeys, ReplayWindow, SealError, SealKey, SessionKeys, Split, MAC_LEN,
+    self, Cipher, Initiator, MacKeys, Psk, ReplayWindow, SealError, SealKey, SessionKeys, Split,
+    COOKIE_LIFETIME, COOKIE_NONCE_LEN, MAC_LEN,
 };
-use mpt_core::wire::HEADER_LEN;
-use mpt_core::{PathId, Time};
+use mpt_core::wire::{
+    CapabilityList, Initiation, Response, HEADER_LEN, INITIATION_MACS, INITIATION_PAYLOAD_LEN,
+    MAX_CAPABILITY_LIST, NOISE_INITIATION_LEN, RESPONSE_LEN, RESPONSE_PAYLOAD_LEN,
+};
+use mpt_core::Time;
 
-use crate::{Connection, Event, KeySettings};
+use crate::{DropReason, KeySettings};
 
 /// The handshake and the session's keys.
 pub(crate) struct CryptoState {
@@ -133,6 +136,115 @@ impl CryptoState {
     }
 }
 
+/// Our initiations and the peer's answers.
+impl CryptoState {
+    /// Our initiation `init` at `now`, with our capability list if `listed`, under the keys
+    /// `k`: its datagram, the header still to write (the Noise message, mac1 under the peer's
+    /// public key, mac2 under its cookie while we have a fresh one). The handshake waits for
+    /// the answer under our index `init.index`.
+    pub(crate) fn initiation_message(
+        &mut self,
+        k: &KeySettings,
+        now: Time,
+        init: &Initiation,
+        listed: bool,
+    ) -> Option<Vec<u8>> {
+        let mut payload = [0u8; INITIATION_PAYLOAD_LEN + MAX_CAPABILITY_LIST];
+        let payload_len = match listed {
+            true => init.emit_with(&CapabilityList::ours(), &mut payload),
+            false => {
+                payload[..INITIATION_PAYLOAD_LEN].copy_from_slice(&init.emit());
+                INITIATION_PAYLOAD_LEN
+            }
+        };
+        let noise_len = NOISE_INITIATION_LEN + payload_len - INITIATION_PAYLOAD_LEN;
+        let mut msg = vec![0u8; HEADER_LEN + noise_len + INITIATION_MACS];
+        let noise_end = HEADER_LEN + noise_len;
+        let Ok((state, n)) = Initiator::start(
+            &k.private,
+            &k.peer,
+            k.psk.as_ref(),
+            &payload[..payload_len],
+            &mut msg[HEADER_LEN..noise_end],
+        ) else {
+            return None;
+        };
+        debug_assert_eq!(HEADER_LEN + n, noise_end);
+        // mac1 under the peer's public key; mac2 under its cookie, while we have a fresh one
+        let c = self;
+        let (noise, macs) = msg[HEADER_LEN..].split_at_mut(noise_len);
+        let mac1 = c.peer_macs.mac1(noise);
+        macs[..MAC_LEN].copy_from_slice(&mac1);
+        let cookie = c
+            .cookie
+            .filter(|(_, at)| now.saturating_since(*at) < COOKIE_LIFETIME);
+        if let Some((cookie, _)) = cookie {
+            macs[MAC_LEN..].copy_from_slice(&seal::mac2(&cookie, noise, &mac1));
+        }
+        c.sent_mac1 = mac1;
+        c.sent_with_cookie = cookie.is_some();
+        c.initiating = Some((state, init.index));
+        Some(msg)
+    }
+
+    /// The peer, under load, sent a cookie at `now` for our initiation in flight (`ours`, its
+    /// index): kept. Returns whether the initiation goes again at once with it (the one in
+    /// flight had none).
+    pub(crate) fn take_cookie(
+        &mut self,
+        now: Time,
+        ours: u32,
+        message: &[u8],
+    ) -> Result<bool, DropReason> {
+        if self.initiating.as_ref().is_none_or(|(_, i)| *i != ours) {
+            return Err(DropReason::StaleHandshake);
+        }
+        let (nonce, sealed) = message.split_at(COOKIE_NONCE_LEN);
+        let Some(cookie) = self.peer_macs.open_cookie(&self.sent_mac1, nonce, sealed) else {
+            return Err(DropReason::BadHandshake);
+        };
+        self.cookie = Some((cookie, now));
+        Ok(!self.sent_with_cookie)
+    }
+
+    /// The peer's response `message` to our initiation in flight (`ours`, its index): what it
+    /// answered, and the session's transport keys. The initiation is spent either way (the
+    /// retry timer sends another).
+    pub(crate) fn take_response(
+        &mut self,
+        ours: u32,
+        message: &[u8],
+    ) -> Result<Answered, DropReason> {
+        if self.initiating.as_ref().is_none_or(|(_, i)| *i != ours) {
+            return Err(DropReason::StaleHandshake);
+        }
+        let Some((state, index)) = self.initiating.take() else {
+            return Err(DropReason::StaleHandshake);
+        };
+        let mut payload = [0u8; RESPONSE_PAYLOAD_LEN + MAX_CAPABILITY_LIST + 16];
+        let (n, split) = state
+            .finish(message, &mut payload)
+            .map_err(|_| DropReason::BadHandshake)?;
+        let (response, list) =
+            Response::parse_with(&payload[..n]).ok_or(DropReason::BadHandshake)?;
+        Ok(Answered {
+            index,
+            response,
+            list,
+            split,
+        })
+    }
+}
+
+/// The peer's answer to our initiation: our index in the session it makes, its response and
+/// capability list, and the session's transport keys.
+pub(crate) struct Answered {
+    pub(crate) index: u32,
+    pub(crate) response: Response,
+    pub(crate) list: Option<CapabilityList>,
+    pub(crate) split: Split,
+}
+
 impl Keys {
     /// The keys of a session sealed with `cipher` (none in the clear), from the handshake's
     /// transport keys.
@@ -148,107 +260,9 @@ impl Keys {
     }
 }
 
-/// Sessions the handshake made: installing their keys.
-impl<P> Connection<P> {
-    /// A handshake made a session (on `path` from `from`): its indices and keys.
-    /// `continues`: the peer had the session this one replaces, and its sequence numbers go
-    /// on (a rekey): the old session's keys still open what was in flight, and nothing is
-    /// reset. Otherwise the peer is new, or new again.
-    pub(crate) fn install(
-        &mut self,
-        now: Time,
-        (path, from): (PathId, SocketAddr),
-        session: NextSession,
-        continues: bool,
-    ) {
-        let NextSession { ours, theirs, keys } = session;
-        let c = &mut self.crypto;
-        let old_open = std::mem::replace(&mut c.open, keys.open);
-        self.session.key = keys.seal;
-        let old_epoch = c.epoch;
-        c.epoch += 1;
-        c.cipher = keys.cipher;
-        c.made_at = Some(now);
-        let old_replay = std::mem::take(&mut c.replay);
-        c.attempts = 0;
-        c.next_initiation = None;
-        c.announce_paths = false;
-        c.next = None;
-        self.session.counter = 0;
-        let old = std::mem::replace(&mut self.session.ours, ours);
-        c.previous = continues.then(|| OldSession {
-            session: old,
-            open: old_open,
-            epoch: old_epoch,
-            replay: old_replay,
-            until: now + PREVIOUS_SESSION_KEPT,
-        });
-        let had = self.session.theirs.replace(theirs).is_some();
-        let event = if continues {
-            c.rekeys += 1;
-            Event::Rekeyed {
-                path,
-                old,
-                session: ours,
-            }
-        } else {
-            // what the peer said of our paths was of the old session
-            for p in &mut self.paths {
-                p.peer_silent = false;
-            }
-            if had {
-                self.release_equalised(now, true, None);
-                self.rx.reseq.reset();
-                // the peer's references are gone, and it has none of ours
-                self.rx.released.reset();
-                self.tx.hc.reset();
-                self.crypto.peer_restarts += 1;
-                Event::NewSession {
-                    path,
-                    old,
-                    session: ours,
-                    cipher: keys.cipher,
-                }
-            } else {
-                for p in &mut self.paths {
-                    p.live.session_made(now);
-                }
-                Event::PeerAuthenticated {
-                    path,
-                    session: ours,
-                    cipher: keys.cipher,
-                }
-            }
-        };
-        self.events.push_back(event);
-        self.update_repair_wait();
-        self.learn_address(path, from);
-        self.reopen_closed(now);
-        if self.paths[path.index()].live.handshake_crossed() {
-            self.tx.sched.on_path_state(now, path, true);
-            self.events.push_back(Event::PathUp { path, again: true });
-        }
-        self.heard(now, path);
-    }
-
-    /// A random index for a new session, never 0 nor the current one (its low 16 bits the
-    /// configured slot, if any).
-    pub(crate) fn fresh_index(&mut self) -> u32 {
-        loop {
-            let mut i = u32::from_be_bytes(self.random());
-            if let Some(slot) = self.cfg.index_slot {
-                i = (i & 0xFFFF_0000) | u32::from(slot);
-            }
-            if i != 0 && i != self.session.ours {
-                return i;
-            }
-        }
-    }
-}
-
 /// Seals the packets of one numbered batch, outside any lock the driver holds around the
 /// connection: the batch's key and first counter. Hand [`Sealer::used`] back to
-/// [`Connection::batch_sent`] once the batch has left.
+/// [`crate::Connection::batch_sent`] once the batch has left.
 #[derive(Debug, Clone)]
 pub struct Sealer {
     pub(crate) key: Option<Arc<SealKey>>,
@@ -277,45 +291,27 @@ impl Sealer {
     }
 }
 
-/// The session as the operator sees it: its indexes, keys, cipher, and how often it was
-/// made again.
-impl<P> Connection<P> {
-    /// Our session id.
-    pub fn session(&self) -> u32 {
-        self.session.ours
-    }
-
-    pub fn peer_session(&self) -> Option<u32> {
-        self.session.theirs
-    }
-
-    pub fn peer_restarts(&self) -> u64 {
-        self.crypto.peer_restarts
-    }
-
-    /// Sessions that replaced one both ends had (rekeys, handshakes after silence): the peer
-    /// did not restart, and nothing it sent was lost to the change.
-    pub fn rekeys(&self) -> u64 {
-        self.crypto.rekeys
-    }
-
-    /// Data is sealed (the configuration says so).
-    pub fn sealing(&self) -> bool {
-        self.cfg.keys.encryption.is_some()
-    }
-
-    /// A handshake has made a session with the peer.
-    pub fn keys_agreed(&self) -> bool {
-        self.session.theirs.is_some()
-    }
-
-    /// How the session seals data, once there is one (`None` in the clear).
-    pub fn cipher(&self) -> Option<Cipher> {
-        self.crypto.cipher
-    }
-
-    /// When the current session was made (the last handshake).
-    pub fn session_made_at(&self) -> Option<Time> {
-        self.crypto.made_at
-    }
+/// The response datagram that carries `reply` (its header still to write), with our
+/// capability list when the initiation had one (`listed`), and the session's keys (under
+/// the pre-shared key `psk`, if any).
+pub(crate) fn response(
+    psk: Option<&Psk>,
+    responder: mpt_core::seal::Responder,
+    reply: Response,
+    listed: bool,
+) -> Option<(Vec<u8>, mpt_core::seal::Split)> {
+    let mut payload = [0u8; RESPONSE_PAYLOAD_LEN + MAX_CAPABILITY_LIST];
+    let payload_len = match listed {
+        true => reply.emit_with(&CapabilityList::ours(), &mut payload),
+        false => {
+            payload[..RESPONSE_PAYLOAD_LEN].copy_from_slice(&reply.emit());
+            RESPONSE_PAYLOAD_LEN
+        }
+    };
+    let mut d = vec![0u8; RESPONSE_LEN + payload_len - RESPONSE_PAYLOAD_LEN];
+    let (len, split) = responder
+        .respond(psk, &payload[..payload_len], &mut d[HEADER_LEN..])
+        .ok()?;
+    debug_assert_eq!(HEADER_LEN + len, d.len());
+    Some((d, split))
 }

@@ -256,11 +256,12 @@ impl Endpoint {
     pub fn accept<P>(
         &mut self,
         now: Time,
-        (path, from): (PathId, SocketAddr),
+        via: crate::Via,
         conn: &mut Option<Connection<P>>,
         accepted: Box<Accepted>,
         random: impl FnOnce() -> Option<Random>,
     ) -> Outcome {
+        let crate::Via { path, from } = via;
         let Some(Some(entry)) = self.peers.get(accepted.peer) else {
             return Outcome::Dropped(DropReason::UnknownKey);
         };

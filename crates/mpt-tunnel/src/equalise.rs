@@ -217,7 +217,8 @@ impl<P> Equaliser<P> {
     pub(crate) fn wait(
         &mut self,
         now: Time,
-        (data, steady): (&Incoming, bool),
+        data: &Incoming,
+        steady: bool,
         payload: P,
         reseq: &mut Resequencer<P>,
         out: &mut impl Extend<P>,
@@ -258,7 +259,9 @@ impl<P> Equaliser<P> {
     pub(crate) fn fence(
         &mut self,
         now: Time,
-        (path, seq, path_seq): (PathId, u32, u16),
+        path: PathId,
+        seq: u32,
+        path_seq: u16,
         reseq: &mut Resequencer<P>,
         out: &mut impl Extend<P>,
     ) {
@@ -276,7 +279,8 @@ impl<P> Equaliser<P> {
     pub(crate) fn release(
         &mut self,
         now: Time,
-        (all, only): (bool, Option<usize>),
+        all: bool,
+        only: Option<usize>,
         reseq: &mut Resequencer<P>,
         out: &mut impl Extend<P>,
     ) {

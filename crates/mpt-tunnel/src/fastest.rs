@@ -19,7 +19,8 @@ use crate::PathSettings;
 /// usable.
 pub(crate) fn soonest_where(
     now: Time,
-    (paths, cfg): (&[PathState], &[PathSettings]),
+    paths: &[PathState],
+    cfg: &[PathSettings],
     sched: &dyn Scheduler,
     allowed: impl Fn(PathId) -> bool + Copy,
 ) -> Option<PathId> {

@@ -5,15 +5,13 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use mpt_core::seal::{self, Initiator, COOKIE_LIFETIME, COOKIE_NONCE_LEN, MAC_LEN};
+use mpt_core::seal::{self, MAC_LEN};
 use mpt_core::wire::{
-    CapabilityList, CipherFlags, Datagram, HeaderRepr, Initiation, Kind, Response, HEADER_LEN,
-    INITIATION_MACS, INITIATION_PAYLOAD_LEN, MAX_CAPABILITY_LIST, NOISE_INITIATION_LEN,
-    RESPONSE_LEN, RESPONSE_PAYLOAD_LEN,
+    CipherFlags, Datagram, HeaderRepr, Initiation, Kind, Response, INITIATION_MACS,
 };
 use mpt_core::{PathId, Time};
 
-use crate::crypto::{Keys, NextSession};
+use crate::crypto::{Answered, Keys, NextSession};
 use crate::endpoint::Accepted;
 use crate::pending::Pending;
 use crate::{Connection, DropReason, Event};
@@ -45,7 +43,7 @@ impl<P> Connection<P> {
         }
         // every path idle: the peer's keepalives come an idle interval apart
         let limit = (0..self.paths.len())
-            .map(|i| self.silence_limit(i, now))
+            .map(|i| self.paths[i].silence_limit(now, &self.cfg))
             .min()
             .unwrap_or(self.cfg.dead);
         let c = &self.crypto;
@@ -90,7 +88,8 @@ impl<P> Connection<P> {
 
     /// Write an initiation and queue it on every path whose remote we know.
     fn initiate(&mut self, now: Time) {
-        let index = self.fresh_index();
+        let index =
+            crate::session::fresh_index(&mut self.random, self.cfg.index_slot, self.session.ours);
         let unix = self.cfg.keys.unix_nanos_at_zero + now.as_nanos();
         let c = &mut self.crypto;
         let timestamp = unix.max(c.sent_timestamp + 1);
@@ -103,42 +102,13 @@ impl<P> Connection<P> {
                 | crate::negotiate::feature_flags(&self.cfg),
             paths: self.paths.len() as u8,
         };
-        let mut payload = [0u8; INITIATION_PAYLOAD_LEN + MAX_CAPABILITY_LIST];
-        let payload_len = match self.crypto.initiation.listed {
-            true => init.emit_with(&CapabilityList::ours(), &mut payload),
-            false => {
-                payload[..INITIATION_PAYLOAD_LEN].copy_from_slice(&init.emit());
-                INITIATION_PAYLOAD_LEN
-            }
-        };
-        let k = &self.cfg.keys;
-        let noise_len = NOISE_INITIATION_LEN + payload_len - INITIATION_PAYLOAD_LEN;
-        let mut msg = vec![0u8; HEADER_LEN + noise_len + INITIATION_MACS];
-        let noise_end = HEADER_LEN + noise_len;
-        let Ok((state, n)) = Initiator::start(
-            &k.private,
-            &k.peer,
-            k.psk.as_ref(),
-            &payload[..payload_len],
-            &mut msg[HEADER_LEN..noise_end],
-        ) else {
+        let listed = self.crypto.initiation.listed;
+        let Some(msg) = self
+            .crypto
+            .initiation_message(&self.cfg.keys, now, &init, listed)
+        else {
             return;
         };
-        debug_assert_eq!(HEADER_LEN + n, noise_end);
-        // mac1 under the peer's public key; mac2 under its cookie, while we have a fresh one
-        let c = &mut self.crypto;
-        let (noise, macs) = msg[HEADER_LEN..].split_at_mut(noise_len);
-        let mac1 = c.peer_macs.mac1(noise);
-        macs[..MAC_LEN].copy_from_slice(&mac1);
-        let cookie = c
-            .cookie
-            .filter(|(_, at)| now.saturating_since(*at) < COOKIE_LIFETIME);
-        if let Some((cookie, _)) = cookie {
-            macs[MAC_LEN..].copy_from_slice(&seal::mac2(&cookie, noise, &mac1));
-        }
-        c.sent_mac1 = mac1;
-        c.sent_with_cookie = cookie.is_some();
-        c.initiating = Some((state, index));
         for i in 0..self.paths.len() {
             let path = PathId(i as u8);
             let Some(to) = self.paths[i]
@@ -195,16 +165,10 @@ impl<P> Connection<P> {
         ours: u32,
         message: &[u8],
     ) -> Result<(), DropReason> {
-        let c = &mut self.crypto;
-        if c.initiating.as_ref().is_none_or(|(_, i)| *i != ours) {
-            return Err(self.count(DropReason::StaleHandshake));
-        }
-        let (nonce, sealed) = message.split_at(COOKIE_NONCE_LEN);
-        let Some(cookie) = c.peer_macs.open_cookie(&c.sent_mac1, nonce, sealed) else {
-            return Err(self.count(DropReason::BadHandshake));
-        };
-        c.cookie = Some((cookie, now));
-        let again = !c.sent_with_cookie;
+        let again = self
+            .crypto
+            .take_cookie(now, ours, message)
+            .map_err(|r| self.count(r))?;
         self.events.push_back(Event::CookieReceived { path, again });
         if again {
             self.initiate(now);
@@ -304,7 +268,8 @@ impl<P> Connection<P> {
             return Ok(());
         }
         self.session.peer = crate::negotiate::PeerFeatures::of(init.flags);
-        let index = self.fresh_index();
+        let index =
+            crate::session::fresh_index(&mut self.random, self.cfg.index_slot, self.session.ours);
         let ours = crate::negotiate::feature_flags(&self.cfg);
         let reply = Response {
             index,
@@ -312,7 +277,9 @@ impl<P> Connection<P> {
                 | crate::negotiate::continues(self.session.theirs.is_some())
                 | ours,
         };
-        let Some((mut d, split)) = self.response(responder, reply, list.is_some()) else {
+        let psk = self.cfg.keys.psk.as_ref();
+        let Some((mut d, split)) = crate::crypto::response(psk, responder, reply, list.is_some())
+        else {
             return Err(self.count(DropReason::BadHandshake));
         };
         HeaderRepr::handshake(Kind::Response, path, init.index, now).emit(&mut d);
@@ -346,37 +313,9 @@ impl<P> Connection<P> {
                 theirs: init.index,
                 keys,
             };
-            self.install(now, (path, from), session, false);
+            self.install(now, path, from, session, false);
         }
         Ok(())
-    }
-
-    /// The response datagram that carries `reply` (its header still to write), with our
-    /// capability list when the initiation had one (`listed`), and the session's keys.
-    fn response(
-        &self,
-        responder: mpt_core::seal::Responder,
-        reply: Response,
-        listed: bool,
-    ) -> Option<(Vec<u8>, mpt_core::seal::Split)> {
-        let mut payload = [0u8; RESPONSE_PAYLOAD_LEN + MAX_CAPABILITY_LIST];
-        let payload_len = match listed {
-            true => reply.emit_with(&CapabilityList::ours(), &mut payload),
-            false => {
-                payload[..RESPONSE_PAYLOAD_LEN].copy_from_slice(&reply.emit());
-                RESPONSE_PAYLOAD_LEN
-            }
-        };
-        let mut d = vec![0u8; RESPONSE_LEN + payload_len - RESPONSE_PAYLOAD_LEN];
-        let (len, split) = responder
-            .respond(
-                self.cfg.keys.psk.as_ref(),
-                &payload[..payload_len],
-                &mut d[HEADER_LEN..],
-            )
-            .ok()?;
-        debug_assert_eq!(HEADER_LEN + len, d.len());
-        Some((d, split))
     }
 
     fn take_response(
@@ -388,26 +327,15 @@ impl<P> Connection<P> {
         message: &[u8],
         version: u8,
     ) -> Result<(), DropReason> {
-        if self
+        let Answered {
+            index,
+            response: resp,
+            list,
+            split,
+        } = self
             .crypto
-            .initiating
-            .as_ref()
-            .is_none_or(|(_, i)| *i != ours)
-        {
-            return Err(self.count(DropReason::StaleHandshake));
-        }
-        let Some((state, index)) = self.crypto.initiating.take() else {
-            return Err(self.count(DropReason::StaleHandshake));
-        };
-        let mut payload = [0u8; RESPONSE_PAYLOAD_LEN + MAX_CAPABILITY_LIST + 16];
-        let (n, split) = match state.finish(message, &mut payload) {
-            Ok(x) => x,
-            // the initiation is spent; the retry timer sends another
-            Err(_) => return Err(self.count(DropReason::BadHandshake)),
-        };
-        let Some((resp, list)) = Response::parse_with(&payload[..n]) else {
-            return Err(self.count(DropReason::BadHandshake));
-        };
+            .take_response(ours, message)
+            .map_err(|r| self.count(r))?;
         let cipher = match seal::negotiate(self.crypto.flags, resp.flags) {
             Ok(c) => c,
             Err(_) => return Err(self.refused(path, DropReason::CipherMismatch)),
@@ -423,7 +351,7 @@ impl<P> Connection<P> {
             theirs: resp.index,
             keys: Keys::new(cipher, &split),
         };
-        self.install(now, (path, from), session, continues);
+        self.install(now, path, from, session, continues);
         // Our addresses on every path reach the peer at once (a NAT's among them), and every
         // path's RTT is measured.
         for i in 0..self.paths.len() {
@@ -436,17 +364,91 @@ impl<P> Connection<P> {
         Ok(())
     }
 
+    /// A handshake made a session (on `path` from `from`): its indices and keys.
+    /// `continues`: the peer had the session this one replaces, and its sequence numbers go
+    /// on (a rekey): the old session's keys still open what was in flight, and nothing is
+    /// reset. Otherwise the peer is new, or new again.
+    pub(crate) fn install(
+        &mut self,
+        now: Time,
+        path: PathId,
+        from: SocketAddr,
+        session: NextSession,
+        continues: bool,
+    ) {
+        let NextSession { ours, theirs, keys } = session;
+        let c = &mut self.crypto;
+        let old_open = std::mem::replace(&mut c.open, keys.open);
+        self.session.key = keys.seal;
+        let old_epoch = c.epoch;
+        c.epoch += 1;
+        c.cipher = keys.cipher;
+        c.made_at = Some(now);
+        let old_replay = std::mem::take(&mut c.replay);
+        c.attempts = 0;
+        c.next_initiation = None;
+        c.announce_paths = false;
+        c.next = None;
+        self.session.counter = 0;
+        let old = std::mem::replace(&mut self.session.ours, ours);
+        c.previous = continues.then(|| crate::crypto::OldSession {
+            session: old,
+            open: old_open,
+            epoch: old_epoch,
+            replay: old_replay,
+            until: now + crate::crypto::PREVIOUS_SESSION_KEPT,
+        });
+        let had = self.session.theirs.replace(theirs).is_some();
+        let event = if continues {
+            c.rekeys += 1;
+            Event::Rekeyed {
+                path,
+                old,
+                session: ours,
+            }
+        } else {
+            // what the peer said of our paths was of the old session
+            for p in &mut self.paths {
+                p.peer_silent = false;
+            }
+            if had {
+                self.rx.release_equalised(now, true, None);
+                self.rx.reseq.reset();
+                // the peer's references are gone, and it has none of ours
+                self.rx.released.reset();
+                self.tx.hc.reset();
+                self.crypto.peer_restarts += 1;
+                Event::NewSession {
+                    path,
+                    old,
+                    session: ours,
+                    cipher: keys.cipher,
+                }
+            } else {
+                for p in &mut self.paths {
+                    p.live.session_made(now);
+                }
+                Event::PeerAuthenticated {
+                    path,
+                    session: ours,
+                    cipher: keys.cipher,
+                }
+            }
+        };
+        self.events.push_back(event);
+        self.update_repair_wait();
+        self.learn_address(path, from);
+        self.reopen_closed(now);
+        if self.paths[path.index()].live.handshake_crossed() {
+            self.turn(now, path, crate::path::Turn::Up { again: true });
+        }
+        self.heard(now, path);
+    }
+
     /// Count a refused handshake, and tell the driver (the operator should hear of it).
     fn refused(&mut self, path: PathId, reason: DropReason) -> DropReason {
         self.events
             .push_back(Event::HandshakeRefused { path, reason });
         self.count(reason)
-    }
-
-    /// `N` random bytes.
-    pub(crate) fn random<const N: usize>(&mut self) -> [u8; N] {
-        let mut b = [0u8; N];
-        (self.random)(&mut b);
-        b
     }
 }

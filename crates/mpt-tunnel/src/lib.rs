@@ -26,6 +26,7 @@
 #![forbid(unsafe_code)]
 
 mod bundle;
+mod bundling;
 mod class;
 mod compress;
 mod connection;
@@ -45,6 +46,7 @@ mod icmp;
 mod limits;
 mod liveness;
 mod negotiate;
+mod numbering;
 mod open;
 mod ordered;
 mod out;
@@ -58,10 +60,12 @@ mod receiving;
 mod recv;
 mod report;
 mod resend;
+mod resending;
 mod send;
 mod sending;
 mod session;
 mod settings;
+mod ticks;
 mod timers;
 
 use std::net::SocketAddr;
@@ -89,7 +93,9 @@ pub use pace::{PACE_HOLD_MAX, PACE_LIMIT};
 pub use path::PathInfo;
 pub use pmtu::BASE_DATAGRAM;
 pub use reassembly::{Piece, Reassembly, MAX_INCOMPLETE, MAX_PIECES};
-pub use resend::{ResendBuffer, ResendCounts, KEEP_AFTER_LOSS, MAX_RESEND_GAP, RESEND_KEPT};
+pub use resend::{
+    MaxAge, ResendBuffer, ResendCounts, KEEP_AFTER_LOSS, MAX_RESEND_GAP, RESEND_KEPT,
+};
 pub use send::SendError;
 pub use settings::{
     idle_dead, ConnectionConfig, KeySettings, PathSettings, IDLE_AFTER, REKEY_AFTER, WAKE_COPY_MAX,
@@ -216,6 +222,13 @@ impl Payloads<Vec<u8>> for Copies {
     fn keep(&mut self, p: Vec<u8>, _: &[u8]) -> Vec<u8> {
         p
     }
+}
+
+/// Where a datagram arrived: on which path, and from which address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Via {
+    pub path: PathId,
+    pub from: std::net::SocketAddr,
 }
 
 /// A received data packet on its way to the resequencer.

@@ -30,6 +30,17 @@ impl PeerFeatures {
             parity: flags & CipherFlags::PARITY != 0,
         }
     }
+
+    /// Whether resending is on: both ends' handshakes said they take resend requests and
+    /// resent packets (ours as `cfg` says).
+    pub(crate) fn resending(&self, cfg: &ConnectionConfig) -> bool {
+        self.resend && cfg.resend
+    }
+
+    /// Whether parity may be used: both ends take it, and resending is on.
+    pub(crate) fn parity(&self, cfg: &ConnectionConfig) -> bool {
+        self.parity && cfg.parity && self.resending(cfg)
+    }
 }
 
 /// The [`CipherFlags::CONTINUES`] bit of our handshake messages: set while we have a session

@@ -2,20 +2,20 @@
 //! and a driver that keeps the connection behind a lock (shared with the sending side) can open
 //! a whole batch first, without the lock, and hand the results in under it.
 //!
-//! [`Connection::opener`] gives the current session's key; [`Opener::open`] opens in place
+//! [`crate::Connection::opener`] gives the current session's key; [`Opener::open`] opens in place
 //! what is sealed data or control of that session, and leaves everything else (handshakes, other
-//! sessions, malformed input) to [`Connection::handle_datagram`], which also takes what it
+//! sessions, malformed input) to [`crate::Connection::handle_datagram`], which also takes what it
 //! opened. The replay window is checked there, after authentication: a replay
 //! is opened for nothing, which a forgery with a fresh counter costs anyway.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use mpt_core::seal::{self, ReplayWindow, SealKey, COUNTER_LEN, SEALED_HEADER_LEN};
 use mpt_core::wire::Header;
-use mpt_core::{PathId, Time};
+use mpt_core::Time;
 
-use crate::{Arrived, Connection, DropReason};
+use crate::crypto::{CryptoState, NextSession};
+use crate::DropReason;
 
 /// The key of the session agreed when it was taken: see the module documentation.
 #[derive(Clone)]
@@ -38,7 +38,7 @@ impl std::fmt::Debug for Opener {
     }
 }
 
-/// What [`Opener::open`] made of a datagram, for [`Connection::handle_datagram`].
+/// What [`Opener::open`] made of a datagram, for [`crate::Connection::handle_datagram`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Opened {
     pub(crate) epoch: u64,
@@ -48,7 +48,7 @@ pub struct Opened {
 
 impl Opener {
     /// Open `buf` in place if it is a sealed datagram of this session that fits;
-    /// `None` leaves it untouched for [`Connection::handle_datagram`].
+    /// `None` leaves it untouched for [`crate::Connection::handle_datagram`].
     pub fn open(&self, buf: &mut [u8]) -> Option<Opened> {
         if buf.len() > self.max_datagram {
             return None;
@@ -74,47 +74,58 @@ impl Opener {
     }
 }
 
+/// Where a datagram's plain form lies in its buffer, once opened.
+pub(crate) type Span = (usize, usize);
+
+/// A datagram of another session than the current one, opened.
+pub(crate) enum Other {
+    /// Of the session a rekey replaced (it was in flight when it was replaced).
+    Previous(Span),
+    /// Of the session we made as a rekey's responder: the peer has it, and it becomes the
+    /// current one (its replay window has the datagram's counter).
+    Next {
+        next: NextSession,
+        replay: ReplayWindow,
+        span: Span,
+    },
+}
+
 /// Opening a sealed datagram of the session, or of another one (the session a rekey
 /// replaced, or a new one of the peer).
-impl<P> Connection<P> {
+impl CryptoState {
     /// Open a sealed datagram of the session in place. Returns where its plain form lies in
     /// `buf`.
-    pub(crate) fn open(&mut self, buf: &mut [u8]) -> Result<(usize, usize), DropReason> {
-        let c = &mut self.crypto;
-        let r = match c.open.as_ref() {
-            Some(key) => open_in_place(key, &mut c.replay, buf),
+    pub(crate) fn open(&mut self, buf: &mut [u8]) -> Result<Span, DropReason> {
+        match self.open.as_ref() {
+            Some(key) => open_in_place(key, &mut self.replay, buf),
             None => Err(DropReason::UnknownSession),
-        };
-        r.map_err(|e| self.count(e))
+        }
     }
 
-    /// A datagram whose session is not the current one: of the session a rekey replaced (in
-    /// flight when it was replaced), or of the session we made as a rekey's responder (the
-    /// peer has it: it becomes the current one). Anything else is dropped.
+    /// A datagram of `session` at `now`, not the current one: of the session a rekey replaced
+    /// (while it is kept), or of the session we made as a rekey's responder. Anything else is
+    /// dropped.
     pub(crate) fn other_session(
         &mut self,
         now: Time,
-        path: PathId,
-        from: SocketAddr,
         session: u32,
         sealed: bool,
         buf: &mut [u8],
-    ) -> Result<(usize, usize), DropReason> {
-        let c = &mut self.crypto;
-        if let Some(old) = c
+    ) -> Result<Other, DropReason> {
+        if let Some(old) = self
             .previous
             .as_mut()
             .filter(|o| o.session == session && now < o.until)
         {
-            let r = match (sealed, old.open.as_ref()) {
+            return match (sealed, old.open.as_ref()) {
                 (true, Some(key)) => open_in_place(key, &mut old.replay, buf),
                 (false, None) => Ok((0, buf.len())),
                 _ => Err(DropReason::UnknownSession),
-            };
-            return r.map_err(|e| self.count(e));
+            }
+            .map(Other::Previous);
         }
-        let Some(next) = c.next.take_if(|n| n.ours == session) else {
-            return Err(self.count(DropReason::UnknownSession));
+        let Some(next) = self.next.take_if(|n| n.ours == session) else {
+            return Err(DropReason::UnknownSession);
         };
         let mut replay = ReplayWindow::default();
         let r = match (sealed, next.keys.open.as_ref()) {
@@ -123,16 +134,54 @@ impl<P> Connection<P> {
             _ => Err(DropReason::UnknownSession),
         };
         match r {
-            Ok(span) => {
-                self.install(now, (path, from), next, true);
-                self.crypto.replay = replay;
-                Ok(span)
-            }
+            Ok(span) => Ok(Other::Next { next, replay, span }),
             Err(e) => {
-                self.crypto.next = Some(next);
-                Err(self.count(e))
+                self.next = Some(next);
+                Err(e)
             }
         }
+    }
+
+    /// The current session's [`Opener`], once keys are agreed (sealing only): our index in it
+    /// is `session`, and a valid datagram is at most `max_datagram` bytes.
+    pub(crate) fn opener(&self, session: u32, max_datagram: usize) -> Option<Opener> {
+        Some(Opener {
+            key: self.open.clone()?,
+            session,
+            epoch: self.epoch,
+            max_datagram,
+            highest: self.replay.highest(),
+        })
+    }
+
+    /// What an [`Opener`] made of a datagram in `buf` at `now`, checked against the replay
+    /// window of its session (the current one, or the one a rekey replaced, while it is
+    /// kept) and unsealed. Returns its body's length.
+    pub(crate) fn accept_opened(
+        &mut self,
+        now: Time,
+        opened: Opened,
+        buf: &mut [u8],
+    ) -> Result<usize, DropReason> {
+        let (counter, body) = opened.result?;
+        // Opened under the keys a rekey replaced since: of the old session, still taken.
+        let replay = if self.epoch == opened.epoch {
+            &mut self.replay
+        } else if let Some(old) = self
+            .previous
+            .as_mut()
+            .filter(|o| o.epoch == opened.epoch && now < o.until)
+        {
+            &mut old.replay
+        } else {
+            return Err(DropReason::UnknownSession);
+        };
+        if replay.check(counter).is_err() {
+            return Err(DropReason::Replayed);
+        }
+        replay.mark(counter);
+        seal::unseal_in_place(buf);
+        Ok(body)
     }
 }
 
@@ -156,52 +205,4 @@ pub(crate) fn open_in_place(
     replay.mark(counter);
     seal::unseal_in_place(buf);
     Ok((COUNTER_LEN, SEALED_HEADER_LEN + body))
-}
-
-/// Opening outside the lock ([`crate::Opener`]), and packets that came in pieces.
-impl<P> Connection<P> {
-    /// The current session's [`Opener`], once keys are agreed (sealing only).
-    pub fn opener(&self) -> Option<Opener> {
-        let c = &self.crypto;
-        Some(Opener {
-            key: c.open.clone()?,
-            session: self.session.ours,
-            epoch: c.epoch,
-            max_datagram: self.max_datagram(),
-            highest: c.replay.highest(),
-        })
-    }
-
-    pub(crate) fn take_opened(
-        &mut self,
-        now: Time,
-        path: PathId,
-        from: SocketAddr,
-        buf: &mut [u8],
-        opened: Opened,
-    ) -> Result<Arrived, DropReason> {
-        if path.index() >= self.paths.len() {
-            return Err(self.count(DropReason::PathMismatch));
-        }
-        let (counter, body) = opened.result.map_err(|r| self.count(r))?;
-        let c = &mut self.crypto;
-        // Opened under the keys a rekey replaced since: of the old session, still taken.
-        let replay = if c.epoch == opened.epoch {
-            &mut c.replay
-        } else if let Some(old) = c
-            .previous
-            .as_mut()
-            .filter(|o| o.epoch == opened.epoch && now < o.until)
-        {
-            &mut old.replay
-        } else {
-            return Err(self.count(DropReason::UnknownSession));
-        };
-        if replay.check(counter).is_err() {
-            return Err(self.count(DropReason::Replayed));
-        }
-        replay.mark(counter);
-        seal::unseal_in_place(buf);
-        self.dispatch(now, path, from, buf, COUNTER_LEN, SEALED_HEADER_LEN + body)
-    }
 }

@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use mpt_core::Time;
 
-use crate::liveness::{LinkState, Liveness};
+use crate::liveness::{Change, LinkState, Liveness};
 use crate::PathSettings;
+use crate::{DownReason, UplinkDown};
 
 /// Everything the connection keeps per path.
 #[derive(Debug, Clone)]
@@ -67,6 +68,53 @@ pub(crate) struct PathState {
 }
 
 impl PathState {
+    /// The most bytes of body (after the header, and counter) a datagram on the path may
+    /// carry now, under `cfg`: what discovery found passes, less the header (and counter and
+    /// tag).
+    pub(crate) fn body_cap(&self, cfg: &crate::ConnectionConfig) -> usize {
+        let datagram = self.pmtu.size.min(cfg.max_datagram());
+        datagram.saturating_sub(cfg.overhead().datagram())
+    }
+
+    /// Whether a packet sent on the path at `now` is kept for resending (with resending on):
+    /// the path lost something lately.
+    #[inline]
+    pub(crate) fn keeps(&self, now: Time) -> bool {
+        self.keep_until.is_some_and(|t| now < t)
+    }
+
+    /// Whether the path is idle at `now` ([`crate::ConnectionConfig::idle_keepalive`], in
+    /// `cfg`).
+    pub(crate) fn idle(&self, now: Time, cfg: &crate::ConnectionConfig) -> bool {
+        cfg.idle_keepalive.is_some() && now.saturating_since(self.active_at) >= crate::IDLE_AFTER
+    }
+
+    /// Data goes on the path at `now`. An idle path that is not down wakes: until the peer is
+    /// heard on it (down if not within `dead`), what it carries is copied to another path
+    /// ([`PathState::woken_at`]). Returns whether it woke: a keepalive goes at once, where
+    /// the remote is known.
+    pub(crate) fn data_on(&mut self, now: Time, cfg: &crate::ConnectionConfig) -> bool {
+        let wakes = self.idle(now, cfg) && self.live.state != LinkState::Down;
+        if wakes {
+            self.woken_at = Some(now);
+        }
+        self.active_at = now;
+        wakes && self.remote.is_some()
+    }
+
+    /// How long the path may be silent at `now` before it is down: `dead`, or while it is
+    /// idle [`crate::idle_dead`]. A path that is down is not idle: with every path down, the
+    /// initiator seeks the peer again after `dead` (and its handshake retries), whether or not
+    /// data goes there.
+    pub(crate) fn silence_limit(&self, now: Time, cfg: &crate::ConnectionConfig) -> Duration {
+        match cfg.idle_keepalive {
+            Some(every) if self.idle(now, cfg) && self.live.state != LinkState::Down => {
+                crate::idle_dead(every, cfg.dead)
+            }
+            _ => cfg.dead,
+        }
+    }
+
     /// Packets waiting in the path's bundle.
     pub(crate) fn bundled_packets(&self) -> u64 {
         self.bundle.as_ref().map_or(0, |b| b.count() as u64)
@@ -272,14 +320,21 @@ impl PathState {
         true
     }
 
+    /// What watching the path's delivery needs of it ([`crate::pmtu::Seen`]).
+    pub(crate) fn seen(&self) -> crate::pmtu::Seen {
+        crate::pmtu::Seen {
+            sent: self.data_sent,
+            srtt_us: self.srtt_us,
+            queue_full: self.fec_tx.queue_full,
+        }
+    }
+
     /// The peer's report `e` on the path came at `now` (`sched` was told already): parity and
     /// path MTU discovery take it. Returns the round trip it samples (µs), if it echoes.
     pub(crate) fn take_report(&mut self, now: Time, e: &ReportEntry) -> Option<u32> {
         self.peer_report = Some((now, *e));
         self.fec_tx.take_report(now, e);
-        let queue_full = self.fec_tx.queue_full;
-        let seen = (self.data_sent, self.srtt_us, queue_full);
-        self.pmtu.watch_delivery(now, seen, e);
+        self.pmtu.watch_delivery(now, self.seen(), e);
         self.pmtu.report(now, e.path_seq, e.lost);
         (e.echo != 0).then(|| {
             now.wire_micros()
@@ -305,7 +360,8 @@ pub(crate) fn note_big(big: &mut Option<(Time, usize)>, now: Time, len: usize) {
 /// (its remote updated if configured anew); one new at its id starts afresh (listed in the
 /// second vector: it carries no data until the peer is heard on it).
 pub(crate) fn reconfigured(
-    (old, paths): (&[PathSettings], &[PathState]),
+    old: &[PathSettings],
+    paths: &[PathState],
     new: &crate::ConnectionConfig,
     now: Time,
 ) -> (Vec<PathState>, Vec<usize>) {
@@ -334,4 +390,99 @@ pub(crate) fn reconfigured(
         out.push(state);
     }
     (out, fresh)
+}
+
+/// What a change in a path's liveness asks of the connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Turn {
+    /// The scheduler uses the path (again, if `again`), and the driver hears so.
+    Up { again: bool },
+    /// The path went down: the scheduler leaves it, the resequencer stops waiting for it,
+    /// what waits to match it goes on, and the driver hears why.
+    Down(DownReason),
+    /// The peer hears nothing of ours there: the scheduler leaves the path, and the driver
+    /// hears why (what comes from the peer there is still taken).
+    Unheard(DownReason),
+    /// Not used meanwhile (never up): the scheduler leaves it, and nobody is told.
+    Unused,
+}
+
+/// A path's liveness as what arrives, what the peer says and the driver's uplinks change it.
+impl PathState {
+    /// Something valid arrived on the path at `now` (`keepalive`: the interval). Returns how
+    /// the path turns, if it does, and whether a keepalive should go at once: we told the peer
+    /// we hear nothing here, and it sends no data on the path until told otherwise (an idle
+    /// path's next keepalive may be 10 s away).
+    pub(crate) fn heard(&mut self, now: Time, keepalive: Duration) -> (Option<Turn>, bool) {
+        self.woken_at = None;
+        let change = self.live.heard(now, keepalive);
+        let tell = self.told_silent && !self.live.uplink_down;
+        if tell {
+            self.told_silent = false;
+        }
+        if self.peer_silent {
+            // we hear the peer, it does not hear us: still no data of ours there
+            return (None, tell);
+        }
+        let turn = match change {
+            Change::None => None,
+            // a path whose remote was unknown is used from now on
+            Change::Up => Some(Turn::Up { again: false }),
+            Change::Recovered => Some(Turn::Up { again: true }),
+        };
+        (turn, tell)
+    }
+
+    /// A keepalive says whether the peer hears us on the path (`silent`: it hears nothing).
+    /// A path the peer hears nothing on carries no data of ours, though we hear the peer on
+    /// it: the two ends agree that it is down until the peer hears us again.
+    pub(crate) fn peer_view(&mut self, silent: bool) -> Option<Turn> {
+        if self.peer_silent == silent {
+            return None;
+        }
+        self.peer_silent = silent;
+        // only a path that is up goes down (or back) for what the peer says; one never up
+        // is just not used meanwhile
+        let ours_up = self.live.state == LinkState::Up && !self.live.uplink_down;
+        if !silent {
+            return ours_up.then_some(Turn::Up { again: true });
+        }
+        // our uplink being down is the cause, and stays the reason
+        if !self.live.uplink_down {
+            self.down_reason = Some(DownReason::PeerHearsNothing);
+        }
+        if ours_up {
+            Some(Turn::Unheard(DownReason::PeerHearsNothing))
+        } else {
+            (self.live.state == LinkState::Unknown).then_some(Turn::Unused)
+        }
+    }
+
+    /// Our uplink for the path cannot carry anything (`Some`: why), or can again (`None`), at
+    /// `now`. Returns how the path turns, and whether a keepalive should go at once (the
+    /// uplink is back, with a session and a remote: the peer, and a NAT, hear us).
+    pub(crate) fn set_uplink(
+        &mut self,
+        now: Time,
+        down: Option<UplinkDown>,
+        has_session: bool,
+    ) -> (Option<Turn>, bool) {
+        match down {
+            Some(reason) if self.live.uplink_lost() => {
+                (Some(Turn::Down(DownReason::Uplink(reason))), false)
+            }
+            // down already (for silence, or the link went down before the interface went), or
+            // never up: not used until its uplink is back
+            Some(reason) => {
+                self.down_reason = Some(DownReason::Uplink(reason));
+                let unused = self.live.state == LinkState::Unknown;
+                (unused.then_some(Turn::Unused), false)
+            }
+            None if self.live.uplink_down => {
+                self.live.uplink_back(now);
+                (None, has_session && self.remote.is_some())
+            }
+            None => (None, false),
+        }
+    }
 }

@@ -5,16 +5,15 @@
 
 use std::net::SocketAddr;
 
+use mpt_core::seal::{COUNTER_LEN, SEALED_HEADER_LEN};
 use mpt_core::wire::{Datagram, HeaderRepr, Kind, HEADER_LEN};
 use mpt_core::{PathId, Time};
 use mpt_reseq::PacketMeta;
 
 use crate::bundle::Entries;
-use crate::held::{Held, Order};
-use crate::open::Opened;
+use crate::open::{Opened, Opener, Other, Span};
 use crate::pending::Pending;
 use crate::{Arrived, Connection, DropReason, Incoming, Outcome, Payloads};
-use mpt_core::hc::Reference;
 
 impl<P> Connection<P> {
     /// A datagram arrived at `now` on `path` from `from`, in `buf`: opened in place when
@@ -27,178 +26,27 @@ impl<P> Connection<P> {
     pub fn handle_datagram(
         &mut self,
         now: Time,
-        (path, from): (PathId, SocketAddr),
+        via: crate::Via,
         buf: &mut [u8],
         opened: Option<Opened>,
         payloads: &mut impl Payloads<P>,
         delivered: &mut Vec<P>,
     ) -> Outcome {
+        let crate::Via { path, from } = via;
         self.rx.released.tick(now);
         let arrived = match opened {
             Some(o) => self.take_opened(now, path, from, buf, o),
             None => self.receive(now, path, from, buf),
         };
-        let outcome = self.resequence_arrived(now, arrived, buf, payloads);
+        let how = crate::receiving::Holding {
+            caps: self.session.caps,
+            prefix: self.prefix(),
+            equalising: self.cfg.equalise && self.cfg.reorder_window > 0,
+        };
+        let outcome = self.rx.resequence_arrived(now, arrived, buf, payloads, how);
         let datagram = &*buf;
         self.take_delivered_keeping(payloads, |pl, p| pl.keep(p, datagram), delivered);
         outcome
-    }
-
-    /// The packets of what arrived in `datagram` go to the resequencer: first those put
-    /// together from pieces, made again from a parity, or rebuilt from compressed entries,
-    /// then the datagram's own.
-    fn resequence_arrived(
-        &mut self,
-        now: Time,
-        arrived: Result<Arrived, DropReason>,
-        datagram: &[u8],
-        payloads: &mut impl Payloads<P>,
-    ) -> Outcome {
-        let mut packets = 0;
-        while let Some((data, bytes)) = self.rx.assembled.ready.pop_front() {
-            let packet = &bytes[data.packet.clone()];
-            let p = self.hold_as(&data, packet, payloads, |pl| pl.own(packet));
-            self.push_data(now, &data, p, |p| p);
-            packets += 1;
-        }
-        match arrived {
-            Err(reason) => Outcome::Dropped(reason),
-            Ok(Arrived::Handled) => Outcome::Handled,
-            Ok(Arrived::Data(data)) => {
-                let packet = &datagram[data.packet.clone()];
-                let p = self.hold_as(&data, packet, payloads, |pl| {
-                    pl.in_datagram(datagram, data.packet.clone())
-                });
-                self.push_data(now, &data, p, |p| payloads.keep(p, datagram));
-                Outcome::Data(packets + 1)
-            }
-            Ok(Arrived::Bundle(entries)) => {
-                // the packets of a bundle share a datagram: each gets a buffer of its own
-                for data in &entries {
-                    let packet = &datagram[data.packet.clone()];
-                    let p = self.hold_as(data, packet, payloads, |pl| pl.own(packet));
-                    self.push_data(now, data, p, |p| p);
-                }
-                Outcome::Data(packets + entries.len())
-            }
-        }
-    }
-
-    /// What the resequencer holds for `packet`, which arrived as `data`: a compressed body in
-    /// a buffer of the connection's; a whole packet as `ready` makes it, with the reference it
-    /// makes for its flow when it is TCP that goes in order, in one datagram, of
-    /// [`mpt_core::hc::COMPRESS_FROM`] bytes or more ([`crate::hc`]; a peer of version 5 makes
-    /// references of packets in pieces and short ones too).
-    fn hold_as<Pl: Payloads<P>>(
-        &mut self,
-        data: &Incoming,
-        packet: &[u8],
-        payloads: &mut Pl,
-        ready: impl FnOnce(&mut Pl) -> P,
-    ) -> Held<P> {
-        if mpt_core::hc::is_compressed(packet) {
-            let prefix = self.prefix();
-            return self
-                .rx
-                .released
-                .packed(data.meta.seq, packet, prefix, || payloads.buffer());
-        }
-        let caps = &self.session.caps;
-        let refers = match (caps.keeps_references(), caps.references_whole_bulk_only()) {
-            (false, _) => false,
-            (true, false) => !data.express,
-            (true, true) => {
-                !data.express && !data.pieces && packet.len() >= mpt_core::hc::COMPRESS_FROM
-            }
-        };
-        let reference = refers
-            .then(|| Reference::of(data.meta.seq, packet))
-            .flatten()
-            .map(|r| self.rx.released.boxed(r));
-        let order = Order {
-            seq: data.meta.seq,
-            patient: !data.express && !mpt_core::hc::is_tcp(packet),
-        };
-        Held::Ready(ready(payloads), order, reference)
-    }
-
-    /// A data packet goes to the resequencer as `payload`, which `keep` turns into a payload
-    /// of its own if the resequencer holds it. Bonded data from a path nearer than the
-    /// farthest one up first waits out the difference ([`crate::equalise`]).
-    fn push_data(
-        &mut self,
-        now: Time,
-        data: &Incoming,
-        payload: Held<P>,
-        keep: impl FnOnce(P) -> P,
-    ) {
-        if self.rx.equal.next_ready().is_some_and(|t| t <= now) {
-            self.release_equalised(now, false, None);
-        }
-        let steady = payload.steady();
-        if self.rx.equal.waits(self.equalising(), data, steady) {
-            let payload = payload.kept(keep);
-            self.rx.equal.wait(
-                now,
-                (data, steady),
-                payload,
-                &mut self.rx.reseq,
-                &mut self.rx.released,
-            );
-        } else {
-            self.resequence(now, data, payload, keep);
-        }
-    }
-
-    /// `data` goes to the resequencer.
-    pub(crate) fn resequence(
-        &mut self,
-        now: Time,
-        data: &Incoming,
-        payload: Held<P>,
-        keep: impl FnOnce(P) -> P,
-    ) {
-        let out = &mut self.rx.released;
-        let keep = |h: Held<P>| h.kept(keep);
-        if data.resent {
-            self.rx
-                .reseq
-                .push_resent(now, data.meta, payload, keep, &mut |p| out.push(p));
-        } else if data.express {
-            // ahead of bonded packets of its path that still wait: its path's progress must
-            // not pass them, and the packets sent before it on farther paths come as much
-            // later than it as its path's bonded packets wait
-            let i = data.meta.path.index();
-            let how = (self.rx.equal.holds(i), self.rx.equal.bonded_wait(i));
-            self.rx
-                .reseq
-                .push_express_overtaking(now, data.meta, payload, how, &mut |p| out.push(p));
-        } else {
-            self.rx
-                .reseq
-                .push_keeping(now, data.meta, payload, keep, &mut |p| out.push(p));
-        }
-    }
-
-    /// Bonded data waits to match the farthest path: configured so, and resequenced.
-    pub(crate) fn equalising(&self) -> bool {
-        self.cfg.equalise && self.cfg.reorder_window > 0
-    }
-
-    /// What waits to match the farthest path and is due at `now` (all of it with `all`; or
-    /// only what came on path `only`) goes to the resequencer.
-    pub(crate) fn release_equalised(&mut self, now: Time, all: bool, only: Option<usize>) {
-        self.rx
-            .equal
-            .release(now, (all, only), &mut self.rx.reseq, &mut self.rx.released);
-    }
-
-    /// A control message with header `h` fences its path: the peer's next sequences.
-    fn fence(&mut self, now: Time, h: &HeaderRepr) {
-        let at = (h.path, h.seq, h.path_seq);
-        self.rx
-            .equal
-            .fence(now, at, &mut self.rx.reseq, &mut self.rx.released);
     }
 
     fn receive(
@@ -237,11 +85,58 @@ impl<P> Connection<P> {
             return Err(self.count(DropReason::UnknownSession));
         }
         let (start, end) = match (h.session == self.session.ours, sealed) {
-            (true, true) => self.open(buf)?,
+            (true, true) => self.crypto.open(buf).map_err(|e| self.count(e))?,
             (true, false) => (0, buf.len()),
             (false, _) => self.other_session(now, path, from, h.session, sealed, buf)?,
         };
         self.dispatch(now, path, from, buf, start, end)
+    }
+
+    /// A datagram of `session` (`sealed` or not) that is not the current one, at `now`, on
+    /// `path` from `from` ([`crate::crypto::CryptoState::other_session`]): of a session we
+    /// made as a rekey's responder, it makes that one current.
+    fn other_session(
+        &mut self,
+        now: Time,
+        path: PathId,
+        from: SocketAddr,
+        session: u32,
+        sealed: bool,
+        buf: &mut [u8],
+    ) -> Result<Span, DropReason> {
+        match self.crypto.other_session(now, session, sealed, buf) {
+            Ok(Other::Previous(span)) => Ok(span),
+            Ok(Other::Next { next, replay, span }) => {
+                self.install(now, path, from, next, true);
+                self.crypto.replay = replay;
+                Ok(span)
+            }
+            Err(e) => Err(self.count(e)),
+        }
+    }
+
+    /// The current session's [`Opener`], once keys are agreed (sealing only).
+    pub fn opener(&self) -> Option<Opener> {
+        self.crypto.opener(self.session.ours, self.max_datagram())
+    }
+
+    /// A datagram an [`Opener`] opened (`opened`) arrived at `now` on `path` from `from`.
+    fn take_opened(
+        &mut self,
+        now: Time,
+        path: PathId,
+        from: SocketAddr,
+        buf: &mut [u8],
+        opened: Opened,
+    ) -> Result<Arrived, DropReason> {
+        if path.index() >= self.paths.len() {
+            return Err(self.count(DropReason::PathMismatch));
+        }
+        let body = self
+            .crypto
+            .accept_opened(now, opened, buf)
+            .map_err(|e| self.count(e))?;
+        self.dispatch(now, path, from, buf, COUNTER_LEN, SEALED_HEADER_LEN + body)
     }
 
     /// The entries `e` of a bundle (or of a continued datagram): the whole packets still in the
@@ -288,13 +183,13 @@ impl<P> Connection<P> {
             Datagram::Data { .. } | Datagram::Bundle { .. } | Datagram::Continued { .. }
         ) {
             self.paths[path.index()].active_at = now;
+            // the peer sends data on a path only while it hears us there
+            if self.paths[path.index()].peer_silent {
+                self.peer_view(now, path, false);
+            }
         }
         match d {
             Datagram::Data { packet, .. } => {
-                // the peer sends data on a path only while it hears us there
-                if self.paths[path.index()].peer_silent {
-                    self.peer_view(now, path, false);
-                }
                 let meta = PacketMeta {
                     path,
                     seq: h.seq,
@@ -318,9 +213,6 @@ impl<P> Connection<P> {
                 }));
             }
             Datagram::Bundle { body, count, .. } => {
-                if self.paths[path.index()].peer_silent {
-                    self.peer_view(now, path, false);
-                }
                 let entries = mpt_core::wire::bundle_entries(body, h.seq);
                 let e = Entries {
                     header: &h,
@@ -334,9 +226,6 @@ impl<P> Connection<P> {
             Datagram::Continued {
                 cont, body, count, ..
             } => {
-                if self.paths[path.index()].peer_silent {
-                    self.peer_view(now, path, false);
-                }
                 let at = mpt_core::wire::CONTINUATION_LEN;
                 let piece = crate::reassembly::Piece::Rest {
                     seq: h.seq,
@@ -372,20 +261,22 @@ impl<P> Connection<P> {
         let (h, path) = (*h, h.path);
         match d {
             Datagram::Probe { size, .. } => {
-                self.fence(now, &h);
+                self.rx.fence(now, &h);
                 self.outbox
                     .pending
                     .push_back(Pending::ProbeAck { path, size });
             }
             Datagram::Nack { body, .. } => {
-                self.fence(now, &h);
+                self.rx.fence(now, &h);
                 if !self.resending() {
                     return Err(self.count(DropReason::Unexpected));
                 }
                 if mpt_core::wire::nack_names(body) == mpt_core::wire::NACK_REFERENCES {
-                    self.take_reference_nack(now, mpt_core::wire::nack_references(body));
+                    self.sending()
+                        .take_reference_nack(now, mpt_core::wire::nack_references(body));
                 } else {
-                    self.take_nack(now, mpt_core::wire::nack_ranges(body));
+                    self.sending()
+                        .take_nack(now, mpt_core::wire::nack_ranges(body));
                 }
             }
             Datagram::Parity { body, count, .. } => {
@@ -404,16 +295,16 @@ impl<P> Connection<P> {
                 self.rx.assembled.ready.extend(made);
             }
             Datagram::ProbeAck { size, .. } => {
-                self.fence(now, &h);
+                self.rx.fence(now, &h);
                 let wire = usize::from(size) + self.session.overhead();
                 self.paths[path.index()].pmtu.acked(now, wire);
             }
             Datagram::Goodbye { .. } => {
-                self.fence(now, &h);
+                self.rx.fence(now, &h);
                 self.peer_closed(now);
             }
             Datagram::Keepalive { .. } => {
-                self.fence(now, &h);
+                self.rx.fence(now, &h);
                 if self.paths[path.index()].answer_keepalive(now) {
                     self.outbox.pending.push_back(Pending::Ack {
                         path,
@@ -423,12 +314,12 @@ impl<P> Connection<P> {
                 }
             }
             Datagram::KeepaliveAck { echo, hold_us, .. } => {
-                self.fence(now, &h);
+                self.rx.fence(now, &h);
                 let rtt = now.wire_micros().wrapping_sub(echo).wrapping_sub(hold_us);
                 self.paths[path.index()].rtt_sample(rtt);
             }
             Datagram::Report { report, .. } => {
-                self.fence(now, &h);
+                self.rx.fence(now, &h);
                 self.take_report(now, &report);
             }
             Datagram::Handshake { .. }
@@ -467,27 +358,19 @@ impl<P> Connection<P> {
 
     /// [`Connection::take_delivered`], where the packets that wait after their release are
     /// made their own by `keep` (those of a datagram being handled may lie in it).
-    pub(crate) fn take_delivered_keeping<Pl: crate::Payloads<P>>(
+    fn take_delivered_keeping<Pl: crate::Payloads<P>>(
         &mut self,
         payloads: &mut Pl,
         keep: impl Fn(&mut Pl, P) -> P,
         out: &mut Vec<P>,
     ) {
-        self.rx.reseq.take_given_up(&mut self.rx.released.given_up);
-        // (only numbers given up are waited for)
-        let wait = if self.rx.released.given_up.is_empty() {
-            self.cfg.reorder_timeout
-        } else {
-            let paths = &self.paths;
-            let rtt = |p: usize| paths.get(p).and_then(|p| p.srtt_us);
-            self.rx
-                .released
-                .given_up_wait(self.cfg.reorder_timeout, &self.resend, rtt)
+        let d = crate::receiving::Delivery {
+            timeout: self.cfg.reorder_timeout,
+            paths: &self.paths,
+            resend: &self.resend,
+            counts: &mut self.counts,
         };
-        self.counts.delivered += self.rx.released.take(wait, payloads, keep, out) as u64;
-        for (reason, n) in self.rx.released.take_refused() {
-            self.counts.drops.add(reason, n);
-        }
+        self.rx.take_delivered_keeping(payloads, keep, out, d);
     }
 
     /// Packets released that wait for a number given up before them, to be resent (they are

@@ -4,26 +4,13 @@
 //! the fastest path and copies `fastest.rs`'s, resends `resend/connection.rs`'s, parity
 //! `fec/connection.rs`'s; a batch is sealed by `crypto.rs`'s [`Sealer`].
 
-use mpt_core::seal::{SealError, TAG_LEN};
-use mpt_core::wire::{HeaderRepr, Kind};
+use mpt_core::seal::SealError;
 use mpt_core::{PathId, Time};
 
-use crate::class::Classes;
 use crate::crypto::Sealer;
 use crate::pending::Pending;
-use crate::{BatchOut, Connection, Datagram, DropReason, Mode, TransmitKind};
-
-/// The paths a batch being numbered uses, one bit each: all of them (`used`: their fences
-/// hold until it has left), those with datagrams in the batch's own buffers (`inbuf`), and
-/// those where something numbered in the batch leaves after it (`tail`: a bundle the batch
-/// closed after the path had datagrams in it), so that what is numbered next on them leaves
-/// after it too and each path's datagrams leave in the order of their path sequences.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct BatchPaths {
-    pub(crate) used: u64,
-    pub(crate) inbuf: u64,
-    pub(crate) tail: u64,
-}
+use crate::sending::Sending;
+use crate::{BatchOut, Connection, DropReason};
 
 /// Why [`Connection::send_one`] sent nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,7 +42,7 @@ impl<P> Connection<P> {
         out: &mut BatchOut,
     ) -> Option<Sealer> {
         out.clear();
-        let sealer = self.number(now, sizes, bufs, plan, out, true);
+        let sealer = self.sending().number(now, sizes, bufs, plan, out, true);
         self.batch_gave(out);
         sealer
     }
@@ -68,258 +55,17 @@ impl<P> Connection<P> {
         self.tx.icmp.drain_into(&mut out.icmp);
     }
 
-    /// Number the batch (as [`Connection::number_batch`] says), bonded packets held while
-    /// pacing finds every path full when `pace` (a driver that sends one packet at a time has
-    /// no queue to hold them in).
-    fn number<B: AsMut<[u8]>>(
-        &mut self,
-        now: Time,
-        sizes: &mut [usize],
-        bufs: &mut [B],
-        plan: &mut [Option<PathId>],
-        out: &mut BatchOut,
-        pace: bool,
-    ) -> Option<Sealer> {
-        let n = sizes.len();
-        plan[..n].fill(None);
-        let Some(peer_session) = self.session.theirs else {
-            let packets = sizes.iter().filter(|&&s| s > 0).count();
-            self.counts.drops.add(DropReason::NoSession, packets as u64);
-            return None;
-        };
-        let key = self.session.key.clone();
-        // what a packet costs on the link, as the scheduler counts it before it has chosen
-        // the path (and with it the outer address family): as over IPv4
-        let overhead = self.overhead();
-        self.tx.classes.light_expire(now, self.tx.sched.as_mut());
-        let mut b = BatchPaths::default();
-        // packets copied once the batch is numbered, of `duplicate` classes and on paths data
-        // woke from idle: (k, what)
-        let mut copies = Vec::new();
-        for k in 0..n {
-            let mut inner = sizes[k];
-            if inner == 0 {
-                continue;
-            }
-            let whole_len = inner;
-            let mut len = inner + overhead.datagram();
-            let at = self.prefix();
-            let (class, mode) = Classes::of(&self.cfg.classes, &bufs[k].as_mut()[at..at + inner]);
-            // while pacing finds every path full, bonded packets wait in the sender, and so
-            // do those behind one that waits: a flow's packets keep their order
-            if mode == Mode::Bond && pace {
-                if out.paced_until.is_none() {
-                    out.paced_until = self.tx.sched.paced_until(now);
-                }
-                if out.paced_until.is_some() {
-                    out.held.push(k);
-                    continue;
-                }
-            }
-            if len > crate::BASE_DATAGRAM {
-                crate::path::note_big(&mut self.tx.big, now, len);
-            }
-            let chosen = match mode {
-                Mode::Bond => self.tx.sched.select(now, inner + overhead.link()),
-                Mode::Fastest | Mode::Duplicate => self
-                    .soonest(now, None)
-                    .or_else(|| self.tx.sched.select(now, inner + overhead.link())),
-            };
-            let Some(path) = chosen else {
-                self.count(DropReason::NoPath);
-                continue;
-            };
-            let i = path.index();
-            self.data_on(i, now);
-            self.tx.classes.count(self.cfg.classes.len(), class, path);
-            let keeps_short = Classes::keeps_short(&self.cfg.classes, class);
-            if mode != Mode::Bond && keeps_short {
-                let flow = Classes::flow(&bufs[k].as_mut()[at..at + whole_len]);
-                self.tx
-                    .classes
-                    .light_sent(now, (path, flow), self.tx.sched.as_mut());
-            }
-            // light traffic never waits in a bundle (but for acknowledgements, which wait
-            // there no longer than the path's queue would hold them anyway, and which a fast
-            // transfer sends by the hundred thousand a second); a packet larger than the
-            // path's datagram goes in pieces, whatever its class
-            let cap = self.body_cap(i);
-            // bulk TCP goes in a datagram of its own, its headers compressed (a small packet
-            // may share one in a bundle instead)
-            let packed = mode == Mode::Bond
-                && self.compressing()
-                && inner >= mpt_core::hc::COMPRESS_FROM
-                && crate::compress::pack(
-                    &mut self.tx.hc,
-                    crate::compress::Packing {
-                        seq: self.tx.seq,
-                        format: self.session.caps.compressed_format(),
-                        at,
-                        cap,
-                    },
-                    &mut sizes[k],
-                    bufs[k].as_mut(),
-                );
-            inner = sizes[k];
-            len = inner + overhead.datagram();
-            let whole = inner <= cap;
-            if !whole && !self.session.peer.pieces {
-                // the peer cannot put pieces together: the sender learns the size that passes
-                let packet = bufs[k].as_mut()[at..at + inner].to_vec();
-                self.too_big(now, &packet, cap);
-                continue;
-            }
-            if !whole && self.queue_full(now, path, inner) {
-                self.count(DropReason::QueueFull);
-                continue;
-            }
-            // a TCP packet that goes in order in one datagram is its flow's reference (one in
-            // pieces is not: were a piece lost, it could not be sent again whole)
-            let reference = !packed
-                && whole
-                && self.compressing()
-                && (mode == Mode::Bond || !self.session.peer.express)
-                && self
-                    .tx
-                    .hc
-                    .sent_whole(self.tx.seq, &bufs[k].as_mut()[at..at + inner]);
-            if !packed
-                && (mode == Mode::Bond || !whole || !keeps_short)
-                && self.bundle_packet(now, path, &bufs[k].as_mut()[at..at + inner], &mut b)
-            {
-                continue;
-            }
-            // on a woken path, light packets only: bulk copied onto the other paths would
-            // double their load while a far path answers (a BBR start over 10 and 60 ms
-            // paths put 74 ms of queue before voice on the near one)
-            let wake_copy = self.woken(i) && inner <= crate::WAKE_COPY_MAX;
-            if whole && (mode == Mode::Duplicate || wake_copy) {
-                let copy = crate::class::CopyOf {
-                    class,
-                    seq: self.tx.seq,
-                    first: path,
-                    express: mode != Mode::Bond,
-                };
-                copies.push((k, copy));
-            }
-            // an open bundle leaves before the packets that follow it on the path
-            self.close_riding(now, i, &mut b);
-            self.join_batch(i, &mut b.used);
-            let p = &mut self.paths[i];
-            let header = HeaderRepr {
-                // light traffic is delivered as soon as it arrives, not in order with bulk
-                kind: if mode == Mode::Bond || !self.session.peer.express {
-                    Kind::Data
-                } else {
-                    Kind::Express
-                },
-                path,
-                path_seq: p.path_seq,
-                session: peer_session,
-                seq: self.tx.seq,
-                timestamp: now.wire_micros(),
-            };
-            self.tx.seq = self.tx.seq.wrapping_add(1);
-            p.path_seq = p.path_seq.wrapping_add(1);
-            p.data_unsent += 1;
-            self.pmtu_data_sent(i, len, header.path_seq);
-            let outer = self.cfg.paths[i].overhead;
-            self.tx.sched.on_sent(now, path, len + outer);
-            self.counts.tx_packets += 1;
-            self.counts.tx_bytes += whole_len as u64;
-            // a reference is kept for resending on every path (a path keeps the rest once it
-            // lost something): the packets compressed against it are lost with it
-            if self.keeps(i, now) || reference {
-                let packet = &bufs[k].as_mut()[at..at + inner];
-                self.resend
-                    .buffer
-                    .keep(path, header.path_seq, header.seq, now, packet, reference);
-            }
-            // a parity its packet completes leaves after it
-            let parity = if self.paths[i].fec_tx.k > 0 && self.parity() {
-                let packet = &bufs[k].as_mut()[at..at + inner];
-                self.parity_tx().add(now, &header, packet)
-            } else {
-                None
-            };
-            if b.tail & (1 << i) != 0 {
-                // something numbered before it on the path leaves after the batch: so does it
-                let packet = &bufs[k].as_mut()[at..at + inner];
-                if let Some(t) = self.owned_datagram(&header, packet) {
-                    self.outbox.after.push_back(t);
-                }
-                self.outbox.after.extend(parity);
-                continue;
-            }
-            self.outbox.after.extend(parity);
-            header.emit(bufs[k].as_mut());
-            self.session.stamp(bufs[k].as_mut());
-            b.inbuf |= 1 << i;
-            plan[k] = Some(path);
+    /// What sending data needs of the connection ([`Sending`]).
+    pub(crate) fn sending(&mut self) -> Sending<'_> {
+        Sending {
+            cfg: &self.cfg,
+            session: &mut self.session,
+            paths: &mut self.paths,
+            tx: &mut self.tx,
+            resend: &mut self.resend,
+            counts: &mut self.counts,
+            outbox: &mut self.outbox,
         }
-        // pieces on a path that is not busy leave with the batch
-        for i in 0..self.paths.len() {
-            if self.paths[i].bundle.as_ref().is_some_and(|o| o.due <= now) {
-                self.close_riding(now, i, &mut b);
-            }
-        }
-        for (k, copy) in copies {
-            let at = self.prefix();
-            let packet = &bufs[k].as_mut()[at..at + sizes[k]];
-            self.send_copy(now, copy, packet, &mut b.used);
-        }
-        if out.held.is_empty() {
-            self.tx.codel.empty();
-        }
-        // one counter per packet of the batch, planned or not, but for those pacing held (they
-        // are offered again, as often as a batch is numbered: each would take one every time,
-        // and the counters would outrun the replay window of a far path's datagrams); taken
-        // after the bundles the batch closed, which leave before it
-        let first_counter = self.session.counter;
-        if key.is_some() {
-            self.session.counter += (n - out.held.len()) as u64;
-        }
-        Some(Sealer {
-            key,
-            first_counter,
-            used: b.used,
-            held: out.held.clone(),
-        })
-    }
-
-    /// Path `i` takes part in the batch being numbered, whose paths are `used`: the first
-    /// time, the fence that holds until the batch has left is the one from before it.
-    pub(crate) fn join_batch(&mut self, i: usize, used: &mut u64) {
-        if *used & (1 << i) == 0 {
-            *used |= 1 << i;
-            let p = &mut self.paths[i];
-            if p.unsent == 0 {
-                p.fence_before = (self.tx.seq, p.path_seq);
-            }
-            p.unsent += 1;
-        }
-    }
-
-    /// A data datagram built in a buffer of our own for `header` and the inner packet
-    /// `packet`, sealed, to the path's remote (`None` while sealing has no key or the remote
-    /// is unknown).
-    pub(crate) fn owned_datagram(
-        &mut self,
-        header: &HeaderRepr,
-        packet: &[u8],
-    ) -> Option<Datagram> {
-        let destination = self.remote(header.path)?;
-        let prefix = self.prefix();
-        let mut buf = Vec::with_capacity(prefix + packet.len() + TAG_LEN);
-        buf.resize(prefix, 0);
-        buf.extend_from_slice(packet);
-        let contents = self.session.seal_owned(header, buf, packet.len())?;
-        Some(Datagram {
-            path: header.path,
-            destination,
-            kind: TransmitKind::Data,
-            contents,
-        })
     }
 
     /// What control datagrams are built from ([`crate::control::Control`]).
@@ -339,19 +85,6 @@ impl<P> Connection<P> {
         }
     }
 
-    /// Parity's way out ([`crate::parity::ParityTx`]).
-    pub(crate) fn parity_tx(&mut self) -> crate::parity::ParityTx<'_> {
-        crate::parity::ParityTx {
-            out: crate::out::Out {
-                session: &mut self.session,
-                paths: &mut self.paths,
-                settings: &self.cfg.paths,
-                sched: self.tx.sched.as_mut(),
-            },
-            resend: &mut self.resend,
-        }
-    }
-
     /// The batch that used the paths of `used` (from [`Sealer::used`]) has left: its data
     /// counts as sent on those paths (a path that carried data since the last keepalive tick
     /// needs no keepalive), and control messages may fence it now.
@@ -363,13 +96,6 @@ impl<P> Connection<P> {
         }
     }
 
-    /// `packet` cannot be carried: dropped, counted, and answered (within the rate limit)
-    /// with the largest inner packet that passes, `most` bytes.
-    pub(crate) fn too_big(&mut self, now: Time, packet: &[u8], most: usize) {
-        self.count(DropReason::TooBig);
-        self.tx.icmp.answer(now, packet, most);
-    }
-
     /// Number, seal and account one packet (`buf` as for [`Connection::number_batch`], with
     /// [`mpt_core::seal::TAG_LEN`] bytes of room after the packet): the path it goes on,
     /// where to, and the datagram's length; `None` when it waits in a bundle. For drivers
@@ -377,14 +103,17 @@ impl<P> Connection<P> {
     pub fn send_one(
         &mut self,
         now: Time,
-        (buf, inner): (&mut [u8], usize),
+        buf: &mut [u8],
+        inner: usize,
         out: &mut BatchOut,
     ) -> Result<Option<(PathId, std::net::SocketAddr, usize)>, SendError> {
         let mut plan = [None];
         let held = self.counts.held_packets;
         let mut sizes = [inner];
         out.clear();
-        let sealer = self.number(now, &mut sizes, &mut [&mut *buf], &mut plan, out, false);
+        let sealer =
+            self.sending()
+                .number(now, &mut sizes, &mut [&mut *buf], &mut plan, out, false);
         self.batch_gave(out);
         let sealer = sealer.ok_or(SendError::Dropped(DropReason::NoSession))?;
         let inner = sizes[0];
@@ -410,7 +139,7 @@ impl<P> Connection<P> {
                 b.due = now;
             }
         }
-        self.bundle_tick(now);
+        self.sending().bundle_tick(now);
         for i in 0..self.paths.len() {
             self.outbox
                 .pending
@@ -427,78 +156,6 @@ impl<P> Connection<P> {
             self.count(DropReason::Paced);
         }
         drop
-    }
-
-    /// The path where a datagram sent at `now` arrives soonest, other than `not`
-    /// ([`crate::fastest::soonest_where`]).
-    pub(crate) fn soonest(&self, now: Time, not: Option<PathId>) -> Option<PathId> {
-        self.soonest_where(now, |p| Some(p) != not)
-    }
-
-    /// [`Connection::soonest`] among the paths `allowed` admits.
-    pub(crate) fn soonest_where(
-        &self,
-        now: Time,
-        allowed: impl Fn(PathId) -> bool + Copy,
-    ) -> Option<PathId> {
-        let paths = (&self.paths[..], &self.cfg.paths[..]);
-        crate::fastest::soonest_where(now, paths, self.tx.sched.as_ref(), allowed)
-    }
-
-    /// Send a copy of `packet` (as `c` says) on the next soonest path, numbered after the
-    /// batch's packets there and leaving after them
-    /// ([`crate::BatchOut::after`]), so that each path's datagrams stay in order. `used` is the
-    /// batch's set of paths: the copy's path joins it, and its fences hold until the batch
-    /// and the copy have left.
-    pub(crate) fn send_copy(
-        &mut self,
-        now: Time,
-        c: crate::class::CopyOf,
-        packet: &[u8],
-        used: &mut u64,
-    ) {
-        let crate::class::CopyOf {
-            class,
-            seq,
-            first,
-            express,
-        } = c;
-        let Some(session) = self.session.theirs else {
-            return;
-        };
-        let Some(path) = self.soonest(now, Some(first)) else {
-            return;
-        };
-        let i = path.index();
-        // a copy goes whole or not at all
-        if self.remote(path).is_none() || packet.len() > self.body_cap(i) {
-            return;
-        }
-        self.data_on(i, now);
-        self.join_batch(i, used);
-        let p = &mut self.paths[i];
-        let header = HeaderRepr {
-            kind: if express && self.session.peer.express {
-                Kind::Express
-            } else {
-                Kind::Data
-            },
-            path,
-            path_seq: p.path_seq,
-            session,
-            seq,
-            timestamp: now.wire_micros(),
-        };
-        p.path_seq = p.path_seq.wrapping_add(1);
-        p.data_unsent += 1;
-        let Some(t) = self.owned_datagram(&header, packet) else {
-            return;
-        };
-        let cost = t.contents.len() + self.cfg.paths[i].overhead;
-        self.tx.sched.on_sent(now, path, cost);
-        self.tx.classes.copy_sent();
-        self.tx.classes.count(self.cfg.classes.len(), class, path);
-        self.outbox.after.push_back(t);
     }
 
     /// Whether data goes with compressed headers: configured, with resending (a reference
@@ -528,6 +185,110 @@ impl<P> Connection<P> {
             self.tx.hc.ready(self.tx.seq, out);
         } else {
             out.fill(0);
+        }
+    }
+
+    /// Whether resending is on: both ends' handshakes said they take resend requests and
+    /// resent packets.
+    pub fn resending(&self) -> bool {
+        self.session.peer.resend && self.cfg.resend
+    }
+
+    /// Tell the resequencer whether resending is on: it then keeps the gaps to ask for, and
+    /// a gap the progress rule gives up does not wait for its packet to come again (zero
+    /// wait): the packets behind it are released at once, and the resent one is delivered
+    /// late, when it comes. Of those released, the TCP goes on; the rest waits for it
+    /// ([`crate::ordered`]: a stream that does not back off keeps its order).
+    ///
+    /// Why not wait: a request and its resend take the fastest path's round trip and the
+    /// queue the resend waits in, tens of milliseconds, and every bonded packet behind the
+    /// gap would wait with it: the inner TCP's receiver would get nothing meanwhile, then a
+    /// burst above the bundle's rate (which BBR takes for bandwidth). Delivered at once, TCP
+    /// acknowledges what came after the gap (SACK), keeps sending, and the resend fills the
+    /// gap before its own retransmission would.
+    pub(crate) fn update_repair_wait(&mut self) {
+        let wait = self.resending().then_some(std::time::Duration::ZERO);
+        self.rx.reseq.set_repair(wait);
+    }
+
+    /// What resending did for the packets first sent on `path`.
+    pub fn resend_counts(&self, path: PathId) -> crate::ResendCounts {
+        self.resend.counts(path)
+    }
+
+    /// Resend requests we sent, and the path sequences they named.
+    pub fn nack_counts(&self) -> (u64, u64) {
+        let (sent, named, _) = self.resend.request_counts();
+        (sent, named)
+    }
+
+    /// Bytes our resend requests took on the links (outer headers included).
+    pub fn nack_bytes(&self) -> u64 {
+        self.resend.request_counts().2
+    }
+
+    /// Whether parity may be used with this peer: both ends take it, and resending is on.
+    pub fn parity(&self) -> bool {
+        self.session.peer.parity && self.cfg.parity && self.resending()
+    }
+
+    /// The sender's loss rate and parity group size for `path` (0: no parity).
+    pub fn parity_state(&self, path: PathId) -> (f64, usize) {
+        self.paths
+            .get(path.index())
+            .map_or((0.0, 0), |p| (p.fec_tx.loss, p.fec_tx.k))
+    }
+
+    /// What parity did at the receiver.
+    pub fn parity_counts(&self) -> crate::ParityCounts {
+        self.counts.parity
+    }
+
+    /// The receiver's half of resending: the path sequence gaps the resequencer saw since the
+    /// last call go into resend requests (queued for [`Connection::poll_transmit`]), but for
+    /// packets a parity made again already ([`crate::fec`]).
+    pub(crate) fn request_resends(&mut self, now: Time) {
+        if !self.resending() {
+            return;
+        }
+        self.request_references();
+        let paths = &self.paths;
+        self.resend
+            .collect_gaps(now, &mut self.rx.reseq, |path, ps| {
+                paths[path.index()].fec_rx.repaired(ps)
+            });
+        let Some(ranges) = self.resend.take_asked() else {
+            return;
+        };
+        let Some(path) = self.report_path() else {
+            return;
+        };
+        for chunk in ranges.chunks(mpt_core::wire::MAX_NACK_RANGES) {
+            self.resend.requested(chunk);
+            self.outbox.pending.push_back(Pending::Nack {
+                path,
+                ranges: chunk.to_vec(),
+            });
+        }
+    }
+
+    /// The references that packets named and that did not come ([`crate::hc`]'s asks) go
+    /// into resend requests of their own, in a session of version 7 (an older peer takes
+    /// only path sequences).
+    fn request_references(&mut self) {
+        let asks = self.rx.released.take_asks();
+        if asks.is_empty() || !self.session.caps.requests_references() {
+            return;
+        }
+        let Some(path) = self.report_path() else {
+            return;
+        };
+        for chunk in asks.chunks(mpt_core::wire::MAX_NACK_RANGES) {
+            self.resend.references_requested(chunk.len());
+            self.outbox.pending.push_back(Pending::NackReferences {
+                path,
+                references: chunk.to_vec(),
+            });
         }
     }
 }

@@ -43,6 +43,12 @@ impl Session {
         }
     }
 
+    /// Whether data goes with compressed headers: configured (`cfg`), with resending (a
+    /// reference lost is sent again), in a session that compresses TCP.
+    pub(crate) fn compressing(&self, cfg: &crate::ConnectionConfig) -> bool {
+        cfg.compress && self.peer.resending(cfg) && self.caps.compresses_tcp()
+    }
+
     /// Where the prefix before an inner packet ends: [`HEADER_LEN`], or
     /// [`SEALED_HEADER_LEN`] when sealing.
     pub(crate) fn prefix(&self) -> usize {
@@ -123,5 +129,21 @@ impl Session {
         let mut buf = Vec::with_capacity(prefix + len + TAG_LEN);
         buf.resize(prefix, 0);
         buf
+    }
+}
+
+/// A random index (drawn from `random`) for a new session, never 0 nor `current`: its low 16
+/// bits `slot`, if configured.
+pub(crate) fn fresh_index(random: &mut crate::Random, slot: Option<u16>, current: u32) -> u32 {
+    loop {
+        let mut b = [0u8; 4];
+        random(&mut b);
+        let mut i = u32::from_be_bytes(b);
+        if let Some(slot) = slot {
+            i = (i & 0xFFFF_0000) | u32::from(slot);
+        }
+        if i != 0 && i != current {
+            return i;
+        }
     }
 }

@@ -137,6 +137,22 @@ pub struct ConnectionConfig {
 }
 
 impl ConnectionConfig {
+    /// Data is sealed.
+    pub(crate) fn sealing(&self) -> bool {
+        self.keys.encryption.is_some()
+    }
+
+    /// What a datagram adds to its inner packet, outer headers as over IPv4.
+    pub(crate) fn overhead(&self) -> Overhead {
+        Overhead::new(self.sealing(), false)
+    }
+
+    /// The largest datagram a valid peer sends: a full inner packet with its header (and
+    /// counter and tag).
+    pub(crate) fn max_datagram(&self) -> usize {
+        usize::from(self.mtu) + self.overhead().datagram()
+    }
+
     /// These settings over `n` paths of the peer's own (a peer that comes to our listen
     /// sockets): named `p0`, `p1`, ..., weight 1, no rate (learned), their remotes unknown
     /// until heard; the outer overhead our first path has, if any.

@@ -8,9 +8,11 @@ use mpt_core::{PathId, Time};
 use mpt_reseq::PathStats;
 
 use crate::liveness::LinkState;
+use crate::path::Turn;
 use crate::path::BIG_FOR;
 use crate::pending::Pending;
-use crate::{Connection, DownReason};
+use crate::ticks::next_tick;
+use crate::{Connection, DownReason, Event};
 
 /// A slow path whose clock has shown it busy this long is probed busy: it may never be idle.
 pub const SATURATED: Duration = Duration::from_secs(1);
@@ -20,32 +22,89 @@ pub const REPORT_TICK: Duration = Duration::from_millis(10);
 /// A path gone quiet this much longer than the last one heard from is passed over for reports.
 pub const REPORT_QUIET: Duration = Duration::from_millis(5);
 
-/// When each periodic job is next due.
-#[derive(Debug, Clone)]
-pub(crate) struct Timers {
-    pub(crate) keepalive: Time,
-    pub(crate) report: Time,
-    pub(crate) liveness: Time,
-}
+impl<P> Connection<P> {
+    /// Path `path` turns at `now` as its liveness says ([`Turn`]).
+    pub(crate) fn turn(&mut self, now: Time, path: PathId, turn: Turn) {
+        let (on, event) = match turn {
+            Turn::Up { again } => (true, Some(Event::PathUp { path, again })),
+            Turn::Unheard(reason) => (false, Some(Event::PathDown { path, reason })),
+            Turn::Unused => (false, None),
+            Turn::Down(reason) => {
+                self.paths[path.index()].down_reason = Some(reason);
+                // what waits to match the other paths goes on: this one no longer needs
+                // matching; the resequencer stops waiting for it
+                self.rx.release_equalised(now, true, Some(path.index()));
+                let out = &mut self.rx.released;
+                self.rx.reseq.path_down(now, path, &mut |p| out.push(p));
+                (false, Some(Event::PathDown { path, reason }))
+            }
+        };
+        self.tx.sched.on_path_state(now, path, on);
+        self.events.extend(event);
+    }
 
-impl Timers {
-    /// Every job due at `now`.
-    pub(crate) fn new(now: Time) -> Timers {
-        Timers {
-            keepalive: now,
-            report: now,
-            liveness: now,
+    /// Something valid arrived on `path` at `now`.
+    pub(crate) fn heard(&mut self, now: Time, path: PathId) {
+        self.crypto.last_heard = Some(now);
+        let (turn, tell) = self.paths[path.index()].heard(now, self.cfg.keepalive);
+        if tell {
+            self.outbox.pending.push_back(Pending::Keepalive(path));
+        }
+        if let Some(t) = turn {
+            self.turn(now, path, t);
         }
     }
-}
 
-impl<P> Connection<P> {
+    /// A keepalive on `path` says whether the peer hears us there ([`PathState::peer_view`]).
+    pub(crate) fn peer_view(&mut self, now: Time, path: PathId, silent: bool) {
+        if let Some(t) = self.paths[path.index()].peer_view(silent) {
+            self.turn(now, path, t);
+        }
+    }
+
+    /// The peer said goodbye: every path is down at once.
+    pub(crate) fn peer_closed(&mut self, now: Time) {
+        for i in 0..self.paths.len() {
+            if self.paths[i].live.peer_closed() {
+                self.turn(now, PathId(i as u8), Turn::Down(DownReason::PeerClosed));
+            }
+        }
+    }
+
+    /// A new peer session: paths its predecessor closed with a goodbye are used again.
+    pub(crate) fn reopen_closed(&mut self, now: Time) {
+        for i in 0..self.paths.len() {
+            if self.paths[i].live.reopen() {
+                self.turn(now, PathId(i as u8), Turn::Up { again: true });
+            }
+        }
+    }
+
+    /// Our uplink for `path` cannot carry anything (`Some`: why), or can again (`None`). The
+    /// driver watches its interfaces: a path whose interface is absent or whose link is down
+    /// goes down at once, rather than after `dead` of silence, and sends nothing; when the
+    /// uplink is back, a keepalive goes at once so that the peer (and a NAT) hears us, and the
+    /// path comes up as the peer is heard on it.
+    pub fn set_uplink(&mut self, now: Time, path: PathId, down: Option<crate::UplinkDown>) {
+        let has_session = self.session.theirs.is_some();
+        let Some(p) = self.paths.get_mut(path.index()) else {
+            return;
+        };
+        let (turn, tell) = p.set_uplink(now, down, has_session);
+        if tell {
+            self.outbox.pending.push_back(Pending::Keepalive(path));
+        }
+        if let Some(t) = turn {
+            self.turn(now, path, t);
+        }
+    }
+
     /// When [`Connection::handle_timeout`] should next be called: the periodic jobs always have
     /// a next time.
     pub fn poll_timeout(&self) -> Time {
         let t = &self.timers;
         let next = t.keepalive.min(t.report).min(t.liveness);
-        let next = self.bundle_due().map_or(next, |b| next.min(b));
+        let next = crate::bundling::bundle_due(&self.paths).map_or(next, |b| next.min(b));
         let next = self.rx.equal.next_ready().map_or(next, |e| next.min(e));
         let next = self
             .rx
@@ -60,11 +119,11 @@ impl<P> Connection<P> {
     /// never wait for the sockets to fall quiet.
     pub fn handle_timeout(&mut self, now: Time) {
         self.rx.released.tick(now);
-        if self.bundle_due().is_some_and(|t| t <= now) {
-            self.bundle_tick(now);
+        if crate::bundling::bundle_due(&self.paths).is_some_and(|t| t <= now) {
+            self.sending().bundle_tick(now);
         }
         if self.rx.equal.next_ready().is_some_and(|t| t <= now) {
-            self.release_equalised(now, false, None);
+            self.rx.release_equalised(now, false, None);
         }
         if self.rx.reseq.poll_timeout().is_some_and(|t| t <= now) {
             let out = &mut self.rx.released;
@@ -103,10 +162,11 @@ impl<P> Connection<P> {
         for i in 0..self.paths.len() {
             let up = self.paths[i].state() == LinkState::Up;
             // an idle path's size is confirmed when data wakes it
-            if !up || self.paths[i].remote.is_none() || self.idle_path(i, now) {
+            if !up || self.paths[i].remote.is_none() || self.paths[i].idle(now, &self.cfg) {
                 continue;
             }
-            let rate = self.path_rate(PathId(i as u8));
+            let rate =
+                crate::sending::path_rate(self.tx.sched.as_ref(), &self.cfg, PathId(i as u8));
             // a probe takes a slow path long to carry, delaying what waits behind it: those
             // are probed only for the packets sent lately that need more than the base
             // datagram: searched while such packets need more than the size that passes,
@@ -134,14 +194,17 @@ impl<P> Connection<P> {
                         len > pmtu.size
                     }
                 });
-            if self.slow_path(i) {
+            if crate::sending::slow_path(self.tx.sched.as_ref(), &self.cfg, i) {
                 let idle = self.tx.sched.backlog(now, PathId(i as u8)).is_zero();
                 if idle {
                     self.paths[i].idle_at = now;
                 }
                 let busy = !idle && now.saturating_since(self.paths[i].idle_at) < SATURATED;
-                let other = (0..self.paths.len())
-                    .any(|j| j != i && self.paths[j].pmtu.in_flight() && self.slow_path(j));
+                let other = (0..self.paths.len()).any(|j| {
+                    j != i
+                        && self.paths[j].pmtu.in_flight()
+                        && crate::sending::slow_path(self.tx.sched.as_ref(), &self.cfg, j)
+                });
                 let in_flight = self.paths[i].pmtu.in_flight();
                 let probe = if needed {
                     in_flight || !(other || busy)
@@ -157,7 +220,7 @@ impl<P> Connection<P> {
             }
             let gap = self.reports.gap;
             let p = &mut self.paths[i];
-            p.pmtu.watch_silence(now, (p.data_sent, p.srtt_us), gap);
+            p.pmtu.watch_silence(now, p.seen(), gap);
             let p = &mut self.paths[i];
             let timeout = p
                 .pmtu
@@ -170,7 +233,7 @@ impl<P> Connection<P> {
                 // link too, 94 ms on a 128 kbit/s line
                 if let Some(open) = p.bundle.as_mut() {
                     open.due = open.due.min(now);
-                    self.bundle_tick(now);
+                    self.sending().bundle_tick(now);
                 }
                 self.outbox.pending.push_back(Pending::Probe {
                     path: PathId(i as u8),
@@ -191,7 +254,7 @@ impl<P> Connection<P> {
     /// sends little, and its learned rates are that little. Backup tiers are left out.
     fn equalise_lags(&mut self) {
         // every report tick, every peer: no allocation
-        let on = self.equalising();
+        let on = self.cfg.equalise && self.cfg.reorder_window > 0;
         let top = self.cfg.paths.iter().map(crate::PathSettings::tier).min();
         let stats = &self.rx.reseq.stats().paths;
         let datagram = self.overhead().datagram();
@@ -233,13 +296,13 @@ impl<P> Connection<P> {
             return;
         }
         for i in 0..self.paths.len() {
-            let limit = self.silence_limit(i, now);
+            let limit = self.paths[i].silence_limit(now, &self.cfg);
             let from = self.paths[i].woken_at;
             let Some(silent) = self.paths[i].live.check(now, limit, from) else {
                 continue;
             };
             self.paths[i].woken_at = None;
-            self.path_went_down(now, PathId(i as u8), DownReason::Silent(silent));
+            self.turn(now, PathId(i as u8), Turn::Down(DownReason::Silent(silent)));
         }
     }
 
@@ -256,7 +319,7 @@ impl<P> Connection<P> {
             return;
         }
         for i in 0..self.paths.len() {
-            let idle = self.idle_path(i, now);
+            let idle = self.paths[i].idle(now, &self.cfg);
             let p = &mut self.paths[i];
             // counted at every tick, also while the uplink is down: the data sent before it
             // went down must not count as sent since the first tick after it is back
@@ -336,20 +399,6 @@ impl<P> Connection<P> {
     }
 }
 
-/// A periodic job that was due at `due` and runs at `now`: next due one `period` later, on its
-/// grid, unless it ran more than [`LATE`] late (then one `period` from now), as tokio's
-/// intervals with `MissedTickBehavior::Delay` do.
-fn next_tick(due: Time, now: Time, period: Duration) -> Time {
-    if now > due + LATE {
-        now + period
-    } else {
-        due + period
-    }
-}
-
-/// How late a periodic job may run and stay on its grid.
-const LATE: Duration = Duration::from_millis(5);
-
 /// [`Connection::report_path`]'s rule over (when heard from, if up; RTT) per path.
 fn pick_report_path(paths: impl Iterator<Item = (Option<Time>, u64)> + Clone) -> Option<usize> {
     let latest = paths.clone().filter_map(|(heard, _)| heard).max()?;
@@ -363,15 +412,6 @@ fn pick_report_path(paths: impl Iterator<Item = (Option<Time>, u64)> + Clone) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn periodic_jobs_stay_on_their_grid_unless_far_late() {
-        let at = Time::from_millis;
-        let p = Duration::from_millis(10);
-        assert_eq!(next_tick(at(100), at(101), p), at(110));
-        assert_eq!(next_tick(at(100), at(105), p), at(110));
-        assert_eq!(next_tick(at(100), at(106), p), at(116));
-    }
 
     #[test]
     fn reports_go_on_the_fastest_path_heard_from_lately() {

@@ -18,7 +18,7 @@ mod sim;
 
 use mpt_core::rng::Rng;
 use mpt_core::{PathId, Time};
-use mpt_tunnel::{BatchOut, Connection, ConnectionConfig, Payloads};
+use mpt_tunnel::{BatchOut, Connection, ConnectionConfig, Payloads, Via};
 use sim::Side;
 
 struct Counting;
@@ -320,7 +320,10 @@ impl Net {
                 let opened = e.c.opener().and_then(|o| o.open(&mut bytes));
                 e.c.handle_datagram(
                     now,
-                    (PathId(f.path as u8), addr(1 - f.to, f.path)),
+                    Via {
+                        path: PathId(f.path as u8),
+                        from: addr(1 - f.to, f.path),
+                    },
                     &mut bytes,
                     opened,
                     &mut e.pool,

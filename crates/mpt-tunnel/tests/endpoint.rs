@@ -14,7 +14,7 @@ use mpt_core::wire::{HEADER_LEN, INITIATION_MACS};
 use mpt_core::{PathId, Time};
 use mpt_tunnel::{
     Admission, Connection, Copies, Datagram, DropReason, Endpoint, Outcome, PeerEntry, Random,
-    Route,
+    Route, Via,
 };
 use sim::{Rng, Side};
 
@@ -95,11 +95,13 @@ impl Server {
                     self.read += 1;
                     let i = a.peer();
                     let seed = self.seeds.next_u64();
-                    match self
-                        .endpoint
-                        .accept(now, (path, from), &mut self.conns[i], a, || {
-                            Some(random(seed))
-                        }) {
+                    match self.endpoint.accept(
+                        now,
+                        Via { path, from },
+                        &mut self.conns[i],
+                        a,
+                        || Some(random(seed)),
+                    ) {
                         Outcome::Dropped(r) => return Err(r),
                         _ => i,
                     }
@@ -119,7 +121,7 @@ impl Server {
                 let mut buf = d.to_vec();
                 if let Outcome::Dropped(r) = c.handle_datagram(
                     now,
-                    (path, from),
+                    Via { path, from },
                     &mut buf,
                     None,
                     &mut Copies,
@@ -180,7 +182,10 @@ fn exchange(server: &mut Server, sites: &mut [(u32, Connection<Vec<u8>>)], now: 
             for mut d in back {
                 c.handle_datagram(
                     now,
-                    (PathId(0), SERVER),
+                    Via {
+                        path: PathId(0),
+                        from: SERVER,
+                    },
                     &mut d,
                     None,
                     &mut Copies,
@@ -375,7 +380,10 @@ fn an_initiation_for_another_key_costs_a_hash_and_copies_on_other_paths_cost_not
     for mut r in responses {
         s.handle_datagram(
             now,
-            (PathId(0), SERVER),
+            Via {
+                path: PathId(0),
+                from: SERVER,
+            },
             &mut r,
             None,
             &mut Copies,

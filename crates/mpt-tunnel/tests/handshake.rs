@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use mpt_core::wire::{HeaderRepr, Kind};
 use mpt_core::PathId;
-use mpt_tunnel::{DropReason, Event, Outcome, SendError};
+use mpt_tunnel::{DropReason, Event, Outcome, SendError, Via};
 use sim::helpers::{
     agreed_pair, assert_exactly, kind_of, last_sent, ms, restart_and_rekey, sent, sim_time,
 };
@@ -622,7 +622,10 @@ fn a_datagram_opened_under_replaced_keys_is_an_old_sessions() {
     let from = p.source(Side::A, 0);
     let out = p.ep(Side::B).handle_datagram(
         now,
-        (PathId(0), from),
+        Via {
+            path: PathId(0),
+            from,
+        },
         &mut copy,
         Some(opened),
         &mut mpt_tunnel::Copies,

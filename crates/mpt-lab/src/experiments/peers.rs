@@ -112,7 +112,10 @@ fn drive(sites: &mut [Site], secs: f64, mut at_connected: impl FnMut(Duration)) 
                     let mut delivered = Vec::new();
                     s.ep.handle_datagram(
                         t,
-                        (PathId(0), from),
+                        mpt_tunnel::Via {
+                            path: PathId(0),
+                            from,
+                        },
                         &mut buf[..n],
                         None,
                         &mut Copies,

@@ -11,7 +11,6 @@
 mod recv;
 
 pub(crate) use recv::Entries;
-mod send;
 
 use std::time::Duration;
 
@@ -90,17 +89,35 @@ pub(crate) struct Closed {
     pub(crate) stamp: Option<Time>,
 }
 
+/// A datagram's room: `prefix` bytes of header (and counter), then at most `cap` of body.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Room {
+    pub(crate) prefix: usize,
+    pub(crate) cap: usize,
+}
+
+/// When a bundle leaves: its send timestamp, if fixed when it opens (else when it leaves), and
+/// when it is due at the latest.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Times {
+    pub(crate) stamp: Option<Time>,
+    pub(crate) due: Time,
+}
+
+/// How a packet goes into a bundle: in pieces, and whether the peer takes compressed entries.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct How {
+    pub(crate) pieces: bool,
+    pub(crate) compress: bool,
+}
+
 impl OpenBundle {
-    /// An empty bundle, its send timestamp `stamp` (if fixed now) and leaving at `due` at the
-    /// latest, of a datagram with `prefix` bytes of
-    /// header (and counter) and `cap` bytes of body: one that continues packet `continues`
-    /// (its last pieces), or one whose first entry will be global sequence `seq`.
-    pub(crate) fn new(
-        (prefix, cap): (usize, usize),
-        seq: u32,
-        continues: Option<u32>,
-        (stamp, due): (Option<Time>, Time),
-    ) -> OpenBundle {
+    /// An empty bundle, leaving as `times` says, of a datagram with `room`: one that continues
+    /// packet `continues` (its last pieces), or one whose first entry will be global sequence
+    /// `seq`.
+    pub(crate) fn new(room: Room, seq: u32, continues: Option<u32>, times: Times) -> OpenBundle {
+        let Room { prefix, cap } = room;
+        let Times { stamp, due } = times;
         let mut buf = Vec::with_capacity(prefix + cap + TAG_LEN);
         buf.resize(prefix, 0);
         OpenBundle {
@@ -122,17 +139,12 @@ impl OpenBundle {
     }
 
     /// Whether `packet`, global sequence `seq`, fits as the next entry of a datagram with
-    /// `prefix` bytes of header and `cap` of body (`pieces`: it goes in pieces, and needs
-    /// room for its head piece only), and how it goes: compressed against the entry before it
-    /// when `compress` (the peer takes compressed entries) and their headers allow. `None`
-    /// when it does not fit.
-    pub(crate) fn fits(
-        &self,
-        seq: u32,
-        packet: &[u8],
-        (pieces, compress): (bool, bool),
-        (prefix, cap): (usize, usize),
-    ) -> Option<Entry> {
+    /// `room` (as `how` says it goes: in pieces, it needs room for its head piece only), and
+    /// how it goes: compressed against the entry before it when the peer takes compressed
+    /// entries and their headers allow. `None` when it does not fit.
+    pub(crate) fn fits(&self, seq: u32, packet: &[u8], how: How, room: Room) -> Option<Entry> {
+        let How { pieces, compress } = how;
+        let Room { prefix, cap } = room;
         let mut entry = Entry::default();
         if let (false, true, Some(prev)) = (pieces, compress, &self.prev) {
             let h = udp4_headers(packet);
@@ -156,14 +168,15 @@ impl OpenBundle {
 
     /// Add `packet`, global sequence `seq`, as the next entry, as `entry` says (from
     /// [`OpenBundle::fits`]; the default for a bundle it was not tried in): whole, or as much
-    /// of it as the room left (`prefix` and `cap` as for `fits`) takes, its head piece.
+    /// of it as the room left (`room` as for `fits`) takes, its head piece.
     pub(crate) fn push(
         &mut self,
         seq: u32,
         packet: &[u8],
         entry: Entry,
-        (prefix, cap): (usize, usize),
+        room: Room,
     ) -> Option<Pushed> {
+        let Room { prefix, cap } = room;
         let first_entry = !self.continued && self.count == 0;
         let last = (!first_entry).then_some(self.last_seq);
         let room = cap.saturating_sub(self.buf.len() - prefix + BUNDLE_ENTRY_LEN);

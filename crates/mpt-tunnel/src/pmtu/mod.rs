@@ -16,6 +16,8 @@ use mpt_core::Time;
 
 mod watch;
 
+pub(crate) use watch::Seen;
+
 /// The datagram (UDP payload) every path is assumed to carry (RFC 8899's `BASE_PLPMTU`, what
 /// an IPv6 path of the minimum MTU 1280 carries with room to spare).
 pub const BASE_DATAGRAM: usize = 1200;

@@ -10,6 +10,15 @@ use mpt_core::Time;
 
 use super::{Pmtu, DELIVERY_SHORTFALL, DELIVERY_WINDOW, RAISE_INTERVAL};
 
+/// What the path shows that watching its delivery needs: the data datagrams sent on it so far,
+/// its smoothed round trip (µs), and whether its queue overflows lately.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Seen {
+    pub(crate) sent: u64,
+    pub(crate) srtt_us: Option<u64>,
+    pub(crate) queue_full: bool,
+}
+
 /// The time over which what a path carried is compared with what was sent on it, on a path of
 /// smoothed RTT `srtt_us`: twice the RTT, and at least [`DELIVERY_WINDOW`].
 fn delivery_window(srtt_us: Option<u64>) -> Duration {
@@ -82,12 +91,12 @@ impl Pmtu {
     /// size is confirmed at once instead of at the next confirmation, so that a drop is
     /// noticed in a few RTTs. A false suspicion costs a probe, and a false drop (the probe
     /// lost three times) a search.
-    pub(crate) fn watch_delivery(
-        &mut self,
-        now: Time,
-        (sent, srtt_us, queue_full): (u64, Option<u64>, bool),
-        e: &ReportEntry,
-    ) {
+    pub(crate) fn watch_delivery(&mut self, now: Time, seen: Seen, e: &ReportEntry) {
+        let Seen {
+            sent,
+            srtt_us,
+            queue_full,
+        } = seen;
         let mark = (now, sent, e.packets, e.lost);
         let Some((since, sent_then, got, missed)) = self.delivery_mark else {
             self.delivery_mark = Some(mark);
@@ -120,12 +129,8 @@ impl Pmtu {
     /// confirmed at once. Without the reports' own gap, a slow stream that the peer reports on
     /// once a second would be taken for silence on every path every second, and each time a
     /// full-size probe (tens of milliseconds of a slow line) would delay the packet behind it.
-    pub(crate) fn watch_silence(
-        &mut self,
-        now: Time,
-        (sent, srtt_us): (u64, Option<u64>),
-        report_gap: Duration,
-    ) {
+    pub(crate) fn watch_silence(&mut self, now: Time, seen: Seen, report_gap: Duration) {
+        let Seen { sent, srtt_us, .. } = seen;
         let gap = report_gap.min(mpt_reseq::feedback::MAX_INTERVAL);
         let Some((since, sent_then, got, missed)) = self.delivery_mark else {
             return;

@@ -23,8 +23,6 @@
 //! [`KEEP_AFTER_LOSS`] without one. The first loss of a path that lost nothing for that long
 //! is not recovered.
 
-mod connection;
-
 use std::time::Duration;
 
 use mpt_core::wire::{self, HeaderRepr, Kind, NackRange};
@@ -132,22 +130,22 @@ impl ResendBuffer {
     }
 
     /// The packet sent on `path` as `path_seq`, if still kept and sent within `max_age` of
-    /// `now` (a flow's reference: 500 ms, `AWAIT_FOR`): its global sequence, whether it
-    /// was its flow's reference, and its bytes. Taken: it is resent once.
+    /// `now`: its global sequence, whether it was its flow's reference, and its bytes. Taken:
+    /// it is resent once.
     pub fn take(
         &mut self,
         path: PathId,
         path_seq: u16,
         now: Time,
-        max_age: Duration,
+        max_age: MaxAge,
     ) -> Option<(u32, bool, &[u8])> {
         let slot = self.slot(path, path_seq)?;
         let k = &mut self.kept[slot];
         // a reference is waited for longer: the packets compressed against it wait for it
         let max_age = if k.reference {
-            max_age.max(crate::hc::AWAIT_FOR)
+            max_age.packet.max(max_age.reference)
         } else {
-            max_age
+            max_age.packet
         };
         let fresh = now.saturating_since(k.sent) <= max_age;
         if !k.valid || !fresh {
@@ -332,4 +330,12 @@ pub(crate) fn whole_packets(header: &HeaderRepr, body: &[u8], mut f: impl FnMut(
             f(path_seq, e.seq, &e.packet(body));
         }
     }
+}
+
+/// How old a kept packet may be and still go again: any packet, and a flow's reference (the
+/// packets compressed against it wait for it longer: [`crate::hc::AWAIT_FOR`]).
+#[derive(Debug, Clone, Copy)]
+pub struct MaxAge {
+    pub packet: Duration,
+    pub reference: Duration,
 }

@@ -13,7 +13,7 @@ use mpt_core::seal::{Cipher, CipherChoice, PrivateKey};
 use mpt_core::{PathId, Time};
 use mpt_sched::SchedulerKind;
 use mpt_tunnel::{
-    Connection, ConnectionConfig, Event, KeySettings, Outcome, Overhead, PathSettings,
+    Connection, ConnectionConfig, Event, KeySettings, Outcome, Overhead, PathSettings, Via,
 };
 
 pub use mpt_core::rng::Rng;
@@ -462,7 +462,7 @@ impl Pair {
         let mut buf = vec![0u8; prefix + inner.len() + 16];
         buf[prefix..prefix + inner.len()].copy_from_slice(inner);
         let mut out = mpt_tunnel::BatchOut::default();
-        let sent = node.ep.send_one(now, (&mut buf, inner.len()), &mut out);
+        let sent = node.ep.send_one(now, &mut buf, inner.len(), &mut out);
         node.icmp.extend(out.icmp.drain(..));
         // what leaves before the packet goes whether or not the packet does
         for b in out.before.drain(..) {
@@ -653,7 +653,7 @@ impl Pair {
         let mut payloads = InDatagram::next();
         let out = node.ep.handle_datagram(
             now,
-            (id, from),
+            Via { path: id, from },
             bytes,
             opened,
             &mut payloads,

@@ -63,9 +63,16 @@ impl Tunnel {
             return Err(DropReason::UnknownKey);
         };
         let mut guard = peer.lock();
-        let outcome = endpoint.accept(now, (at.path, at.from), &mut guard, accepted, || {
-            random_source().ok()
-        });
+        let outcome = endpoint.accept(
+            now,
+            mpt_tunnel::Via {
+                path: at.path,
+                from: at.from,
+            },
+            &mut guard,
+            accepted,
+            || random_source().ok(),
+        );
         drop(endpoint);
         if let Some(c) = guard.as_mut() {
             Tunnel::gather(c, now, i, out);

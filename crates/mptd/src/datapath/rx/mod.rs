@@ -276,8 +276,17 @@ impl Here<'_> {
                 slice,
                 at,
             };
-            let outcome =
-                ep.handle_datagram(now, (p.path, p.from), d, opened, &mut payloads, &mut b.out);
+            let outcome = ep.handle_datagram(
+                now,
+                mpt_tunnel::Via {
+                    path: p.path,
+                    from: p.from,
+                },
+                d,
+                opened,
+                &mut payloads,
+                &mut b.out,
+            );
             match outcome {
                 Outcome::Data(_) | Outcome::Handled => {
                     if peer.listening {

@@ -1,128 +1,16 @@
-//! The connection's side of resending: whether it is on, the receiver asking for a path's
-//! losses, and the sender keeping what it sent and sending it again.
+//! Resending as the sender does it ([`crate::resend`]): the peer asks for packets, and each
+//! one still kept goes again, once, on the path where it arrives soonest; what is sent is kept
+//! for that.
 
-use std::time::Duration;
-
-use mpt_core::seal::TAG_LEN;
 use mpt_core::wire::{HeaderRepr, Kind};
 use mpt_core::{PathId, Time};
 
+use crate::out::Built;
 use crate::pending::Pending;
-use crate::Connection;
+use crate::sending::Sending;
 
-/// Losses recovered: whether resending and parity are on, and what they did.
-impl<P> Connection<P> {
-    /// Whether resending is on: both ends' handshakes said they take resend requests and
-    /// resent packets.
-    pub fn resending(&self) -> bool {
-        self.session.peer.resend && self.cfg.resend
-    }
-
-    /// Tell the resequencer whether resending is on: it then keeps the gaps to ask for, and
-    /// a gap the progress rule gives up does not wait for its packet to come again (zero
-    /// wait): the packets behind it are released at once, and the resent one is delivered
-    /// late, when it comes. Of those released, the TCP goes on; the rest waits for it
-    /// ([`crate::ordered`]: a stream that does not back off keeps its order).
-    ///
-    /// Why not wait: a request and its resend take the fastest path's round trip and the
-    /// queue the resend waits in, tens of milliseconds, and every bonded packet behind the
-    /// gap would wait with it: the inner TCP's receiver would get nothing meanwhile, then a
-    /// burst above the bundle's rate (which BBR takes for bandwidth). Delivered at once, TCP
-    /// acknowledges what came after the gap (SACK), keeps sending, and the resend fills the
-    /// gap before its own retransmission would.
-    pub(crate) fn update_repair_wait(&mut self) {
-        let wait = self.resending().then_some(Duration::ZERO);
-        self.rx.reseq.set_repair(wait);
-    }
-
-    /// What resending did for the packets first sent on `path`.
-    pub fn resend_counts(&self, path: PathId) -> crate::ResendCounts {
-        self.resend.counts(path)
-    }
-
-    /// Resend requests we sent, and the path sequences they named.
-    pub fn nack_counts(&self) -> (u64, u64) {
-        let (sent, named, _) = self.resend.request_counts();
-        (sent, named)
-    }
-
-    /// Bytes our resend requests took on the links (outer headers included).
-    pub fn nack_bytes(&self) -> u64 {
-        self.resend.request_counts().2
-    }
-
-    /// Whether parity may be used with this peer: both ends take it, and resending is on.
-    pub fn parity(&self) -> bool {
-        self.session.peer.parity && self.cfg.parity && self.resending()
-    }
-
-    /// The sender's loss rate and parity group size for `path` (0: no parity).
-    pub fn parity_state(&self, path: PathId) -> (f64, usize) {
-        self.paths
-            .get(path.index())
-            .map_or((0.0, 0), |p| (p.fec_tx.loss, p.fec_tx.k))
-    }
-
-    /// What parity did at the receiver.
-    pub fn parity_counts(&self) -> crate::ParityCounts {
-        self.counts.parity
-    }
-
-    /// Whether a packet sent on path `i` at `now` is kept for resending: the path lost
-    /// something lately.
-    #[inline]
-    pub(crate) fn keeps(&self, i: usize, now: Time) -> bool {
-        self.paths[i].keep_until.is_some_and(|t| now < t) && self.resending()
-    }
-
-    /// The receiver's half of resending: the path sequence gaps the resequencer saw since the
-    /// last call go into resend requests (queued for [`Connection::poll_transmit`]), but for
-    /// packets a parity made again already ([`crate::fec`]).
-    pub(crate) fn request_resends(&mut self, now: Time) {
-        if !self.resending() {
-            return;
-        }
-        self.request_references();
-        let paths = &self.paths;
-        self.resend
-            .collect_gaps(now, &mut self.rx.reseq, |path, ps| {
-                paths[path.index()].fec_rx.repaired(ps)
-            });
-        let Some(ranges) = self.resend.take_asked() else {
-            return;
-        };
-        let Some(path) = self.report_path() else {
-            return;
-        };
-        for chunk in ranges.chunks(mpt_core::wire::MAX_NACK_RANGES) {
-            self.resend.requested(chunk);
-            self.outbox.pending.push_back(Pending::Nack {
-                path,
-                ranges: chunk.to_vec(),
-            });
-        }
-    }
-
-    /// The references that packets named and that did not come ([`crate::hc`]'s asks) go
-    /// into resend requests of their own, in a session of version 7 (an older peer takes
-    /// only path sequences).
-    fn request_references(&mut self) {
-        let asks = self.rx.released.take_asks();
-        if asks.is_empty() || !self.session.caps.requests_references() {
-            return;
-        }
-        let Some(path) = self.report_path() else {
-            return;
-        };
-        for chunk in asks.chunks(mpt_core::wire::MAX_NACK_RANGES) {
-            self.resend.references_requested(chunk.len());
-            self.outbox.pending.push_back(Pending::NackReferences {
-                path,
-                references: chunk.to_vec(),
-            });
-        }
-    }
-
+/// The sender's half of resending.
+impl Sending<'_> {
     /// The sender's half: the peer asks for the packets `ranges` name. Each one still kept
     /// goes again, once, on the path where it arrives soonest.
     pub(crate) fn take_nack(
@@ -166,7 +54,10 @@ impl<P> Connection<P> {
     /// The packet sent on `path` as `path_seq` was asked for: it goes again, once, on the
     /// path where it arrives soonest, if it is still kept.
     fn resend_one(&mut self, now: Time, session: u32, path: PathId, path_seq: u16) {
-        let max_age = self.cfg.reorder_timeout;
+        let max_age = crate::resend::MaxAge {
+            packet: self.cfg.reorder_timeout,
+            reference: crate::hc::AWAIT_FOR,
+        };
         let n = self.paths.len();
         let lost = path.index();
         // not on the path light traffic keeps short, while another path is up: a burst of
@@ -181,15 +72,16 @@ impl<P> Connection<P> {
             self.tx.hc.forget(seq);
         }
         let prefix = self.prefix();
-        let Some((seq, reference, buf)) =
-            self.resend.buffer.take(path, path_seq, now, max_age).map(
-                |(seq, reference, packet)| {
-                    let mut buf = Vec::with_capacity(prefix + packet.len() + TAG_LEN);
-                    buf.resize(prefix, 0);
-                    buf.extend_from_slice(packet);
-                    (seq, reference, buf)
-                },
-            )
+        let Some((seq, reference, buf)) = self
+            .resend
+            .buffer
+            .take(path, path_seq, now, max_age)
+            .map(|(seq, reference, packet)| {
+                let mut buf = Vec::with_capacity(prefix + packet.len() + mpt_core::seal::TAG_LEN);
+                buf.resize(prefix, 0);
+                buf.extend_from_slice(packet);
+                (seq, reference, buf)
+            })
         else {
             self.resend.counts_mut(lost, n).missed += 1;
             return;
@@ -200,7 +92,7 @@ impl<P> Connection<P> {
         // or it is lost again, and with it every packet compressed against it
         let len = buf.len() - prefix;
         let fits = |p: PathId| self.body_cap(p.index()) >= len;
-        let big = len + self.overhead().datagram() > crate::BASE_DATAGRAM;
+        let big = len + self.cfg.overhead().datagram() > crate::BASE_DATAGRAM;
         let elsewhere = |p: PathId| !big || p != path;
         let Some(via) = self
             .soonest_where(now, |p| Some(p) != kept && fits(p) && elsewhere(p))
@@ -242,24 +134,14 @@ impl<P> Connection<P> {
             timestamp: now.wire_micros(),
         };
         let body = buf.len() - prefix;
-        let Some(contents) = self.session.seal_owned(&header, buf, body) else {
+        let Some(Built { datagram, cost }) = self.out().send(now, &header, buf, body) else {
             return;
         };
-        let Some(destination) = self.remote(via) else {
-            return;
-        };
-        let cost = contents.len() + self.cfg.paths[via.index()].overhead;
-        self.tx.sched.on_control_sent(now, via, cost);
         let n = self.paths.len();
         let c = self.resend.counts_mut(lost, n);
         c.resent += 1;
         c.resent_bytes += cost as u64;
-        self.outbox.pending.push_back(Pending::Raw(crate::Datagram {
-            path: via,
-            destination,
-            kind: crate::TransmitKind::Data,
-            contents,
-        }));
+        self.outbox.pending.push_back(Pending::Raw(datagram));
     }
 
     /// Keep the whole packets of a data, bundle or continued datagram with `header` and plain

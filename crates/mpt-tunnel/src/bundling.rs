@@ -1,19 +1,35 @@
-//! The connection's side of bundling: putting a packet in a bundle or in pieces on its path,
-//! and sealing and releasing bundles as they fill or fall due.
+//! Bundling as packets are numbered ([`crate::bundle`]): a small packet waits for a busy
+//! path in its open bundle, a packet too large goes in pieces, and bundles are sealed and
+//! released as they fill or fall due.
+
+use std::time::Duration;
 
 use mpt_core::wire::{HeaderRepr, Kind};
 use mpt_core::wire::{BUNDLE_ENTRY_LEN, CONTINUATION_LEN};
 use mpt_core::{PathId, Time};
-use std::time::Duration;
 
-use super::{Closed, OpenBundle, BUNDLE_MARGIN, BUNDLE_MAX_HOLD, BUNDLE_MIN_WAIT};
+use crate::bundle::{Closed, How, OpenBundle, Room, Times};
+use crate::bundle::{BUNDLE_MARGIN, BUNDLE_MAX_HOLD, BUNDLE_MIN_WAIT};
+use crate::path::PathState;
 use crate::pending::Pending;
-use crate::send::BatchPaths;
-use crate::{Connection, Datagram, DropReason, TransmitKind};
+use crate::sending::Sending;
+use crate::{Datagram, DropReason, TransmitKind};
+
+/// The paths a batch being numbered uses, one bit each: all of them (`used`: their fences
+/// hold until it has left), those with datagrams in the batch's own buffers (`inbuf`), and
+/// those where something numbered in the batch leaves after it (`tail`: a bundle the batch
+/// closed after the path had datagrams in it), so that what is numbered next on them leaves
+/// after it too and each path's datagrams leave in the order of their path sequences.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct BatchPaths {
+    pub(crate) used: u64,
+    pub(crate) inbuf: u64,
+    pub(crate) tail: u64,
+}
 
 /// Bundling ([`crate::bundle`]): small packets wait for a busy path, and a packet too large
 /// goes in pieces.
-impl<P> Connection<P> {
+impl Sending<'_> {
     /// Bundle the inner packet `packet`, which the scheduler put on `path`, if its path is
     /// busy (or a bundle is open there already), or put it in pieces if it is larger than a
     /// datagram on the path carries: numbered, accounted and held. `used` is the batch's
@@ -45,10 +61,14 @@ impl<P> Connection<P> {
         let seq = self.tx.seq;
         let prefix = self.prefix();
         // a UDP packet like the one before it in the bundle goes without its headers
-        let how = (pieces, self.session.caps.compresses_bundled_udp());
+        let how = How {
+            pieces,
+            compress: self.session.caps.compresses_bundled_udp(),
+        };
+        let room = Room { prefix, cap };
         let mut entry = Default::default();
         if let Some(open) = &self.paths[i].bundle {
-            match open.fits(seq, packet, how, (prefix, cap)) {
+            match open.fits(seq, packet, how, room) {
                 Some(e) => entry = e,
                 None => self.close_riding(now, i, b),
             }
@@ -63,13 +83,20 @@ impl<P> Connection<P> {
                 _ => Duration::ZERO,
             };
             let stamp = self.bundle_stamp(i, packet, now);
-            self.open_bundle(i, (stamp, now + hold), None);
+            self.open_bundle(
+                i,
+                Times {
+                    stamp,
+                    due: now + hold,
+                },
+                None,
+            );
         }
-        let overhead = self.overhead().datagram() + self.cfg.paths[i].overhead;
+        let overhead = self.cfg.overhead().datagram() + self.cfg.paths[i].overhead;
         let Some(open) = self.paths[i].bundle.as_mut() else {
             return false;
         };
-        let Some(pushed) = open.push(seq, packet, entry, (prefix, cap)) else {
+        let Some(pushed) = open.push(seq, packet, entry, room) else {
             return false;
         };
         if pushed.squeezed {
@@ -87,7 +114,7 @@ impl<P> Connection<P> {
             // this datagram is full: the rest goes in the next ones
             self.close_riding(now, i, b);
             let stamp = self.bundle_stamp(i, packet, now);
-            self.open_bundle(i, (stamp, due), Some(seq));
+            self.open_bundle(i, Times { stamp, due }, Some(seq));
             let Some(open) = self.paths[i].bundle.as_mut() else {
                 return true;
             };
@@ -152,14 +179,8 @@ impl<P> Connection<P> {
         (linked && !mpt_core::hc::is_tcp(packet)).then_some(now)
     }
 
-    /// Open a bundle on path `i`, its send timestamp `stamp` if fixed now, that leaves at `due`
-    /// at the latest: one that continues packet `continues` (its last pieces), or an empty one.
-    fn open_bundle(
-        &mut self,
-        i: usize,
-        (stamp, due): (Option<Time>, Time),
-        continues: Option<u32>,
-    ) {
+    /// Open a bundle on path `i`, leaving as `times` says: one that continues packet `continues` (its last pieces), or an empty one.
+    fn open_bundle(&mut self, i: usize, times: Times, continues: Option<u32>) {
         let prefix = self.prefix();
         let cap = self.body_cap(i);
         let p = &mut self.paths[i];
@@ -167,12 +188,8 @@ impl<P> Connection<P> {
             p.fence_before = (self.tx.seq, p.path_seq);
         }
         p.unsent += 1;
-        p.bundle = Some(OpenBundle::new(
-            (prefix, cap),
-            self.tx.seq,
-            continues,
-            (stamp, due),
-        ));
+        let room = Room { prefix, cap };
+        p.bundle = Some(OpenBundle::new(room, self.tx.seq, continues, times));
     }
 
     /// Close `path`'s bundle, if one is open, to leave with a batch that uses the path: before
@@ -238,7 +255,7 @@ impl<P> Connection<P> {
         let body = buf.len() - prefix;
         if count > 0 {
             let last = header.path_seq.wrapping_add(count as u16 - 1);
-            self.pmtu_data_sent(i, body + self.overhead().datagram(), last);
+            self.pmtu_data_sent(i, body + self.cfg.overhead().datagram(), last);
         }
         self.keep_bundled(now, &header, &buf[prefix..]);
         if self.paths[i].fec_tx.k > 0 && self.parity() {
@@ -259,14 +276,6 @@ impl<P> Connection<P> {
             kind: TransmitKind::Data,
             contents: buf,
         })
-    }
-
-    /// When the first open bundle is due.
-    pub(crate) fn bundle_due(&self) -> Option<Time> {
-        self.paths
-            .iter()
-            .filter_map(|p| p.bundle.as_ref().map(|b| b.due))
-            .min()
     }
 
     /// Bundles due at `now` leave: first in the control queue, so that no fence polled after
@@ -311,10 +320,19 @@ impl<P> Connection<P> {
         // the largest, and a limit of two 1200-byte datagrams would drop the packet behind a
         // probe
         let datagram = self
+            .cfg
             .max_datagram()
-            .max(self.body_cap(i) + self.overhead().datagram())
+            .max(self.body_cap(i) + self.cfg.overhead().datagram())
             + self.cfg.paths[i].overhead;
         let limit = (2 * serialise(datagram)).max(mpt_sched::MAX_BACKLOG);
         self.tx.sched.backlog(now, path) + serialise(inner) > limit
     }
+}
+
+/// When the first open bundle of `paths` is due.
+pub(crate) fn bundle_due(paths: &[PathState]) -> Option<Time> {
+    paths
+        .iter()
+        .filter_map(|p| p.bundle.as_ref().map(|b| b.due))
+        .min()
 }
