@@ -17,7 +17,7 @@ impl Tunnel {
             .socket(s)
             .map_or_else(String::new, |s| s.name().to_string());
         let peer = peer
-            .and_then(|i| self.peer(i))
+            .and_then(|i| self.peers.get(i))
             .map_or_else(|| "-".to_owned(), |p| p.cfg().name.clone());
         let peer = peer.as_str();
         match reason {
@@ -31,19 +31,21 @@ impl Tunnel {
 
     pub(super) fn log_event(&self, i: usize, e: &Event) {
         self.log_event_only(i, e);
-        let Some(peer) = self.peer(i) else { return };
+        let Some(peer) = self.peers.get(i) else {
+            return;
+        };
         let change = peer_change(&peer, e);
         if let Some(up) = change {
-            self.note_peer_change(&peer, up);
+            super::kernel::note_peer_change(&peer, up, self.now_ms());
             self.reconsider_shared();
-            self.peers_changed.notify_one();
+            self.kernel.peers_changed.notify_one();
         }
         if self.hooks.any() {
             self.hook_event(&peer, e, change);
         }
         if let (Some(_), Some((ft, tx))) = (change, &self.full_tunnel) {
             // the default route is there while a peer allowed it is up
-            let any_up = self.peers().iter().any(|p| {
+            let any_up = self.peers.list().iter().any(|p| {
                 !p.retired
                     && p.up.load(std::sync::atomic::Ordering::Relaxed)
                     && ft.peers.contains(&p.cfg().public_key)
@@ -95,7 +97,9 @@ impl Tunnel {
     }
 
     fn log_event_only(&self, i: usize, e: &Event) {
-        let Some(peer) = self.peer(i) else { return };
+        let Some(peer) = self.peers.get(i) else {
+            return;
+        };
         let cfg = peer.cfg();
         let pn = cfg.name.as_str();
         let name = |p: &PathId| self.path_name(&peer, *p);

@@ -101,7 +101,7 @@ impl Tunnel {
     pub fn status(&self) -> Status {
         let now = self.clock.now();
         let mut counts = self.counters.io_drop_counts();
-        let all = self.peers();
+        let all = self.peers.list();
         let mut peers = Vec::with_capacity(all.len());
         let mut first: Option<TunnelStatus> = None;
         let mut first_paths = Vec::new();
@@ -122,7 +122,7 @@ impl Tunnel {
             .collect();
         for (i, peer) in all.iter().enumerate().filter(|(_, p)| !p.retired) {
             let cfg = peer.cfg();
-            let role = self.describe_shared(i);
+            let role = self.kernel.describe(i, &all);
             let guard = peer.lock();
             let Some(ep) = guard.as_ref() else {
                 peers.push(PeerStatus {
