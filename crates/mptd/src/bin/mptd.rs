@@ -233,7 +233,7 @@ async fn run(cfg: Config, keys: Keys, config: &std::path::Path) -> Result<()> {
             }
         });
     }
-    if let Some((ft, up)) = &sh.full_tunnel {
+    if let Some(mptd::tunnel::DefaultRoute { tunnel: ft, up }) = &sh.kernel.full_tunnel {
         if let Err(e) = ft.install() {
             teardown(&sh);
             return Err(e);
@@ -278,7 +278,7 @@ async fn run(cfg: Config, keys: Keys, config: &std::path::Path) -> Result<()> {
     if let Some(addr) = sh.cfg().control.metrics {
         tasks.spawn(mptd::metrics::serve(addr, sh.clone()));
     }
-    let queue = sh.hook_queue.lock().ok().and_then(|mut q| q.take());
+    let queue = sh.hooks.take_queue();
     if let Some(queue) = queue {
         tasks.spawn(mptd::hooks::run(
             sh.hooks.current(),
@@ -334,7 +334,7 @@ fn teardown(sh: &Tunnel) {
     for net in sh.kernel.take_installed() {
         mptd::net::remove_route(&sh.cfg().tunnel, net);
     }
-    if let Some((ft, _)) = &sh.full_tunnel {
-        ft.remove();
+    if let Some(d) = &sh.kernel.full_tunnel {
+        d.tunnel.remove();
     }
 }

@@ -43,14 +43,8 @@ impl Tunnel {
         if self.hooks.any() {
             self.hook_event(&peer, e, change);
         }
-        if let (Some(_), Some((ft, tx))) = (change, &self.full_tunnel) {
-            // the default route is there while a peer allowed it is up
-            let any_up = self.peers.list().iter().any(|p| {
-                !p.retired
-                    && p.up.load(std::sync::atomic::Ordering::Relaxed)
-                    && ft.peers.contains(&p.cfg().public_key)
-            });
-            tx.send_if_modified(|was| std::mem::replace(was, any_up) != any_up);
+        if change.is_some() {
+            self.kernel.follow_full_tunnel(&self.peers.list());
         }
     }
 

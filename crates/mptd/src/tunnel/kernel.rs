@@ -1,6 +1,7 @@
 //! What follows the peers going up and down ([`KernelRoutes`]): the kernel's routes through
-//! the device (`tunnel.routes`), which are there while a peer of theirs is up, and which peer
-//! carries each prefix several peers share ([`crate::standby`]).
+//! the device (`tunnel.routes`), which are there while a peer of theirs is up, a full tunnel's
+//! default route ([`crate::fulltunnel`]), and which peer carries each prefix several peers
+//! share ([`crate::standby`]).
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
@@ -10,6 +11,7 @@ use tracing::warn;
 
 use super::Peers;
 use crate::config::{IpNet, TunnelConfig};
+use crate::fulltunnel::FullTunnel;
 use crate::hooks::Hooks;
 use crate::peer::Peer;
 use crate::standby::{choose, Candidate, Shared, Why};
@@ -24,6 +26,16 @@ pub struct KernelRoutes {
     pub peers_changed: tokio::sync::Notify,
     /// The prefixes several peers share, and which carries each ([`crate::standby`]).
     standby: Mutex<Vec<Shared>>,
+    /// A full tunnel (a peer allowed a default prefix): its default route follows its peers.
+    pub full_tunnel: Option<DefaultRoute>,
+}
+
+/// A full tunnel, and whether a peer of it is up: its default route is there while one is
+/// (the daemon's task that installs it watches [`DefaultRoute::up`]).
+#[derive(Debug)]
+pub struct DefaultRoute {
+    pub tunnel: FullTunnel,
+    pub up: tokio::sync::watch::Sender<bool>,
 }
 
 /// A shared prefix that another peer carries now, and why.
@@ -37,13 +49,30 @@ struct Move {
 }
 
 impl KernelRoutes {
-    /// No routes installed yet; the prefixes the peers share are `shared`.
-    pub(super) fn new(shared: Vec<Shared>) -> KernelRoutes {
+    /// No routes installed yet; the prefixes the peers share are `shared`, the full tunnel
+    /// `full_tunnel` (its peers not up yet).
+    pub(super) fn new(shared: Vec<Shared>, full_tunnel: Option<FullTunnel>) -> KernelRoutes {
         KernelRoutes {
             installed: Mutex::new(Vec::new()),
             peers_changed: tokio::sync::Notify::new(),
             standby: Mutex::new(shared),
+            full_tunnel: full_tunnel.map(|tunnel| DefaultRoute {
+                tunnel,
+                up: tokio::sync::watch::Sender::new(false),
+            }),
         }
+    }
+
+    /// A peer went up or down: a full tunnel's default route is there while one of its
+    /// `peers` is up (its task is told when that changes).
+    pub(super) fn follow_full_tunnel(&self, peers: &[Arc<Peer>]) {
+        let Some(d) = &self.full_tunnel else {
+            return;
+        };
+        let any_up = peers.iter().any(|p| {
+            !p.retired && p.up.load(Relaxed) && d.tunnel.peers.contains(&p.cfg().public_key)
+        });
+        d.up.send_if_modified(|was| std::mem::replace(was, any_up) != any_up);
     }
 
     fn lock_standby(&self) -> std::sync::MutexGuard<'_, Vec<Shared>> {

@@ -47,7 +47,7 @@ mod uplinks;
 
 pub use accept::Arrival;
 pub use counters::{Calls, Counters};
-pub use kernel::KernelRoutes;
+pub use kernel::{DefaultRoute, KernelRoutes};
 pub use peers::{PeerTable, Peers};
 pub use settings::pick_family;
 use settings::{config_paths, random_source, Placement, Settings};
@@ -68,8 +68,8 @@ pub struct Tunnel {
     reload_turn: Mutex<()>,
     /// The peers, the routes to them, and the many-peer side of the protocol ([`Peers`]).
     pub peers: Peers,
-    /// What follows the peers going up and down: the kernel's routes, and which peer carries
-    /// each shared prefix ([`KernelRoutes`]).
+    /// What follows the peers going up and down: the kernel's routes, a full tunnel's default
+    /// route, and which peer carries each shared prefix ([`KernelRoutes`]).
     pub kernel: KernelRoutes,
     /// The TUN device's queues (one unless `tunnel.queues` says more): the tx task of each
     /// reads its own; the rx task writes to the first.
@@ -87,13 +87,6 @@ pub struct Tunnel {
     pub rx_beat: AtomicU64,
     /// The operator's `[hooks]`, and the queue their task takes (once) at start.
     pub hooks: crate::hooks::Hooks,
-    pub hook_queue: Mutex<Option<tokio::sync::mpsc::Receiver<crate::hooks::HookRun>>>,
-    /// A full tunnel (a peer allowed a default prefix), and whether its peer is up: its
-    /// default route follows ([`crate::fulltunnel`]).
-    pub full_tunnel: Option<(
-        crate::fulltunnel::FullTunnel,
-        tokio::sync::watch::Sender<bool>,
-    )>,
 }
 
 /// What the endpoints asked for while locked, to be done once the lock is released.
@@ -153,13 +146,13 @@ impl Tunnel {
             usize::from(cfg.tunnel.mtu) + overhead.datagram(),
         ));
         let tun = crate::net::tun_device(&cfg.tunnel)?;
-        let (hooks, hook_queue) = crate::hooks::Hooks::new(&cfg.hooks);
+        let hooks = crate::hooks::Hooks::new(&cfg.hooks);
         let slots: Vec<(usize, &crate::config::PeerConfig)> =
             cfg.peers.iter().enumerate().collect();
         let shared = crate::standby::shared(&slots, &[]);
         Ok(Tunnel {
             peers: Peers::new(peers, endpoint, &shared),
-            kernel: KernelRoutes::new(shared),
+            kernel: KernelRoutes::new(shared, crate::fulltunnel::FullTunnel::of(&cfg)),
             prefix,
             max_datagram,
             clock,
@@ -171,9 +164,6 @@ impl Tunnel {
             send_turn: tokio::sync::Mutex::new(()),
             rx_beat: AtomicU64::new(0),
             hooks,
-            hook_queue: Mutex::new(Some(hook_queue)),
-            full_tunnel: crate::fulltunnel::FullTunnel::of(&cfg)
-                .map(|f| (f, tokio::sync::watch::Sender::new(false))),
             config: ArcSwap::from_pointee(cfg),
         })
     }
