@@ -102,59 +102,8 @@ impl Tunnel {
             Event::PathUp { path, again: true } => {
                 info!(peer = pn, path = name(path), "path up again")
             }
-            Event::PathDown {
-                path,
-                reason: DownReason::Silent(d),
-            } => warn!(
-                peer = pn,
-                path = name(path),
-                silent_ms = d.as_millis() as u64,
-                "path down: nothing heard"
-            ),
-            Event::PathDown {
-                path,
-                reason: DownReason::PeerClosed,
-            } => info!(
-                peer = pn,
-                path = name(path),
-                "path down: the peer is stopping"
-            ),
-            Event::PathDown {
-                path,
-                reason: DownReason::Uplink(r),
-            } => warn!(
-                peer = pn,
-                path = name(path),
-                reason = r.name(),
-                "path down: our uplink"
-            ),
-            Event::PathDown {
-                path,
-                reason: DownReason::PeerHearsNothing,
-            } => warn!(
-                peer = pn,
-                path = name(path),
-                "path down: the peer hears nothing from us on it (it works one way only)"
-            ),
-            Event::HandshakeSent { attempt, rekey } => {
-                let to = cfg.endpoint.as_ref().map(ToString::to_string);
-                if *rekey && *attempt <= 1 {
-                    debug!(peer = pn, "rekey: handshake sent");
-                } else if *attempt <= 1 {
-                    info!(
-                        peer = pn,
-                        endpoint = to.as_deref().unwrap_or("-"),
-                        "handshake sent"
-                    );
-                } else {
-                    warn!(
-                        peer = pn,
-                        endpoint = to.as_deref().unwrap_or("-"),
-                        attempt,
-                        "no answer from the peer: handshake sent again"
-                    );
-                }
-            }
+            Event::PathDown { path, reason } => log_path_down(pn, &name(path), reason),
+            Event::HandshakeSent { attempt, rekey } => log_handshake_sent(&cfg, *attempt, *rekey),
             Event::PeerAuthenticated {
                 path,
                 session,
@@ -215,6 +164,47 @@ impl Tunnel {
                  session goes on"
             ),
         }
+    }
+}
+
+/// Log that peer `pn`'s path `path` (its name) went down for `reason`.
+fn log_path_down(pn: &str, path: &str, reason: &DownReason) {
+    match reason {
+        DownReason::Silent(d) => warn!(
+            peer = pn,
+            path,
+            silent_ms = d.as_millis() as u64,
+            "path down: nothing heard"
+        ),
+        DownReason::PeerClosed => info!(peer = pn, path, "path down: the peer is stopping"),
+        DownReason::Uplink(r) => warn!(peer = pn, path, reason = r.name(), "path down: our uplink"),
+        DownReason::PeerHearsNothing => warn!(
+            peer = pn,
+            path, "path down: the peer hears nothing from us on it (it works one way only)"
+        ),
+    }
+}
+
+/// Log that a handshake was sent to the peer of `cfg`: attempt `attempt`, to renew the keys
+/// (`rekey`) or not.
+fn log_handshake_sent(cfg: &crate::config::PeerConfig, attempt: u32, rekey: bool) {
+    let pn = cfg.name.as_str();
+    let to = cfg.endpoint.as_ref().map(ToString::to_string);
+    if rekey && attempt <= 1 {
+        debug!(peer = pn, "rekey: handshake sent");
+    } else if attempt <= 1 {
+        info!(
+            peer = pn,
+            endpoint = to.as_deref().unwrap_or("-"),
+            "handshake sent"
+        );
+    } else {
+        warn!(
+            peer = pn,
+            endpoint = to.as_deref().unwrap_or("-"),
+            attempt,
+            "no answer from the peer: handshake sent again"
+        );
     }
 }
 
