@@ -6,7 +6,7 @@
 //! - `impl Connection` appears outside the connection's orchestration files
 //!   ([`CONNECTION_FILES`]);
 //! - a production file has more than [`MAX_CODE_LINES`] code lines before its tests;
-//! - a function of the engine or the datapath is longer than [`MAX_FN_LINES`] lines;
+//! - a function of the engine or the daemon is longer than [`MAX_FN_LINES`] lines;
 //! - anything allows `clippy::too_many_arguments`.
 //!
 //! What is still owed is listed in [`OWED`], each entry by name: a new breach fails, and so
@@ -33,11 +33,11 @@ const CONNECTION_FILES: &[&str] = &[
 /// Code lines (neither blank nor comment) a production file may have before its tests.
 const MAX_CODE_LINES: usize = 400;
 
-/// Lines a function of the engine (`mpt-tunnel`) or the datapath (`mptd/src/datapath`) may span.
+/// Lines a function of the engine (`mpt-tunnel`) or the daemon (`mptd`) may span.
 const MAX_FN_LINES: usize = 100;
 
 /// Breaches still owed, each as [`Breach::key`] prints it. Fix one, then delete its line.
-const OWED: &[&str] = &[];
+const OWED: &[&str] = &["long fn crates/mptd/src/metrics/mod.rs::render"];
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

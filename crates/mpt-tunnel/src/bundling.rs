@@ -132,21 +132,26 @@ impl Sending<'_> {
                 .keep(path, head_path_seq, seq, now, packet, false);
         }
         if pieces {
-            // the last piece waits for the packets after it while the path still carries
-            // what went before (never past the time it would have left the link's queue)
-            let wait = self.bundle_wait(now, path);
-            let hold = match wait.checked_sub(BUNDLE_MARGIN) {
-                Some(h) if wait >= BUNDLE_MIN_WAIT => h,
-                _ => wait,
-            };
-            if let Some(open) = self.paths[i].bundle.as_mut() {
-                open.due = open.due.max(now + hold.min(BUNDLE_MAX_HOLD));
-            }
+            self.hold_last_piece(now, path);
         }
         self.counts.tx_packets += 1;
         self.counts.tx_bytes += packet.len() as u64;
         self.counts.held_packets += 1;
         true
+    }
+
+    /// The last piece of a packet just put in pieces on `path` at `now` waits for the packets
+    /// after it while the path still carries what went before (never past the time it would
+    /// have left the link's queue).
+    fn hold_last_piece(&mut self, now: Time, path: PathId) {
+        let wait = self.bundle_wait(now, path);
+        let hold = match wait.checked_sub(BUNDLE_MARGIN) {
+            Some(h) if wait >= BUNDLE_MIN_WAIT => h,
+            _ => wait,
+        };
+        if let Some(open) = self.paths[path.index()].bundle.as_mut() {
+            open.due = open.due.max(now + hold.min(BUNDLE_MAX_HOLD));
+        }
     }
 
     /// How long a datagram sent on `path` at `now` would wait behind what the path carries,

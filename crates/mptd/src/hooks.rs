@@ -37,21 +37,26 @@ pub struct Hooks {
     /// The `[hooks]` running now (a reload replaces them), shared with the hook task.
     cfg: Arc<ArcSwap<HooksConfig>>,
     tx: mpsc::Sender<HookRun>,
+    /// The queue the hook task reads, until it takes it ([`Hooks::take_queue`]).
+    queue: std::sync::Mutex<Option<mpsc::Receiver<HookRun>>>,
     dropped: crate::log::RateLimit,
 }
 
 impl Hooks {
-    /// The hooks of `cfg`, and the queue their task reads.
-    pub fn new(cfg: &HooksConfig) -> (Hooks, mpsc::Receiver<HookRun>) {
+    /// The hooks of `cfg`, with the queue their task reads ([`Hooks::take_queue`]).
+    pub fn new(cfg: &HooksConfig) -> Hooks {
         let (tx, rx) = mpsc::channel(QUEUE);
-        (
-            Hooks {
-                cfg: Arc::new(ArcSwap::from_pointee(cfg.clone())),
-                tx,
-                dropped: Default::default(),
-            },
-            rx,
-        )
+        Hooks {
+            cfg: Arc::new(ArcSwap::from_pointee(cfg.clone())),
+            tx,
+            queue: std::sync::Mutex::new(Some(rx)),
+            dropped: Default::default(),
+        }
+    }
+
+    /// The queue the hook task reads: the first call takes it, later ones get `None`.
+    pub fn take_queue(&self) -> Option<mpsc::Receiver<HookRun>> {
+        self.queue.lock().ok().and_then(|mut q| q.take())
     }
 
     /// Whether any hook is configured.

@@ -180,7 +180,7 @@ async fn run(cfg: Config, keys: Keys, config: &std::path::Path) -> Result<()> {
     let listener = mptd::control::bind(&control_path)?;
     info!(
         tunnel = %sh.cfg().tunnel.name,
-        peers = sh.peers().len(),
+        peers = sh.peers.list().len(),
         paths = sh.cfg().paths.len(),
         listen = sh.cfg().listen.len(),
         scheduler = %sh.cfg().connection.scheduler,
@@ -201,7 +201,7 @@ async fn run(cfg: Config, keys: Keys, config: &std::path::Path) -> Result<()> {
             .unwrap_or_else(|| "-".to_owned());
         info!(socket = %s.name(), %local, interface, "socket bound");
     }
-    for peer in sh.peers().iter() {
+    for peer in sh.peers.list().iter() {
         let cfg = peer.cfg();
         let remotes: Vec<String> = match peer.lock().as_ref() {
             Some(ep) => (0..ep.path_count())
@@ -223,17 +223,17 @@ async fn run(cfg: Config, keys: Keys, config: &std::path::Path) -> Result<()> {
             loop {
                 let t = sh.clone();
                 let _ = tokio::task::spawn_blocking(move || t.sync_kernel_routes()).await;
-                if sh.shared_holding() {
-                    let wait = sh.peers_changed.notified();
+                if sh.kernel.holding() {
+                    let wait = sh.kernel.peers_changed.notified();
                     let _ = tokio::time::timeout(std::time::Duration::from_millis(200), wait).await;
                 } else {
-                    sh.peers_changed.notified().await;
+                    sh.kernel.peers_changed.notified().await;
                 }
                 sh.reconsider_shared();
             }
         });
     }
-    if let Some((ft, up)) = &sh.full_tunnel {
+    if let Some(mptd::tunnel::DefaultRoute { tunnel: ft, up }) = &sh.kernel.full_tunnel {
         if let Err(e) = ft.install() {
             teardown(&sh);
             return Err(e);
@@ -278,7 +278,7 @@ async fn run(cfg: Config, keys: Keys, config: &std::path::Path) -> Result<()> {
     if let Some(addr) = sh.cfg().control.metrics {
         tasks.spawn(mptd::metrics::serve(addr, sh.clone()));
     }
-    let queue = sh.hook_queue.lock().ok().and_then(|mut q| q.take());
+    let queue = sh.hooks.take_queue();
     if let Some(queue) = queue {
         tasks.spawn(mptd::hooks::run(
             sh.hooks.current(),
@@ -331,16 +331,10 @@ async fn run(cfg: Config, keys: Keys, config: &std::path::Path) -> Result<()> {
 /// Remove what the daemon routed: its routes, and a full tunnel's rules (failing closed, those
 /// stay).
 fn teardown(sh: &Tunnel) {
-    let routes = std::mem::take(
-        &mut *sh
-            .installed_routes
-            .lock()
-            .unwrap_or_else(|p| p.into_inner()),
-    );
-    for net in routes {
+    for net in sh.kernel.take_installed() {
         mptd::net::remove_route(&sh.cfg().tunnel, net);
     }
-    if let Some((ft, _)) = &sh.full_tunnel {
-        ft.remove();
+    if let Some(d) = &sh.kernel.full_tunnel {
+        d.tunnel.remove();
     }
 }

@@ -249,8 +249,8 @@ impl TxBatch {
     fn split(&mut self, t: &Tunnel, len: usize, at: usize) -> std::io::Result<usize> {
         let raw = &mut self.original[..len];
         let room = crate::datapath::tun_read::segments_at_most(raw);
-        let (peers, routes) = (t.peers(), t.routes());
-        let fit = read_fit(&peers, &routes, raw).unwrap_or(&self.unrouted);
+        let table = t.peers.table();
+        let fit = read_fit(&table.peers, &table.routes, raw).unwrap_or(&self.unrouted);
         crate::datapath::tun_read::split(
             raw,
             ready(&mut self.bufs[at..], room, self.buf_len),
@@ -264,7 +264,8 @@ impl TxBatch {
     /// (`route`), and `peers` lists them; a packet no peer's `allowed` covers is dropped.
     fn route(&mut self, t: &Tunnel, n: usize, prefix: usize) {
         self.peers.clear();
-        let routes = t.routes();
+        let table = t.peers.table();
+        let routes = &table.routes;
         if let Some(only) = routes.single() {
             self.route[..n].fill(Some(only));
             self.peers.push(only);
@@ -291,7 +292,7 @@ impl TxBatch {
 /// Number, seal and send the packets of the batch (`n` of `b`) routed to peer `i`.
 async fn send_for_peer(t: &Tunnel, i: usize, n: usize, b: &mut TxBatch) {
     // routes only name slots the peer list has (it never shrinks)
-    let Some(peer) = t.peer(i) else {
+    let Some(peer) = t.peers.get(i) else {
         return;
     };
     for k in 0..n {

@@ -33,7 +33,7 @@ impl Tunnel {
         d: &[u8],
         out: &mut Outputs,
     ) -> Result<usize, DropReason> {
-        let mut endpoint = self.lock_endpoint();
+        let mut endpoint = self.peers.lock_endpoint();
         let accepted = match endpoint.handle_initiation(now, at.from, d) {
             Admission::Read(a) => a,
             Admission::Cookie(reply) => {
@@ -58,8 +58,8 @@ impl Tunnel {
             Admission::Dropped(r) => return Err(r),
         };
         let i = accepted.peer();
-        // (the endpoint's table and the peer list change together: see `Tunnel::reload`)
-        let Some(peer) = self.peer(i).filter(|p| !p.retired) else {
+        // (the endpoint's table and the peer list change together: see `Peers::replace`)
+        let Some(peer) = self.peers.get(i).filter(|p| !p.retired) else {
             return Err(DropReason::UnknownKey);
         };
         let mut guard = peer.lock();

@@ -17,7 +17,7 @@ impl Tunnel {
             .socket(s)
             .map_or_else(String::new, |s| s.name().to_string());
         let peer = peer
-            .and_then(|i| self.peer(i))
+            .and_then(|i| self.peers.get(i))
             .map_or_else(|| "-".to_owned(), |p| p.cfg().name.clone());
         let peer = peer.as_str();
         match reason {
@@ -31,24 +31,20 @@ impl Tunnel {
 
     pub(super) fn log_event(&self, i: usize, e: &Event) {
         self.log_event_only(i, e);
-        let Some(peer) = self.peer(i) else { return };
+        let Some(peer) = self.peers.get(i) else {
+            return;
+        };
         let change = peer_change(&peer, e);
         if let Some(up) = change {
-            self.note_peer_change(&peer, up);
+            super::kernel::note_peer_change(&peer, up, self.now_ms());
             self.reconsider_shared();
-            self.peers_changed.notify_one();
+            self.kernel.peers_changed.notify_one();
         }
         if self.hooks.any() {
             self.hook_event(&peer, e, change);
         }
-        if let (Some(_), Some((ft, tx))) = (change, &self.full_tunnel) {
-            // the default route is there while a peer allowed it is up
-            let any_up = self.peers().iter().any(|p| {
-                !p.retired
-                    && p.up.load(std::sync::atomic::Ordering::Relaxed)
-                    && ft.peers.contains(&p.cfg().public_key)
-            });
-            tx.send_if_modified(|was| std::mem::replace(was, any_up) != any_up);
+        if change.is_some() {
+            self.kernel.follow_full_tunnel(&self.peers.list());
         }
     }
 
@@ -95,7 +91,9 @@ impl Tunnel {
     }
 
     fn log_event_only(&self, i: usize, e: &Event) {
-        let Some(peer) = self.peer(i) else { return };
+        let Some(peer) = self.peers.get(i) else {
+            return;
+        };
         let cfg = peer.cfg();
         let pn = cfg.name.as_str();
         let name = |p: &PathId| self.path_name(&peer, *p);
@@ -104,59 +102,8 @@ impl Tunnel {
             Event::PathUp { path, again: true } => {
                 info!(peer = pn, path = name(path), "path up again")
             }
-            Event::PathDown {
-                path,
-                reason: DownReason::Silent(d),
-            } => warn!(
-                peer = pn,
-                path = name(path),
-                silent_ms = d.as_millis() as u64,
-                "path down: nothing heard"
-            ),
-            Event::PathDown {
-                path,
-                reason: DownReason::PeerClosed,
-            } => info!(
-                peer = pn,
-                path = name(path),
-                "path down: the peer is stopping"
-            ),
-            Event::PathDown {
-                path,
-                reason: DownReason::Uplink(r),
-            } => warn!(
-                peer = pn,
-                path = name(path),
-                reason = r.name(),
-                "path down: our uplink"
-            ),
-            Event::PathDown {
-                path,
-                reason: DownReason::PeerHearsNothing,
-            } => warn!(
-                peer = pn,
-                path = name(path),
-                "path down: the peer hears nothing from us on it (it works one way only)"
-            ),
-            Event::HandshakeSent { attempt, rekey } => {
-                let to = cfg.endpoint.as_ref().map(ToString::to_string);
-                if *rekey && *attempt <= 1 {
-                    debug!(peer = pn, "rekey: handshake sent");
-                } else if *attempt <= 1 {
-                    info!(
-                        peer = pn,
-                        endpoint = to.as_deref().unwrap_or("-"),
-                        "handshake sent"
-                    );
-                } else {
-                    warn!(
-                        peer = pn,
-                        endpoint = to.as_deref().unwrap_or("-"),
-                        attempt,
-                        "no answer from the peer: handshake sent again"
-                    );
-                }
-            }
+            Event::PathDown { path, reason } => log_path_down(pn, &name(path), reason),
+            Event::HandshakeSent { attempt, rekey } => log_handshake_sent(&cfg, *attempt, *rekey),
             Event::PeerAuthenticated {
                 path,
                 session,
@@ -217,6 +164,47 @@ impl Tunnel {
                  session goes on"
             ),
         }
+    }
+}
+
+/// Log that peer `pn`'s path `path` (its name) went down for `reason`.
+fn log_path_down(pn: &str, path: &str, reason: &DownReason) {
+    match reason {
+        DownReason::Silent(d) => warn!(
+            peer = pn,
+            path,
+            silent_ms = d.as_millis() as u64,
+            "path down: nothing heard"
+        ),
+        DownReason::PeerClosed => info!(peer = pn, path, "path down: the peer is stopping"),
+        DownReason::Uplink(r) => warn!(peer = pn, path, reason = r.name(), "path down: our uplink"),
+        DownReason::PeerHearsNothing => warn!(
+            peer = pn,
+            path, "path down: the peer hears nothing from us on it (it works one way only)"
+        ),
+    }
+}
+
+/// Log that a handshake was sent to the peer of `cfg`: attempt `attempt`, to renew the keys
+/// (`rekey`) or not.
+fn log_handshake_sent(cfg: &crate::config::PeerConfig, attempt: u32, rekey: bool) {
+    let pn = cfg.name.as_str();
+    let to = cfg.endpoint.as_ref().map(ToString::to_string);
+    if rekey && attempt <= 1 {
+        debug!(peer = pn, "rekey: handshake sent");
+    } else if attempt <= 1 {
+        info!(
+            peer = pn,
+            endpoint = to.as_deref().unwrap_or("-"),
+            "handshake sent"
+        );
+    } else {
+        warn!(
+            peer = pn,
+            endpoint = to.as_deref().unwrap_or("-"),
+            attempt,
+            "no answer from the peer: handshake sent again"
+        );
     }
 }
 

@@ -8,10 +8,13 @@
 //! `Sealer` and `Opener`). What an endpoint asks for (control datagrams to send, events to
 //! log) is gathered into an [`Outputs`] under the lock and acted on after.
 //!
-//! Here the state and sending; one socket in `socket.rs`, taking initiations in `accept.rs`,
-//! the endpoints' settings in `settings.rs`, logging what the endpoints report in `events.rs`,
-//! applying a changed configuration in `reload.rs`, the watchdog and `-v` summaries in
-//! `service.rs`.
+//! Each part has one owner: the sockets ([`Sockets`], `socket.rs`), the peers and the routes to
+//! them ([`Peers`], `peers.rs`), the kernel's routes and which peer carries a shared prefix
+//! ([`KernelRoutes`], `kernel.rs`), the counters ([`Counters`], `counters.rs`). Here the
+//! wiring between them and sending; taking initiations in `accept.rs`, the endpoints' settings
+//! in `settings.rs`, logging what the endpoints report in `events.rs`, applying a changed
+//! configuration in `reload.rs`, the status in `status.rs`, uplinks in `uplinks.rs`, the
+//! watchdog and `-v` summaries in `service.rs`.
 
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
@@ -29,23 +32,25 @@ use crate::clock::Clock;
 use crate::config::{Config, Keys};
 use crate::peer::Peer;
 use crate::peer::RxBuf;
-use crate::routes::Routes;
 
 mod accept;
 mod counters;
 mod events;
+mod kernel;
+mod peers;
 mod reload;
 mod service;
 mod settings;
-mod shared;
 mod socket;
 mod status;
 mod uplinks;
 
 pub use accept::Arrival;
 pub use counters::{Calls, Counters};
+pub use kernel::{DefaultRoute, KernelRoutes};
+pub use peers::{PeerTable, Peers};
 pub use settings::pick_family;
-use settings::{config_paths, random_source, Settings};
+use settings::{config_paths, random_source, Placement, Settings};
 pub use socket::{SockIo, Sockets};
 
 /// Everything the tasks share.
@@ -61,21 +66,11 @@ pub struct Tunnel {
     pub timers_moved: tokio::sync::Notify,
     /// One reload at a time.
     reload_turn: Mutex<()>,
-    /// By slot (a peer's slot is its position here, plus one): see [`Tunnel::peers`]. A reload
-    /// replaces the list; kept peers stay where they are, removed ones leave a retired peer.
-    peers: ArcSwap<Vec<Arc<Peer>>>,
-    /// Which peer an inner packet goes to, by slot position ([`Tunnel::routes`]).
-    routes: ArcSwap<Routes>,
-    /// The routes through the TUN device that `tunnel.routes` installed.
-    pub installed_routes: Mutex<Vec<crate::config::IpNet>>,
-    /// Told when a peer went up or down: the kernel's routes follow
-    /// ([`Tunnel::sync_kernel_routes`]), and the shared prefixes are considered again.
-    pub peers_changed: tokio::sync::Notify,
-    /// The prefixes several peers share, and which carries each ([`crate::standby`]).
-    standby: Mutex<Vec<crate::standby::Shared>>,
-    /// The many-peer side of the protocol: the peers by key, and taking their initiations
-    /// (`accept.rs`). Lock order: this, then a peer's.
-    endpoint: Mutex<mpt_tunnel::Endpoint>,
+    /// The peers, the routes to them, and the many-peer side of the protocol ([`Peers`]).
+    pub peers: Peers,
+    /// What follows the peers going up and down: the kernel's routes, a full tunnel's default
+    /// route, and which peer carries each shared prefix ([`KernelRoutes`]).
+    pub kernel: KernelRoutes,
     /// The TUN device's queues (one unless `tunnel.queues` says more): the tx task of each
     /// reads its own; the rx task writes to the first.
     pub tun: Vec<tun_rs::AsyncDevice>,
@@ -92,13 +87,6 @@ pub struct Tunnel {
     pub rx_beat: AtomicU64,
     /// The operator's `[hooks]`, and the queue their task takes (once) at start.
     pub hooks: crate::hooks::Hooks,
-    pub hook_queue: Mutex<Option<tokio::sync::mpsc::Receiver<crate::hooks::HookRun>>>,
-    /// A full tunnel (a peer allowed a default prefix), and whether its peer is up: its
-    /// default route follows ([`crate::fulltunnel`]).
-    pub full_tunnel: Option<(
-        crate::fulltunnel::FullTunnel,
-        tokio::sync::watch::Sender<bool>,
-    )>,
 }
 
 /// What the endpoints asked for while locked, to be done once the lock is released.
@@ -115,7 +103,7 @@ impl std::fmt::Debug for Tunnel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Tunnel")
             .field("tunnel", &self.cfg().tunnel.name)
-            .field("peers", &self.peers.load().len())
+            .field("peers", &self.peers.list().len())
             .finish_non_exhaustive()
     }
 }
@@ -125,16 +113,7 @@ impl Tunnel {
     /// wrong.
     pub fn new(cfg: Config, keys: &Keys) -> Result<Tunnel> {
         let clock = Clock::new();
-        let mut sockets = Vec::with_capacity(cfg.paths.len() + cfg.listen.len());
-        for (i, &a) in cfg.listen.iter().enumerate() {
-            let io = BatchSocket::new(crate::net::listen_socket(i, a)?)
-                .with_context(|| format!("listen[{i}]: cannot set up batched I/O"))?;
-            sockets.push(Arc::new(SockIo::new(None, format!("listen {a}"), io)));
-        }
-        let listen_sockets = sockets.len();
-        for p in &cfg.paths {
-            sockets.push(Arc::new(SockIo::for_path(p)?));
-        }
+        let socks = open_sockets(&cfg)?;
         let settings = Settings {
             cfg: &cfg,
             private: &keys.private,
@@ -149,15 +128,17 @@ impl Tunnel {
                 true => None,
                 false => Some(random_source()?),
             };
-            let peer =
-                settings.build_peer((i, i), psk, random, (&sockets, listen_sockets), clock.now());
+            let at = Placement {
+                position: i,
+                entry: i,
+            };
+            let peer = settings.build_peer(at, psk, random, &socks, clock.now());
             if let Some(c) = peer.lock().as_ref() {
                 prefix_len = Some((c.prefix(), c.max_datagram()));
             }
             peers.push(Arc::new(peer));
         }
         let mut endpoint = mpt_tunnel::Endpoint::new(keys.private.clone(), random_source()?);
-        endpoint.set_peers(peer_entries(&peers));
         endpoint.set_listening(settings.listening());
         let overhead = Overhead::new(cfg.security.cipher.is_some(), false);
         let (prefix, max_datagram) = prefix_len.unwrap_or((
@@ -165,31 +146,24 @@ impl Tunnel {
             usize::from(cfg.tunnel.mtu) + overhead.datagram(),
         ));
         let tun = crate::net::tun_device(&cfg.tunnel)?;
-        let (hooks, hook_queue) = crate::hooks::Hooks::new(&cfg.hooks);
+        let hooks = crate::hooks::Hooks::new(&cfg.hooks);
         let slots: Vec<(usize, &crate::config::PeerConfig)> =
             cfg.peers.iter().enumerate().collect();
         let shared = crate::standby::shared(&slots, &[]);
         Ok(Tunnel {
-            endpoint: Mutex::new(endpoint),
-            routes: ArcSwap::from_pointee(Routes::new(cfg.peers.iter().enumerate(), &shared)),
-            installed_routes: Mutex::new(Vec::new()),
-            peers_changed: tokio::sync::Notify::new(),
-            standby: Mutex::new(shared),
+            peers: Peers::new(peers, endpoint, &shared),
+            kernel: KernelRoutes::new(shared, crate::fulltunnel::FullTunnel::of(&cfg)),
             prefix,
             max_datagram,
             clock,
-            socks: Sockets::new(sockets, listen_sockets),
+            socks,
             timers_moved: tokio::sync::Notify::new(),
             reload_turn: Mutex::new(()),
-            peers: ArcSwap::from_pointee(peers),
             tun,
             counters: Counters::default(),
             send_turn: tokio::sync::Mutex::new(()),
             rx_beat: AtomicU64::new(0),
             hooks,
-            hook_queue: Mutex::new(Some(hook_queue)),
-            full_tunnel: crate::fulltunnel::FullTunnel::of(&cfg)
-                .map(|f| (f, tokio::sync::watch::Sender::new(false))),
             config: ArcSwap::from_pointee(cfg),
         })
     }
@@ -202,26 +176,6 @@ impl Tunnel {
     /// The sockets now: the `[[listen]]` sockets, then the `[[path]]`s' in order.
     pub fn sockets(&self) -> Arc<Vec<Arc<SockIo>>> {
         self.socks.all()
-    }
-
-    /// The peers now, by slot position (retired ones among them: [`Peer::retired`]).
-    pub fn peers(&self) -> Arc<Vec<Arc<Peer>>> {
-        self.peers.load_full()
-    }
-
-    /// The many-peer side of the protocol (taken before any peer's lock, never after).
-    pub(crate) fn lock_endpoint(&self) -> std::sync::MutexGuard<'_, mpt_tunnel::Endpoint> {
-        self.endpoint.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// The peer at slot position `i` now.
-    pub fn peer(&self, i: usize) -> Option<Arc<Peer>> {
-        self.peers.load().get(i).cloned()
-    }
-
-    /// Which peer an inner packet goes to, and from which sources a peer may send, now.
-    pub fn routes(&self) -> arc_swap::Guard<Arc<Routes>> {
-        self.routes.load()
     }
 
     /// Socket `i` of [`Tunnel::sockets`], if there is one now (a reload may have removed it).
@@ -249,7 +203,7 @@ impl Tunnel {
 
     /// Send the gathered control datagrams and log the events (without any lock).
     pub fn act(&self, out: &mut Outputs) {
-        let peers = self.peers();
+        let peers = self.peers.list();
         for (i, t, buf) in out.transmits.drain(..) {
             if let Some(peer) = peers.get(i) {
                 self.send(peer, &t, &buf);
@@ -264,10 +218,15 @@ impl Tunnel {
     /// We are stopping: a goodbye on every path of every peer, so that the peers take our
     /// paths down at once rather than after `dead_ms` of silence.
     pub fn say_goodbye(&self) {
+        let peers = self.peers.list();
+        self.goodbye(&peers, 0..peers.len(), self.clock.now());
+    }
+
+    /// A goodbye at `now` on every path of the peers at slot positions `which` of `peers`.
+    fn goodbye(&self, peers: &[Arc<Peer>], which: impl IntoIterator<Item = usize>, now: Time) {
         let mut out = Outputs::default();
-        let now = self.clock.now();
-        for (i, p) in self.peers().iter().enumerate() {
-            if let Some(ep) = p.lock().as_mut() {
+        for i in which {
+            if let Some(ep) = peers[i].lock().as_mut() {
                 ep.close(now);
                 Tunnel::gather(ep, now, i, &mut out);
             }
@@ -315,6 +274,24 @@ impl Tunnel {
         self.counters.io_drop(reason, n)
     }
 
+    /// The clock's milliseconds now.
+    fn now_ms(&self) -> u64 {
+        self.clock.now().as_nanos() / 1_000_000
+    }
+
+    /// Ask again which peer carries each shared prefix ([`KernelRoutes::reconsider`]).
+    pub fn reconsider_shared(&self) {
+        let failback = self.cfg().tunnel.failback;
+        self.kernel
+            .reconsider(&self.peers, failback, self.now_ms(), &self.hooks);
+    }
+
+    /// Install the kernel's routes that the peers up want, remove the others
+    /// ([`KernelRoutes::sync`]). Runs `ip`: call it off the datapath.
+    pub fn sync_kernel_routes(&self) {
+        self.kernel.sync(&self.cfg().tunnel, &self.peers.list());
+    }
+
     /// The name of `peer`'s `path`: our `[[path]]`'s, or `p<N>` for a listening peer's.
     pub fn path_name(&self, peer: &Peer, path: PathId) -> String {
         match (peer.listening, self.cfg().paths.get(path.index())) {
@@ -324,16 +301,17 @@ impl Tunnel {
     }
 }
 
-/// The peers as the endpoint knows them, by slot position (a retired slot is free).
-fn peer_entries(peers: &[Arc<Peer>]) -> Vec<Option<mpt_tunnel::PeerEntry>> {
-    peers
-        .iter()
-        .map(|p| {
-            (!p.retired).then(|| mpt_tunnel::PeerEntry {
-                key: p.cfg().public_key,
-                psk: p.psk.clone(),
-                listening: p.listening,
-            })
-        })
-        .collect()
+/// The sockets of `cfg`: one per `[[listen]]`, then one per `[[path]]`.
+fn open_sockets(cfg: &Config) -> Result<Sockets> {
+    let mut sockets = Vec::with_capacity(cfg.paths.len() + cfg.listen.len());
+    for (i, &a) in cfg.listen.iter().enumerate() {
+        let io = BatchSocket::new(crate::net::listen_socket(i, a)?)
+            .with_context(|| format!("listen[{i}]: cannot set up batched I/O"))?;
+        sockets.push(Arc::new(SockIo::new(None, format!("listen {a}"), io)));
+    }
+    let listen_sockets = sockets.len();
+    for p in &cfg.paths {
+        sockets.push(Arc::new(SockIo::for_path(p)?));
+    }
+    Ok(Sockets::new(sockets, listen_sockets))
 }

@@ -18,13 +18,13 @@
 
 use std::sync::{Arc, MutexGuard};
 
-use mpt_core::PathId;
+use mpt_core::{PathId, Time};
+use mpt_tunnel::ConnectionConfig;
 use tracing::info;
 
-use super::{config_paths, peer_entries, random_source, Outputs, Settings, SockIo, Tunnel};
-use crate::config::{Config, Keys};
+use super::{config_paths, random_source, Outputs, Placement, Settings, SockIo, Sockets, Tunnel};
+use crate::config::{Config, Keys, PeerConfig};
 use crate::peer::Peer;
-use crate::routes::Routes;
 
 impl Tunnel {
     /// One reload at a time; the uplink watcher takes it too, so that it never looks at a
@@ -53,18 +53,7 @@ impl Tunnel {
         let said = {
             let _turn = self.lock_reload();
             let old = self.cfg();
-            let mut restart = restart_only(&old, &new);
-            if keys.private.public() != self.lock_endpoint().private_key().public() {
-                restart.push("security.private_key_file: another key".to_owned());
-            }
-            if !restart.is_empty() {
-                return Err(format!(
-                    "nothing applied, the running configuration is kept: only a restart \
-                     applies {}",
-                    restart.join("; ")
-                ));
-            }
-            let changes = path_changes(&old, &new);
+            self.refuse_restart_only(&old, &new, keys)?;
             let same = Config {
                 source: old.source.clone(),
                 ..new.clone()
@@ -74,138 +63,47 @@ impl Tunnel {
                 return Ok("the configuration is unchanged".to_owned());
             }
             let socks = self.sockets_for(&old, &new)?;
-            let plan = self.plan_peers(&new, keys)?;
-            let mut randoms = Vec::with_capacity(plan.added.len());
-            for &(_, j) in &plan.added {
-                if new.listening(&new.peers[j]) {
-                    randoms.push(None);
-                    continue;
-                }
-                randoms.push(Some(random_source().map_err(|e| {
-                    format!("nothing applied, the running configuration is kept: {e:#}")
-                })?));
-            }
+            let plan = PeerPlan::of(&self.peers.list(), &self.peers.lock_endpoint(), &new, keys)?;
+            let randoms = plan.randoms(&new)?;
             let now = self.clock.now();
             // the peers removed or made anew say goodbye (theirs take our paths down at once)
-            let old_peers = self.peers();
-            let mut bye = Outputs::default();
-            for &i in &plan.ended {
-                if let Some(ep) = old_peers[i].lock().as_mut() {
-                    ep.close(now);
-                    Tunnel::gather(ep, now, i, &mut bye);
-                }
-            }
-            self.act(&mut bye);
+            let old_peers = self.peers.list();
+            self.goodbye(&old_peers, plan.ended.iter().copied(), now);
             // the new sockets first: what is sent on an id from now on leaves by its socket
-            let list: Vec<Arc<SockIo>> = socks.iter().map(|(s, _)| s.clone()).collect();
-            for (k, (s, _)) in socks[self.socks.listen..].iter().enumerate() {
+            for (k, s) in socks.list[self.socks.listen..].iter().enumerate() {
                 s.assign(PathId(k as u8), &new.paths[k].name);
             }
-            self.socks.replace(list.clone());
-            let sockets = list;
+            self.socks.replace(socks.list);
             let settings = Settings {
                 cfg: &new,
                 private: &keys.private,
                 aes_in_hardware: mpt_core::seal::aes_in_hardware(),
                 unix_nanos_at_zero: self.clock.unix_nanos_at_zero(),
             };
-            let path_sockets: Vec<usize> = (self.socks.listen..socks.len()).collect();
-            let fresh: Vec<usize> = new
-                .paths
-                .iter()
-                .enumerate()
-                .filter(|(i, p)| old.paths.get(*i).is_none_or(|o| o.name != p.name))
-                .map(|(i, _)| i)
-                .collect();
-            let base = {
-                let mut endpoint = self.lock_endpoint();
-                let mut next = settings.listening();
-                if let (Some(next), Some(old)) = (next.as_mut(), endpoint.listening()) {
-                    next.keys = old.keys.clone();
-                }
-                endpoint.set_listening(next.clone());
-                next
+            let applying = Applying {
+                new: &new,
+                settings,
+                base: self.peers.set_listening(settings.listening()),
+                socks: &self.socks,
+                fresh: fresh_paths(&old, &new),
+                now,
             };
-            for &(i, j) in &plan.kept {
-                let peer = &old_peers[i];
-                let pc = &new.peers[j];
-                if **peer.cfg() != *pc {
-                    peer.set_cfg(pc.clone());
-                }
-                let mut guard = peer.lock();
-                if let Some(ep) = guard.as_mut() {
-                    let mut ecfg = match (&base, peer.listening) {
-                        (Some(b), true) => b.with_peer_paths(ep.path_count()),
-                        _ => settings.connection(pc, None, config_paths(&new, pc), peer.slot),
-                    };
-                    // the keys, and the slot, stay the session's
-                    ecfg.keys = ep.config().keys.clone();
-                    ecfg.index_slot = ep.config().index_slot;
-                    ep.reconfigure(now, ecfg);
-                    if !peer.listening {
-                        for (k, (s, _)) in socks[self.socks.listen..].iter().enumerate() {
-                            let down = s.lock_uplink().down;
-                            if down.is_some() {
-                                ep.set_uplink(now, PathId(k as u8), down);
-                            }
-                        }
-                    }
-                    Tunnel::gather(ep, now, i, &mut out);
-                    peer.note_deadline(ep);
-                }
-                drop(guard);
-                if !peer.listening {
-                    peer.set_path_sockets(&path_sockets, &fresh);
-                }
+            for &at in &plan.kept {
+                applying.keep(&old_peers[at.position], at, &mut out);
             }
-            // the peers by slot: kept ones where they were, new ones in free slots
-            let mut list: Vec<Arc<Peer>> = old_peers.to_vec();
-            for &i in &plan.ended {
-                list[i] = Arc::new(Peer::retired((**list[i].cfg()).clone(), list[i].slot));
-            }
-            for (&(i, j), random) in plan.added.iter().zip(randoms) {
-                let psk = keys.psks.get(j).cloned().flatten();
-                let peer =
-                    settings.build_peer((i, j), psk, random, (&sockets, self.socks.listen), now);
-                if i == list.len() {
-                    list.push(Arc::new(peer));
-                } else {
-                    list[i] = Arc::new(peer);
-                }
-            }
-            let live = super::shared::live_configs(&list);
-            // peers first: a route only names a slot the list has. The list and the
-            // endpoint's table change under one hold of the endpoint's lock, so that an
-            // initiation is taken with the old of both or the new of both.
-            {
-                let mut endpoint = self.lock_endpoint();
-                endpoint.set_peers(peer_entries(&list));
-                self.peers.store(Arc::new(list));
-            }
-            let shared = self.reset_shared();
-            self.routes.store(Arc::new(Routes::new(
-                live.iter().map(|(i, c)| (*i, &**c)),
-                &shared,
-            )));
+            // peers first: a route only names a slot the list has
+            let list = applying.peers_after(&old_peers, &plan, randoms, keys);
+            self.peers.replace(list);
+            let shared = self.kernel.reset(&self.peers.list());
+            self.peers.route(&shared);
             // the kernel's routes follow the peers that are up, the shared prefixes their
             // peers
             self.reconsider_shared();
-            self.peers_changed.notify_one();
+            self.kernel.peers_changed.notify_one();
             self.hooks.replace(&new.hooks);
-            let bound = socks.iter().filter(|(_, new)| *new).count();
-            let mut said = changes;
-            if same.connection != old.connection {
-                said.push("connection settings".to_owned());
-            }
-            if same.hooks != old.hooks {
-                said.push("hooks".to_owned());
-            }
-            if bound > 0 {
-                said.push(format!("{bound} socket(s) bound"));
-            }
-            said.extend(plan.said);
+            let said = changes(&old, &new, socks.bound, plan.said);
             self.config.store(Arc::new(new));
-            said.join(", ")
+            said
         };
         // the receive task waits on the new sockets; their interfaces are looked at now
         self.socks.reloaded.notify_waiters();
@@ -215,15 +113,32 @@ impl Tunnel {
         Ok(format!("reloaded: {said}"))
     }
 
+    /// Refuse `new` (its keys read as `keys`) if it changes from `old` what only a restart
+    /// applies, saying what.
+    fn refuse_restart_only(&self, old: &Config, new: &Config, keys: &Keys) -> Result<(), String> {
+        let mut restart = restart_only(old, new);
+        if keys.private.public() != self.peers.lock_endpoint().private_key().public() {
+            restart.push("security.private_key_file: another key".to_owned());
+        }
+        if !restart.is_empty() {
+            return Err(format!(
+                "nothing applied, the running configuration is kept: only a restart \
+                 applies {}",
+                restart.join("; ")
+            ));
+        }
+        Ok(())
+    }
+
     /// The sockets of `new`: the listen sockets, then for each `[[path]]` the socket of the
-    /// old path with its local address and interface, or a new one (`true`). Fails, binding
-    /// nothing more, when a new one cannot be bound.
-    fn sockets_for(&self, old: &Config, new: &Config) -> Result<Vec<(Arc<SockIo>, bool)>, String> {
+    /// old path with its local address and interface, or a new one. Fails, binding nothing
+    /// more, when a new one cannot be bound.
+    fn sockets_for(&self, old: &Config, new: &Config) -> Result<NewSockets, String> {
         let current = self.sockets();
-        let mut out: Vec<(Arc<SockIo>, bool)> = current[..self.socks.listen]
-            .iter()
-            .map(|s| (s.clone(), false))
-            .collect();
+        let mut out = NewSockets {
+            list: current[..self.socks.listen].to_vec(),
+            bound: 0,
+        };
         let mut taken = vec![false; old.paths.len()];
         for p in &new.paths {
             let same =
@@ -233,7 +148,7 @@ impl Tunnel {
             match same.and_then(|k| Some((k, current.get(self.socks.listen + k)?))) {
                 Some((k, s)) => {
                     taken[k] = true;
-                    out.push((s.clone(), false));
+                    out.list.push(s.clone());
                 }
                 None => {
                     let s = SockIo::for_path(p).map_err(|e| {
@@ -242,7 +157,8 @@ impl Tunnel {
                             p.name
                         )
                     })?;
-                    out.push((Arc::new(s), true));
+                    out.list.push(Arc::new(s));
+                    out.bound += 1;
                 }
             }
         }
@@ -250,26 +166,119 @@ impl Tunnel {
     }
 }
 
+/// The sockets of a reloaded configuration ([`Tunnel::sockets_for`]).
+#[derive(Debug)]
+struct NewSockets {
+    /// The listen sockets, then one per `[[path]]`.
+    list: Vec<Arc<SockIo>>,
+    /// How many of them are new (bound for this configuration).
+    bound: usize,
+}
+
+/// What a reload changes the kept peers with, and makes the new ones with.
+struct Applying<'a> {
+    new: &'a Config,
+    settings: Settings<'a>,
+    /// What a listening peer's connection is made from now ([`super::Peers::set_listening`]).
+    base: Option<ConnectionConfig>,
+    /// The sockets now, the listen sockets first.
+    socks: &'a Sockets,
+    /// The ids of the paths that are new, or have another name there.
+    fresh: Vec<usize>,
+    now: Time,
+}
+
+impl Applying<'_> {
+    /// `peer`, kept at `at`: its `[[peer]]` and its connection's settings updated (the session
+    /// goes on), its paths' sockets those of now. What its connection asks for goes to `out`.
+    fn keep(&self, peer: &Peer, at: Placement, out: &mut Outputs) {
+        let (new, now) = (self.new, self.now);
+        let pc: &PeerConfig = &new.peers[at.entry];
+        if **peer.cfg() != *pc {
+            peer.set_cfg(pc.clone());
+        }
+        let sockets = self.socks.all();
+        let path_socks = &sockets[self.socks.listen..];
+        let mut guard = peer.lock();
+        if let Some(ep) = guard.as_mut() {
+            let mut ecfg = match (&self.base, peer.listening) {
+                (Some(b), true) => b.with_peer_paths(ep.path_count()),
+                _ => self
+                    .settings
+                    .connection(pc, None, config_paths(new, pc), peer.slot),
+            };
+            // the keys, and the slot, stay the session's
+            ecfg.keys = ep.config().keys.clone();
+            ecfg.index_slot = ep.config().index_slot;
+            ep.reconfigure(now, ecfg);
+            if !peer.listening {
+                for (k, s) in path_socks.iter().enumerate() {
+                    let down = s.lock_uplink().down;
+                    if down.is_some() {
+                        ep.set_uplink(now, PathId(k as u8), down);
+                    }
+                }
+            }
+            Tunnel::gather(ep, now, at.position, out);
+            peer.note_deadline(ep);
+        }
+        drop(guard);
+        if !peer.listening {
+            let path_sockets: Vec<usize> = (self.socks.listen..sockets.len()).collect();
+            peer.set_path_sockets(&path_sockets, &self.fresh);
+        }
+    }
+
+    /// The peers by slot after `plan`: the kept ones where they were (`old`), the ended ones
+    /// retired, the new ones in free slots, made with `randoms` (one each) and their preshared
+    /// keys in `keys`.
+    fn peers_after(
+        &self,
+        old: &[Arc<Peer>],
+        plan: &PeerPlan,
+        randoms: Vec<Option<mpt_tunnel::Random>>,
+        keys: &Keys,
+    ) -> Vec<Arc<Peer>> {
+        let mut list: Vec<Arc<Peer>> = old.to_vec();
+        for &i in &plan.ended {
+            list[i] = Arc::new(Peer::retired((**list[i].cfg()).clone(), list[i].slot));
+        }
+        for (&at, random) in plan.added.iter().zip(randoms) {
+            let psk = keys.psks.get(at.entry).cloned().flatten();
+            let peer = self
+                .settings
+                .build_peer(at, psk, random, self.socks, self.now);
+            if at.position == list.len() {
+                list.push(Arc::new(peer));
+            } else {
+                list[at.position] = Arc::new(peer);
+            }
+        }
+        list
+    }
+}
+
 /// How the peers of a reloaded configuration take the slots.
 #[derive(Debug, Default)]
 struct PeerPlan {
-    /// (slot position, position in the new config): the same key, preshared key and mode (an
-    /// endpoint given or not): its session goes on.
-    kept: Vec<(usize, usize)>,
+    /// The same key, preshared key and mode (an endpoint given or not): its session goes on.
+    kept: Vec<Placement>,
     /// Slot positions whose peer is removed, or made anew (another preshared key or mode).
     ended: Vec<usize>,
-    /// (slot position, position in the new config) of new peers, and of those made anew (in
-    /// their own slot): a free slot, or one past the end.
-    added: Vec<(usize, usize)>,
+    /// New peers, and those made anew (in their own slot): a free slot, or one past the end.
+    added: Vec<Placement>,
     said: Vec<String>,
 }
 
-impl Tunnel {
+impl PeerPlan {
     /// Which peers of `new` (its preshared keys in `keys`) are kept, which are made, and which
-    /// end.
-    fn plan_peers(&self, new: &Config, keys: &Keys) -> Result<PeerPlan, String> {
-        let peers = self.peers();
-        let endpoint = self.lock_endpoint();
+    /// end, of `peers` (by slot), which `endpoint` knows by key.
+    fn of(
+        peers: &[Arc<Peer>],
+        endpoint: &mpt_tunnel::Endpoint,
+        new: &Config,
+        keys: &Keys,
+    ) -> Result<PeerPlan, String> {
         let mut plan = PeerPlan::default();
         let mut free: std::collections::VecDeque<usize> = peers
             .iter()
@@ -286,12 +295,16 @@ impl Tunnel {
                 Some(i) => {
                     seen.push(i);
                     let p = &peers[i];
+                    let at = Placement {
+                        position: i,
+                        entry: j,
+                    };
                     let same_psk = p.psk.as_ref().map(|k| k.encode()) == psk.map(|k| k.encode());
                     if same_psk && p.listening == listening {
                         if **p.cfg() != *pc {
                             plan.said.push(format!("peer {:?} changed", pc.name));
                         }
-                        plan.kept.push((i, j));
+                        plan.kept.push(at);
                     } else {
                         plan.said.push(format!(
                             "peer {:?} made anew (another preshared key, or endpoint given or \
@@ -299,7 +312,7 @@ impl Tunnel {
                             pc.name
                         ));
                         plan.ended.push(i);
-                        plan.added.push((i, j));
+                        plan.added.push(at);
                     }
                 }
                 None => {
@@ -308,7 +321,10 @@ impl Tunnel {
                         next - 1
                     });
                     plan.said.push(format!("peer {:?} added", pc.name));
-                    plan.added.push((i, j));
+                    plan.added.push(Placement {
+                        position: i,
+                        entry: j,
+                    });
                 }
             }
         }
@@ -327,6 +343,49 @@ impl Tunnel {
         }
         Ok(plan)
     }
+
+    /// A source of randomness for each peer added that is not listening in `new` (`None` for
+    /// one that is), in the order of [`PeerPlan::added`].
+    fn randoms(&self, new: &Config) -> Result<Vec<Option<mpt_tunnel::Random>>, String> {
+        let mut randoms = Vec::with_capacity(self.added.len());
+        for at in &self.added {
+            if new.listening(&new.peers[at.entry]) {
+                randoms.push(None);
+                continue;
+            }
+            randoms.push(Some(random_source().map_err(|e| {
+                format!("nothing applied, the running configuration is kept: {e:#}")
+            })?));
+        }
+        Ok(randoms)
+    }
+}
+
+/// The ids of `new`'s paths that `old` did not have, or had under another name.
+fn fresh_paths(old: &Config, new: &Config) -> Vec<usize> {
+    new.paths
+        .iter()
+        .enumerate()
+        .filter(|(i, p)| old.paths.get(*i).is_none_or(|o| o.name != p.name))
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// What a reload from `old` to `new` changed, in words: the paths, the connection settings
+/// and hooks, the sockets `bound`, and the peers (`peers`, from [`PeerPlan::said`]).
+fn changes(old: &Config, new: &Config, bound: usize, peers: Vec<String>) -> String {
+    let mut said = path_changes(old, new);
+    if new.connection != old.connection {
+        said.push("connection settings".to_owned());
+    }
+    if new.hooks != old.hooks {
+        said.push("hooks".to_owned());
+    }
+    if bound > 0 {
+        said.push(format!("{bound} socket(s) bound"));
+    }
+    said.extend(peers);
+    said.join(", ")
 }
 
 /// What `new` changes that only a restart applies, by key.

@@ -38,7 +38,8 @@ impl Tunnel {
 
     /// Every peer's resequencer hold times and occupancy (for the metrics' histograms).
     pub fn reseq_histograms(&self) -> Vec<crate::metrics::ReseqHistograms> {
-        self.peers()
+        self.peers
+            .list()
             .iter()
             .filter_map(|p| {
                 let ep = p.lock();

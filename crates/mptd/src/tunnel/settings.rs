@@ -5,16 +5,25 @@ use std::net::SocketAddr;
 
 use anyhow::Result;
 use mpt_core::seal::PrivateKey;
-use std::sync::Arc;
 
 use mpt_core::{PathId, Time};
 use mpt_tunnel::{Connection, ConnectionConfig, KeySettings, Overhead, PathSettings};
 use tracing::warn;
 
-use super::SockIo;
+use super::Sockets;
 use crate::config::{Config, PeerConfig};
 use crate::peer::Peer;
 use crate::random::KeyStream;
+
+/// Where a peer goes: its slot position, and its `[[peer]]`'s position in the configuration
+/// (the two differ once a reload has removed or added peers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Placement {
+    /// Its position in the list of peers (its slot is this plus one).
+    pub position: usize,
+    /// Its position in the configuration's `[[peer]]`s.
+    pub entry: usize,
+}
 
 /// What every peer's connection settings are made from: the configuration, our key, this
 /// CPU, and the clock's epoch.
@@ -82,22 +91,23 @@ impl Settings<'_> {
         Some(base)
     }
 
-    /// The peer `cfg.peers[j]` (its pre-shared key `psk`) in slot position `i`, at `now`; its
-    /// connection made now with `random`, which only a peer that is not listening
-    /// ([`Config::listening`]) needs (without, it has none until its first initiation), with the uplinks of
-    /// its paths' sockets (`sockets`, the listen sockets first, `listen_sockets` of them).
+    /// The peer `cfg.peers[at.entry]` (its pre-shared key `psk`) in slot position
+    /// `at.position`, at `now`; its connection made now with `random`, which only a peer that
+    /// is not listening ([`Config::listening`]) needs (without, it has none until its first
+    /// initiation), with the uplinks of its paths' sockets (`socks`, the listen sockets first).
     pub fn build_peer(
         &self,
-        (i, j): (usize, usize),
+        at: Placement,
         psk: Option<mpt_core::seal::Psk>,
         random: Option<mpt_tunnel::Random>,
-        (sockets, listen_sockets): (&[Arc<SockIo>], usize),
+        socks: &Sockets,
         now: Time,
     ) -> Peer {
-        let pc = &self.cfg.peers[j];
-        let slot = (i + 1) as u16;
+        let pc = &self.cfg.peers[at.entry];
+        let slot = (at.position + 1) as u16;
         let listening = self.cfg.listening(pc);
-        let path_socks = sockets.get(listen_sockets..).unwrap_or_default();
+        let sockets = socks.all();
+        let path_socks = sockets.get(socks.listen..).unwrap_or_default();
         let c = random.filter(|_| !listening).map(|random| {
             let ccfg = self.connection(pc, psk.clone(), config_paths(self.cfg, pc), slot);
             let mut c = Connection::new(ccfg, now, random);
@@ -109,7 +119,7 @@ impl Settings<'_> {
             }
             c
         });
-        let path_sockets: Vec<usize> = (listen_sockets..sockets.len()).collect();
+        let path_sockets: Vec<usize> = (socks.listen..sockets.len()).collect();
         Peer::new(pc.clone(), slot, psk, listening, c, &path_sockets)
     }
 }

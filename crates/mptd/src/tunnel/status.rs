@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use mpt_core::PathId;
 
 use mpt_core::Time;
-use mpt_tunnel::Connection;
+use mpt_tunnel::{Connection, DropReason};
 
 use super::Tunnel;
 use crate::peer::{Peer, RxBuf};
@@ -100,133 +100,28 @@ impl Tunnel {
     /// The document `mptctl status` shows.
     pub fn status(&self) -> Status {
         let now = self.clock.now();
-        let mut counts = self.counters.io_drop_counts();
-        let all = self.peers();
+        let all = self.peers.list();
         let mut peers = Vec::with_capacity(all.len());
-        let mut first: Option<TunnelStatus> = None;
-        let mut first_paths = Vec::new();
-        let (mut tx, mut rx, mut delivered, mut reports, mut kas) = ((0, 0), (0, 0), 0, 0, (0, 0));
-        let mut bundles = (0u64, 0u64, 0u64);
-        let mut hc = mpt_core::hc::TxCounts::default();
-        let mut copies = 0u64;
-        let mut classes: Vec<ClassStatus> = self
-            .cfg()
-            .connection
-            .classes
-            .iter()
-            .map(|c| ClassStatus {
-                name: c.name.clone(),
-                mode: c.mode.name().to_owned(),
-                ..ClassStatus::default()
-            })
-            .collect();
+        let mut first: Option<(TunnelStatus, Vec<PathStatus>)> = None;
+        let mut sums = Sums::new(&self.cfg().connection.classes);
+        sums.drops = self.counters.io_drop_counts();
         for (i, peer) in all.iter().enumerate().filter(|(_, p)| !p.retired) {
-            let cfg = peer.cfg();
-            let role = self.describe_shared(i);
+            let role = self.kernel.describe(i, &all);
             let guard = peer.lock();
             let Some(ep) = guard.as_ref() else {
-                peers.push(PeerStatus {
-                    name: cfg.name.clone(),
-                    public_key: cfg.public_key.encode(),
-                    endpoint: cfg.endpoint.as_ref().map(ToString::to_string),
-                    listening: peer.listening,
-                    keys_agreed: false,
-                    cipher: None,
-                    protocol: None,
-                    session: None,
-                    peer_session: None,
-                    restarts: 0,
-                    rekeys: 0,
-                    last_heard_ms: None,
-                    last_handshake_ms: None,
-                    tx_packets: 0,
-                    tx_bytes: 0,
-                    rx_packets: 0,
-                    rx_bytes: 0,
-                    delivered: 0,
-                    role,
-                    paths: Vec::new(),
-                });
+                peers.push(peer_status(peer, None, now, role, Vec::new()));
                 continue;
             };
-            for (c, d) in counts.iter_mut().zip(ep.drop_counts()) {
-                *c += d;
-            }
-            let t = &ep.stats().total;
-            let (ptx, ptxb) = ep.tx_counts();
-            let (ks, ka) = ep.keepalive_counts();
-            tx = (tx.0 + ptx, tx.1 + ptxb);
-            rx = (rx.0 + t.packets, rx.1 + t.bytes);
-            delivered += ep.delivered();
-            reports += ep.report_bytes();
-            kas = (kas.0 + ks, kas.1 + ka);
-            let (bs, bp, bc) = ep.bundle_counts();
-            bundles = (bundles.0 + bs, bundles.1 + bp, bundles.2 + bc);
-            let h = ep.compression_counts();
-            hc.compressed += h.compressed;
-            hc.references += h.references;
-            hc.saved_bytes += h.saved_bytes;
-            hc.uncompressible += h.uncompressible;
-            hc.too_long += h.too_long;
-            let (per_class, c) = ep.class_counts();
-            copies += c;
-            for (status, per_path) in classes.iter_mut().zip(per_class) {
-                if status.sent_per_path.len() < per_path.len() {
-                    status.sent_per_path.resize(per_path.len(), 0);
-                }
-                for (sum, n) in status.sent_per_path.iter_mut().zip(per_path) {
-                    *sum += n;
-                }
-                status.sent += per_path.iter().sum::<u64>();
-            }
+            sums.add(ep);
             let paths = self.path_status(now, peer, ep);
             if first.is_none() {
-                first = Some(self.tunnel_status(now, ep));
-                first_paths = paths.clone();
+                first = Some((self.tunnel_status(now, ep), paths.clone()));
             }
-            peers.push(PeerStatus {
-                name: cfg.name.clone(),
-                public_key: cfg.public_key.encode(),
-                endpoint: cfg.endpoint.as_ref().map(ToString::to_string),
-                listening: peer.listening,
-                keys_agreed: ep.keys_agreed(),
-                cipher: ep.cipher().map(|c| c.name().to_owned()),
-                protocol: ep.keys_agreed().then(|| ep.wire_version()),
-                session: Some(format!("{:08x}", ep.session())),
-                peer_session: ep.peer_session().map(|s| format!("{s:08x}")),
-                restarts: ep.peer_restarts(),
-                rekeys: ep.rekeys(),
-                last_heard_ms: ep.last_heard().map(|h| (now - h).as_millis() as u64),
-                last_handshake_ms: ep.session_made_at().map(|h| (now - h).as_millis() as u64),
-                tx_packets: ptx,
-                tx_bytes: ptxb,
-                rx_packets: t.packets,
-                rx_bytes: t.bytes,
-                delivered: ep.delivered(),
-                role,
-                paths,
-            });
+            peers.push(peer_status(peer, Some(ep), now, role, paths));
         }
-        let mut tunnel = first.unwrap_or_else(|| self.empty_tunnel_status(now));
-        (tunnel.tx_packets, tunnel.tx_bytes) = tx;
-        (tunnel.rx_packets, tunnel.rx_bytes) = rx;
-        tunnel.delivered = delivered;
-        tunnel.tx_report_bytes = reports;
-        (tunnel.keepalives_sent, tunnel.keepalive_acks_sent) = kas;
-        (
-            tunnel.bundles_sent,
-            tunnel.bundled_packets,
-            tunnel.compressed_packets,
-        ) = bundles;
-        (
-            tunnel.tcp_compressed,
-            tunnel.tcp_references,
-            tunnel.tcp_header_bytes_saved,
-        ) = (hc.compressed, hc.references, hc.saved_bytes);
-        (tunnel.tcp_uncompressible, tunnel.tcp_too_long) = (hc.uncompressible, hc.too_long);
-        tunnel.copies_sent = copies;
-        tunnel.classes = classes;
-        tunnel.drops = DropCounts::from_counts(&counts);
+        let (mut tunnel, first_paths) =
+            first.unwrap_or_else(|| (self.empty_tunnel_status(now), Vec::new()));
+        sums.fill(&mut tunnel);
         Status {
             version: 3,
             tunnel,
@@ -336,5 +231,158 @@ impl Tunnel {
             },
             ..self.empty_tunnel_status(now)
         }
+    }
+}
+
+/// `peer`'s part of the status: its connection's (`ep`, none yet for a listening peer that has
+/// not come), its `role` in the shared prefixes and its `paths`.
+fn peer_status(
+    peer: &Peer,
+    ep: Option<&Connection<RxBuf>>,
+    now: Time,
+    role: Option<String>,
+    paths: Vec<PathStatus>,
+) -> PeerStatus {
+    let cfg = peer.cfg();
+    let mut st = PeerStatus {
+        name: cfg.name.clone(),
+        public_key: cfg.public_key.encode(),
+        endpoint: cfg.endpoint.as_ref().map(ToString::to_string),
+        listening: peer.listening,
+        keys_agreed: false,
+        cipher: None,
+        protocol: None,
+        session: None,
+        peer_session: None,
+        restarts: 0,
+        rekeys: 0,
+        last_heard_ms: None,
+        last_handshake_ms: None,
+        tx_packets: 0,
+        tx_bytes: 0,
+        rx_packets: 0,
+        rx_bytes: 0,
+        delivered: 0,
+        role,
+        paths,
+    };
+    let Some(ep) = ep else { return st };
+    let t = &ep.stats().total;
+    (st.tx_packets, st.tx_bytes) = ep.tx_counts();
+    (st.rx_packets, st.rx_bytes) = (t.packets, t.bytes);
+    st.keys_agreed = ep.keys_agreed();
+    st.cipher = ep.cipher().map(|c| c.name().to_owned());
+    st.protocol = ep.keys_agreed().then(|| ep.wire_version());
+    st.session = Some(format!("{:08x}", ep.session()));
+    st.peer_session = ep.peer_session().map(|s| format!("{s:08x}"));
+    st.restarts = ep.peer_restarts();
+    st.rekeys = ep.rekeys();
+    st.last_heard_ms = ep.last_heard().map(|h| (now - h).as_millis() as u64);
+    st.last_handshake_ms = ep.session_made_at().map(|h| (now - h).as_millis() as u64);
+    st.delivered = ep.delivered();
+    st
+}
+
+/// The tunnel's counters: the sums over its peers' connections.
+#[derive(Debug)]
+struct Sums {
+    /// Drops by reason: the tunnel's own, then each connection's.
+    drops: [u64; DropReason::COUNT],
+    /// Packets and bytes sent, and received.
+    tx: (u64, u64),
+    rx: (u64, u64),
+    delivered: u64,
+    reports: u64,
+    /// Keepalives, and their acknowledgements, sent.
+    keepalives: (u64, u64),
+    /// Bundles sent, the packets in them, and of those compressed.
+    bundles: (u64, u64, u64),
+    hc: mpt_core::hc::TxCounts,
+    copies: u64,
+    /// Per `[[connection.class]]`.
+    classes: Vec<ClassStatus>,
+}
+
+impl Sums {
+    /// Nothing counted yet, for `classes`.
+    fn new(classes: &[mpt_tunnel::ClassRule]) -> Sums {
+        Sums {
+            drops: [0; DropReason::COUNT],
+            tx: (0, 0),
+            rx: (0, 0),
+            delivered: 0,
+            reports: 0,
+            keepalives: (0, 0),
+            bundles: (0, 0, 0),
+            hc: mpt_core::hc::TxCounts::default(),
+            copies: 0,
+            classes: classes
+                .iter()
+                .map(|c| ClassStatus {
+                    name: c.name.clone(),
+                    mode: c.mode.name().to_owned(),
+                    ..ClassStatus::default()
+                })
+                .collect(),
+        }
+    }
+
+    /// Add `ep`'s counters.
+    fn add(&mut self, ep: &Connection<RxBuf>) {
+        for (c, d) in self.drops.iter_mut().zip(ep.drop_counts()) {
+            *c += d;
+        }
+        let t = &ep.stats().total;
+        let (ptx, ptxb) = ep.tx_counts();
+        let (ks, ka) = ep.keepalive_counts();
+        self.tx = (self.tx.0 + ptx, self.tx.1 + ptxb);
+        self.rx = (self.rx.0 + t.packets, self.rx.1 + t.bytes);
+        self.delivered += ep.delivered();
+        self.reports += ep.report_bytes();
+        self.keepalives = (self.keepalives.0 + ks, self.keepalives.1 + ka);
+        let (bs, bp, bc) = ep.bundle_counts();
+        let b = &mut self.bundles;
+        *b = (b.0 + bs, b.1 + bp, b.2 + bc);
+        let h = ep.compression_counts();
+        self.hc.compressed += h.compressed;
+        self.hc.references += h.references;
+        self.hc.saved_bytes += h.saved_bytes;
+        self.hc.uncompressible += h.uncompressible;
+        self.hc.too_long += h.too_long;
+        let (per_class, c) = ep.class_counts();
+        self.copies += c;
+        for (status, per_path) in self.classes.iter_mut().zip(per_class) {
+            if status.sent_per_path.len() < per_path.len() {
+                status.sent_per_path.resize(per_path.len(), 0);
+            }
+            for (sum, n) in status.sent_per_path.iter_mut().zip(per_path) {
+                *sum += n;
+            }
+            status.sent += per_path.iter().sum::<u64>();
+        }
+    }
+
+    /// Put the sums into `tunnel`.
+    fn fill(self, tunnel: &mut TunnelStatus) {
+        (tunnel.tx_packets, tunnel.tx_bytes) = self.tx;
+        (tunnel.rx_packets, tunnel.rx_bytes) = self.rx;
+        tunnel.delivered = self.delivered;
+        tunnel.tx_report_bytes = self.reports;
+        (tunnel.keepalives_sent, tunnel.keepalive_acks_sent) = self.keepalives;
+        (
+            tunnel.bundles_sent,
+            tunnel.bundled_packets,
+            tunnel.compressed_packets,
+        ) = self.bundles;
+        let hc = self.hc;
+        (
+            tunnel.tcp_compressed,
+            tunnel.tcp_references,
+            tunnel.tcp_header_bytes_saved,
+        ) = (hc.compressed, hc.references, hc.saved_bytes);
+        (tunnel.tcp_uncompressible, tunnel.tcp_too_long) = (hc.uncompressible, hc.too_long);
+        tunnel.copies_sent = self.copies;
+        tunnel.classes = self.classes;
+        tunnel.drops = DropCounts::from_counts(&self.drops);
     }
 }

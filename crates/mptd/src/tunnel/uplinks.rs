@@ -68,7 +68,7 @@ impl Tunnel {
             PathChange::Backup(b) => (None, None, Some(b)),
         };
         let mut peers = 0;
-        for peer in self.peers().iter().filter(|p| !p.listening) {
+        for peer in self.peers.list().iter().filter(|p| !p.listening) {
             if let Some(ep) = peer.lock().as_mut() {
                 ep.set_path_spec(now, path, weight, rate, backup);
                 peer.note_deadline(ep);
@@ -129,7 +129,7 @@ impl Tunnel {
             }
             u.down = down;
             drop(u);
-            for (i, peer) in self.peers().iter().enumerate() {
+            for (i, peer) in self.peers.list().iter().enumerate() {
                 if peer.listening {
                     continue;
                 }
@@ -148,7 +148,7 @@ impl Tunnel {
     /// own to the new address.
     async fn resolve_silent(&self) {
         let now = self.clock.now();
-        for (i, peer) in self.peers().iter().enumerate() {
+        for (i, peer) in self.peers.list().iter().enumerate() {
             let Some(e) = peer.cfg().endpoint.clone() else {
                 continue;
             };

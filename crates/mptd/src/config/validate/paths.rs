@@ -50,27 +50,9 @@ impl Validator<'_> {
                     ))
                 }
                 // whatever address the interface has, of the remote's family
-                None => {
-                    let v6 = remote.map(|r| r.is_ipv6()).or_else(|| {
-                        let e = peer?.endpoint.as_ref()?;
-                        e.host.parse::<IpAddr>().ok().map(|a| a.is_ipv6())
-                    });
-                    let any: IpAddr = if v6 == Some(true) {
-                        std::net::Ipv6Addr::UNSPECIFIED.into()
-                    } else {
-                        std::net::Ipv4Addr::UNSPECIFIED.into()
-                    };
-                    SocketAddr::new(any, 0)
-                }
+                None => any_address(remote, peer),
             };
-            if let Some(remote) = remote {
-                if local.is_ipv4() != remote.is_ipv4() {
-                    return Err(self.err(
-                        key("remote"),
-                        format!("{remote} is not of the same address family as local {local}"),
-                    ));
-                }
-            }
+            self.same_family(i, local, remote)?;
             if remote.is_none() && peer.is_none() && !local_given {
                 return Err(self.err(
                     key("local"),
@@ -78,15 +60,7 @@ impl Validator<'_> {
                      this path needs a fixed local address:port to be found at",
                 ));
             }
-            if let Some(other) = paths.iter().find(|p| p.local == local && local.port() != 0) {
-                return Err(self.err(
-                    key("local"),
-                    format!(
-                        "{local} is already the local address of path[{}] ({:?})",
-                        other.id, other.name
-                    ),
-                ));
-            }
+            self.unique_local(i, local, &paths)?;
             let weight = self.int_in(&key("weight"), r.weight, 1, 1, i64::from(MAX_WEIGHT))?;
             let rate_bps = r.rate.map(|v| self.rate(&key("rate"), v)).transpose()?;
             if scheduler == SchedulerKind::Rate && rate_bps.is_none() {
@@ -129,4 +103,55 @@ impl Validator<'_> {
         }
         Ok(paths)
     }
+
+    /// Path `i`'s `remote`, if given, is of the family of its `local` address.
+    fn same_family(
+        &self,
+        i: usize,
+        local: SocketAddr,
+        remote: Option<SocketAddr>,
+    ) -> Result<(), ConfigError> {
+        match remote {
+            Some(remote) if local.is_ipv4() != remote.is_ipv4() => Err(self.err(
+                format!("path[{i}].remote"),
+                format!("{remote} is not of the same address family as local {local}"),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Path `i`'s `local` address (unless its port is left to the kernel) is none of the
+    /// `paths` before it.
+    fn unique_local(
+        &self,
+        i: usize,
+        local: SocketAddr,
+        paths: &[PathConfig],
+    ) -> Result<(), ConfigError> {
+        match paths.iter().find(|p| p.local == local && local.port() != 0) {
+            Some(other) => Err(self.err(
+                format!("path[{i}].local"),
+                format!(
+                    "{local} is already the local address of path[{}] ({:?})",
+                    other.id, other.name
+                ),
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The wildcard address of the family of `remote`, or else of `peer`'s endpoint when that is
+/// an address (IPv4 when neither says), port 0: a path given only an interface.
+fn any_address(remote: Option<SocketAddr>, peer: Option<&PeerConfig>) -> SocketAddr {
+    let v6 = remote.map(|r| r.is_ipv6()).or_else(|| {
+        let e = peer?.endpoint.as_ref()?;
+        e.host.parse::<IpAddr>().ok().map(|a| a.is_ipv6())
+    });
+    let any: IpAddr = if v6 == Some(true) {
+        std::net::Ipv6Addr::UNSPECIFIED.into()
+    } else {
+        std::net::Ipv4Addr::UNSPECIFIED.into()
+    };
+    SocketAddr::new(any, 0)
 }

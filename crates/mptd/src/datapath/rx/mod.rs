@@ -112,7 +112,8 @@ pub const RX_BEAT_MAX: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The earliest timer of any endpoint.
 fn next_deadline(t: &Tunnel) -> Time {
-    t.peers()
+    t.peers
+        .list()
         .iter()
         .map(|p| p.deadline())
         .min()
@@ -121,7 +122,7 @@ fn next_deadline(t: &Tunnel) -> Time {
 
 /// Run the timers of every endpoint due at `now`.
 fn run_timers(t: &Tunnel, now: Time, b: &mut RxBufs, outputs: &mut Outputs) {
-    for (i, peer) in t.peers().iter().enumerate() {
+    for (i, peer) in t.peers.list().iter().enumerate() {
         if peer.deadline() > now {
             continue;
         }
@@ -163,7 +164,7 @@ fn receive_batch(
 ) -> Option<(usize, Option<usize>)> {
     let sock = &socks[s];
     // the peers now (a reload may replace the list; slots keep their positions)
-    let peers = t.peers();
+    let peers = t.peers.list();
     let n = read_batch(t, sock, b)?;
     let now = t.clock.now();
     trace!(socket = %sock.name(), buffers = n, "received a batch");
@@ -401,7 +402,8 @@ fn drop_run(
 /// The packets peer `i` released into `b.out[from..]`: those whose source address the peer
 /// may not send from (outside its `allowed`) are dropped and counted.
 fn check_sources(t: &Tunnel, i: usize, from: usize, b: &mut RxBufs) {
-    let routes = t.routes();
+    let table = t.peers.table();
+    let routes = &table.routes;
     if routes.single().is_some() || b.out.len() == from {
         return;
     }
@@ -415,7 +417,11 @@ fn check_sources(t: &Tunnel, i: usize, from: usize, b: &mut RxBufs) {
             b.out.swap(keep, k);
             keep += 1;
         } else if let Some(n) = t.io_drop(DropReason::SourceNotAllowed, 1) {
-            let name = t.peer(i).map(|p| p.cfg().name.clone()).unwrap_or_default();
+            let name = t
+                .peers
+                .get(i)
+                .map(|p| p.cfg().name.clone())
+                .unwrap_or_default();
             warn!(peer = %name, dropped = n,
                 "a packet from an address outside the peer's `allowed`: dropped");
         }

@@ -36,7 +36,7 @@ impl TxBatch {
             if self.sizes[k] == 0 {
                 continue;
             }
-            let Some(peer) = self.route[k].and_then(|i| t.peer(i)) else {
+            let Some(peer) = self.route[k].and_then(|i| t.peers.get(i)) else {
                 return;
             };
             let sojourn = now.saturating_since(self.born[k]);
