@@ -300,6 +300,22 @@ impl<'a> Ip<'a> {
     }
 }
 
+/// The source and destination ports at the start of a TCP or UDP header `l4`, from the
+/// four bytes that hold them: a header cut short (a first fragment's) or broken still has
+/// them. (A view needs its whole header: [`Tcp`], [`Udp`].)
+#[inline(always)]
+pub fn ports(l4: &[u8]) -> Option<(u16, u16)> {
+    let b = l4.get(..4)?;
+    Some((be16(b, 0), be16(b, 2)))
+}
+
+/// The flags byte of the TCP header `l4` starts with ([`Tcp::flags`]), from the 14 bytes
+/// that hold it: a header cut short or broken still has them.
+#[inline(always)]
+pub fn tcp_flags(l4: &[u8]) -> Option<u8> {
+    l4.get(13).copied()
+}
+
 /// A TCP header: at least 20 bytes, and its data offset at least 20 and within the slice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tcp<'a> {
@@ -488,6 +504,10 @@ mod tests {
         assert_eq!(claimed_len(&p[..3]), None);
         assert_eq!(t.options(), &[1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2]);
         assert_eq!(t.payload().len(), 10);
+        assert_eq!(ports(&p[20..24]), Some((40000, 443)));
+        assert_eq!(ports(&p[20..23]), None);
+        assert_eq!(tcp_flags(&p[20..34]), Some(0x12));
+        assert_eq!(tcp_flags(&p[20..33]), None);
     }
 
     #[test]
@@ -554,7 +574,7 @@ mod tests {
     proptest::proptest! {
         #[test]
         fn arbitrary_bytes_never_panic(p in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..100)) {
-            let _ = claimed_len(&p);
+            let _ = (claimed_len(&p), ports(&p), tcp_flags(&p));
             if let Some(ip) = Ip::new_checked(&p) {
                 let _ = (ip.dscp(), ip.protocol(), ip.src(), ip.dst(), ip.later_fragment());
                 proptest::prop_assert_eq!(Some(ip.total_len()), claimed_len(&p));
