@@ -495,10 +495,16 @@ mod tests {
         assert_eq!(ip.dst(), IpAddr::from([198, 51, 100, 7]));
         assert!(!ip.later_fragment());
         let Ip::V4(v4) = ip else { panic!("IPv4") };
-        assert_eq!((v4.header_len(), v4.ident(), v4.is_fragment()), (20, 0x1234, false));
+        assert_eq!(
+            (v4.header_len(), v4.ident(), v4.is_fragment()),
+            (20, 0x1234, false)
+        );
         let (ip_len, t) = ip.tcp().expect("TCP");
         assert_eq!(ip_len, 20);
-        assert_eq!((t.src_port(), t.dst_port(), t.seq()), (40000, 443, 0xdead_beef));
+        assert_eq!(
+            (t.src_port(), t.dst_port(), t.seq()),
+            (40000, 443, 0xdead_beef)
+        );
         assert_eq!((t.header_len(), t.flags(), t.urgent()), (32, 0x12, 7));
         assert_eq!(claimed_len(&p[..4]), Some(p.len()));
         assert_eq!(claimed_len(&p[..3]), None);
@@ -563,8 +569,12 @@ mod tests {
 
     #[test]
     fn icmp_errors_are_told_from_queries() {
-        for (t, v4, v6) in [(0, false, true), (3, true, true), (8, false, true), (128, true, false)]
-        {
+        for (t, v4, v6) in [
+            (0, false, true),
+            (3, true, true),
+            (8, false, true),
+            (128, true, false),
+        ] {
             let b = [t];
             let m = Icmp::new_checked(&b).expect("type");
             assert_eq!((m.is_v4_error(), m.is_v6_error()), (v4, v6), "{t}");
