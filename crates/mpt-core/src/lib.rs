@@ -1,4 +1,5 @@
-//! Core types of mptd: the wire protocol ([`wire`]), compressed TCP headers ([`hc`]), sealing
+//! Core types of mptd: the wire protocol ([`wire`]), compressed TCP headers ([`hc`]), checked
+//! views of inner packets ([`inner`]), sealing
 //! (`seal`, with the feature of that name), and the small shared vocabulary of paths, queues,
 //! randomness and time ([`PathId`], [`queue`], [`rng`], [`Time`]).
 //!
@@ -9,6 +10,7 @@
 
 mod checksum;
 pub mod hc;
+pub mod inner;
 pub mod queue;
 pub mod rng;
 #[cfg(feature = "seal")]

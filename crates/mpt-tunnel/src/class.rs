@@ -16,6 +16,7 @@
 
 use std::time::Duration;
 
+use mpt_core::inner::{self, Ip, Tcp};
 use mpt_core::{PathId, Time};
 use mpt_sched::Scheduler;
 
@@ -141,22 +142,10 @@ pub struct PacketInfo {
 impl PacketInfo {
     /// Read an IPv4 or IPv6 packet's headers; `None` when it is neither or too short.
     pub fn parse(p: &[u8]) -> Option<PacketInfo> {
-        let (dscp, protocol, l4) = match p.first()? >> 4 {
-            4 if p.len() >= 20 => {
-                let ihl = usize::from(p[0] & 0x0f) * 4;
-                // a later fragment carries no transport header
-                let later_fragment = u16::from_be_bytes([p[6], p[7]]) & 0x1fff != 0;
-                let l4 = (!later_fragment && ihl >= 20)
-                    .then(|| p.get(ihl..))
-                    .flatten();
-                (p[1] >> 2, p[9], l4)
-            }
-            6 if p.len() >= 40 => {
-                let tc = (p[0] << 4) | (p[1] >> 4);
-                (tc >> 2, p[6], p.get(40..))
-            }
-            _ => return None,
-        };
+        let ip = Ip::new_checked(p)?;
+        let (dscp, protocol) = (ip.dscp(), ip.protocol());
+        // a later fragment carries no transport header
+        let l4 = ip.l4().filter(|_| !ip.later_fragment());
         let mut info = PacketInfo {
             dscp,
             protocol,
@@ -167,18 +156,15 @@ impl PacketInfo {
             len: p.len(),
         };
         if let Some(l4) = l4 {
-            if matches!(protocol, PROTO_TCP | PROTO_UDP) && l4.len() >= 4 {
-                info.ports = Some((
-                    u16::from_be_bytes([l4[0], l4[1]]),
-                    u16::from_be_bytes([l4[2], l4[3]]),
-                ));
+            if matches!(protocol, PROTO_TCP | PROTO_UDP) {
+                info.ports = inner::ports(l4);
             }
-            if protocol == PROTO_TCP && l4.len() >= 14 {
-                info.syn = l4[13] & 0x02 != 0;
-                info.ack = l4[13] & 0x10 != 0;
-                // no data: the segment ends with its header (SYN 0x02, FIN 0x01, RST 0x04)
-                let header = usize::from(l4[12] >> 4) * 4;
-                info.ack_only = l4[13] & 0x07 == 0 && header >= 20 && l4.len() == header;
+            if let Some(flags) = inner::tcp_flags(l4).filter(|_| protocol == PROTO_TCP) {
+                info.syn = flags & Tcp::SYN != 0;
+                info.ack = flags & Tcp::ACK != 0;
+                // no data: the segment ends with its header (SYN, FIN, RST off)
+                info.ack_only = flags & (Tcp::SYN | Tcp::FIN | Tcp::RST) == 0
+                    && Tcp::new_checked(l4).is_some_and(|t| t.payload().is_empty());
             }
         }
         Some(info)

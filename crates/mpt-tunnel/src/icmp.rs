@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use mpt_core::inner::{Icmp, Ip, Ipv4, Ipv6, ICMP, ICMPV6};
 use mpt_core::Time;
 
 /// Most bytes of an IPv4 answer (RFC 1812: as much of the packet as fits in 576).
@@ -16,28 +17,21 @@ const V6_MAX: usize = 1280;
 /// largest packet passing is `mtu` bytes; `None` for a packet that gets none (an ICMP error
 /// itself, or from an address an answer cannot go to).
 pub fn too_big(packet: &[u8], mtu: u16) -> Option<Vec<u8>> {
-    match packet.first()? >> 4 {
-        4 => too_big_v4(packet, mtu),
-        6 => too_big_v6(packet, mtu),
-        _ => None,
+    match Ip::new_checked(packet)? {
+        Ip::V4(v) => too_big_v4(v, mtu),
+        Ip::V6(v) => too_big_v6(v, mtu),
     }
 }
 
-fn too_big_v4(p: &[u8], mtu: u16) -> Option<Vec<u8>> {
-    let ihl = usize::from(p[0] & 0x0f) * 4;
-    if ihl < 20 || p.len() < ihl {
-        return None;
-    }
-    let (src, dst) = (&p[12..16], &p[16..20]);
+fn too_big_v4(v: Ipv4<'_>, mtu: u16) -> Option<Vec<u8>> {
+    let l4 = v.l4()?;
+    let (p, src, dst) = (v.bytes(), v.src().octets(), v.dst().octets());
     // never to 0.0.0.0, multicast or broadcast; never about an ICMP error or a later fragment
     if src == [0; 4] || src[0] >= 224 || dst[0] >= 224 {
         return None;
     }
-    let offset = u16::from_be_bytes([p[6], p[7]]) & 0x1fff;
-    if offset != 0
-        || (p[9] == 1
-            && p.get(ihl)
-                .is_some_and(|&t| !matches!(t, 0 | 8 | 13 | 15 | 17)))
+    if v.frag_offset() != 0
+        || (v.protocol() == ICMP && Icmp::new_checked(l4).is_some_and(|m| m.is_v4_error()))
     {
         return None;
     }
@@ -48,8 +42,8 @@ fn too_big_v4(p: &[u8], mtu: u16) -> Option<Vec<u8>> {
     out[2..4].copy_from_slice(&(len as u16).to_be_bytes());
     out[8] = 64;
     out[9] = 1;
-    out[12..16].copy_from_slice(dst);
-    out[16..20].copy_from_slice(src);
+    out[12..16].copy_from_slice(&dst);
+    out[16..20].copy_from_slice(&src);
     let sum = checksum(&[&out[..20]]);
     out[10..12].copy_from_slice(&sum.to_be_bytes());
     out[20] = 3; // destination unreachable
@@ -61,16 +55,13 @@ fn too_big_v4(p: &[u8], mtu: u16) -> Option<Vec<u8>> {
     Some(out)
 }
 
-fn too_big_v6(p: &[u8], mtu: u16) -> Option<Vec<u8>> {
-    if p.len() < 40 {
-        return None;
-    }
-    let (src, dst) = (&p[8..24], &p[24..40]);
+fn too_big_v6(v: Ipv6<'_>, mtu: u16) -> Option<Vec<u8>> {
+    let (p, src, dst) = (v.bytes(), v.src().octets(), v.dst().octets());
     // never to ::, to multicast, about multicast, or about an ICMPv6 error
     if src == [0; 16] || src[0] == 0xff || dst[0] == 0xff {
         return None;
     }
-    if p[6] == 58 && p.get(40).is_some_and(|&t| t < 128) {
+    if v.next_header() == ICMPV6 && Icmp::new_checked(v.l4()).is_some_and(|m| m.is_v6_error()) {
         return None;
     }
     let quoted = &p[..p.len().min(V6_MAX - 48)];
@@ -80,8 +71,8 @@ fn too_big_v6(p: &[u8], mtu: u16) -> Option<Vec<u8>> {
     out[4..6].copy_from_slice(&(body as u16).to_be_bytes());
     out[6] = 58;
     out[7] = 64;
-    out[8..24].copy_from_slice(dst);
-    out[24..40].copy_from_slice(src);
+    out[8..24].copy_from_slice(&dst);
+    out[24..40].copy_from_slice(&src);
     out[40] = 2; // packet too big
     out[44..48].copy_from_slice(&u32::from(mtu).to_be_bytes());
     out[48..].copy_from_slice(quoted);

@@ -2,6 +2,7 @@
 //! peer may send a packet from its source address.
 
 use ahash::AHashMap as HashMap;
+use mpt_core::inner::Ip;
 use std::net::IpAddr;
 
 use crate::config::{IpNet, PeerConfig};
@@ -136,29 +137,14 @@ impl Routes {
     }
 }
 
-/// The address at `v4` (IPv4) or `v6` (IPv6) bytes into an inner packet, if it is that long.
-fn address_at(packet: &[u8], v4: usize, v6: usize) -> Option<IpAddr> {
-    match packet.first()? >> 4 {
-        4 if packet.len() >= 20 => {
-            let b: [u8; 4] = packet[v4..v4 + 4].try_into().ok()?;
-            Some(IpAddr::from(b))
-        }
-        6 if packet.len() >= 40 => {
-            let b: [u8; 16] = packet[v6..v6 + 16].try_into().ok()?;
-            Some(IpAddr::from(b))
-        }
-        _ => None,
-    }
-}
-
 /// The destination of an inner IPv4 or IPv6 packet.
 pub fn destination(packet: &[u8]) -> Option<IpAddr> {
-    address_at(packet, 16, 24)
+    Ip::new_checked(packet).map(|ip| ip.dst())
 }
 
 /// The source of an inner IPv4 or IPv6 packet.
 pub fn source(packet: &[u8]) -> Option<IpAddr> {
-    address_at(packet, 12, 8)
+    Ip::new_checked(packet).map(|ip| ip.src())
 }
 
 #[cfg(test)]

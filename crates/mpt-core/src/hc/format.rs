@@ -4,6 +4,7 @@
 //! parent module.
 
 use super::{Refused, COMPACT_TCP, COMPRESSED_TCP, CONTEXTS, MAX_HEADERS};
+use crate::inner::{self, Ip, Ipv6, Tcp};
 
 /// Where a compressible packet's fields lie.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,31 +46,32 @@ pub(super) fn be64(b: &[u8], at: usize) -> u64 {
 /// field equal to its length; TCP without options or with only timestamps (NOP NOP TS), no
 /// urgent data.
 pub(super) fn layout(p: &[u8]) -> Option<Layout> {
-    let ip = match p.first()? >> 4 {
-        4 => {
+    let ip = match Ip::new_checked(p)? {
+        Ip::V4(v) => {
             let ok = p.len() >= 40
-                && p[0] == 0x45
-                && p[9] == 6
-                && usize::from(be16(p, 2)) == p.len()
-                && be16(p, 6) & 0x3fff == 0
+                && v.header_len() == 20
+                && v.protocol() == inner::TCP
+                && v.total_len() == p.len()
+                && !v.is_fragment()
                 && ipv4_header_sum_ok(p);
             ok.then_some(20)?
         }
-        6 => {
-            let ok = p.len() >= 60 && p[6] == 6 && usize::from(be16(p, 4)) + 40 == p.len();
+        Ip::V6(v) => {
+            let ok = p.len() >= 60
+                && v.next_header() == inner::TCP
+                && Ipv6::HEADER_LEN + v.payload_len() == p.len();
             ok.then_some(40)?
         }
-        _ => return None,
     };
-    let t = &p[ip..];
-    let tcp = usize::from(t[12] >> 4) * 4;
-    let urgent = t[13] & 0x20 != 0 || be16(t, 18) != 0;
+    let t = Tcp::new_checked(&p[ip..])?;
+    let tcp = t.header_len();
+    let urgent = t.flags() & Tcp::URG != 0 || t.urgent() != 0;
     let options_ok = match tcp {
         20 => true,
-        32 => t.len() >= 32 && t[20..24] == [1, 1, 8, 10],
+        32 => t.options().starts_with(&[1, 1, 8, 10]),
         _ => false,
     };
-    (options_ok && !urgent && t.len() >= tcp).then_some(Layout { ip, tcp })
+    (options_ok && !urgent).then_some(Layout { ip, tcp })
 }
 
 /// The ones' complement sum of the 16-bit words of the IPv4 header `p` starts with (20
@@ -96,11 +98,7 @@ pub(super) fn ipv4_header_checksum(p: &[u8]) -> u16 {
 
 /// Whether `p` is a TCP packet (IPv4 protocol or IPv6 next header 6).
 pub fn is_tcp(p: &[u8]) -> bool {
-    match p.first().map(|b| b >> 4) {
-        Some(4) => p.get(9) == Some(&6),
-        Some(6) => p.get(6) == Some(&6),
-        _ => false,
-    }
+    Ip::new_checked(p).is_some_and(|ip| ip.protocol() == inner::TCP)
 }
 
 /// A flow's context: its [`flow_hash`] modulo [`CONTEXTS`].
@@ -124,10 +122,9 @@ pub(super) fn hash_of(p: &[u8], ip: usize) -> u32 {
 /// bytes or IPv6, with TCP next. It takes a super-packet's headers too, whose lengths and
 /// checksums its segments' rewrite. `None` for anything else.
 pub fn flow_hash(p: &[u8]) -> Option<u32> {
-    let ip = match p.first()? >> 4 {
-        4 => (p[0] == 0x45 && p.get(9) == Some(&6)).then_some(20)?,
-        6 => (p.get(6) == Some(&6)).then_some(40)?,
-        _ => return None,
+    let ip = match Ip::new_checked(p)? {
+        Ip::V4(v) => (v.header_len() == 20 && v.protocol() == inner::TCP).then_some(20)?,
+        Ip::V6(v) => (v.next_header() == inner::TCP).then_some(40)?,
     };
     (p.len() >= ip + 4).then(|| hash_of(p, ip))
 }

@@ -309,11 +309,9 @@ impl Iterator for BundleEntries<'_> {
 
 /// The length an inner packet's IP header gives (the packet may be cut short).
 fn inner_len(p: &[u8]) -> Result<usize, WireError> {
-    match p.first().map(|b| b >> 4) {
+    match crate::inner::version(p) {
         None => Err(WireError::EmptyPayload),
-        Some(4) if p.len() >= 4 => Ok(usize::from(be16(&p[2..4]))),
-        Some(6) if p.len() >= 6 => Ok(40 + usize::from(be16(&p[4..6]))),
-        Some(4 | 6) => Err(WireError::Truncated {
+        Some(4 | 6) => crate::inner::claimed_len(p).ok_or(WireError::Truncated {
             need: 6,
             got: p.len(),
         }),

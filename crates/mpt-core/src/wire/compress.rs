@@ -2,6 +2,7 @@
 //! the entry before it (the format is in [`super::bundle`]'s documentation).
 
 use super::*;
+use crate::inner::{self, Ipv4, Udp};
 
 /// The first byte after a compressed entry's gap (an IP packet's is 0x4_ or 0x6_).
 pub const COMPRESSED: u8 = 0x10;
@@ -16,11 +17,13 @@ pub const UDP4_HEADERS: usize = 28;
 /// total length `p`'s, no fragment, UDP whose length is the rest.
 pub fn udp4_headers(p: &[u8]) -> Option<[u8; UDP4_HEADERS]> {
     let h: &[u8; UDP4_HEADERS] = p.get(..UDP4_HEADERS)?.try_into().ok()?;
-    let whole = h[0] == 0x45
-        && h[9] == 17
-        && usize::from(be16(&h[2..4])) == p.len()
-        && be16(&h[6..8]) & 0x3fff == 0
-        && usize::from(be16(&h[24..26])) == p.len() - 20
+    let ip = Ipv4::new_checked(h)?;
+    let udp = Udp::new_checked(&h[20..])?;
+    let whole = ip.header_len() == 20
+        && ip.protocol() == inner::UDP
+        && ip.total_len() == p.len()
+        && !ip.is_fragment()
+        && udp.len() == p.len() - 20
         && internet_checksum(0, &[&h[..20]]) == 0;
     whole.then_some(*h)
 }

@@ -1,6 +1,7 @@
 //! A whole datagram, validated once ([`Datagram::parse`]); keepalive answers; inner packets.
 
 use super::*;
+use crate::inner::Ip;
 
 /// A validated datagram borrowed from a receive buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -219,26 +220,14 @@ pub fn check_data_body(body: &[u8]) -> Result<(), WireError> {
 
 /// Check that `p` is a whole IPv4 or IPv6 packet whose length field matches its size.
 pub fn check_inner_packet(p: &[u8]) -> Result<(), WireError> {
-    let Some(&first) = p.first() else {
-        return Err(WireError::EmptyPayload);
-    };
-    let (min, claimed) = match first >> 4 {
-        4 if p.len() >= 20 => (20, usize::from(be16(&p[2..4]))),
-        6 if p.len() >= 40 => (40, 40 + usize::from(be16(&p[4..6]))),
-        4 => {
-            return Err(WireError::Truncated {
-                need: 20,
-                got: p.len(),
-            })
-        }
-        6 => {
-            return Err(WireError::Truncated {
-                need: 40,
-                got: p.len(),
-            })
-        }
-        v => return Err(WireError::NotIp(v)),
-    };
+    let v = crate::inner::version(p).ok_or(WireError::EmptyPayload)?;
+    let min = Ip::min_len(v).ok_or(WireError::NotIp(v))?;
+    let claimed = Ip::new_checked(p)
+        .ok_or(WireError::Truncated {
+            need: min,
+            got: p.len(),
+        })?
+        .total_len();
     if claimed < min || claimed != p.len() {
         return Err(WireError::InnerLength {
             claimed,

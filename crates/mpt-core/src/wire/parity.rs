@@ -63,12 +63,7 @@ pub fn xor_into(sum: &mut Vec<u8>, packet: &[u8]) {
 /// The length an IPv4 or IPv6 packet's header gives, if `packet` starts with one that says
 /// no more than `packet` holds.
 pub fn ip_length(packet: &[u8]) -> Option<usize> {
-    let len = match packet.first()? >> 4 {
-        4 => usize::from(be16(packet.get(2..4)?)),
-        6 => usize::from(be16(packet.get(4..6)?)) + 40,
-        _ => return None,
-    };
-    (20..=packet.len()).contains(&len).then_some(len)
+    crate::inner::claimed_len(packet).filter(|len| (20..=packet.len()).contains(len))
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 //! none leaves a short tail that takes a datagram (and its 64 bytes of tunnel headers) of its
 //! own.
 
+use mpt_core::inner::Ip;
 use mpt_tunnel::internet_checksum;
 
 const TCP_SYN: u8 = 0x02;
@@ -16,17 +17,12 @@ const OPT_TIMESTAMPS: u8 = 8;
 const TIMESTAMPS_LEN: usize = 12;
 
 /// The IP header length of a TCP packet `p` (IPv4 not a fragment, or IPv6 whose next header
-/// is TCP), and whether its headers compress (IPv4 without options, or IPv6).
-pub(super) fn tcp_ip_len(p: &[u8]) -> Option<(usize, bool)> {
-    match p.first()? >> 4 {
-        4 => {
-            let ihl = usize::from(p[0] & 0x0f) * 4;
-            let fragment = u16::from_be_bytes([*p.get(6)?, *p.get(7)?]) & 0x3fff;
-            (*p.get(9)? == 6 && fragment == 0 && ihl >= 20).then_some((ihl, ihl == 20))
-        }
-        6 => (*p.get(6)? == 6).then_some((40, true)),
-        _ => None,
-    }
+/// is TCP) whose TCP header is whole, that header's length, and whether the IP header
+/// compresses (IPv4 without options, or IPv6).
+pub(super) fn tcp_headers(p: &[u8]) -> Option<(usize, usize, bool)> {
+    let ip = Ip::new_checked(p)?;
+    let (ip_len, t) = ip.tcp()?;
+    Some((ip_len, t.header_len(), ip.is_v6() || ip_len == 20))
 }
 
 /// The TCP checksum of `p` (IP header `ip_len` bytes) over its pseudo-header and segment, its
@@ -57,9 +53,8 @@ pub fn clamp(
     compressed: Option<usize>,
     floor: usize,
 ) -> Option<u16> {
-    let (ip_len, plain_ip) = tcp_ip_len(p)?;
-    let th = usize::from(p.get(ip_len + 12)? >> 4) * 4;
-    if p.get(ip_len + 13)? & TCP_SYN == 0 || !(20..=60).contains(&th) || p.len() < ip_len + th {
+    let (ip_len, th, plain_ip) = tcp_headers(p)?;
+    if p[ip_len + 13] & TCP_SYN == 0 {
         return None;
     }
     // the options: where the MSS value lies, and whether timestamps are offered

@@ -8,6 +8,7 @@
 use std::io;
 
 use crate::fit::Fit;
+use mpt_core::inner::{self, Ip, Tcp};
 
 use tun_rs::{
     VirtioNetHdr, VIRTIO_NET_HDR_GSO_TCPV4, VIRTIO_NET_HDR_GSO_TCPV6, VIRTIO_NET_HDR_LEN,
@@ -96,7 +97,7 @@ pub fn split<B: AsRef<[u8]> + AsMut<[u8]>>(
         sizes[0] = len;
         return Ok(1);
     }
-    let is_v6 = match input.first().map(|b| b >> 4) {
+    let is_v6 = match inner::version(input) {
         Some(4) => false,
         Some(6) => true,
         v => {
@@ -137,9 +138,9 @@ fn cut_tcp(input: &[u8], hdr: &mut VirtioNetHdr, fit: &Fit) -> io::Result<(usize
     let (max_packet, compressed) = (fit.max_packet(), fit.compressed());
     let csum_start = usize::from(hdr.csum_start);
     let th = input
-        .get(csum_start + 12)
-        .map(|b| usize::from(b >> 4) * 4)
-        .filter(|t| (20..=60).contains(t))
+        .get(csum_start..)
+        .and_then(Tcp::new_checked)
+        .map(|t| t.header_len())
         .ok_or_else(|| io::Error::other("a TCP super-packet without a valid TCP header"))?;
     let hdr_len = csum_start + th;
     let cost = header_cost(input, csum_start, th, compressed);
@@ -212,18 +213,17 @@ fn split_first_whole<B: AsRef<[u8]> + AsMut<[u8]>>(
 /// else (IPv4 fragments, IPv6 with extension headers, other protocols).
 fn too_long_tcp(p: &[u8], fit: &Fit) -> Option<VirtioNetHdr> {
     let (max_packet, compressed) = (fit.max_packet(), fit.compressed());
-    let (ip_len, _) = super::mss::tcp_ip_len(p)?;
-    let gso_type = if p[0] >> 4 == 6 {
+    let ip = Ip::new_checked(p)?;
+    let (ip_len, t) = ip.tcp()?;
+    let gso_type = if ip.is_v6() {
         VIRTIO_NET_HDR_GSO_TCPV6
     } else {
         VIRTIO_NET_HDR_GSO_TCPV4
     };
-    let th = usize::from(p.get(ip_len + 12)? >> 4) * 4;
-    let payload = p.len().checked_sub(ip_len + th)?;
+    let (th, payload) = (t.header_len(), t.payload().len());
     let cost = header_cost(p, ip_len, th, compressed);
     let whole = ip_len + th + payload <= max_packet;
-    if !(20..=60).contains(&th)
-        || payload + cost <= max_packet && (whole || fit.ready(p))
+    if payload + cost <= max_packet && (whole || fit.ready(p))
         || max_packet.saturating_sub(cost) < MIN_SEGMENT
     {
         return None;
@@ -241,10 +241,10 @@ fn too_long_tcp(p: &[u8], fit: &Fit) -> Option<VirtioNetHdr> {
 /// What the IP and TCP headers of `p` (`ip_len` and `th` bytes) take in a datagram: `compressed`
 /// where the connection compresses them, their length otherwise.
 fn header_cost(p: &[u8], ip_len: usize, th: usize, compressed: Option<usize>) -> usize {
-    let plain_ip = match p.first().map(|b| b >> 4) {
-        Some(4) => ip_len == 20,
-        Some(6) => ip_len == 40 && p.get(6) == Some(&6),
-        _ => false,
+    let plain_ip = match Ip::new_checked(p) {
+        Some(Ip::V4(_)) => ip_len == 20,
+        Some(Ip::V6(v)) => ip_len == 40 && v.next_header() == inner::TCP,
+        None => false,
     };
     match compressed {
         Some(c) if plain_ip && (th == 20 || th == 32) => c,
