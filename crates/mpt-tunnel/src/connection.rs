@@ -145,7 +145,7 @@ impl<P> Connection<P> {
     }
 
     /// Where the prefix before an inner packet ends, in datagrams we build and in the buffers
-    /// [`Connection::handle_datagram`] opens: [`HEADER_LEN`], or [`SEALED_HEADER_LEN`] when
+    /// [`Connection::handle_datagram`] opens: [`mpt_core::wire::HEADER_LEN`], or [`mpt_core::seal::SEALED_HEADER_LEN`] when
     /// sealing.
     pub fn prefix(&self) -> usize {
         self.session.prefix()

@@ -1,6 +1,6 @@
 //! The connection's side of the handshake (`docs/protocol.md`, "Handshake"): starting one and
-//! starting again while the peer is silent, and answering the peer's (the session it makes
-//! is installed in `crypto.rs`).
+//! starting again while the peer is silent, answering the peer's, and installing the session a
+//! handshake made (the messages and keys are `CryptoState`'s, `crypto.rs`).
 
 use std::net::SocketAddr;
 use std::time::Duration;

@@ -1,7 +1,7 @@
-//! The receive side: checking datagrams and handing each kind to what takes it, fences, and
-//! data on its way to the resequencer (opening them is `open.rs`'s, bundles'
-//! `bundle/recv.rs`'s, parity `fec/connection.rs`'s, reports and keepalives `control.rs`'s, addresses
-//! `path.rs`'s).
+//! The receive side: checking datagrams, opening them (the keys are `CryptoState`'s, `open.rs`)
+//! and handing each kind to what takes it: data to the [`crate::receiving::Receiver`],
+//! bundles' entries to [`crate::reassembly::Assembled`], parity to its path's `FecRx`,
+//! control messages here (reports, keepalives, resend requests, probes, goodbyes).
 
 use std::net::SocketAddr;
 

@@ -1,8 +1,8 @@
-//! The send side: numbering data packets in batches, and what a numbered packet sets going
-//! (its copy kept for resending, its parity). Compressing a packet's headers is
-//! `compress.rs`'s, bundles and pieces `bundle/send.rs`'s, control datagrams `control.rs`'s,
-//! the fastest path and copies `fastest.rs`'s, resends `resend/connection.rs`'s, parity
-//! `fec/connection.rs`'s; a batch is sealed by `crypto.rs`'s [`Sealer`].
+//! The send side as the driver calls it: numbering batches (the work is [`Sending`]'s:
+//! `numbering.rs`, `bundling.rs`, `resending.rs`), a batch sent, one packet at a time,
+//! closing, pacing's drops, asking for the paths' losses, and what the send side shows of
+//! itself. Control datagrams are [`crate::control::Control`]'s; a batch is sealed by
+//! `crypto.rs`'s [`crate::Sealer`].
 
 use mpt_core::seal::SealError;
 use mpt_core::{PathId, Time};

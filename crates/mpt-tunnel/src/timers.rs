@@ -1,5 +1,5 @@
-//! Time-driven work: the resequencer's hold timer, path liveness, handshakes, keepalives and
-//! receiver reports.
+//! Time-driven work: the resequencer's hold timer, path liveness (and how a path's turn up or
+//! down is applied, [`crate::path::Turn`]), handshakes, keepalives and receiver reports.
 
 use std::time::Duration;
 

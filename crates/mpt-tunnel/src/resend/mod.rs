@@ -333,7 +333,7 @@ pub(crate) fn whole_packets(header: &HeaderRepr, body: &[u8], mut f: impl FnMut(
 }
 
 /// How old a kept packet may be and still go again: any packet, and a flow's reference (the
-/// packets compressed against it wait for it longer: [`crate::hc::AWAIT_FOR`]).
+/// packets compressed against it wait for it longer: 500 ms, `hc::AWAIT_FOR`).
 #[derive(Debug, Clone, Copy)]
 pub struct MaxAge {
     pub packet: Duration,
