@@ -37,7 +37,7 @@ const MAX_CODE_LINES: usize = 400;
 const MAX_FN_LINES: usize = 100;
 
 /// Breaches still owed, each as [`Breach::key`] prints it. Fix one, then delete its line.
-const OWED: &[&str] = &["long fn crates/mptd/src/metrics/mod.rs::render"];
+const OWED: &[&str] = &[];
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

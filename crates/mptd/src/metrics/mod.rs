@@ -9,7 +9,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use std::sync::atomic::AtomicU64;
 
-use crate::status::Status;
+use crate::status::{PathStatus, PeerStatus, Status};
 
 mod histograms;
 mod serve;
@@ -28,154 +28,211 @@ fn labels(pairs: &[(&str, &str)]) -> Labels {
         .collect()
 }
 
+/// A family of metrics: its name (after the `mptd_` prefix; a counter's samples add
+/// `_total`), its help, and where its samples come from.
+#[derive(Debug)]
+struct Metric {
+    /// The family's name, without the prefix.
+    name: &'static str,
+    /// Its `# HELP` (the encoder adds the full stop).
+    help: &'static str,
+    /// Where its samples come from.
+    of: Of,
+}
+
+/// Where a family's samples come from, and so its type: a counter counts (`u64`), a gauge
+/// reads (`f64`; a path's or peer's `None` is no sample).
+#[derive(Debug, Clone, Copy)]
+enum Of {
+    /// A counter of each path of each peer (labels `peer`, `path`).
+    PathCount(fn(&PathStatus) -> u64),
+    /// A gauge of each path of each peer (labels `peer`, `path`).
+    PathReading(fn(&PathStatus) -> Option<f64>),
+    /// A counter of each peer (label `peer`).
+    PeerCount(fn(&PeerStatus) -> u64),
+    /// A gauge of each peer (label `peer`).
+    PeerReading(fn(&PeerStatus) -> Option<f64>),
+    /// A counter of the whole tunnel (no labels).
+    TunnelCount(fn(&Status) -> u64),
+    /// A gauge of the whole tunnel (no labels).
+    TunnelReading(fn(&Status) -> f64),
+    /// The tunnel's drop counts, one sample per reason (label `reason`).
+    Drops,
+    /// Each traffic class's packets per path (labels `class`, `path`).
+    Classes,
+}
+
+/// The families [`render`] writes, in the order it writes them (the registry keeps the order
+/// of registration); the resequencer's histograms follow.
+const METRICS: &[Metric] = &[
+    Metric {
+        name: "path_up",
+        help: "1 while the path is up, 0 otherwise",
+        of: Of::PathReading(|p| Some(f64::from(u8::from(p.state == "up")))),
+    },
+    Metric {
+        name: "path_sent_bytes",
+        help: "Bytes of datagrams sent on the path",
+        of: Of::PathCount(|p| p.tx_bytes),
+    },
+    Metric {
+        name: "path_sent_packets",
+        help: "Datagrams sent on the path",
+        of: Of::PathCount(|p| p.tx_packets),
+    },
+    Metric {
+        name: "path_sent_control_bytes",
+        help:
+            "Bytes of control datagrams (keepalives, reports, handshakes, probes) sent on the path",
+        of: Of::PathCount(|p| p.tx_control_bytes),
+    },
+    Metric {
+        name: "path_sent_control_packets",
+        help: "Control datagrams sent on the path",
+        of: Of::PathCount(|p| p.tx_control_packets),
+    },
+    Metric {
+        name: "path_received_bytes",
+        help: "Bytes of inner packets received on the path",
+        of: Of::PathCount(|p| p.rx_bytes),
+    },
+    Metric {
+        name: "path_received_packets",
+        help: "Inner packets received on the path",
+        of: Of::PathCount(|p| p.rx_packets),
+    },
+    Metric {
+        name: "path_lost_packets",
+        help: "Packets lost on the path (per-path sequence gaps)",
+        of: Of::PathCount(|p| p.lost),
+    },
+    Metric {
+        name: "path_reordered_packets",
+        help: "Packets that arrived out of order on the path",
+        of: Of::PathCount(|p| p.reordered),
+    },
+    Metric {
+        name: "path_resent_packets",
+        help: "Packets the path lost that were sent again because the peer asked",
+        of: Of::PathCount(|p| p.resent),
+    },
+    Metric {
+        name: "path_resent_bytes",
+        help: "Bytes on the links that sending the path's losses again cost",
+        of: Of::PathCount(|p| p.resent_bytes),
+    },
+    Metric {
+        name: "recovered_packets",
+        help: "Lost packets that came again in time to fill their gap (the first peer's)",
+        of: Of::TunnelCount(|st| st.tunnel.reseq.recovered),
+    },
+    Metric {
+        name: "path_parity_bytes",
+        help: "Bytes on the links that parity (forward error correction) on the path cost",
+        of: Of::PathCount(|p| p.parity_bytes),
+    },
+    Metric {
+        name: "parity_repaired_packets",
+        help: "Lost packets made again from the peer's parity (the first peer's)",
+        of: Of::TunnelCount(|st| st.tunnel.reseq.parity_repaired),
+    },
+    Metric {
+        name: "path_down_events",
+        help: "Times the path went down",
+        of: Of::PathCount(|p| p.down_events),
+    },
+    Metric {
+        name: "path_rtt_seconds",
+        help: "Smoothed round-trip time of the path",
+        of: Of::PathReading(|p| p.rtt_us.map(|r| r as f64 / 1e6)),
+    },
+    Metric {
+        name: "path_jitter_seconds",
+        help: "RFC 3550 interarrival jitter of the path",
+        of: Of::PathReading(|p| Some(p.jitter_us / 1e6)),
+    },
+    Metric {
+        name: "path_rate_bytes_per_second",
+        help: "The rate the scheduler assumes for the path (learned or configured)",
+        of: Of::PathReading(|p| p.rate_bps.map(|r| r as f64 / 8.0)),
+    },
+    Metric {
+        name: "path_last_heard_seconds",
+        help: "Seconds since anything arrived on the path",
+        of: Of::PathReading(|p| p.last_heard_ms.map(|ms| ms as f64 / 1000.0)),
+    },
+    Metric {
+        name: "peer_session_up",
+        help: "1 while a handshake has made a session with the peer",
+        of: Of::PeerReading(|p| Some(f64::from(u8::from(p.keys_agreed)))),
+    },
+    Metric {
+        name: "peer_last_handshake_seconds",
+        help: "Seconds since the last handshake with the peer",
+        of: Of::PeerReading(|p| p.last_handshake_ms.map(|ms| ms as f64 / 1000.0)),
+    },
+    Metric {
+        name: "peer_rekeys",
+        help: "Sessions that renewed one both ends had",
+        of: Of::PeerCount(|p| p.rekeys),
+    },
+    Metric {
+        name: "peer_restarts",
+        help: "Sessions the peer started afresh (it restarted)",
+        of: Of::PeerCount(|p| p.restarts),
+    },
+    Metric {
+        name: "dropped_packets",
+        help: "Packets and datagrams dropped, by reason",
+        of: Of::Drops,
+    },
+    Metric {
+        name: "delivered_packets",
+        help: "Inner packets written to the TUN device",
+        of: Of::PeerCount(|p| p.delivered),
+    },
+    Metric {
+        name: "resequencer_held_packets",
+        help: "Packets the first peer's resequencer holds now",
+        of: Of::TunnelReading(|st| st.tunnel.reseq.held as f64),
+    },
+    Metric {
+        name: "uptime_seconds",
+        help: "Seconds since mptd started",
+        of: Of::TunnelReading(|st| st.tunnel.uptime_ms as f64 / 1000.0),
+    },
+    Metric {
+        name: "cookie_replies",
+        help: "Cookie replies sent while under handshake load",
+        of: Of::TunnelCount(|st| st.tunnel.calls.cookie_replies),
+    },
+    Metric {
+        name: "class_sent_packets",
+        help: "Packets of each traffic class sent, per path (copies included)",
+        of: Of::Classes,
+    },
+    Metric {
+        name: "copies_sent_packets",
+        help: "Copies sent by traffic classes in duplicate mode",
+        of: Of::TunnelCount(|st| st.tunnel.copies_sent),
+    },
+];
+
+/// A family's samples, each label set's count (a counter) or reading (a gauge).
+enum Samples {
+    /// A counter's: counts stay `u64`.
+    Counts(Vec<(Labels, u64)>),
+    /// A gauge's.
+    Readings(Vec<(Labels, f64)>),
+}
+
 /// The metrics of `st` (and each peer's resequencer histograms) in the OpenMetrics text
 /// format.
 pub fn render(st: &Status, reseq: Vec<ReseqHistograms>) -> String {
     let mut reg = Registry::with_prefix("mptd");
-    let counter = |reg: &mut Registry, name: &str, help: &str| {
-        let f = Counters::default();
-        reg.register(name, help, f.clone());
-        f
-    };
-    let gauge = |reg: &mut Registry, name: &str, help: &str| {
-        let f = Gauges::default();
-        reg.register(name, help, f.clone());
-        f
-    };
-    let up = gauge(&mut reg, "path_up", "1 while the path is up, 0 otherwise");
-    let sent_b = counter(
-        &mut reg,
-        "path_sent_bytes",
-        "Bytes of datagrams sent on the path",
-    );
-    let sent_p = counter(&mut reg, "path_sent_packets", "Datagrams sent on the path");
-    let sent_cb = counter(
-        &mut reg,
-        "path_sent_control_bytes",
-        "Bytes of control datagrams (keepalives, reports, handshakes, probes) sent on the path",
-    );
-    let sent_cp = counter(
-        &mut reg,
-        "path_sent_control_packets",
-        "Control datagrams sent on the path",
-    );
-    let recv_b = counter(
-        &mut reg,
-        "path_received_bytes",
-        "Bytes of inner packets received on the path",
-    );
-    let recv_p = counter(
-        &mut reg,
-        "path_received_packets",
-        "Inner packets received on the path",
-    );
-    let lost = counter(
-        &mut reg,
-        "path_lost_packets",
-        "Packets lost on the path (per-path sequence gaps)",
-    );
-    let reordered = counter(
-        &mut reg,
-        "path_reordered_packets",
-        "Packets that arrived out of order on the path",
-    );
-    let resent_p = counter(
-        &mut reg,
-        "path_resent_packets",
-        "Packets the path lost that were sent again because the peer asked",
-    );
-    let resent_b = counter(
-        &mut reg,
-        "path_resent_bytes",
-        "Bytes on the links that sending the path's losses again cost",
-    );
-    let recovered = counter(
-        &mut reg,
-        "recovered_packets",
-        "Lost packets that came again in time to fill their gap (the first peer's)",
-    );
-    let parity_b = counter(
-        &mut reg,
-        "path_parity_bytes",
-        "Bytes on the links that parity (forward error correction) on the path cost",
-    );
-    let repaired = counter(
-        &mut reg,
-        "parity_repaired_packets",
-        "Lost packets made again from the peer's parity (the first peer's)",
-    );
-    let downs = counter(&mut reg, "path_down_events", "Times the path went down");
-    let rtt = gauge(
-        &mut reg,
-        "path_rtt_seconds",
-        "Smoothed round-trip time of the path",
-    );
-    let jitter = gauge(
-        &mut reg,
-        "path_jitter_seconds",
-        "RFC 3550 interarrival jitter of the path",
-    );
-    let rate = gauge(
-        &mut reg,
-        "path_rate_bytes_per_second",
-        "The rate the scheduler assumes for the path (learned or configured)",
-    );
-    let heard = gauge(
-        &mut reg,
-        "path_last_heard_seconds",
-        "Seconds since anything arrived on the path",
-    );
-    let session = gauge(
-        &mut reg,
-        "peer_session_up",
-        "1 while a handshake has made a session with the peer",
-    );
-    let handshake = gauge(
-        &mut reg,
-        "peer_last_handshake_seconds",
-        "Seconds since the last handshake with the peer",
-    );
-    let rekeys = counter(
-        &mut reg,
-        "peer_rekeys",
-        "Sessions that renewed one both ends had",
-    );
-    let restarts = counter(
-        &mut reg,
-        "peer_restarts",
-        "Sessions the peer started afresh (it restarted)",
-    );
-    let drops = counter(
-        &mut reg,
-        "dropped_packets",
-        "Packets and datagrams dropped, by reason",
-    );
-    let delivered = counter(
-        &mut reg,
-        "delivered_packets",
-        "Inner packets written to the TUN device",
-    );
-    let held = gauge(
-        &mut reg,
-        "resequencer_held_packets",
-        "Packets the first peer's resequencer holds now",
-    );
-    let uptime = gauge(&mut reg, "uptime_seconds", "Seconds since mptd started");
-    let cookies = counter(
-        &mut reg,
-        "cookie_replies",
-        "Cookie replies sent while under handshake load",
-    );
-    let class_sent = counter(
-        &mut reg,
-        "class_sent_packets",
-        "Packets of each traffic class sent, per path (copies included)",
-    );
-    let copies = counter(
-        &mut reg,
-        "copies_sent_packets",
-        "Copies sent by traffic classes in duplicate mode",
-    );
+    for m in METRICS {
+        register(&mut reg, m, samples(m.of, st));
+    }
     let mut hold = PeerHistograms::default();
     let mut occupancy = PeerHistograms::default();
     for (peer, h, o) in &reseq {
@@ -192,84 +249,94 @@ pub fn render(st: &Status, reseq: Vec<ReseqHistograms>) -> String {
         "Packets the resequencer held, sampled as each arrived",
         occupancy,
     );
+    let mut out = String::new();
+    // writing into a String cannot fail
+    let _ = prometheus_client::encoding::text::encode(&mut out, &reg);
+    out
+}
 
-    let t = &st.tunnel;
+/// Registers `m` in `reg` as a counter or a gauge family holding `samples` (a label set seen
+/// twice adds to a counter, and its last reading is a gauge's).
+fn register(reg: &mut Registry, m: &Metric, samples: Samples) {
+    match samples {
+        Samples::Counts(counts) => {
+            let f = Counters::default();
+            for (l, n) in &counts {
+                f.get_or_create(l).inc_by(*n);
+            }
+            reg.register(m.name, m.help, f);
+        }
+        Samples::Readings(readings) => {
+            let f = Gauges::default();
+            for (l, x) in &readings {
+                f.get_or_create(l).set(*x);
+            }
+            reg.register(m.name, m.help, f);
+        }
+    }
+}
+
+/// The samples of `st` that `of` names.
+fn samples(of: Of, st: &Status) -> Samples {
+    match of {
+        Of::PathCount(v) => Samples::Counts(per_path(st, |p| Some(v(p)))),
+        Of::PathReading(v) => Samples::Readings(per_path(st, v)),
+        Of::PeerCount(v) => Samples::Counts(per_peer(st, |p| Some(v(p)))),
+        Of::PeerReading(v) => Samples::Readings(per_peer(st, v)),
+        Of::TunnelCount(v) => Samples::Counts(vec![(Vec::new(), v(st))]),
+        Of::TunnelReading(v) => Samples::Readings(vec![(Vec::new(), v(st))]),
+        Of::Drops => Samples::Counts(drops(st)),
+        Of::Classes => Samples::Counts(classes(st)),
+    }
+}
+
+/// `v` of each path of each peer that has one, labelled by peer and path.
+fn per_path<T>(st: &Status, v: impl Fn(&PathStatus) -> Option<T>) -> Vec<(Labels, T)> {
+    let mut out = Vec::new();
     for peer in &st.peers {
-        let p = labels(&[("peer", &peer.name)]);
-        session
-            .get_or_create(&p)
-            .set(f64::from(u8::from(peer.keys_agreed)));
-        if let Some(ms) = peer.last_handshake_ms {
-            handshake.get_or_create(&p).set(ms as f64 / 1000.0);
-        }
-        rekeys.get_or_create(&p).inc_by(peer.rekeys);
-        restarts.get_or_create(&p).inc_by(peer.restarts);
-        delivered.get_or_create(&p).inc_by(peer.delivered);
         for path in &peer.paths {
-            let l = labels(&[("peer", &peer.name), ("path", &path.name)]);
-            up.get_or_create(&l)
-                .set(f64::from(u8::from(path.state == "up")));
-            sent_b.get_or_create(&l).inc_by(path.tx_bytes);
-            sent_p.get_or_create(&l).inc_by(path.tx_packets);
-            sent_cb.get_or_create(&l).inc_by(path.tx_control_bytes);
-            sent_cp.get_or_create(&l).inc_by(path.tx_control_packets);
-            recv_b.get_or_create(&l).inc_by(path.rx_bytes);
-            recv_p.get_or_create(&l).inc_by(path.rx_packets);
-            lost.get_or_create(&l).inc_by(path.lost);
-            reordered.get_or_create(&l).inc_by(path.reordered);
-            resent_p.get_or_create(&l).inc_by(path.resent);
-            resent_b.get_or_create(&l).inc_by(path.resent_bytes);
-            parity_b.get_or_create(&l).inc_by(path.parity_bytes);
-            downs.get_or_create(&l).inc_by(path.down_events);
-            jitter.get_or_create(&l).set(path.jitter_us / 1e6);
-            if let Some(r) = path.rtt_us {
-                rtt.get_or_create(&l).set(r as f64 / 1e6);
-            }
-            if let Some(r) = path.rate_bps {
-                rate.get_or_create(&l).set(r as f64 / 8.0);
-            }
-            if let Some(ms) = path.last_heard_ms {
-                heard.get_or_create(&l).set(ms as f64 / 1000.0);
+            if let Some(x) = v(path) {
+                out.push((labels(&[("peer", &peer.name), ("path", &path.name)]), x));
             }
         }
     }
-    let d = serde_json::to_value(&t.drops).unwrap_or_default();
-    if let Some(map) = d.as_object() {
-        for (reason, n) in map {
-            drops
-                .get_or_create(&labels(&[("reason", reason)]))
-                .inc_by(n.as_u64().unwrap_or(0));
-        }
+    out
+}
+
+/// `v` of each peer that has one, labelled by peer.
+fn per_peer<T>(st: &Status, v: impl Fn(&PeerStatus) -> Option<T>) -> Vec<(Labels, T)> {
+    st.peers
+        .iter()
+        .filter_map(|peer| Some((labels(&[("peer", &peer.name)]), v(peer)?)))
+        .collect()
+}
+
+/// The tunnel's drop count of each reason, labelled by reason (the status document's name).
+fn drops(st: &Status) -> Vec<(Labels, u64)> {
+    let d = serde_json::to_value(&st.tunnel.drops).unwrap_or_default();
+    let Some(map) = d.as_object() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (reason, n) in map {
+        out.push((labels(&[("reason", reason)]), n.as_u64().unwrap_or(0)));
     }
-    for c in &t.classes {
+    out
+}
+
+/// The packets each traffic class sent on each path, labelled by class and path.
+fn classes(st: &Status) -> Vec<(Labels, u64)> {
+    let mut out = Vec::new();
+    for c in &st.tunnel.classes {
         for (i, &n) in c.sent_per_path.iter().enumerate() {
             // the first peer's path names (all of a one-peer tunnel's)
             let path = st
                 .paths
                 .get(i)
                 .map_or_else(|| i.to_string(), |p| p.name.clone());
-            class_sent
-                .get_or_create(&labels(&[("class", &c.name), ("path", &path)]))
-                .inc_by(n);
+            out.push((labels(&[("class", &c.name), ("path", &path)]), n));
         }
     }
-    copies.get_or_create(&Vec::new()).inc_by(t.copies_sent);
-    recovered
-        .get_or_create(&Vec::new())
-        .inc_by(t.reseq.recovered);
-    repaired
-        .get_or_create(&Vec::new())
-        .inc_by(t.reseq.parity_repaired);
-    held.get_or_create(&Vec::new()).set(t.reseq.held as f64);
-    uptime
-        .get_or_create(&Vec::new())
-        .set(t.uptime_ms as f64 / 1000.0);
-    cookies
-        .get_or_create(&Vec::new())
-        .inc_by(t.calls.cookie_replies);
-    let mut out = String::new();
-    // writing into a String cannot fail
-    let _ = prometheus_client::encoding::text::encode(&mut out, &reg);
     out
 }
 
