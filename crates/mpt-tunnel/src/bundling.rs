@@ -155,7 +155,7 @@ impl Sending<'_> {
     }
 
     /// How long a datagram sent on `path` at `now` would wait behind what the path carries,
-    /// as bundling may count on: [`Connection::queue_seen`], or nothing without a report.
+    /// as bundling may count on: [`Sending::queue_seen`], or nothing without a report.
     pub(crate) fn bundle_wait(&self, now: Time, path: PathId) -> Duration {
         self.queue_seen(now, path).unwrap_or(Duration::ZERO)
     }

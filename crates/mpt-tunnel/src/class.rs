@@ -5,7 +5,7 @@
 //! * [`Mode::Bond`] (every packet no class matches): the scheduler shares them out over the
 //!   paths, and a busy path may bundle them;
 //! * [`Mode::Fastest`]: on the path where a datagram sent now arrives soonest
-//!   (`Connection::soonest`), never held in a bundle; for [`LIGHT_HOLD`] after it, bulk may
+//!   (`Sending::soonest`), never held in a bundle; for [`LIGHT_HOLD`] after it, bulk may
 //!   queue no more than [`LIGHT_QUEUE`] on that path (`Classes::light_sent`);
 //! * [`Mode::Duplicate`]: on the two soonest paths at once, under one sequence number; the
 //!   receiver delivers the copy that arrives first and drops the other as a duplicate.
@@ -231,7 +231,7 @@ pub(crate) struct Flow {
     pub(crate) ef: bool,
 }
 
-/// A packet to copy on another path once its batch is numbered (`Connection::send_copy`).
+/// A packet to copy on another path once its batch is numbered (`Sending::send_copy`).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct CopyOf {
     /// Its class, for the counts.

@@ -21,7 +21,7 @@ pub(crate) struct PathState {
     /// Next per-path sequence number.
     pub(crate) path_seq: u16,
     /// Batches numbered for this path that the driver has not yet handed to the socket, and
-    /// the fence that held before the oldest of them (see `Connection::fence_header`).
+    /// the fence that held before the oldest of them (see `Control::fence_header`).
     pub(crate) unsent: u16,
     pub(crate) fence_before: (u32, u16),
     /// Data datagrams numbered for the path whose batch has not been sent yet.
@@ -289,7 +289,7 @@ impl PathState {
 
     /// A data datagram of `len` bytes, at least the size found, went on the path, a slow one,
     /// the last of its per-path sequences `path_seq`: it confirms the size once the peer has
-    /// it (see `Connection::pmtu_data_sent`).
+    /// it (see `Sending::pmtu_data_sent`).
     #[inline]
     pub(crate) fn pmtu_confirms(&mut self, len: usize, path_seq: u16) {
         let lost = self.peer_report.as_ref().map(|(_, e)| e.lost);

@@ -146,7 +146,7 @@ impl Sending<'_> {
 
     /// Keep the whole packets of a data, bundle or continued datagram with `header` and plain
     /// `body` for resending (not a continuation or a head piece: a packet in pieces is kept
-    /// whole where it is cut, in [`Connection::bundle_packet`]); on a path that lost nothing
+    /// whole where it is cut, in [`Sending::bundle_packet`]); on a path that lost nothing
     /// lately, the flows' references among them only.
     pub(crate) fn keep_bundled(&mut self, now: Time, header: &HeaderRepr, body: &[u8]) {
         let all = self.keeps(header.path.index(), now);

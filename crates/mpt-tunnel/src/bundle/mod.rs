@@ -50,7 +50,7 @@ pub(crate) struct OpenBundle {
     /// When it leaves at the latest.
     pub(crate) due: Time,
     /// Its send timestamp, where it was fixed when the bundle opened
-    /// (`Connection::bundle_stamp`); otherwise the time it leaves.
+    /// (`Sending::bundle_stamp`); otherwise the time it leaves.
     stamp: Option<Time>,
 }
 
