@@ -309,10 +309,14 @@ impl Sending<'_> {
             if let Some(t) = self.owned_datagram(&header, packet) {
                 self.outbox.after.push_back(t);
             }
-            self.outbox.after.extend(parity);
+            if let Some(p) = parity {
+                self.outbox.after.push_back(p);
+            }
             return None;
         }
-        self.outbox.after.extend(parity);
+        if let Some(p) = parity {
+            self.outbox.after.push_back(p);
+        }
         header.emit(buf);
         self.session.stamp(buf);
         batch.paths.inbuf |= 1 << i;
