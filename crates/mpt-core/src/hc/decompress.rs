@@ -17,14 +17,15 @@ pub enum Refused {
 /// [`REFRESH_EVERY`] packets of its flow (1024: at 90 Mbit/s, 128 ms), more than a resend's
 /// round trip on a 35 ms path with a queue (covering 64 ms, such resends were refused: the
 /// simulator counted 871 of a flow's packets in 5 s over the lab's lossy three paths). 112
-/// bytes each: 112 KiB per peer.
+/// bytes each: 112 KiB per peer whose packets come compressed, allocated when its first
+/// reference is kept (a peer that is idle, or never compresses, holds none).
 pub const KEPT_REFERENCES: usize = 16;
 
 /// The receiving side: one per connection and direction, fed in global order (packets that
 /// were resent may come late).
 #[derive(Debug, Clone)]
 pub struct Decompressor {
-    /// Per context, its last [`KEPT_REFERENCES`] references.
+    /// Per context, its last [`KEPT_REFERENCES`] references; empty until the first is kept.
     contexts: Vec<[Option<Reference>; KEPT_REFERENCES]>,
     /// Per context, the slot of the reference stored last: a bulk flow's packets name it,
     /// and it is looked at before the others.
@@ -34,7 +35,7 @@ pub struct Decompressor {
 impl Default for Decompressor {
     fn default() -> Self {
         Decompressor {
-            contexts: vec![Default::default(); CONTEXTS],
+            contexts: Vec::new(),
             last: [0; CONTEXTS],
         }
     }
@@ -56,6 +57,9 @@ impl Decompressor {
     /// it becomes a reference of its context, in place of the oldest kept (unless all those
     /// kept are later, or it is one of them).
     pub fn store(&mut self, r: Reference) {
+        if self.contexts.is_empty() {
+            self.contexts = vec![Default::default(); CONTEXTS];
+        }
         let kept = &mut self.contexts[r.context()];
         // in one pass: whether it is kept, and the oldest kept (the first empty slot before
         // all), by how far after `r` each is
@@ -83,7 +87,13 @@ impl Decompressor {
     pub fn awaits(&self, gseq: u32, b: &[u8]) -> Option<u32> {
         let (_, ctx, distance, _) = head(b)?;
         let want = gseq.wrapping_sub(distance);
-        let kept = self.contexts.get(ctx)?;
+        if ctx >= CONTEXTS {
+            return None;
+        }
+        let Some(kept) = self.contexts.get(ctx) else {
+            // nothing kept yet: every context has room
+            return (distance > 0).then_some(want);
+        };
         let absent = kept.iter().flatten().all(|k| k.gseq != want);
         // a reference is only ever put out for a later one, the oldest first: one later
         // than the oldest kept (or any, while there is room) that is not kept has not come
@@ -217,7 +227,12 @@ impl Decompressor {
         match r {
             Some(r) => Some(r).filter(named),
             None => {
-                let kept = self.contexts.get(ctx).ok_or(Refused::Malformed)?;
+                let kept = match self.contexts.get(ctx) {
+                    Some(kept) => kept,
+                    // nothing kept yet
+                    None if ctx < CONTEXTS => return Err(Refused::NoReference),
+                    None => return Err(Refused::Malformed),
+                };
                 // (a context keeps a reference once: the slot stored last first)
                 let last = kept[usize::from(self.last[ctx])].as_ref().filter(named);
                 last.or_else(|| kept.iter().flatten().find(named))
