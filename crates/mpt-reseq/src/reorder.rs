@@ -13,6 +13,7 @@ pub const REORDER_HISTORY: usize = 4096;
 /// (RFC 4737 §4.2.2's `j`) is found by binary search.
 #[derive(Debug, Clone)]
 pub(crate) struct ReorderTracker {
+    /// Grows as records come, up to [`REORDER_HISTORY`] (64 KiB): an idle peer's holds none.
     records: VecDeque<(u64, u64)>,
     next_exp: u64,
     position: u64,
@@ -21,7 +22,7 @@ pub(crate) struct ReorderTracker {
 impl ReorderTracker {
     pub(crate) fn new() -> Self {
         ReorderTracker {
-            records: VecDeque::with_capacity(REORDER_HISTORY),
+            records: VecDeque::new(),
             next_exp: 0,
             position: 0,
         }
