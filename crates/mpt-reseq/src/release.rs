@@ -14,6 +14,7 @@ impl<P> Resequencer<P> {
     /// small (a fresh sender, earlier packets may still be in flight), else resync to it.
     pub(crate) fn start(&mut self, seq: u32) {
         self.started = true;
+        self.reorder.reserve();
         let small = self.window.max(MIN_HISTORY) as u64;
         let first = u64::from(seq);
         self.head = EXT_OFFSET + if first < small { 0 } else { first };

@@ -13,7 +13,8 @@ pub const REORDER_HISTORY: usize = 4096;
 /// (RFC 4737 §4.2.2's `j`) is found by binary search.
 #[derive(Debug, Clone)]
 pub(crate) struct ReorderTracker {
-    /// Grows as records come, up to [`REORDER_HISTORY`] (64 KiB): an idle peer's holds none.
+    /// Reserved (64 KiB, [`REORDER_HISTORY`] records) when a session's first packet comes
+    /// ([`ReorderTracker::reserve`]): an idle peer's holds none.
     records: VecDeque<(u64, u64)>,
     next_exp: u64,
     position: u64,
@@ -25,6 +26,14 @@ impl ReorderTracker {
             records: VecDeque::new(),
             next_exp: 0,
             position: 0,
+        }
+    }
+
+    /// The history's room, reserved once, as the first packet of a session comes: whole, not
+    /// grown (and copied) in steps.
+    pub(crate) fn reserve(&mut self) {
+        if self.records.capacity() == 0 {
+            self.records.reserve_exact(REORDER_HISTORY);
         }
     }
 
