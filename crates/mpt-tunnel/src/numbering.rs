@@ -267,23 +267,9 @@ impl Sending<'_> {
         // an open bundle leaves before the packets that follow it on the path
         self.close_riding(now, i, &mut batch.paths);
         self.join_batch(i, &mut batch.paths.used);
-        let p = &mut self.paths[i];
-        let header = HeaderRepr {
-            // light traffic is delivered as soon as it arrives, not in order with bulk
-            kind: if express && self.session.peer.express {
-                Kind::Express
-            } else {
-                Kind::Data
-            },
-            path,
-            path_seq: p.path_seq,
-            session: batch.session,
-            seq: self.tx.seq,
-            timestamp: now.wire_micros(),
-        };
+        // light traffic is delivered as soon as it arrives, not in order with bulk
+        let header = self.data_header(now, path, batch.session, self.tx.seq, express);
         self.tx.seq = self.tx.seq.wrapping_add(1);
-        p.path_seq = p.path_seq.wrapping_add(1);
-        p.data_unsent += 1;
         let at = self.prefix();
         let len = inner + self.cfg.overhead().datagram();
         self.pmtu_data_sent(i, len, header.path_seq);
@@ -354,7 +340,29 @@ impl Sending<'_> {
         }
         self.data_on(i, now);
         self.join_batch(i, used);
-        let p = &mut self.paths[i];
+        let header = self.data_header(now, path, session, seq, express);
+        let Some(t) = self.owned_datagram(&header, packet) else {
+            return;
+        };
+        let cost = t.contents.len() + self.cfg.paths[i].overhead;
+        self.tx.sched.on_sent(now, path, cost);
+        self.tx.classes.copy_sent();
+        self.tx.classes.count(self.cfg.classes.len(), class, path);
+        self.outbox.after.push_back(t);
+    }
+
+    /// The header of a data datagram of global sequence `seq` in the peer's `session`, sent on
+    /// `path` at `now` (express if `express` and the peer takes it): it takes the path's next
+    /// sequence, and counts as unsent on the path until its batch has left.
+    fn data_header(
+        &mut self,
+        now: Time,
+        path: PathId,
+        session: u32,
+        seq: u32,
+        express: bool,
+    ) -> HeaderRepr {
+        let p = &mut self.paths[path.index()];
         let header = HeaderRepr {
             kind: if express && self.session.peer.express {
                 Kind::Express
@@ -369,14 +377,7 @@ impl Sending<'_> {
         };
         p.path_seq = p.path_seq.wrapping_add(1);
         p.data_unsent += 1;
-        let Some(t) = self.owned_datagram(&header, packet) else {
-            return;
-        };
-        let cost = t.contents.len() + self.cfg.paths[i].overhead;
-        self.tx.sched.on_sent(now, path, cost);
-        self.tx.classes.copy_sent();
-        self.tx.classes.count(self.cfg.classes.len(), class, path);
-        self.outbox.after.push_back(t);
+        header
     }
 
     /// `packet` cannot be carried: dropped, counted, and answered (within the rate limit)

@@ -188,6 +188,14 @@ impl<P> Connection<P> {
                 self.peer_view(now, path, false);
             }
         }
+        // a bundle's or continued datagram's entries, its body at `start + HEADER_LEN`
+        let entries = |body, count, entries| Entries {
+            header: &h,
+            body,
+            at: start + HEADER_LEN,
+            count,
+            entries,
+        };
         match d {
             Datagram::Data { packet, .. } => {
                 let meta = PacketMeta {
@@ -213,14 +221,7 @@ impl<P> Connection<P> {
                 }));
             }
             Datagram::Bundle { body, count, .. } => {
-                let entries = mpt_core::wire::bundle_entries(body, h.seq);
-                let e = Entries {
-                    header: &h,
-                    body,
-                    at: start + HEADER_LEN,
-                    count,
-                    entries,
-                };
+                let e = entries(body, count, mpt_core::wire::bundle_entries(body, h.seq));
                 return Ok(Arrived::Bundle(self.take_entries(now, e)));
             }
             Datagram::Continued {
@@ -236,14 +237,7 @@ impl<P> Connection<P> {
                 if let Err(reason) = self.rx.assembled.take_piece(now, max, piece) {
                     self.count(reason);
                 }
-                let entries = mpt_core::wire::continued_entries(body, h.seq);
-                let e = Entries {
-                    header: &h,
-                    body,
-                    at: start + HEADER_LEN,
-                    count,
-                    entries,
-                };
+                let e = entries(body, count, mpt_core::wire::continued_entries(body, h.seq));
                 return Ok(Arrived::Bundle(self.take_entries(now, e)));
             }
             control => self.take_control(now, &h, control)?,
