@@ -32,6 +32,8 @@ pub enum UplinkDown {
     LinkDown,
     /// The operator set the path down (`mptctl path NAME down`).
     Administrative,
+    /// The path's stream (TCP or TLS) broke, and is being connected again.
+    Connecting,
 }
 
 impl DownReason {
@@ -52,6 +54,7 @@ impl UplinkDown {
             UplinkDown::Absent => "interface absent",
             UplinkDown::LinkDown => "link down",
             UplinkDown::Administrative => "set down by the operator",
+            UplinkDown::Connecting => "its TCP connection is being made again",
         }
     }
 }
