@@ -34,6 +34,7 @@ pub mod random;
 pub mod routes;
 pub mod standby;
 pub mod status;
+pub mod stream;
 pub mod tunnel;
 pub mod uplinks;
 
