@@ -14,6 +14,7 @@ use crate::batch::GsoRun;
 use crate::tunnel::Tunnel;
 
 mod paced;
+mod stream;
 use paced::HOLD_MAX;
 
 /// Packets the tx task gathers from the TUN device per batch.
@@ -381,6 +382,13 @@ async fn send_whole(t: &Tunnel, peer: &crate::peer::Peer, b: &mpt_tunnel::Datagr
         t.io_drop(DropReason::SendError, 1);
         return;
     };
+    let way = crate::tunnel::way(&s, b.destination);
+    if !matches!(way, crate::stream::Way::Udp) {
+        if crate::tunnel::send_on(&t.counters, &way, &b.contents) {
+            peer.sent(b.path, 1, b.contents.len());
+        }
+        return;
+    }
     t.counters.calls.udp_sends.fetch_add(1, Relaxed);
     match s
         .io
@@ -411,6 +419,10 @@ async fn flush_run(
         run.clear();
         return;
     };
+    let way = crate::tunnel::way(&p, remote);
+    if !matches!(way, crate::stream::Way::Udp) {
+        return stream::send_run(t, peer, path, &way, run, bufs);
+    }
     t.counters.calls.udp_sends.fetch_add(1, Relaxed);
     let result = if count > 1 && p.gso_refused.load(Relaxed) {
         Err(std::io::Error::from_raw_os_error(libc::EIO))

@@ -13,7 +13,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, Notify};
 
-use super::frame::{encode, Deframer, FrameError, FRAME_HEADER};
+use super::frame::{encode, Deframer, FrameError, Sizes, FRAME_HEADER};
 
 /// What a stream's queue holds at most, in bytes, once the peer is authenticated on it: at
 /// 20 Mbit/s, 100 ms (the scheduler sees the queue and sends elsewhere long before).
@@ -58,6 +58,8 @@ pub type Inbox = mpsc::Receiver<Frames>;
 pub struct StreamConn {
     /// The other end's address: where its datagrams come from, as the engine sees them.
     pub peer: SocketAddr,
+    /// The side it belongs to ([`super::side::StreamSide::id`]; 0: none).
+    pub origin: AtomicUsize,
     /// Frames waiting for the writer.
     out: Mutex<Vec<u8>>,
     wake: Notify,
@@ -82,6 +84,7 @@ impl StreamConn {
     pub fn new(peer: SocketAddr) -> Arc<StreamConn> {
         Arc::new(StreamConn {
             peer,
+            origin: AtomicUsize::new(0),
             out: Mutex::new(Vec::new()),
             wake: Notify::new(),
             queued: AtomicUsize::new(0),
@@ -113,7 +116,10 @@ impl StreamConn {
             self.full.fetch_add(1, Relaxed);
             return false;
         }
-        encode(datagram, &mut self.out.lock().unwrap_or_else(|p| p.into_inner()));
+        encode(
+            datagram,
+            &mut self.out.lock().unwrap_or_else(|p| p.into_inner()),
+        );
         self.queued.fetch_add(need, Relaxed);
         self.sent.fetch_add(1, Relaxed);
         self.wake.notify_one();
@@ -153,14 +159,14 @@ impl StreamConn {
     }
 
     /// Run the stream `io` until it closes: the writer empties the queue onto it, the reader
-    /// sends what it cuts out to `inbox`, frames of `min` to `max` bytes. `fd` is the TCP
+    /// sends what it cuts out to `inbox`, frames of `sizes`. `fd` is the TCP
     /// socket under it, for what the kernel holds unsent and its counts on the wire, whose
     /// segments' headers are `header` bytes.
     pub async fn run<S>(
         self: Arc<Self>,
         io: S,
         inbox: mpsc::Sender<Frames>,
-        sizes: (usize, usize),
+        sizes: Sizes,
         probe: Probe,
     ) -> Closed
     where
@@ -179,9 +185,9 @@ impl StreamConn {
         self: Arc<Self>,
         mut r: R,
         inbox: mpsc::Sender<Frames>,
-        (min, max): (usize, usize),
+        sizes: Sizes,
     ) {
-        let mut d = Deframer::new(min, max);
+        let mut d = Deframer::new(sizes.min, sizes.max);
         loop {
             let n = tokio::select! {
                 n = r.read(d.spare()) => n,

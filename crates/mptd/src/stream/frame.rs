@@ -18,6 +18,13 @@ pub enum FrameError {
     Oversized(usize),
 }
 
+/// The sizes of the datagrams a stream carries: a frame of another length breaks it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sizes {
+    pub min: usize,
+    pub max: usize,
+}
+
 /// Put `datagram` on `out` as a frame.
 pub fn encode(datagram: &[u8], out: &mut Vec<u8>) {
     debug_assert!(datagram.len() <= usize::from(u16::MAX));
@@ -169,7 +176,11 @@ mod tests {
         let mut d = Deframer::new(20, 1500);
         d.spare()[..3].copy_from_slice(&[0x05, 0xDD, 1]);
         d.filled(3);
-        assert_eq!(d.next(), Err(FrameError::Oversized(1501)), "known from the length");
+        assert_eq!(
+            d.next(),
+            Err(FrameError::Oversized(1501)),
+            "known from the length"
+        );
         let mut d = Deframer::new(20, 1500);
         d.spare()[..3].copy_from_slice(&[0x05, 0xDC, 1]);
         d.filled(3);

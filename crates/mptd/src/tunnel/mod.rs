@@ -51,7 +51,7 @@ pub use kernel::{DefaultRoute, KernelRoutes};
 pub use peers::{PeerTable, Peers};
 pub use settings::pick_family;
 use settings::{config_paths, random_source, Placement, Settings};
-pub use socket::{SockIo, Sockets};
+pub use socket::{send_on, way, SockIo, Sockets};
 
 /// Everything the tasks share.
 pub struct Tunnel {
@@ -87,6 +87,8 @@ pub struct Tunnel {
     pub rx_beat: AtomicU64,
     /// The operator's `[hooks]`, and the queue their task takes (once) at start.
     pub hooks: crate::hooks::Hooks,
+    /// Where the stream paths' frames meet ([`crate::stream::Hub`]).
+    pub streams: crate::stream::Hub,
 }
 
 /// What the endpoints asked for while locked, to be done once the lock is released.
@@ -164,6 +166,7 @@ impl Tunnel {
             send_turn: tokio::sync::Mutex::new(()),
             rx_beat: AtomicU64::new(0),
             hooks,
+            streams: crate::stream::Hub::default(),
             config: ArcSwap::from_pointee(cfg),
         })
     }
@@ -242,6 +245,13 @@ impl Tunnel {
             self.io_drop(DropReason::SendError, 1);
             return;
         };
+        let way = socket::way(&s, t.destination);
+        if !matches!(way, crate::stream::Way::Udp) {
+            if socket::send_on(&self.counters, &way, datagram) {
+                peer.sent_one(path, t.kind, datagram.len());
+            }
+            return;
+        }
         match s.io.try_send(datagram, t.destination, peer.source(path)) {
             Ok(()) => peer.sent_one(path, t.kind, datagram.len()),
             // a control datagram too big for the route is a path MTU probe of a size that

@@ -29,6 +29,35 @@ pub struct SockIo {
     /// Send errors on this socket: each socket's first is logged, with its errno, then every
     /// thousandth.
     pub send_errors: RateLimit,
+    /// Its streams, when it is a TCP path's or takes TCP as well ([`crate::stream`]).
+    pub stream: Option<Arc<crate::stream::StreamSide>>,
+}
+
+/// Where a datagram from socket `s` to `to` goes: its UDP socket, or a stream
+/// ([`crate::stream::StreamSide::way`]).
+pub fn way(s: &SockIo, to: std::net::SocketAddr) -> crate::stream::Way {
+    match &s.stream {
+        None => crate::stream::Way::Udp,
+        Some(side) => side.way(to),
+    }
+}
+
+/// Send `datagram` the way `way` says (not [`crate::stream::Way::Udp`]): into a stream's
+/// queue, which never waits; full, or with no stream up, it is dropped and counted in
+/// `counters`. Whether it went.
+pub fn send_on(counters: &super::Counters, way: &crate::stream::Way, datagram: &[u8]) -> bool {
+    use crate::stream::Way;
+    match way {
+        Way::Stream(c) if c.enqueue(datagram) => true,
+        Way::Stream(_) => {
+            counters.io_drop(mpt_tunnel::DropReason::StreamFull, 1);
+            false
+        }
+        Way::Nowhere | Way::Udp => {
+            counters.io_drop(mpt_tunnel::DropReason::NoPath, 1);
+            false
+        }
+    }
 }
 
 /// [`SockIo::path`] of a listen socket.
@@ -43,6 +72,7 @@ impl SockIo {
             gso_refused: AtomicBool::new(false),
             uplink: Mutex::new(crate::uplinks::Uplink::default()),
             send_errors: RateLimit::default(),
+            stream: None,
         }
     }
 

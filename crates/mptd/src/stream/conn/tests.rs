@@ -1,5 +1,7 @@
 use super::*;
 
+const SIZES: Sizes = Sizes { min: 20, max: 1500 };
+
 const NO_FD: Probe = Probe {
     fd: None,
     header: 52,
@@ -15,8 +17,8 @@ fn pair(pipe: usize) -> (Arc<StreamConn>, Arc<StreamConn>, Inbox, Inbox) {
     );
     let (ta, ia) = mpsc::channel(INBOX);
     let (tb, ib) = mpsc::channel(INBOX);
-    tokio::spawn(ca.clone().run(a, ta, (20, 1500), NO_FD));
-    tokio::spawn(cb.clone().run(b, tb, (20, 1500), NO_FD));
+    tokio::spawn(ca.clone().run(a, ta, SIZES, NO_FD));
+    tokio::spawn(cb.clone().run(b, tb, SIZES, NO_FD));
     (ca, cb, ia, ib)
 }
 
@@ -51,7 +53,7 @@ async fn a_full_queue_drops_and_counts_and_a_stranger_gets_little_room() {
     let (a, b) = tokio::io::duplex(1);
     let c = StreamConn::new("198.18.0.1:1".parse().unwrap());
     let (t, _inbox) = mpsc::channel(INBOX);
-    tokio::spawn(c.clone().run(a, t, (20, 1500), NO_FD));
+    tokio::spawn(c.clone().run(a, t, SIZES, NO_FD));
     let d = vec![7u8; 1000];
     let taken = (0..100).filter(|_| c.enqueue(&d)).count();
     assert!(taken <= QUEUE_LIMIT_UNAUTHENTICATED / 1000 + 1, "{taken}");
@@ -67,7 +69,7 @@ async fn a_length_the_tunnel_never_sends_closes_the_stream() {
     let (mut a, b) = tokio::io::duplex(1024);
     let c = StreamConn::new("198.18.0.1:1".parse().unwrap());
     let (t, _inbox) = mpsc::channel(INBOX);
-    let run = tokio::spawn(c.clone().run(b, t, (20, 1500), NO_FD));
+    let run = tokio::spawn(c.clone().run(b, t, SIZES, NO_FD));
     a.write_all(&[0xFF, 0xFF, 1, 2, 3]).await.unwrap();
     let why = tokio::time::timeout(Duration::from_secs(5), run)
         .await
@@ -82,7 +84,7 @@ async fn a_reader_that_does_not_read_is_closed_after_the_stall() {
     let c = StreamConn::new("198.18.0.1:1".parse().unwrap());
     c.authenticated.store(true, Relaxed);
     let (t, _inbox) = mpsc::channel(INBOX);
-    let run = tokio::spawn(c.clone().run(a, t, (20, 1500), NO_FD));
+    let run = tokio::spawn(c.clone().run(a, t, SIZES, NO_FD));
     assert!(c.enqueue(&[1u8; 100]));
     let why = tokio::time::timeout(STALL * 2, run)
         .await
@@ -97,7 +99,7 @@ async fn the_other_end_closing_ends_the_stream() {
     let (a, b) = tokio::io::duplex(1024);
     let c = StreamConn::new("198.18.0.1:1".parse().unwrap());
     let (t, _inbox) = mpsc::channel(INBOX);
-    let run = tokio::spawn(c.clone().run(b, t, (20, 1500), NO_FD));
+    let run = tokio::spawn(c.clone().run(b, t, SIZES, NO_FD));
     drop(a);
     let why = tokio::time::timeout(Duration::from_secs(5), run)
         .await
