@@ -202,6 +202,7 @@ impl Lab {
                         .and_then(|t| t.get(i))
                         .map(|&t| i64::from(t)),
                     mtu: None,
+                    ..PathFile::default()
                 })
                 .collect(),
             hooks: o.hooks_on_a.clone().filter(|_| side == Side::A),

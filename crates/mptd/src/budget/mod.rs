@@ -172,7 +172,10 @@ mod tests {
         assert_eq!(crossed(c.add(0, 100, &b)), []);
         assert_eq!((c.used, c.window), (600, window));
         // and forward again, within the period
-        assert_eq!(crossed(c.add(at(2026, 12, 7, 0), 250, &b)), [Crossing::Warn]);
+        assert_eq!(
+            crossed(c.add(at(2026, 12, 7, 0), 250, &b)),
+            [Crossing::Warn]
+        );
         assert_eq!(c.window, window);
     }
 }

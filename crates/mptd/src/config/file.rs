@@ -206,6 +206,22 @@ pub struct PathFile {
     pub priority: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mtu: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<BytesFile>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget_period: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget_reset: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget_exhausted: Option<String>,
+}
+
+/// A path's `budget`: bytes, or text such as `"20 GB"`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum BytesFile {
+    Bytes(i64),
+    Text(String),
 }
 
 /// A path's `rate`: bits per second, or text such as `"20mbit"`.

@@ -15,6 +15,8 @@ mod paths;
 mod peers;
 mod tunnel;
 
+pub use paths::parse_bytes;
+
 pub(super) struct Validator<'a> {
     pub(super) file: &'a Path,
 }
