@@ -32,6 +32,9 @@ pub enum UplinkDown {
     LinkDown,
     /// The operator set the path down (`mptctl path NAME down`).
     Administrative,
+    /// The path's data budget is spent and it is set to go off then (`budget_exhausted =
+    /// "off"`), until its next period or a reset.
+    Budget,
 }
 
 impl DownReason {
@@ -52,6 +55,7 @@ impl UplinkDown {
             UplinkDown::Absent => "interface absent",
             UplinkDown::LinkDown => "link down",
             UplinkDown::Administrative => "set down by the operator",
+            UplinkDown::Budget => "data budget spent",
         }
     }
 }

@@ -129,6 +129,18 @@ fn is_leap(y: i64) -> bool {
     (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
 }
 
+/// `unix` (seconds) as local time at `utc_offset` seconds from UTC: "2027-01-01 00:00".
+pub fn local_minute(unix: i64, utc_offset: i32) -> String {
+    let local = unix + i64::from(utc_offset);
+    let (y, m, d) = civil_from_days(local.div_euclid(DAY));
+    let secs = local.rem_euclid(DAY);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}",
+        secs / 3600,
+        secs / 60 % 60
+    )
+}
+
 /// Days in month `m` (1 to 12) of year `y`.
 pub fn days_in_month(y: i64, m: u32) -> u32 {
     match m {

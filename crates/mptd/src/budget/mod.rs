@@ -4,6 +4,8 @@
 //! acts on the crossings.
 
 pub mod calendar;
+pub mod ledger;
+pub mod store;
 
 use calendar::{Reset, Window};
 
@@ -67,6 +69,20 @@ impl Count {
             out.push(Crossing::Exhausted);
         }
         out
+    }
+
+    /// The count under a changed `budget` at `now` (a reload, or a count read back at start):
+    /// a changed calendar moves the period to the one `now` falls in, the count kept (unless
+    /// the clock is before the period: a clock set back keeps it); a line no longer reached
+    /// (a limit raised) is uncrossed, and one reached now is crossed.
+    pub fn rebase(&mut self, now: i64, budget: &Budget) -> Crossings {
+        let w = calendar::window(now, budget.reset);
+        if self.window.contains(now) && w != self.window {
+            self.window = w;
+        }
+        self.warned &= self.used.saturating_mul(5) >= budget.limit.saturating_mul(4);
+        self.exhausted &= self.used >= budget.limit;
+        self.add(now, 0, budget)
     }
 
     /// Bytes left in the period.
@@ -160,6 +176,21 @@ mod tests {
         let later = at(2027, 3, 15, 0);
         assert_eq!(crossed(c.add(later, 1, &b)), [Crossing::NewPeriod]);
         assert_eq!(c.window.start, at(2027, 3, 1, 0));
+    }
+
+    #[test]
+    fn a_raised_limit_uncrosses_and_a_lowered_one_crosses() {
+        let now = at(2026, 12, 6, 12);
+        let mut c = Count::new(now, &budget(1000));
+        c.add(now, 1000, &budget(1000));
+        assert!(c.exhausted && c.warned);
+        assert_eq!(crossed(c.rebase(now, &budget(2000))), []);
+        assert!(!c.exhausted && !c.warned);
+        assert_eq!(
+            crossed(c.rebase(now, &budget(900))),
+            [Crossing::Warn, Crossing::Exhausted]
+        );
+        assert_eq!(c.used, 1000);
     }
 
     #[test]

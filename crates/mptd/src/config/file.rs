@@ -85,6 +85,8 @@ pub struct HooksFile {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub peer_active: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub path_budget: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<i64>,
 }
 
@@ -150,6 +152,8 @@ pub struct TunnelFile {
     pub route_protocol: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failback_ms: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state_dir: Option<String>,
 }
 
 /// `[connection]` as written.

@@ -129,6 +129,9 @@ pub struct TunnelConfig {
     /// A peer of a higher priority than the one carrying its prefixes, up again after it was
     /// down, takes them back once it has been up this long (`failback_ms`).
     pub failback: Duration,
+    /// Where what must outlive a restart is kept (the paths' data budgets, `budget.json`):
+    /// `tunnel.state_dir`, or else systemd's `$STATE_DIRECTORY` when the daemon starts.
+    pub state_dir: Option<std::path::PathBuf>,
 }
 
 /// `[connection]`: how packets are spread and put back in order.
@@ -219,6 +222,16 @@ pub enum Exhausted {
     Backup,
     /// It carries nothing.
     Off,
+}
+
+impl Exhausted {
+    /// Its name, as `budget_exhausted` writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Exhausted::Backup => "backup",
+            Exhausted::Off => "off",
+        }
+    }
 }
 
 /// `[control]`: the unix socket `mptctl` talks to.

@@ -94,6 +94,7 @@ impl Tunnel {
             return;
         };
         if sock.io.try_send(reply, at.from, at.to).is_ok() {
+            sock.wire.sent(at.from, 1, reply.len());
             self.counters
                 .calls
                 .cookie_replies

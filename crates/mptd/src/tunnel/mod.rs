@@ -34,6 +34,7 @@ use crate::peer::Peer;
 use crate::peer::RxBuf;
 
 mod accept;
+mod budget;
 mod counters;
 mod events;
 mod kernel;
@@ -46,6 +47,7 @@ mod status;
 mod uplinks;
 
 pub use accept::Arrival;
+pub use budget::Budgets;
 pub use counters::{Calls, Counters};
 pub use kernel::{DefaultRoute, KernelRoutes};
 pub use peers::{PeerTable, Peers};
@@ -87,6 +89,8 @@ pub struct Tunnel {
     pub rx_beat: AtomicU64,
     /// The operator's `[hooks]`, and the queue their task takes (once) at start.
     pub hooks: crate::hooks::Hooks,
+    /// The paths' data budgets (`budget.rs`).
+    pub budgets: Budgets,
 }
 
 /// What the endpoints asked for while locked, to be done once the lock is released.
@@ -164,6 +168,7 @@ impl Tunnel {
             send_turn: tokio::sync::Mutex::new(()),
             rx_beat: AtomicU64::new(0),
             hooks,
+            budgets: Budgets::default(),
             config: ArcSwap::from_pointee(cfg),
         })
     }
@@ -243,7 +248,10 @@ impl Tunnel {
             return;
         };
         match s.io.try_send(datagram, t.destination, peer.source(path)) {
-            Ok(()) => peer.sent_one(path, t.kind, datagram.len()),
+            Ok(()) => {
+                s.wire.sent(t.destination, 1, datagram.len());
+                peer.sent_one(path, t.kind, datagram.len());
+            }
             // a control datagram too big for the route is a path MTU probe of a size that
             // does not pass: discovery's answer, not a drop
             Err(e) if e.raw_os_error() == Some(libc::EMSGSIZE) => {
