@@ -406,3 +406,47 @@ fn print_paths(paths: &[mptd::status::PathStatus]) {
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_budget_reads_in_the_limits_unit_with_its_reset_in_local_time() {
+        let b = mptd::status::BudgetStatus {
+            limit: 20_000_000_000,
+            used: 3_210_000_000,
+            left: 16_790_000_000,
+            period_start: 0,
+            period_end: 1_798_761_600,
+            exhausted: false,
+            action: "backup".into(),
+        };
+        let end = mptd::budget::calendar::local_minute(
+            b.period_end,
+            mptd::clock::utc_offset(b.period_end),
+        );
+        assert_eq!(
+            budget_line(&b),
+            format!("budget 3.21 of 20 GB, 16.79 GB left, resets {end}")
+        );
+        assert_eq!(
+            mptd::budget::calendar::local_minute(1_798_761_600, 0),
+            "2027-01-01 00:00"
+        );
+        assert_eq!(
+            mptd::budget::calendar::local_minute(1_798_761_600, -3600),
+            "2026-12-31 23:00"
+        );
+        let spent = mptd::status::BudgetStatus {
+            used: 5_126_000,
+            limit: 5_000_000,
+            left: 0,
+            exhausted: true,
+            action: "off".into(),
+            ..b
+        };
+        assert!(budget_line(&spent).starts_with("budget 5.13 of 5 MB, 0 B left, resets "));
+        assert!(budget_line(&spent).ends_with(", spent: the path is off"));
+    }
+}
