@@ -34,6 +34,9 @@ pub enum UplinkDown {
     Administrative,
     /// The path's stream (TCP or TLS) broke, and is being connected again.
     Connecting,
+    /// The path's data budget is spent and it is set to go off then (`budget_exhausted =
+    /// "off"`), until its next period or a reset.
+    Budget,
 }
 
 impl DownReason {
@@ -55,6 +58,7 @@ impl UplinkDown {
             UplinkDown::LinkDown => "link down",
             UplinkDown::Administrative => "set down by the operator",
             UplinkDown::Connecting => "its TCP connection is being made again",
+            UplinkDown::Budget => "data budget spent",
         }
     }
 }

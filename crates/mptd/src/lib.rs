@@ -18,6 +18,7 @@
 //!   randomness without a system call under the lock.
 
 pub mod batch;
+pub mod budget;
 pub mod cli;
 pub mod clock;
 pub mod config;

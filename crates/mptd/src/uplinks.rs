@@ -21,6 +21,9 @@ pub struct Uplink {
     /// The operator set the path down (`mptctl path NAME down`): it stays down, whatever
     /// its interface does, until set up again.
     pub admin_down: bool,
+    /// The path's data budget is spent and `budget_exhausted = "off"`: it is down until the
+    /// next period or a reset.
+    pub budget_off: bool,
 }
 
 /// How often the interfaces are checked without a netlink event.

@@ -395,7 +395,10 @@ async fn send_whole(t: &Tunnel, peer: &crate::peer::Peer, b: &mpt_tunnel::Datagr
         .send(&b.contents, b.destination, peer.source(b.path))
         .await
     {
-        Ok(()) => peer.sent(b.path, 1, b.contents.len()),
+        Ok(()) => {
+            s.wire.sent(b.destination, 1, b.contents.len());
+            peer.sent(b.path, 1, b.contents.len());
+        }
         Err(e) => t.send_failed(peer, b.path, b.contents.len(), &e),
     }
 }
@@ -432,7 +435,10 @@ async fn flush_run(
     trace!(peer = %peer.cfg().name, path = %t.path_name(peer, path), datagrams = count, bytes,
         ok = result.is_ok(), "sent a run");
     match result {
-        Ok(()) => peer.sent(path, count, bytes),
+        Ok(()) => {
+            p.wire.sent(remote, count, bytes);
+            peer.sent(path, count, bytes);
+        }
         Err(e) if count > 1 => {
             if e.raw_os_error() == Some(libc::EIO) && !p.gso_refused.swap(true, Relaxed) {
                 warn!(socket = %p.name(), "the kernel refuses UDP GSO on this socket; sending one datagram per call");
@@ -441,7 +447,10 @@ async fn flush_run(
             }
             for d in run.datagrams(bufs) {
                 match p.io.send(d, remote, peer.source(path)).await {
-                    Ok(()) => peer.sent(path, 1, d.len()),
+                    Ok(()) => {
+                        p.wire.sent(remote, 1, d.len());
+                        peer.sent(path, 1, d.len());
+                    }
                     Err(e) => t.send_failed(peer, path, d.len(), &e),
                 }
             }

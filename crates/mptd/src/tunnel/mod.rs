@@ -34,6 +34,7 @@ use crate::peer::Peer;
 use crate::peer::RxBuf;
 
 mod accept;
+mod budget;
 mod counters;
 mod events;
 mod kernel;
@@ -46,6 +47,7 @@ mod status;
 mod uplinks;
 
 pub use accept::Arrival;
+pub use budget::Budgets;
 pub use counters::{Calls, Counters};
 pub use kernel::{DefaultRoute, KernelRoutes};
 pub use peers::{PeerTable, Peers};
@@ -89,6 +91,8 @@ pub struct Tunnel {
     pub hooks: crate::hooks::Hooks,
     /// Where the stream paths' frames meet ([`crate::stream::Hub`]).
     pub streams: crate::stream::Hub,
+    /// The paths' data budgets (`budget.rs`).
+    pub budgets: Budgets,
 }
 
 /// What the endpoints asked for while locked, to be done once the lock is released.
@@ -167,6 +171,7 @@ impl Tunnel {
             rx_beat: AtomicU64::new(0),
             hooks,
             streams: crate::stream::Hub::default(),
+            budgets: Budgets::default(),
             config: ArcSwap::from_pointee(cfg),
         })
     }
@@ -253,7 +258,10 @@ impl Tunnel {
             return;
         }
         match s.io.try_send(datagram, t.destination, peer.source(path)) {
-            Ok(()) => peer.sent_one(path, t.kind, datagram.len()),
+            Ok(()) => {
+                s.wire.sent(t.destination, 1, datagram.len());
+                peer.sent_one(path, t.kind, datagram.len());
+            }
             // a control datagram too big for the route is a path MTU probe of a size that
             // does not pass: discovery's answer, not a drop
             Err(e) if e.raw_os_error() == Some(libc::EMSGSIZE) => {

@@ -17,7 +17,7 @@ const RESOLVE_EVERY: Duration = Duration::from_secs(1);
 
 impl Tunnel {
     /// The id of the `[[path]]` named `name`, or a message listing the names there are.
-    fn path_named(&self, name: &str) -> Result<mpt_core::PathId, String> {
+    pub(super) fn path_named(&self, name: &str) -> Result<mpt_core::PathId, String> {
         let cfg = self.cfg();
         cfg.paths
             .iter()
@@ -115,6 +115,9 @@ impl Tunnel {
                         down = Some(UplinkDown::Absent);
                     }
                 }
+            }
+            if u.budget_off {
+                down = Some(UplinkDown::Budget);
             }
             if u.admin_down {
                 down = Some(UplinkDown::Administrative);

@@ -264,7 +264,10 @@ fn read_batch(t: &Tunnel, sock: &SockIo, b: &mut RxBufs) -> Option<usize> {
     };
     t.counters.calls.udp_recvs.fetch_add(1, Relaxed);
     match got {
-        Ok(n) => Some(n),
+        Ok(n) => {
+            sock.wire.received(&b.metas[..n]);
+            Some(n)
+        }
         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => None,
         Err(error) => {
             if let Some(n) = t.counters.recv_errors.hit() {
