@@ -33,6 +33,7 @@ mod sites;
 mod streams;
 mod systemd;
 mod throughput;
+mod transports;
 mod versions;
 
 use mpt_lab::harness::{Lab, LinkSpec, Side};

@@ -494,7 +494,7 @@ pub fn tuple_parameters(rel: &str, text: &str) -> Vec<Breach> {
             if depth == 0 {
                 break;
             }
-            expect_param = (ch == '(' && depth == 1) || (ch == ',' && depth == 1);
+            expect_param = depth == 1 && (ch == '(' || ch == ',');
         }
     }
     out

@@ -24,6 +24,8 @@ pub struct Uplink {
     /// The path's data budget is spent and `budget_exhausted = "off"`: it is down until the
     /// next period or a reset.
     pub budget_off: bool,
+    /// A TCP path's stream to its peer is not up (it is being made again).
+    pub stream_down: bool,
 }
 
 /// How often the interfaces are checked without a netlink event.

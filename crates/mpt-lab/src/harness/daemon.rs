@@ -62,6 +62,8 @@ pub struct TunnelOpts {
     pub budgets_on_a: Vec<(usize, String, Option<String>)>,
     /// `tunnel.state_dir` of side A's daemon (B has none).
     pub state_dir_on_a: Option<String>,
+    /// The links whose paths are `transport = "tcp"` on both sides (A dials, B listens).
+    pub tcp_links: Vec<usize>,
 }
 
 impl TunnelOpts {
@@ -104,6 +106,7 @@ impl Default for TunnelOpts {
             classes: Vec::new(),
             budgets_on_a: Vec::new(),
             state_dir_on_a: None,
+            tcp_links: Vec::new(),
         }
     }
 }
@@ -210,7 +213,7 @@ impl Lab {
                         .and_then(|t| t.get(i))
                         .map(|&t| i64::from(t)),
                     mtu: None,
-                    ..self.budget_on(side, o, i)
+                    ..self.per_path(side, o, i)
                 })
                 .collect(),
             hooks: o.hooks_on_a.clone().filter(|_| side == Side::A),
@@ -218,8 +221,9 @@ impl Lab {
         })
     }
 
-    /// Path `i`'s budget keys on `side` ([`TunnelOpts::budgets_on_a`]), the rest default.
-    fn budget_on(&self, side: Side, o: &TunnelOpts, i: usize) -> PathFile {
+    /// Path `i`'s budget keys on `side` ([`TunnelOpts::budgets_on_a`]) and its transport
+    /// ([`TunnelOpts::tcp_links`]), the rest default.
+    fn per_path(&self, side: Side, o: &TunnelOpts, i: usize) -> PathFile {
         let b = o
             .budgets_on_a
             .iter()
@@ -227,6 +231,7 @@ impl Lab {
         PathFile {
             budget: b.map(|(_, text, _)| ::mptd::config::BytesFile::Text(text.clone())),
             budget_exhausted: b.and_then(|(_, _, e)| e.clone()),
+            transport: o.tcp_links.contains(&i).then(|| "tcp".into()),
             ..PathFile::default()
         }
     }

@@ -272,6 +272,13 @@ async fn run(cfg: Config, keys: Keys, config: &std::path::Path) -> Result<()> {
     }
     tasks.spawn(mptd::control::serve(listener, sh.clone()));
     tasks.spawn(sh.clone().uplink_task());
+    tasks.spawn({
+        let t = sh.clone();
+        async move {
+            mptd::datapath::streams::stream_task(t).await;
+            Ok(())
+        }
+    });
     tasks.spawn(sh.clone().resolver_task());
     tasks.spawn(sh.clone().watchdog());
     tasks.spawn(sh.clone().summaries());

@@ -96,6 +96,8 @@ pub struct HooksFile {
 pub struct ListenFile {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub address: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tcp: Option<bool>,
 }
 
 /// One `[[peer]]` as written.
@@ -218,6 +220,8 @@ pub struct PathFile {
     pub budget_reset: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub budget_exhausted: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transport: Option<String>,
 }
 
 /// A path's `budget`: bytes, or text such as `"20 GB"`.

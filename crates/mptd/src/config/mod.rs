@@ -34,6 +34,9 @@ pub struct Config {
     pub connection: Connection,
     /// UDP sockets that serve every path of every peer that comes to us (`[[listen]]`).
     pub listen: Vec<SocketAddr>,
+    /// Those of them that take TCP connections on the same address too (`tcp = true`), for
+    /// peers whose paths are `transport = "tcp"`.
+    pub listen_tcp: Vec<SocketAddr>,
     pub peers: Vec<PeerConfig>,
     /// In file order; a path's [`PathId`] is its index here.
     pub paths: Vec<PathConfig>,
@@ -197,6 +200,8 @@ pub struct PathConfig {
     pub priority: u8,
     /// A cap on the path's MTU (outer IP packet bytes); discovery finds it otherwise.
     pub mtu: Option<u16>,
+    /// UDP, or a TCP connection.
+    pub transport: PathTransport,
     /// A data budget: at most so many bytes on the path's uplink per period.
     pub budget: Option<BudgetConfig>,
 }
@@ -232,6 +237,17 @@ impl Exhausted {
             Exhausted::Off => "off",
         }
     }
+}
+
+/// How a path's datagrams travel (`[[path]] transport`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PathTransport {
+    /// One UDP datagram each.
+    #[default]
+    Udp,
+    /// On a TCP connection, for networks that block UDP (`crate::stream`): dialled to the
+    /// peer's address when we start the handshakes (`dial`), else taken at `local`.
+    Tcp { dial: bool },
 }
 
 /// `[control]`: the unix socket `mptctl` talks to.

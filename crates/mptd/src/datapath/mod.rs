@@ -9,6 +9,7 @@
 mod mss;
 mod payloads;
 pub mod rx;
+pub mod streams;
 pub mod tun_read;
 pub mod tun_write;
 pub mod tx;

@@ -306,6 +306,17 @@ impl StreamSide {
         }
     }
 
+    /// The bytes on the wire each way that its streams counted since the last call.
+    pub fn take_wire(&self) -> (u64, u64) {
+        let conns = self.conns.lock().unwrap_or_else(|p| p.into_inner());
+        conns.values().fold((0, 0), |(tx, rx), c| {
+            (
+                tx + c.wire_tx.swap(0, Relaxed),
+                rx + c.wire_rx.swap(0, Relaxed),
+            )
+        })
+    }
+
     /// Close every stream (the socket is going).
     pub fn close_all(&self) {
         for c in self

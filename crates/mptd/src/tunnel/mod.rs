@@ -325,7 +325,11 @@ fn open_sockets(cfg: &Config) -> Result<Sockets> {
     for (i, &a) in cfg.listen.iter().enumerate() {
         let io = BatchSocket::new(crate::net::listen_socket(i, a)?)
             .with_context(|| format!("listen[{i}]: cannot set up batched I/O"))?;
-        sockets.push(Arc::new(SockIo::new(None, format!("listen {a}"), io)));
+        let mut s = SockIo::new(None, format!("listen {a}"), io);
+        if cfg.listen_tcp.contains(&a) {
+            s.stream = Some(SockIo::listening(a, &format!("listen[{i}]"))?);
+        }
+        sockets.push(Arc::new(s));
     }
     let listen_sockets = sockets.len();
     for p in &cfg.paths {

@@ -141,10 +141,12 @@ impl Tunnel {
         };
         let mut taken = vec![false; old.paths.len()];
         for p in &new.paths {
-            let same =
-                old.paths.iter().enumerate().position(|(k, o)| {
-                    !taken[k] && o.local == p.local && o.interface == p.interface
-                });
+            let same = old.paths.iter().enumerate().position(|(k, o)| {
+                !taken[k]
+                    && o.local == p.local
+                    && o.interface == p.interface
+                    && o.transport == p.transport
+            });
             match same.and_then(|k| Some((k, current.get(self.socks.listen + k)?))) {
                 Some((k, s)) => {
                     taken[k] = true;
@@ -416,7 +418,10 @@ fn restart_only(old: &Config, new: &Config) -> Vec<String> {
         "connection.reorder_window",
         old.connection.reorder_window != new.connection.reorder_window,
     );
-    differs("[[listen]]", old.listen != new.listen);
+    differs(
+        "[[listen]]",
+        old.listen != new.listen || old.listen_tcp != new.listen_tcp,
+    );
     differs("control.socket", old.control.socket != new.control.socket);
     differs(
         "control.metrics",

@@ -135,7 +135,22 @@ impl SockIo {
         let (sock, missing) = crate::net::path_socket(p)?;
         let io = BatchSocket::new(sock)
             .with_context(|| format!("path {:?}: cannot set up batched I/O", p.name))?;
-        let s = SockIo::new(Some(p.id), p.name.clone(), io);
+        let mut s = SockIo::new(Some(p.id), p.name.clone(), io);
+        s.stream = match p.transport {
+            crate::config::PathTransport::Udp => None,
+            crate::config::PathTransport::Tcp { dial: true } => {
+                Some(crate::stream::StreamSide::new(
+                    crate::stream::Role::Dial {
+                        local: p.local,
+                        interface: p.interface.clone(),
+                    },
+                    None,
+                ))
+            }
+            crate::config::PathTransport::Tcp { dial: false } => {
+                Some(SockIo::listening(p.local, &p.name)?)
+            }
+        };
         {
             let mut uplink = s.lock_uplink();
             if missing {
@@ -147,6 +162,16 @@ impl SockIo {
             }
         }
         Ok(s)
+    }
+
+    /// A side that takes TCP connections at `at` (`what`'s address, for errors).
+    pub fn listening(at: SocketAddr, what: &str) -> Result<Arc<crate::stream::StreamSide>> {
+        let l = crate::stream::StreamSide::listener(at)
+            .with_context(|| format!("{what}: cannot listen on TCP at {at}"))?;
+        Ok(crate::stream::StreamSide::new(
+            crate::stream::Role::Listen,
+            Some(l),
+        ))
     }
 
     /// The `[[path]]` it is the socket of; `None`: a `[[listen]]` socket.

@@ -116,6 +116,9 @@ impl Tunnel {
                     }
                 }
             }
+            if u.stream_down && down.is_none() {
+                down = Some(UplinkDown::Connecting);
+            }
             if u.budget_off {
                 down = Some(UplinkDown::Budget);
             }

@@ -84,7 +84,17 @@ impl Validator<'_> {
         let mut classes = self.classes(raw.class)?;
         classes.append(&mut connection.classes);
         connection.classes = classes;
+        let listen_tcp = raw
+            .listen
+            .iter()
+            .map(|l| l.tcp.unwrap_or(false))
+            .collect::<Vec<_>>();
         let listen = self.listen(raw.listen)?;
+        let listen_tcp = listen
+            .iter()
+            .zip(listen_tcp)
+            .filter_map(|(a, tcp)| tcp.then_some(*a))
+            .collect();
         let peers = self.peers(raw.peer)?;
 
         let initiating = peers.iter().find(|p| p.endpoint.is_some());
@@ -134,6 +144,7 @@ impl Validator<'_> {
             tunnel,
             connection,
             listen,
+            listen_tcp,
             peers,
             paths,
             control: Control { socket, metrics },

@@ -84,6 +84,7 @@ impl Validator<'_> {
                 ));
             }
             let priority = self.int_in(&key("priority"), r.priority, 1, 1, 254)?;
+            let transport = self.transport(i, r.transport.as_deref(), peer.is_some(), local)?;
             paths.push(PathConfig {
                 id: PathId(i as u8),
                 name,
@@ -96,6 +97,7 @@ impl Validator<'_> {
                 priority,
                 mtu,
                 budget,
+                transport,
             });
         }
         if paths.iter().all(|p| p.backup) {
@@ -105,6 +107,28 @@ impl Validator<'_> {
             ));
         }
         Ok(paths)
+    }
+
+    /// Path `i`'s `transport`: `udp` (the default) or `tcp`, dialled when we start the
+    /// handshakes (`dial`), else taken at its `local` address, whose port must then be fixed.
+    fn transport(
+        &self,
+        i: usize,
+        raw: Option<&str>,
+        dial: bool,
+        local: SocketAddr,
+    ) -> Result<PathTransport, ConfigError> {
+        let key = format!("path[{i}].transport");
+        match raw.map(str::trim) {
+            None | Some("udp") => Ok(PathTransport::Udp),
+            Some("tcp") if !dial && local.port() == 0 => Err(self.err(
+                key,
+                "\"tcp\" on a path the peer comes to needs a fixed local address:port to \
+                 take its connections at",
+            )),
+            Some("tcp") => Ok(PathTransport::Tcp { dial }),
+            Some(other) => Err(self.err(key, format!("{other:?}, expected \"udp\" or \"tcp\""))),
+        }
     }
 
     /// Path `i`'s `remote`, if given, is of the family of its `local` address.
