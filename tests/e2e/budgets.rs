@@ -224,3 +224,41 @@ fn a_path_budget_demotes_survives_a_restart_and_runs_its_hook() {
     assert!(b.used < 100_000 && !b.exhausted, "reset: {b:?}");
     assert!(lines.iter().any(|l| l.0 == 0), "a 0 line: {lines:?}");
 }
+
+#[test]
+fn a_spent_budget_set_off_takes_the_path_down_until_a_reset() {
+    need!("budgets_off", "iperf3");
+    let links = [LinkSpec::shaped(20_000_000), LinkSpec::shaped(20_000_000)];
+    let mut lab = Lab::new(&links).expect("lab");
+    let opts = TunnelOpts {
+        budgets_on_a: vec![(1, "1 MB".into(), Some("off".into()))],
+        ..TunnelOpts::default()
+    };
+    lab.start_tunnel(&opts).expect("tunnel");
+    send(&mut lab, "4M");
+    let off = until(&lab, Duration::from_secs(3), "down", |p| p.state == "down");
+    let b = budget(&off);
+    eprintln!(
+        "RESULT budgets off: after 4 MB: p1 {} ({:?}), used {:.3} MB of 1 MB, exhausted {}",
+        off.state,
+        off.down_reason,
+        mb(b.used),
+        b.exhausted
+    );
+    assert!(b.exhausted && b.action == "off", "{b:?}");
+    assert_eq!(off.down_reason.as_deref(), Some("data budget spent"));
+    // down, it sends nothing at all
+    let before = off.wire_tx_bytes;
+    send(&mut lab, "2M");
+    let sent = path(&lab, 1).wire_tx_bytes - before;
+    assert_eq!(sent, 0, "a path off sends nothing");
+    mptctl(&lab, &["path", "p1", "budget", "reset"]);
+    let back = until(&lab, Duration::from_secs(5), "up again", |p| {
+        p.state == "up"
+    });
+    eprintln!(
+        "RESULT budgets off: while off p1 sent {sent} bytes; after the reset p1 {}, used {} B",
+        back.state,
+        budget(&back).used
+    );
+}
