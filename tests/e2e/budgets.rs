@@ -1,7 +1,7 @@
 //! A path's monthly data budget (issue 71 item 3): a 5 MB budget on one of two 20 Mbit/s
 //! paths is spent, the path goes below every tier and its hook runs at 80 % and 100 %; its
-//! count survives a restart of the daemon (`tunnel.state_dir`), and `mptctl path NAME budget
-//! reset` starts it again.
+//! count survives a restart of the daemon (`tunnel.state_dir`), a reload applies a changed
+//! limit, and `mptctl path NAME budget reset` starts it again.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -53,6 +53,22 @@ fn until(lab: &Lab, limit: Duration, what: &str, ok: impl Fn(&PathStatus) -> boo
 
 fn mb(n: u64) -> f64 {
     n as f64 / 1e6
+}
+
+/// `mptctl -s <A's socket> args...`, which must succeed.
+fn mptctl(lab: &Lab, args: &[&str]) {
+    let out = Command::new(sibling_bin("mptctl").expect("mptctl built"))
+        .arg("-s")
+        .arg(lab.control_socket(Side::A))
+        .args(args)
+        .output()
+        .expect("mptctl runs");
+    assert!(
+        out.status.success(),
+        "mptctl {args:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// `iperf3 -n bytes` from A to B through the tunnel.
@@ -107,7 +123,14 @@ fn a_path_budget_demotes_survives_a_restart_and_runs_its_hook() {
         b.used
     );
     assert!(lines.iter().any(|l| l.0 == 80), "an 80 line: {lines:?}");
-    assert!(lines.iter().any(|l| l.0 == 100), "a 100 line: {lines:?}");
+    // the count when the hook saw the limit crossed: over it by at most about a tick's bytes
+    // (what is counted after it includes what the peer still sends on p1: it does not follow
+    // the demotion)
+    let at_limit = lines.iter().find(|l| l.0 == 100).expect("a 100 line").1;
+    assert!(
+        (LIMIT..=LIMIT * 11 / 10).contains(&at_limit),
+        "the 100 % hook's count {at_limit} within [5.0, 5.5] MB"
+    );
 
     // demoted: a further 5 MB leaves by p0 while it is up
     let before = path(&lab, 1);
@@ -150,18 +173,39 @@ fn a_path_budget_demotes_survives_a_restart_and_runs_its_hook() {
     assert!(drift <= 0.01, "the count survives a restart within 1 %");
     assert!(b.exhausted, "still exhausted after the restart");
 
-    // the operator resets it
-    let out = Command::new(sibling_bin("mptctl").expect("mptctl built"))
-        .arg("-s")
-        .arg(lab.control_socket(Side::A))
-        .args(["path", "p1", "budget", "reset"])
-        .output()
-        .expect("mptctl runs");
-    assert!(
-        out.status.success(),
-        "mptctl path p1 budget reset: {}",
-        String::from_utf8_lossy(&out.stderr)
+    // a reload applies a changed budget: raised, the path is back; lowered again, spent
+    let raised = TunnelOpts {
+        budgets_on_a: vec![(1, "50 MB".into(), None)],
+        ..opts.clone()
+    };
+    lab.write_config(Side::A, &raised).expect("config");
+    mptctl(&lab, &["reload"]);
+    let up = until(&lab, Duration::from_secs(3), "back after a raise", |p| {
+        !p.backup
+            && p.budget
+                .as_ref()
+                .is_some_and(|b| !b.exhausted && b.limit == 50_000_000)
+    });
+    lab.write_config(Side::A, &opts).expect("config");
+    mptctl(&lab, &["reload"]);
+    let down = until(&lab, Duration::from_secs(3), "spent again", |p| {
+        p.backup
+            && p.budget
+                .as_ref()
+                .is_some_and(|b| b.exhausted && b.limit == LIMIT)
+    });
+    eprintln!(
+        "RESULT budgets: reload to 50 MB: used {:.3} MB, exhausted {}, backup {}; back to 5 MB: \
+         exhausted {}, backup {}",
+        mb(budget(&up).used),
+        budget(&up).exhausted,
+        up.backup,
+        budget(&down).exhausted,
+        down.backup
     );
+
+    // the operator resets it
+    mptctl(&lab, &["path", "p1", "budget", "reset"]);
     let reset = until(&lab, Duration::from_secs(3), "back in its tier", |p| {
         !p.backup
     });
@@ -179,4 +223,42 @@ fn a_path_budget_demotes_survives_a_restart_and_runs_its_hook() {
     );
     assert!(b.used < 100_000 && !b.exhausted, "reset: {b:?}");
     assert!(lines.iter().any(|l| l.0 == 0), "a 0 line: {lines:?}");
+}
+
+#[test]
+fn a_spent_budget_set_off_takes_the_path_down_until_a_reset() {
+    need!("budgets_off", "iperf3");
+    let links = [LinkSpec::shaped(20_000_000), LinkSpec::shaped(20_000_000)];
+    let mut lab = Lab::new(&links).expect("lab");
+    let opts = TunnelOpts {
+        budgets_on_a: vec![(1, "1 MB".into(), Some("off".into()))],
+        ..TunnelOpts::default()
+    };
+    lab.start_tunnel(&opts).expect("tunnel");
+    send(&mut lab, "4M");
+    let off = until(&lab, Duration::from_secs(3), "down", |p| p.state == "down");
+    let b = budget(&off);
+    eprintln!(
+        "RESULT budgets off: after 4 MB: p1 {} ({:?}), used {:.3} MB of 1 MB, exhausted {}",
+        off.state,
+        off.down_reason,
+        mb(b.used),
+        b.exhausted
+    );
+    assert!(b.exhausted && b.action == "off", "{b:?}");
+    assert_eq!(off.down_reason.as_deref(), Some("data budget spent"));
+    // down, it sends nothing at all
+    let before = off.wire_tx_bytes;
+    send(&mut lab, "2M");
+    let sent = path(&lab, 1).wire_tx_bytes - before;
+    assert_eq!(sent, 0, "a path off sends nothing");
+    mptctl(&lab, &["path", "p1", "budget", "reset"]);
+    let back = until(&lab, Duration::from_secs(5), "up again", |p| {
+        p.state == "up"
+    });
+    eprintln!(
+        "RESULT budgets off: while off p1 sent {sent} bytes; after the reset p1 {}, used {} B",
+        back.state,
+        budget(&back).used
+    );
 }

@@ -308,6 +308,9 @@ pub fn check_host(cfg: &crate::config::Config) -> (Vec<String>, Vec<String>) {
         let probe = std::net::SocketAddr::new(addr.ip(), 0);
         std::net::UdpSocket::bind(probe).map(|_| ())
     };
+    if cfg.paths.iter().any(|p| p.budget.is_some()) {
+        warnings.extend(crate::budget::store::check(cfg.tunnel.state_dir.as_deref()));
+    }
     for p in &cfg.paths {
         match &p.interface {
             Some(i) if !std::path::Path::new("/sys/class/net").join(i).exists() => {

@@ -318,7 +318,9 @@ async fn run(cfg: Config, keys: Keys, config: &std::path::Path) -> Result<()> {
     tasks.shutdown().await;
     // the tasks are stopped: the goodbyes are the last datagrams we send
     sh.say_goodbye();
-    // the data budgets' counts, if they changed since the last write
+    // the data budgets' counts to the last byte sent, written if they changed since the last
+    // write
+    sh.account_budgets();
     let t = sh.clone();
     let _ = tokio::task::spawn_blocking(move || t.save_budgets()).await;
     if let Some(down) = sh.cfg().hooks.down.clone() {

@@ -39,6 +39,41 @@ pub struct Loaded {
     pub corrupt: Option<String>,
 }
 
+/// The state directory: `configured` (`tunnel.state_dir`), or else `$STATE_DIRECTORY`
+/// (systemd's `StateDirectory=`, the first if it lists several).
+pub fn state_dir(configured: Option<&Path>) -> Option<PathBuf> {
+    if let Some(d) = configured {
+        return Some(d.to_owned());
+    }
+    let v = std::env::var_os("STATE_DIRECTORY")?;
+    let first = v.to_string_lossy().split(':').next()?.to_owned();
+    (!first.is_empty()).then(|| PathBuf::from(first))
+}
+
+/// What `mptd --check` says of the state directory of a configuration with budgets
+/// (`configured`: `tunnel.state_dir`): nothing if the budget file can be written there (a file
+/// is written and removed; the directory made if missing).
+pub fn check(configured: Option<&Path>) -> Option<String> {
+    let Some(dir) = state_dir(configured) else {
+        return Some(
+            "paths have data budgets but there is no state directory (tunnel.state_dir, or \
+             systemd's StateDirectory=): their counts start from 0 at every start"
+                .to_owned(),
+        );
+    };
+    let probe = dir.join(format!("{FILE}.check"));
+    let written = std::fs::create_dir_all(&dir)
+        .and_then(|()| std::fs::write(&probe, b""))
+        .and_then(|()| std::fs::remove_file(&probe));
+    written.err().map(|e| {
+        format!(
+            "the state directory {} cannot be written: {e} (the data budgets' counts would \
+             not outlive a restart)",
+            dir.display()
+        )
+    })
+}
+
 /// Read `dir`'s budget file. None there is no count yet; a file that cannot be read as one is
 /// renamed `.bad` and said in [`Loaded::corrupt`].
 pub fn load(dir: &Path) -> Loaded {
@@ -176,6 +211,17 @@ mod tests {
         let l = load(&d);
         assert_eq!((l.counts, l.corrupt), (counts, None));
         assert!(!d.join("budget.json.tmp").exists());
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn check_says_when_the_state_directory_cannot_be_written() {
+        let d = dir("check");
+        assert_eq!(check(Some(&d.join("made"))), None);
+        assert!(d.join("made").is_dir() && !d.join("made").join("budget.json.check").exists());
+        std::fs::write(d.join("file"), "").expect("write");
+        let said = check(Some(&d.join("file").join("below"))).expect("a warning");
+        assert!(said.contains("cannot be written"), "{said}");
         let _ = std::fs::remove_dir_all(&d);
     }
 

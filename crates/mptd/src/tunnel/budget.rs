@@ -132,11 +132,7 @@ impl Tunnel {
     /// The state directory: `tunnel.state_dir`, or else systemd's `$STATE_DIRECTORY` (its
     /// first, if it lists several).
     pub fn state_dir(&self) -> Option<PathBuf> {
-        self.cfg().tunnel.state_dir.clone().or_else(|| {
-            let v = std::env::var_os("STATE_DIRECTORY")?;
-            let first = v.to_string_lossy().split(':').next()?.to_owned();
-            (!first.is_empty()).then(|| PathBuf::from(first))
-        })
+        store::state_dir(self.cfg().tunnel.state_dir.as_deref())
     }
 
     /// Count, act and write for as long as the daemon runs.
