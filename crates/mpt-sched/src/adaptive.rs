@@ -117,6 +117,10 @@ impl Scheduler for AdaptiveScheduler {
         self.inner.equalised(most);
     }
 
+    fn local_queue(&mut self, now: Time, path: PathId, queue: std::time::Duration) {
+        self.inner.local_queue(now, path, queue);
+    }
+
     fn keep_short(&mut self, path: Option<PathId>, limit: std::time::Duration) {
         self.inner.keep_short(path, limit);
     }

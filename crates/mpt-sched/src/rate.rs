@@ -362,6 +362,12 @@ impl Scheduler for RateScheduler {
         self.equalised = most.as_nanos() as u64;
     }
 
+    fn local_queue(&mut self, now: Time, path: PathId, queue: std::time::Duration) {
+        if let Some(b) = self.busy.get_mut(path.index()) {
+            *b = (*b).max(now.as_nanos() + queue.as_nanos() as u64);
+        }
+    }
+
     /// Paced at the configured rates; [`RateScheduler::set_pace_rate`] changes them.
     fn pace(&mut self, limit: Option<std::time::Duration>) {
         self.pacer = limit.map(|l| Pacer::new(l, &self.configured));

@@ -109,6 +109,12 @@ pub trait Scheduler: Send + std::fmt::Debug {
     /// filling the near path's queue first.
     fn equalised(&mut self, _most: std::time::Duration) {}
 
+    /// `path` holds `queue` at the sender already, below the tunnel (a stream path's own
+    /// queue and the bytes its kernel has not sent): the scheduler's clock for it runs at
+    /// least that far ahead of `now`, so that what follows goes where it arrives sooner. Only
+    /// schedulers that keep a virtual clock (`rate`, `adaptive`) can.
+    fn local_queue(&mut self, _now: Time, _path: PathId, _queue: std::time::Duration) {}
+
     /// Pace bonded traffic: with `Some(limit)`, a path is full once its backlog exceeds
     /// `limit`, and while every path a bonded packet may take is full the packet waits in the
     /// sender ([`paced_until`](Self::paced_until)) instead of queueing in a link. Only

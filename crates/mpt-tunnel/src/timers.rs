@@ -122,6 +122,23 @@ impl<P> Connection<P> {
         p.keep_until = None;
     }
 
+    /// `path` (a stream) holds `bytes` at the driver already: its own queue and what its
+    /// kernel has not sent. The scheduler counts them as the path's queue, at the path's rate,
+    /// so that bulk goes elsewhere while it drains.
+    pub fn set_path_queue(&mut self, now: Time, path: PathId, bytes: usize) {
+        if path.index() >= self.paths.len() {
+            return;
+        }
+        let rate = crate::sending::path_rate(self.tx.sched.as_ref(), &self.cfg, path);
+        let Some(rate) = rate.filter(|&r| r > 0) else {
+            return;
+        };
+        let queue = std::time::Duration::from_nanos(
+            (bytes as u64 * 8).saturating_mul(1_000_000_000) / rate,
+        );
+        self.tx.sched.local_queue(now, path, queue);
+    }
+
     /// How `path`'s datagrams travel ([`Connection::set_path_transport`]).
     pub fn path_transport(&self, path: PathId) -> crate::Transport {
         match self.paths.get(path.index()) {

@@ -308,6 +308,7 @@ async fn send_for_peer(t: &Tunnel, i: usize, n: usize, b: &mut TxBatch) {
             return;
         };
         peer.apply_too_big(c, now);
+        stream::stream_queues(t, &peer, c, now);
         peer.fit.set(c.segment_sizes());
         let sealer = c.number_batch(
             now,

@@ -25,3 +25,29 @@ pub(super) fn send_run(
     }
     run.clear();
 }
+
+/// Tell `c` what each of its stream paths holds below the tunnel (the stream's queue and its
+/// kernel's unsent bytes) before a batch is numbered, so that its scheduler sends bulk where
+/// it arrives sooner ([`mpt_tunnel::Connection::set_path_queue`]).
+pub(super) fn stream_queues(
+    t: &Tunnel,
+    peer: &Peer,
+    c: &mut mpt_tunnel::Connection<crate::peer::RxBuf>,
+    now: mpt_core::Time,
+) {
+    for p in 0..c.path_count() {
+        let path = PathId(p as u8);
+        if c.path_transport(path) != mpt_tunnel::Transport::Stream {
+            continue;
+        }
+        let Some(sock) = t.socket(peer.socket(path)) else {
+            continue;
+        };
+        let (Some(side), Some(remote)) = (&sock.stream, c.remote(path)) else {
+            continue;
+        };
+        if let Some(conn) = side.conn(remote) {
+            c.set_path_queue(now, path, conn.backlog());
+        }
+    }
+}
