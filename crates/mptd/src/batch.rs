@@ -22,12 +22,26 @@ const MAX_IOV: usize = 64;
 pub struct BatchSocket {
     pub sock: UdpSocket,
     state: UdpSocketState,
+    /// An IPv6 socket: IPv4 destinations go to their mapped address (`::ffff:a.b.c.d`), which
+    /// a dual-stack socket sends as IPv4 (and an IPv6-only one refuses, as it refuses IPv4).
+    v6: bool,
 }
 
 impl BatchSocket {
     pub fn new(sock: UdpSocket) -> io::Result<BatchSocket> {
         let state = UdpSocketState::new(UdpSockRef::from(&sock))?;
-        Ok(BatchSocket { sock, state })
+        let v6 = sock.local_addr()?.is_ipv6();
+        Ok(BatchSocket { sock, state, v6 })
+    }
+
+    /// Where a datagram to `to` is addressed on this socket ([`BatchSocket::v6`]).
+    fn dest(&self, to: SocketAddr) -> SocketAddr {
+        match to {
+            SocketAddr::V4(a) if self.v6 => {
+                std::net::SocketAddrV6::new(a.ip().to_ipv6_mapped(), a.port(), 0, 0).into()
+            }
+            _ => to,
+        }
     }
 
     /// Datagrams one send may carry (1 where the kernel has no UDP GSO).
@@ -48,7 +62,7 @@ impl BatchSocket {
         to: SocketAddr,
         from: Option<std::net::IpAddr>,
     ) -> io::Result<()> {
-        let t = single(datagram, to, from);
+        let t = single(datagram, self.dest(to), from);
         self.sock
             .async_io(Interest::WRITABLE, || {
                 self.state.try_send(UdpSockRef::from(&self.sock), &t)
@@ -68,7 +82,7 @@ impl BatchSocket {
         to: SocketAddr,
         from: Option<std::net::IpAddr>,
     ) -> io::Result<()> {
-        let addr = socket2::SockAddr::from(to);
+        let addr = socket2::SockAddr::from(self.dest(to));
         let segment = run.segment();
         self.sock
             .async_io(Interest::WRITABLE, || {
@@ -157,22 +171,30 @@ impl BatchSocket {
         to: SocketAddr,
         from: Option<std::net::IpAddr>,
     ) -> io::Result<()> {
-        let t = single(datagram, to, from);
+        let t = single(datagram, self.dest(to), from);
         self.sock.try_io(Interest::WRITABLE, || {
             self.state.try_send(UdpSockRef::from(&self.sock), &t)
         })
     }
 
     /// Receive what is waiting (several datagrams per buffer with GRO: `meta.stride` apart).
-    /// `WouldBlock` when nothing is.
+    /// `WouldBlock` when nothing is. IPv4 that came to a dual-stack socket has its addresses
+    /// as IPv4 (not mapped), so that they match the IPv4 a path sends to.
     pub fn try_recv(
         &self,
         bufs: &mut [IoSliceMut<'_>],
         meta: &mut [RecvMeta],
     ) -> io::Result<usize> {
-        self.sock.try_io(Interest::READABLE, || {
+        let n = self.sock.try_io(Interest::READABLE, || {
             self.state.recv(UdpSockRef::from(&self.sock), bufs, meta)
-        })
+        })?;
+        if self.v6 {
+            for m in meta.iter_mut().take(n) {
+                m.addr = SocketAddr::new(m.addr.ip().to_canonical(), m.addr.port());
+                m.dst_ip = m.dst_ip.map(|ip| ip.to_canonical());
+            }
+        }
+        Ok(n)
     }
 }
 

@@ -61,6 +61,9 @@ impl SockIo {
                 uplink.down = Some(mpt_tunnel::UplinkDown::Absent);
             } else {
                 uplink.ifindex = p.interface.as_deref().and_then(crate::uplinks::ifindex);
+                if let (Some(i), true) = (&p.interface, p.dual) {
+                    uplink.families = crate::families::of_interface(i);
+                }
             }
         }
         Ok(s)

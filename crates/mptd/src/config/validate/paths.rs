@@ -49,9 +49,11 @@ impl Validator<'_> {
                          to leave through",
                     ))
                 }
-                // whatever address the interface has, of the remote's family
+                // whatever address the interface has, of the remote's family (of both, for a
+                // peer named by host name)
                 None => any_address(remote, peer),
             };
+            let dual = !local_given && remote.is_none() && by_name(peer);
             self.same_family(i, local, remote)?;
             if remote.is_none() && peer.is_none() && !local_given {
                 return Err(self.err(
@@ -69,7 +71,7 @@ impl Validator<'_> {
                     "missing, required by scheduler = \"rate\" (e.g. rate = \"20mbit\")",
                 ));
             }
-            let min_mtu = if local.is_ipv6() { 1280 } else { 576 };
+            let min_mtu = if local.is_ipv6() && !dual { 1280 } else { 576 };
             let mtu = r
                 .mtu
                 .map(|_| self.int_in(&key("mtu"), r.mtu, 1500, min_mtu, 65_535))
@@ -88,6 +90,7 @@ impl Validator<'_> {
                 interface: r.interface,
                 local,
                 remote,
+                dual,
                 weight,
                 rate_bps,
                 backup: r.backup.unwrap_or(false),
@@ -141,12 +144,19 @@ impl Validator<'_> {
     }
 }
 
+/// Whether `peer`'s endpoint is a host name (not an address).
+fn by_name(peer: Option<&PeerConfig>) -> bool {
+    peer.and_then(|p| p.endpoint.as_ref())
+        .is_some_and(|e| e.host.parse::<IpAddr>().is_err())
+}
+
 /// The wildcard address of the family of `remote`, or else of `peer`'s endpoint when that is
-/// an address (IPv4 when neither says), port 0: a path given only an interface.
+/// an address, port 0: a path given only an interface. A host name gives `[::]` (a dual-stack
+/// socket, [`PathConfig::dual`]); nothing gives IPv4.
 fn any_address(remote: Option<SocketAddr>, peer: Option<&PeerConfig>) -> SocketAddr {
     let v6 = remote.map(|r| r.is_ipv6()).or_else(|| {
         let e = peer?.endpoint.as_ref()?;
-        e.host.parse::<IpAddr>().ok().map(|a| a.is_ipv6())
+        Some(e.host.parse::<IpAddr>().map_or(true, |a| a.is_ipv6()))
     });
     let any: IpAddr = if v6 == Some(true) {
         std::net::Ipv6Addr::UNSPECIFIED.into()
