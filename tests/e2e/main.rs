@@ -14,6 +14,7 @@ mod concentrators;
 mod control;
 mod emulator;
 mod failover;
+mod families;
 mod footprint;
 mod foreign;
 mod ftp;
