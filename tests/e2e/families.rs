@@ -220,12 +220,25 @@ fn up_in(paths: &[PathStatus], name: &str, v6: bool) -> bool {
 
 #[test]
 fn ipv4_only_and_ipv6_only_uplinks_find_the_server_by_name() {
-    need!("families", "tc", "iperf3", "getent");
+    need!("families", "tc", "iperf3", "getent", "ping");
     let (site, vps) = (
         PrivateKey::generate().expect("key"),
         PrivateKey::generate().expect("key"),
     );
     let mut lab = Families::new();
+    // the lab's links are ready (IPv6 neighbour discovery on new veths takes a moment)
+    let ready = Instant::now();
+    lab.sh(
+        "site",
+        &format!(
+            "for i in $(seq 100); do ping -c1 -W1 -I wan4 {V4} >/dev/null 2>&1 && \
+             ping -6 -c1 -W1 -I wan6 {V6} >/dev/null 2>&1 && exit 0; sleep 0.1; done; exit 1"
+        ),
+    );
+    eprintln!(
+        "RESULT families: the lab's links answered pings {:.2} s after they were made",
+        ready.elapsed().as_secs_f64()
+    );
     let ahosts = lab.sh("site", "getent ahosts vps.example.net");
     assert!(
         ahosts.contains(V4) && ahosts.contains(V6),
@@ -241,6 +254,15 @@ fn ipv4_only_and_ipv6_only_uplinks_find_the_server_by_name() {
             site.public().encode()
         ),
     );
+    let listening = Instant::now();
+    while mptd::control::status(&lab.sock("vps")).is_err() {
+        assert!(
+            listening.elapsed() < Duration::from_secs(10),
+            "the server does not answer its control socket:\n{}",
+            lab.log("vps")
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let t0 = Instant::now();
     lab.start(
         "site",

@@ -32,6 +32,9 @@ pub enum UplinkDown {
     LinkDown,
     /// The operator set the path down (`mptctl path NAME down`).
     Administrative,
+    /// The interface has no address to send from (a dual-stack path's uplink between
+    /// addresses, or before its first).
+    NoAddress,
 }
 
 impl DownReason {
@@ -52,6 +55,7 @@ impl UplinkDown {
             UplinkDown::Absent => "interface absent",
             UplinkDown::LinkDown => "link down",
             UplinkDown::Administrative => "set down by the operator",
+            UplinkDown::NoAddress => "no address",
         }
     }
 }

@@ -332,4 +332,52 @@ mod tests {
         }
         assert!(!r.fits(10), "at most max_segments");
     }
+
+    /// A dual-stack socket (IPv6, IPv4 mapped) sends to an IPv4 address as it is given, in
+    /// runs and alone, and what comes back over IPv4 has IPv4 addresses, not mapped ones.
+    #[tokio::test]
+    async fn a_dual_stack_socket_talks_ipv4_with_ipv4_addresses() {
+        let s = socket2::Socket::new(socket2::Domain::IPV6, socket2::Type::DGRAM, None)
+            .expect("IPv6 socket");
+        s.set_only_v6(false).expect("dual-stack");
+        s.bind(&"[::]:0".parse::<SocketAddr>().expect("addr").into())
+            .expect("bind");
+        s.set_nonblocking(true).expect("nonblocking");
+        let dual = BatchSocket::new(UdpSocket::from_std(s.into()).expect("tokio")).expect("batch");
+        let v4 = UdpSocket::bind("127.0.0.1:0").await.expect("IPv4 socket");
+        let to = v4.local_addr().expect("addr");
+        let port = dual.sock.local_addr().expect("addr").port();
+        let mut buf = [0u8; 64];
+        dual.send(b"one", to, None).await.expect("send");
+        let (n, from) = v4.recv_from(&mut buf).await.expect("recv");
+        assert_eq!(
+            (&buf[..n], from),
+            (&b"one"[..], SocketAddr::from(([127, 0, 0, 1], port)))
+        );
+        let bufs = [b"two".to_vec(), b"two".to_vec()];
+        let mut run = GsoRun::new(dual.max_gso_segments().max(1));
+        run.push(0, 3);
+        dual.send_run(&run, &bufs, to, None)
+            .await
+            .expect("send_run");
+        let (n, _) = v4.recv_from(&mut buf).await.expect("recv");
+        assert_eq!(&buf[..n], b"two");
+        v4.send_to(b"back", ("127.0.0.1", port))
+            .await
+            .expect("send back");
+        dual.sock.readable().await.expect("readable");
+        let mut data = [0u8; 64];
+        let mut meta = [RecvMeta::default()];
+        let n = loop {
+            match dual.try_recv(&mut [IoSliceMut::new(&mut data)], &mut meta) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    dual.sock.readable().await.expect("readable");
+                }
+                r => break r.expect("recv"),
+            }
+        };
+        assert_eq!((n, &data[..meta[0].len]), (1, &b"back"[..]));
+        assert_eq!(meta[0].addr, to, "the sender's address is IPv4");
+        assert_eq!(meta[0].dst_ip, Some([127, 0, 0, 1].into()));
+    }
 }

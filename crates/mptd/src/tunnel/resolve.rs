@@ -144,6 +144,23 @@ impl Tunnel {
         self.act(&mut out);
     }
 
+    /// Choose again where the paths of every peer named by host name send, among its name's
+    /// addresses as last looked up (an uplink's address families changed: before the next
+    /// lookup).
+    pub(super) fn choose_cached(&self, now: Time) {
+        for (i, peer) in self.peers.list().iter().enumerate() {
+            let known = !peer
+                .resolved
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .addrs
+                .is_empty();
+            if !peer.listening && known {
+                self.choose_remotes(i, peer, now);
+            }
+        }
+    }
+
     /// Look at the peers named by host name every [`RESOLVE_EVERY`], and at once when an
     /// uplink's address families change, for as long as the daemon runs.
     pub async fn resolver_task(self: Arc<Self>) -> Result<()> {

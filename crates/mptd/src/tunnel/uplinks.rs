@@ -74,6 +74,32 @@ impl Tunnel {
         Ok(format!("path {name}: {change:?} for {peers} peer(s)"))
     }
 
+    /// A dual-stack path's interface's address families ([`crate::families`]), kept in `u`:
+    /// whether they changed (the resolver is told to look the names up again). With none, the
+    /// uplink is `down` for having no address.
+    fn look_at_families(
+        &self,
+        cfg: &crate::config::PathConfig,
+        u: &mut uplinks::Uplink,
+        down: &mut Option<UplinkDown>,
+    ) -> bool {
+        let (Some(i), true) = (&cfg.interface, cfg.dual) else {
+            return false;
+        };
+        let families = crate::families::of_interface(i);
+        if families == crate::families::Families::default() && down.is_none() {
+            *down = Some(UplinkDown::NoAddress);
+        }
+        if families == u.families {
+            return false;
+        }
+        info!(path = %cfg.name, interface = %i, families = families.name(),
+            "the interface's address families changed: choosing the peer's address again");
+        u.families = families;
+        self.resolve_now.notify_one();
+        true
+    }
+
     /// Look at every path's interface now, and act on what changed.
     pub fn check_uplinks(&self) {
         let now = self.clock.now();
@@ -111,17 +137,14 @@ impl Tunnel {
                     }
                 }
             }
+            if self.look_at_families(cfg, &mut u, &mut down) {
+                // chosen before the path rejoins: its first keepalive goes where it can reach
+                drop(u);
+                self.choose_cached(now);
+                u = sock.lock_uplink();
+            }
             if u.admin_down {
                 down = Some(UplinkDown::Administrative);
-            }
-            if let (Some(i), true) = (&cfg.interface, cfg.dual) {
-                let families = crate::families::of_interface(i);
-                if families != u.families {
-                    info!(path = %cfg.name, interface = ifname, families = families.name(),
-                        "the interface's address families changed: choosing the peer's address again");
-                    u.families = families;
-                    self.resolve_now.notify_one();
-                }
             }
             if down == u.down {
                 continue;
