@@ -220,7 +220,7 @@ fn up_in(paths: &[PathStatus], name: &str, v6: bool) -> bool {
 
 #[test]
 fn ipv4_only_and_ipv6_only_uplinks_find_the_server_by_name() {
-    need!("families", "tc", "iperf3", "getent", "ping");
+    need!("families", "tc", "iperf3", "getent", "ping", "nft");
     let (site, vps) = (
         PrivateKey::generate().expect("key"),
         PrivateKey::generate().expect("key"),
@@ -358,4 +358,46 @@ fn ipv4_only_and_ipv6_only_uplinks_find_the_server_by_name() {
         "wan4 stays up: {}",
         paths[0].state
     );
+
+    // wan6 dual-stack, its IPv6 black-holed beyond the uplink: a site started now tries IPv6
+    // on it first, then IPv4, and keeps IPv4
+    lab.sh(
+        "site",
+        "sysctl -qw net.ipv6.conf.wan6.disable_ipv6=0; ip addr add 2001:db8:31::2/64 dev wan6 nodad
+         ip -6 route add default via 2001:db8:31::1 dev wan6",
+    );
+    lab.sh(
+        "inet",
+        "nft 'add table ip6 lab; add chain ip6 lab c { type filter hook forward priority 0; }; add rule ip6 lab c iifname s6 drop'",
+    );
+    let mut old = lab.children.remove(1);
+    terminate(&mut old);
+    let site_config = std::fs::read_to_string(lab.dir.join("site.toml")).expect("config");
+    let body = site_config
+        .split("\n[security]")
+        .next()
+        .expect("body")
+        .to_owned();
+    let t0 = Instant::now();
+    lab.start("site", &site, &body);
+    let tried_v6 = std::sync::atomic::AtomicBool::new(false);
+    lab.wait(
+        "wan6 (both families, IPv6 black-holed) up on IPv4",
+        Duration::from_secs(10),
+        |p| {
+            if p.iter()
+                .any(|p| p.name == "wan6" && remote_v6(p) == Some(true))
+            {
+                tried_v6.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+            up_in(p, "wan6", false) && up_in(p, "wan4", false)
+        },
+    );
+    let took = t0.elapsed();
+    let tried_v6 = tried_v6.into_inner();
+    eprintln!(
+        "RESULT families: wan6 with both families, IPv6 black-holed: up on IPv4 {:.2} s after the site's start (IPv6 tried first: {tried_v6})",
+        took.as_secs_f64()
+    );
+    assert!(tried_v6, "the path tried IPv6 first");
 }
