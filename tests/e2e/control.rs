@@ -217,6 +217,7 @@ fn hooks_run_with_the_event_in_their_environment_and_failures_are_logged() {
             // the daemon or the next hooks
             peer_down: Some(format!("{line}; echo oops >&2; sleep 30")),
             peer_active: None,
+            path_budget: None,
             timeout_ms: Some(500),
         }),
         ..TunnelOpts::default()

@@ -8,6 +8,7 @@
 
 mod bad_input;
 mod bonding;
+mod budgets;
 mod bundles;
 mod classes;
 mod concentrators;

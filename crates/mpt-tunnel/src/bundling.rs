@@ -263,7 +263,7 @@ impl Sending<'_> {
             self.pmtu_data_sent(i, body + self.cfg.overhead().datagram(), last);
         }
         self.keep_bundled(now, &header, &buf[prefix..]);
-        if self.paths[i].fec_tx.k > 0 && self.parity() {
+        if self.paths[i].parity_on() && self.parity() {
             self.parity_tx()
                 .entries(now, &header, &buf[prefix..], parities);
         }

@@ -138,6 +138,18 @@ drop_reasons! {
     /// Compressed TCP packets whose reference the resequencer gave up (or that a newer one
     /// replaced): refused, never rebuilt against another.
     NoReference => no_reference,
+    /// Outbound datagrams a stream path's queue had no room for (TCP or TLS: the scheduler
+    /// sends elsewhere once it sees the queue; these came before it did).
+    StreamFull => stream_full,
+    /// Streams closed because they sent a length the tunnel never sends (garbage, or a
+    /// stranger speaking another protocol).
+    StreamGarbage => stream_garbage,
+    /// Streams closed because no authentic datagram came on them within 10 s of connecting.
+    StreamUnauthenticated => stream_unauthenticated,
+    /// Streams closed because they read nothing we wrote for 5 s (a slow or stuck reader).
+    StreamSlowReader => stream_slow_reader,
+    /// Stream connections refused because the listener had as many as it takes.
+    StreamRefused => stream_refused,
 }
 
 impl DropReason {

@@ -35,6 +35,11 @@ pub enum UplinkDown {
     /// The interface has no address to send from (a dual-stack path's uplink between
     /// addresses, or before its first).
     NoAddress,
+    /// The path's stream (TCP or TLS) broke, and is being connected again.
+    Connecting,
+    /// The path's data budget is spent and it is set to go off then (`budget_exhausted =
+    /// "off"`), until its next period or a reset.
+    Budget,
 }
 
 impl DownReason {
@@ -56,6 +61,8 @@ impl UplinkDown {
             UplinkDown::LinkDown => "link down",
             UplinkDown::Administrative => "set down by the operator",
             UplinkDown::NoAddress => "no address",
+            UplinkDown::Connecting => "its TCP connection is being made again",
+            UplinkDown::Budget => "data budget spent",
         }
     }
 }

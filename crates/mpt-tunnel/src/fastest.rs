@@ -15,8 +15,9 @@ use crate::PathSettings;
 /// the path's smallest one-way delay above the nearest path's, as the peer's last report
 /// (within a second) gives it, or else half its smoothed round-trip time (which a report's
 /// way back and the queue of the packet it answers are part of). Only paths the scheduler may
-/// use (`paths` with their settings `cfg`), and backup paths only while no regular one is
-/// usable.
+/// use (`paths` with their settings `cfg`), backup paths only while no regular one is
+/// usable, and stream paths (TCP or TLS, whose losses wait for their transport's resending)
+/// only while no datagram path is.
 pub(crate) fn soonest_where(
     now: Time,
     paths: &[PathState],
@@ -24,11 +25,13 @@ pub(crate) fn soonest_where(
     sched: &dyn Scheduler,
     allowed: impl Fn(PathId) -> bool + Copy,
 ) -> Option<PathId> {
-    let usable = || {
+    let any = || {
         (0..paths.len())
             .map(|i| PathId(i as u8))
             .filter(move |&p| allowed(p) && paths[p.index()].usable())
     };
+    let datagrams = any().any(|p| !paths[p.index()].stream);
+    let usable = move || any().filter(move |&p| !(datagrams && paths[p.index()].stream));
     // the highest tier that has a usable path
     let tier = |p: PathId| cfg[p.index()].tier();
     let top = usable().map(tier).min()?;

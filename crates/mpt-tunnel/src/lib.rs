@@ -90,7 +90,7 @@ pub use limits::{HANDSHAKES_PER_SECOND, HANDSHAKES_PER_SOURCE, LOAD_PER_SECOND};
 pub use liveness::LinkState;
 pub use open::{Opened, Opener};
 pub use pace::{PACE_HOLD_MAX, PACE_LIMIT};
-pub use path::PathInfo;
+pub use path::{PathInfo, STREAM_DEAD};
 pub use pmtu::BASE_DATAGRAM;
 pub use reassembly::{Piece, Reassembly, MAX_INCOMPLETE, MAX_PIECES};
 pub use resend::{
@@ -98,7 +98,8 @@ pub use resend::{
 };
 pub use send::SendError;
 pub use settings::{
-    idle_dead, ConnectionConfig, KeySettings, PathSettings, IDLE_AFTER, REKEY_AFTER, WAKE_COPY_MAX,
+    idle_dead, ConnectionConfig, KeySettings, PathSettings, Transport, IDLE_AFTER, REKEY_AFTER,
+    WAKE_COPY_MAX,
 };
 
 use mpt_core::PathId;

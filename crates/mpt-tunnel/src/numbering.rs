@@ -285,7 +285,7 @@ impl Sending<'_> {
             kept.keep(path, header.path_seq, header.seq, now, packet, reference);
         }
         // a parity its packet completes leaves after it
-        let parity = if self.paths[i].fec_tx.k > 0 && self.parity() {
+        let parity = if self.paths[i].parity_on() && self.parity() {
             self.parity_tx().add(now, &header, packet)
         } else {
             None

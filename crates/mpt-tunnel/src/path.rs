@@ -65,6 +65,9 @@ pub(crate) struct PathState {
     pub(crate) idle_sent_at: Time,
     /// Data woke the idle path at this time, and the peer has not been heard on it since.
     pub(crate) woken_at: Option<Time>,
+    /// The path's datagrams go on a stream (TCP or TLS), which delivers them whole and in
+    /// order and resends them itself ([`crate::Transport::Stream`]).
+    pub(crate) stream: bool,
 }
 
 impl PathState {
@@ -80,7 +83,14 @@ impl PathState {
     /// the path lost something lately.
     #[inline]
     pub(crate) fn keeps(&self, now: Time) -> bool {
-        self.keep_until.is_some_and(|t| now < t)
+        self.keep_until.is_some_and(|t| now < t) && !self.stream
+    }
+
+    /// Whether the path's packets go with parity: its loss asks for it (the group size is not
+    /// 0), and it is no stream, which loses nothing.
+    #[inline]
+    pub(crate) fn parity_on(&self) -> bool {
+        self.fec_tx.k > 0 && !self.stream
     }
 
     /// Whether the path is idle at `now` ([`crate::ConnectionConfig::idle_keepalive`], in
@@ -111,6 +121,7 @@ impl PathState {
             Some(every) if self.idle(now, cfg) && self.live.state != LinkState::Down => {
                 crate::idle_dead(every, cfg.dead)
             }
+            _ if self.stream => cfg.dead.max(STREAM_DEAD),
             _ => cfg.dead,
         }
     }
@@ -146,6 +157,7 @@ impl PathState {
             active_at: now,
             idle_sent_at: now,
             woken_at: None,
+            stream: false,
             pmtu: crate::pmtu::Pmtu::new(
                 now,
                 ceiling,
@@ -205,6 +217,12 @@ pub struct PathInfo {
 /// base datagram are sent: a 1500-byte probe holds a 1 Mbit/s path for 12 ms, a 64 kbit/s one
 /// for 0.19 s.
 pub const SLOW_PATH: u64 = 1_000_000;
+
+/// A stream path (TCP or TLS) is down after at least this long in silence: its transport
+/// holds what it carries back while it resends a loss (a retransmission timeout is 200 ms at
+/// the least, and doubles), and a broken connection is the driver's to report
+/// ([`crate::UplinkDown::Connecting`]).
+pub const STREAM_DEAD: Duration = Duration::from_secs(3);
 
 /// On a path we send data on, keepalives are answered at most this often.
 pub const BUSY_ACK_INTERVAL: Duration = Duration::from_secs(1);

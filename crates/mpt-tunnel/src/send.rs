@@ -253,10 +253,10 @@ impl<P> Connection<P> {
         }
         self.request_references();
         let paths = &self.paths;
-        self.resend
-            .collect_gaps(now, &mut self.rx.reseq, |path, ps| {
-                paths[path.index()].fec_rx.repaired(ps)
-            });
+        self.resend.collect_gaps(now, &mut self.rx.reseq, |g| {
+            let p = &paths[g.path.index()];
+            p.stream || (g.count == 1 && p.fec_rx.repaired(g.first))
+        });
         let Some(ranges) = self.resend.take_asked() else {
             return;
         };

@@ -41,6 +41,20 @@ impl PathSettings {
     }
 }
 
+/// How a path's datagrams travel, as the driver carries them ([`crate::Connection::set_path_transport`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Transport {
+    /// One UDP datagram each: they may be lost, reordered or cut by the path's MTU.
+    #[default]
+    Datagram,
+    /// Length-prefixed on a TCP connection (or TLS on one): delivered whole and in order, any
+    /// size, and resent by the transport. The engine resends nothing there, asks for nothing
+    /// lost there, sends no parity there, does not search the path's MTU, waits longer before
+    /// it calls the path dead ([`crate::path::STREAM_DEAD`]), and keeps light traffic off it
+    /// while a datagram path is up.
+    Stream,
+}
+
 /// Who we are, who the peer is, and how the session is sealed.
 #[derive(Debug, Clone)]
 pub struct KeySettings {

@@ -99,6 +99,37 @@ impl<P> Connection<P> {
         }
     }
 
+    /// The driver carries `path`'s datagrams by `transport` from now on. A change starts the
+    /// path's MTU afresh (a stream's is its ceiling, found; a datagram path searches again
+    /// from the base size) and its parity.
+    pub fn set_path_transport(&mut self, now: Time, path: PathId, transport: crate::Transport) {
+        let stream = transport == crate::Transport::Stream;
+        let ceiling = self.cfg.datagram_ceiling(path.index());
+        let Some(p) = self.paths.get_mut(path.index()) else {
+            return;
+        };
+        if p.stream == stream {
+            return;
+        }
+        p.stream = stream;
+        let outer = p.pmtu.outer;
+        p.pmtu = if stream {
+            crate::pmtu::Pmtu::fixed(now, ceiling, outer)
+        } else {
+            crate::pmtu::Pmtu::new(now, ceiling, outer)
+        };
+        p.fec_tx = Default::default();
+        p.keep_until = None;
+    }
+
+    /// How `path`'s datagrams travel ([`Connection::set_path_transport`]).
+    pub fn path_transport(&self, path: PathId) -> crate::Transport {
+        match self.paths.get(path.index()) {
+            Some(p) if p.stream => crate::Transport::Stream,
+            _ => crate::Transport::Datagram,
+        }
+    }
+
     /// When [`Connection::handle_timeout`] should next be called: the periodic jobs always have
     /// a next time.
     pub fn poll_timeout(&self) -> Time {
@@ -154,15 +185,17 @@ impl<P> Connection<P> {
         }
     }
 
-    /// Path MTU probes due at `now`, on paths that are up and whose peer answers them.
+    /// Path MTU probes due at `now`, on datagram paths that are up and whose peer answers
+    /// them.
     fn pmtu_tick(&mut self, now: Time) {
         if self.session.theirs.is_none() || !self.session.peer.pieces {
             return;
         }
         for i in 0..self.paths.len() {
             let up = self.paths[i].state() == LinkState::Up;
-            // an idle path's size is confirmed when data wakes it
-            if !up || self.paths[i].remote.is_none() || self.paths[i].idle(now, &self.cfg) {
+            // an idle path's size is confirmed when data wakes it; a stream's is its ceiling
+            let p = &self.paths[i];
+            if !up || p.remote.is_none() || p.idle(now, &self.cfg) || p.stream {
                 continue;
             }
             let rate =

@@ -3,6 +3,7 @@
 //! connections make their sessions and stay idle (keepalives only) for a minute of simulated
 //! time; what the connections hold then, once the simulator is gone, is bounded.
 
+#[allow(dead_code)]
 mod sim;
 
 use std::alloc::{GlobalAlloc, Layout, System};

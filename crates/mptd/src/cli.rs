@@ -118,4 +118,16 @@ pub enum PathAction {
     Rate {
         rate: String,
     },
+    /// Its data budget (`budget`): `reset` starts its count again from 0 until the period's
+    /// end, and puts the path back in its tier.
+    Budget {
+        #[command(subcommand)]
+        action: BudgetAction,
+    },
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum BudgetAction {
+    /// Start the count again from 0.
+    Reset,
 }

@@ -32,9 +32,35 @@ impl Clock {
         unix.saturating_sub(self.now().as_nanos())
     }
 
+    /// The wall clock now: Unix seconds, and the local time's offset from UTC in seconds
+    /// (`localtime_r`'s, as the TZ setting has it; 0 where it cannot be read). For the data
+    /// budgets' calendar, which follows the local date.
+    #[allow(clippy::disallowed_methods)]
+    pub fn wall(&self) -> (i64, i32) {
+        let unix = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        (unix, utc_offset(unix))
+    }
+
     /// The tokio instant corresponding to `t`.
     pub fn instant(&self, t: Time) -> tokio::time::Instant {
         tokio::time::Instant::from_std(self.start + std::time::Duration::from_nanos(t.as_nanos()))
+    }
+}
+
+/// The local time's offset from UTC at `unix` (seconds), as `localtime_r` has it (the TZ
+/// setting); 0 where it cannot be read.
+pub fn utc_offset(unix: i64) -> i32 {
+    let t = unix as libc::time_t;
+    // SAFETY: a zeroed `tm` is a valid value, and localtime_r writes only the `tm` it is given.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers are to live locals for the call's duration.
+    let ok = !unsafe { libc::localtime_r(&t, &mut tm) }.is_null();
+    if ok {
+        tm.tm_gmtoff as i32
+    } else {
+        0
     }
 }
 

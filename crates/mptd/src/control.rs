@@ -1,7 +1,7 @@
 //! The control socket: one request line in, one JSON document out.
 //!
 //! Requests: `status` (the status document, `docs/status.md`); `path NAME up|down|backup|
-//! primary|weight W|rate R` (the operator changes a `[[path]]`), `reload` (read the
+//! primary|weight W|rate R|budget reset` (the operator changes a `[[path]]`), `reload` (read the
 //! configuration file again and apply it) and `showconf` (the running configuration),
 //! answered with `{"ok": "..."}` or `{"error": "..."}`.
 
@@ -90,6 +90,10 @@ async fn answer(stream: UnixStream, sh: Arc<Tunnel>) {
             Ok(done) => serde_json::json!({ "ok": done }).to_string(),
             Err(e) => error_json(&e),
         },
+        ["path", name, "budget", "reset"] => match sh.budget_reset(name) {
+            Ok(done) => serde_json::json!({ "ok": done }).to_string(),
+            Err(e) => error_json(&e),
+        },
         ["path", name, ref change @ ..] => match path_change(change) {
             Ok(c) => match sh.set_spec(name, c) {
                 Ok(done) => serde_json::json!({ "ok": done }).to_string(),
@@ -99,7 +103,7 @@ async fn answer(stream: UnixStream, sh: Arc<Tunnel>) {
         },
         _ => error_json(&format!(
             "unknown request {:?}, expected \"status\", \"showconf\", \"reload\" or \"path \
-             NAME up|down|backup|primary|weight W|rate R\"",
+             NAME up|down|backup|primary|weight W|rate R|budget reset\"",
             line.trim()
         )),
     };

@@ -18,6 +18,7 @@
 //!   randomness without a system call under the lock.
 
 pub mod batch;
+pub mod budget;
 pub mod cli;
 pub mod clock;
 pub mod config;
@@ -35,6 +36,7 @@ pub mod random;
 pub mod routes;
 pub mod standby;
 pub mod status;
+pub mod stream;
 pub mod tunnel;
 pub mod uplinks;
 

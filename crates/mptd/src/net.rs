@@ -401,6 +401,7 @@ mod tests {
             route_protocol: 200,
             fail_closed: false,
             failback: std::time::Duration::from_secs(10),
+            state_dir: None,
         };
         let net = "192.168.10.0/24".parse().expect("prefix");
         assert_eq!(

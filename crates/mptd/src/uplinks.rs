@@ -25,6 +25,9 @@ pub struct Uplink {
     pub admin_down: bool,
     /// The address families the interface has (a dual-stack path's; [`crate::families`]).
     pub families: crate::families::Families,
+    /// The path's data budget is spent and `budget_exhausted = "off"`: it is down until the
+    /// next period or a reset.
+    pub budget_off: bool,
 }
 
 /// How often the interfaces are checked without a netlink event.

@@ -57,6 +57,11 @@ pub struct TunnelOpts {
     pub pace: Option<bool>,
     /// `[[class]]` entries, on both ends.
     pub classes: Vec<mptd::config::ClassFile>,
+    /// Side A's paths' data budgets: (link index, `budget` such as "5 MB",
+    /// `budget_exhausted`: `None` for the default, backup).
+    pub budgets_on_a: Vec<(usize, String, Option<String>)>,
+    /// `tunnel.state_dir` of side A's daemon (B has none).
+    pub state_dir_on_a: Option<String>,
 }
 
 impl TunnelOpts {
@@ -97,6 +102,8 @@ impl Default for TunnelOpts {
             compress: None,
             pace: None,
             classes: Vec::new(),
+            budgets_on_a: Vec::new(),
+            state_dir_on_a: None,
         }
     }
 }
@@ -157,6 +164,7 @@ impl Lab {
                 ]),
                 mtu: Some(i64::from(o.mtu)),
                 queues: Some(o.queues as i64),
+                state_dir: o.state_dir_on_a.clone().filter(|_| side == Side::A),
                 ..TunnelFile::default()
             }),
             connection: ConnectionFile {
@@ -202,11 +210,25 @@ impl Lab {
                         .and_then(|t| t.get(i))
                         .map(|&t| i64::from(t)),
                     mtu: None,
+                    ..self.budget_on(side, o, i)
                 })
                 .collect(),
             hooks: o.hooks_on_a.clone().filter(|_| side == Side::A),
             class: o.classes.clone(),
         })
+    }
+
+    /// Path `i`'s budget keys on `side` ([`TunnelOpts::budgets_on_a`]), the rest default.
+    fn budget_on(&self, side: Side, o: &TunnelOpts, i: usize) -> PathFile {
+        let b = o
+            .budgets_on_a
+            .iter()
+            .find(|(k, _, _)| *k == i && side == Side::A);
+        PathFile {
+            budget: b.map(|(_, text, _)| ::mptd::config::BytesFile::Text(text.clone())),
+            budget_exhausted: b.and_then(|(_, _, e)| e.clone()),
+            ..PathFile::default()
+        }
     }
 
     /// Write the config of `side` and return its path.

@@ -81,7 +81,7 @@ pub(crate) struct Pmtu {
     /// The largest worth having: the tunnel MTU's datagram, or the user's cap.
     ceiling: usize,
     /// The outer IP and UDP headers: a link MTU less these is a datagram size.
-    outer: usize,
+    pub(crate) outer: usize,
     /// The smallest size known not to pass (above `ceiling`: none).
     fails_at: usize,
     probe: Option<InFlight>,
@@ -131,6 +131,16 @@ impl Pmtu {
             drops: 0,
             delivery_mark: None,
             suspected: false,
+        }
+    }
+
+    /// A path whose transport carries any datagram up to `ceiling` (a stream: TCP or TLS cut
+    /// and join them as they please): found at the ceiling from the start, no search.
+    pub(crate) fn fixed(now: Time, ceiling: usize, outer: usize) -> Pmtu {
+        Pmtu {
+            size: ceiling,
+            found: true,
+            ..Pmtu::new(now, ceiling, outer)
         }
     }
 

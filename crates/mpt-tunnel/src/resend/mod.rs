@@ -212,17 +212,18 @@ pub(crate) struct Resend {
 
 impl Resend {
     /// The gaps `reseq` saw since the last call are to be asked for: not those longer than
-    /// [`MAX_RESEND_GAP`] (an outage), nor a one-packet gap `repaired` says a parity made
-    /// again before the gap was seen.
+    /// [`MAX_RESEND_GAP`] (an outage), nor those `unasked` says need no asking (a one-packet
+    /// gap a parity made again before the gap was seen; a gap on a stream path, whose
+    /// transport resends its losses: its only gaps are what a broken connection took).
     pub(crate) fn collect_gaps<P>(
         &mut self,
         now: Time,
         reseq: &mut Resequencer<P>,
-        repaired: impl Fn(PathId, u16) -> bool,
+        unasked: impl Fn(&mpt_reseq::Gap) -> bool,
     ) {
         reseq.take_gaps(&mut self.gaps);
         for g in self.gaps.drain(..) {
-            if g.count > MAX_RESEND_GAP || (g.count == 1 && repaired(g.path, g.first)) {
+            if g.count > MAX_RESEND_GAP || unasked(&g) {
                 continue;
             }
             self.asked.push(g);

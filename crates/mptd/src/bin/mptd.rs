@@ -275,6 +275,7 @@ async fn run(cfg: Config, keys: Keys, config: &std::path::Path) -> Result<()> {
     tasks.spawn(sh.clone().resolver_task());
     tasks.spawn(sh.clone().watchdog());
     tasks.spawn(sh.clone().summaries());
+    tasks.spawn(sh.clone().budget_task());
     if let Some(addr) = sh.cfg().control.metrics {
         tasks.spawn(mptd::metrics::serve(addr, sh.clone()));
     }
@@ -310,6 +311,9 @@ async fn run(cfg: Config, keys: Keys, config: &std::path::Path) -> Result<()> {
     tasks.shutdown().await;
     // the tasks are stopped: the goodbyes are the last datagrams we send
     sh.say_goodbye();
+    // the data budgets' counts, if they changed since the last write
+    let t = sh.clone();
+    let _ = tokio::task::spawn_blocking(move || t.save_budgets()).await;
     if let Some(down) = sh.cfg().hooks.down.clone() {
         let run = mptd::hooks::HookRun {
             event: mptd::hooks::HookEvent::Down,

@@ -85,6 +85,8 @@ pub struct HooksFile {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub peer_active: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub path_budget: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<i64>,
 }
 
@@ -150,6 +152,8 @@ pub struct TunnelFile {
     pub route_protocol: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failback_ms: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state_dir: Option<String>,
 }
 
 /// `[connection]` as written.
@@ -206,6 +210,22 @@ pub struct PathFile {
     pub priority: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mtu: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<BytesFile>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget_period: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget_reset: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget_exhausted: Option<String>,
+}
+
+/// A path's `budget`: bytes, or text such as `"20 GB"`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum BytesFile {
+    Bytes(i64),
+    Text(String),
 }
 
 /// A path's `rate`: bits per second, or text such as `"20mbit"`.

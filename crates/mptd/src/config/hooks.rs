@@ -15,6 +15,8 @@ pub struct HooksConfig {
     pub peer_down: Option<String>,
     /// Another peer carries a prefix several peers share (`crate::standby`).
     pub peer_active: Option<String>,
+    /// A path's data budget crossed 80 % or its limit, or began again (`crate::budget`).
+    pub path_budget: Option<String>,
     /// A hook still running after this is killed.
     pub timeout: Duration,
 }
@@ -31,6 +33,7 @@ pub enum HookEvent {
     PeerUp,
     PeerDown,
     PeerActive,
+    PathBudget,
 }
 
 impl HookEvent {
@@ -44,6 +47,7 @@ impl HookEvent {
             HookEvent::PeerUp => "peer_up",
             HookEvent::PeerDown => "peer_down",
             HookEvent::PeerActive => "peer_active",
+            HookEvent::PathBudget => "path_budget",
         }
     }
 }
@@ -61,6 +65,7 @@ impl Default for HooksConfig {
             peer_up: None,
             peer_down: None,
             peer_active: None,
+            path_budget: None,
             timeout: DEFAULT_HOOK_TIMEOUT,
         }
     }
@@ -78,6 +83,7 @@ impl HooksConfig {
             PeerUp => self.peer_up.as_deref(),
             PeerDown => self.peer_down.as_deref(),
             PeerActive => self.peer_active.as_deref(),
+            PathBudget => self.path_budget.as_deref(),
         }
     }
 
@@ -88,5 +94,6 @@ impl HooksConfig {
             && self.peer_up.is_none()
             && self.peer_down.is_none()
             && self.peer_active.is_none()
+            && self.path_budget.is_none()
     }
 }

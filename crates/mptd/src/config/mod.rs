@@ -21,11 +21,11 @@ pub use hooks::{HookEvent, HooksConfig, DEFAULT_HOOK_TIMEOUT};
 pub use keys::Keys;
 
 pub use file::{
-    ClassFile, ConfigFile, ConnectionFile, ControlFile, HooksFile, ListenFile, PathFile, PeerFile,
-    PortFile, ProtocolFile, RateFile, SecurityFile, TunnelFile,
+    BytesFile, ClassFile, ConfigFile, ConnectionFile, ControlFile, HooksFile, ListenFile, PathFile,
+    PeerFile, PortFile, ProtocolFile, RateFile, SecurityFile, TunnelFile,
 };
-pub use validate::parse_rate;
 use validate::Validator;
+pub use validate::{parse_bytes, parse_rate};
 
 /// A validated configuration.
 #[derive(Debug, Clone, PartialEq)]
@@ -129,6 +129,9 @@ pub struct TunnelConfig {
     /// A peer of a higher priority than the one carrying its prefixes, up again after it was
     /// down, takes them back once it has been up this long (`failback_ms`).
     pub failback: Duration,
+    /// Where what must outlive a restart is kept (the paths' data budgets, `budget.json`):
+    /// `tunnel.state_dir`, or else systemd's `$STATE_DIRECTORY` when the daemon starts.
+    pub state_dir: Option<std::path::PathBuf>,
 }
 
 /// `[connection]`: how packets are spread and put back in order.
@@ -198,6 +201,41 @@ pub struct PathConfig {
     pub priority: u8,
     /// A cap on the path's MTU (outer IP packet bytes); discovery finds it otherwise.
     pub mtu: Option<u16>,
+    /// A data budget: at most so many bytes on the path's uplink per period.
+    pub budget: Option<BudgetConfig>,
+}
+
+/// A path's data budget, as configured (`budget`, `budget_period`, `budget_reset`,
+/// `budget_exhausted`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BudgetConfig {
+    /// Bytes per period, both ways, headers included.
+    pub limit: u64,
+    pub period: crate::budget::calendar::Period,
+    /// The day a period starts: of the month (1-31), or of the week (1 Monday to 7 Sunday);
+    /// 1 for a daily period.
+    pub reset_day: u8,
+    /// What the path does once the budget is spent, until the next period.
+    pub exhausted: Exhausted,
+}
+
+/// What a path whose budget is spent does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exhausted {
+    /// It goes below every tier: it carries traffic only while no other path can.
+    Backup,
+    /// It carries nothing.
+    Off,
+}
+
+impl Exhausted {
+    /// Its name, as `budget_exhausted` writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Exhausted::Backup => "backup",
+            Exhausted::Off => "off",
+        }
+    }
 }
 
 /// `[control]`: the unix socket `mptctl` talks to.

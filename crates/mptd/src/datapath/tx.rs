@@ -14,6 +14,7 @@ use crate::batch::GsoRun;
 use crate::tunnel::Tunnel;
 
 mod paced;
+mod stream;
 use paced::HOLD_MAX;
 
 /// Packets the tx task gathers from the TUN device per batch.
@@ -381,13 +382,23 @@ async fn send_whole(t: &Tunnel, peer: &crate::peer::Peer, b: &mpt_tunnel::Datagr
         t.io_drop(DropReason::SendError, 1);
         return;
     };
+    let way = crate::tunnel::way(&s, b.destination);
+    if !matches!(way, crate::stream::Way::Udp) {
+        if crate::tunnel::send_on(&t.counters, &way, &b.contents) {
+            peer.sent(b.path, 1, b.contents.len());
+        }
+        return;
+    }
     t.counters.calls.udp_sends.fetch_add(1, Relaxed);
     match s
         .io
         .send(&b.contents, b.destination, peer.source(b.path))
         .await
     {
-        Ok(()) => peer.sent(b.path, 1, b.contents.len()),
+        Ok(()) => {
+            s.wire.sent(b.destination, 1, b.contents.len());
+            peer.sent(b.path, 1, b.contents.len());
+        }
         Err(e) => t.send_failed(peer, b.path, b.contents.len(), &e),
     }
 }
@@ -411,6 +422,10 @@ async fn flush_run(
         run.clear();
         return;
     };
+    let way = crate::tunnel::way(&p, remote);
+    if !matches!(way, crate::stream::Way::Udp) {
+        return stream::send_run(t, peer, path, &way, run, bufs);
+    }
     t.counters.calls.udp_sends.fetch_add(1, Relaxed);
     let result = if count > 1 && p.gso_refused.load(Relaxed) {
         Err(std::io::Error::from_raw_os_error(libc::EIO))
@@ -420,7 +435,10 @@ async fn flush_run(
     trace!(peer = %peer.cfg().name, path = %t.path_name(peer, path), datagrams = count, bytes,
         ok = result.is_ok(), "sent a run");
     match result {
-        Ok(()) => peer.sent(path, count, bytes),
+        Ok(()) => {
+            p.wire.sent(remote, count, bytes);
+            peer.sent(path, count, bytes);
+        }
         Err(e) if count > 1 => {
             if e.raw_os_error() == Some(libc::EIO) && !p.gso_refused.swap(true, Relaxed) {
                 warn!(socket = %p.name(), "the kernel refuses UDP GSO on this socket; sending one datagram per call");
@@ -429,7 +447,10 @@ async fn flush_run(
             }
             for d in run.datagrams(bufs) {
                 match p.io.send(d, remote, peer.source(path)).await {
-                    Ok(()) => peer.sent(path, 1, d.len()),
+                    Ok(()) => {
+                        p.wire.sent(remote, 1, d.len());
+                        peer.sent(path, 1, d.len());
+                    }
                     Err(e) => t.send_failed(peer, path, d.len(), &e),
                 }
             }

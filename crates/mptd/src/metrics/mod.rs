@@ -162,6 +162,36 @@ const METRICS: &[Metric] = &[
         of: Of::PathReading(|p| p.last_heard_ms.map(|ms| ms as f64 / 1000.0)),
     },
     Metric {
+        name: "path_wire_sent_bytes",
+        help: "Bytes the path's socket sent on the wire, outer IP and UDP headers included",
+        of: Of::PathCount(|p| p.wire_tx_bytes),
+    },
+    Metric {
+        name: "path_wire_received_bytes",
+        help: "Bytes the path's socket received on the wire, outer IP and UDP headers included",
+        of: Of::PathCount(|p| p.wire_rx_bytes),
+    },
+    Metric {
+        name: "path_budget_used_bytes",
+        help: "Bytes the path's data budget counted in its period (both ways, headers included)",
+        of: Of::PathReading(|p| p.budget.as_ref().map(|b| b.used as f64)),
+    },
+    Metric {
+        name: "path_budget_limit_bytes",
+        help: "The path's data budget per period",
+        of: Of::PathReading(|p| p.budget.as_ref().map(|b| b.limit as f64)),
+    },
+    Metric {
+        name: "path_budget_period_end_seconds",
+        help: "When the path's data budget period ends (Unix time)",
+        of: Of::PathReading(|p| p.budget.as_ref().map(|b| b.period_end as f64)),
+    },
+    Metric {
+        name: "path_budget_exhausted",
+        help: "1 while the path's data budget is spent (the path demoted or off), 0 otherwise",
+        of: Of::PathReading(|p| p.budget.as_ref().map(|b| f64::from(u8::from(b.exhausted)))),
+    },
+    Metric {
         name: "peer_session_up",
         help: "1 while a handshake has made a session with the peer",
         of: Of::PeerReading(|p| Some(f64::from(u8::from(p.keys_agreed)))),

@@ -132,6 +132,17 @@ fn sample() -> (crate::status::Status, Vec<ReseqHistograms>) {
                 rtt_us: (j == 0).then_some(b + 13),
                 rate_bps: (i == 0).then_some(b * 8 + 14),
                 last_heard_ms: (i + j != 1).then_some(b + 15),
+                wire_tx_bytes: b + 16,
+                wire_rx_bytes: b + 17,
+                budget: (i + j == 0).then(|| crate::status::BudgetStatus {
+                    limit: 20_000_000_000,
+                    used: 3_210_000_000,
+                    left: 16_790_000_000,
+                    period_start: 1_796_083_200,
+                    period_end: 1_798_761_600,
+                    exhausted: false,
+                    action: "backup".into(),
+                }),
                 ..Default::default()
             });
         }
@@ -313,6 +324,30 @@ mptd_path_rate_bytes_per_second{peer="alpha",path="lte"} 1101.75
 # TYPE mptd_path_last_heard_seconds gauge
 mptd_path_last_heard_seconds{peer="alpha",path="lte"} 1.115
 mptd_path_last_heard_seconds{peer="beta",path="dsl"} 2.215
+# HELP mptd_path_wire_sent_bytes Bytes the path's socket sent on the wire, outer IP and UDP headers included.
+# TYPE mptd_path_wire_sent_bytes counter
+mptd_path_wire_sent_bytes_total{peer="alpha",path="dsl"} 1216
+mptd_path_wire_sent_bytes_total{peer="alpha",path="lte"} 1116
+mptd_path_wire_sent_bytes_total{peer="beta",path="dsl"} 2216
+mptd_path_wire_sent_bytes_total{peer="beta",path="lte"} 2116
+# HELP mptd_path_wire_received_bytes Bytes the path's socket received on the wire, outer IP and UDP headers included.
+# TYPE mptd_path_wire_received_bytes counter
+mptd_path_wire_received_bytes_total{peer="alpha",path="dsl"} 1217
+mptd_path_wire_received_bytes_total{peer="alpha",path="lte"} 1117
+mptd_path_wire_received_bytes_total{peer="beta",path="dsl"} 2217
+mptd_path_wire_received_bytes_total{peer="beta",path="lte"} 2117
+# HELP mptd_path_budget_used_bytes Bytes the path's data budget counted in its period (both ways, headers included).
+# TYPE mptd_path_budget_used_bytes gauge
+mptd_path_budget_used_bytes{peer="alpha",path="lte"} 3210000000.0
+# HELP mptd_path_budget_limit_bytes The path's data budget per period.
+# TYPE mptd_path_budget_limit_bytes gauge
+mptd_path_budget_limit_bytes{peer="alpha",path="lte"} 20000000000.0
+# HELP mptd_path_budget_period_end_seconds When the path's data budget period ends (Unix time).
+# TYPE mptd_path_budget_period_end_seconds gauge
+mptd_path_budget_period_end_seconds{peer="alpha",path="lte"} 1798761600.0
+# HELP mptd_path_budget_exhausted 1 while the path's data budget is spent (the path demoted or off), 0 otherwise.
+# TYPE mptd_path_budget_exhausted gauge
+mptd_path_budget_exhausted{peer="alpha",path="lte"} 0.0
 # HELP mptd_peer_session_up 1 while a handshake has made a session with the peer.
 # TYPE mptd_peer_session_up gauge
 mptd_peer_session_up{peer="alpha"} 1.0
@@ -355,6 +390,11 @@ mptd_dropped_packets_total{reason="sealed"} 0
 mptd_dropped_packets_total{reason="send_error"} 0
 mptd_dropped_packets_total{reason="source_not_allowed"} 0
 mptd_dropped_packets_total{reason="stale_handshake"} 0
+mptd_dropped_packets_total{reason="stream_full"} 0
+mptd_dropped_packets_total{reason="stream_garbage"} 0
+mptd_dropped_packets_total{reason="stream_refused"} 0
+mptd_dropped_packets_total{reason="stream_slow_reader"} 0
+mptd_dropped_packets_total{reason="stream_unauthenticated"} 0
 mptd_dropped_packets_total{reason="too_big"} 0
 mptd_dropped_packets_total{reason="too_old"} 0
 mptd_dropped_packets_total{reason="truncated"} 0

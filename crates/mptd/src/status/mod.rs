@@ -329,6 +329,34 @@ pub struct PathStatus {
     /// (`docs/protocol.md`, "Delay equalisation"), milliseconds.
     #[serde(default)]
     pub equalise_ms: f64,
+    /// Bytes its socket sent and received on the wire, the outer IP and UDP headers
+    /// included (a `[[path]]`'s socket; a listening peer's paths show their `[[listen]]`
+    /// socket's, which all its peers share).
+    #[serde(default)]
+    pub wire_tx_bytes: u64,
+    #[serde(default)]
+    pub wire_rx_bytes: u64,
+    /// Its data budget (`budget`), if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<BudgetStatus>,
+}
+
+/// A path's data budget in its period.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct BudgetStatus {
+    /// Bytes per period, both ways, headers included.
+    pub limit: u64,
+    /// Counted in this period, and left.
+    pub used: u64,
+    pub left: u64,
+    /// The period: from its start to its end (Unix seconds).
+    pub period_start: i64,
+    pub period_end: i64,
+    /// The limit is reached: the path is demoted (`backup`) or down (`off`) until the period
+    /// ends or the operator resets the count.
+    pub exhausted: bool,
+    /// `budget_exhausted`: "backup" or "off".
+    pub action: String,
 }
 
 /// The peer's view of one of our paths (from its receiver reports).

@@ -93,7 +93,18 @@ impl Tunnel {
         let Some(sock) = self.socket(at.socket) else {
             return;
         };
-        if sock.io.try_send(reply, at.from, at.to).is_ok() {
+        let way = super::socket::way(&sock, at.from);
+        let sent = match way {
+            crate::stream::Way::Udp => {
+                let ok = sock.io.try_send(reply, at.from, at.to).is_ok();
+                if ok {
+                    sock.wire.sent(at.from, 1, reply.len());
+                }
+                ok
+            }
+            way => super::socket::send_on(&self.counters, &way, reply),
+        };
+        if sent {
             self.counters
                 .calls
                 .cookie_replies

@@ -34,6 +34,7 @@ use crate::peer::Peer;
 use crate::peer::RxBuf;
 
 mod accept;
+mod budget;
 mod counters;
 mod events;
 mod kernel;
@@ -47,11 +48,12 @@ mod status;
 mod uplinks;
 
 pub use accept::Arrival;
+pub use budget::Budgets;
 pub use counters::{Calls, Counters};
 pub use kernel::{DefaultRoute, KernelRoutes};
 pub use peers::{PeerTable, Peers};
 use settings::{config_paths, random_source, Placement, Settings};
-pub use socket::{SockIo, Sockets};
+pub use socket::{send_on, way, SockIo, Sockets};
 
 /// Everything the tasks share.
 pub struct Tunnel {
@@ -90,6 +92,10 @@ pub struct Tunnel {
     pub rx_beat: AtomicU64,
     /// The operator's `[hooks]`, and the queue their task takes (once) at start.
     pub hooks: crate::hooks::Hooks,
+    /// Where the stream paths' frames meet ([`crate::stream::Hub`]).
+    pub streams: crate::stream::Hub,
+    /// The paths' data budgets (`budget.rs`).
+    pub budgets: Budgets,
 }
 
 /// What the endpoints asked for while locked, to be done once the lock is released.
@@ -168,6 +174,8 @@ impl Tunnel {
             send_turn: tokio::sync::Mutex::new(()),
             rx_beat: AtomicU64::new(0),
             hooks,
+            streams: crate::stream::Hub::default(),
+            budgets: Budgets::default(),
             config: ArcSwap::from_pointee(cfg),
         })
     }
@@ -246,8 +254,18 @@ impl Tunnel {
             self.io_drop(DropReason::SendError, 1);
             return;
         };
+        let way = socket::way(&s, t.destination);
+        if !matches!(way, crate::stream::Way::Udp) {
+            if socket::send_on(&self.counters, &way, datagram) {
+                peer.sent_one(path, t.kind, datagram.len());
+            }
+            return;
+        }
         match s.io.try_send(datagram, t.destination, peer.source(path)) {
-            Ok(()) => peer.sent_one(path, t.kind, datagram.len()),
+            Ok(()) => {
+                s.wire.sent(t.destination, 1, datagram.len());
+                peer.sent_one(path, t.kind, datagram.len());
+            }
             // a control datagram too big for the route is a path MTU probe of a size that
             // does not pass: discovery's answer, not a drop
             Err(e) if e.raw_os_error() == Some(libc::EMSGSIZE) => {

@@ -1,7 +1,9 @@
 //! One socket of the tunnel ([`SockIo`]): a `[[path]]`'s or a `[[listen]]`'s, with its batched
 //! I/O, what the uplink watcher last saw of its interface, and its send errors.
 
-use std::sync::atomic::AtomicBool;
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result};
@@ -29,6 +31,85 @@ pub struct SockIo {
     /// Send errors on this socket: each socket's first is logged, with its errno, then every
     /// thousandth.
     pub send_errors: RateLimit,
+    /// Its streams, when it is a TCP path's or takes TCP as well ([`crate::stream`]).
+    pub stream: Option<Arc<crate::stream::StreamSide>>,
+    /// The bytes it carried on the wire ([`Wire`]).
+    pub wire: Wire,
+}
+
+/// The bytes a socket sent and received on the wire, the outer IP and UDP headers included
+/// (what a carrier bills, and what a path's data budget counts). Relaxed atomics, added once
+/// per batch.
+#[derive(Debug, Default)]
+pub struct Wire {
+    pub tx: AtomicU64,
+    pub rx: AtomicU64,
+}
+
+/// The outer IP and UDP headers of a datagram to or from `a`: 28 bytes over IPv4 (an
+/// IPv4-mapped address included), 48 over IPv6.
+pub fn wire_header(a: SocketAddr) -> u64 {
+    match a {
+        SocketAddr::V6(v6) if v6.ip().to_ipv4_mapped().is_none() => 48,
+        _ => 28,
+    }
+}
+
+impl Wire {
+    /// `datagrams` datagrams of `bytes` bytes in all went to `to`.
+    pub fn sent(&self, to: SocketAddr, datagrams: usize, bytes: usize) {
+        let n = bytes as u64 + datagrams as u64 * wire_header(to);
+        self.tx.fetch_add(n, Relaxed);
+    }
+
+    /// A received batch: each buffer of `metas` holds `len` bytes in datagrams of `stride`
+    /// bytes (GRO), each of which came with its own headers.
+    pub fn received(&self, metas: &[quinn_udp::RecvMeta]) {
+        let n: u64 = metas
+            .iter()
+            .map(|m| {
+                let segments = if m.stride == 0 {
+                    1
+                } else {
+                    m.len.div_ceil(m.stride)
+                };
+                m.len as u64 + segments as u64 * wire_header(m.addr)
+            })
+            .sum();
+        self.rx.fetch_add(n, Relaxed);
+    }
+
+    /// (sent, received) so far.
+    pub fn get(&self) -> (u64, u64) {
+        (self.tx.load(Relaxed), self.rx.load(Relaxed))
+    }
+}
+
+/// Where a datagram from socket `s` to `to` goes: its UDP socket, or a stream
+/// ([`crate::stream::StreamSide::way`]).
+pub fn way(s: &SockIo, to: std::net::SocketAddr) -> crate::stream::Way {
+    match &s.stream {
+        None => crate::stream::Way::Udp,
+        Some(side) => side.way(to),
+    }
+}
+
+/// Send `datagram` the way `way` says (not [`crate::stream::Way::Udp`]): into a stream's
+/// queue, which never waits; full, or with no stream up, it is dropped and counted in
+/// `counters`. Whether it went.
+pub fn send_on(counters: &super::Counters, way: &crate::stream::Way, datagram: &[u8]) -> bool {
+    use crate::stream::Way;
+    match way {
+        Way::Stream(c) if c.enqueue(datagram) => true,
+        Way::Stream(_) => {
+            counters.io_drop(mpt_tunnel::DropReason::StreamFull, 1);
+            false
+        }
+        Way::Nowhere | Way::Udp => {
+            counters.io_drop(mpt_tunnel::DropReason::NoPath, 1);
+            false
+        }
+    }
 }
 
 /// [`SockIo::path`] of a listen socket.
@@ -43,6 +124,8 @@ impl SockIo {
             gso_refused: AtomicBool::new(false),
             uplink: Mutex::new(crate::uplinks::Uplink::default()),
             send_errors: RateLimit::default(),
+            stream: None,
+            wire: Wire::default(),
         }
     }
 
@@ -76,7 +159,7 @@ impl SockIo {
 
     /// The `[[path]]` it is the socket of; `None`: a `[[listen]]` socket.
     pub fn path(&self) -> Option<PathId> {
-        match self.path.load(std::sync::atomic::Ordering::Relaxed) {
+        match self.path.load(Relaxed) {
             NO_PATH => None,
             p => Some(PathId(p as u8)),
         }
@@ -89,8 +172,7 @@ impl SockIo {
 
     /// A reload made it the socket of path `id`, named `name`.
     pub(super) fn assign(&self, id: PathId, name: &str) {
-        self.path
-            .store(u16::from(id.0), std::sync::atomic::Ordering::Relaxed);
+        self.path.store(u16::from(id.0), Relaxed);
         *self.name.lock().unwrap_or_else(|p| p.into_inner()) = name.into();
     }
 

@@ -27,10 +27,12 @@ impl Tunnel {
                 let expected = ps.packets + ps.lost;
                 let (tx_packets, tx_bytes) = peer.tx(path);
                 let (tx_control_packets, tx_control_bytes) = peer.tx_control(path);
-                let local = self
-                    .socket(peer.socket(path))
+                let sock = self.socket(peer.socket(path));
+                let local = sock
+                    .as_ref()
                     .and_then(|s| s.io.sock.local_addr().ok())
                     .map_or_else(|| "-".to_owned(), |a| a.to_string());
+                let wire = sock.map_or((0, 0), |s| s.wire.get());
                 PathStatus {
                     id: i as u8,
                     name: self.path_name(peer, path),
@@ -92,6 +94,11 @@ impl Tunnel {
                     parity_sent: resend.parity_sent,
                     parity_bytes: resend.parity_bytes,
                     equalise_ms: ep.equalise_lag(path).as_secs_f64() * 1e3,
+                    wire_tx_bytes: wire.0,
+                    wire_rx_bytes: wire.1,
+                    budget: (!peer.listening)
+                        .then(|| self.budget_status(&self.path_name(peer, path)))
+                        .flatten(),
                 }
             })
             .collect()

@@ -12,7 +12,7 @@ use crate::uplinks::{self, PathChange};
 
 impl Tunnel {
     /// The id of the `[[path]]` named `name`, or a message listing the names there are.
-    fn path_named(&self, name: &str) -> Result<mpt_core::PathId, String> {
+    pub(super) fn path_named(&self, name: &str) -> Result<mpt_core::PathId, String> {
         let cfg = self.cfg();
         cfg.paths
             .iter()
@@ -142,6 +142,9 @@ impl Tunnel {
                 drop(u);
                 self.choose_cached(now);
                 u = sock.lock_uplink();
+            }
+            if u.budget_off {
+                down = Some(UplinkDown::Budget);
             }
             if u.admin_down {
                 down = Some(UplinkDown::Administrative);

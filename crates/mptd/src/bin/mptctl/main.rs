@@ -120,6 +120,9 @@ fn main() -> ExitCode {
             PathAction::Primary => "primary".to_owned(),
             PathAction::Weight { weight } => format!("weight {weight}"),
             PathAction::Rate { rate } => format!("rate {rate}"),
+            PathAction::Budget {
+                action: mptd::cli::BudgetAction::Reset,
+            } => "budget reset".to_owned(),
         };
         return command(&args.socket, &format!("path {name} {action}"));
     }

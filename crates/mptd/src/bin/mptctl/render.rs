@@ -19,6 +19,58 @@ fn bytes(n: u64) -> String {
     }
 }
 
+/// Bytes in decimal units, as carriers bill them ("3.21 GB").
+fn decimal(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "kB", "MB", "GB", "TB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1000.0 && u + 1 < UNITS.len() {
+        v /= 1000.0;
+        u += 1;
+    }
+    match u {
+        0 => format!("{n} B"),
+        _ => format!("{} {}", trim(v), UNITS[u]),
+    }
+}
+
+/// A number with two decimals, without trailing zeros ("20", "3.21", "5.5").
+fn trim(v: f64) -> String {
+    let s = format!("{v:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
+/// A path's budget line: "budget 3.21 of 20 GB, 16.79 GB left, resets 2027-01-01 00:00".
+pub(crate) fn budget_line(b: &mptd::status::BudgetStatus) -> String {
+    let limit = decimal(b.limit);
+    let unit = limit.rsplit(' ').next().unwrap_or("B");
+    let scale = match unit {
+        "kB" => 1e3,
+        "MB" => 1e6,
+        "GB" => 1e9,
+        "TB" => 1e12,
+        _ => 1.0,
+    };
+    let used = trim(b.used as f64 / scale);
+    let end =
+        mptd::budget::calendar::local_minute(b.period_end, mptd::clock::utc_offset(b.period_end));
+    let spent = match b.exhausted {
+        true => format!(
+            ", spent: the path is {}",
+            if b.action == "off" {
+                "off"
+            } else {
+                "below every tier"
+            }
+        ),
+        false => String::new(),
+    };
+    format!(
+        "budget {used} of {limit}, {} left, resets {end}{spent}",
+        decimal(b.left)
+    )
+}
+
 /// How long ago, from milliseconds.
 fn ago(ms: Option<u64>) -> String {
     match ms {
@@ -101,6 +153,9 @@ pub(crate) fn print_show(s: &Status, only: Option<&str>) {
                 bytes(p.tx_bytes),
                 bytes(p.tx_control_bytes)
             );
+            if let Some(b) = &p.budget {
+                println!("    {}", budget_line(b));
+            }
             println!(
                 "    mtu: {}{}",
                 p.mtu,
@@ -349,5 +404,49 @@ fn print_paths(paths: &[mptd::status::PathStatus]) {
                 .as_deref()
                 .map_or(String::new(), |r| format!("   down: {r}"))
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_budget_reads_in_the_limits_unit_with_its_reset_in_local_time() {
+        let b = mptd::status::BudgetStatus {
+            limit: 20_000_000_000,
+            used: 3_210_000_000,
+            left: 16_790_000_000,
+            period_start: 0,
+            period_end: 1_798_761_600,
+            exhausted: false,
+            action: "backup".into(),
+        };
+        let end = mptd::budget::calendar::local_minute(
+            b.period_end,
+            mptd::clock::utc_offset(b.period_end),
+        );
+        assert_eq!(
+            budget_line(&b),
+            format!("budget 3.21 of 20 GB, 16.79 GB left, resets {end}")
+        );
+        assert_eq!(
+            mptd::budget::calendar::local_minute(1_798_761_600, 0),
+            "2027-01-01 00:00"
+        );
+        assert_eq!(
+            mptd::budget::calendar::local_minute(1_798_761_600, -3600),
+            "2026-12-31 23:00"
+        );
+        let spent = mptd::status::BudgetStatus {
+            used: 5_126_000,
+            limit: 5_000_000,
+            left: 0,
+            exhausted: true,
+            action: "off".into(),
+            ..b
+        };
+        assert!(budget_line(&spent).starts_with("budget 5.13 of 5 MB, 0 B left, resets "));
+        assert!(budget_line(&spent).ends_with(", spent: the path is off"));
     }
 }

@@ -1,5 +1,6 @@
 //! Config parsing and validation: what a file gives, what it is refused for, and the message.
 
+mod budgets;
 mod errors;
 mod peers;
 

@@ -15,6 +15,8 @@ mod paths;
 mod peers;
 mod tunnel;
 
+pub use paths::parse_bytes;
+
 pub(super) struct Validator<'a> {
     pub(super) file: &'a Path,
 }
@@ -157,6 +159,7 @@ impl Validator<'_> {
             peer_up: command("hooks.peer_up", raw.peer_up)?,
             peer_down: command("hooks.peer_down", raw.peer_down)?,
             peer_active: command("hooks.peer_active", raw.peer_active)?,
+            path_budget: command("hooks.path_budget", raw.path_budget)?,
             timeout: Duration::from_millis(self.int_in(
                 "hooks.timeout_ms",
                 raw.timeout_ms,

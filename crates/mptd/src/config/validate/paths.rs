@@ -6,6 +6,7 @@ use mpt_core::{PathId, MAX_PATHS};
 
 use super::super::*;
 use super::Validator;
+use crate::budget::calendar::Period;
 
 impl Validator<'_> {
     pub(super) fn paths(
@@ -30,6 +31,7 @@ impl Validator<'_> {
         let mut paths: Vec<PathConfig> = Vec::with_capacity(raw.len());
         for (i, r) in raw.into_iter().enumerate() {
             let key = |k: &str| format!("path[{i}].{k}");
+            let budget = self.budget(i, &r)?;
             let name =
                 self.unique_name("path", i, r.name, paths.iter().map(|p| p.name.as_str()))?;
             if let Some(ifname) = &r.interface {
@@ -96,6 +98,7 @@ impl Validator<'_> {
                 backup: r.backup.unwrap_or(false),
                 priority,
                 mtu,
+                budget,
             });
         }
         if paths.iter().all(|p| p.backup) {
@@ -164,4 +167,96 @@ fn any_address(remote: Option<SocketAddr>, peer: Option<&PeerConfig>) -> SocketA
         std::net::Ipv4Addr::UNSPECIFIED.into()
     };
     SocketAddr::new(any, 0)
+}
+
+impl Validator<'_> {
+    /// Path `i`'s data budget, if `budget` is given (`budget_period`, `budget_reset` and
+    /// `budget_exhausted` only with it).
+    fn budget(&self, i: usize, r: &PathFile) -> Result<Option<BudgetConfig>, ConfigError> {
+        let key = |k: &str| format!("path[{i}].{k}");
+        let Some(limit) = &r.budget else {
+            let stray = [
+                ("budget_period", r.budget_period.is_some()),
+                ("budget_reset", r.budget_reset.is_some()),
+                ("budget_exhausted", r.budget_exhausted.is_some()),
+            ];
+            return match stray.iter().find(|(_, given)| *given) {
+                Some((k, _)) => Err(self.err(key(k), "given without budget, which it applies to")),
+                None => Ok(None),
+            };
+        };
+        let limit = match limit {
+            BytesFile::Bytes(b) => u64::try_from(*b).ok(),
+            BytesFile::Text(t) => parse_bytes(t),
+        }
+        .filter(|&b| b >= 1_000_000)
+        .ok_or_else(|| {
+            self.err(
+                key("budget"),
+                "expected bytes per period, at least 1 MB, such as \"20 GB\", \"500 MiB\" or a \
+                 number of bytes",
+            )
+        })?;
+        let period = match r.budget_period.as_deref() {
+            None => Period::Month,
+            Some(p) => Period::parse(p).ok_or_else(|| {
+                self.err(
+                    key("budget_period"),
+                    format!("{p:?}, expected \"month\", \"week\" or \"day\""),
+                )
+            })?,
+        };
+        let reset_day = match period {
+            Period::Month => self.int_in(&key("budget_reset"), r.budget_reset, 1, 1, 31)?,
+            Period::Week => self.int_in(&key("budget_reset"), r.budget_reset, 1, 1, 7)?,
+            Period::Day if r.budget_reset.is_some() => {
+                return Err(self.err(
+                    key("budget_reset"),
+                    "given with budget_period = \"day\", whose periods start at midnight",
+                ))
+            }
+            Period::Day => 1,
+        } as u8;
+        let exhausted = match r.budget_exhausted.as_deref() {
+            None | Some("backup") => Exhausted::Backup,
+            Some("off") => Exhausted::Off,
+            Some(other) => {
+                return Err(self.err(
+                    key("budget_exhausted"),
+                    format!("{other:?}, expected \"backup\" or \"off\""),
+                ))
+            }
+        };
+        Ok(Some(BudgetConfig {
+            limit,
+            period,
+            reset_day,
+            exhausted,
+        }))
+    }
+}
+
+/// Parse `"20 GB"`, `"500MiB"`, `"1.5 TB"` or `"1000000"` into bytes: decimal units (kB,
+/// MB, GB, TB: powers of 1000) and binary ones (KiB, MiB, GiB, TiB: of 1024).
+pub fn parse_bytes(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let factor: f64 = match unit.trim() {
+        "" | "B" => 1.0,
+        "kB" | "KB" => 1e3,
+        "MB" => 1e6,
+        "GB" => 1e9,
+        "TB" => 1e12,
+        "KiB" => 1024.0,
+        "MiB" => 1024.0 * 1024.0,
+        "GiB" => 1024.0 * 1024.0 * 1024.0,
+        "TiB" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
+        _ => return None,
+    };
+    let n: f64 = num.parse().ok()?;
+    let bytes = n * factor;
+    (1.0..1e18).contains(&bytes).then(|| bytes.round() as u64)
 }

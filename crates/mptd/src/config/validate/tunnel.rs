@@ -99,6 +99,19 @@ impl Validator<'_> {
                 0,
                 3_600_000,
             )?),
+            state_dir: self.state_dir(raw.state_dir)?,
         })
+    }
+
+    /// `tunnel.state_dir`: an absolute directory.
+    fn state_dir(&self, raw: Option<String>) -> Result<Option<std::path::PathBuf>, ConfigError> {
+        match raw {
+            None => Ok(None),
+            Some(d) if d.starts_with('/') && !d.contains('\0') => Ok(Some(d.into())),
+            Some(d) => Err(self.err(
+                "tunnel.state_dir",
+                format!("{d:?} is not an absolute directory, expected e.g. \"/var/lib/mptd\""),
+            )),
+        }
     }
 }

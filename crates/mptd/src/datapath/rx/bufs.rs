@@ -2,11 +2,15 @@
 //! of buffers the resequencers hold, and what goes to the TUN device.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
+
+use mpt_tunnel::DropReason;
 
 use mpt_core::PathId;
 
 use super::super::payloads::Payloads;
-use crate::peer::RxBuf;
+use crate::peer::{Peer, RxBuf};
+use crate::tunnel::{SockIo, Tunnel};
 
 /// Receive buffers per batch (`recvmmsg`), each holding up to the kernel's GRO segments.
 pub(super) const RX_SLICES: usize = 8;
@@ -46,6 +50,9 @@ pub(super) struct RxBufs {
     pub(super) opened: Vec<Option<mpt_tunnel::Opened>>,
     /// The openers of the batch's peers: (peer, opener).
     pub(super) openers: Vec<(usize, Option<mpt_tunnel::Opener>)>,
+    /// Some datagram of the batch was authentic (an endpoint took it, or it was an initiation
+    /// taken): a stream it came on is a peer's.
+    pub(super) authentic: bool,
 }
 
 impl RxBufs {
@@ -59,5 +66,73 @@ impl RxBufs {
             at: 0,
         };
         ep.take_delivered(&mut payloads, &mut self.out);
+    }
+}
+
+impl RxBufs {
+    /// Where each of the `n` buffers' datagrams lies (an empty one counts as one of length 0),
+    /// and whose it is: `places`. A datagram that is no one's is dropped and counted.
+    pub(super) fn place(
+        &mut self,
+        t: &Tunnel,
+        sock: &SockIo,
+        n: usize,
+        peers: usize,
+        dropped: &mut Vec<(Option<usize>, DropReason)>,
+    ) {
+        let b = self;
+        b.places.clear();
+        for (slice, meta) in b.metas.iter().enumerate().take(n) {
+            let stride = meta.stride.max(1);
+            let mut at = 0;
+            loop {
+                let len = (meta.len - at).min(stride);
+                match super::demux(sock, &b.slices[slice][at..at + len], peers) {
+                    Ok((peer, path, initiation)) => b.places.push(Place {
+                        slice,
+                        at,
+                        len,
+                        from: meta.addr,
+                        to: meta.dst_ip,
+                        peer,
+                        path,
+                        initiation,
+                    }),
+                    Err(reason) => {
+                        t.io_drop(reason, 1);
+                        dropped.push((None, reason));
+                    }
+                }
+                at += len;
+                if at >= meta.len {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Each placed datagram opened, without the endpoints' locks (`opened`), by an opener taken
+    /// from its peer's endpoint once per batch.
+    pub(super) fn open(&mut self, peers: &[Arc<Peer>]) {
+        let b = self;
+        b.openers.clear();
+        b.opened.clear();
+        for p in &b.places {
+            let opener = match p.peer {
+                None => None,
+                Some(i) => match b.openers.iter().find(|(j, _)| *j == i) {
+                    Some((_, o)) => o.clone(),
+                    None => {
+                        let o = peers
+                            .get(i)
+                            .and_then(|p| p.lock().as_ref().and_then(|ep| ep.opener()));
+                        b.openers.push((i, o.clone()));
+                        o
+                    }
+                },
+            };
+            let d = &mut b.slices[p.slice][p.at..p.at + p.len];
+            b.opened.push(opener.and_then(|o| o.open(d)));
+        }
     }
 }

@@ -17,6 +17,7 @@ use crate::peer::RxBuf;
 use crate::tunnel::{Arrival, Outputs, SockIo, Tunnel};
 
 mod bufs;
+mod frames;
 use bufs::{Place, RxBufs, RX_SLICES};
 
 /// What woke the receive task.
@@ -25,6 +26,8 @@ enum RxEvent {
     Readable(usize),
     /// An endpoint's next timer is due.
     Timeout,
+    /// A stream path's reader cut these frames out.
+    Frames(crate::stream::Frames),
 }
 
 /// Released packets `out` has room for from the start (it grows beyond when a window's worth
@@ -59,7 +62,9 @@ pub async fn rx_task(t: Arc<Tunnel>) -> Result<()> {
         places: Vec::with_capacity(RX_SLICES * gro_segments.max(1)),
         opened: Vec::with_capacity(RX_SLICES * gro_segments.max(1)),
         openers: Vec::new(),
+        authentic: false,
     };
+    let mut inbox = t.streams.take_inbox();
     let mut writer = TunWriter::new();
     let mut outputs = Outputs::default();
     let mut next_sock = 0usize;
@@ -74,6 +79,7 @@ pub async fn rx_task(t: Arc<Tunnel>) -> Result<()> {
         let ev = tokio::select! {
             biased;
             i = readable_any(&socks, &mut next_sock) => RxEvent::Readable(i),
+            Some(f) = next_frames(&mut inbox) => RxEvent::Frames(f),
             _ = t.socks.reloaded.notified() => continue,
             _ = t.timers_moved.notified() => continue,
             _ = tokio::time::sleep_until(sleep_to) => RxEvent::Timeout,
@@ -96,6 +102,18 @@ pub async fn rx_task(t: Arc<Tunnel>) -> Result<()> {
                     if n < RX_SLICES || lagging.is_some_and(|l| l != s) {
                         break;
                     }
+                }
+            }
+            RxEvent::Frames(f) => {
+                let mut pending = frames::Pending::new(f);
+                while !pending.done() {
+                    if let Some(l) = pending.take_batch(&t, &socks, &mut b, &mut outputs) {
+                        next_sock = l;
+                    }
+                    t.act(&mut outputs);
+                    writer
+                        .write(&t, &mut b.out, &mut b.slices, &mut b.pool)
+                        .await?;
                 }
             }
             RxEvent::Timeout => run_timers(&t, t.clock.now(), &mut b, &mut outputs),
@@ -162,12 +180,29 @@ fn receive_batch(
     b: &mut RxBufs,
     outputs: &mut Outputs,
 ) -> Option<(usize, Option<usize>)> {
+    let n = read_batch(t, &socks[s], b)?;
+    let lagging = handle_batch(t, socks, s, n, b, outputs);
+    Some((n, lagging))
+}
+
+/// Handle the `n` buffers of a batch received at socket `s` (read from its UDP socket, or
+/// frames from its streams): find each datagram's peer, open them (without any lock) and give
+/// them to their endpoints, with one lock per run of datagrams of one peer. Returns the socket
+/// of the path the resequencer waits for, with several paths; `None` when nothing was waiting.
+fn handle_batch(
+    t: &Tunnel,
+    socks: &[Arc<SockIo>],
+    s: usize,
+    n: usize,
+    b: &mut RxBufs,
+    outputs: &mut Outputs,
+) -> Option<usize> {
     let sock = &socks[s];
     // the peers now (a reload may replace the list; slots keep their positions)
     let peers = t.peers.list();
-    let n = read_batch(t, sock, b)?;
     let now = t.clock.now();
     trace!(socket = %sock.name(), buffers = n, "received a batch");
+    b.authentic = false;
     let mut dropped: Vec<(Option<usize>, DropReason)> = Vec::new();
     b.place(t, sock, n, peers.len(), &mut dropped);
     // Open the batch without the endpoints' locks: the AEAD is the costly part of receiving,
@@ -186,9 +221,12 @@ fn receive_batch(
                 from: p.from,
                 to: p.to,
             };
-            if let Err(reason) = t.take_initiation(now, at, d, outputs) {
-                t.io_drop(reason, 1);
-                dropped.push((None, reason));
+            match t.take_initiation(now, at, d, outputs) {
+                Ok(_) => b.authentic = true,
+                Err(reason) => {
+                    t.io_drop(reason, 1);
+                    dropped.push((None, reason));
+                }
             }
             k += 1;
             continue;
@@ -211,7 +249,7 @@ fn receive_batch(
     for (peer, reason) in dropped {
         t.log_drop(s, peer, reason);
     }
-    Some((n, lagging))
+    lagging
 }
 
 /// One receive from `sock` into `b`'s slices: how many buffers it filled (`None`: nothing to
@@ -226,7 +264,10 @@ fn read_batch(t: &Tunnel, sock: &SockIo, b: &mut RxBufs) -> Option<usize> {
     };
     t.counters.calls.udp_recvs.fetch_add(1, Relaxed);
     match got {
-        Ok(n) => Some(n),
+        Ok(n) => {
+            sock.wire.received(&b.metas[..n]);
+            Some(n)
+        }
         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => None,
         Err(error) => {
             if let Some(n) = t.counters.recv_errors.hit() {
@@ -290,6 +331,7 @@ impl Here<'_> {
             );
             match outcome {
                 Outcome::Data(_) | Outcome::Handled => {
+                    b.authentic = true;
                     if peer.listening {
                         peer.arrived(p.path, self.socket, p.to);
                     }
@@ -312,74 +354,6 @@ impl Here<'_> {
         drop(guard);
         check_sources(t, i, from_out, b);
         Some(lagging)
-    }
-}
-
-impl RxBufs {
-    /// Where each of the `n` buffers' datagrams lies (an empty one counts as one of length 0),
-    /// and whose it is: `places`. A datagram that is no one's is dropped and counted.
-    fn place(
-        &mut self,
-        t: &Tunnel,
-        sock: &SockIo,
-        n: usize,
-        peers: usize,
-        dropped: &mut Vec<(Option<usize>, DropReason)>,
-    ) {
-        let b = self;
-        b.places.clear();
-        for (slice, meta) in b.metas.iter().enumerate().take(n) {
-            let stride = meta.stride.max(1);
-            let mut at = 0;
-            loop {
-                let len = (meta.len - at).min(stride);
-                match demux(sock, &b.slices[slice][at..at + len], peers) {
-                    Ok((peer, path, initiation)) => b.places.push(Place {
-                        slice,
-                        at,
-                        len,
-                        from: meta.addr,
-                        to: meta.dst_ip,
-                        peer,
-                        path,
-                        initiation,
-                    }),
-                    Err(reason) => {
-                        t.io_drop(reason, 1);
-                        dropped.push((None, reason));
-                    }
-                }
-                at += len;
-                if at >= meta.len {
-                    break;
-                }
-            }
-        }
-    }
-
-    /// Each placed datagram opened, without the endpoints' locks (`opened`), by an opener taken
-    /// from its peer's endpoint once per batch.
-    fn open(&mut self, peers: &[Arc<Peer>]) {
-        let b = self;
-        b.openers.clear();
-        b.opened.clear();
-        for p in &b.places {
-            let opener = match p.peer {
-                None => None,
-                Some(i) => match b.openers.iter().find(|(j, _)| *j == i) {
-                    Some((_, o)) => o.clone(),
-                    None => {
-                        let o = peers
-                            .get(i)
-                            .and_then(|p| p.lock().as_ref().and_then(|ep| ep.opener()));
-                        b.openers.push((i, o.clone()));
-                        o
-                    }
-                },
-            };
-            let d = &mut b.slices[p.slice][p.at..p.at + p.len];
-            b.opened.push(opener.and_then(|o| o.open(d)));
-        }
     }
 }
 
@@ -430,6 +404,14 @@ fn check_sources(t: &Tunnel, i: usize, from: usize, b: &mut RxBufs) {
         if let RxBuf::Own { buf, .. } = p {
             b.pool.push(buf);
         }
+    }
+}
+
+/// The next frames from the stream paths' readers (never, without an inbox).
+async fn next_frames(inbox: &mut Option<crate::stream::Inbox>) -> Option<crate::stream::Frames> {
+    match inbox {
+        Some(i) => i.recv().await,
+        None => std::future::pending().await,
     }
 }
 
