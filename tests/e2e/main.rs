@@ -15,6 +15,7 @@ mod concentrators;
 mod control;
 mod emulator;
 mod failover;
+mod families;
 mod footprint;
 mod foreign;
 mod ftp;

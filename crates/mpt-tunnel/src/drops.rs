@@ -237,7 +237,7 @@ mod tests {
         for &r in DropReason::ALL {
             assert_eq!(c.get(r), d.get(r), "{}", r.name());
         }
-        assert_eq!(DropReason::COUNT, 35);
+        assert_eq!(DropReason::COUNT, 40);
         assert_eq!(DropReason::NoPath.name(), "no_path");
     }
 }

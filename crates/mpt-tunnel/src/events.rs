@@ -32,6 +32,9 @@ pub enum UplinkDown {
     LinkDown,
     /// The operator set the path down (`mptctl path NAME down`).
     Administrative,
+    /// The interface has no address to send from (a dual-stack path's uplink between
+    /// addresses, or before its first).
+    NoAddress,
     /// The path's stream (TCP or TLS) broke, and is being connected again.
     Connecting,
     /// The path's data budget is spent and it is set to go off then (`budget_exhausted =
@@ -57,6 +60,7 @@ impl UplinkDown {
             UplinkDown::Absent => "interface absent",
             UplinkDown::LinkDown => "link down",
             UplinkDown::Administrative => "set down by the operator",
+            UplinkDown::NoAddress => "no address",
             UplinkDown::Connecting => "its TCP connection is being made again",
             UplinkDown::Budget => "data budget spent",
         }

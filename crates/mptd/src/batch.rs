@@ -22,12 +22,26 @@ const MAX_IOV: usize = 64;
 pub struct BatchSocket {
     pub sock: UdpSocket,
     state: UdpSocketState,
+    /// An IPv6 socket: IPv4 destinations go to their mapped address (`::ffff:a.b.c.d`), which
+    /// a dual-stack socket sends as IPv4 (and an IPv6-only one refuses, as it refuses IPv4).
+    v6: bool,
 }
 
 impl BatchSocket {
     pub fn new(sock: UdpSocket) -> io::Result<BatchSocket> {
         let state = UdpSocketState::new(UdpSockRef::from(&sock))?;
-        Ok(BatchSocket { sock, state })
+        let v6 = sock.local_addr()?.is_ipv6();
+        Ok(BatchSocket { sock, state, v6 })
+    }
+
+    /// Where a datagram to `to` is addressed on this socket ([`BatchSocket::v6`]).
+    fn dest(&self, to: SocketAddr) -> SocketAddr {
+        match to {
+            SocketAddr::V4(a) if self.v6 => {
+                std::net::SocketAddrV6::new(a.ip().to_ipv6_mapped(), a.port(), 0, 0).into()
+            }
+            _ => to,
+        }
     }
 
     /// Datagrams one send may carry (1 where the kernel has no UDP GSO).
@@ -48,7 +62,7 @@ impl BatchSocket {
         to: SocketAddr,
         from: Option<std::net::IpAddr>,
     ) -> io::Result<()> {
-        let t = single(datagram, to, from);
+        let t = single(datagram, self.dest(to), from);
         self.sock
             .async_io(Interest::WRITABLE, || {
                 self.state.try_send(UdpSockRef::from(&self.sock), &t)
@@ -68,7 +82,7 @@ impl BatchSocket {
         to: SocketAddr,
         from: Option<std::net::IpAddr>,
     ) -> io::Result<()> {
-        let addr = socket2::SockAddr::from(to);
+        let addr = socket2::SockAddr::from(self.dest(to));
         let segment = run.segment();
         self.sock
             .async_io(Interest::WRITABLE, || {
@@ -157,22 +171,30 @@ impl BatchSocket {
         to: SocketAddr,
         from: Option<std::net::IpAddr>,
     ) -> io::Result<()> {
-        let t = single(datagram, to, from);
+        let t = single(datagram, self.dest(to), from);
         self.sock.try_io(Interest::WRITABLE, || {
             self.state.try_send(UdpSockRef::from(&self.sock), &t)
         })
     }
 
     /// Receive what is waiting (several datagrams per buffer with GRO: `meta.stride` apart).
-    /// `WouldBlock` when nothing is.
+    /// `WouldBlock` when nothing is. IPv4 that came to a dual-stack socket has its addresses
+    /// as IPv4 (not mapped), so that they match the IPv4 a path sends to.
     pub fn try_recv(
         &self,
         bufs: &mut [IoSliceMut<'_>],
         meta: &mut [RecvMeta],
     ) -> io::Result<usize> {
-        self.sock.try_io(Interest::READABLE, || {
+        let n = self.sock.try_io(Interest::READABLE, || {
             self.state.recv(UdpSockRef::from(&self.sock), bufs, meta)
-        })
+        })?;
+        if self.v6 {
+            for m in meta.iter_mut().take(n) {
+                m.addr = SocketAddr::new(m.addr.ip().to_canonical(), m.addr.port());
+                m.dst_ip = m.dst_ip.map(|ip| ip.to_canonical());
+            }
+        }
+        Ok(n)
     }
 }
 
@@ -309,5 +331,53 @@ mod tests {
             r.push(k, 10);
         }
         assert!(!r.fits(10), "at most max_segments");
+    }
+
+    /// A dual-stack socket (IPv6, IPv4 mapped) sends to an IPv4 address as it is given, in
+    /// runs and alone, and what comes back over IPv4 has IPv4 addresses, not mapped ones.
+    #[tokio::test]
+    async fn a_dual_stack_socket_talks_ipv4_with_ipv4_addresses() {
+        let s = socket2::Socket::new(socket2::Domain::IPV6, socket2::Type::DGRAM, None)
+            .expect("IPv6 socket");
+        s.set_only_v6(false).expect("dual-stack");
+        s.bind(&"[::]:0".parse::<SocketAddr>().expect("addr").into())
+            .expect("bind");
+        s.set_nonblocking(true).expect("nonblocking");
+        let dual = BatchSocket::new(UdpSocket::from_std(s.into()).expect("tokio")).expect("batch");
+        let v4 = UdpSocket::bind("127.0.0.1:0").await.expect("IPv4 socket");
+        let to = v4.local_addr().expect("addr");
+        let port = dual.sock.local_addr().expect("addr").port();
+        let mut buf = [0u8; 64];
+        dual.send(b"one", to, None).await.expect("send");
+        let (n, from) = v4.recv_from(&mut buf).await.expect("recv");
+        assert_eq!(
+            (&buf[..n], from),
+            (&b"one"[..], SocketAddr::from(([127, 0, 0, 1], port)))
+        );
+        let bufs = [b"two".to_vec(), b"two".to_vec()];
+        let mut run = GsoRun::new(dual.max_gso_segments().max(1));
+        run.push(0, 3);
+        dual.send_run(&run, &bufs, to, None)
+            .await
+            .expect("send_run");
+        let (n, _) = v4.recv_from(&mut buf).await.expect("recv");
+        assert_eq!(&buf[..n], b"two");
+        v4.send_to(b"back", ("127.0.0.1", port))
+            .await
+            .expect("send back");
+        dual.sock.readable().await.expect("readable");
+        let mut data = [0u8; 64];
+        let mut meta = [RecvMeta::default()];
+        let n = loop {
+            match dual.try_recv(&mut [IoSliceMut::new(&mut data)], &mut meta) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    dual.sock.readable().await.expect("readable");
+                }
+                r => break r.expect("recv"),
+            }
+        };
+        assert_eq!((n, &data[..meta[0].len]), (1, &b"back"[..]));
+        assert_eq!(meta[0].addr, to, "the sender's address is IPv4");
+        assert_eq!(meta[0].dst_ip, Some([127, 0, 0, 1].into()));
     }
 }

@@ -24,6 +24,7 @@ pub mod clock;
 pub mod config;
 pub mod control;
 pub mod datapath;
+pub mod families;
 pub mod fit;
 pub mod fulltunnel;
 pub mod hooks;

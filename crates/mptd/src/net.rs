@@ -26,7 +26,20 @@ pub fn path_socket(p: &PathConfig) -> Result<(UdpSocket, bool)> {
         .as_deref()
         .is_some_and(|i| !Path::new("/sys/class/net").join(i).exists());
     let interface = if absent { None } else { p.interface.as_deref() };
-    udp_socket(&what, p.local, interface, absent).map(|s| (s, absent))
+    if !p.dual {
+        return udp_socket(&what, p.local, interface, absent, false).map(|s| (s, absent));
+    }
+    // a dual-stack socket; a kernel without IPv6 (some routers) has IPv4 only
+    match udp_socket(&what, p.local, interface, absent, true) {
+        Ok(s) => Ok((s, absent)),
+        Err(e) if Socket::new(Domain::IPV6, Type::DGRAM, Some(Protocol::UDP)).is_err() => {
+            tracing::warn!(path = %p.name, error = %e,
+                "no IPv6 in this kernel: the path's socket is IPv4 only");
+            let v4 = SocketAddr::new(std::net::Ipv4Addr::UNSPECIFIED.into(), 0);
+            udp_socket(&what, v4, interface, absent, false).map(|s| (s, absent))
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// Bind `sock` to interface `ifname` (SO_BINDTODEVICE), again after the device was recreated
@@ -37,16 +50,17 @@ pub fn bind_device(sock: &UdpSocket, ifname: &str) -> io::Result<()> {
 
 /// Bind a `[[listen]]` socket.
 pub fn listen_socket(i: usize, local: SocketAddr) -> Result<UdpSocket> {
-    udp_socket(&format!("listen[{i}] ({local})"), local, None, false)
+    udp_socket(&format!("listen[{i}] ({local})"), local, None, false, false)
 }
 
-/// Bind a UDP socket to `local` (and to `interface`, SO_BINDTODEVICE); `what` names it in
-/// errors.
+/// Bind a UDP socket to `local` (and to `interface`, SO_BINDTODEVICE), dual-stack if `dual`;
+/// `what` names it in errors.
 fn udp_socket(
     what: &str,
     local: SocketAddr,
     interface: Option<&str>,
     freebind: bool,
+    dual: bool,
 ) -> Result<UdpSocket> {
     let sock = Socket::new(Domain::for_address(local), Type::DGRAM, Some(Protocol::UDP))
         .with_context(|| format!("{what}: cannot create a UDP socket"))?;
@@ -59,8 +73,11 @@ fn udp_socket(
             }
         })?;
     }
+    // a dual-stack socket takes IPv4 mapped (`crate::families`); any other IPv6 socket is
+    // IPv6 only
+    let dual = dual && local.is_ipv6();
     if local.is_ipv6() {
-        sock.set_only_v6(true).ok();
+        sock.set_only_v6(!dual).ok();
         if freebind {
             sock.set_freebind_v6(true).ok();
         }
@@ -102,6 +119,16 @@ fn udp_socket(
     };
     set_int_option(&sock, level, name, value)
         .with_context(|| format!("{what}: cannot set path MTU discovery"))?;
+    if dual {
+        // and for the IPv4 it sends and receives, mapped
+        set_int_option(
+            &sock,
+            libc::IPPROTO_IP,
+            libc::IP_MTU_DISCOVER,
+            libc::IP_PMTUDISC_DO,
+        )
+        .with_context(|| format!("{what}: cannot set IPv4 path MTU discovery"))?;
+    }
     sock.set_nonblocking(true)?;
     sock.bind(&local.into())
         .map_err(|e| match e.raw_os_error() {

@@ -54,6 +54,9 @@ pub struct Peer {
     /// What the TUN reads routed to it cut TCP super-packets to: what its connection said
     /// when it last numbered a batch ([`mpt_tunnel::Connection::segment_sizes`]).
     pub fit: crate::fit::Fit,
+    /// Its endpoint's host name as last looked up, and when its paths' addresses were
+    /// chosen (`crate::families`).
+    pub resolved: Mutex<crate::families::Resolved>,
 }
 
 impl Peer {
@@ -90,6 +93,7 @@ impl Peer {
             failed: std::sync::atomic::AtomicBool::new(false),
             too_big: std::sync::Mutex::new(Vec::new()),
             fit: crate::fit::Fit::default(),
+            resolved: Mutex::new(crate::families::Resolved::default()),
             ep: Mutex::new(None),
         };
         if let Some(ep) = ep {

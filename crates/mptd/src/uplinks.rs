@@ -2,9 +2,11 @@
 //! address events, and a check every second besides). An interface that is absent, or whose
 //! link is down, takes its path down at once, with the reason; one that appears or comes back
 //! brings it back, and a recreated one (a new interface index: `ppp0` redialled, a USB modem
-//! replugged) has its socket bound to it again. An address change needs nothing: a path
-//! without a `local` address sends from whatever address its interface has, and the peer
-//! follows it from the first authenticated datagram.
+//! replugged) has its socket bound to it again. An address change within a family needs
+//! nothing: a path without a `local` address sends from whatever address its interface has,
+//! and the peer follows it from the first authenticated datagram. A change of the families an
+//! interface has (an uplink renumbered from IPv6 to IPv4, or given both) makes a path to a
+//! peer named by host name choose its peer's address again ([`crate::families`]).
 
 use std::time::Duration;
 
@@ -21,6 +23,8 @@ pub struct Uplink {
     /// The operator set the path down (`mptctl path NAME down`): it stays down, whatever
     /// its interface does, until set up again.
     pub admin_down: bool,
+    /// The address families the interface has (a dual-stack path's; [`crate::families`]).
+    pub families: crate::families::Families,
     /// The path's data budget is spent and `budget_exhausted = "off"`: it is down until the
     /// next period or a reset.
     pub budget_off: bool,

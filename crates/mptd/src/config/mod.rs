@@ -191,6 +191,10 @@ pub struct PathConfig {
     /// `endpoint` (resolved at start); without that, learned from the peer's authenticated
     /// datagrams.
     pub remote: Option<SocketAddr>,
+    /// A dual-stack socket (`local` is `[::]:0`, IPv4 mapped): an interface-only path to a
+    /// peer named by host name, which sends to the address of whichever family its interface
+    /// has ([`crate::families`]).
+    pub dual: bool,
     pub weight: u32,
     /// Configured rate in bits per second.
     pub rate_bps: Option<u64>,

@@ -40,6 +40,7 @@ mod events;
 mod kernel;
 mod peers;
 mod reload;
+mod resolve;
 mod service;
 mod settings;
 mod socket;
@@ -51,7 +52,6 @@ pub use budget::Budgets;
 pub use counters::{Calls, Counters};
 pub use kernel::{DefaultRoute, KernelRoutes};
 pub use peers::{PeerTable, Peers};
-pub use settings::pick_family;
 use settings::{config_paths, random_source, Placement, Settings};
 pub use socket::{send_on, way, SockIo, Sockets};
 
@@ -66,6 +66,9 @@ pub struct Tunnel {
     /// The tx task moved an endpoint's next timer earlier (a bundle is due): the rx task,
     /// which runs the timers, looks again.
     pub timers_moved: tokio::sync::Notify,
+    /// The address families of a dual-stack path's interface changed: the resolver looks
+    /// the peers' names up and chooses their paths' addresses again at once.
+    pub resolve_now: tokio::sync::Notify,
     /// One reload at a time.
     reload_turn: Mutex<()>,
     /// The peers, the routes to them, and the many-peer side of the protocol ([`Peers`]).
@@ -164,6 +167,7 @@ impl Tunnel {
             clock,
             socks,
             timers_moved: tokio::sync::Notify::new(),
+            resolve_now: tokio::sync::Notify::new(),
             reload_turn: Mutex::new(()),
             tun,
             counters: Counters::default(),

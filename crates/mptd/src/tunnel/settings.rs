@@ -141,9 +141,12 @@ pub(super) fn config_paths(cfg: &Config, peer: &PeerConfig) -> Vec<PathSettings>
     for p in &cfg.paths {
         let remote = match (p.remote, &peer.endpoint) {
             (Some(r), _) => Some(r),
-            (None, Some(_)) => pick_family(&resolved, p.local.is_ipv6()),
+            (None, Some(_)) => first_candidate(&resolved, p),
             (None, None) => None,
         };
+        // a dual-stack path's overhead is its first address's family's (as a path of that
+        // family's); one with none yet counts IPv6's, the larger
+        let v6 = remote.map_or(p.local.is_ipv6(), |r| r.is_ipv6());
         paths.push(PathSettings {
             name: p.name.clone(),
             remote,
@@ -151,16 +154,22 @@ pub(super) fn config_paths(cfg: &Config, peer: &PeerConfig) -> Vec<PathSettings>
             rate_bps: p.rate_bps,
             backup: p.backup,
             priority: p.priority,
-            overhead: Overhead::new(cfg.security.cipher.is_some(), p.local.is_ipv6()).outer_link(),
+            overhead: Overhead::new(cfg.security.cipher.is_some(), v6).outer_link(),
             mtu: p.mtu,
         });
     }
     paths
 }
 
-/// The first of `addrs` of the family a path's socket has.
-pub fn pick_family(addrs: &[SocketAddr], ipv6: bool) -> Option<SocketAddr> {
-    addrs.iter().find(|a| a.is_ipv6() == ipv6).copied()
+/// Where path `p` first sends among `addrs` (its peer's endpoint resolved): an address of its
+/// socket's family, or of a dual-stack path's interface's, IPv6 first ([`crate::families`]).
+fn first_candidate(addrs: &[SocketAddr], p: &crate::config::PathConfig) -> Option<SocketAddr> {
+    use crate::families::{candidates, of_interface, Families};
+    let families = match (&p.interface, p.dual) {
+        (Some(ifname), true) => of_interface(ifname),
+        _ => Families::of_local(p.local),
+    };
+    candidates(addrs, families, None).first().copied()
 }
 
 pub(super) fn random_source() -> Result<mpt_tunnel::Random> {

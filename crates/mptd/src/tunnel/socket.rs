@@ -159,6 +159,14 @@ impl SockIo {
                 uplink.down = Some(mpt_tunnel::UplinkDown::Absent);
             } else {
                 uplink.ifindex = p.interface.as_deref().and_then(crate::uplinks::ifindex);
+                if let (Some(i), true) = (&p.interface, p.dual) {
+                    uplink.families = crate::families::of_interface(i);
+                    if uplink.families == crate::families::Families::default() {
+                        warn!(path = %p.name, interface = i,
+                            "no address on the interface: the path stays down until it has one");
+                        uplink.down = Some(mpt_tunnel::UplinkDown::NoAddress);
+                    }
+                }
             }
         }
         Ok(s)

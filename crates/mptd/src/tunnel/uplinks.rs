@@ -1,9 +1,7 @@
 //! The tunnel's side of uplinks that come and go ([`crate::uplinks`]): looking at the paths'
-//! interfaces and telling the connections, the operator's changes to a path, and resolving
-//! silent peers' endpoints again.
+//! interfaces and telling the connections, and the operator's changes to a path.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::Result;
 use mpt_tunnel::UplinkDown;
@@ -11,9 +9,6 @@ use tracing::{info, warn};
 
 use super::{Outputs, Tunnel};
 use crate::uplinks::{self, PathChange};
-
-/// How often a silent peer's endpoint host name is resolved again.
-const RESOLVE_EVERY: Duration = Duration::from_secs(1);
 
 impl Tunnel {
     /// The id of the `[[path]]` named `name`, or a message listing the names there are.
@@ -79,6 +74,32 @@ impl Tunnel {
         Ok(format!("path {name}: {change:?} for {peers} peer(s)"))
     }
 
+    /// A dual-stack path's interface's address families ([`crate::families`]), kept in `u`:
+    /// whether they changed (the resolver is told to look the names up again). With none, the
+    /// uplink is `down` for having no address.
+    fn look_at_families(
+        &self,
+        cfg: &crate::config::PathConfig,
+        u: &mut uplinks::Uplink,
+        down: &mut Option<UplinkDown>,
+    ) -> bool {
+        let (Some(i), true) = (&cfg.interface, cfg.dual) else {
+            return false;
+        };
+        let families = crate::families::of_interface(i);
+        if families == crate::families::Families::default() && down.is_none() {
+            *down = Some(UplinkDown::NoAddress);
+        }
+        if families == u.families {
+            return false;
+        }
+        info!(path = %cfg.name, interface = %i, families = families.name(),
+            "the interface's address families changed: choosing the peer's address again");
+        u.families = families;
+        self.resolve_now.notify_one();
+        true
+    }
+
     /// Look at every path's interface now, and act on what changed.
     pub fn check_uplinks(&self) {
         let now = self.clock.now();
@@ -116,6 +137,12 @@ impl Tunnel {
                     }
                 }
             }
+            if self.look_at_families(cfg, &mut u, &mut down) {
+                // chosen before the path rejoins: its first keepalive goes where it can reach
+                drop(u);
+                self.choose_cached(now);
+                u = sock.lock_uplink();
+            }
             if u.stream_down && down.is_none() {
                 down = Some(UplinkDown::Connecting);
             }
@@ -147,72 +174,6 @@ impl Tunnel {
             }
         }
         self.act(&mut out);
-    }
-
-    /// Resolve the endpoints of peers named by host name that we have not heard for `dead_ms`
-    /// (or ever), or whose every path is down, and send their paths without a `remote` of their
-    /// own to the new address.
-    async fn resolve_silent(&self) {
-        let now = self.clock.now();
-        for (i, peer) in self.peers.list().iter().enumerate() {
-            let Some(e) = peer.cfg().endpoint.clone() else {
-                continue;
-            };
-            let name = peer.cfg().name.clone();
-            if e.host.parse::<std::net::IpAddr>().is_ok() {
-                continue;
-            }
-            let silent = peer.lock().as_ref().is_some_and(|ep| {
-                ep.last_heard()
-                    .is_none_or(|h| now - h >= self.cfg().connection.dead)
-                    || (0..ep.path_count()).all(|p| {
-                        ep.path_info(mpt_core::PathId(p as u8)).state == mpt_tunnel::LinkState::Down
-                    })
-            });
-            if !silent {
-                continue;
-            }
-            let addrs: Vec<std::net::SocketAddr> = match tokio::net::lookup_host((
-                e.host.as_str(),
-                e.port,
-            ))
-            .await
-            {
-                Ok(a) => a.collect(),
-                Err(err) => {
-                    warn!(peer = %name, endpoint = %e, error = %err, "cannot resolve the peer's endpoint");
-                    continue;
-                }
-            };
-            let mut out = Outputs::default();
-            if let Some(ep) = peer.lock().as_mut() {
-                for (k, p) in self.cfg().paths.iter().enumerate() {
-                    if p.remote.is_some() {
-                        continue;
-                    }
-                    let path = mpt_core::PathId(k as u8);
-                    let Some(to) = super::pick_family(&addrs, p.local.is_ipv6()) else {
-                        continue;
-                    };
-                    if ep.remote(path) != Some(to) {
-                        info!(peer = %name, endpoint = %e, path = %p.name, %to, "endpoint resolved");
-                        ep.set_remote(path, to);
-                    }
-                }
-                Tunnel::gather(ep, now, i, &mut out);
-                peer.note_deadline(ep);
-            }
-            self.act(&mut out);
-        }
-    }
-
-    /// Re-resolve silent peers' endpoints every [`RESOLVE_EVERY`], for as long as the daemon runs.
-    pub async fn resolver_task(self: Arc<Self>) -> Result<()> {
-        // (a reload may add peers named by host name: looked at every second even without any)
-        loop {
-            tokio::time::sleep(RESOLVE_EVERY).await;
-            self.resolve_silent().await;
-        }
     }
 
     /// Watch the paths' interfaces for as long as the daemon runs.

@@ -3,6 +3,7 @@
 mod budgets;
 mod errors;
 mod peers;
+mod transports;
 
 use super::*;
 use mpt_core::seal::{Cipher, PrivateKey};

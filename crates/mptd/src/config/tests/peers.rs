@@ -93,15 +93,21 @@ interface = "wwan0"
     let e = c.peers[0].endpoint.as_ref().expect("endpoint");
     assert_eq!((e.host.as_str(), e.port), ("vps.example.net", 4754));
     for p in &c.paths {
-        // whatever address the interface has; the remote is the peer's endpoint
-        assert_eq!(p.local, "0.0.0.0:0".parse().expect("addr"));
+        // whatever address the interface has, of either family (a dual-stack socket); the
+        // remote is the peer's endpoint
+        assert_eq!(p.local, "[::]:0".parse().expect("addr"));
+        assert!(p.dual);
         assert_eq!(p.remote, None);
     }
+    // an address: a socket of its family, as before
     let v6 = site.replace("vps.example.net:4754", "[2001:db8::1]:4754");
-    assert_eq!(
-        parse(&v6).expect("valid").paths[0].local,
-        "[::]:0".parse().expect("addr")
-    );
+    let v6 = &parse(&v6).expect("valid").paths[0];
+    assert_eq!(v6.local, "[::]:0".parse().expect("addr"));
+    assert!(!v6.dual);
+    let v4 = site.replace("vps.example.net:4754", "198.18.100.1:4754");
+    let v4 = &parse(&v4).expect("valid").paths[0];
+    assert_eq!(v4.local, "0.0.0.0:0".parse().expect("addr"));
+    assert!(!v4.dual);
     for bad in [
         "vps.example.net",
         "vps:0",

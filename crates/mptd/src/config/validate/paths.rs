@@ -51,9 +51,11 @@ impl Validator<'_> {
                          to leave through",
                     ))
                 }
-                // whatever address the interface has, of the remote's family
+                // whatever address the interface has, of the remote's family (of both, for a
+                // peer named by host name)
                 None => any_address(remote, peer),
             };
+            let dual = !local_given && remote.is_none() && by_name(peer);
             self.same_family(i, local, remote)?;
             if remote.is_none() && peer.is_none() && !local_given {
                 return Err(self.err(
@@ -64,26 +66,24 @@ impl Validator<'_> {
             }
             self.unique_local(i, local, &paths)?;
             let weight = self.int_in(&key("weight"), r.weight, 1, 1, i64::from(MAX_WEIGHT))?;
-            let rate_bps = r.rate.map(|v| self.rate(&key("rate"), v)).transpose()?;
+            let rate_bps = r
+                .rate
+                .clone()
+                .map(|v| self.rate(&key("rate"), v))
+                .transpose()?;
             if scheduler == SchedulerKind::Rate && rate_bps.is_none() {
                 return Err(self.err(
                     key("rate"),
                     "missing, required by scheduler = \"rate\" (e.g. rate = \"20mbit\")",
                 ));
             }
-            let min_mtu = if local.is_ipv6() { 1280 } else { 576 };
-            let mtu = r
-                .mtu
-                .map(|_| self.int_in(&key("mtu"), r.mtu, 1500, min_mtu, 65_535))
-                .transpose()?
-                .map(|m| m as u16);
-            if r.backup == Some(true) && r.priority.is_some() {
-                return Err(self.err(
-                    key("priority"),
-                    "give priority or backup = true (below every priority), not both",
-                ));
-            }
-            let priority = self.int_in(&key("priority"), r.priority, 1, 1, 254)?;
+            let tier = PathFile {
+                mtu: r.mtu,
+                backup: r.backup,
+                priority: r.priority,
+                ..PathFile::default()
+            };
+            let (mtu, priority) = self.mtu_and_tier(i, &tier, local.is_ipv6() && !dual)?;
             let transport = self.transport(i, r.transport.as_deref(), peer.is_some(), local)?;
             paths.push(PathConfig {
                 id: PathId(i as u8),
@@ -91,6 +91,7 @@ impl Validator<'_> {
                 interface: r.interface,
                 local,
                 remote,
+                dual,
                 weight,
                 rate_bps,
                 backup: r.backup.unwrap_or(false),
@@ -107,6 +108,31 @@ impl Validator<'_> {
             ));
         }
         Ok(paths)
+    }
+
+    /// Path `i`'s `mtu` (a cap on its outer packets, at least IPv6's minimum on an IPv6-only
+    /// socket, else IPv4's) and its tier (`priority`, not with `backup`).
+    fn mtu_and_tier(
+        &self,
+        i: usize,
+        r: &PathFile,
+        v6_only: bool,
+    ) -> Result<(Option<u16>, u8), ConfigError> {
+        let key = |k: &str| format!("path[{i}].{k}");
+        let min_mtu = if v6_only { 1280 } else { 576 };
+        let mtu = r
+            .mtu
+            .map(|_| self.int_in(&key("mtu"), r.mtu, 1500, min_mtu, 65_535))
+            .transpose()?
+            .map(|m| m as u16);
+        if r.backup == Some(true) && r.priority.is_some() {
+            return Err(self.err(
+                key("priority"),
+                "give priority or backup = true (below every priority), not both",
+            ));
+        }
+        let priority = self.int_in(&key("priority"), r.priority, 1, 1, 254)?;
+        Ok((mtu, priority))
     }
 
     /// Path `i`'s `transport`: `udp` (the default) or `tcp`, dialled when we start the
@@ -168,12 +194,19 @@ impl Validator<'_> {
     }
 }
 
+/// Whether `peer`'s endpoint is a host name (not an address).
+fn by_name(peer: Option<&PeerConfig>) -> bool {
+    peer.and_then(|p| p.endpoint.as_ref())
+        .is_some_and(|e| e.host.parse::<IpAddr>().is_err())
+}
+
 /// The wildcard address of the family of `remote`, or else of `peer`'s endpoint when that is
-/// an address (IPv4 when neither says), port 0: a path given only an interface.
+/// an address, port 0: a path given only an interface. A host name gives `[::]` (a dual-stack
+/// socket, [`PathConfig::dual`]); nothing gives IPv4.
 fn any_address(remote: Option<SocketAddr>, peer: Option<&PeerConfig>) -> SocketAddr {
     let v6 = remote.map(|r| r.is_ipv6()).or_else(|| {
         let e = peer?.endpoint.as_ref()?;
-        e.host.parse::<IpAddr>().ok().map(|a| a.is_ipv6())
+        Some(e.host.parse::<IpAddr>().map_or(true, |a| a.is_ipv6()))
     });
     let any: IpAddr = if v6 == Some(true) {
         std::net::Ipv6Addr::UNSPECIFIED.into()
