@@ -51,7 +51,13 @@ fn ping_rtts(lab: &Lab, addr: &str, count: usize, tos: &str) -> (Vec<f64>, usize
         .args(["-c", &count.to_string(), addr])
         .output()
         .expect("ping");
-    let text = String::from_utf8_lossy(&out.stdout);
+    let rtts = rtts(&String::from_utf8_lossy(&out.stdout));
+    let lost = count.saturating_sub(rtts.len());
+    (rtts, lost)
+}
+
+/// The round trips in ping's output, in ms, sorted.
+fn rtts(text: &str) -> Vec<f64> {
     let mut rtts: Vec<f64> = text
         .lines()
         .filter_map(|l| {
@@ -64,8 +70,7 @@ fn ping_rtts(lab: &Lab, addr: &str, count: usize, tos: &str) -> (Vec<f64>, usize
         })
         .collect();
     rtts.sort_by(f64::total_cmp);
-    let lost = count.saturating_sub(rtts.len());
-    (rtts, lost)
+    rtts
 }
 
 fn p99(sorted: &[f64]) -> f64 {
@@ -145,19 +150,7 @@ fn a_carrier_that_drops_udp_gets_a_tcp_path() {
                 &["-t", "20", "-C", cc],
             )
             .expect("iperf3 through the tunnel");
-        let text = ping.join().expect("ping thread");
-        let mut rtts: Vec<f64> = text
-            .lines()
-            .filter_map(|l| {
-                l.split("time=")
-                    .nth(1)?
-                    .split_whitespace()
-                    .next()?
-                    .parse()
-                    .ok()
-            })
-            .collect();
-        rtts.sort_by(f64::total_cmp);
+        let rtts = rtts(&ping.join().expect("ping thread"));
         let mbit = iperf3_bps(&v) / 1e6;
         results.push((cc, mbit, p99(&rtts), 1500 - rtts.len()));
     }
