@@ -186,6 +186,11 @@ fn a_carrier_that_drops_udp_gets_a_tcp_path() {
         st.tunnel.drops.paced
     );
     assert!(up <= Duration::from_secs(5), "path 1 up within 5 s: {up:?}");
+    assert_eq!(
+        (p[0].transport.as_str(), p[1].transport.as_str()),
+        ("udp", "tcp"),
+        "each path's transport in the status"
+    );
     assert_eq!(out, 0, "nothing went out by UDP on the blocked link");
     assert!(
         p[0].tx_packets > 1000 && p[1].tx_packets > 1000,

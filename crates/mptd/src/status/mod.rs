@@ -243,6 +243,10 @@ pub struct PathStatus {
     /// absent", "link down".
     #[serde(default)]
     pub down_reason: Option<String>,
+    /// How its datagrams travel now: "udp", or "tcp" (`transport = "tcp"`, or a peer's path
+    /// that came to a `[[listen]]` with `tcp = true` by TCP).
+    #[serde(default = "udp")]
+    pub transport: String,
     pub backup: bool,
     /// Its tier (`priority`), 1 the highest.
     #[serde(default = "first_tier")]
@@ -413,6 +417,10 @@ impl Throughput {
 }
 
 /// The tier of a path whose status says none (an older mptd's).
+fn udp() -> String {
+    "udp".to_owned()
+}
+
 fn first_tier() -> u8 {
     1
 }

@@ -38,6 +38,11 @@ impl Tunnel {
                     name: self.path_name(peer, path),
                     state: info.state.name().to_owned(),
                     down_reason: info.down_reason.map(|r| r.describe()),
+                    transport: match ep.path_transport(path) {
+                        mpt_tunnel::Transport::Stream => "tcp",
+                        mpt_tunnel::Transport::Datagram => "udp",
+                    }
+                    .to_owned(),
                     backup: ep.config().paths[i].backup,
                     priority: ep.config().paths[i].priority,
                     local,

@@ -128,7 +128,10 @@ pub(crate) fn print_show(s: &Status, only: Option<&str>) {
             };
             println!("  path: {}{tier}", p.name);
             println!("    state: {state}");
-            println!("    endpoint: {} -> {}", p.local, p.remote);
+            println!(
+                "    endpoint: {} -> {} ({})",
+                p.local, p.remote, p.transport
+            );
             println!("    heard: {}", ago(p.last_heard_ms));
             let rtt = p
                 .rtt_us
