@@ -9,14 +9,15 @@
 
 use std::io::Write;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use mpt_core::seal::PrivateKey;
 use mpt_lab::harness::{mptd_bin, tbf, terminate};
 use mptd::status::PathStatus;
 
+use crate::handmade::Namespaces;
 use crate::need;
 
 const HOSTS: [&str; 3] = ["site", "inet", "vps"];
@@ -28,64 +29,26 @@ const INNER: &str = "198.19.31.1";
 /// The lab's namespaces and daemons; dropping it stops the daemons (by pid) and removes the
 /// namespaces and the site's `/etc/netns` entry.
 struct Families {
-    tag: String,
-    dir: PathBuf,
-    children: Vec<Child>,
+    net: Namespaces,
 }
 
-impl Drop for Families {
-    fn drop(&mut self) {
-        for c in &mut self.children {
-            terminate(c);
-        }
-        for h in HOSTS {
-            let _ = Command::new("ip")
-                .args(["netns", "del", &self.ns(h)])
-                .output();
-        }
-        let _ = std::fs::remove_dir_all(Path::new("/etc/netns").join(self.ns("site")));
-        if std::env::var_os("MPT_LAB_KEEP").is_none() {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
+impl std::ops::Deref for Families {
+    type Target = Namespaces;
+    fn deref(&self) -> &Namespaces {
+        &self.net
+    }
+}
+
+impl std::ops::DerefMut for Families {
+    fn deref_mut(&mut self) -> &mut Namespaces {
+        &mut self.net
     }
 }
 
 impl Families {
-    fn ns(&self, host: &str) -> String {
-        format!("{}{host}", self.tag)
-    }
-
-    /// `sh -ec script` in `host`'s namespace (`ip netns exec`: the site sees its own hosts
-    /// file); its output, or a panic naming the script.
-    fn sh(&self, host: &str, script: &str) -> String {
-        let out = Command::new("timeout")
-            .args([
-                "30",
-                "ip",
-                "netns",
-                "exec",
-                &self.ns(host),
-                "sh",
-                "-ec",
-                script,
-            ])
-            .output()
-            .expect("ip netns exec");
-        assert!(
-            out.status.success(),
-            "in {host}: {script}: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
     fn new() -> Families {
-        let (tag, dir) = crate::netns_hosts("f", &HOSTS);
         let lab = Families {
-            tag,
-            dir,
-            children: Vec::new(),
+            net: Namespaces::new("f", &HOSTS, Some(30)),
         };
         let inet = lab.ns("inet");
         let shape = tbf(20_000_000);
@@ -133,12 +96,8 @@ impl Families {
         lab
     }
 
-    fn sock(&self, host: &str) -> PathBuf {
-        self.dir.join(format!("{host}.sock"))
-    }
-
     /// Write `host`'s config (`body`, with its key file and control socket) and start mptd.
-    fn start(&mut self, host: &str, key: &PrivateKey, body: &str) {
+    fn start(&mut self, host: &'static str, key: &PrivateKey, body: &str) {
         let keyfile = self.dir.join(format!("{host}.key"));
         let mut f = std::fs::OpenOptions::new()
             .create(true)
@@ -165,11 +124,7 @@ impl Families {
             .stderr(log)
             .spawn()
             .expect("mptd");
-        self.children.push(child);
-    }
-
-    fn log(&self, host: &str) -> String {
-        std::fs::read_to_string(self.dir.join(format!("{host}.log"))).unwrap_or_default()
+        self.daemons.push((host, child));
     }
 
     /// The site's paths as its status says now (empty while it does not answer).
@@ -370,7 +325,7 @@ fn ipv4_only_and_ipv6_only_uplinks_find_the_server_by_name() {
         "inet",
         "nft 'add table ip6 lab; add chain ip6 lab c { type filter hook forward priority 0; }; add rule ip6 lab c iifname s6 drop'",
     );
-    let mut old = lab.children.remove(1);
+    let (_, mut old) = lab.daemons.remove(1);
     terminate(&mut old);
     let site_config = std::fs::read_to_string(lab.dir.join("site.toml")).expect("config");
     let body = site_config

@@ -18,8 +18,8 @@
 
 use std::io::{Read, Write};
 use std::net::{IpAddr, TcpListener};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::path::Path;
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 use mpt_core::seal::PrivateKey;
 use mpt_lab::harness::{mptd_bin, sibling_bin, tbf, terminate};
 
+use crate::handmade::Namespaces;
 use crate::need;
 
 const FILE_BYTES: usize = 20 << 20;
@@ -40,61 +41,28 @@ const PORT: u16 = 8080;
 /// The lab's namespaces and what it started; dropping it stops the daemons (by pid) and
 /// removes the namespaces and the site's `/etc/netns` entry.
 struct Internet {
-    tag: String,
-    dir: PathBuf,
-    daemons: Vec<(&'static str, Child)>,
+    net: Namespaces,
+}
+
+impl std::ops::Deref for Internet {
+    type Target = Namespaces;
+    fn deref(&self) -> &Namespaces {
+        &self.net
+    }
+}
+
+impl std::ops::DerefMut for Internet {
+    fn deref_mut(&mut self) -> &mut Namespaces {
+        &mut self.net
+    }
 }
 
 const HOSTS: [&str; 6] = ["lan", "site", "cgnat", "inet", "vps", "web"];
 
-impl Drop for Internet {
-    fn drop(&mut self) {
-        for (_, c) in &mut self.daemons {
-            terminate(c);
-        }
-        for h in HOSTS {
-            let _ = Command::new("ip")
-                .args(["netns", "del", &self.ns(h)])
-                .output();
-        }
-        let _ = std::fs::remove_dir_all(Path::new("/etc/netns").join(self.ns("site")));
-        if std::env::var_os("MPT_LAB_KEEP").is_none() {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
-    }
-}
-
 impl Internet {
-    fn ns(&self, host: &str) -> String {
-        format!("{}{host}", self.tag)
-    }
-
-    /// Run `script` with `sh -ec` in `host`'s namespace (`ip netns exec`, so that the site sees
-    /// its own `/etc/hosts`); its output, or a panic naming the script.
-    fn sh(&self, host: &str, script: &str) -> String {
-        let out = self.try_sh(host, script);
-        assert!(
-            out.status.success(),
-            "in {host}: {script}: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn try_sh(&self, host: &str, script: &str) -> std::process::Output {
-        Command::new("ip")
-            .args(["netns", "exec", &self.ns(host), "sh", "-ec", script])
-            .output()
-            .expect("ip netns exec")
-    }
-
     fn new() -> Internet {
-        let (tag, dir) = crate::netns_hosts("i", &HOSTS);
         let lab = Internet {
-            tag,
-            dir,
-            daemons: Vec::new(),
+            net: Namespaces::new("i", &HOSTS, None),
         };
         let n = |h: &str| lab.ns(h);
         let veth = |a: &str, an: &str, b: &str, bn: &str| {
@@ -222,10 +190,6 @@ impl Internet {
         self.daemons.push((host, child));
     }
 
-    fn sock(&self, host: &str) -> PathBuf {
-        self.dir.join(format!("{host}.sock"))
-    }
-
     /// `mptctl show` on `host` exits 0 (every path up) within `limit`.
     fn wait_up(&self, host: &str, limit: Duration) {
         let t0 = Instant::now();
@@ -246,10 +210,6 @@ impl Internet {
             );
             std::thread::sleep(Duration::from_millis(100));
         }
-    }
-
-    fn log(&self, host: &str) -> String {
-        std::fs::read_to_string(self.dir.join(format!("{host}.log"))).unwrap_or_default()
     }
 
     /// Stop `host`'s daemon (SIGTERM, by pid) and wait for it.

@@ -19,6 +19,7 @@ mod families;
 mod footprint;
 mod foreign;
 mod ftp;
+mod handmade;
 mod hostile;
 mod idle;
 mod installed;
