@@ -122,20 +122,9 @@ impl Ledger {
 
 #[cfg(test)]
 mod tests {
-    use super::super::calendar::{days_from_civil, Period, Reset};
+    use super::super::calendar::days_from_civil;
     use super::super::Crossing;
     use super::*;
-
-    fn budget(limit: u64) -> Budget {
-        Budget {
-            limit,
-            reset: Reset {
-                period: Period::Month,
-                day: 1,
-                utc_offset: 0,
-            },
-        }
-    }
 
     fn at(y: i64, m: u32, d: u32) -> i64 {
         days_from_civil(y, m, d) * 86_400
@@ -145,7 +134,7 @@ mod tests {
     fn a_count_read_back_is_kept_in_its_period_and_not_after() {
         let now = at(2026, 12, 6);
         let mut l = Ledger::default();
-        l.configure("lte", budget(1000), now);
+        l.configure("lte", super::super::monthly(1000), now);
         l.add("lte", now, 1000);
         let saved = l.written().expect("changed");
         assert_eq!(l.written(), None);
@@ -154,7 +143,7 @@ mod tests {
         again.restore(saved.clone());
         assert_eq!(
             again
-                .configure("lte", budget(1000), now + 60)
+                .configure("lte", super::super::monthly(1000), now + 60)
                 .iter()
                 .count(),
             0
@@ -165,7 +154,7 @@ mod tests {
         let mut later = Ledger::default();
         later.restore(saved);
         let crossed: Vec<Crossing> = later
-            .configure("lte", budget(1000), at(2027, 1, 2))
+            .configure("lte", super::super::monthly(1000), at(2027, 1, 2))
             .iter()
             .collect();
         assert_eq!(crossed, [Crossing::NewPeriod]);
@@ -176,11 +165,11 @@ mod tests {
     fn a_reset_starts_again_and_a_removed_budget_keeps_its_count_aside() {
         let now = at(2026, 12, 6);
         let mut l = Ledger::default();
-        l.configure("lte", budget(1000), now);
+        l.configure("lte", super::super::monthly(1000), now);
         l.add("lte", now, 900);
         l.keep_only(|_| false);
         assert!(l.get("lte").is_none());
-        l.configure("lte", budget(1000), now);
+        l.configure("lte", super::super::monthly(1000), now);
         assert_eq!(l.get("lte").expect("entry").count.used, 900);
         let e = l.reset("lte", now).expect("has a budget");
         assert_eq!((e.count.used, e.count.warned), (0, false));

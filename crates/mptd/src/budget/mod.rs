@@ -110,24 +110,26 @@ impl Crossings {
     }
 }
 
+/// A monthly budget of `limit` bytes from the 1st, at UTC (the tests').
+#[cfg(test)]
+pub(crate) fn monthly(limit: u64) -> Budget {
+    Budget {
+        limit,
+        reset: Reset {
+            period: calendar::Period::Month,
+            day: 1,
+            utc_offset: 0,
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::calendar::{days_from_civil, Period};
+    use super::calendar::days_from_civil;
     use super::*;
 
     fn at(y: i64, m: u32, d: u32, h: i64) -> i64 {
         days_from_civil(y, m, d) * 86_400 + h * 3600
-    }
-
-    fn budget(limit: u64) -> Budget {
-        Budget {
-            limit,
-            reset: Reset {
-                period: Period::Month,
-                day: 1,
-                utc_offset: 0,
-            },
-        }
     }
 
     fn crossed(c: Crossings) -> Vec<Crossing> {
@@ -136,7 +138,7 @@ mod tests {
 
     #[test]
     fn eighty_percent_and_the_limit_are_crossed_once_each() {
-        let b = budget(1000);
+        let b = super::monthly(1000);
         let now = at(2026, 12, 6, 12);
         let mut c = Count::new(now, &b);
         assert_eq!(crossed(c.add(now, 799, &b)), []);
@@ -149,7 +151,7 @@ mod tests {
 
     #[test]
     fn one_step_over_both_lines_crosses_both_in_order() {
-        let b = budget(1000);
+        let b = super::monthly(1000);
         let now = at(2026, 12, 6, 12);
         let mut c = Count::new(now, &b);
         assert_eq!(
@@ -160,7 +162,7 @@ mod tests {
 
     #[test]
     fn a_new_period_starts_the_count_again() {
-        let b = budget(1000);
+        let b = super::monthly(1000);
         let mut c = Count::new(at(2026, 12, 6, 12), &b);
         c.add(at(2026, 12, 20, 0), 1000, &b);
         assert!(c.exhausted);
@@ -181,13 +183,13 @@ mod tests {
     #[test]
     fn a_raised_limit_uncrosses_and_a_lowered_one_crosses() {
         let now = at(2026, 12, 6, 12);
-        let mut c = Count::new(now, &budget(1000));
-        c.add(now, 1000, &budget(1000));
+        let mut c = Count::new(now, &super::monthly(1000));
+        c.add(now, 1000, &super::monthly(1000));
         assert!(c.exhausted && c.warned);
-        assert_eq!(crossed(c.rebase(now, &budget(2000))), []);
+        assert_eq!(crossed(c.rebase(now, &super::monthly(2000))), []);
         assert!(!c.exhausted && !c.warned);
         assert_eq!(
-            crossed(c.rebase(now, &budget(900))),
+            crossed(c.rebase(now, &super::monthly(900))),
             [Crossing::Warn, Crossing::Exhausted]
         );
         assert_eq!(c.used, 1000);
@@ -195,7 +197,7 @@ mod tests {
 
     #[test]
     fn a_clock_set_back_keeps_the_period_and_its_count() {
-        let b = budget(1000);
+        let b = super::monthly(1000);
         let mut c = Count::new(at(2026, 12, 6, 12), &b);
         c.add(at(2026, 12, 6, 12), 500, &b);
         let window = c.window;
