@@ -36,6 +36,7 @@ mod streams;
 mod systemd;
 mod throughput;
 mod transports;
+mod transports_auto;
 mod versions;
 
 use mpt_lab::harness::{Lab, LinkSpec, Side};

@@ -11,7 +11,7 @@ use crate::need;
 
 /// Drop every UDP datagram in and out of A's link `i` (a carrier that blocks UDP), counting
 /// them.
-fn block_udp(lab: &Lab, i: usize) {
+pub(crate) fn block_udp(lab: &Lab, i: usize) {
     let l = Lab::link(i);
     lab.sh(
         Side::A,
@@ -27,7 +27,7 @@ fn block_udp(lab: &Lab, i: usize) {
 }
 
 /// The UDP datagrams the carrier dropped on A's link: (out, in).
-fn udp_dropped(lab: &Lab) -> (u64, u64) {
+pub(crate) fn udp_dropped(lab: &Lab) -> (u64, u64) {
     let out = lab
         .sh(Side::A, "nft list table inet carrier")
         .expect("nft list");

@@ -10,7 +10,7 @@ use mpt_core::{PathId, Time};
 use crate::crypto::Sealer;
 use crate::pending::Pending;
 use crate::sending::Sending;
-use crate::{BatchOut, Connection, DropReason};
+use crate::{BatchOut, Connection, DropReason, Transmit};
 
 /// Why [`Connection::send_one`] sent nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,6 +83,21 @@ impl<P> Connection<P> {
             counts: &mut self.counts,
             resend: &mut self.resend,
         }
+    }
+
+    /// A keepalive on `path` built and sealed at `now` for the driver to send some other way
+    /// than the path's transport: `transport = "auto"` asks with it whether UDP answers again
+    /// while the path rides a stream. It goes to the path's remote; `None` without keys.
+    pub fn probe_keepalive(
+        &mut self,
+        now: Time,
+        path: PathId,
+        buf: &mut Vec<u8>,
+    ) -> Option<Transmit> {
+        if path.index() >= self.paths.len() {
+            return None;
+        }
+        self.control().build(now, Pending::Keepalive(path), buf)
     }
 
     /// The batch that used the paths of `used` (from [`Sealer::used`]) has left: its data

@@ -64,6 +64,9 @@ pub struct TunnelOpts {
     pub state_dir_on_a: Option<String>,
     /// The links whose paths are `transport = "tcp"` on both sides (A dials, B listens).
     pub tcp_links: Vec<usize>,
+    /// The links whose path on B takes TCP as well (`transport = "tcp"` there), while A's is
+    /// its default (`auto`: UDP while UDP answers).
+    pub tcp_on_b: Vec<usize>,
 }
 
 impl TunnelOpts {
@@ -107,6 +110,7 @@ impl Default for TunnelOpts {
             budgets_on_a: Vec::new(),
             state_dir_on_a: None,
             tcp_links: Vec::new(),
+            tcp_on_b: Vec::new(),
         }
     }
 }
@@ -222,7 +226,7 @@ impl Lab {
     }
 
     /// Path `i`'s budget keys on `side` ([`TunnelOpts::budgets_on_a`]) and its transport
-    /// ([`TunnelOpts::tcp_links`]), the rest default.
+    /// ([`TunnelOpts::tcp_links`], [`TunnelOpts::tcp_on_b`]), the rest default.
     fn per_path(&self, side: Side, o: &TunnelOpts, i: usize) -> PathFile {
         let b = o
             .budgets_on_a
@@ -231,7 +235,8 @@ impl Lab {
         PathFile {
             budget: b.map(|(_, text, _)| ::mptd::config::BytesFile::Text(text.clone())),
             budget_exhausted: b.and_then(|(_, _, e)| e.clone()),
-            transport: o.tcp_links.contains(&i).then(|| "tcp".into()),
+            transport: (o.tcp_links.contains(&i) || side == Side::B && o.tcp_on_b.contains(&i))
+                .then(|| "tcp".into()),
             ..PathFile::default()
         }
     }

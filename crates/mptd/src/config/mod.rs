@@ -204,7 +204,7 @@ pub struct PathConfig {
     pub priority: u8,
     /// A cap on the path's MTU (outer IP packet bytes); discovery finds it otherwise.
     pub mtu: Option<u16>,
-    /// UDP, or a TCP connection.
+    /// UDP, a TCP connection, or whichever works (`auto`).
     pub transport: PathTransport,
     /// A data budget: at most so many bytes on the path's uplink per period.
     pub budget: Option<BudgetConfig>,
@@ -244,11 +244,14 @@ impl Exhausted {
 }
 
 /// How a path's datagrams travel (`[[path]] transport`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PathTransport {
     /// One UDP datagram each.
-    #[default]
     Udp,
+    /// UDP while UDP answers, else a TCP connection (`crate::stream::auto`), on a path we
+    /// dial (`dial`); a path the peer comes to is UDP (the peer's `[[listen]]` with `tcp =
+    /// true` takes its connections).
+    Auto { dial: bool },
     /// On a TCP connection, for networks that block UDP (`crate::stream`): dialled to the
     /// peer's address when we start the handshakes (`dial`), else taken at `local`.
     Tcp { dial: bool },

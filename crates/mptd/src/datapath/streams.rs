@@ -1,15 +1,18 @@
 //! The stream paths' keeper ([`stream_task`]): every [`TICK`] it starts the listeners, dials
-//! what a dialling side's peers need, tells the endpoints which paths are streams, takes a
-//! path whose stream is not up down (and back up when it is), and adds the streams' bytes on
-//! the wire to their sockets' counts (which data budgets read).
+//! what a dialling side's peers need, lets an `auto` path choose between UDP and its stream
+//! ([`crate::stream::auto`]), tells the endpoints which paths are streams, takes a `tcp` path
+//! whose stream is not up down (and back up when it is), and adds the streams' bytes on the
+//! wire to their sockets' counts (which data budgets read).
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
 
 use mpt_core::PathId;
-use mpt_tunnel::Transport;
+use mpt_tunnel::{DownReason, LinkState, Transport, UplinkDown};
+use tracing::{debug, warn};
 
+use crate::stream::auto::{AutoSide, Carrier, Seen, Step};
 use crate::stream::{Role, Sizes, StreamSide};
 use crate::tunnel::{SockIo, Tunnel};
 
@@ -42,7 +45,10 @@ pub async fn stream_task(t: Arc<Tunnel>) {
                     tokio::spawn(side.clone().accept(t.streams.frames.clone(), sizes, alive));
                 }
                 Role::Listen => {}
-                Role::Dial { .. } => dial(&t, s, sock, side, sizes),
+                Role::Dial { .. } => match &sock.auto {
+                    Some(auto) => choose(&t, s, sock, side, auto, sizes),
+                    None => dial(&t, s, sock, side, sizes),
+                },
             }
             let (tx, rx) = side.take_wire();
             sock.wire.tx.fetch_add(tx, Relaxed);
@@ -80,6 +86,83 @@ fn dial(t: &Tunnel, s: usize, sock: &SockIo, side: &Arc<StreamSide>, sizes: Size
     }
 }
 
+/// An `auto` path's socket `s`: look at the path as its first peer sees it, let its choice
+/// tick, and act on it (switch, or retry UDP); dial its stream while the choice wants it,
+/// and close it when not.
+fn choose(
+    t: &Tunnel,
+    s: usize,
+    sock: &SockIo,
+    side: &Arc<StreamSide>,
+    auto: &AutoSide,
+    sizes: Sizes,
+) {
+    let Some(path) = sock.path() else { return };
+    let now = t.clock.now();
+    let peers = t.peers.list();
+    let mine = || {
+        peers
+            .iter()
+            .filter(move |p| !p.listening && p.socket(path) == s)
+    };
+    let mut seen = None;
+    let mut remotes = Vec::new();
+    for peer in mine() {
+        let guard = peer.lock();
+        let Some(ep) = guard.as_ref() else { continue };
+        let Some(remote) = ep.remote(path) else {
+            continue;
+        };
+        remotes.push(remote);
+        if seen.is_none() {
+            let info = ep.path_info(path);
+            let uplink_down = matches!(
+                info.down_reason,
+                Some(DownReason::Uplink(u)) if u != UplinkDown::Connecting
+            ) || info.down_reason == Some(DownReason::PeerClosed);
+            seen = Some(Seen {
+                up: info.state == LinkState::Up && ep.keys_agreed(),
+                uplink_down,
+                stream_up: side.has(remote),
+                udp_heard: None,
+            });
+        }
+    }
+    let Some(seen) = seen else { return };
+    match auto.tick(now, seen) {
+        Some(Step::Switch(to)) => {
+            let (_, why, changes) = auto.describe(now);
+            let to = match to {
+                Carrier::Udp => "udp",
+                Carrier::Stream => "tcp",
+            };
+            warn!(path = %sock.name(), transport = to, why, changes, "path transport changed");
+        }
+        Some(Step::Probe) => {
+            let mut buf = Vec::new();
+            for peer in mine() {
+                let made = peer
+                    .lock()
+                    .as_mut()
+                    .and_then(|ep| ep.probe_keepalive(now, path, &mut buf));
+                let Some(tx) = made else { continue };
+                match sock.io.try_send(&buf, tx.destination, None) {
+                    Ok(()) => sock.wire.sent(tx.destination, 1, buf.len()),
+                    Err(e) => debug!(path = %sock.name(), error = %e, "UDP retry not sent"),
+                }
+            }
+        }
+        None => {}
+    }
+    if auto.wants_stream(now) {
+        for remote in remotes {
+            side.dial(remote, t.clock, &t.streams.frames, sizes);
+        }
+    } else if side.backlog().0 > 0 {
+        side.close_all();
+    }
+}
+
 /// Tell each endpoint which of its paths are streams now: a dialling side's always; a
 /// listening side's while the peer's address on that path is one of its streams'.
 fn mark_streams(t: &Tunnel, socks: &[Arc<SockIo>]) {
@@ -95,7 +178,7 @@ fn mark_streams(t: &Tunnel, socks: &[Arc<SockIo>]) {
             let stream = match &sock.stream {
                 None => false,
                 Some(side) => match side.role {
-                    Role::Dial { .. } => true,
+                    Role::Dial { .. } => sock.auto.as_ref().is_none_or(|a| a.on_stream()),
                     Role::Listen => ep.remote(path).is_some_and(|r| side.has(r)),
                 },
             };

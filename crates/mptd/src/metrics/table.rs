@@ -113,6 +113,16 @@ pub(super) const METRICS: &[Metric] = &[
         of: Of::PathCount(|p| p.wire_rx_bytes),
     },
     Metric {
+        name: "path_transport_tcp",
+        help: "1 while the path's datagrams travel on TCP, 0 on UDP",
+        of: Of::PathReading(|p| Some(f64::from(u8::from(p.transport != "udp")))),
+    },
+    Metric {
+        name: "path_transport_changes",
+        help: "Times a transport = auto path moved between UDP and TCP",
+        of: Of::PathCount(|p| p.transport_changes),
+    },
+    Metric {
         name: "path_budget_used_bytes",
         help: "Bytes the path's data budget counted in its period (both ways, headers included)",
         of: Of::PathReading(|p| p.budget.as_ref().map(|b| b.used as f64)),

@@ -102,7 +102,13 @@ fn hold_times_fall_in_the_first_bound_at_or_above_them() {
 #[test]
 fn a_status_renders_as_it_did() {
     let (st, reseq) = sample();
-    assert_eq!(normalised(&render(&st, reseq)), SAMPLE_RENDERED);
+    let got = normalised(&render(&st, reseq));
+    if std::env::var_os("MPTD_BLESS").is_some() {
+        // MPTD_BLESS=1 cargo test -p mptd metrics: write the rendering as the new golden file
+        let file = concat!(env!("CARGO_MANIFEST_DIR"), "/src/metrics/golden.prom");
+        std::fs::write(file, &got).expect("write golden.prom");
+    }
+    assert_eq!(got, SAMPLE_RENDERED);
 }
 
 /// A status of two peers with two paths each, drops, a class and histograms.
@@ -134,6 +140,8 @@ fn sample() -> (crate::status::Status, Vec<ReseqHistograms>) {
                 last_heard_ms: (i + j != 1).then_some(b + 15),
                 wire_tx_bytes: b + 16,
                 wire_rx_bytes: b + 17,
+                transport: if j == 0 { "tcp".into() } else { "udp".into() },
+                transport_changes: b + 18,
                 budget: (i + j == 0).then(|| crate::status::BudgetStatus {
                     limit: 20_000_000_000,
                     used: 3_210_000_000,

@@ -17,6 +17,14 @@ pub struct PathStatus {
     /// that came to a `[[listen]]` with `tcp = true` by TCP).
     #[serde(default = "udp")]
     pub transport: String,
+    /// A `transport = "auto"` path's: why it is on its transport now ("no answer by UDP for
+    /// 1.5 s while TCP connected", "UDP answered again", "UDP tried again 12 s ago: no
+    /// answer"...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport_why: Option<String>,
+    /// Times an `auto` path moved between UDP and TCP.
+    #[serde(default)]
+    pub transport_changes: u64,
     pub backup: bool,
     /// Its tier (`priority`), 1 the highest.
     #[serde(default = "first_tier")]

@@ -4,6 +4,7 @@
 //! The engine knows the path as a stream ([`mpt_tunnel::Transport::Stream`]) and resends
 //! nothing there.
 
+pub mod auto;
 pub mod conn;
 pub mod frame;
 pub mod side;

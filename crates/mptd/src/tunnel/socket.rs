@@ -35,6 +35,8 @@ pub struct SockIo {
     pub stream: Option<Arc<crate::stream::StreamSide>>,
     /// The bytes it carried on the wire ([`Wire`]).
     pub wire: Wire,
+    /// A `transport = "auto"` path's choice of UDP or its stream.
+    pub auto: Option<crate::stream::auto::AutoSide>,
 }
 
 /// The bytes a socket sent and received on the wire, the outer IP and UDP headers included
@@ -85,11 +87,13 @@ impl Wire {
     }
 }
 
-/// Where a datagram from socket `s` to `to` goes: its UDP socket, or a stream
+/// Where a datagram from socket `s` to `to` goes: its UDP socket (an `auto` path's on UDP
+/// now among them), or a stream
 /// ([`crate::stream::StreamSide::way`]).
 pub fn way(s: &SockIo, to: std::net::SocketAddr) -> crate::stream::Way {
     match &s.stream {
         None => crate::stream::Way::Udp,
+        Some(_) if s.auto.as_ref().is_some_and(|a| !a.on_stream()) => crate::stream::Way::Udp,
         Some(side) => side.way(to),
     }
 }
@@ -126,6 +130,7 @@ impl SockIo {
             send_errors: RateLimit::default(),
             stream: None,
             wire: Wire::default(),
+            auto: None,
         }
     }
 
@@ -136,9 +141,17 @@ impl SockIo {
         let io = BatchSocket::new(sock)
             .with_context(|| format!("path {:?}: cannot set up batched I/O", p.name))?;
         let mut s = SockIo::new(Some(p.id), p.name.clone(), io);
+        use crate::config::PathTransport;
+        if let PathTransport::Auto { dial: true } = p.transport {
+            let seed = u64::from(std::process::id()) << 8 | u64::from(p.id.0);
+            s.auto = Some(crate::stream::auto::AutoSide::new(
+                mpt_core::Time::ZERO,
+                seed,
+            ));
+        }
         s.stream = match p.transport {
-            crate::config::PathTransport::Udp => None,
-            crate::config::PathTransport::Tcp { dial: true } => {
+            PathTransport::Udp | PathTransport::Auto { dial: false } => None,
+            PathTransport::Tcp { dial: true } | PathTransport::Auto { dial: true } => {
                 Some(crate::stream::StreamSide::new(
                     crate::stream::Role::Dial {
                         local: p.local,
@@ -147,9 +160,7 @@ impl SockIo {
                     None,
                 ))
             }
-            crate::config::PathTransport::Tcp { dial: false } => {
-                Some(SockIo::listening(p.local, &p.name)?)
-            }
+            PathTransport::Tcp { dial: false } => Some(SockIo::listening(p.local, &p.name)?),
         };
         {
             let mut uplink = s.lock_uplink();

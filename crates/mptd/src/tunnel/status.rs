@@ -32,7 +32,15 @@ impl Tunnel {
                     .as_ref()
                     .and_then(|s| s.io.sock.local_addr().ok())
                     .map_or_else(|| "-".to_owned(), |a| a.to_string());
-                let wire = sock.map_or((0, 0), |s| s.wire.get());
+                let wire = sock.as_ref().map_or((0, 0), |s| s.wire.get());
+                let auto = sock.as_ref().and_then(|s| s.auto.as_ref());
+                let (transport_why, transport_changes) = match auto {
+                    Some(a) => {
+                        let (_, why, changes) = a.describe(now);
+                        (Some(why), changes)
+                    }
+                    None => (None, 0),
+                };
                 PathStatus {
                     id: i as u8,
                     name: self.path_name(peer, path),
@@ -43,6 +51,8 @@ impl Tunnel {
                         mpt_tunnel::Transport::Datagram => "udp",
                     }
                     .to_owned(),
+                    transport_why,
+                    transport_changes,
                     backup: ep.config().paths[i].backup,
                     priority: ep.config().paths[i].priority,
                     local,

@@ -132,6 +132,13 @@ pub(crate) fn print_show(s: &Status, only: Option<&str>) {
                 "    endpoint: {} -> {} ({})",
                 p.local, p.remote, p.transport
             );
+            if let Some(why) = &p.transport_why {
+                let n = p.transport_changes;
+                println!(
+                    "    transport: auto, {} ({why}; moved {n} times)",
+                    p.transport
+                );
+            }
             println!("    heard: {}", ago(p.last_heard_ms));
             let rtt = p
                 .rtt_us

@@ -135,7 +135,7 @@ impl Validator<'_> {
         Ok((mtu, priority))
     }
 
-    /// Path `i`'s `transport`: `udp` (the default) or `tcp`, dialled when we start the
+    /// Path `i`'s `transport`: `auto` (the default), `udp` or `tcp`, dialled when we start the
     /// handshakes (`dial`), else taken at its `local` address, whose port must then be fixed.
     fn transport(
         &self,
@@ -146,14 +146,18 @@ impl Validator<'_> {
     ) -> Result<PathTransport, ConfigError> {
         let key = format!("path[{i}].transport");
         match raw.map(str::trim) {
-            None | Some("udp") => Ok(PathTransport::Udp),
+            None | Some("auto") => Ok(PathTransport::Auto { dial }),
+            Some("udp") => Ok(PathTransport::Udp),
             Some("tcp") if !dial && local.port() == 0 => Err(self.err(
                 key,
                 "\"tcp\" on a path the peer comes to needs a fixed local address:port to \
                  take its connections at",
             )),
             Some("tcp") => Ok(PathTransport::Tcp { dial }),
-            Some(other) => Err(self.err(key, format!("{other:?}, expected \"udp\" or \"tcp\""))),
+            Some(other) => Err(self.err(
+                key,
+                format!("{other:?}, expected \"auto\", \"udp\" or \"tcp\""),
+            )),
         }
     }
 

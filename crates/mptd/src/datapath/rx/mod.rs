@@ -183,6 +183,10 @@ fn receive_batch(
 ) -> Option<(usize, Option<usize>)> {
     let n = read_batch(t, &socks[s], b)?;
     let lagging = handle_batch(t, socks, s, n, b, outputs);
+    if let (true, Some(auto)) = (b.authentic, &socks[s].auto) {
+        // an `auto` path's retry by UDP is answered (or UDP carries it)
+        auto.heard_udp(t.clock.now());
+    }
     Some((n, lagging))
 }
 
