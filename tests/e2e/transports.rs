@@ -197,12 +197,13 @@ fn a_carrier_that_drops_udp_gets_a_tcp_path() {
         "both paths carry the transfer"
     );
     for (cc, mbit, p, _) in &results {
-        // The goal is 0.85 of the sum; the tunnel gets 0.66-0.70 today (the TCP path
-        // takes more than its share and the UDP one less: docs/results.md). This bound only
-        // asks for more than one link alone.
+        // The goal is 0.85 of the sum: cubic gets 0.88 and BBR 0.80 today (the TCP
+        // path's own congestion control fills its link's queue, 50-70 ms, and BBR's probes
+        // overflow the stream's queue: `stream_full`). The bound leaves room for the VM's
+        // drift.
         assert!(
-            *mbit >= 0.6 * sum,
-            "{cc}: {mbit:.1} Mbit/s, at least 0.6 of {sum:.1}"
+            *mbit >= 0.72 * sum,
+            "{cc}: {mbit:.1} Mbit/s, at least 0.72 of {sum:.1}"
         );
         assert!(
             *p <= p99(&idle.0) + 20.0,

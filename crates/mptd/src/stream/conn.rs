@@ -25,6 +25,10 @@ pub const QUEUE_LIMIT_UNAUTHENTICATED: usize = 4 * 1024;
 /// A write that makes no progress for this long means a reader that does not read: closed.
 pub const STALL: Duration = Duration::from_secs(5);
 
+/// While the kernel holds bytes not yet acknowledged and nothing is written, the writer looks
+/// at them this often.
+pub const RESAMPLE: Duration = Duration::from_millis(2);
+
 /// Frames the inbox holds (batches of frames, one per read) before readers wait.
 pub const INBOX: usize = 256;
 
@@ -238,7 +242,13 @@ impl StreamConn {
             }
             if buf.is_empty() {
                 self.sample(&probe, &mut last);
-                self.wake.notified().await;
+                if self.unsent.load(Relaxed) == 0 {
+                    self.wake.notified().await;
+                } else {
+                    // what the kernel holds drains without us: look again soon, or the
+                    // scheduler would see the path as full long after it is not
+                    let _ = tokio::time::timeout(RESAMPLE, self.wake.notified()).await;
+                }
                 continue;
             }
             let mut at = 0;
@@ -263,7 +273,7 @@ impl StreamConn {
         // SAFETY: the fd is the stream's socket, open while its tasks run (`run` ends them
         // before the stream is dropped).
         let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
-        self.unsent.store(super::sockopt::unsent(&fd), Relaxed);
+        self.unsent.store(super::sockopt::unacked(&fd), Relaxed);
         if let Some(now) = super::sockopt::wire(&fd) {
             let (tx, rx) = now.since(last, probe.header);
             self.wire_tx.fetch_add(tx, Relaxed);

@@ -40,11 +40,13 @@ pub fn configure(sock: &socket2::Socket, interface: Option<&str>) -> io::Result<
     Ok(())
 }
 
-/// Bytes the kernel holds on `sock` not yet sent (`SIOCOUTQNSD`); 0 if it cannot tell.
-pub fn unsent(sock: &impl AsRawFd) -> usize {
+/// Bytes the kernel holds on `sock` not yet acknowledged: unsent, and sent but still on the
+/// way or in the link's queue (`SIOCOUTQ`); 0 if it cannot tell. What a datagram written now
+/// waits behind.
+pub fn unacked(sock: &impl AsRawFd) -> usize {
     let mut n: libc::c_int = 0;
-    // SAFETY: SIOCOUTQNSD on an open TCP socket writes one c_int through the pointer.
-    let r = unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCOUTQNSD as _, &mut n) };
+    // SAFETY: SIOCOUTQ on an open TCP socket writes one c_int through the pointer.
+    let r = unsafe { libc::ioctl(sock.as_raw_fd(), libc::TIOCOUTQ as _, &mut n) };
     if r < 0 {
         0
     } else {
