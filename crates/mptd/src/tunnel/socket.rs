@@ -136,18 +136,27 @@ impl SockIo {
         let io = BatchSocket::new(sock)
             .with_context(|| format!("path {:?}: cannot set up batched I/O", p.name))?;
         let mut s = SockIo::new(Some(p.id), p.name.clone(), io);
+        use crate::config::PathTransport;
         s.stream = match p.transport {
-            crate::config::PathTransport::Udp => None,
-            crate::config::PathTransport::Tcp { dial: true } => {
+            PathTransport::Udp => None,
+            PathTransport::Tcp { dial: true } | PathTransport::Tls { dial: true, .. } => {
+                let tls = match &p.transport {
+                    PathTransport::Tls { server_name, .. } => Some(crate::stream::DialTls {
+                        server_name: server_name.clone(),
+                    }),
+                    _ => None,
+                };
                 Some(crate::stream::StreamSide::new(
                     crate::stream::Role::Dial {
                         local: p.local,
                         interface: p.interface.clone(),
+                        tls,
                     },
                     None,
                 ))
             }
-            crate::config::PathTransport::Tcp { dial: false } => {
+            // a listening side takes plain and TLS connections alike
+            PathTransport::Tcp { dial: false } | PathTransport::Tls { dial: false, .. } => {
                 Some(SockIo::listening(p.local, &p.name)?)
             }
         };
