@@ -10,6 +10,7 @@ mod bad_input;
 mod bonding;
 mod budgets;
 mod bundles;
+mod capture;
 mod classes;
 mod concentrators;
 mod control;
@@ -35,6 +36,7 @@ mod sites;
 mod streams;
 mod systemd;
 mod throughput;
+mod tls;
 mod transports;
 mod versions;
 

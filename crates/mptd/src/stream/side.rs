@@ -101,7 +101,10 @@ impl Counts {
         [
             (R::StreamGarbage, self.garbage.swap(0, Relaxed)),
             (R::StreamSlowReader, self.slow_reader.swap(0, Relaxed)),
-            (R::StreamUnauthenticated, self.unauthenticated.swap(0, Relaxed)),
+            (
+                R::StreamUnauthenticated,
+                self.unauthenticated.swap(0, Relaxed),
+            ),
             (R::StreamRefused, self.refused.swap(0, Relaxed)),
             (R::StreamHandshake, self.handshake.swap(0, Relaxed)),
         ]

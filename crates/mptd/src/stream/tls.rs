@@ -112,7 +112,8 @@ fn make_server_config() -> Result<Arc<ServerConfig>, String> {
         .ok()
         .filter(|h| !h.is_empty() && h.is_ascii())
         .unwrap_or_else(|| "localhost".to_owned());
-    let mut params = rcgen::CertificateParams::new(vec![host.clone()]).map_err(|e| e.to_string())?;
+    let mut params =
+        rcgen::CertificateParams::new(vec![host.clone()]).map_err(|e| e.to_string())?;
     params
         .distinguished_name
         .push(rcgen::DnType::CommonName, host);

@@ -407,12 +407,14 @@ fn transport(
     if engine == mpt_tunnel::Transport::Datagram {
         return "udp";
     }
-    let tls = sock.and_then(|s| s.stream.as_ref()).is_some_and(|side| match &side.role {
-        Role::Dial { tls, .. } => tls.is_some(),
-        Role::Listen => remote
-            .and_then(|r| side.conn(r))
-            .is_some_and(|c| c.tls.load(std::sync::atomic::Ordering::Relaxed)),
-    });
+    let tls = sock
+        .and_then(|s| s.stream.as_ref())
+        .is_some_and(|side| match &side.role {
+            Role::Dial { tls, .. } => tls.is_some(),
+            Role::Listen => remote
+                .and_then(|r| side.conn(r))
+                .is_some_and(|c| c.tls.load(std::sync::atomic::Ordering::Relaxed)),
+        });
     if tls {
         "tls"
     } else {

@@ -60,9 +60,16 @@ fn a_listen_entry_takes_tcp_with_tcp_or_tls_and_refuses_tls_without_tcp() {
     };
     for keys in ["tcp = true", "tls = true", "tcp = true\ntls = true"] {
         let c = parse(&listen(keys)).expect(keys);
-        assert_eq!(c.listen_tcp, vec!["0.0.0.0:443".parse().expect("addr")], "{keys}");
+        assert_eq!(
+            c.listen_tcp,
+            vec!["0.0.0.0:443".parse().expect("addr")],
+            "{keys}"
+        );
     }
     let c = parse(&listen("tls = false")).expect("valid");
     assert!(c.listen_tcp.is_empty());
-    assert_eq!(invalid_key(&listen("tcp = false\ntls = true")), "listen[0].tcp");
+    assert_eq!(
+        invalid_key(&listen("tcp = false\ntls = true")),
+        "listen[0].tcp"
+    );
 }

@@ -64,7 +64,9 @@ async fn frames_cross_a_tls_1_3_connection_both_ways() {
         accept(s).await.expect("TLS accept")
     });
     let tcp = TcpStream::connect(at).await.expect("connect");
-    let client = connect(tcp, server_name(None, at)).await.expect("TLS connect");
+    let client = connect(tcp, server_name(None, at))
+        .await
+        .expect("TLS connect");
     let server = server.await.expect("server task");
     {
         let (_, c) = client.get_ref();
@@ -120,5 +122,8 @@ async fn plain_frames_are_told_plain_and_a_bad_tls_hello_fails_its_handshake() {
     let (s, _) = listener.accept().await.expect("accept");
     slow.write_all(&[0x16, 0x03]).await.expect("write");
     let e = sniff(&s, Duration::from_millis(200)).await;
-    assert_eq!(e.expect_err("timed out").kind(), std::io::ErrorKind::TimedOut);
+    assert_eq!(
+        e.expect_err("timed out").kind(),
+        std::io::ErrorKind::TimedOut
+    );
 }
