@@ -89,14 +89,15 @@ fn path_up(lab: &Lab, side: Side, i: usize, t0: Instant) -> Duration {
     }
 }
 
-/// A stranger on A's side sends B's TLS port a hello that is no ClientHello.
+/// A stranger on A's side sends B's TLS port a handshake record that is no ClientHello (an
+/// empty ServerHello), which the server refuses at once.
 fn bad_hello(lab: &Lab, to: &str) {
     use std::io::{Read, Write};
     let to: std::net::SocketAddr = to.parse().expect("addr");
     lab.in_ns(Side::A, || {
         let mut s = std::net::TcpStream::connect_timeout(&to, Duration::from_secs(3))?;
         s.set_read_timeout(Some(Duration::from_secs(3)))?;
-        s.write_all(&[0x16, 0x03, 0x01, 0x00, 0x05, b'h', b'e', b'l', b'l', b'o'])?;
+        s.write_all(&[0x16, 0x03, 0x01, 0x00, 0x04, 0x02, 0x00, 0x00, 0x00])?;
         let mut buf = [0u8; 256];
         // the server answers with an alert and closes, or resets: either way, nothing more
         while s.read(&mut buf).is_ok_and(|n| n > 0) {}

@@ -153,3 +153,6 @@ async fn opening(stream: TcpStream) -> std::io::Result<Opened> {
         Sniffed::Tls => Ok(Opened::Tls(Box::new(tls::accept(stream).await?))),
     }
 }
+
+#[cfg(test)]
+mod tests;

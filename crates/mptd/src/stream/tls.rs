@@ -54,12 +54,18 @@ impl Sniffed {
 pub async fn sniff(stream: &TcpStream, within: Duration) -> std::io::Result<Sniffed> {
     let look = async {
         let mut first = [0u8; 3];
+        // a real client's first segment holds them all; one that sends fewer is looked at
+        // again after a wait that doubles up to 0.5 s (peek would say the same at once), so
+        // that many such connections cost little
+        let mut wait = Duration::from_millis(5);
         loop {
             match stream.peek(&mut first).await? {
                 0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
                 3 => return Ok(Sniffed::of(first)),
-                // fewer came: wait a moment for the rest (peek would say the same at once)
-                _ => tokio::time::sleep(Duration::from_millis(5)).await,
+                _ => {
+                    tokio::time::sleep(wait).await;
+                    wait = (wait * 2).min(Duration::from_millis(500));
+                }
             }
         }
     };
