@@ -150,6 +150,9 @@ drop_reasons! {
     StreamSlowReader => stream_slow_reader,
     /// Stream connections refused because the listener had as many as it takes.
     StreamRefused => stream_refused,
+    /// Stream connections closed before they carried a frame: their TLS handshake failed or
+    /// took more than 5 s, or they sent too little in 10 s to be told plain or TLS.
+    StreamHandshake => stream_handshake,
 }
 
 impl DropReason {
@@ -237,7 +240,7 @@ mod tests {
         for &r in DropReason::ALL {
             assert_eq!(c.get(r), d.get(r), "{}", r.name());
         }
-        assert_eq!(DropReason::COUNT, 40);
+        assert_eq!(DropReason::COUNT, 41);
         assert_eq!(DropReason::NoPath.name(), "no_path");
     }
 }

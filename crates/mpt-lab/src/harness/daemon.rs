@@ -67,6 +67,9 @@ pub struct TunnelOpts {
     /// The links whose path on B takes TCP as well (`transport = "tcp"` there), while A's is
     /// its default (`auto`: UDP while UDP answers).
     pub tcp_on_b: Vec<usize>,
+    /// The links whose paths are `transport = "tls"` on both sides (A dials, B listens), on
+    /// port 443 at both ends (the others are on 4754).
+    pub tls_links: Vec<usize>,
 }
 
 impl TunnelOpts {
@@ -77,6 +80,17 @@ impl TunnelOpts {
         TunnelOpts {
             mtu: mtu as u16,
             ..self
+        }
+    }
+}
+
+impl TunnelOpts {
+    /// The port of the paths on link `i`, at both ends: 443 for a TLS link, else 4754.
+    pub fn port(&self, i: usize) -> u16 {
+        if self.tls_links.contains(&i) {
+            443
+        } else {
+            4754
         }
     }
 }
@@ -111,6 +125,7 @@ impl Default for TunnelOpts {
             state_dir_on_a: None,
             tcp_links: Vec::new(),
             tcp_on_b: Vec::new(),
+            tls_links: Vec::new(),
         }
     }
 }
@@ -204,8 +219,8 @@ impl Lab {
                 .map(|(i, p)| PathFile {
                     name: Some(format!("p{i}")),
                     interface: Some(Self::link(i)),
-                    local: Some(format!("{}:4754", self.path_addr(side, i))),
-                    remote: Some(format!("{}:4754", self.path_addr(side.other(), i))),
+                    local: Some(format!("{}:{}", self.path_addr(side, i), o.port(i))),
+                    remote: Some(format!("{}:{}", self.path_addr(side.other(), i), o.port(i))),
                     weight: o
                         .configure_rates
                         .then(|| (rate_of(p) / unit).clamp(1, 10_000) as i64),
@@ -226,7 +241,8 @@ impl Lab {
     }
 
     /// Path `i`'s budget keys on `side` ([`TunnelOpts::budgets_on_a`]) and its transport
-    /// ([`TunnelOpts::tcp_links`], [`TunnelOpts::tcp_on_b`]), the rest default.
+    /// ([`TunnelOpts::tcp_links`], [`TunnelOpts::tcp_on_b`], [`TunnelOpts::tls_links`]), the
+    /// rest default.
     fn per_path(&self, side: Side, o: &TunnelOpts, i: usize) -> PathFile {
         let b = o
             .budgets_on_a
@@ -235,8 +251,12 @@ impl Lab {
         PathFile {
             budget: b.map(|(_, text, _)| ::mptd::config::BytesFile::Text(text.clone())),
             budget_exhausted: b.and_then(|(_, _, e)| e.clone()),
-            transport: (o.tcp_links.contains(&i) || side == Side::B && o.tcp_on_b.contains(&i))
-                .then(|| "tcp".into()),
+            transport: if o.tls_links.contains(&i) {
+                Some("tls".into())
+            } else {
+                (o.tcp_links.contains(&i) || side == Side::B && o.tcp_on_b.contains(&i))
+                    .then(|| "tcp".into())
+            },
             ..PathFile::default()
         }
     }

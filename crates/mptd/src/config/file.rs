@@ -98,6 +98,8 @@ pub struct ListenFile {
     pub address: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tcp: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls: Option<bool>,
 }
 
 /// One `[[peer]]` as written.

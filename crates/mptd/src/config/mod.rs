@@ -34,8 +34,9 @@ pub struct Config {
     pub connection: Connection,
     /// UDP sockets that serve every path of every peer that comes to us (`[[listen]]`).
     pub listen: Vec<SocketAddr>,
-    /// Those of them that take TCP connections on the same address too (`tcp = true`), for
-    /// peers whose paths are `transport = "tcp"`.
+    /// Those of them that take TCP connections on the same address too (`tcp = true` or
+    /// `tls = true`), for peers whose paths are `transport = "tcp"` or `"tls"`: each
+    /// connection is told plain or TLS by its first bytes (`crate::stream::tls::sniff`).
     pub listen_tcp: Vec<SocketAddr>,
     pub peers: Vec<PeerConfig>,
     /// In file order; a path's [`PathId`] is its index here.
@@ -244,7 +245,7 @@ impl Exhausted {
 }
 
 /// How a path's datagrams travel (`[[path]] transport`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PathTransport {
     /// One UDP datagram each.
     Udp,
@@ -255,6 +256,13 @@ pub enum PathTransport {
     /// On a TCP connection, for networks that block UDP (`crate::stream`): dialled to the
     /// peer's address when we start the handshakes (`dial`), else taken at `local`.
     Tcp { dial: bool },
+    /// As `Tcp`, in TLS 1.3 (`crate::stream::tls`), for networks that pass only HTTPS. A
+    /// dialling side names `server_name` in its hello (SNI): the peer's endpoint, when that
+    /// is a host name. A side taken at `local` takes plain and TLS connections alike.
+    Tls {
+        dial: bool,
+        server_name: Option<String>,
+    },
 }
 
 /// `[control]`: the unix socket `mptctl` talks to.

@@ -1,8 +1,10 @@
 //! The stream paths' keeper ([`stream_task`]): every [`TICK`] it starts the listeners, dials
 //! what a dialling side's peers need, lets an `auto` path choose between UDP and its stream
-//! ([`crate::stream::auto`]), tells the endpoints which paths are streams, takes a `tcp` path
-//! whose stream is not up down (and back up when it is), and adds the streams' bytes on the
-//! wire to their sockets' counts (which data budgets read).
+//! ([`crate::stream::auto`]), tells the endpoints which paths are streams, takes a `tcp` or
+//! `tls` path whose stream is not up down (and back up when it is), adds the streams' bytes on
+//! the wire to their sockets' counts (which data budgets read), and the streams closed as
+//! drops (garbage, a slow reader, unauthenticated, refused, a failed TLS handshake) to the
+//! tunnel's drop counters.
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -53,6 +55,11 @@ pub async fn stream_task(t: Arc<Tunnel>) {
             let (tx, rx) = side.take_wire();
             sock.wire.tx.fetch_add(tx, Relaxed);
             sock.wire.rx.fetch_add(rx, Relaxed);
+            for (reason, n) in side.closes.take_drops() {
+                if n > 0 {
+                    t.counters.io_drop(reason, n);
+                }
+            }
         }
         if socks.iter().any(|s| s.stream.is_some()) {
             mark_streams(&t, &socks);

@@ -13,8 +13,9 @@ pub struct PathStatus {
     /// absent", "link down".
     #[serde(default)]
     pub down_reason: Option<String>,
-    /// How its datagrams travel now: "udp", or "tcp" (`transport = "tcp"`, or a peer's path
-    /// that came to a `[[listen]]` with `tcp = true` by TCP).
+    /// How its datagrams travel now: "udp", "tcp" or "tls" (`transport = "tcp"` or `"tls"`,
+    /// or a peer's path that came to a `[[listen]]` with `tcp = true` by TCP, plain or in
+    /// TLS).
     #[serde(default = "udp")]
     pub transport: String,
     /// A `transport = "auto"` path's: why it is on its transport now ("no answer by UDP for

@@ -73,6 +73,8 @@ pub struct StreamConn {
     unsent: AtomicUsize,
     /// An authentic datagram of a session came on it: its queue may grow to [`QUEUE_LIMIT`].
     pub authenticated: AtomicBool,
+    /// It runs in TLS ([`super::tls`]).
+    pub tls: AtomicBool,
     closed: Mutex<Option<Closed>>,
     closing: Notify,
     /// Datagrams queued, dropped because the queue was full, and received.
@@ -94,6 +96,7 @@ impl StreamConn {
             queued: AtomicUsize::new(0),
             unsent: AtomicUsize::new(0),
             authenticated: AtomicBool::new(false),
+            tls: AtomicBool::new(false),
             closed: Mutex::new(None),
             closing: Notify::new(),
             sent: AtomicU64::new(0),

@@ -1,18 +1,22 @@
 //! Paths over a byte stream, for networks that block UDP: a `[[path]]` with `transport =
 //! "tcp"` carries its sealed datagrams as frames ([`frame`]) on one TCP connection
-//! ([`conn::StreamConn`]), set up so that its queue stays short and visible ([`sockopt`]).
+//! ([`conn::StreamConn`]), set up so that its queue stays short and visible ([`sockopt`]);
+//! with `transport = "tls"`, in TLS 1.3 on that connection ([`tls`]), for networks that pass
+//! only HTTPS.
 //! The engine knows the path as a stream ([`mpt_tunnel::Transport::Stream`]) and resends
 //! nothing there.
 
 pub mod auto;
 pub mod conn;
 pub mod frame;
+mod listen;
 pub mod side;
 pub mod sockopt;
+pub mod tls;
 
 pub use conn::{Closed, Frames, Inbox, Probe, StreamConn};
 pub use frame::Sizes;
-pub use side::{Role, StreamSide, Way};
+pub use side::{DialTls, Role, StreamSide, Way};
 
 /// Where every stream's frames meet: the readers send them, the receive task takes them
 /// ([`Hub::take_inbox`], once).

@@ -1,7 +1,8 @@
-//! A socket's streams ([`StreamSide`]): a `[[path]]` with `transport = "tcp"` dials its
-//! peers ([`Role::Dial`]: one connection per peer's address, made again when it breaks, after
-//! a backoff), and a `[[listen]]` with `tcp = true` or a responder `[[path]]` with `transport =
-//! "tcp"` takes connections on its address as well ([`Role::Listen`]). What goes to an
+//! A socket's streams ([`StreamSide`]): a `[[path]]` with `transport = "tcp"` or `"tls"` dials
+//! its peers ([`Role::Dial`]: one connection per peer's address, made again when it breaks,
+//! after a backoff), and a `[[listen]]` with `tcp = true` (or `tls = true`) or a responder
+//! `[[path]]` with `transport = "tcp"` or `"tls"` takes connections on its address as well
+//! ([`Role::Listen`], in `listen.rs`: plain or TLS, told by their first bytes). What goes to an
 //! address with a stream goes on it; a dialling side sends nothing by UDP.
 
 use std::collections::HashMap;
@@ -14,7 +15,7 @@ use std::time::Duration;
 use mpt_core::Time;
 
 use tokio::sync::mpsc;
-use tracing::{debug, info, warn};
+use tracing::{debug, info};
 
 use super::conn::{Closed, Frames, Probe, StreamConn};
 use super::frame::Sizes;
@@ -41,13 +42,22 @@ pub const BACKOFF: [Duration; 5] = [
 /// What a side does.
 #[derive(Debug, Clone)]
 pub enum Role {
-    /// Dials the peers' addresses, from `local`'s address (port 0: any) on `interface`.
+    /// Dials the peers' addresses, from `local`'s address (port 0: any) on `interface`; in
+    /// TLS when `tls` says so.
     Dial {
         local: SocketAddr,
         interface: Option<String>,
+        tls: Option<DialTls>,
     },
     /// Takes connections on the socket's own address.
     Listen,
+}
+
+/// A dialling side's TLS: the name its hello gives (SNI; `None`: none, as a client that
+/// dials an address).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DialTls {
+    pub server_name: Option<String>,
 }
 
 /// The streams of one socket.
@@ -63,10 +73,13 @@ pub struct StreamSide {
     pub connects: AtomicU64,
     pub closes: Counts,
     /// The listener, until its task takes it.
-    listener: Mutex<Option<std::net::TcpListener>>,
+    pub(super) listener: Mutex<Option<std::net::TcpListener>>,
+    /// Connections taken whose first bytes or TLS handshake are still awaited.
+    pub(super) pending: AtomicUsize,
 }
 
-/// Streams closed, by why.
+/// Streams closed, by why. The keeper takes those that are drops into the tunnel's drop
+/// counters ([`Counts::take_drops`]).
 #[derive(Debug, Default)]
 pub struct Counts {
     pub ended: AtomicU64,
@@ -75,6 +88,27 @@ pub struct Counts {
     pub unauthenticated: AtomicU64,
     pub refused: AtomicU64,
     pub local: AtomicU64,
+    /// Connections whose TLS handshake failed or did not finish within
+    /// [`super::tls::HANDSHAKE_TIMEOUT`], or that sent too little to be told plain or TLS
+    /// within [`AUTHENTICATE_WITHIN`].
+    pub handshake: AtomicU64,
+}
+
+impl Counts {
+    /// The closes that are drops, by their reason in the drop counters, since the last call.
+    pub fn take_drops(&self) -> [(mpt_tunnel::DropReason, u64); 5] {
+        use mpt_tunnel::DropReason as R;
+        [
+            (R::StreamGarbage, self.garbage.swap(0, Relaxed)),
+            (R::StreamSlowReader, self.slow_reader.swap(0, Relaxed)),
+            (
+                R::StreamUnauthenticated,
+                self.unauthenticated.swap(0, Relaxed),
+            ),
+            (R::StreamRefused, self.refused.swap(0, Relaxed)),
+            (R::StreamHandshake, self.handshake.swap(0, Relaxed)),
+        ]
+    }
 }
 
 /// Where a datagram to an address goes from a socket with a stream side.
@@ -101,25 +135,8 @@ impl StreamSide {
             connects: AtomicU64::new(0),
             closes: Counts::default(),
             listener: Mutex::new(listener),
+            pending: AtomicUsize::new(0),
         })
-    }
-
-    /// A TCP listener on `at` (the socket's own address), set up as a stream path's
-    /// sockets are.
-    pub fn listener(at: SocketAddr) -> std::io::Result<std::net::TcpListener> {
-        let s = socket2::Socket::new(
-            socket2::Domain::for_address(at),
-            socket2::Type::STREAM,
-            Some(socket2::Protocol::TCP),
-        )?;
-        if at.is_ipv6() {
-            s.set_only_v6(true)?;
-        }
-        s.set_reuse_address(true)?;
-        s.bind(&at.into())?;
-        s.listen(128)?;
-        s.set_nonblocking(true)?;
-        Ok(s.into())
     }
 
     /// Where a datagram to `to` goes.
@@ -164,7 +181,12 @@ impl StreamSide {
         inbox: &mpsc::Sender<Frames>,
         sizes: Sizes,
     ) {
-        let Role::Dial { local, interface } = &self.role else {
+        let Role::Dial {
+            local,
+            interface,
+            tls,
+        } = &self.role
+        else {
             return;
         };
         if self.has(to) {
@@ -181,7 +203,7 @@ impl StreamSide {
             }
         }
         let (side, inbox) = (self.clone(), inbox.clone());
-        let (local, interface) = (*local, interface.clone());
+        let (local, interface, tls) = (*local, interface.clone(), tls.clone());
         tokio::spawn(async move {
             let made = connect(to, local, interface.as_deref()).await;
             let (stream, probe) = match made {
@@ -192,11 +214,32 @@ impl StreamSide {
                     return;
                 }
             };
-            info!(%to, "stream path connected");
             let conn = StreamConn::new(to);
             conn.origin.store(side.id, Relaxed);
-            side.insert(&conn);
-            let why = conn.clone().run(stream, inbox, sizes, probe).await;
+            let why = match tls {
+                None => {
+                    info!(%to, "stream path connected");
+                    side.insert(&conn);
+                    conn.clone().run(stream, inbox, sizes, probe).await
+                }
+                Some(tls) => {
+                    let name = super::tls::server_name(tls.server_name.as_deref(), to);
+                    match super::tls::connect(stream, name).await {
+                        Ok(stream) => {
+                            info!(%to, "stream path connected in TLS");
+                            conn.tls.store(true, Relaxed);
+                            side.insert(&conn);
+                            conn.clone().run(stream, inbox, sizes, probe).await
+                        }
+                        Err(e) => {
+                            debug!(%to, error = %e, "stream path: TLS handshake failed");
+                            side.closes.handshake.fetch_add(1, Relaxed);
+                            side.backoff(clock.now(), to, false);
+                            return;
+                        }
+                    }
+                }
+            };
             side.remove(&conn, why);
             side.backoff(clock.now(), to, conn.authenticated.load(Relaxed));
         });
@@ -214,7 +257,7 @@ impl StreamSide {
         e.0 += 1;
     }
 
-    fn insert(&self, conn: &Arc<StreamConn>) {
+    pub(super) fn insert(&self, conn: &Arc<StreamConn>) {
         self.connects.fetch_add(1, Relaxed);
         let old = self
             .conns
@@ -226,7 +269,7 @@ impl StreamSide {
         }
     }
 
-    fn remove(&self, conn: &Arc<StreamConn>, why: Closed) {
+    pub(super) fn remove(&self, conn: &Arc<StreamConn>, why: Closed) {
         {
             let mut conns = self.conns.lock().unwrap_or_else(|p| p.into_inner());
             if conns.get(&conn.peer).is_some_and(|c| Arc::ptr_eq(c, conn)) {
@@ -243,67 +286,6 @@ impl StreamSide {
         };
         counter.fetch_add(1, Relaxed);
         debug!(peer = %conn.peer, ?why, "stream closed");
-    }
-
-    /// Take connections on the listener until `alive` says the socket is gone; frames go to
-    /// `inbox`, of `sizes`.
-    pub async fn accept(
-        self: Arc<Self>,
-        inbox: mpsc::Sender<Frames>,
-        sizes: Sizes,
-        alive: impl Fn() -> bool,
-    ) {
-        let Some(std) = self
-            .listener
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
-        else {
-            return;
-        };
-        let listener = match tokio::net::TcpListener::from_std(std) {
-            Ok(l) => l,
-            Err(e) => return warn!(error = %e, "stream listener: cannot register"),
-        };
-        let mut tick = tokio::time::interval(Duration::from_secs(1));
-        loop {
-            let got = tokio::select! {
-                got = listener.accept() => got,
-                _ = tick.tick() => {
-                    if alive() { continue } else { return }
-                }
-            };
-            let Ok((stream, from)) = got else { continue };
-            let from = SocketAddr::new(from.ip().to_canonical(), from.port());
-            if self.backlog().0 >= MAX_STREAMS {
-                self.closes.refused.fetch_add(1, Relaxed);
-                continue;
-            }
-            let sock = socket2::SockRef::from(&stream);
-            if let Err(e) = super::sockopt::configure(&sock, None) {
-                debug!(%from, error = %e, "stream listener: cannot set up a connection");
-            }
-            let probe = Probe::of(&stream, from);
-            let conn = StreamConn::new(from);
-            conn.origin.store(self.id, Relaxed);
-            self.insert(&conn);
-            let (side, inbox) = (self.clone(), inbox.clone());
-            tokio::spawn(async move {
-                let run = conn.clone().run(stream, inbox, sizes, probe);
-                let watch = async {
-                    tokio::time::sleep(AUTHENTICATE_WITHIN).await;
-                    if !conn.authenticated.load(Relaxed) {
-                        conn.close(Closed::Local);
-                    }
-                    std::future::pending::<()>().await
-                };
-                let why = tokio::select! {
-                    why = run => why,
-                    _ = watch => Closed::Local,
-                };
-                side.remove(&conn, why);
-            });
-        }
     }
 
     /// The bytes on the wire each way that its streams counted since the last call.

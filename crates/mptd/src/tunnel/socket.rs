@@ -151,16 +151,28 @@ impl SockIo {
         }
         s.stream = match p.transport {
             PathTransport::Udp | PathTransport::Auto { dial: false } => None,
-            PathTransport::Tcp { dial: true } | PathTransport::Auto { dial: true } => {
+            PathTransport::Tcp { dial: true }
+            | PathTransport::Auto { dial: true }
+            | PathTransport::Tls { dial: true, .. } => {
+                let tls = match &p.transport {
+                    PathTransport::Tls { server_name, .. } => Some(crate::stream::DialTls {
+                        server_name: server_name.clone(),
+                    }),
+                    _ => None,
+                };
                 Some(crate::stream::StreamSide::new(
                     crate::stream::Role::Dial {
                         local: p.local,
                         interface: p.interface.clone(),
+                        tls,
                     },
                     None,
                 ))
             }
-            PathTransport::Tcp { dial: false } => Some(SockIo::listening(p.local, &p.name)?),
+            // a listening side takes plain and TLS connections alike
+            PathTransport::Tcp { dial: false } | PathTransport::Tls { dial: false, .. } => {
+                Some(SockIo::listening(p.local, &p.name)?)
+            }
         };
         {
             let mut uplink = s.lock_uplink();

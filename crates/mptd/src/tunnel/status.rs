@@ -28,6 +28,7 @@ impl Tunnel {
                 let (tx_packets, tx_bytes) = peer.tx(path);
                 let (tx_control_packets, tx_control_bytes) = peer.tx_control(path);
                 let sock = self.socket(peer.socket(path));
+                let transport = transport(ep.path_transport(path), sock.as_deref(), info.remote);
                 let local = sock
                     .as_ref()
                     .and_then(|s| s.io.sock.local_addr().ok())
@@ -46,11 +47,7 @@ impl Tunnel {
                     name: self.path_name(peer, path),
                     state: info.state.name().to_owned(),
                     down_reason: info.down_reason.map(|r| r.describe()),
-                    transport: match ep.path_transport(path) {
-                        mpt_tunnel::Transport::Stream => "tcp",
-                        mpt_tunnel::Transport::Datagram => "udp",
-                    }
-                    .to_owned(),
+                    transport: transport.to_owned(),
                     transport_why,
                     transport_changes,
                     backup: ep.config().paths[i].backup,
@@ -406,5 +403,31 @@ impl Sums {
         tunnel.copies_sent = self.copies;
         tunnel.classes = self.classes;
         tunnel.drops = DropCounts::from_counts(&self.drops);
+    }
+}
+
+/// A path's transport in the status: "udp", or a stream's "tcp" or "tls" (a dialling side's as
+/// configured, a listening side's as the stream to the peer's address `remote` came).
+fn transport(
+    engine: mpt_tunnel::Transport,
+    sock: Option<&super::SockIo>,
+    remote: Option<std::net::SocketAddr>,
+) -> &'static str {
+    use crate::stream::Role;
+    if engine == mpt_tunnel::Transport::Datagram {
+        return "udp";
+    }
+    let tls = sock
+        .and_then(|s| s.stream.as_ref())
+        .is_some_and(|side| match &side.role {
+            Role::Dial { tls, .. } => tls.is_some(),
+            Role::Listen => remote
+                .and_then(|r| side.conn(r))
+                .is_some_and(|c| c.tls.load(std::sync::atomic::Ordering::Relaxed)),
+        });
+    if tls {
+        "tls"
+    } else {
+        "tcp"
     }
 }

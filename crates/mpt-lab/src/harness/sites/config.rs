@@ -58,6 +58,7 @@ impl Sites {
         c.listen = vec![ListenFile {
             address: Some(format!("0.0.0.0:{PORT}")),
             tcp: None,
+            tls: None,
         }];
         for k in 0..self.known {
             let mut allowed = vec![format!("{}/32", tunnel_ip(Host::Site(k)))];

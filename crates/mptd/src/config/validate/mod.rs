@@ -87,8 +87,9 @@ impl Validator<'_> {
         let listen_tcp = raw
             .listen
             .iter()
-            .map(|l| l.tcp.unwrap_or(false))
-            .collect::<Vec<_>>();
+            .enumerate()
+            .map(|(i, l)| self.listen_tcp(i, l))
+            .collect::<Result<Vec<_>, _>>()?;
         let listen = self.listen(raw.listen)?;
         let listen_tcp = listen
             .iter()

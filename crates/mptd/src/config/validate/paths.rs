@@ -84,7 +84,7 @@ impl Validator<'_> {
                 ..PathFile::default()
             };
             let (mtu, priority) = self.mtu_and_tier(i, &tier, local.is_ipv6() && !dual)?;
-            let transport = self.transport(i, r.transport.as_deref(), peer.is_some(), local)?;
+            let transport = self.transport(i, r.transport.as_deref(), peer, local)?;
             paths.push(PathConfig {
                 id: PathId(i as u8),
                 name,
@@ -135,30 +135,49 @@ impl Validator<'_> {
         Ok((mtu, priority))
     }
 
-    /// Path `i`'s `transport`: `auto` (the default), `udp` or `tcp`, dialled when we start the
-    /// handshakes (`dial`), else taken at its `local` address, whose port must then be fixed.
+    /// Path `i`'s `transport`: `auto` (the default), `udp`, `tcp` or `tls`, dialled when we
+    /// start the handshakes (to `peer`), else taken at its `local` address, whose port must
+    /// then be fixed. A TLS dialler names the peer's endpoint in its hello when that is a host
+    /// name.
     fn transport(
         &self,
         i: usize,
         raw: Option<&str>,
-        dial: bool,
+        peer: Option<&PeerConfig>,
         local: SocketAddr,
     ) -> Result<PathTransport, ConfigError> {
         let key = format!("path[{i}].transport");
-        match raw.map(str::trim) {
-            None | Some("auto") => Ok(PathTransport::Auto { dial }),
-            Some("udp") => Ok(PathTransport::Udp),
-            Some("tcp") if !dial && local.port() == 0 => Err(self.err(
-                key,
-                "\"tcp\" on a path the peer comes to needs a fixed local address:port to \
-                 take its connections at",
-            )),
-            Some("tcp") => Ok(PathTransport::Tcp { dial }),
-            Some(other) => Err(self.err(
-                key,
-                format!("{other:?}, expected \"auto\", \"udp\" or \"tcp\""),
-            )),
+        let dial = peer.is_some();
+        let raw = raw.map(str::trim);
+        match raw {
+            None | Some("auto") => return Ok(PathTransport::Auto { dial }),
+            Some("udp") => return Ok(PathTransport::Udp),
+            Some("tcp" | "tls") => {}
+            Some(other) => {
+                return Err(self.err(
+                    key,
+                    format!("{other:?}, expected \"auto\", \"udp\", \"tcp\" or \"tls\""),
+                ))
+            }
         }
+        if !dial && local.port() == 0 {
+            return Err(self.err(
+                key,
+                format!(
+                    "{:?} on a path the peer comes to needs a fixed local address:port to \
+                     take its connections at",
+                    raw.unwrap_or_default()
+                ),
+            ));
+        }
+        if raw == Some("tcp") {
+            return Ok(PathTransport::Tcp { dial });
+        }
+        let server_name = peer
+            .filter(|_| by_name(peer))
+            .and_then(|p| p.endpoint.as_ref())
+            .map(|e| e.host.clone());
+        Ok(PathTransport::Tls { dial, server_name })
     }
 
     /// Path `i`'s `remote`, if given, is of the family of its `local` address.

@@ -117,6 +117,19 @@ impl Validator<'_> {
         Ok(out)
     }
 
+    /// Whether `[[listen]]` `i` takes TCP connections too (`tcp = true` or `tls = true`: either
+    /// takes plain and TLS connections, told apart by their first bytes).
+    pub(super) fn listen_tcp(&self, i: usize, l: &ListenFile) -> Result<bool, ConfigError> {
+        match (l.tcp, l.tls) {
+            (Some(false), Some(true)) => Err(self.err(
+                format!("listen[{i}].tcp"),
+                "false, but tls = true takes TCP connections (TLS runs on TCP), expected \
+                 tcp = true or no tcp",
+            )),
+            (tcp, tls) => Ok(tcp.unwrap_or(false) || tls.unwrap_or(false)),
+        }
+    }
+
     pub(super) fn peers(&self, raw: Vec<PeerFile>) -> Result<Vec<PeerConfig>, ConfigError> {
         if raw.is_empty() {
             return Err(self.err(
