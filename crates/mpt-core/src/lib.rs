@@ -1,7 +1,8 @@
 //! Core types of mptd: the wire protocol ([`wire`]), compressed TCP headers ([`hc`]), checked
 //! views of inner packets ([`inner`]), sealing
 //! (`seal`, with the feature of that name), and the small shared vocabulary of paths, queues,
-//! randomness and time ([`PathId`], [`queue`], [`rng`], [`Time`]).
+//! randomness and time ([`PathId`], [`queue`], [`rng`], [`Time`]), and the satellite
+//! handovers the lab and the simulator model ([`handover`]).
 //!
 //! This crate does no I/O, spawns nothing and never reads the clock: every function that needs
 //! the current time takes it as an argument, so the schedulers and the resequencer built on it
@@ -9,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 mod checksum;
+pub mod handover;
 pub mod hc;
 pub mod inner;
 pub mod queue;

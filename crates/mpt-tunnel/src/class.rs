@@ -6,7 +6,10 @@
 //!   paths, and a busy path may bundle them;
 //! * [`Mode::Fastest`]: on the path where a datagram sent now arrives soonest
 //!   (`Sending::soonest`), never held in a bundle; for [`LIGHT_HOLD`] after it, bulk may
-//!   queue no more than [`LIGHT_QUEUE`] on that path (`Classes::light_sent`);
+//!   queue no more than [`LIGHT_QUEUE`] on that path (`Classes::light_sent`); where that
+//!   path lost something lately (it keeps its packets for resending), a packet of up to
+//!   [`crate::WAKE_COPY_MAX`] bytes that keeps it short (no acknowledgement) goes twice, as a
+//!   duplicate class's does;
 //! * [`Mode::Duplicate`]: on the two soonest paths at once, under one sequence number; the
 //!   receiver delivers the copy that arrives first and drops the other as a duplicate.
 //!

@@ -9,7 +9,7 @@
 //! * [`demo`]: the README's main job;
 //! * [`tcp`]: one TCP or MPTCP transfer at a time, and kernel MPTCP over the lab's paths;
 //! * [`realworld`]: bonding on real-looking links against kernel MPTCP (`trace`: its
-//!   `--trace` samples).
+//!   `--trace` samples; `pings`: light traffic beside its transfers).
 
 pub mod adaptive;
 pub mod bench;
@@ -18,6 +18,7 @@ pub mod floor;
 mod lookups;
 pub mod paper;
 pub mod peers;
+mod pings;
 pub mod realworld;
 pub mod runs;
 pub mod scenario;

@@ -11,7 +11,9 @@
 //! * through mptd with the `adaptive` scheduler and nothing configured per path.
 //!
 //! Then a UDP stream that does not back off goes through mptd at [`UDP_SHARE`] of the
-//! paths' rates: what it loses, and what arrives out of order.
+//! paths' rates: what it loses, and what arrives out of order. Scenarios with pings (the
+//! satellite's) also measure a 100/s ping stream marked EF over each link alone, through mptd
+//! idle and beside mptd's transfers ([`super::pings`]).
 //!
 //! The transfers are this program's own (a socket that writes for the run's length, one that
 //! reads and counts), so that every column is measured the same way.
@@ -29,6 +31,7 @@ use crate::harness::{tunnel_addr, Impair, Lab, LinkSpec, Side, TunnelOpts};
 use crate::report::write;
 
 use super::lookups::Lookups;
+use super::pings::{PingRuns, Pings};
 use super::trace::Tracer;
 
 /// One scenario: its name and paths.
@@ -36,6 +39,8 @@ struct Scenario {
     id: u32,
     name: &'static str,
     paths: Vec<LinkSpec>,
+    /// Pings beside the transfers ([`PingRuns`]).
+    pings: bool,
 }
 
 /// A path of `mbit` Mbit/s (`tbf`, both ways) and `ms` one-way delay, with `jitter_ms` of
@@ -54,12 +59,23 @@ fn path(mbit: u64, ms: f64, jitter_ms: f64, loss_pct: f64) -> LinkSpec {
     }
 }
 
+/// A satellite-like path: `mbit` Mbit/s, Starlink's handovers both ways (dark 50-300 ms every
+/// 15 s, at 12, 27, 42 and 57 s of the minute; a one-way delay of 12-40 ms that steps by up to
+/// ±20 ms), ±5 ms of jitter and 0.5 % random loss (`docs/results.md` cites the figures).
+fn satellite(mbit: u64) -> LinkSpec {
+    let mut p = path(mbit, 0.0, 5.0, 0.5);
+    p.ab.handover = Some(crate::harness::emulator::Handover::starlink());
+    p.ba.handover = p.ab.handover;
+    p
+}
+
 fn scenarios() -> Vec<Scenario> {
     vec![
         Scenario {
             id: 1,
             name: "20 Mbit/s at 10 ms + 20 Mbit/s at 60 ms",
             paths: vec![path(20, 10.0, 0.0, 0.0), path(20, 60.0, 0.0, 0.0)],
+            pings: false,
         },
         Scenario {
             id: 2,
@@ -69,11 +85,13 @@ fn scenarios() -> Vec<Scenario> {
                 path(20, 35.0, 3.0, 0.5),
                 path(30, 25.0, 1.5, 1.0),
             ],
+            pings: false,
         },
         Scenario {
             id: 3,
             name: "20 Mbit/s at 5 ms + 20 Mbit/s at 120 ms",
             paths: vec![path(20, 5.0, 0.0, 0.0), path(20, 120.0, 0.0, 0.0)],
+            pings: false,
         },
         Scenario {
             id: 4,
@@ -84,6 +102,13 @@ fn scenarios() -> Vec<Scenario> {
                 path(10, 0.0, 0.0, 0.0),
                 path(10, 0.0, 0.0, 0.0),
             ],
+            pings: false,
+        },
+        Scenario {
+            id: 5,
+            name: "satellite + LTE: 40 Mbit/s with Starlink's handovers + 20 Mbit/s at 30 ms ±5 ms 0.1 % loss",
+            paths: vec![satellite(40), path(20, 30.0, 5.0, 0.1)],
+            pings: true,
         },
     ]
 }
@@ -220,10 +245,12 @@ pub fn run_realworld(
          | # | scenario | paths alone (sum) | MPTCP BBR | MPTCP cubic | mptd BBR | mptd cubic | mptd BBR / sum | mptd cubic / sum | mptd UDP at 80 %: lost / out of order |\n\
          |---|---|---|---|---|---|---|---|---|---|"
     )?;
+    let mut ping_rows = String::new();
     for sc in scenarios()
         .into_iter()
         .filter(|s| cases.is_empty() || cases.contains(&s.id))
     {
+        let mut pings = PingRuns::default();
         let mut alone = Vec::new();
         let mut mptcp = [Vec::new(), Vec::new()];
         let mut tunnel = [Vec::new(), Vec::new()];
@@ -233,6 +260,10 @@ pub fn run_realworld(
         for run in 0..runs {
             eprintln!("== realworld {}: {} (run {})", sc.id, sc.name, run + 1);
             let mut lab = Lab::new(&sc.paths).context("lab")?;
+            if sc.pings {
+                let each = pings.links_alone(&lab, secs)?;
+                eprintln!("   pings over each link alone (lost % / p99 / max ms): {each:?}");
+            }
             let per_path: Vec<SocketAddr> = (0..sc.paths.len())
                 .map(|i| {
                     format!("{}:{}", lab.path_addr(Side::B, i), 5600 + i)
@@ -271,11 +302,26 @@ pub fn run_realworld(
                     std::thread::sleep(Duration::from_secs(i));
                 }
             }
+            let through = tunnel_addr(Side::B);
+            if sc.pings {
+                let idle = Pings::start(&lab, &through, secs)?.finish()?;
+                eprintln!("   pings through mptd, idle: {idle}");
+                pings.idle.push(idle);
+            }
             let dns = lookups.map(|every| Lookups::start(&lab, every));
             for (k, cc) in CCS.iter().enumerate() {
                 let tracer = trace.map(|every| Tracer::start(&lab, every));
+                let beside = match sc.pings {
+                    true => Some(Pings::start(&lab, &through, secs)?),
+                    false => None,
+                };
                 let got = transfer(&lab, &[inner], false, cc, secs)?[0];
                 eprintln!("   mptd {cc}: {got:.1} Mbit/s");
+                if let Some(p) = beside {
+                    let p = p.finish()?;
+                    eprintln!("   pings beside it: {p}");
+                    pings.beside[k].push(p);
+                }
                 if let Some(t) = tracer {
                     t.finish(&lab);
                 }
@@ -319,6 +365,14 @@ pub fn run_realworld(
             mean(&udp_lost),
             mean(&udp_ooo),
         )?;
+        if sc.pings {
+            ping_rows += &pings.row(sc.id, sc.name);
+        }
+    }
+    if !ping_rows.is_empty() {
+        md += &PingRuns::header(secs);
+        md += &ping_rows;
+        md.push('\n');
     }
     write(out, "realworld.md", &md)?;
     Ok(md)

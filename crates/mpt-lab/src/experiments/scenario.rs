@@ -109,6 +109,7 @@ impl Case {
                     loss_pct: self.loss_pct.get(i).copied().unwrap_or(0.0),
                     rate_bps: serial.then_some(r),
                     queue_ms: 0.0,
+                    handover: None,
                 };
                 LinkSpec {
                     rate_bps: (!serial).then_some(r),

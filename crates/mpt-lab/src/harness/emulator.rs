@@ -1,5 +1,5 @@
 //! A userspace link emulator: serialisation rate, propagation delay, jitter and random loss
-//! per direction.
+//! per direction, and satellite handovers ([`Handover`]).
 //!
 //! This kernel has no `netem`, so the lab routes each path direction through a TUN device in
 //! a middle namespace; this program reads every packet from it, drops it with the configured
@@ -36,6 +36,57 @@ pub struct Impair {
     pub rate_bps: Option<u64>,
     /// Most backlog the serial link queues before it drops, milliseconds (0 = 300 ms).
     pub queue_ms: f64,
+    /// The link changes satellite now and then: dark for a moment, and its delay steps (then
+    /// `delay_ms` is not used). Both directions of a path hand over together.
+    pub handover: Option<Handover>,
+}
+
+/// A satellite link's handovers ([`mpt_core::handover`]), in milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Handover {
+    /// Time between handovers.
+    pub period_ms: f64,
+    /// Handovers come at this time after each whole multiple of the period on the wall clock
+    /// (Starlink's: 12 s after every 15, at 12, 27, 42 and 57 s of each minute).
+    pub phase_ms: f64,
+    /// Each handover's dark time is uniform in this range: everything sent then is lost.
+    pub dark_ms: (f64, f64),
+    /// At each handover the one-way delay steps by up to this much, up or down...
+    pub step_ms: f64,
+    /// ...within this range.
+    pub delay_ms: (f64, f64),
+}
+
+impl Handover {
+    /// Starlink's ([`mpt_core::handover::HandoverSpec::STARLINK`]).
+    pub fn starlink() -> Handover {
+        let s = mpt_core::handover::HandoverSpec::STARLINK;
+        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+        Handover {
+            period_ms: ms(s.period),
+            phase_ms: ms(s.first),
+            dark_ms: (ms(s.dark.0), ms(s.dark.1)),
+            step_ms: ms(s.step),
+            delay_ms: (ms(s.delay.0), ms(s.delay.1)),
+        }
+    }
+
+    /// The model, for a link whose start is `unix` on the wall clock: its first handover
+    /// comes at the next time the phase says.
+    fn spec(&self, unix: Duration) -> mpt_core::handover::HandoverSpec {
+        let d = |ms: f64| Duration::from_secs_f64(ms.max(0.0) / 1000.0);
+        let period = self.period_ms.max(1.0);
+        let since = (unix.as_secs_f64() * 1000.0) % period;
+        let first = (self.phase_ms - since).rem_euclid(period);
+        mpt_core::handover::HandoverSpec {
+            period: d(period),
+            first: d(first),
+            dark: (d(self.dark_ms.0), d(self.dark_ms.1)),
+            step: d(self.step_ms),
+            delay: (d(self.delay_ms.0), d(self.delay_ms.1)),
+        }
+    }
 }
 
 /// Framing bytes the serial-link model adds to each IP packet.
@@ -53,6 +104,9 @@ pub struct Link {
     /// Where the link keeps its [`Lateness`], rewritten every [`LATE_EVERY`] while it changes.
     #[serde(default)]
     pub late_file: Option<std::path::PathBuf>,
+    /// The seed of the link's handovers: the same for both directions of a path.
+    #[serde(default)]
+    pub path_seed: u64,
 }
 
 /// A packet written this much after its time or more is *late*: the machine, not the link,
@@ -117,8 +171,16 @@ struct LateCounts {
 }
 
 /// Create the devices and forward through them until killed.
+#[allow(clippy::disallowed_methods)] // the emulator works on the wall clock
 pub fn run(links: &[Link]) -> Result<()> {
     let mut threads = Vec::new();
+    // every link's handovers count from this moment
+    let start = (
+        Instant::now(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default(),
+    );
     for link in links {
         let dev = tun_rs::DeviceBuilder::new()
             .name(&link.device)
@@ -139,7 +201,7 @@ pub fn run(links: &[Link]) -> Result<()> {
         let reader = {
             let dev = dev.clone();
             let link = link.clone();
-            std::thread::spawn(move || read_loop(&dev, &link, &down, tx))
+            std::thread::spawn(move || read_loop(&dev, &link, &down, start, tx))
         };
         let counts = Arc::new(LateCounts::default());
         if let Some(file) = link.late_file.clone() {
@@ -162,6 +224,7 @@ fn read_loop(
     dev: &tun_rs::SyncDevice,
     link: &Link,
     down: &AtomicBool,
+    (start, unix): (Instant, Duration),
     tx: mpsc::Sender<(Instant, Vec<u8>)>,
 ) -> Result<()> {
     // the state (not a seed) the emulator always started from: the same draws as before
@@ -177,6 +240,9 @@ fn read_loop(
         300.0
     };
     let queue = Duration::from_secs_f64(queue_ms / 1000.0);
+    let mut handovers = imp
+        .handover
+        .map(|h| mpt_core::handover::Handovers::new(h.spec(unix), link.path_seed));
     loop {
         let n = dev
             .recv(&mut buf)
@@ -201,7 +267,15 @@ fn read_loop(
         } else {
             0.0
         };
-        let delay = Duration::from_secs_f64(((imp.delay_ms + jitter).max(0.0)) / 1000.0);
+        // a satellite link: lost while dark, else its delay now
+        let base_ms = match &mut handovers {
+            Some(h) => match h.at(sent.saturating_duration_since(start)) {
+                Some(d) => d.as_secs_f64() * 1000.0,
+                None => continue,
+            },
+            None => imp.delay_ms,
+        };
+        let delay = Duration::from_secs_f64(((base_ms + jitter).max(0.0)) / 1000.0);
         let release = (sent + delay).max(last);
         last = release;
         if tx.send((release, buf[..n].to_vec())).is_err() {
@@ -274,5 +348,30 @@ fn report_late(file: &std::path::Path, counts: &LateCounts) {
             shown = Some(now);
         }
         std::thread::sleep(LATE_EVERY);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn starlink_handovers_fall_at_12_27_42_and_57_s_of_the_wall_clock_minute() {
+        let h = Handover::starlink();
+        for (unix_s, first_s) in [
+            (60.0, 12.0),
+            (100.0, 2.0),
+            (73.0, 14.0),
+            (132.5, 14.5),
+            (129.0, 3.0),
+        ] {
+            let spec = h.spec(Duration::from_secs_f64(unix_s));
+            assert!(
+                (spec.first.as_secs_f64() - first_s).abs() < 1e-6,
+                "a link started at {unix_s} s hands over first {:?} later",
+                spec.first
+            );
+            assert_eq!(spec.period, Duration::from_secs(15));
+        }
     }
 }

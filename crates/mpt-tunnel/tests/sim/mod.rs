@@ -1,7 +1,8 @@
 //! An in-memory pair of connections joined by simulated links (rate, delay, jitter, loss, up or
-//! down), on a virtual clock: seeded and replayable. `MPT_SIM_SEED=N` replays a seed; every
+//! down, satellite handovers: `handover.rs`), on a virtual clock: seeded and replayable. `MPT_SIM_SEED=N` replays a seed; every
 //! test prints the seed it ran with.
 
+mod handover;
 pub mod helpers;
 mod paced;
 
@@ -54,8 +55,12 @@ pub struct LinkSpec {
     /// infinite.
     pub rate_bps: Option<u64>,
     pub delay: Duration,
-    /// Each datagram gets up to this much more delay (uniform): reordering.
+    /// Each datagram gets up to this much more delay (uniform): reordering, unless `in_order`.
     pub jitter: Duration,
+    /// The link keeps its datagrams in order, as a real link does: one arrives no sooner than
+    /// the one sent before it (jitter then delays what follows a late one, as the lab's
+    /// emulator does).
+    pub in_order: bool,
     /// Probability that a datagram is lost.
     pub loss: f64,
     pub up: bool,
@@ -76,6 +81,7 @@ impl Default for LinkSpec {
             rate_bps: None,
             delay: Duration::from_millis(10),
             jitter: Duration::ZERO,
+            in_order: false,
             loss: 0.0,
             up: true,
             mtu: None,
@@ -98,6 +104,29 @@ struct Link {
     overflowed: u64,
     /// Time the link spent serialising datagrams.
     busy: Duration,
+    /// The link's handovers, when it has them (`handover.rs`): its delay then, not `spec`'s.
+    handovers: Option<mpt_core::handover::Handovers>,
+    /// Datagrams lost for leaving while the link was dark.
+    dark: u64,
+    /// When the latest datagram on the link arrives.
+    last_arrival: Time,
+}
+
+impl Link {
+    fn new() -> Link {
+        Link {
+            spec: LinkSpec::default(),
+            busy_until: Time::ZERO,
+            drop_next: 0,
+            pass_first: 0,
+            too_big: 0,
+            overflowed: 0,
+            busy: Duration::ZERO,
+            handovers: None,
+            dark: 0,
+            last_arrival: Time::ZERO,
+        }
+    }
 }
 
 /// A datagram on its way.
@@ -307,15 +336,7 @@ impl Pair {
             wake: None,
         };
         let nodes = [node(a, &mut rng), node(b, &mut rng)];
-        let link = || Link {
-            spec: LinkSpec::default(),
-            busy_until: Time::ZERO,
-            drop_next: 0,
-            pass_first: 0,
-            too_big: 0,
-            overflowed: 0,
-            busy: Duration::ZERO,
-        };
+        let link = Link::new;
         let mut pair = Pair {
             now: Time::ZERO,
             rng,
@@ -372,15 +393,7 @@ impl Pair {
         for side in [Side::A, Side::B] {
             let links = &mut self.links[side.index()];
             while links.len() < n {
-                links.push(Link {
-                    spec: LinkSpec::default(),
-                    busy_until: Time::ZERO,
-                    drop_next: 0,
-                    pass_first: 0,
-                    too_big: 0,
-                    overflowed: 0,
-                    busy: Duration::ZERO,
-                });
+                links.push(Link::new());
             }
             let sent = &mut self.nodes[side.index()].control_sent;
             sent.resize(sent.len().max(n), 0);
@@ -620,8 +633,20 @@ impl Pair {
         let depart = start + ser;
         link.busy_until = depart;
         link.busy += ser;
+        let delay = match &mut link.handovers {
+            Some(h) => h.at(depart.saturating_since(Time::ZERO)),
+            None => Some(link.spec.delay),
+        };
+        let Some(delay) = delay else {
+            link.dark += 1;
+            return;
+        };
         let jitter = link.spec.jitter.mul_f64(self.rng.unit());
-        let at = depart + link.spec.delay + jitter;
+        let mut at = depart + delay + jitter;
+        if link.spec.in_order {
+            at = at.max(link.last_arrival);
+        }
+        link.last_arrival = link.last_arrival.max(at);
         self.order += 1;
         self.flights.insert(
             (at, self.order),

@@ -29,6 +29,7 @@ impl Lab {
                         seed: 2 * i as u64 + 1,
                         outage_flag: Some(self.outage_flag(i)),
                         late_file: Some(self.late_file(&format!("e{i}ab"))),
+                        path_seed: i as u64 + 1,
                     },
                     crate::harness::emulator::Link {
                         device: format!("e{i}ba"),
@@ -36,6 +37,7 @@ impl Lab {
                         seed: 2 * i as u64 + 2,
                         outage_flag: Some(self.outage_flag(i)),
                         late_file: Some(self.late_file(&format!("e{i}ba"))),
+                        path_seed: i as u64 + 1,
                     },
                 ]
             })
