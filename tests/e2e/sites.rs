@@ -31,9 +31,17 @@ fn sites_up() -> Sites {
     lab
 }
 
+/// Two sites behind NAT reach the server and each other, a stranger gets nothing, and both
+/// sites' uploads at once carry. (The uploads are unshaped: the bottleneck is the 2-core
+/// machine, and once in the suite's runs one site's 3-s upload measured 0 while the other's
+/// had both cores; so the test is measured twice.)
 #[test]
 fn sites_behind_nat_reach_one_server_and_each_other_and_a_stranger_gets_nothing() {
     need!("sites_behind_nat", "nft", "iperf3", "ping");
+    crate::measured_twice("sites_behind_nat", sites_behind_nat_once);
+}
+
+fn sites_behind_nat_once() {
     let lab = sites_up();
     let st = lab.status(Host::Server).expect("server status");
     assert_eq!(st.peers.len(), 2);
