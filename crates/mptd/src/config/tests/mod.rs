@@ -7,6 +7,7 @@ mod transports;
 
 use super::*;
 use mpt_core::seal::{Cipher, PrivateKey};
+use mpt_core::PathId;
 
 pub(super) const GOOD: &str = r#"
 [tunnel]
