@@ -77,21 +77,9 @@ impl Tunnel {
                     reordered: ps.reordered,
                     reorder_extent_max: ps.reorder_extent_max,
                     path_seq_errors: ps.path_seq_errors,
-                    peer: info.peer_report.map(|(at, e)| PeerReport {
-                        age_ms: (now - at).as_millis() as u64,
-                        rx_packets: u64::from(e.packets),
-                        rx_bytes: e.bytes,
-                        lost: u64::from(e.lost),
-                        jitter_us: u64::from(e.jitter_us),
-                        owd_us: u64::from(e.owd_us),
-                    }),
+                    peer: info.peer_report.map(|(at, e)| peer_report(now, at, &e)),
                     down_events: info.down_events,
-                    mtu: info.datagram_max
-                        + if info.remote.is_some_and(|r| r.is_ipv6()) {
-                            48
-                        } else {
-                            28
-                        },
+                    mtu: wire_mtu(&info),
                     mtu_found: info.pmtu_found,
                     mtu_probes: info.pmtu_probes,
                     mtu_drops: info.pmtu_drops,
@@ -113,6 +101,28 @@ impl Tunnel {
             })
             .collect()
     }
+}
+
+/// What the peer reported of a path at `at`, seen `now`.
+fn peer_report(now: Time, at: Time, e: &mpt_core::wire::ReportEntry) -> PeerReport {
+    PeerReport {
+        age_ms: (now - at).as_millis() as u64,
+        rx_packets: u64::from(e.packets),
+        rx_bytes: e.bytes,
+        lost: u64::from(e.lost),
+        jitter_us: u64::from(e.jitter_us),
+        owd_us: u64::from(e.owd_us),
+    }
+}
+
+/// A path's MTU on the wire: its largest datagram with the outer IP and UDP headers.
+fn wire_mtu(info: &mpt_tunnel::PathInfo) -> usize {
+    let outer = if info.remote.is_some_and(|r| r.is_ipv6()) {
+        48
+    } else {
+        28
+    };
+    info.datagram_max + outer
 }
 
 /// A path's transport in the status: "udp", or a stream's "tcp" or "tls" (a dialling side's as
