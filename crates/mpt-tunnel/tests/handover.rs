@@ -276,3 +276,33 @@ fn what_the_dark_swallows_of_bulk_comes_again_on_the_other_path() {
     );
     assert!(on_lte >= dark as usize, "resent on LTE {on_lte} of {dark}");
 }
+
+/// Bulk at three quarters of what the two links carry, beside the light stream, across the
+/// handovers: nearly all of it arrives. The path light traffic keeps short gets bulk at half
+/// its learned rate, so it is never offered the 80 % of its rate that lets `adaptive` probe,
+/// and what it is trusted with (a step above what it carried) shrinks at every report: LTE
+/// stays below 1 Mbit/s while the satellite holds a 50-ms queue.
+#[test]
+#[ignore = "issue 72: 0.754 of bulk at 45 Mbit/s arrived; LTE, kept short, stays under 1 Mbit/s"]
+fn bulk_beyond_lte_keeps_the_satellite_across_its_delay_steps() {
+    let mut p = pair(724, &[(SAT, true), (LTE, false)], true);
+    let bps = 45_000_000;
+    let start = p.now;
+    let (_, sent) = light_stream(&mut p, Some(bps), 0);
+    let delivered = p
+        .node(Side::B)
+        .delivered
+        .iter()
+        .filter(|(at, b)| b.len() == 1400 && *at >= start)
+        .count();
+    let now = p.now;
+    let sat = p.ep(Side::A).learned(now, PathId(0));
+    let lte = p.ep(Side::A).learned(now, PathId(1));
+    let share = delivered as f64 / f64::from(sent);
+    eprintln!(
+        "RESULT bulk at {bps} bit/s beside handovers: {delivered} of {sent} arrived ({share:.3}); \
+         {} handovers; learned: satellite {sat:?}, LTE {lte:?}",
+        p.handovers(Side::A, 0)
+    );
+    assert!(share >= 0.95, "{share:.3} of the bulk arrived");
+}
