@@ -29,12 +29,59 @@ struct PathMeasure {
     /// of this session arrived on the path.
     owd_valid: bool,
     owd_last: i64,
-    owd_min: i64,
-    /// Length of the packet that saw `owd_min`: its serialisation is part of that delay.
-    owd_min_len: usize,
+    /// The least delay lately ([`Floor`]).
+    floor: Floor,
     owd_ewma: f64,
     /// The highest queue (µs above the path's least delay) seen lately.
     queue_peak: QueuePeak,
+}
+
+/// How long a path's least delay is remembered: at least this, at most twice this
+/// ([`Floor`]).
+pub const FLOOR_WINDOW: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// A path's least one-way delay lately, and the length of the packet that saw it (its
+/// serialisation is part of that delay): the least of the current window of arrivals and the
+/// one before it, each [`FLOOR_WINDOW`] long. A path whose delay steps up (a satellite link
+/// that changes satellite, a route that changes) has its new floor within two windows; kept
+/// for the session, the old floor made the step a standing queue, and the sender held the
+/// path's rate down to what it carried until the session ended.
+#[derive(Debug, Clone, Copy, Default)]
+struct Floor {
+    /// The current window's least delay and its packet's length, and when it began.
+    cur: (i64, usize),
+    since: Option<Time>,
+    /// The window before (`None` after a silence longer than a window).
+    prev: Option<(i64, usize)>,
+}
+
+impl Floor {
+    /// A packet of `len` bytes arrived at `now` with relative delay `rel`.
+    fn take(&mut self, now: Time, rel: i64, len: usize) {
+        match self.since {
+            Some(t) if now.saturating_since(t) < FLOOR_WINDOW => {
+                if rel < self.cur.0 {
+                    self.cur = (rel, len);
+                }
+            }
+            _ => {
+                let recent = self
+                    .since
+                    .is_some_and(|t| now.saturating_since(t) < 2 * FLOOR_WINDOW);
+                self.prev = recent.then_some(self.cur);
+                self.cur = (rel, len);
+                self.since = Some(now);
+            }
+        }
+    }
+
+    /// The least delay lately and its packet's length.
+    fn least(&self) -> (i64, usize) {
+        match self.prev {
+            Some(p) if p.0 < self.cur.0 => p,
+            _ => self.cur,
+        }
+    }
 }
 
 /// The measurement of every path of one session.
@@ -161,7 +208,7 @@ impl Measure {
             st.jitter_us += (d - st.jitter_us) / 16.0;
         }
         m.last_transit = Some(transit);
-        self.one_way_delay(p, transit, meta.len, stats);
+        self.one_way_delay(now, p, transit, meta.len, stats);
     }
 
     /// Whether a packet of path `p` whose transit time is `transit` found the path's queue
@@ -175,7 +222,7 @@ impl Measure {
         // the smoothed delay as this packet leaves it: a single late or early packet (the
         // lab's and the VM's own jitter) moves neither the queue nor its peak far
         let rel = f64::from(seq_diff(transit, base));
-        let queue = owd_step(m.owd_ewma, rel) as i64 - m.owd_min;
+        let queue = owd_step(m.owd_ewma, rel) as i64 - m.floor.least().0;
         m.queue_peak.full(now, queue)
     }
 
@@ -199,21 +246,16 @@ impl Measure {
     /// Fold a packet's transit time into path `p`'s delay, relative to the session's first
     /// packet, and export every path's delay relative to the fastest.
     #[inline]
-    fn one_way_delay(&mut self, p: usize, transit: u32, len: usize, stats: &mut Stats) {
+    fn one_way_delay(&mut self, now: Time, p: usize, transit: u32, len: usize, stats: &mut Stats) {
         let base = *self.owd_base.get_or_insert(transit);
         let rel = i64::from(seq_diff(transit, base));
         let m = &mut self.paths[p];
         m.owd_last = rel;
+        m.floor.take(now, rel, len);
         if m.owd_valid {
-            if rel < m.owd_min {
-                m.owd_min = rel;
-                m.owd_min_len = len;
-            }
             m.owd_ewma = owd_step(m.owd_ewma, rel as f64);
         } else {
             m.owd_valid = true;
-            m.owd_min = rel;
-            m.owd_min_len = len;
             m.owd_ewma = rel as f64;
         }
         if rel < self.owd_min {
@@ -232,7 +274,8 @@ impl Measure {
 #[inline]
 fn export(m: &PathMeasure, st: &mut PathStats, global_min: i64) {
     st.owd_us = Some(m.owd_ewma - global_min as f64);
-    st.owd_min_us = Some(m.owd_min - global_min);
-    st.owd_min_len = Some(m.owd_min_len);
+    let (least, len) = m.floor.least();
+    st.owd_min_us = Some(least - global_min);
+    st.owd_min_len = Some(len);
     st.owd_last_us = Some(m.owd_last - global_min);
 }
