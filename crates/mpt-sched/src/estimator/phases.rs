@@ -83,7 +83,11 @@ impl PathEstimate {
         let got_packets = f64::from(self.last_packets);
         let got_bytes = r.bytes.wrapping_sub(prev.bytes) as f64;
         let offered = self.sent_bytes as f64 * 8.0 / dt;
-        let busy = offered >= BUSY * self.rate_bps;
+        // The path light traffic keeps short gets bulk at half its rate at most: held to the
+        // whole rate, it was never busy, never probed, and kept a cut rate for good (the lab's
+        // satellite beside a 100/s ping: cut to 0.1 Mbit/s at a handover, and left there).
+        let share = if self.halved { 0.5 } else { 1.0 };
+        let busy = offered >= BUSY * share * self.rate_bps;
         self.busy = busy;
         self.sent_bytes = 0;
         let carried = self.link_bps(got_bytes, got_packets, dt);
@@ -123,7 +127,13 @@ impl PathEstimate {
         if (wdt >= MIN_SAMPLE_S && counted >= MIN_SAMPLE_PACKETS) || wdt >= MAX_SAMPLE_S {
             let w_bytes = r.bytes.wrapping_sub(wprev.bytes) as f64;
             let s = self.link_bps(w_bytes, f64::from(w_packets), wdt);
-            if w_bytes > 0.0 || w_sent > 0 {
+            // A path the sender gave less than it could carry (the scheduler preferred
+            // another) measured the sender, not the path: such a sample counts only when it
+            // is the higher (as BBR treats an application-limited one). Taken as it came, a
+            // satellite path passed over for a second after a handover fell from 40 Mbit/s to
+            // what its keepalives carry, and was trusted with no more.
+            let limited = !iv.busy && s < self.delivery_bps;
+            if (w_bytes > 0.0 || w_sent > 0) && !limited {
                 self.push_sample(s);
                 sample = Some(s);
             }
@@ -228,7 +238,11 @@ impl PathEstimate {
         } else {
             CAP_GROWTH
         };
-        self.cap_bps = (growth * lately.max(self.delivery_bps)).max(self.floor_bps);
+        // The path kept short carries half what it is trusted with, by the scheduler's choice:
+        // trusted with a step above that, its trust halved at every report (to 64 kbit/s, while
+        // bulk queued on the other path).
+        let shown = if self.halved { 2.0 * lately } else { lately };
+        self.cap_bps = (growth * shown.max(self.delivery_bps)).max(self.floor_bps);
         self.remember(now, r);
     }
 }

@@ -287,3 +287,81 @@ fn a_reported_queue_is_carried_forward_from_the_packet_it_names() {
     e.on_path_up(1);
     assert_eq!(e.queue_now(now, 1, 40_000), None);
 }
+
+/// Path 0 carries 20 Mbit/s while it is given that (200 packets of 1250 bytes per 100 ms),
+/// then the scheduler prefers another path and gives it 20 packets per 100 ms: those samples
+/// measure the sender, and the path keeps what it showed. Given 20 Mbit/s again, it is
+/// trusted with a step above that at once.
+#[test]
+fn a_path_given_less_than_it_carries_keeps_the_rate_it_showed() {
+    let mut e = Estimator::new(&[None]);
+    let ms = Time::from_millis;
+    e.on_report(Time::ZERO, 0, &report(0, 0, 0, 0, 0, 0), 1);
+    let mut seq = 0u32;
+    let mut at = 0;
+    let mut interval = |e: &mut Estimator, n: u32| {
+        for k in 0..n {
+            e.on_sent(ms(at + u64::from(k) * 100 / u64::from(n)), 0, 1250);
+        }
+        seq += n;
+        at += 100;
+        e.on_report(
+            ms(at),
+            0,
+            &report(seq as u16, seq, u64::from(seq) * 1250, 0, 0, 0),
+            1,
+        );
+    };
+    for _ in 0..6 {
+        interval(&mut e, 200);
+    }
+    let shown = e.path(0).unwrap().delivery_bps;
+    assert!(shown > 15_000_000.0, "{shown}");
+    for _ in 0..10 {
+        interval(&mut e, 20);
+    }
+    let p = e.path(0).unwrap();
+    assert_eq!(p.delivery_bps, shown);
+    assert!(p.cap_bps >= CAP_GROWTH * shown - 1.0, "{}", p.cap_bps);
+}
+
+/// The path light traffic keeps short gets bulk at half its rate: offered that, it is busy
+/// (and probes, until half its rate is more than it is offered), and it is trusted with a step above twice what it carried, not a step above
+/// what it carried (which, halved again by the scheduler, shrank at every report).
+#[test]
+fn the_path_kept_short_is_busy_at_half_its_rate() {
+    let mut e = Estimator::new(&[Some(20_000_000)]);
+    e.kept_short(Some(0));
+    let ms = Time::from_millis;
+    e.on_report(Time::ZERO, 0, &report(0, 0, 0, 0, 0, 0), 1);
+    // 10 Mbit/s sent and carried: 100 packets of 1250 bytes per 100 ms, for a second.
+    for i in 1..=10u32 {
+        for k in 0..100 {
+            e.on_sent(ms(u64::from(i - 1) * 100 + k), 0, 1250);
+        }
+        let n = i * 100;
+        e.on_report(
+            ms(u64::from(i) * 100),
+            0,
+            &report(n as u16, n, u64::from(n) * 1250, 0, 0, 0),
+            1,
+        );
+        if i <= 2 {
+            assert!(e.path(0).unwrap().busy, "report {i}");
+        }
+    }
+    let p = e.path(0).unwrap();
+    assert!(p.rate_bps > 20_000_000.0, "probed: {}", p.rate_bps);
+    assert!(
+        p.cap_bps >= CAP_GROWTH * 20_000_000.0 - 1.0,
+        "{}",
+        p.cap_bps
+    );
+    // Not kept short, the same is half its rate: not busy.
+    e.kept_short(None);
+    for k in 0..100 {
+        e.on_sent(ms(1000 + k), 0, 1250);
+    }
+    e.on_report(ms(1100), 0, &report(1100, 1100, 1_375_000, 0, 0, 0), 1);
+    assert!(!e.path(0).unwrap().busy);
+}
