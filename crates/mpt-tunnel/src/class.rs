@@ -7,7 +7,8 @@
 //! * [`Mode::Fastest`]: on the path where a datagram sent now arrives soonest
 //!   (`Sending::soonest`), never held in a bundle; for [`LIGHT_HOLD`] after it, bulk may
 //!   queue no more than [`LIGHT_QUEUE`] on that path (`Classes::light_sent`); where that
-//!   path lost something lately (it keeps its packets for resending), a packet of up to
+//!   path lost something lately (it keeps its packets for resending) or is in its first
+//!   minute (it has not shown whether it loses), a packet of up to
 //!   [`crate::WAKE_COPY_MAX`] bytes that keeps it short (no acknowledgement) goes twice, as a
 //!   duplicate class's does;
 //! * [`Mode::Duplicate`]: on the two soonest paths at once, under one sequence number; the

@@ -77,10 +77,12 @@ fn light_traffic_goes_the_fastest_way_and_is_delivered_at_once_not_behind_bulk()
         }
     }
     // bulk went both ways; the classes' counters say where the light packets went
+    // (in its first minute a path has not shown whether it loses: each voice packet and DNS
+    // query went twice, the copy on the slow path, and arrived once)
     let (per_class, copies) = p.ep(Side::A).class_counts();
-    assert_eq!(copies, 0);
-    assert_eq!(per_class[0], vec![25], "ef");
-    assert_eq!(per_class[1], vec![4], "dns");
+    assert_eq!(copies, 25 + 4);
+    assert_eq!(per_class[0], vec![25, 25], "ef");
+    assert_eq!(per_class[1], vec![4, 4], "dns");
     let bulk_on_slow = p.ep(Side::B).stats().paths[1].packets;
     assert!(bulk_on_slow >= 45, "bulk on the slow path: {bulk_on_slow}");
     assert_eq!(p.ep(Side::B).drops().too_old, 0);
