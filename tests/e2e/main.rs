@@ -31,6 +31,7 @@ mod package;
 mod recovery;
 mod rekey;
 mod reload;
+mod satellite;
 mod segments;
 mod sites;
 mod streams;

@@ -27,7 +27,7 @@ use anyhow::{Context, Result};
 
 use super::tcp::{set_up_mptcp, transfer};
 use crate::experiments::runs::{loss_pct, udp_args, udp_sent, Arrivals};
-use crate::harness::{tunnel_addr, Impair, Lab, LinkSpec, Side, TunnelOpts};
+use crate::harness::{tunnel_addr, Lab, LinkSpec, Side, TunnelOpts};
 use crate::report::write;
 
 use super::lookups::Lookups;
@@ -43,31 +43,7 @@ struct Scenario {
     pings: bool,
 }
 
-/// A path of `mbit` Mbit/s (`tbf`, both ways) and `ms` one-way delay, with `jitter_ms` of
-/// jitter and `loss_pct` of random loss, both ways.
-fn path(mbit: u64, ms: f64, jitter_ms: f64, loss_pct: f64) -> LinkSpec {
-    let i = Impair {
-        delay_ms: ms,
-        jitter_ms,
-        loss_pct,
-        ..Impair::default()
-    };
-    LinkSpec {
-        rate_bps: Some(mbit * 1_000_000),
-        ab: i,
-        ba: i,
-    }
-}
-
-/// A satellite-like path: `mbit` Mbit/s, Starlink's handovers both ways (dark 50-300 ms every
-/// 15 s, at 12, 27, 42 and 57 s of the minute; a one-way delay of 12-40 ms that steps by up to
-/// ±20 ms), ±5 ms of jitter and 0.5 % random loss (`docs/results.md` cites the figures).
-fn satellite(mbit: u64) -> LinkSpec {
-    let mut p = path(mbit, 0.0, 5.0, 0.5);
-    p.ab.handover = Some(crate::harness::emulator::Handover::starlink());
-    p.ba.handover = p.ab.handover;
-    p
-}
+use super::satellite::{link as path, satellite};
 
 fn scenarios() -> Vec<Scenario> {
     vec![
