@@ -22,6 +22,8 @@ use mpt_core::Time;
 pub(crate) struct HandshakeLimits {
     total: Bucket,
     per_source: HashMap<IpAddr, Bucket>,
+    /// Under load: per address, the initiations that proved it.
+    proven: HashMap<IpAddr, Bucket>,
     /// Every initiation with a valid mac1 takes a token: when they run out, we are under load.
     arrivals: Bucket,
     load_until: Time,
@@ -50,6 +52,10 @@ const HANDSHAKE_BURST: f64 = 1000.0;
 /// and at once.
 pub const HANDSHAKES_PER_SOURCE: f64 = 50.0;
 const HANDSHAKE_SOURCE_BURST: f64 = 100.0;
+/// Initiations read per second from one address under load, all proven (a quarter of the
+/// total), and at once.
+pub const PROVEN_PER_SOURCE: f64 = HANDSHAKES_PER_SECOND / 4.0;
+const PROVEN_SOURCE_BURST: f64 = HANDSHAKE_BURST / 4.0;
 /// Addresses remembered before the per-address buckets start again.
 const SOURCES_REMEMBERED: usize = 4096;
 
@@ -87,9 +93,26 @@ impl HandshakeLimits {
         HandshakeLimits {
             total: Bucket::full(HANDSHAKE_BURST, now),
             per_source: HashMap::new(),
+            proven: HashMap::new(),
             arrivals: Bucket::full(LOAD_BURST, now),
             load_until: now,
         }
+    }
+
+    /// The bucket of `from` in `buckets` (the buckets start again past
+    /// [`SOURCES_REMEMBERED`] addresses).
+    fn source(
+        buckets: &mut HashMap<IpAddr, Bucket>,
+        from: IpAddr,
+        burst: f64,
+        now: Time,
+    ) -> &mut Bucket {
+        if buckets.len() >= SOURCES_REMEMBERED && !buckets.contains_key(&from) {
+            buckets.clear();
+        }
+        buckets
+            .entry(from)
+            .or_insert_with(|| Bucket::full(burst, now))
     }
 
     /// Whether an initiation from `from` may be read at `now`; `proven`: its mac2 is valid.
@@ -103,23 +126,21 @@ impl HandshakeLimits {
             self.load_until = now + LOAD_HOLD;
         }
         if now < self.load_until {
-            // Only initiators that proved their address and port are read, within the total:
-            // sites behind one carrier NAT share an address but not a port.
+            // Only initiators that proved their address and port are read, within the total
+            // and a quarter of it from one address: sites behind one carrier NAT share an
+            // address but not a port, and one address that proves it cannot take the total.
             if !proven() {
                 return Admit::Cookie;
             }
-            return match self.total.take(now, HANDSHAKES_PER_SECOND, HANDSHAKE_BURST) {
+            let source = Self::source(&mut self.proven, from, PROVEN_SOURCE_BURST, now);
+            return match source.take(now, PROVEN_PER_SOURCE, PROVEN_SOURCE_BURST)
+                && self.total.take(now, HANDSHAKES_PER_SECOND, HANDSHAKE_BURST)
+            {
                 true => Admit::Read,
                 false => Admit::Refuse,
             };
         }
-        if self.per_source.len() >= SOURCES_REMEMBERED && !self.per_source.contains_key(&from) {
-            self.per_source.clear();
-        }
-        let source = self
-            .per_source
-            .entry(from)
-            .or_insert_with(|| Bucket::full(HANDSHAKE_SOURCE_BURST, now));
+        let source = Self::source(&mut self.per_source, from, HANDSHAKE_SOURCE_BURST, now);
         if source.take(now, HANDSHAKES_PER_SOURCE, HANDSHAKE_SOURCE_BURST)
             && self.total.take(now, HANDSHAKES_PER_SECOND, HANDSHAKE_BURST)
         {
@@ -159,6 +180,12 @@ mod tests {
             Admit::Read,
             "proven, though its address is over its bound"
         );
+        // one address that proves it is read within a quarter of the total, and others still
+        let read = (0..2000)
+            .filter(|_| l.admit(t, ip(2), || true) == Admit::Read)
+            .count();
+        assert_eq!(read, PROVEN_SOURCE_BURST as usize);
+        assert_eq!(l.admit(t, ip(3), || true), Admit::Read);
         // load lasts while the flood does, and a second after it stops
         let later = t + Duration::from_millis(900);
         assert_eq!(l.admit(later, ip(5000), || false), Admit::Cookie);
