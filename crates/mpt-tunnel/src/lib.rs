@@ -88,9 +88,7 @@ pub use fec::{group_size, FecRx, FecTx, Group, ParityCounts, Solved, FEC_OFF_LOS
 pub use footprint::{Footprint, MAX_AWAITING, MAX_REFERENCES};
 pub use icmp::ICMP_PER_SECOND;
 pub use icmp::{internet_checksum, too_big};
-pub use limits::{
-    HANDSHAKES_PER_SECOND, HANDSHAKES_PER_SOURCE, LOAD_PER_SECOND, PROVEN_PER_SOURCE,
-};
+pub use limits::{HANDSHAKES_PER_SECOND, HANDSHAKES_PER_SOURCE, LOAD_PER_SECOND};
 pub use liveness::LinkState;
 pub use open::{Opened, Opener};
 pub use pace::{PACE_HOLD_MAX, PACE_LIMIT};

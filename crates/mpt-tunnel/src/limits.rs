@@ -3,7 +3,7 @@
 //! (a cookie) before it is read.
 
 use std::collections::HashMap;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use mpt_core::Time;
@@ -22,8 +22,8 @@ use mpt_core::Time;
 pub(crate) struct HandshakeLimits {
     total: Bucket,
     per_source: HashMap<IpAddr, Bucket>,
-    /// Under load: per address, the initiations that proved it.
-    proven: HashMap<IpAddr, Bucket>,
+    /// Under load: per address and port, the initiations that proved them.
+    proven: HashMap<SocketAddr, Bucket>,
     /// Every initiation with a valid mac1 takes a token: when they run out, we are under load.
     arrivals: Bucket,
     load_until: Time,
@@ -52,10 +52,6 @@ const HANDSHAKE_BURST: f64 = 1000.0;
 /// and at once.
 pub const HANDSHAKES_PER_SOURCE: f64 = 50.0;
 const HANDSHAKE_SOURCE_BURST: f64 = 100.0;
-/// Initiations read per second from one address under load, all proven (a quarter of the
-/// total), and at once.
-pub const PROVEN_PER_SOURCE: f64 = HANDSHAKES_PER_SECOND / 4.0;
-const PROVEN_SOURCE_BURST: f64 = HANDSHAKE_BURST / 4.0;
 /// Addresses remembered before the per-address buckets start again.
 const SOURCES_REMEMBERED: usize = 4096;
 
@@ -101,9 +97,9 @@ impl HandshakeLimits {
 
     /// The bucket of `from` in `buckets` (the buckets start again past
     /// [`SOURCES_REMEMBERED`] addresses).
-    fn source(
-        buckets: &mut HashMap<IpAddr, Bucket>,
-        from: IpAddr,
+    fn source<A: std::hash::Hash + Eq>(
+        buckets: &mut HashMap<A, Bucket>,
+        from: A,
         burst: f64,
         now: Time,
     ) -> &mut Bucket {
@@ -119,7 +115,7 @@ impl HandshakeLimits {
     pub(crate) fn admit(
         &mut self,
         now: Time,
-        from: IpAddr,
+        from: SocketAddr,
         proven: impl FnOnce() -> bool,
     ) -> Admit {
         if !self.arrivals.take(now, LOAD_PER_SECOND, LOAD_BURST) {
@@ -127,20 +123,20 @@ impl HandshakeLimits {
         }
         if now < self.load_until {
             // Only initiators that proved their address and port are read, within the total
-            // and a quarter of it from one address: sites behind one carrier NAT share an
-            // address but not a port, and one address that proves it cannot take the total.
+            // and the bound of one address and port: sites behind one carrier NAT share an
+            // address but not a port, and one that proves its own cannot take the total.
             if !proven() {
                 return Admit::Cookie;
             }
-            let source = Self::source(&mut self.proven, from, PROVEN_SOURCE_BURST, now);
-            return match source.take(now, PROVEN_PER_SOURCE, PROVEN_SOURCE_BURST)
+            let source = Self::source(&mut self.proven, from, HANDSHAKE_SOURCE_BURST, now);
+            return match source.take(now, HANDSHAKES_PER_SOURCE, HANDSHAKE_SOURCE_BURST)
                 && self.total.take(now, HANDSHAKES_PER_SECOND, HANDSHAKE_BURST)
             {
                 true => Admit::Read,
                 false => Admit::Refuse,
             };
         }
-        let source = Self::source(&mut self.per_source, from, HANDSHAKE_SOURCE_BURST, now);
+        let source = Self::source(&mut self.per_source, from.ip(), HANDSHAKE_SOURCE_BURST, now);
         if source.take(now, HANDSHAKES_PER_SOURCE, HANDSHAKE_SOURCE_BURST)
             && self.total.take(now, HANDSHAKES_PER_SECOND, HANDSHAKE_BURST)
         {
@@ -155,8 +151,8 @@ impl HandshakeLimits {
 mod tests {
     use super::*;
 
-    fn ip(n: u32) -> IpAddr {
-        std::net::Ipv4Addr::from(0xc612_0000 + n).into()
+    fn ip(n: u32) -> SocketAddr {
+        SocketAddr::new(std::net::Ipv4Addr::from(0xc612_0000 + n).into(), 4754)
     }
 
     #[test]
@@ -180,12 +176,14 @@ mod tests {
             Admit::Read,
             "proven, though its address is over its bound"
         );
-        // one address that proves it is read within a quarter of the total, and others still
+        // one address and port that prove themselves are read within their own bound, and
+        // others (another port of the same address too) still
         let read = (0..2000)
             .filter(|_| l.admit(t, ip(2), || true) == Admit::Read)
             .count();
-        assert_eq!(read, PROVEN_SOURCE_BURST as usize);
-        assert_eq!(l.admit(t, ip(3), || true), Admit::Read);
+        assert_eq!(read, HANDSHAKE_SOURCE_BURST as usize);
+        let other_port = SocketAddr::new(ip(2).ip(), 4755);
+        assert_eq!(l.admit(t, other_port, || true), Admit::Read);
         // load lasts while the flood does, and a second after it stops
         let later = t + Duration::from_millis(900);
         assert_eq!(l.admit(later, ip(5000), || false), Admit::Cookie);
