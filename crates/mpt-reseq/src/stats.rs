@@ -122,29 +122,42 @@ pub const MAX_OCCUPANCY_BUCKETS: usize = 4097;
 /// Histogram of the number of packets held by the resequencer, sampled after every push.
 ///
 /// Bucket `n` counts the samples with exactly `n` packets held, except the last bucket, which
-/// counts "this many or more" (it is only reached with windows above 4096).
+/// counts "this many or more" (it is only reached with windows above 4096). The buckets grow
+/// to the largest occupancy sampled: an idle connection's holds one (a full one's, 32 KiB).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OccupancyHistogram {
-    /// Sample counts by occupancy.
+    /// Sample counts by occupancy, as far as the largest sampled.
     pub buckets: Vec<u64>,
+    /// How many buckets it may grow to: `window + 1`, at most [`MAX_OCCUPANCY_BUCKETS`].
+    limit: usize,
 }
 
 impl OccupancyHistogram {
-    /// A histogram for a window of `window` packets: `window + 1` buckets, at most
-    /// [`MAX_OCCUPANCY_BUCKETS`].
+    /// A histogram for a window of `window` packets: up to `window + 1` buckets, at most
+    /// [`MAX_OCCUPANCY_BUCKETS`], none allocated until a sample comes.
     pub fn for_window(window: usize) -> Self {
         OccupancyHistogram {
-            buckets: vec![0; window.saturating_add(1).min(MAX_OCCUPANCY_BUCKETS)],
+            buckets: Vec::new(),
+            limit: window.saturating_add(1).min(MAX_OCCUPANCY_BUCKETS),
         }
     }
 
     /// Adds one sample.
     #[inline]
     pub fn record(&mut self, held: usize) {
-        let last = self.buckets.len().saturating_sub(1);
-        if let Some(b) = self.buckets.get_mut(held.min(last)) {
-            *b += 1;
+        if self.limit == 0 {
+            return;
         }
+        let at = held.min(self.limit - 1);
+        if at >= self.buckets.len() {
+            self.buckets.resize(at + 1, 0);
+        }
+        self.buckets[at] += 1;
+    }
+
+    /// How many buckets it may grow to (the last counts "this many or more").
+    pub fn limit(&self) -> usize {
+        self.limit
     }
 
     /// Number of samples.
@@ -404,7 +417,7 @@ mod tests {
     #[test]
     fn occupancy_histogram() {
         let mut o = OccupancyHistogram::for_window(3);
-        assert_eq!(o.buckets.len(), 4);
+        assert_eq!((o.limit(), o.buckets.len()), (4, 0));
         for n in [0, 0, 1, 2, 3, 7] {
             o.record(n);
         }
@@ -415,11 +428,17 @@ mod tests {
         assert_eq!(o.percentile(0.5), 1);
         assert_eq!(o.percentile(1.0), 3);
         assert!((o.fraction_at_least(2) - 0.5).abs() < 1e-12);
-        assert_eq!(OccupancyHistogram::for_window(0).buckets.len(), 1);
+        assert_eq!(OccupancyHistogram::for_window(0).limit(), 1);
         assert_eq!(
-            OccupancyHistogram::for_window(1 << 20).buckets.len(),
+            OccupancyHistogram::for_window(1 << 20).limit(),
             MAX_OCCUPANCY_BUCKETS
         );
+        // grows to the largest sampled
+        let mut big = OccupancyHistogram::for_window(4096);
+        big.record(0);
+        assert_eq!(big.buckets, [1]);
+        big.record(2);
+        assert_eq!(big.buckets, [1, 0, 1]);
         let mut empty = OccupancyHistogram::default();
         empty.record(5);
         assert_eq!(empty.percentile(0.5), 0);

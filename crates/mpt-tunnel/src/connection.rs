@@ -139,6 +139,25 @@ impl<P> Connection<P> {
         &self.cfg
     }
 
+    /// What it holds for its peer, counted ([`crate::Footprint`]).
+    pub fn footprint(&self) -> crate::Footprint {
+        let (incomplete, pieces) = self.rx.assembled.pieces.held();
+        let (references, awaiting) = self.rx.released.holds();
+        let o = &self.outbox;
+        crate::Footprint {
+            held: self.rx.reseq.held(),
+            incomplete,
+            pieces,
+            ready: self.rx.assembled.ready.len(),
+            references,
+            awaiting,
+            resend_kept: self.resend.buffer.kept(),
+            gaps: self.resend.gaps_held(),
+            queued: o.pending.len() + o.ready.len() + o.after.len(),
+            events: self.events.len(),
+        }
+    }
+
     /// When anything authentic last arrived from the peer, on any path.
     pub fn last_heard(&self) -> Option<Time> {
         self.crypto.last_heard

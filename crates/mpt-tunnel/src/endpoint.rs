@@ -220,7 +220,7 @@ impl Endpoint {
         }
         let version = mpt_core::wire::version_of(d).unwrap_or(mpt_core::wire::VERSION);
         let cookies = &self.cookies;
-        match self.limits.admit(now, from.ip(), || {
+        match self.limits.admit(now, from, || {
             cookies.mac2_valid(now, from, message, mac1, mac2)
         }) {
             Admit::Read => {}

@@ -123,6 +123,11 @@ pub const AWAITING: usize = 256;
 pub const AWAIT_FOR: Duration = Duration::from_millis(500);
 
 impl<P> Released<P> {
+    /// References the decompressor keeps, and compressed packets waiting for theirs.
+    pub(crate) fn holds(&self) -> (usize, usize) {
+        (self.rx.kept(), self.awaiting.len())
+    }
+
     /// `body` held as [`Held::Packed`], after `prefix` and [`MAX_HEADERS`] bytes of room (in
     /// a buffer of those refused, or `fresh`), so that the rebuilt packet has `prefix` bytes
     /// before it.

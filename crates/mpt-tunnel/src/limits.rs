@@ -3,7 +3,7 @@
 //! (a cookie) before it is read.
 
 use std::collections::HashMap;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use mpt_core::Time;
@@ -22,6 +22,8 @@ use mpt_core::Time;
 pub(crate) struct HandshakeLimits {
     total: Bucket,
     per_source: HashMap<IpAddr, Bucket>,
+    /// Under load: per address and port, the initiations that proved them.
+    proven: HashMap<SocketAddr, Bucket>,
     /// Every initiation with a valid mac1 takes a token: when they run out, we are under load.
     arrivals: Bucket,
     load_until: Time,
@@ -87,39 +89,54 @@ impl HandshakeLimits {
         HandshakeLimits {
             total: Bucket::full(HANDSHAKE_BURST, now),
             per_source: HashMap::new(),
+            proven: HashMap::new(),
             arrivals: Bucket::full(LOAD_BURST, now),
             load_until: now,
         }
+    }
+
+    /// The bucket of `from` in `buckets` (the buckets start again past
+    /// [`SOURCES_REMEMBERED`] addresses).
+    fn source<A: std::hash::Hash + Eq>(
+        buckets: &mut HashMap<A, Bucket>,
+        from: A,
+        burst: f64,
+        now: Time,
+    ) -> &mut Bucket {
+        if buckets.len() >= SOURCES_REMEMBERED && !buckets.contains_key(&from) {
+            buckets.clear();
+        }
+        buckets
+            .entry(from)
+            .or_insert_with(|| Bucket::full(burst, now))
     }
 
     /// Whether an initiation from `from` may be read at `now`; `proven`: its mac2 is valid.
     pub(crate) fn admit(
         &mut self,
         now: Time,
-        from: IpAddr,
+        from: SocketAddr,
         proven: impl FnOnce() -> bool,
     ) -> Admit {
         if !self.arrivals.take(now, LOAD_PER_SECOND, LOAD_BURST) {
             self.load_until = now + LOAD_HOLD;
         }
         if now < self.load_until {
-            // Only initiators that proved their address and port are read, within the total:
-            // sites behind one carrier NAT share an address but not a port.
+            // Only initiators that proved their address and port are read, within the total
+            // and the bound of one address and port: sites behind one carrier NAT share an
+            // address but not a port, and one that proves its own cannot take the total.
             if !proven() {
                 return Admit::Cookie;
             }
-            return match self.total.take(now, HANDSHAKES_PER_SECOND, HANDSHAKE_BURST) {
+            let source = Self::source(&mut self.proven, from, HANDSHAKE_SOURCE_BURST, now);
+            return match source.take(now, HANDSHAKES_PER_SOURCE, HANDSHAKE_SOURCE_BURST)
+                && self.total.take(now, HANDSHAKES_PER_SECOND, HANDSHAKE_BURST)
+            {
                 true => Admit::Read,
                 false => Admit::Refuse,
             };
         }
-        if self.per_source.len() >= SOURCES_REMEMBERED && !self.per_source.contains_key(&from) {
-            self.per_source.clear();
-        }
-        let source = self
-            .per_source
-            .entry(from)
-            .or_insert_with(|| Bucket::full(HANDSHAKE_SOURCE_BURST, now));
+        let source = Self::source(&mut self.per_source, from.ip(), HANDSHAKE_SOURCE_BURST, now);
         if source.take(now, HANDSHAKES_PER_SOURCE, HANDSHAKE_SOURCE_BURST)
             && self.total.take(now, HANDSHAKES_PER_SECOND, HANDSHAKE_BURST)
         {
@@ -134,8 +151,8 @@ impl HandshakeLimits {
 mod tests {
     use super::*;
 
-    fn ip(n: u32) -> IpAddr {
-        std::net::Ipv4Addr::from(0xc612_0000 + n).into()
+    fn ip(n: u32) -> SocketAddr {
+        SocketAddr::new(std::net::Ipv4Addr::from(0xc612_0000 + n).into(), 4754)
     }
 
     #[test]
@@ -159,6 +176,14 @@ mod tests {
             Admit::Read,
             "proven, though its address is over its bound"
         );
+        // one address and port that prove themselves are read within their own bound, and
+        // others (another port of the same address too) still
+        let read = (0..2000)
+            .filter(|_| l.admit(t, ip(2), || true) == Admit::Read)
+            .count();
+        assert_eq!(read, HANDSHAKE_SOURCE_BURST as usize);
+        let other_port = SocketAddr::new(ip(2).ip(), 4755);
+        assert_eq!(l.admit(t, other_port, || true), Admit::Read);
         // load lasts while the flood does, and a second after it stops
         let later = t + Duration::from_millis(900);
         assert_eq!(l.admit(later, ip(5000), || false), Admit::Cookie);

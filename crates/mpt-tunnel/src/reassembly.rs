@@ -101,6 +101,12 @@ impl Assembled {
 }
 
 impl Reassembly {
+    /// Packets waiting for pieces (at most [`MAX_INCOMPLETE`]), and the pieces they hold.
+    pub(crate) fn held(&self) -> (usize, usize) {
+        let pieces = self.waiting.iter().map(|w| w.ranges.len()).sum();
+        (self.waiting.len(), pieces)
+    }
+
     /// Packets waiting for pieces now.
     #[cfg(test)]
     fn waiting(&self) -> usize {

@@ -42,6 +42,11 @@ impl Default for Decompressor {
 }
 
 impl Decompressor {
+    /// References it keeps now (at most [`CONTEXTS`] × [`KEPT_REFERENCES`]).
+    pub fn kept(&self) -> usize {
+        self.contexts.iter().flatten().flatten().count()
+    }
+
     pub fn new() -> Decompressor {
         Decompressor::default()
     }

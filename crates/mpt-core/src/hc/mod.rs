@@ -99,20 +99,26 @@ impl Reference {
     }
 }
 
-/// The references of the flows one side knows, by context.
-#[derive(Debug, Clone)]
+/// The references of the flows one side knows, by context: none are allocated until the
+/// first is kept (a peer that is idle, or never compresses, holds none; 7 KiB once it does).
+#[derive(Debug, Clone, Default)]
 struct Contexts(Vec<Option<Reference>>);
 
-impl Default for Contexts {
-    fn default() -> Self {
-        Contexts(vec![None; CONTEXTS])
-    }
-}
-
 impl Contexts {
+    fn get(&self, ctx: u8) -> Option<&Reference> {
+        self.0.get(usize::from(ctx))?.as_ref()
+    }
+
+    fn get_mut(&mut self, ctx: u8) -> Option<&mut Reference> {
+        self.0.get_mut(usize::from(ctx))?.as_mut()
+    }
+
     /// `r` becomes its flow's reference, unless its context holds a later one (a packet
     /// delivered late).
     fn store(&mut self, r: Reference) {
+        if self.0.is_empty() {
+            self.0 = vec![None; CONTEXTS];
+        }
         let slot = &mut self.0[r.context()];
         if slot
             .as_ref()
@@ -217,7 +223,7 @@ impl Compressor {
                 (l, ctx, false)
             }
         };
-        let r = self.contexts.0[usize::from(ctx)].as_mut()?;
+        let r = self.contexts.get_mut(ctx)?;
         let distance = gseq.wrapping_sub(r.gseq);
         // a reference due again waits for a packet that goes whole in one datagram: one in
         // pieces would hold the packets after it until its last piece came
@@ -261,7 +267,7 @@ impl Compressor {
     /// urgent data). So it is what [`layout`] and [`context_of`] would find, without hashing.
     fn of_last_reference(&self, p: &[u8]) -> Option<(Layout, u8)> {
         let (_, ctx) = self.last?;
-        let r = self.contexts.0[usize::from(ctx)].as_ref()?;
+        let r = self.contexts.get(ctx)?;
         let l = r.layout;
         let ok = static_equal(p, &r.headers, l)
             && if l.v6() {
@@ -333,9 +339,10 @@ impl Compressor {
     /// burst's first segment to go whole instead, for a flow not named here: that segment
     /// becomes its reference, and the segments after it compress against it.
     pub fn ready(&self, next: u32, out: &mut [u32; CONTEXTS]) {
-        for (o, c) in out.iter_mut().zip(&self.contexts.0) {
-            *o = c
-                .as_ref()
+        for (ctx, o) in out.iter_mut().enumerate() {
+            *o = self
+                .contexts
+                .get(ctx as u8)
                 .filter(|r| r.uses < REFRESH_EVERY && next.wrapping_sub(r.gseq) <= MAX_DISTANCE / 2)
                 .map_or(0, |r| r.flow);
         }
@@ -361,8 +368,8 @@ impl Compressor {
     /// Whether `p`, sent whole as global sequence `gseq`, is its flow's reference now.
     pub fn is_reference(&self, gseq: u32, p: &[u8]) -> bool {
         layout(p).is_some_and(|l| {
-            self.contexts.0[usize::from(context_of(p, l))]
-                .as_ref()
+            self.contexts
+                .get(context_of(p, l))
                 .is_some_and(|r| r.gseq == gseq)
         })
     }

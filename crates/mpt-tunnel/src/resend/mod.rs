@@ -79,6 +79,11 @@ pub struct ResendBuffer {
 }
 
 impl ResendBuffer {
+    /// Packets kept to be sent again (at most [`RESEND_KEPT`]).
+    pub fn kept(&self) -> usize {
+        self.kept.iter().filter(|k| k.valid).count()
+    }
+
     /// `packet`, global sequence `seq`, was sent at `now` on `path` as its path sequence
     /// `path_seq`; `reference`: as its flow's reference (compressed headers).
     pub fn keep(
@@ -211,6 +216,11 @@ pub(crate) struct Resend {
 }
 
 impl Resend {
+    /// Gaps to ask for and gaps asked for, not yet settled.
+    pub(crate) fn gaps_held(&self) -> usize {
+        self.gaps.len() + self.asked.len()
+    }
+
     /// The gaps `reseq` saw since the last call are to be asked for: not those longer than
     /// [`MAX_RESEND_GAP`] (an outage), nor those `unasked` says need no asking (a one-packet
     /// gap a parity made again before the gap was seen; a gap on a stream path, whose
