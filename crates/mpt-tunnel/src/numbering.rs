@@ -187,10 +187,9 @@ impl Sending<'_> {
         // their load while a far path answers (a BBR start over 10 and 60 ms paths put 74 ms
         // of queue before voice on the near one)
         let wake_copy = self.paths[i].woken_at.is_some() && inner <= crate::WAKE_COPY_MAX;
-        // light traffic on a path that lost something lately, or has not shown yet whether it
+        // light traffic on a path that lost something lately, or has not shown whether it
         // loses, goes twice (issue 72): a few small packets a second cost little copied, and
-        // the copy on the next soonest path
-        // covers the path's random losses and a dark moment (a satellite's handover) that the
+        // the copy covers random losses and a dark moment (a satellite's handover) that the
         // sender cannot see yet. Not acknowledgements, which a transfer sends by the thousand.
         let light_copy = mode == Mode::Fastest
             && keeps_short
