@@ -117,7 +117,7 @@ pub struct Endpoint {
     /// The ephemeral keys of the last initiations taken: their copies on other paths cost
     /// no key exchange.
     recent: Recent,
-    limits: HandshakeLimits,
+    pub(crate) limits: HandshakeLimits,
     /// The cookies we send while under load.
     cookies: Cookies,
     /// For the cookies' secret and nonces.

@@ -69,6 +69,10 @@ mod settings;
 mod ticks;
 mod timers;
 
+/// Drivers for the cargo-fuzz targets (`fuzz/`), also run on their corpora by the suite.
+#[doc(hidden)]
+pub mod fuzz;
+
 use std::net::SocketAddr;
 
 pub use bundle::{BUNDLE_MARGIN, BUNDLE_MAX_HOLD, BUNDLE_MIN_WAIT};

@@ -64,12 +64,11 @@ async fn answer(stream: UnixStream, sh: Arc<Tunnel>) {
         debug!(error = %e, "control request unreadable");
         return;
     }
-    let words: Vec<&str> = line.split_whitespace().collect();
-    let reply = match words[..] {
-        ["status"] => {
+    let reply = match parse_request(&line) {
+        Ok(Request::Status) => {
             serde_json::to_string(&sh.status()).unwrap_or_else(|e| error_json(&e.to_string()))
         }
-        ["reload"] => {
+        Ok(Request::Reload) => {
             let t = sh.clone();
             match tokio::task::spawn_blocking(move || t.reload_file()).await {
                 Ok(Ok(done)) => serde_json::json!({ "ok": done }).to_string(),
@@ -77,7 +76,7 @@ async fn answer(stream: UnixStream, sh: Arc<Tunnel>) {
                 Err(e) => error_json(&format!("the reload failed: {e}")),
             }
         }
-        ["showconf"] => {
+        Ok(Request::Showconf) => {
             let (file, text) = &sh.cfg().source;
             let head = format!(
                 "# the configuration this mptd runs, as read from {} (at its start, or its \
@@ -86,29 +85,69 @@ async fn answer(stream: UnixStream, sh: Arc<Tunnel>) {
             );
             serde_json::json!({ "ok": head + text }).to_string()
         }
-        ["path", name, state @ ("up" | "down")] => match sh.set_admin(name, state == "down") {
+        Ok(Request::Admin { path, down }) => match sh.set_admin(path, down) {
             Ok(done) => serde_json::json!({ "ok": done }).to_string(),
             Err(e) => error_json(&e),
         },
-        ["path", name, "budget", "reset"] => match sh.budget_reset(name) {
+        Ok(Request::BudgetReset { path }) => match sh.budget_reset(path) {
             Ok(done) => serde_json::json!({ "ok": done }).to_string(),
             Err(e) => error_json(&e),
         },
-        ["path", name, ref change @ ..] => match path_change(change) {
-            Ok(c) => match sh.set_spec(name, c) {
-                Ok(done) => serde_json::json!({ "ok": done }).to_string(),
-                Err(e) => error_json(&e),
-            },
+        Ok(Request::Change { path, change }) => match sh.set_spec(path, change) {
+            Ok(done) => serde_json::json!({ "ok": done }).to_string(),
             Err(e) => error_json(&e),
         },
-        _ => error_json(&format!(
+        Err(e) => error_json(&e),
+    };
+    if let Err(e) = w.write_all(format!("{reply}\n").as_bytes()).await {
+        warn!(error = %e, "control reply failed");
+    }
+}
+
+/// A request the control socket takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Request<'a> {
+    Status,
+    Reload,
+    Showconf,
+    /// `path NAME up|down`.
+    Admin {
+        path: &'a str,
+        down: bool,
+    },
+    /// `path NAME budget reset`.
+    BudgetReset {
+        path: &'a str,
+    },
+    /// `path NAME backup|primary|weight W|rate R`.
+    Change {
+        path: &'a str,
+        change: crate::uplinks::PathChange,
+    },
+}
+
+/// The request in `line` (as read: at most 256 bytes, up to its newline), or the error to
+/// answer.
+pub fn parse_request(line: &str) -> Result<Request<'_>, String> {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    match words[..] {
+        ["status"] => Ok(Request::Status),
+        ["reload"] => Ok(Request::Reload),
+        ["showconf"] => Ok(Request::Showconf),
+        ["path", path, state @ ("up" | "down")] => Ok(Request::Admin {
+            path,
+            down: state == "down",
+        }),
+        ["path", path, "budget", "reset"] => Ok(Request::BudgetReset { path }),
+        ["path", path, ref change @ ..] => Ok(Request::Change {
+            path,
+            change: path_change(change)?,
+        }),
+        _ => Err(format!(
             "unknown request {:?}, expected \"status\", \"showconf\", \"reload\" or \"path \
              NAME up|down|backup|primary|weight W|rate R|budget reset\"",
             line.trim()
         )),
-    };
-    if let Err(e) = w.write_all(format!("{reply}\n").as_bytes()).await {
-        warn!(error = %e, "control reply failed");
     }
 }
 

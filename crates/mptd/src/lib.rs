@@ -27,6 +27,9 @@ pub mod datapath;
 pub mod families;
 pub mod fit;
 pub mod fulltunnel;
+/// Drivers for the cargo-fuzz targets (`fuzz/`), also run on their corpora by the suite.
+#[doc(hidden)]
+pub mod fuzz;
 pub mod hooks;
 pub mod log;
 pub mod metrics;
