@@ -305,10 +305,17 @@ fn light_traffic_fastest_once() {
         ef.quantile(0.99)
     );
     assert!(ef_class.sent >= u64::from(sent_ef));
-    assert_eq!(
-        ef_class.sent_per_path.get(1).copied().unwrap_or(0),
-        0,
-        "EF voice took the far path"
+    // every voice packet went on the near path; in the paths' first minute (they have not
+    // shown whether they lose) each also went as a copy on the far path, which the receiver
+    // dropped as a duplicate: the p99 above is the near path's
+    let per_path = &ef_class.sent_per_path;
+    assert!(
+        per_path.first().copied().unwrap_or(0) >= u64::from(sent_ef),
+        "EF voice took the far path: {per_path:?}"
+    );
+    assert!(
+        per_path.get(1).copied().unwrap_or(0) <= per_path[0],
+        "more EF voice on the far path than on the near: {per_path:?}"
     );
     // bonded, the same stream waits for the far path half the time at least
     assert!(

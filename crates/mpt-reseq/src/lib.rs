@@ -1218,39 +1218,39 @@ mod tests {
         assert_eq!(h.path(1).owd_us, Some(0.0));
     }
 
-    /// A path whose delay steps up by 20 ms (a satellite handover) has the new delay as its
-    /// floor within two [`measure::FLOOR_WINDOW`]s, so the step stops looking like a queue;
-    /// a step down is the floor at once.
+    /// A path whose delay steps up by 20 ms as it goes dark for 100 ms (a satellite's
+    /// handover) has the new delay as its floor at once; one whose delay grows while packets
+    /// keep coming (a queue standing on a full path) keeps its floor, however long.
     #[test]
-    fn a_delay_that_steps_up_becomes_the_floor_within_two_windows() {
+    fn a_delay_that_steps_up_across_a_dark_moment_is_the_floor() {
         let mut h = H::new(config(64, 10, 1));
-        let window = measure::FLOOR_WINDOW.as_micros() as u64;
         let mut seq = 0;
-        // a packet every 10 ms, 12 ms on the way, then 32 ms
+        // a packet every 2 ms
         let mut run = |h: &mut H, from_us: u64, to_us: u64, delay_us: u64| {
             let mut t = from_us;
             while t < to_us {
                 push_sent(h, 0, seq, t, t + delay_us);
                 seq += 1;
-                t += 10_000;
+                t += 2_000;
             }
         };
-        run(&mut h, 0, window, 12_000);
-        run(&mut h, window, 2 * window, 32_000);
-        // the old floor still stands: the step looks like a 20 ms queue
+        run(&mut h, 0, 1_000_000, 12_000);
+        // a queue of 20 ms that stands for 5 s: still a queue
+        run(&mut h, 1_000_000, 6_000_000, 32_000);
         let p = h.path(0).clone();
         assert!(
             p.owd_us.unwrap() as i64 - p.owd_min_us.unwrap() > 19_900,
             "{p:?}"
         );
-        run(&mut h, 2 * window, 3 * window + 20_000, 32_000);
+        // dark for 100 ms, and 32 ms after it: no queue
+        run(&mut h, 6_100_000, 6_200_000, 32_000);
         let p = h.path(0).clone();
         assert!(
             (p.owd_us.unwrap() as i64 - p.owd_min_us.unwrap()).abs() < 100,
             "{p:?}"
         );
         // and down again: the floor at once
-        run(&mut h, 3 * window + 20_000, 3 * window + 100_000, 12_000);
+        run(&mut h, 6_200_000, 6_300_000, 12_000);
         let p = h.path(0).clone();
         assert_eq!(p.owd_last_us, p.owd_min_us);
     }

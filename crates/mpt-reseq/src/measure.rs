@@ -29,58 +29,60 @@ struct PathMeasure {
     /// of this session arrived on the path.
     owd_valid: bool,
     owd_last: i64,
-    /// The least delay lately ([`Floor`]).
+    /// The least delay ([`Floor`]).
     floor: Floor,
     owd_ewma: f64,
     /// The highest queue (µs above the path's least delay) seen lately.
     queue_peak: QueuePeak,
 }
 
-/// How long a path's least delay is remembered: at least this, at most twice this
-/// ([`Floor`]).
-pub const FLOOR_WINDOW: std::time::Duration = std::time::Duration::from_secs(2);
+/// A silence between two arrivals on a path that is a dark moment (a satellite's handover):
+/// at least this, and [`DARK_GAPS`] times the path's usual gap between arrivals.
+pub const DARK_MIN: std::time::Duration = std::time::Duration::from_millis(40);
+pub const DARK_GAPS: f64 = 8.0;
 
-/// A path's least one-way delay lately, and the length of the packet that saw it (its
-/// serialisation is part of that delay): the least of the current window of arrivals and the
-/// one before it, each [`FLOOR_WINDOW`] long. A path whose delay steps up (a satellite link
-/// that changes satellite, a route that changes) has its new floor within two windows; kept
-/// for the session, the old floor made the step a standing queue, and the sender held the
-/// path's rate down to what it carried until the session ended.
+/// A path's least one-way delay, and the length of the packet that saw it (its serialisation
+/// is part of that delay): the least since the session began, or since the path last went
+/// dark for a moment ([`DARK_MIN`]). A satellite link's delay steps up or down as it goes dark
+/// at a handover: kept for the session, the floor from before the step made the step a
+/// standing queue, and the sender held the path's rate down to what it carried until the
+/// session ended. A queue that stands while packets keep coming (the path full) stays a queue.
 #[derive(Debug, Clone, Copy, Default)]
 struct Floor {
-    /// The current window's least delay and its packet's length, and when it began.
-    cur: (i64, usize),
-    since: Option<Time>,
-    /// The window before (`None` after a silence longer than a window).
-    prev: Option<(i64, usize)>,
+    least: (i64, usize),
+    /// The previous arrival, and the smoothed gap between arrivals (µs).
+    last_at: Option<Time>,
+    gap_us: f64,
 }
 
 impl Floor {
     /// A packet of `len` bytes arrived at `now` with relative delay `rel`.
     fn take(&mut self, now: Time, rel: i64, len: usize) {
-        match self.since {
-            Some(t) if now.saturating_since(t) < FLOOR_WINDOW => {
-                if rel < self.cur.0 {
-                    self.cur = (rel, len);
-                }
+        let dark = match self.last_at {
+            None => true,
+            Some(t) => {
+                let gap = now.saturating_since(t).as_micros() as f64;
+                // the first gap is the path's usual one (a slow line's packets come 100 ms
+                // and more apart)
+                let dark = self.gap_us > 0.0
+                    && gap >= (DARK_MIN.as_micros() as f64).max(DARK_GAPS * self.gap_us);
+                self.gap_us = if self.gap_us > 0.0 {
+                    self.gap_us + (gap - self.gap_us) / 8.0
+                } else {
+                    gap
+                };
+                dark
             }
-            _ => {
-                let recent = self
-                    .since
-                    .is_some_and(|t| now.saturating_since(t) < 2 * FLOOR_WINDOW);
-                self.prev = recent.then_some(self.cur);
-                self.cur = (rel, len);
-                self.since = Some(now);
-            }
+        };
+        if dark || rel < self.least.0 {
+            self.least = (rel, len);
         }
+        self.last_at = Some(now);
     }
 
-    /// The least delay lately and its packet's length.
+    /// The least delay and its packet's length.
     fn least(&self) -> (i64, usize) {
-        match self.prev {
-            Some(p) if p.0 < self.cur.0 => p,
-            _ => self.cur,
-        }
+        self.least
     }
 }
 

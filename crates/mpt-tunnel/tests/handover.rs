@@ -231,7 +231,7 @@ fn light_traffic_beside_bulk_keeps_its_p99_within_30_ms_of_the_better_link_acros
 /// Bulk below what LTE carries alone, no random loss: whatever bulk loses, it loses in the
 /// dark. Each lost packet comes again, on the other path, and nothing is missing at the end.
 #[test]
-#[ignore = "issue 72: of 85715 bulk packets 337 never arrived; 366 lost in the dark, 24 asked for (longer gaps are outages), 3 resent on LTE"]
+#[ignore = "issue 72: of 85715 bulk packets 261 never arrived; 308 lost in the dark, 29 asked for (longer gaps are outages), 7 resent on LTE"]
 fn what_the_dark_swallows_of_bulk_comes_again_on_the_other_path() {
     let mut p = pair(723, &[(SAT, true), (LTE, false)], false);
     let bps = 16_000_000;
@@ -275,8 +275,8 @@ fn what_the_dark_swallows_of_bulk_comes_again_on_the_other_path() {
 }
 
 /// Bulk at three quarters of what the two links carry, beside the light stream, across the
-/// handovers: at least 85 % of it arrives (0.88-0.92 measured; what the dark swallows is lost:
-/// no inner TCP resends it; with the satellite's rate held down, 0.75). Each path keeps what it has shown it carries: the one light traffic keeps short,
+/// handovers: at least 90 % of it arrives (0.969 measured; what the dark swallows is lost: no
+/// inner TCP resends it; with the satellite's rate held down, 0.754). Each path keeps what it has shown it carries: the one light traffic keeps short,
 /// which gets bulk at half its rate, and the satellite after a handover, whose delay step is
 /// no queue once it is the floor and which the scheduler passes over for a moment.
 #[test]
@@ -300,5 +300,5 @@ fn bulk_beyond_lte_keeps_the_satellite_across_its_delay_steps() {
          {} handovers; learned: satellite {sat:?}, LTE {lte:?}",
         p.handovers(Side::A, 0)
     );
-    assert!(share >= 0.85, "{share:.3} of the bulk arrived");
+    assert!(share >= 0.9, "{share:.3} of the bulk arrived");
 }
