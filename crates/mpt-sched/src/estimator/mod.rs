@@ -31,15 +31,14 @@
 //!   the difference is spread over the other paths in proportion to their rates (Common
 //!   Source Decrease) — only to paths that carry traffic without congestion, each up to 10 %
 //!   above the best rate it has delivered, so when every path is overdriven the total falls;
-//!   a path that is busy (offered ≥ 80 % of its rate, of half of it on the path kept short)
-//!   and not congested probes upwards by 10 % per delivery sample (50 % while it is below the best rate it has delivered, which a
+//!   a path that is busy (offered ≥ 80 % of its rate) and not congested probes upwards by
+//!   10 % per delivery sample (50 % while it is below the best rate it has delivered, which a
 //!   path passed over since a cut does too); one that shows no queue at all takes what it
 //!   carried in a report interval of [`MIN_SAMPLE_PACKETS`] or more, and doubles per sample.
 //!   Between delivery samples, what a path carried since it began to show a queue (at least
 //!   four packets) stands in for a sample when judging how far it is over.
 //! * **Cap**: the scheduler trusts a path with at most 25 % more than it carried lately (over
-//!   the last reports that span four packets or more, or smoothed; twice that on the path light
-//!   traffic keeps short, which the scheduler gives half its rate), none more while it is
+//!   the last reports that span four packets or more, or smoothed), none more while it is
 //!   congested, and at least 64 kbit/s (or its configured rate): a light
 //!   stream then spreads over paths it has not measured instead of all going to the one that
 //!   looks nearest, and a path's share grows by a step per report as it proves it carries it.
@@ -176,14 +175,6 @@ impl Estimator {
         if let Some(p) = self.paths.get_mut(i) {
             p.sent_bytes += len as u64;
             p.sent.on_sent(now, len);
-        }
-    }
-
-    /// The scheduler keeps path `short` short for light traffic (`None`: none): it gives bulk
-    /// there at most half the path's rate, and the path is busy at half the share.
-    pub fn kept_short(&mut self, short: Option<usize>) {
-        for (i, p) in self.paths.iter_mut().enumerate() {
-            p.halved = short == Some(i);
         }
     }
 

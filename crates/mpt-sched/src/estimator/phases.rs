@@ -83,11 +83,7 @@ impl PathEstimate {
         let got_packets = f64::from(self.last_packets);
         let got_bytes = r.bytes.wrapping_sub(prev.bytes) as f64;
         let offered = self.sent_bytes as f64 * 8.0 / dt;
-        // The path light traffic keeps short gets bulk at half its rate at most: held to the
-        // whole rate, it was never busy, never probed, and kept a cut rate for good (the lab's
-        // satellite beside a 100/s ping: cut to 0.1 Mbit/s at a handover, and left there).
-        let share = if self.halved { 0.5 } else { 1.0 };
-        let busy = offered >= BUSY * share * self.rate_bps;
+        let busy = offered >= BUSY * self.rate_bps;
         self.busy = busy;
         self.sent_bytes = 0;
         let carried = self.link_bps(got_bytes, got_packets, dt);
@@ -238,11 +234,7 @@ impl PathEstimate {
         } else {
             CAP_GROWTH
         };
-        // The path kept short carries half what it is trusted with, by the scheduler's choice:
-        // trusted with a step above that, its trust halved at every report (to 64 kbit/s, while
-        // bulk queued on the other path).
-        let shown = if self.halved { 2.0 * lately } else { lately };
-        self.cap_bps = (growth * shown.max(self.delivery_bps)).max(self.floor_bps);
+        self.cap_bps = (growth * lately.max(self.delivery_bps)).max(self.floor_bps);
         self.remember(now, r);
     }
 }
