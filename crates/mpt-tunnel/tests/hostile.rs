@@ -1,6 +1,7 @@
 //! A hostile peer that holds valid keys: one server [`Endpoint`] serves four honest sites and
-//! one adversary. The adversary is a real site's connection whose driver rewrites each
-//! numbered datagram before sealing it with the batch's [`mpt_tunnel::Sealer`] (so every one
+//! one adversary. The adversary is a real site's connection whose driver
+//! (`mpt_tunnel::fuzz::hostile`, which the daemon's e2e test shares) rewrites each numbered
+//! datagram before sealing it with the batch's [`mpt_tunnel::Sealer`] (so every one
 //! opens: the session's key, a fresh counter), and sends what the wire permits at its worst:
 //! bundles and pieces whose entries lie about their lengths, compressed headers against
 //! references that never existed, reports with absurd figures, resend requests for
@@ -20,10 +21,9 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 use mpt_core::seal::{mac2, MacKeys, COOKIE_NONCE_LEN, MAC_LEN};
-use mpt_core::wire::{
-    emit_nack, Header, Kind, NackRange, COOKIE_REPLY_LEN, HEADER_LEN, INITIATION_MACS,
-};
+use mpt_core::wire::{COOKIE_REPLY_LEN, HEADER_LEN, INITIATION_MACS};
 use mpt_core::{PathId, Time};
+use mpt_tunnel::fuzz::hostile::{Abuse as Craft, Crafter};
 use mpt_tunnel::{
     Admission, Connection, Copies, Endpoint, Footprint, Outcome, PeerEntry, Random, Route, Via,
 };
@@ -84,15 +84,13 @@ fn site(n: u32, seed: u64) -> Connection<Vec<u8>> {
     Connection::new(cfg, Time::ZERO, random(seed))
 }
 
-/// How the adversary's driver rewrites a numbered datagram (`buf`, its body from `prefix` on,
-/// `len` bytes of it) before sealing it: returns the body's new length.
-type Craft = fn(&mut Rng, &mut [u8], usize, usize) -> usize;
-
 /// The server: its endpoint, the connection of each peer, and what each delivered.
 struct Server {
     endpoint: Endpoint,
     conns: Vec<Option<Connection<Vec<u8>>>>,
     seeds: Rng,
+    /// Makes the server's own packets (a batch of one a millisecond to each peer).
+    out: Crafter,
     delivered: Vec<u64>,
     /// Datagrams the server sent to each peer.
     sent: Vec<u64>,
@@ -121,6 +119,7 @@ impl Server {
         Server {
             endpoint,
             conns: (0..ADVERSARY).map(|_| None).collect(),
+            out: Crafter::new(seed),
             seeds,
             delivered: vec![0; ADVERSARY as usize],
             sent: vec![0; ADVERSARY as usize],
@@ -193,7 +192,7 @@ impl Server {
             self.delivered[i] += got.len() as u64;
             // a packet a millisecond to every site that has a session
             let mut sent = match c.keys_agreed() {
-                true => batch(c, now, 1, None, &mut self.seeds),
+                true => contents(self.out.batch(c, now, 1, None)),
                 false => Vec::new(),
             };
             let (more, events) = drain(c, now);
@@ -203,6 +202,11 @@ impl Server {
         }
         out
     }
+}
+
+/// The bytes of `ds`.
+fn contents(ds: Vec<mpt_tunnel::Datagram>) -> Vec<Vec<u8>> {
+    ds.into_iter().map(|d| d.contents).collect()
 }
 
 /// What `c` sends now, and how many events it gave.
@@ -218,53 +222,14 @@ fn drain(c: &mut Connection<Vec<u8>>, now: Time) -> (Vec<Vec<u8>>, usize) {
     (out, events)
 }
 
-/// `c` sends `count` packets of 1000 bytes at `now` as one batch, as the daemon's tx task
-/// does; `craft` rewrites each numbered datagram before it is sealed. Returns the datagrams.
-fn batch(
-    c: &mut Connection<Vec<u8>>,
-    now: Time,
-    count: usize,
-    craft: Option<Craft>,
-    rng: &mut Rng,
-) -> Vec<Vec<u8>> {
-    let prefix = c.prefix();
-    let mut sizes = vec![1000; count];
-    let mut bufs: Vec<Vec<u8>> = (0..count)
-        .map(|k| {
-            let mut b = vec![0u8; prefix + 1500 + 16];
-            b[prefix..prefix + 1000].copy_from_slice(&sim::packet(k as u32, 1000));
-            b
-        })
-        .collect();
-    let mut plan = vec![None; count];
-    let mut out = mpt_tunnel::BatchOut::default();
-    let Some(sealer) = c.number_batch(now, &mut sizes, &mut bufs, &mut plan, &mut out) else {
-        return Vec::new();
-    };
-    let mut ds: Vec<Vec<u8>> = out.before.drain(..).map(|t| t.contents).collect();
-    for (k, mut buf) in bufs.into_iter().enumerate() {
-        if plan[k].is_none() {
-            continue;
-        }
-        let len = match craft {
-            Some(f) => f(rng, &mut buf, prefix, sizes[k]),
-            None => sizes[k],
-        };
-        let sealed = sealer.seal(k, &mut buf, len).expect("sealed");
-        buf.truncate(sealed);
-        ds.push(buf);
-    }
-    ds.extend(out.after.drain(..).map(|t| t.contents));
-    c.batch_sent(sealer.used());
-    ds
-}
-
 /// The server and its sites on one clock.
 struct World {
     server: Server,
     /// Site `n` at `n - 1`.
     sites: Vec<Connection<Vec<u8>>>,
     rng: Rng,
+    /// Makes the sites' packets, and rewrites the adversary's.
+    crafter: Crafter,
     now: Time,
     /// The most the adversary's connection on the server held of each count, and the most
     /// events it gave in a second.
@@ -282,6 +247,7 @@ impl World {
         World {
             server: Server::new(seed),
             sites,
+            crafter: Crafter::new(rng.next_u64()),
             rng,
             now: Time::ZERO,
             worst: Footprint::default(),
@@ -315,7 +281,7 @@ impl World {
     /// it is sealed.
     fn send(&mut self, n: u32, count: usize, craft: Option<Craft>) {
         let c = &mut self.sites[n as usize - 1];
-        let ds = batch(c, self.now, count, craft, &mut self.rng);
+        let ds = contents(self.crafter.batch(c, self.now, count, craft));
         self.up(n, ds);
     }
 
@@ -347,7 +313,7 @@ impl World {
             }
         }
         match abuse {
-            Some(Abuse::Craft(f)) if agreed(self, ADVERSARY) => self.send(ADVERSARY, 4, Some(f)),
+            Some(Abuse::Craft(a)) if agreed(self, ADVERSARY) => self.send(ADVERSARY, 4, Some(a)),
             Some(Abuse::ProvenFlood) => {
                 let mut flood = self.flood.take().unwrap_or_default();
                 flood.send(self);
@@ -364,8 +330,7 @@ impl World {
             if i == ADVERSARY as usize - 1 {
                 self.events[(now.as_micros() / 1_000_000) as usize] += events;
                 if let Some(d) = ds.last() {
-                    let seq = Header::new_unchecked(&d[..]).path_seq();
-                    LAST_SEQ.with(|n| n.set(u64::from(seq) + 1));
+                    self.crafter.heard(d);
                 }
             }
             let c = &mut self.sites[i];
@@ -564,122 +529,9 @@ fn check(name: &str, seed: u64, abuse: Abuse) -> Run {
     r
 }
 
-fn header(buf: &mut [u8]) -> Header<&mut [u8]> {
-    Header::new_unchecked(buf)
-}
-
-/// Random bytes as the body of a datagram of `kind`, of a random length.
-fn random_body(rng: &mut Rng, buf: &mut [u8], prefix: usize, kind: Kind) -> usize {
-    header(buf).set_kind(kind);
-    let len = 1 + rng.below(1400) as usize;
-    rng.fill(&mut buf[prefix..prefix + len]);
-    len
-}
-
-/// A bundle's or a continuation's entries, whose lengths lie: each says up to 64 KiB.
-fn lying_entries(rng: &mut Rng, buf: &mut [u8], prefix: usize, _: usize) -> usize {
-    let kind = [Kind::Bundle, Kind::Continued][rng.below(2) as usize];
-    let len = random_body(rng, buf, prefix, kind);
-    for k in (0..len.saturating_sub(8)).step_by(7) {
-        if rng.below(2) == 0 {
-            buf[prefix + k..prefix + k + 2].copy_from_slice(&[0xff, 0xff]);
-        }
-    }
-    len
-}
-
-/// Data whose packet is "compressed" against a reference never sent (random context and
-/// distance).
-fn unknown_references(rng: &mut Rng, buf: &mut [u8], prefix: usize, len: usize) -> usize {
-    rng.fill(&mut buf[prefix..prefix + 64]);
-    buf[prefix] = [0xc0, 0xc1, 0xff, 0x80][rng.below(4) as usize];
-    len.min(64 + rng.below(900) as usize)
-}
-
-/// Receiver reports with random figures (rates, delays, counts).
-fn absurd_reports(rng: &mut Rng, buf: &mut [u8], prefix: usize, _: usize) -> usize {
-    random_body(rng, buf, prefix, Kind::Report)
-}
-
-thread_local! {
-    /// The path sequence of the last datagram the server sent the adversary.
-    static LAST_SEQ: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
-}
-
-/// Resend requests for every path sequence the server sent lately (and some of paths it does
-/// not have), again and again.
-fn resend_everything(rng: &mut Rng, buf: &mut [u8], prefix: usize, _: usize) -> usize {
-    header(buf).set_kind(Kind::Nack);
-    let last = LAST_SEQ.with(|n| n.get());
-    let ranges: Vec<NackRange> = (0..mpt_core::wire::MAX_NACK_RANGES as u64)
-        .map(|k| NackRange {
-            path: PathId((rng.below(8) / 7) as u8),
-            first: last.wrapping_sub(255 * (k + 1)) as u16,
-            count: 255,
-        })
-        .collect();
-    let len = mpt_core::wire::nack_len(ranges.len()) - mpt_core::wire::HEADER_LEN;
-    emit_nack(&mut buf[prefix..prefix + len], &ranges);
-    len
-}
-
-/// Parity of groups never sent.
-fn stray_parity(rng: &mut Rng, buf: &mut [u8], prefix: usize, _: usize) -> usize {
-    random_body(rng, buf, prefix, Kind::Parity)
-}
-
-/// Data on path ids the session does not have.
-fn paths_out_of_range(rng: &mut Rng, buf: &mut [u8], _: usize, len: usize) -> usize {
-    header(buf).set_path(PathId(1 + rng.below(255) as u8));
-    len
-}
-
-/// Data whose global sequence jumps by 2^31 (and back).
-fn sequence_jumps(rng: &mut Rng, buf: &mut [u8], _: usize, len: usize) -> usize {
-    let mut h = header(buf);
-    let jump = [1u32 << 31, (1 << 31) - 1, (1 << 31) + 1][rng.below(3) as usize];
-    let seq = h.seq();
-    h.set_seq(seq.wrapping_add(jump));
-    len
-}
-
-/// Every abuse above, one at random per datagram, and random bodies of every kind.
-fn mixed(rng: &mut Rng, buf: &mut [u8], prefix: usize, len: usize) -> usize {
-    let all: [Craft; 7] = [
-        lying_entries,
-        unknown_references,
-        absurd_reports,
-        resend_everything,
-        stray_parity,
-        paths_out_of_range,
-        sequence_jumps,
-    ];
-    match rng.below(8) as usize {
-        7 => {
-            const KINDS: [Kind; 12] = [
-                Kind::Data,
-                Kind::Keepalive,
-                Kind::KeepaliveAck,
-                Kind::Report,
-                Kind::Goodbye,
-                Kind::Bundle,
-                Kind::Express,
-                Kind::Continued,
-                Kind::Probe,
-                Kind::ProbeAck,
-                Kind::Resent,
-                Kind::Parity,
-            ];
-            let kind = KINDS[rng.below(KINDS.len() as u64) as usize];
-            random_body(rng, buf, prefix, kind)
-        }
-        k => all[k](rng, buf, prefix, len),
-    }
-}
-
 #[test]
 fn bundles_and_pieces_whose_entries_lie_about_their_lengths() {
-    check("lying entries", sim::seed(70), Abuse::Craft(lying_entries));
+    check("lying entries", sim::seed(70), Abuse::Craft(Craft::LyingEntries));
 }
 
 #[test]
@@ -687,7 +539,7 @@ fn compressed_headers_against_references_that_never_existed() {
     check(
         "unknown references",
         sim::seed(71),
-        Abuse::Craft(unknown_references),
+        Abuse::Craft(Craft::UnknownReferences),
     );
 }
 
@@ -696,7 +548,7 @@ fn reports_with_absurd_rates_and_delays() {
     check(
         "absurd reports",
         sim::seed(72),
-        Abuse::Craft(absurd_reports),
+        Abuse::Craft(Craft::AbsurdReports),
     );
 }
 
@@ -705,13 +557,13 @@ fn resend_requests_for_everything_forever() {
     check(
         "resend everything",
         sim::seed(73),
-        Abuse::Craft(resend_everything),
+        Abuse::Craft(Craft::ResendEverything),
     );
 }
 
 #[test]
 fn parity_for_groups_never_sent() {
-    check("stray parity", sim::seed(74), Abuse::Craft(stray_parity));
+    check("stray parity", sim::seed(74), Abuse::Craft(Craft::StrayParity));
 }
 
 #[test]
@@ -719,7 +571,7 @@ fn path_ids_out_of_range() {
     check(
         "paths out of range",
         sim::seed(75),
-        Abuse::Craft(paths_out_of_range),
+        Abuse::Craft(Craft::PathsOutOfRange),
     );
 }
 
@@ -728,7 +580,7 @@ fn sequence_numbers_that_jump_by_two_to_the_31() {
     check(
         "sequence jumps",
         sim::seed(76),
-        Abuse::Craft(sequence_jumps),
+        Abuse::Craft(Craft::SequenceJumps),
     );
 }
 
@@ -755,6 +607,6 @@ fn initiations_from_one_address_and_port_that_prove_them_take_at_most_their_shar
 #[test]
 fn every_abuse_mixed() {
     for seed in 0..3 {
-        check("mixed", sim::seed(78 + seed), Abuse::Craft(mixed));
+        check("mixed", sim::seed(78 + seed), Abuse::Craft(Craft::Mixed));
     }
 }

@@ -4,6 +4,7 @@
 //! a peer (or anyone on the path) would send it, on a clock the input moves.
 
 mod handshake;
+pub mod hostile;
 mod pair;
 
 use std::net::SocketAddr;
