@@ -23,6 +23,7 @@ mod ftp;
 mod handmade;
 mod hostile;
 mod idle;
+mod insider;
 mod installed;
 mod internet;
 mod lab;

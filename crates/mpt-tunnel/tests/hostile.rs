@@ -531,7 +531,11 @@ fn check(name: &str, seed: u64, abuse: Abuse) -> Run {
 
 #[test]
 fn bundles_and_pieces_whose_entries_lie_about_their_lengths() {
-    check("lying entries", sim::seed(70), Abuse::Craft(Craft::LyingEntries));
+    check(
+        "lying entries",
+        sim::seed(70),
+        Abuse::Craft(Craft::LyingEntries),
+    );
 }
 
 #[test]
@@ -563,7 +567,11 @@ fn resend_requests_for_everything_forever() {
 
 #[test]
 fn parity_for_groups_never_sent() {
-    check("stray parity", sim::seed(74), Abuse::Craft(Craft::StrayParity));
+    check(
+        "stray parity",
+        sim::seed(74),
+        Abuse::Craft(Craft::StrayParity),
+    );
 }
 
 #[test]

@@ -7,6 +7,7 @@
 //! * [`bench`]: throughput, latency and build-against-build benchmarks;
 //! * [`floor`]: the minimal blocking tunnel that sets the machine's latency floor;
 //! * [`demo`]: the README's main job;
+//! * [`insider`]: a site with valid keys that misbehaves (the hostile-site e2e test);
 //! * [`tcp`]: one TCP or MPTCP transfer at a time, and kernel MPTCP over the lab's paths;
 //! * [`realworld`]: bonding on real-looking links against kernel MPTCP (`trace`: its
 //!   `--trace` samples; `pings`: light traffic beside its transfers).
@@ -15,6 +16,7 @@ pub mod adaptive;
 pub mod bench;
 pub mod demo;
 pub mod floor;
+pub mod insider;
 mod lookups;
 pub mod paper;
 pub mod peers;

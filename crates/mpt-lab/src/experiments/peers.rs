@@ -27,7 +27,12 @@ struct Site {
     sock: UdpSocket,
 }
 
-fn site_config(key: PrivateKey, server: PublicKey, to: SocketAddr, unix: u64) -> ConnectionConfig {
+pub(crate) fn site_config(
+    key: PrivateKey,
+    server: PublicKey,
+    to: SocketAddr,
+    unix: u64,
+) -> ConnectionConfig {
     ConnectionConfig {
         paths: vec![PathSettings {
             name: "p0".into(),
@@ -69,7 +74,7 @@ fn site_config(key: PrivateKey, server: PublicKey, to: SocketAddr, unix: u64) ->
 }
 
 /// Resident memory of `pid`, KiB.
-fn rss_kib(pid: u32) -> Result<u64> {
+pub fn rss_kib(pid: u32) -> Result<u64> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
     s.lines()
         .find_map(|l| l.strip_prefix("VmRSS:"))
