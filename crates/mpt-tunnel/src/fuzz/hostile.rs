@@ -145,7 +145,7 @@ impl Crafter {
                 contents: buf,
             });
         }
-        ds.extend(out.after.drain(..));
+        ds.append(&mut out.after);
         c.batch_sent(sealer.used());
         ds
     }
