@@ -60,6 +60,9 @@ enum Of {
     TunnelReading(fn(&Status) -> f64),
     /// The tunnel's drop counts, one sample per reason (label `reason`).
     Drops,
+    /// Each peer's drop counts, one sample per reason it dropped any for (labels `peer`,
+    /// `reason`).
+    PeerDrops,
     /// Each traffic class's packets per path (labels `class`, `path`).
     Classes,
 }
@@ -132,6 +135,7 @@ fn samples(of: Of, st: &Status) -> Samples {
         Of::TunnelCount(v) => Samples::Counts(vec![(Vec::new(), v(st))]),
         Of::TunnelReading(v) => Samples::Readings(vec![(Vec::new(), v(st))]),
         Of::Drops => Samples::Counts(drops(st)),
+        Of::PeerDrops => Samples::Counts(peer_drops(st)),
         Of::Classes => Samples::Counts(classes(st)),
     }
 }
@@ -159,15 +163,28 @@ fn per_peer<T>(st: &Status, v: impl Fn(&PeerStatus) -> Option<T>) -> Vec<(Labels
 
 /// The tunnel's drop count of each reason, labelled by reason (the status document's name).
 fn drops(st: &Status) -> Vec<(Labels, u64)> {
-    let d = serde_json::to_value(&st.tunnel.drops).unwrap_or_default();
-    let Some(map) = d.as_object() else {
-        return Vec::new();
-    };
+    by_reason(&st.tunnel.drops)
+        .map(|(reason, n)| (labels(&[("reason", reason)]), n))
+        .collect()
+}
+
+/// Each peer's drop counts that are not 0, labelled by peer and reason: a server of many
+/// peers shows who sent what it refused, in a sample per reason that happened.
+fn peer_drops(st: &Status) -> Vec<(Labels, u64)> {
     let mut out = Vec::new();
-    for (reason, n) in map {
-        out.push((labels(&[("reason", reason)]), n.as_u64().unwrap_or(0)));
+    for peer in &st.peers {
+        for (reason, n) in by_reason(&peer.drops).filter(|&(_, n)| n > 0) {
+            out.push((labels(&[("peer", &peer.name), ("reason", reason)]), n));
+        }
     }
     out
+}
+
+/// `drops`' count of each reason, by the status document's name.
+fn by_reason(drops: &mpt_tunnel::DropCounts) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+    mpt_tunnel::DropReason::ALL
+        .iter()
+        .map(move |r| (r.name(), drops.get(*r)))
 }
 
 /// The packets each traffic class sent on each path, labelled by class and path.

@@ -168,6 +168,11 @@ pub(super) const METRICS: &[Metric] = &[
         of: Of::Drops,
     },
     Metric {
+        name: "peer_dropped_packets",
+        help: "Packets and datagrams of a peer dropped, by reason (the reasons it had any for)",
+        of: Of::PeerDrops,
+    },
+    Metric {
         name: "delivered_packets",
         help: "Inner packets written to the TUN device",
         of: Of::PeerCount(|p| p.delivered),

@@ -168,6 +168,9 @@ fn sample() -> (crate::status::Status, Vec<ReseqHistograms>) {
     st.paths = st.peers[0].paths.clone();
     // beyond what an f64 holds exactly: counters stay u64
     st.peers[1].paths[1].tx_bytes = (1 << 53) + 1;
+    st.peers[0].drops.bad_tag = 12;
+    st.peers[1].drops.no_path = 11;
+    st.peers[1].drops.replayed = 13;
     let t = &mut st.tunnel;
     t.drops.no_path = 11;
     t.drops.bad_tag = 12;

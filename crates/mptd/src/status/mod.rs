@@ -55,6 +55,10 @@ pub struct PeerStatus {
     pub rx_packets: u64,
     pub rx_bytes: u64,
     pub delivered: u64,
+    /// Its connection's drops by reason (as `tunnel.drops`, which sums them over the peers):
+    /// what it sent that was refused, and what was refused for it at a limit.
+    #[serde(default)]
+    pub drops: DropCounts,
     /// Its part in the prefixes it shares with other peers (several servers of a site): which
     /// it carries, which it stands by for, and why.
     #[serde(default, skip_serializing_if = "Option::is_none")]

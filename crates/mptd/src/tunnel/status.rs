@@ -180,6 +180,7 @@ fn peer_status(
         rx_packets: 0,
         rx_bytes: 0,
         delivered: 0,
+        drops: DropCounts::default(),
         role,
         paths,
     };
@@ -197,6 +198,7 @@ fn peer_status(
     st.last_heard_ms = ep.last_heard().map(|h| (now - h).as_millis() as u64);
     st.last_handshake_ms = ep.session_made_at().map(|h| (now - h).as_millis() as u64);
     st.delivered = ep.delivered();
+    st.drops = DropCounts::from_counts(&ep.drop_counts());
     st
 }
 
