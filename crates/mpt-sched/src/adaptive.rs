@@ -138,6 +138,10 @@ impl Scheduler for AdaptiveScheduler {
         self.inner.paced_until(now)
     }
 
+    fn pace_granule(&self, len: usize) -> Option<std::time::Duration> {
+        self.inner.pace_granule(len)
+    }
+
     fn learned(&self, now: Time, path: PathId) -> Option<crate::Learned> {
         self.est.path(path.index()).map(|p| crate::Learned {
             rate_bps: p.rate_bps as u64,

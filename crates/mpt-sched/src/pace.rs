@@ -15,6 +15,9 @@ use crate::clock::ns_per_byte;
 /// it then sends leave together (in one GSO send), and timers fire at most every millisecond.
 pub const PACE_QUANTUM: std::time::Duration = std::time::Duration::from_millis(2);
 
+/// The largest datagram a path is paced for, bytes on the wire (an MTU of 1500).
+const LARGEST_DATAGRAM: usize = 1500;
+
 /// The pacing clocks of a scheduler's paths.
 #[derive(Debug, Clone)]
 pub(crate) struct Pacer {
@@ -48,6 +51,15 @@ impl Pacer {
         (len as u64).saturating_mul(self.ns_per_byte[i]) >> 16
     }
 
+    /// How long `len` bytes take on the fastest paced path (`None`: none is paced).
+    pub(crate) fn granule(&self, len: usize) -> Option<std::time::Duration> {
+        (0..self.busy.len())
+            .filter(|&i| self.ns_per_byte[i] > 0)
+            .map(|i| self.serialisation(i, len))
+            .min()
+            .map(std::time::Duration::from_nanos)
+    }
+
     /// `len` bytes went on path `i` at `now`.
     pub(crate) fn on_sent(&mut self, now: u64, i: usize, len: usize) {
         if i < self.busy.len() {
@@ -73,10 +85,18 @@ impl Pacer {
         }
     }
 
+    /// How far path `i`'s clock may run ahead before it is full: the limit, or on a line so
+    /// slow that a largest datagram takes longer, that datagram's time, so that its link
+    /// always has the next datagram (and small packets gather in bundles as long as an
+    /// unpaced link's queue would hold them).
+    fn limit(&self, i: usize) -> u64 {
+        self.limit.max(self.serialisation(i, LARGEST_DATAGRAM))
+    }
+
     /// The paths full at `now`, one bit each.
     pub(crate) fn full(&self, now: u64) -> u64 {
         (0..self.busy.len())
-            .filter(|&i| self.busy[i] > now + self.limit)
+            .filter(|&i| self.busy[i] > now + self.limit(i))
             .fold(0, |m, i| m | 1 << i)
     }
 
@@ -86,9 +106,11 @@ impl Pacer {
         if candidates & !self.full(now) != 0 {
             return None;
         }
-        let soonest = mpt_core::bits(candidates).map(|i| self.busy[i]).min()?;
-        let room = self.limit.saturating_sub(PACE_QUANTUM.as_nanos() as u64);
-        Some(Time::from_nanos(soonest - room))
+        let quantum = PACE_QUANTUM.as_nanos() as u64;
+        let soonest = mpt_core::bits(candidates)
+            .map(|i| self.busy[i] - self.limit(i).saturating_sub(quantum))
+            .min()?;
+        Some(Time::from_nanos(soonest))
     }
 }
 
@@ -129,6 +151,47 @@ mod tests {
         let room = 20 * MS - PACE_QUANTUM.as_nanos() as u64;
         assert_eq!(until.as_nanos(), t0.as_nanos() + 21 * MS - room);
         assert_eq!(s.paced_until(until), None);
+    }
+
+    #[test]
+    fn a_line_slower_than_a_datagram_in_the_limit_is_full_only_beyond_a_datagram() {
+        // 1500 bytes take 187.5 ms at 64 kbit/s, far beyond the 20 ms limit: were the path
+        // full after any datagram, its link would idle between them and small packets would
+        // not gather in bundles (table2 17s lost 1.6-2 % to the pacing queue's CoDel)
+        let spec = PathSpec::new(1, Some(64_000), false).with_overhead(0);
+        let mut s = RateScheduler::new(&[spec]);
+        s.pace(Some(std::time::Duration::from_millis(20)));
+        let t0 = mpt_core::Time::from_nanos(MS);
+        send(&mut s, t0, 1, 1500);
+        assert_eq!(s.paced_until(t0), None, "one datagram queued");
+        send(&mut s, t0, 1, 200);
+        // 212.5 ms ahead: offered again once it is a datagram's time less the quantum ahead
+        let until = s.paced_until(t0).expect("held");
+        let ahead = 187_500_000 + 25_000_000;
+        let room = 187_500_000 - PACE_QUANTUM.as_nanos() as u64;
+        assert_eq!(until.as_nanos(), t0.as_nanos() + ahead - room);
+    }
+
+    #[test]
+    fn the_granule_is_a_datagram_on_the_fastest_paced_path() {
+        let spec = |r| PathSpec::new(1, Some(r), false).with_overhead(0);
+        let mut s = RateScheduler::new(&[spec(64_000), spec(128_000), spec(64_000)]);
+        assert_eq!(s.pace_granule(1500), None);
+        s.pace(Some(std::time::Duration::from_millis(20)));
+        // 1500 bytes at 128 kbit/s: 93.75 ms
+        let g = s.pace_granule(1500).expect("paced");
+        assert!(
+            g.abs_diff(std::time::Duration::from_micros(93_750))
+                < std::time::Duration::from_micros(10),
+            "{g:?}"
+        );
+        s.set_pace_rate(PathId(1), None);
+        let g = s.pace_granule(1500).expect("paced");
+        assert!(
+            g.abs_diff(std::time::Duration::from_micros(187_500))
+                < std::time::Duration::from_micros(10),
+            "{g:?}"
+        );
     }
 
     #[test]

@@ -381,6 +381,10 @@ impl Scheduler for RateScheduler {
         self.pacer.as_ref()?.until(n, self.unpaced_candidates(n))
     }
 
+    fn pace_granule(&self, len: usize) -> Option<std::time::Duration> {
+        self.pacer.as_ref()?.granule(len)
+    }
+
     fn keep_short(&mut self, path: Option<PathId>, limit: std::time::Duration) {
         let short = path
             .map(|p| p.index())

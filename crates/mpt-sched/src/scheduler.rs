@@ -127,6 +127,13 @@ pub trait Scheduler: Send + std::fmt::Debug {
         None
     }
 
+    /// How long `len` bytes take on the fastest paced path: how long, at least, bonded
+    /// traffic held by pacing waits for a path to take its next datagram of that size. `None`
+    /// when no path is paced.
+    fn pace_granule(&self, _len: usize) -> Option<std::time::Duration> {
+        None
+    }
+
     /// The rate the scheduler currently assumes for `path`, when it learns rates.
     fn learned_rate(&self, _path: PathId) -> Option<u64> {
         None

@@ -166,7 +166,9 @@ impl<P> Connection<P> {
     /// `sojourn` at `now`: whether to drop it (counted as [`DropReason::Paced`]) instead of
     /// offering it again.
     pub fn pace_drop(&mut self, now: Time, sojourn: std::time::Duration) -> bool {
-        let drop = self.tx.codel.drop_head(now, sojourn);
+        let largest = usize::from(self.cfg.mtu) + self.overhead().datagram();
+        let granule = self.tx.sched.pace_granule(largest);
+        let drop = self.tx.codel.drop_head(now, sojourn, granule);
         if drop {
             self.count(DropReason::Paced);
         }

@@ -129,6 +129,20 @@ pub(crate) fn stream_run(
     let late = lab.wire_lateness().since(late_before);
     let received = arrivals.count(lab, len);
     let st = lab.status(Side::B);
+    if let Ok(a) = lab.status(Side::A) {
+        // what the sender dropped, by reason (pacing's CoDel: `paced`)
+        let d = &a.tunnel.drops;
+        let dropped: Vec<String> = mpt_tunnel::DropReason::ALL
+            .iter()
+            .filter(|&&r| d.get(r) > 0)
+            .map(|&r| format!("{} {}", r.name(), d.get(r)))
+            .collect();
+        let t = &a.tunnel;
+        eprintln!(
+            "case {}: the sender dropped {dropped:?}; sent {} packets, {} of them in {} bundles",
+            c.id, t.tx_packets, t.bundled_packets, t.bundles_sent
+        );
+    }
     lab.stop_mptd(Side::A)?;
     lab.stop_mptd(Side::B)?;
     let v = v?;
