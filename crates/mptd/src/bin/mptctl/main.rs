@@ -9,6 +9,7 @@ use clap::Parser;
 use mptd::cli::{CtlArgs as Args, CtlCommand as Command, PathAction};
 use mptd::status::Status;
 
+mod format;
 mod render;
 use render::{print_show, print_status};
 
