@@ -22,12 +22,18 @@ use crate::harness::in_netns;
 use crate::harness::sites::{Host, Sites, PORT, SERVER};
 
 /// One emulated site.
-struct Site {
-    ep: Connection<Vec<u8>>,
-    sock: UdpSocket,
+pub(crate) struct Site {
+    pub(crate) ep: Connection<Vec<u8>>,
+    pub(crate) sock: UdpSocket,
 }
 
-fn site_config(key: PrivateKey, server: PublicKey, to: SocketAddr, unix: u64) -> ConnectionConfig {
+/// A site's engine: one path to the server at `to`, initiating, with the defaults of mptd.
+pub(crate) fn site_config(
+    key: PrivateKey,
+    server: PublicKey,
+    to: SocketAddr,
+    unix: u64,
+) -> ConnectionConfig {
     ConnectionConfig {
         paths: vec![PathSettings {
             name: "p0".into(),
@@ -69,7 +75,7 @@ fn site_config(key: PrivateKey, server: PublicKey, to: SocketAddr, unix: u64) ->
 }
 
 /// Resident memory of `pid`, KiB.
-fn rss_kib(pid: u32) -> Result<u64> {
+pub(crate) fn rss_kib(pid: u32) -> Result<u64> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
     s.lines()
         .find_map(|l| l.strip_prefix("VmRSS:"))
@@ -83,6 +89,62 @@ struct Run {
     agreed: Vec<Option<Duration>>,
 }
 
+/// Wait (poll(2), at most 20 ms) until a datagram is on any of the sites' sockets or their next
+/// timer is due; `fds` gets the sockets, and which have datagrams.
+pub(crate) fn wait(sites: &[Site], fds: &mut Vec<libc::pollfd>, t: Time) {
+    fds.clear();
+    fds.extend(sites.iter().map(|s| libc::pollfd {
+        fd: s.sock.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    }));
+    let next = sites.iter().map(|s| s.ep.poll_timeout()).min().unwrap_or(t);
+    let wait_ms = (next.saturating_since(t).as_millis() as i32).clamp(0, 20);
+    // SAFETY: poll(2) on an array of pollfd the length we pass.
+    unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, wait_ms) };
+}
+
+/// What the sites' turns reuse: a receive buffer, and the inner packets a turn delivered.
+pub(crate) struct Scratch {
+    buf: Vec<u8>,
+    pub(crate) delivered: Vec<Vec<u8>>,
+}
+
+impl Scratch {
+    pub(crate) fn new() -> Scratch {
+        Scratch {
+            buf: vec![0; 2048],
+            delivered: Vec::new(),
+        }
+    }
+}
+
+/// A site's turn at `t`: the datagrams on its socket (when `readable`; the inner packets they
+/// deliver go to `x.delivered`), its timers, and what it has to send. With its uplink down
+/// (`up` false) what arrives is dropped and nothing leaves.
+pub(crate) fn turn(s: &mut Site, t: Time, readable: bool, up: bool, x: &mut Scratch) {
+    let buf = &mut x.buf;
+    while let Some(Ok((n, from))) = readable.then(|| s.sock.recv_from(buf)) {
+        if up {
+            let via = mpt_tunnel::Via {
+                path: PathId(0),
+                from,
+            };
+            let delivered = &mut x.delivered;
+            s.ep.handle_datagram(t, via, &mut buf[..n], None, &mut Copies, delivered);
+        }
+    }
+    if s.ep.poll_timeout() <= t {
+        s.ep.handle_timeout(t);
+    }
+    while let Some(x) = s.ep.poll_datagram(t) {
+        if up {
+            let _ = s.sock.send_to(&x.contents, x.destination);
+        }
+    }
+    while s.ep.poll_event().is_some() {}
+}
+
 /// Drive the sites for `secs`: every datagram and timer of every endpoint, with one poll(2)
 /// over all the sockets. `at_connected` is called once when all have a session.
 fn drive(sites: &mut [Site], secs: f64, mut at_connected: impl FnMut(Duration)) -> Run {
@@ -90,46 +152,14 @@ fn drive(sites: &mut [Site], secs: f64, mut at_connected: impl FnMut(Duration)) 
     let now = |s: Instant| Time::from_nanos(s.elapsed().as_nanos() as u64);
     let mut agreed = vec![None; sites.len()];
     let mut left = sites.len();
-    let mut buf = vec![0u8; 2048];
-    let mut fds: Vec<libc::pollfd> = sites
-        .iter()
-        .map(|s| libc::pollfd {
-            fd: s.sock.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        })
-        .collect();
+    let mut x = Scratch::new();
+    let mut fds = Vec::with_capacity(sites.len());
     while start.elapsed().as_secs_f64() < secs {
-        let t = now(start);
-        let next = sites.iter().map(|s| s.ep.poll_timeout()).min().unwrap_or(t);
-        let wait_ms = (next.saturating_since(t).as_millis() as i32).clamp(0, 20);
-        // SAFETY: poll(2) on an array of pollfd the length we pass.
-        let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, wait_ms) };
+        wait(sites, &mut fds, now(start));
         let t = now(start);
         for (i, s) in sites.iter_mut().enumerate() {
-            if ready > 0 && fds[i].revents != 0 {
-                while let Ok((n, from)) = s.sock.recv_from(&mut buf) {
-                    let mut delivered = Vec::new();
-                    s.ep.handle_datagram(
-                        t,
-                        mpt_tunnel::Via {
-                            path: PathId(0),
-                            from,
-                        },
-                        &mut buf[..n],
-                        None,
-                        &mut Copies,
-                        &mut delivered,
-                    );
-                }
-            }
-            if s.ep.poll_timeout() <= t {
-                s.ep.handle_timeout(t);
-            }
-            while let Some(x) = s.ep.poll_datagram(t) {
-                let _ = s.sock.send_to(&x.contents, x.destination);
-            }
-            while s.ep.poll_event().is_some() {}
+            turn(s, t, fds[i].revents != 0, true, &mut x);
+            x.delivered.clear();
             if agreed[i].is_none() && s.ep.keys_agreed() {
                 agreed[i] = Some(start.elapsed());
                 left -= 1;
@@ -137,9 +167,6 @@ fn drive(sites: &mut [Site], secs: f64, mut at_connected: impl FnMut(Duration)) 
                     at_connected(start.elapsed());
                 }
             }
-        }
-        for f in &mut fds {
-            f.revents = 0;
         }
     }
     Run { agreed }
