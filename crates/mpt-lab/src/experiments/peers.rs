@@ -12,10 +12,11 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use mpt_core::rng::Rng;
 use mpt_core::seal::{CipherChoice, PrivateKey, PublicKey};
 use mpt_core::{PathId, Time};
 use mpt_tunnel::{Connection, ConnectionConfig, Copies, KeySettings, Overhead, PathSettings};
-use mptd::config::PeerFile;
+use mptd::config::{ConfigFile, PeerFile};
 
 use crate::experiments::bench::cpu_seconds;
 use crate::harness::in_netns;
@@ -72,6 +73,58 @@ pub(crate) fn site_config(
         parity: true,
         classes: mpt_tunnel::default_classes(),
     }
+}
+
+/// A site: a new UDP socket (in the router's namespace) and an engine with `cfg`, its clock
+/// at `now`.
+pub(crate) fn new_site(cfg: ConnectionConfig, now: Time, rng: &mut Rng) -> Result<Site> {
+    let sock = UdpSocket::bind("198.18.100.254:0")?;
+    sock.set_nonblocking(true)?;
+    let mut r = Rng::new(rng.next_u64());
+    let ep = Connection::new(cfg, now, Box::new(move |b: &mut [u8]| r.fill(b)));
+    Ok(Site { ep, sock })
+}
+
+/// The server mptd as the sites see it.
+pub(crate) struct Server {
+    pub(crate) pid: u32,
+    pub(crate) key: PublicKey,
+    /// Where the sites send.
+    pub(crate) to: SocketAddr,
+    /// The Unix time (ns) the sites' clocks start at.
+    pub(crate) unix: u64,
+}
+
+/// Start the server with a peer for each of `keys` (`s0`, `s1`, ...; no kernel routes), its
+/// config edited by `edit` first.
+pub(crate) fn start_server(
+    lab: &mut Sites,
+    keys: &[PrivateKey],
+    edit: impl FnOnce(&mut ConfigFile),
+) -> Result<Server> {
+    let mut cfg = lab.server_config()?;
+    if let Some(t) = cfg.tunnel.as_mut() {
+        t.routes = Some(false);
+    }
+    cfg.peer = keys
+        .iter()
+        .enumerate()
+        .map(|(k, key)| PeerFile {
+            name: Some(format!("s{k}")),
+            public_key: Some(key.public().encode()),
+            ..PeerFile::default()
+        })
+        .collect();
+    edit(&mut cfg);
+    let pid = lab.start_mptd(Host::Server, &cfg)?;
+    Ok(Server {
+        pid,
+        key: PublicKey::parse(&lab.public_key(Host::Server)?)?,
+        to: format!("{SERVER}:{PORT}").parse()?,
+        unix: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)?
+            .as_nanos() as u64,
+    })
 }
 
 /// Resident memory of `pid`, KiB.
@@ -181,43 +234,24 @@ pub fn run(out: &Path, count: usize) -> Result<String> {
     let keys: Vec<PrivateKey> = (0..count)
         .map(|_| PrivateKey::generate())
         .collect::<Result<_, _>>()?;
-    let mut cfg = lab.server_config()?;
-    if let Some(t) = cfg.tunnel.as_mut() {
-        t.routes = Some(false);
-    }
-    cfg.peer = keys
-        .iter()
-        .enumerate()
-        .map(|(k, key)| PeerFile {
-            name: Some(format!("s{k}")),
-            public_key: Some(key.public().encode()),
-            ..PeerFile::default()
-        })
-        .collect();
-    let pid = lab.start_mptd(Host::Server, &cfg)?;
+    let server = start_server(&mut lab, &keys, |_| {})?;
+    let Server {
+        pid,
+        key: server_key,
+        to,
+        unix,
+    } = server;
     std::thread::sleep(Duration::from_millis(500));
     let (rss0, cpu0) = (rss_kib(pid)?, cpu_seconds(pid)?);
-    let server_key = PublicKey::parse(&lab.public_key(Host::Server)?)?;
-    let to: SocketAddr = format!("{SERVER}:{PORT}").parse()?;
-    let unix = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)?
-        .as_nanos() as u64;
     let idle = 10.0;
     let connect_phase = 60.0_f64.min(5.0 + count as f64 / 200.0);
     let router = lab.ns_router();
     let (run, connected, rss1, cpu_idle) = in_netns(&router, move || -> Result<_> {
-        let mut rng = mpt_core::rng::Rng::new(unix);
+        let mut rng = Rng::new(unix);
         let mut sites = Vec::with_capacity(count);
         for key in keys {
-            let sock = UdpSocket::bind("198.18.100.254:0")?;
-            sock.set_nonblocking(true)?;
-            let mut r = mpt_core::rng::Rng::new(rng.next_u64());
-            let ep = Connection::new(
-                site_config(key, server_key, to, unix),
-                Time::ZERO,
-                Box::new(move |b: &mut [u8]| r.fill(b)),
-            );
-            sites.push(Site { ep, sock });
+            let cfg = site_config(key, server_key, to, unix);
+            sites.push(new_site(cfg, Time::ZERO, &mut rng)?);
         }
         // until every site has a session (or 60 s), then `idle` seconds of keepalives
         let mut connected = None;

@@ -11,18 +11,17 @@
 mod churn;
 
 use std::fmt::Write as _;
-use std::net::SocketAddr;
+use std::net::Ipv4Addr;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
-use mpt_core::seal::{PrivateKey, PublicKey};
-use mptd::config::PeerFile;
+use mpt_core::seal::PrivateKey;
 
-use crate::experiments::peers::rss_kib;
+use crate::experiments::peers::{rss_kib, start_server};
 use crate::harness::in_netns;
-use crate::harness::sites::{Host, Sites, PORT, SERVER};
+use crate::harness::sites::{Host, Sites};
 use churn::{site_ip, Plan, Shared, Tally};
 
 /// Seconds between samples.
@@ -189,32 +188,21 @@ pub fn run(out: &Path, count: usize, minutes: u64) -> Result<String> {
     let keys: Vec<PrivateKey> = (0..count)
         .map(|_| PrivateKey::generate())
         .collect::<Result<_, _>>()?;
-    let mut cfg = lab.server_config()?;
-    if let Some(t) = cfg.tunnel.as_mut() {
-        t.routes = Some(false);
-        t.address = Some("198.19.0.1/16".into());
-    }
-    cfg.peer = keys
-        .iter()
-        .enumerate()
-        .map(|(k, key)| PeerFile {
-            name: Some(format!("s{k}")),
-            public_key: Some(key.public().encode()),
-            allowed: Some(vec![format!("{}/32", std::net::Ipv4Addr::from(site_ip(k)))]),
-            ..PeerFile::default()
-        })
-        .collect();
-    let pid = lab.start_mptd(Host::Server, &cfg)?;
-    let unix = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)?
-        .as_nanos() as u64;
+    let server = start_server(&mut lab, &keys, |cfg| {
+        if let Some(t) = cfg.tunnel.as_mut() {
+            t.address = Some("198.19.0.1/16".into());
+        }
+        for (k, p) in cfg.peer.iter_mut().enumerate() {
+            p.allowed = Some(vec![format!("{}/32", Ipv4Addr::from(site_ip(k)))]);
+        }
+    })?;
     let total = Duration::from_secs(minutes * 60);
     let plan = Plan {
         keys,
-        server: PublicKey::parse(&lab.public_key(Host::Server)?)?,
-        to: format!("{SERVER}:{PORT}").parse::<SocketAddr>()?,
-        unix,
-        seed: unix,
+        server: server.key,
+        to: server.to,
+        unix: server.unix,
+        seed: server.unix,
         churn_from: Duration::from_secs(10),
         churn_until: total.saturating_sub(Duration::from_secs(30)),
     };
@@ -222,7 +210,7 @@ pub fn run(out: &Path, count: usize, minutes: u64) -> Result<String> {
     let router = lab.ns_router();
     let (w, tally) = std::thread::scope(|s| {
         let sites = s.spawn(|| in_netns(&router, || churn::soak(&plan, &shared)));
-        let w = watch(&lab, pid, total, &shared);
+        let w = watch(&lab, server.pid, total, &shared);
         let tally = sites
             .join()
             .map_err(|_| anyhow::anyhow!("the sites' thread panicked"));

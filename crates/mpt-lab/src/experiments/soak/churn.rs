@@ -4,7 +4,7 @@
 //! source port, as a router that rebooted behind NAT). After each, how long until the site's
 //! session answered again, and until an echo came back through it.
 
-use std::net::{SocketAddr, UdpSocket};
+use std::net::SocketAddr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -13,9 +13,9 @@ use anyhow::Result;
 use mpt_core::rng::Rng;
 use mpt_core::seal::{PrivateKey, PublicKey, TAG_LEN};
 use mpt_core::Time;
-use mpt_tunnel::{BatchOut, Connection};
+use mpt_tunnel::BatchOut;
 
-use crate::experiments::peers::{site_config, turn, wait, Scratch, Site};
+use crate::experiments::peers::{new_site, site_config, turn, wait, Scratch, Site};
 
 /// An echo request: IPv4 header, ICMP header, payload.
 const ECHO_LEN: usize = 20 + 8 + 16;
@@ -93,13 +93,9 @@ fn at(d: Duration) -> Time {
 
 /// A site with a fresh engine and socket, its clock at `now`.
 fn fresh(plan: &Plan, s: &State, now: Time, rng: &mut Rng) -> Result<Site> {
-    let sock = UdpSocket::bind("198.18.100.254:0")?;
-    sock.set_nonblocking(true)?;
     let mut cfg = site_config(s.key.clone(), plan.server, plan.to, plan.unix);
     cfg.keys.rekey_after = s.rekey_after;
-    let mut r = Rng::new(rng.next_u64());
-    let ep = Connection::new(cfg, now, Box::new(move |b: &mut [u8]| r.fill(b)));
-    Ok(Site { ep, sock })
+    new_site(cfg, now, rng)
 }
 
 /// An ICMP echo request from `src` into `p` (at least [`ECHO_LEN`] bytes); its length.
