@@ -58,8 +58,10 @@ pub(crate) struct Tally {
     /// server's authenticated after it) and until an echo sent after it came back.
     pub(crate) session: Vec<Duration>,
     pub(crate) data: Vec<Duration>,
-    /// Churns after which the site had not reconnected when the next one (or the end) came.
+    /// Churns after which the site had not reconnected when its next one came, and sites
+    /// still reconnecting at the end.
     pub(crate) unfinished: u64,
+    pub(crate) at_end: u64,
     /// Panics caught in the sites' engines.
     pub(crate) panics: u64,
     /// Sessions the sites' engines renewed (rekeys, handshakes after silence).
@@ -325,6 +327,6 @@ pub(crate) fn soak(plan: &Plan, shared: &Shared) -> Result<Tally> {
     }
     let mut tally = soak.tally;
     tally.rekeys += soak.sites.iter().map(|s| s.ep.rekeys()).sum::<u64>();
-    tally.unfinished += soak.states.iter().filter(|s| s.awaited.is_some()).count() as u64;
+    tally.at_end = soak.states.iter().filter(|s| s.awaited.is_some()).count() as u64;
     Ok(tally)
 }
