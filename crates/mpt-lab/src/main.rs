@@ -71,7 +71,9 @@ enum Cmd {
     /// Benchmarks: `throughput` (raw veth against mptd over 1 and 2 unshaped paths, with and
     /// without encryption; TCP, UDP, ping), `latency` (idle ping only, bare veth against one
     /// path), `compare` (single-stream TCP through several mptd builds in turn: `--mptd`),
-    /// `peers` (one server, `--count` emulated sites: handshakes/s, memory and CPU per peer).
+    /// `peers` (one server, `--count` emulated sites: handshakes/s, memory and CPU per peer),
+    /// `soak` (one server, `--count` emulated sites for `--minutes`, their uplinks flapping,
+    /// restarting and rekeying: reconnect times, panics, the server's RSS over time).
     Bench {
         what: String,
         /// Encryption settings to measure.
@@ -93,9 +95,12 @@ enum Cmd {
         /// compare only: runs of each build.
         #[arg(long, default_value_t = 3)]
         rounds: usize,
-        /// peers only: how many sites.
+        /// peers and soak: how many sites.
         #[arg(long, default_value_t = 1000)]
         count: usize,
+        /// soak only: how long, in minutes.
+        #[arg(long, default_value_t = 60)]
+        minutes: u64,
         /// throughput: the tunnel MTUs to measure, each a row of its own (default: the
         /// product's, 1500; e.g. `--mtu 1400,1500` to see what the full MTU costs); compare:
         /// the tunnel MTU of every build (the first given; builds before the 1500-byte MTU
@@ -115,12 +120,19 @@ enum Cmd {
     Emulate { spec: String },
 }
 
+/// peers and soak: how many sites, and for how long.
+struct Sites {
+    count: usize,
+    minutes: u64,
+}
+
 fn bench(
     what: &str,
     encryption: &[String],
     out: &std::path::Path,
     compare: mpt_lab::experiments::bench::Compare<'_>,
-    (count, mtus): (usize, &[u16]),
+    sites: Sites,
+    mtus: &[u16],
 ) -> anyhow::Result<Option<(String, String)>> {
     if !mpt_lab::harness::require_root("mpt-lab bench") {
         anyhow::bail!("the lab needs root");
@@ -133,10 +145,11 @@ fn bench(
         }
         "latency" => mpt_lab::experiments::bench::run_latency(out, encryption)?,
         "compare" => mpt_lab::experiments::bench::run_compare(out, encryption, &compare)?,
-        "peers" => mpt_lab::experiments::peers::run(out, count)?,
+        "peers" => mpt_lab::experiments::peers::run(out, sites.count)?,
+        "soak" => mpt_lab::experiments::soak::run(out, sites.count, sites.minutes)?,
         other => {
             anyhow::bail!(
-                "unknown benchmark {other:?}, expected throughput, latency, compare or peers"
+                "unknown benchmark {other:?}, expected throughput, latency, compare, peers or soak"
             )
         }
     };
@@ -183,6 +196,7 @@ fn main() -> ExitCode {
             paths,
             rounds,
             count,
+            minutes,
             mtu,
             scheduler,
             rate,
@@ -198,7 +212,8 @@ fn main() -> ExitCode {
                 scheduler: scheduler.as_deref(),
                 rate: rate.as_deref(),
             },
-            (count, &mtu),
+            Sites { count, minutes },
+            &mtu,
         ),
         Cmd::Emulate { spec } => serde_json::from_str(&spec)
             .map_err(anyhow::Error::from)

@@ -5,6 +5,7 @@
 //! * [`paper`]: the runners for the MPT paper's tables;
 //! * [`adaptive`]: the adaptive scheduler with nothing configured, on the paper's setups;
 //! * [`bench`]: throughput, latency and build-against-build benchmarks;
+//! * [`peers`]: one server and many emulated sites; [`soak`]: the same for an hour, with churn;
 //! * [`floor`]: the minimal blocking tunnel that sets the machine's latency floor;
 //! * [`demo`]: the README's main job;
 //! * [`insider`]: a site with valid keys that misbehaves (the hostile-site e2e test);
@@ -25,5 +26,6 @@ pub mod realworld;
 pub mod runs;
 pub mod satellite;
 pub mod scenario;
+pub mod soak;
 pub mod tcp;
 mod trace;

@@ -12,21 +12,23 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use mpt_core::rng::Rng;
 use mpt_core::seal::{CipherChoice, PrivateKey, PublicKey};
 use mpt_core::{PathId, Time};
 use mpt_tunnel::{Connection, ConnectionConfig, Copies, KeySettings, Overhead, PathSettings};
-use mptd::config::PeerFile;
+use mptd::config::{ConfigFile, PeerFile};
 
 use crate::experiments::bench::cpu_seconds;
 use crate::harness::in_netns;
 use crate::harness::sites::{Host, Sites, PORT, SERVER};
 
 /// One emulated site.
-struct Site {
-    ep: Connection<Vec<u8>>,
-    sock: UdpSocket,
+pub(crate) struct Site {
+    pub(crate) ep: Connection<Vec<u8>>,
+    pub(crate) sock: UdpSocket,
 }
 
+/// A site's engine: one path to the server at `to`, initiating, with the defaults of mptd.
 pub(crate) fn site_config(
     key: PrivateKey,
     server: PublicKey,
@@ -73,6 +75,58 @@ pub(crate) fn site_config(
     }
 }
 
+/// A site: a new UDP socket (in the router's namespace) and an engine with `cfg`, its clock
+/// at `now`.
+pub(crate) fn new_site(cfg: ConnectionConfig, now: Time, rng: &mut Rng) -> Result<Site> {
+    let sock = UdpSocket::bind("198.18.100.254:0")?;
+    sock.set_nonblocking(true)?;
+    let mut r = Rng::new(rng.next_u64());
+    let ep = Connection::new(cfg, now, Box::new(move |b: &mut [u8]| r.fill(b)));
+    Ok(Site { ep, sock })
+}
+
+/// The server mptd as the sites see it.
+pub(crate) struct Server {
+    pub(crate) pid: u32,
+    pub(crate) key: PublicKey,
+    /// Where the sites send.
+    pub(crate) to: SocketAddr,
+    /// The Unix time (ns) the sites' clocks start at.
+    pub(crate) unix: u64,
+}
+
+/// Start the server with a peer for each of `keys` (`s0`, `s1`, ...; no kernel routes), its
+/// config edited by `edit` first.
+pub(crate) fn start_server(
+    lab: &mut Sites,
+    keys: &[PrivateKey],
+    edit: impl FnOnce(&mut ConfigFile),
+) -> Result<Server> {
+    let mut cfg = lab.server_config()?;
+    if let Some(t) = cfg.tunnel.as_mut() {
+        t.routes = Some(false);
+    }
+    cfg.peer = keys
+        .iter()
+        .enumerate()
+        .map(|(k, key)| PeerFile {
+            name: Some(format!("s{k}")),
+            public_key: Some(key.public().encode()),
+            ..PeerFile::default()
+        })
+        .collect();
+    edit(&mut cfg);
+    let pid = lab.start_mptd(Host::Server, &cfg)?;
+    Ok(Server {
+        pid,
+        key: PublicKey::parse(&lab.public_key(Host::Server)?)?,
+        to: format!("{SERVER}:{PORT}").parse()?,
+        unix: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)?
+            .as_nanos() as u64,
+    })
+}
+
 /// Resident memory of `pid`, KiB.
 pub fn rss_kib(pid: u32) -> Result<u64> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
@@ -88,6 +142,62 @@ struct Run {
     agreed: Vec<Option<Duration>>,
 }
 
+/// Wait (poll(2), at most 20 ms) until a datagram is on any of the sites' sockets or their next
+/// timer is due; `fds` gets the sockets, and which have datagrams.
+pub(crate) fn wait(sites: &[Site], fds: &mut Vec<libc::pollfd>, t: Time) {
+    fds.clear();
+    fds.extend(sites.iter().map(|s| libc::pollfd {
+        fd: s.sock.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    }));
+    let next = sites.iter().map(|s| s.ep.poll_timeout()).min().unwrap_or(t);
+    let wait_ms = (next.saturating_since(t).as_millis() as i32).clamp(0, 20);
+    // SAFETY: poll(2) on an array of pollfd the length we pass.
+    unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, wait_ms) };
+}
+
+/// What the sites' turns reuse: a receive buffer, and the inner packets a turn delivered.
+pub(crate) struct Scratch {
+    buf: Vec<u8>,
+    pub(crate) delivered: Vec<Vec<u8>>,
+}
+
+impl Scratch {
+    pub(crate) fn new() -> Scratch {
+        Scratch {
+            buf: vec![0; 2048],
+            delivered: Vec::new(),
+        }
+    }
+}
+
+/// A site's turn at `t`: the datagrams on its socket (when `readable`; the inner packets they
+/// deliver go to `x.delivered`), its timers, and what it has to send. With its uplink down
+/// (`up` false) what arrives is dropped and nothing leaves.
+pub(crate) fn turn(s: &mut Site, t: Time, readable: bool, up: bool, x: &mut Scratch) {
+    let buf = &mut x.buf;
+    while let Some(Ok((n, from))) = readable.then(|| s.sock.recv_from(buf)) {
+        if up {
+            let via = mpt_tunnel::Via {
+                path: PathId(0),
+                from,
+            };
+            let delivered = &mut x.delivered;
+            s.ep.handle_datagram(t, via, &mut buf[..n], None, &mut Copies, delivered);
+        }
+    }
+    if s.ep.poll_timeout() <= t {
+        s.ep.handle_timeout(t);
+    }
+    while let Some(x) = s.ep.poll_datagram(t) {
+        if up {
+            let _ = s.sock.send_to(&x.contents, x.destination);
+        }
+    }
+    while s.ep.poll_event().is_some() {}
+}
+
 /// Drive the sites for `secs`: every datagram and timer of every endpoint, with one poll(2)
 /// over all the sockets. `at_connected` is called once when all have a session.
 fn drive(sites: &mut [Site], secs: f64, mut at_connected: impl FnMut(Duration)) -> Run {
@@ -95,46 +205,14 @@ fn drive(sites: &mut [Site], secs: f64, mut at_connected: impl FnMut(Duration)) 
     let now = |s: Instant| Time::from_nanos(s.elapsed().as_nanos() as u64);
     let mut agreed = vec![None; sites.len()];
     let mut left = sites.len();
-    let mut buf = vec![0u8; 2048];
-    let mut fds: Vec<libc::pollfd> = sites
-        .iter()
-        .map(|s| libc::pollfd {
-            fd: s.sock.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        })
-        .collect();
+    let mut x = Scratch::new();
+    let mut fds = Vec::with_capacity(sites.len());
     while start.elapsed().as_secs_f64() < secs {
-        let t = now(start);
-        let next = sites.iter().map(|s| s.ep.poll_timeout()).min().unwrap_or(t);
-        let wait_ms = (next.saturating_since(t).as_millis() as i32).clamp(0, 20);
-        // SAFETY: poll(2) on an array of pollfd the length we pass.
-        let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, wait_ms) };
+        wait(sites, &mut fds, now(start));
         let t = now(start);
         for (i, s) in sites.iter_mut().enumerate() {
-            if ready > 0 && fds[i].revents != 0 {
-                while let Ok((n, from)) = s.sock.recv_from(&mut buf) {
-                    let mut delivered = Vec::new();
-                    s.ep.handle_datagram(
-                        t,
-                        mpt_tunnel::Via {
-                            path: PathId(0),
-                            from,
-                        },
-                        &mut buf[..n],
-                        None,
-                        &mut Copies,
-                        &mut delivered,
-                    );
-                }
-            }
-            if s.ep.poll_timeout() <= t {
-                s.ep.handle_timeout(t);
-            }
-            while let Some(x) = s.ep.poll_datagram(t) {
-                let _ = s.sock.send_to(&x.contents, x.destination);
-            }
-            while s.ep.poll_event().is_some() {}
+            turn(s, t, fds[i].revents != 0, true, &mut x);
+            x.delivered.clear();
             if agreed[i].is_none() && s.ep.keys_agreed() {
                 agreed[i] = Some(start.elapsed());
                 left -= 1;
@@ -142,9 +220,6 @@ fn drive(sites: &mut [Site], secs: f64, mut at_connected: impl FnMut(Duration)) 
                     at_connected(start.elapsed());
                 }
             }
-        }
-        for f in &mut fds {
-            f.revents = 0;
         }
     }
     Run { agreed }
@@ -159,43 +234,24 @@ pub fn run(out: &Path, count: usize) -> Result<String> {
     let keys: Vec<PrivateKey> = (0..count)
         .map(|_| PrivateKey::generate())
         .collect::<Result<_, _>>()?;
-    let mut cfg = lab.server_config()?;
-    if let Some(t) = cfg.tunnel.as_mut() {
-        t.routes = Some(false);
-    }
-    cfg.peer = keys
-        .iter()
-        .enumerate()
-        .map(|(k, key)| PeerFile {
-            name: Some(format!("s{k}")),
-            public_key: Some(key.public().encode()),
-            ..PeerFile::default()
-        })
-        .collect();
-    let pid = lab.start_mptd(Host::Server, &cfg)?;
+    let server = start_server(&mut lab, &keys, |_| {})?;
+    let Server {
+        pid,
+        key: server_key,
+        to,
+        unix,
+    } = server;
     std::thread::sleep(Duration::from_millis(500));
     let (rss0, cpu0) = (rss_kib(pid)?, cpu_seconds(pid)?);
-    let server_key = PublicKey::parse(&lab.public_key(Host::Server)?)?;
-    let to: SocketAddr = format!("{SERVER}:{PORT}").parse()?;
-    let unix = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)?
-        .as_nanos() as u64;
     let idle = 10.0;
     let connect_phase = 60.0_f64.min(5.0 + count as f64 / 200.0);
     let router = lab.ns_router();
     let (run, connected, rss1, cpu_idle) = in_netns(&router, move || -> Result<_> {
-        let mut rng = mpt_core::rng::Rng::new(unix);
+        let mut rng = Rng::new(unix);
         let mut sites = Vec::with_capacity(count);
         for key in keys {
-            let sock = UdpSocket::bind("198.18.100.254:0")?;
-            sock.set_nonblocking(true)?;
-            let mut r = mpt_core::rng::Rng::new(rng.next_u64());
-            let ep = Connection::new(
-                site_config(key, server_key, to, unix),
-                Time::ZERO,
-                Box::new(move |b: &mut [u8]| r.fill(b)),
-            );
-            sites.push(Site { ep, sock });
+            let cfg = site_config(key, server_key, to, unix);
+            sites.push(new_site(cfg, Time::ZERO, &mut rng)?);
         }
         // until every site has a session (or 60 s), then `idle` seconds of keepalives
         let mut connected = None;
