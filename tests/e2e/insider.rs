@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use mpt_core::seal::{PrivateKey, PublicKey};
 use mpt_lab::experiments::insider::{Abused, Insider};
 use mpt_lab::experiments::peers::rss_kib;
-use mpt_lab::harness::sites::{tunnel_ip, Host, Sites};
+use mpt_lab::harness::sites::{Host, Sites};
 use mptd::config::PeerFile;
 
 use crate::need;
@@ -93,15 +93,8 @@ fn once() {
         ..PeerFile::default()
     });
     let pid = lab.start_mptd(Host::Server, &server).expect("server");
+    lab.start_sites(2).expect("sites reach the server");
     for k in 0..2 {
-        let c = lab.site_config(k).expect("site config");
-        lab.start_mptd(Host::Site(k), &c).expect("site");
-        lab.ping_until(
-            Host::Site(k),
-            &tunnel_ip(Host::Server),
-            Duration::from_secs(10),
-        )
-        .expect("site reaches the server");
         lab.sh(
             Host::Site(k),
             "for u in u0 u1; do tc qdisc add dev $u root tbf rate 10mbit burst 32kb latency 50ms; done",

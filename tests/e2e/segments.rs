@@ -3,9 +3,7 @@
 //! super-packets for that site's paths. Neither site's segments go in pieces for the other's
 //! sizes, and the site with the larger paths does not get segments cut short to the smaller.
 
-use std::time::Duration;
-
-use mpt_lab::harness::sites::{tunnel_ip, Host, Sites};
+use mpt_lab::harness::sites::{Host, Sites};
 
 use crate::need;
 
@@ -72,16 +70,7 @@ fn each_sites_tcp_segments_fit_its_own_paths() {
     .unwrap_or_else(|e| panic!("setting site1's MTUs (router {router}): {e}"));
     let server = lab.server_config().expect("server config");
     lab.start_mptd(Host::Server, &server).expect("server");
-    for k in 0..2 {
-        let c = lab.site_config(k).expect("site config");
-        lab.start_mptd(Host::Site(k), &c).expect("site");
-        lab.ping_until(
-            Host::Site(k),
-            &tunnel_ip(Host::Server),
-            Duration::from_secs(10),
-        )
-        .expect("site reaches the server");
-    }
+    lab.start_sites(2).expect("sites reach the server");
     // a first transfer, not counted: path MTU discovery searches while data needs it
     downloads(&lab, 2, 3);
     let mtus: Vec<_> = (0..2).map(|k| path_mtus(&lab, k)).collect();

@@ -237,12 +237,7 @@ pub fn config(side: Side, paths: usize, sealing: bool) -> ConnectionConfig {
 
 /// A minimal IPv4 packet of `len` bytes carrying `n`.
 pub fn packet(n: u32, len: usize) -> Vec<u8> {
-    let mut p = vec![0u8; len.max(24)];
-    p[0] = 0x45;
-    let total = p.len() as u16;
-    p[2..4].copy_from_slice(&total.to_be_bytes());
-    p[20..24].copy_from_slice(&n.to_be_bytes());
-    p
+    mpt_tunnel::fuzz::hostile::packet(n, len)
 }
 
 /// A [`packet`] that says it is TCP (IP protocol 6, a 20-byte TCP header with no flags, whose

@@ -256,6 +256,22 @@ impl Sites {
             .is_ok_and(|o| o.status.success())
     }
 
+    /// Start mptd on the first `n` sites with their configs, and wait (10 s at most each) until
+    /// each reaches the server through its tunnel.
+    pub fn start_sites(&mut self, n: usize) -> Result<()> {
+        for k in 0..n {
+            let c = self.site_config(k)?;
+            self.start_mptd(Host::Site(k), &c)?;
+            self.ping_until(
+                Host::Site(k),
+                &tunnel_ip(Host::Server),
+                Duration::from_secs(10),
+            )
+            .with_context(|| format!("site {k} reaches the server"))?;
+        }
+        Ok(())
+    }
+
     /// Ping from `from` to `to` every 50 ms until it answers or `limit` passes: how long it
     /// took.
     pub fn ping_until(&self, from: Host, to: &str, limit: Duration) -> Result<Duration> {
