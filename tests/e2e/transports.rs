@@ -197,13 +197,12 @@ fn a_carrier_that_drops_udp_gets_a_tcp_path() {
         "both paths carry the transfer"
     );
     for (cc, mbit, p, _) in &results {
-        // The goal is 0.85 of the sum: cubic gets 0.88 and BBR 0.80 today (the TCP
-        // path's own congestion control fills its link's queue, 50-70 ms, and BBR's probes
-        // overflow the stream's queue: `stream_full`). The bound leaves room for the VM's
-        // drift.
+        // The goal is 0.85 of the sum: cubic gets 0.94 and BBR 0.92-0.93 (3 runs).
+        // The bound leaves room for the VM's drift; below it, the flow's queue is most likely
+        // on one path again (as with bulk kept within 2 ms of the ping's path: BBR 0.80).
         assert!(
-            *mbit >= 0.72 * sum,
-            "{cc}: {mbit:.1} Mbit/s, at least 0.72 of {sum:.1}"
+            *mbit >= 0.82 * sum,
+            "{cc}: {mbit:.1} Mbit/s, at least 0.82 of {sum:.1}"
         );
         assert!(
             *p <= p99(&idle.0) + 20.0,
