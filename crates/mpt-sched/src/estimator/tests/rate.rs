@@ -598,3 +598,52 @@ fn queues_that_cover_only_part_of_an_interval_measure_no_capacity() {
     assert!(p.congested, "{p:?}");
     assert!(p.rate_bps >= 10_000_000.0, "{}", p.rate_bps);
 }
+
+/// Feed path 0 of `e` reports every 20 ms from `from_ms` for `ms`: `packets` of 1250 bytes
+/// sent and delivered per interval, a queue of `queue_us`. Returns the highest rate seen.
+fn light_run(e: &mut Estimator, ms: std::ops::Range<u64>, packets: u32, queue_us: u32) -> f64 {
+    let mut high = 0.0f64;
+    for k in ms.step_by(20).map(|t| t / 20) {
+        let prev = e.path(0).unwrap().last.map(|(_, r)| r).unwrap_or_default();
+        e.on_sent(Time::from_millis(k * 20), 0, packets as usize * 1250);
+        let r = report(
+            prev.path_seq.wrapping_add(packets as u16),
+            prev.packets + packets,
+            prev.bytes + u64::from(packets) * 1250,
+            prev.lost,
+            0,
+            queue_us,
+        );
+        e.on_report(Time::from_millis(k * 20), 0, &r, 1);
+        high = high.max(e.path(0).unwrap().rate_bps);
+    }
+    high
+}
+
+#[test]
+fn the_path_kept_short_climbs_back_to_what_it_delivered() {
+    // A path that delivered 25 Mbit/s is cut to 2.5 (a satellite's handover), and then
+    // gets 1 Mbit/s (the path light traffic keeps short gets half its rate at most): it is
+    // never busy, and its samples measure the sender. With no queue it climbs back to what
+    // it delivered, and no higher.
+    let mut e = Estimator::new(&[Some(25_000_000)]);
+    lossy_run(&mut e, 0..1000, |_| 0, |_| 500);
+    let best = e.path(0).unwrap().best_delivery_bps;
+    assert!(best > 20_000_000.0, "{:?}", e.path(0));
+    e.paths[0].rate_bps = 2_500_000.0;
+    // Not kept short, it keeps its rate: the scheduler gives it little by choice.
+    let mut other = e.clone();
+    assert_eq!(light_run(&mut other, 1000..3000, 2, 0), 2_500_000.0);
+    e.kept_short(Some(0));
+    let high = light_run(&mut e, 1000..3000, 2, 0);
+    let p = e.path(0).unwrap();
+    assert!(p.rate_bps >= 0.9 * best, "{p:?}");
+    assert!(high <= best, "{high} above the {best} delivered");
+    // With a queue standing on it, it does not climb.
+    let mut e = Estimator::new(&[Some(25_000_000)]);
+    lossy_run(&mut e, 0..1000, |_| 0, |_| 500);
+    e.paths[0].rate_bps = 2_500_000.0;
+    e.kept_short(Some(0));
+    let high = light_run(&mut e, 1000..3000, 2, 5_000);
+    assert_eq!(high, 2_500_000.0, "{:?}", e.path(0));
+}
