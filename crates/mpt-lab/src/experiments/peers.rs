@@ -129,11 +129,16 @@ pub(crate) fn start_server(
 
 /// Resident memory of `pid`, KiB.
 pub fn rss_kib(pid: u32) -> Result<u64> {
+    status_kib(pid, "VmRSS")
+}
+
+/// A figure in KiB of `/proc/PID/status` by its name (`VmRSS`, `RssAnon`, `RssFile`).
+pub fn status_kib(pid: u32, name: &str) -> Result<u64> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
     s.lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .context("VmRSS")
+        .with_context(|| name.to_string())
 }
 
 /// What the sites' thread saw.
@@ -292,4 +297,16 @@ pub fn run(out: &Path, count: usize) -> Result<String> {
         bail!("only {agreed} of {count} sites (server: {sessions}) got a session\n{md}");
     }
     Ok(md)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_process_status_gives_its_rss_and_its_anonymous_part() {
+        let pid = std::process::id();
+        let rss = super::rss_kib(pid).expect("VmRSS");
+        let anon = super::status_kib(pid, "RssAnon").expect("RssAnon");
+        assert!(anon > 0 && anon <= rss, "RssAnon {anon} of VmRSS {rss}");
+        assert!(super::status_kib(pid, "Rss").is_err(), "a prefix is no name");
+    }
 }

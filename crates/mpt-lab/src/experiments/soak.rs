@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Result};
 use mpt_core::seal::PrivateKey;
 
-use crate::experiments::peers::{rss_kib, start_server};
+use crate::experiments::peers::{rss_kib, start_server, status_kib};
 use crate::harness::in_netns;
 use crate::harness::sites::{Host, Sites};
 use churn::{site_ip, Plan, Shared, Tally};
@@ -27,11 +27,13 @@ use churn::{site_ip, Plan, Shared, Tally};
 /// Seconds between samples.
 const SAMPLE: u64 = 10;
 
-/// One sample: seconds from the start, the server's RSS (KiB), the sites whose session
-/// answered in the last 2 s, and the peers with a session on the server.
+/// One sample: seconds from the start, the server's RSS and its anonymous part (KiB: the
+/// rest is the binary's and the libraries' pages, which fill in as code first runs), the
+/// sites whose session answered in the last 2 s, and the peers with a session on the server.
 struct Sample {
     t: u64,
     rss: u64,
+    anon: u64,
     sites: usize,
     server: Option<usize>,
 }
@@ -68,12 +70,13 @@ fn watch(lab: &Sites, pid: u32, total: Duration, shared: &Shared) -> Watch {
         let s = Sample {
             t: start.elapsed().as_secs(),
             rss,
+            anon: status_kib(pid, "RssAnon").unwrap_or(0),
             sites: shared.sessions.load(Ordering::Relaxed),
             server: lab.status(Host::Server).ok().as_ref().map(server_sessions),
         };
         eprintln!(
-            "soak: {:>5} s  server RSS {} KiB  sessions {} (server {:?})",
-            s.t, s.rss, s.sites, s.server
+            "soak: {:>5} s  server RSS {} KiB (anonymous {})  sessions {} (server {:?})",
+            s.t, s.rss, s.anon, s.sites, s.server
         );
         w.samples.push(s);
         next += Duration::from_secs(SAMPLE);
@@ -97,13 +100,14 @@ fn ms(d: Option<Duration>) -> String {
     )
 }
 
-/// The mean RSS over the first and the last `window` s, and the slope between them (KiB/h).
-fn rss_slope(samples: &[Sample], window: u64) -> Option<(f64, f64, f64)> {
+/// The mean of `of` (an RSS) over the first and the last `window` s, and the slope between
+/// them (KiB/h).
+fn rss_slope(samples: &[Sample], window: u64, of: fn(&Sample) -> u64) -> Option<(f64, f64, f64)> {
     let end = samples.last()?.t;
     let mean = |pick: &dyn Fn(u64) -> bool| {
         let v: Vec<&Sample> = samples.iter().filter(|s| pick(s.t)).collect();
         let n = v.len().max(1) as f64;
-        let rss = v.iter().map(|s| s.rss as f64).sum::<f64>() / n;
+        let rss = v.iter().map(|s| of(s) as f64).sum::<f64>() / n;
         let t = v.iter().map(|s| s.t as f64).sum::<f64>() / n;
         (rss, t)
     };
@@ -123,22 +127,25 @@ fn report(count: usize, minutes: u64, w: &Watch, tally: &mut Tally, log_panics: 
     let (min, max) = (rss.iter().min().copied(), rss.iter().max().copied());
     let kib = |v: Option<u64>| v.map_or_else(|| "-".into(), |v| v.to_string());
     let window = (minutes * 60 / 3).min(600);
-    let slope = rss_slope(&w.samples, window).map_or_else(
-        || "-".into(),
-        |(a, b, s)| format!("{a:.0} → {b:.0} KiB, {s:+.0} KiB/h"),
-    );
+    let slope = |of: fn(&Sample) -> u64| {
+        rss_slope(&w.samples, window, of).map_or_else(
+            || "-".into(),
+            |(a, b, s)| format!("{a:.0} → {b:.0} KiB, {s:+.0} KiB/h"),
+        )
+    };
+    let (slope, anon_slope) = (slope(|s| s.rss), slope(|s| s.anon));
     let panics = tally.panics as usize + log_panics;
     let mut md = format!(
         "| sites | minutes | flaps | restarts | rekeys (server / sites) | restarts seen by the server | \
          reconnects | session back p50 / p99 / max | echo back p50 / p99 / max | not reconnected (before the next churn / at the end) | \
          echoes answered | panics (server log / sites) | server alive | sessions at the end (server) | \
-         server RSS first / min / max / last | RSS first → last {window} s |\n\
+         server RSS first / min / max / last | RSS first → last {window} s | anonymous RSS first → last {window} s |\n\
          |{}\n",
-        "---|".repeat(16),
+        "---|".repeat(17),
     );
     let _ = writeln!(
         md,
-        "| {count} | {minutes} | {} | {} | {} / {} | {} | {} | {} / {} / {} | {} / {} / {} | {} / {} | {} / {} | {} ({log_panics} / {}) | {} | {} of {count} | {} / {} / {} / {} KiB | {slope} |",
+        "| {count} | {minutes} | {} | {} | {} / {} | {} | {} | {} / {} / {} | {} / {} / {} | {} / {} | {} / {} | {} ({log_panics} / {}) | {} | {} of {count} | {} / {} / {} / {} KiB | {slope} | {anon_slope} |",
         tally.flaps,
         tally.restarts,
         sum(|p| p.rekeys),
@@ -169,10 +176,11 @@ fn report(count: usize, minutes: u64, w: &Watch, tally: &mut Tally, log_panics: 
 
 /// The samples as CSV.
 fn csv(samples: &[Sample]) -> String {
-    let mut s = String::from("seconds,server_rss_kib,site_sessions,server_sessions\n");
+    let mut s =
+        String::from("seconds,server_rss_kib,server_rss_anon_kib,site_sessions,server_sessions\n");
     for x in samples {
         let server = x.server.map_or_else(String::new, |n| n.to_string());
-        let _ = writeln!(s, "{},{},{},{server}", x.t, x.rss, x.sites);
+        let _ = writeln!(s, "{},{},{},{},{server}", x.t, x.rss, x.anon, x.sites);
     }
     s
 }
