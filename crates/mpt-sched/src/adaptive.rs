@@ -121,11 +121,8 @@ impl Scheduler for AdaptiveScheduler {
         self.inner.local_queue(now, path, queue);
     }
 
-    /// The path kept short gets bulk at half its rate: the estimator lets it climb back
-    /// without being busy ([`Estimator::kept_short`]).
     fn keep_short(&mut self, path: Option<PathId>, limit: std::time::Duration) {
         self.inner.keep_short(path, limit);
-        self.est.kept_short(path.map(PathId::index));
     }
 
     /// Each path paced once its capacity is known ([`crate::PathEstimate::pace_rate_bps`]).

@@ -178,15 +178,6 @@ impl Estimator {
         }
     }
 
-    /// The scheduler keeps path `short` short for light traffic (`None`: none): bulk gets at
-    /// most half its rate there, so it is never busy, and climbs back to what it delivered
-    /// without being busy ([`Estimator::on_report`]).
-    pub fn kept_short(&mut self, short: Option<usize>) {
-        for (i, p) in self.paths.iter_mut().enumerate() {
-            p.kept_short = short == Some(i);
-        }
-    }
-
     /// Path `i` came back up after it was found dead: what was sent on it before is lost, and
     /// says nothing about whether it is silent now.
     pub fn on_path_up(&mut self, i: usize) {
@@ -270,21 +261,10 @@ impl Estimator {
         unqueued: bool,
     ) -> bool {
         let p = &mut self.paths[i];
-        // The path light traffic keeps short, which the scheduler gives at most half its
-        // rate, is never busy and its samples measure the sender: below what it delivered
-        // before and showing no queue, it climbs back to that once per delivery window, busy
-        // or not. (Otherwise a satellite kept short beside a 100/s ping, cut from 37.6 to 2.4
-        // Mbit/s at a handover, stayed there while bulk overflowed the other path.) No higher
-        // than what it delivered; and no other path: one the scheduler gives less than its
-        // rate because another is nearer, raised so, took a UDP stream at 80 % of a 5 and a
-        // 120 ms path and lost 0.5 % of it.
-        let below = p.rate_bps < 0.9 * p.best_delivery_bps;
-        let kept_short = p.kept_short && !busy;
-        if kept_short && below && p.window_closed && !p.saturated && p.queue_us < NO_QUEUE_US {
-            p.rate_bps = (p.rate_bps * RECOVER).min(p.best_delivery_bps);
-            return true;
-        }
-        if sample.is_some() && !p.saturated && (busy || (passed_over && below)) {
+        if sample.is_some()
+            && !p.saturated
+            && (busy || (passed_over && p.rate_bps < 0.9 * p.best_delivery_bps))
+        {
             // A clean path below what it has delivered before climbs back fast; so does one
             // the scheduler passes over altogether since its rate was cut, which must get
             // traffic again to show its headroom. Once per delivery sample, not per report:

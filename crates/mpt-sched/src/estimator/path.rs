@@ -55,10 +55,6 @@ pub struct PathEstimate {
     /// times what it carried lately, at least `UNPROVEN_RATE` (64 kbit/s) or the configured rate.
     pub cap_bps: f64,
     pub(super) floor_bps: f64,
-    /// The last report closed a delivery-rate window (whether or not its sample counted).
-    pub(super) window_closed: bool,
-    /// The path light traffic keeps short ([`Estimator::kept_short`]).
-    pub(super) kept_short: bool,
     /// When the rate was last cut (the sender's wire clock, as reports echo it).
     pub(super) cut_at: Option<u32>,
     // Previous report's counters and time.
@@ -87,8 +83,6 @@ impl PathEstimate {
             rate_bps: start_rate.map_or(DEFAULT_START_RATE, |r| r as f64),
             cap_bps: start_rate.map_or(UNPROVEN_RATE, |r| r as f64),
             floor_bps: start_rate.map_or(UNPROVEN_RATE, |r| r as f64),
-            window_closed: false,
-            kept_short: false,
             cut_at: None,
             delivery_bps: 0.0,
             best_delivery_bps: 0.0,

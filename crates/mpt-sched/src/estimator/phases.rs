@@ -135,8 +135,6 @@ impl PathEstimate {
             }
             self.window = Some((now, *r));
         }
-        self.window_closed =
-            (wdt >= MIN_SAMPLE_S && counted >= MIN_SAMPLE_PACKETS) || wdt >= MAX_SAMPLE_S;
         sample
     }
 
