@@ -285,7 +285,7 @@ fn what_the_dark_swallows_of_bulk_comes_again_on_the_other_path() {
 /// which gets bulk at half its rate, and the satellite after a handover, whose delay step is
 /// no queue once it is the floor and which the scheduler passes over for a moment.
 #[test]
-#[ignore = "issue 72: 0.353 of bulk at 45 Mbit/s arrived"]
+#[ignore = "issue 72: 0.260 of bulk at 45 Mbit/s arrived"]
 fn bulk_beyond_lte_keeps_the_satellite_across_its_delay_steps() {
     let mut p = pair(724, &[(SAT, true), (LTE, false)], true);
     let bps = 45_000_000;
