@@ -307,6 +307,9 @@ mod tests {
         let rss = super::rss_kib(pid).expect("VmRSS");
         let anon = super::status_kib(pid, "RssAnon").expect("RssAnon");
         assert!(anon > 0 && anon <= rss, "RssAnon {anon} of VmRSS {rss}");
-        assert!(super::status_kib(pid, "Rss").is_err(), "a prefix is no name");
+        assert!(
+            super::status_kib(pid, "Rss").is_err(),
+            "a prefix is no name"
+        );
     }
 }
