@@ -6,7 +6,7 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use mpt_core::{PathId, Time};
-use mpt_tunnel::{FecRx, FecTx, MaxAge, ResendBuffer, RESEND_KEPT};
+use mpt_tunnel::{FecRx, FecTx, MaxAge, ResendBuffer, RESEND_BYTES};
 use std::hint::black_box;
 use std::time::Duration;
 
@@ -33,7 +33,8 @@ fn resend(c: &mut Criterion) {
     });
     // a full buffer, every packet asked for once
     let mut buf = ResendBuffer::default();
-    let n = RESEND_KEPT as u32;
+    // as many 1400-byte packets as the buffer keeps (slots of 1536 bytes)
+    let n = (RESEND_BYTES / 1536) as u32;
     for s in 0..n {
         buf.keep(PathId(0), s as u16, s, Time::ZERO, &packet, false);
     }

@@ -19,7 +19,8 @@ pub struct Footprint {
     pub references: usize,
     /// Compressed packets waiting for their reference (at most [`MAX_AWAITING`]).
     pub awaiting: usize,
-    /// Packets kept to be sent again (at most [`crate::RESEND_KEPT`]).
+    /// Packets kept to be sent again (at most [`crate::RESEND_KEPT`], in at most
+    /// [`crate::RESEND_BYTES`]).
     pub resend_kept: usize,
     /// Gaps to ask the peer for, or asked for.
     pub gaps: usize,

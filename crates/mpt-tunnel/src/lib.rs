@@ -100,7 +100,7 @@ pub use path::{PathInfo, STREAM_DEAD};
 pub use pmtu::BASE_DATAGRAM;
 pub use reassembly::{Piece, Reassembly, MAX_INCOMPLETE, MAX_PIECES};
 pub use resend::{
-    MaxAge, ResendBuffer, ResendCounts, KEEP_AFTER_LOSS, MAX_RESEND_GAP, RESEND_KEPT,
+    MaxAge, ResendBuffer, ResendCounts, KEEP_AFTER_LOSS, MAX_RESEND_GAP, RESEND_BYTES, RESEND_KEPT,
 };
 pub use send::SendError;
 pub use settings::{

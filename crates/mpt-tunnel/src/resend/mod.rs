@@ -29,9 +29,15 @@ use mpt_core::wire::{self, HeaderRepr, Kind, NackRange};
 use mpt_core::{PathId, Time};
 use mpt_reseq::{Gap, Resequencer};
 
-/// Packets kept for resending (the latest ones sent; a power of two). At 1 Gbit/s of
-/// 1400-byte packets that is the last 46 ms; at 100 Mbit/s, the last 460 ms.
+/// Most packets kept for resending (the latest ones sent), small ones; large ones are
+/// bounded by [`RESEND_BYTES`] first.
 pub const RESEND_KEPT: usize = 4096;
+
+/// Most bytes the kept packets' buffers take: 2730 packets of 1500 bytes, at 1 Gbit/s the
+/// last 33 ms, at 100 Mbit/s the last 330 ms (the receiver asks for a loss within about its
+/// path's round trip). It bounds a router's memory at full rate: 4 MiB, where 4096 full-size
+/// packets took 6.
+pub const RESEND_BYTES: usize = 4 << 20;
 
 /// A path sequence gap longer than this is an outage, not a loss: it is not asked for (the
 /// resend would come as a burst on top of the traffic that failed over).
@@ -65,15 +71,19 @@ struct Kept {
     packet: Vec<u8>,
 }
 
-/// The packets sent lately, in a ring of [`RESEND_KEPT`] slots filled in turn, and per path
-/// which slot each path sequence's packet went to. Allocated as it fills (an idle peer costs
-/// nothing); a slot's buffer is used again by the packets kept after it, so that a steady
-/// stream allocates nothing once the ring went round.
+/// The packets sent lately, in a ring of slots filled in turn, and per path which slot each
+/// path sequence's packet went to. The ring grows as it fills (an idle peer costs nothing),
+/// to at most [`RESEND_KEPT`] slots and [`RESEND_BYTES`] in their buffers: at either bound it
+/// goes round, and a packet that makes the buffers larger than that ends the ring after its
+/// own slot (the oldest go). A slot's buffer is used again by the packets kept after it, so
+/// that a steady stream allocates nothing once the ring went round.
 #[derive(Debug, Default)]
 pub struct ResendBuffer {
     kept: Vec<Kept>,
-    /// The slot the next packet kept goes to.
+    /// The slot the next packet kept goes to (`kept.len()`: the ring grows, or goes round).
     next: usize,
+    /// The bytes the slots' buffers take.
+    bytes: usize,
     /// Per path: the slot of each path sequence's packet (modulo [`PATH_SLOTS`]).
     by_path: Vec<Vec<u16>>,
 }
@@ -82,6 +92,11 @@ impl ResendBuffer {
     /// Packets kept to be sent again (at most [`RESEND_KEPT`]).
     pub fn kept(&self) -> usize {
         self.kept.iter().filter(|k| k.valid).count()
+    }
+
+    /// The bytes the kept packets' buffers take (at most [`RESEND_BYTES`]).
+    pub fn bytes(&self) -> usize {
+        self.bytes
     }
 
     /// `packet`, global sequence `seq`, was sent at `now` on `path` as its path sequence
@@ -95,9 +110,7 @@ impl ResendBuffer {
         packet: &[u8],
         reference: bool,
     ) {
-        if self.kept.is_empty() {
-            self.kept.resize_with(RESEND_KEPT, Kept::default);
-        }
+        let slot = self.slot_for(packet.len());
         let i = path.index();
         if self.by_path.len() <= i {
             self.by_path.resize_with(i + 1, Vec::new);
@@ -106,8 +119,6 @@ impl ResendBuffer {
         if map.is_empty() {
             map.resize(PATH_SLOTS, 0);
         }
-        let slot = self.next;
-        self.next = (slot + 1) % RESEND_KEPT;
         map[usize::from(path_seq) % PATH_SLOTS] = slot as u16;
         let k = &mut self.kept[slot];
         k.valid = true;
@@ -119,11 +130,36 @@ impl ResendBuffer {
         k.packet.clear();
         // room in steps of KEPT_ROOM: a slot that held a short packet has room for a longer
         // one next time round
-        if k.packet.capacity() < packet.len() {
+        let had = k.packet.capacity();
+        if had < packet.len() {
             k.packet
                 .reserve_exact(packet.len().next_multiple_of(KEPT_ROOM));
         }
         k.packet.extend_from_slice(packet);
+        self.bytes += k.packet.capacity() - had;
+        if self.bytes > RESEND_BYTES {
+            // the ring ends here: the slots after this one hold the oldest packets
+            for k in self.kept.drain(slot + 1..) {
+                self.bytes -= k.packet.capacity();
+            }
+        }
+    }
+
+    /// The slot a packet of `len` bytes goes to: the next, or a new one at the ring's end
+    /// while it is within its bounds, or the first.
+    fn slot_for(&mut self, len: usize) -> usize {
+        let mut slot = self.next;
+        if slot >= self.kept.len() {
+            let room = len.next_multiple_of(KEPT_ROOM);
+            if self.kept.len() < RESEND_KEPT && self.bytes + room <= RESEND_BYTES {
+                self.kept.push(Kept::default());
+                slot = self.kept.len() - 1;
+            } else {
+                slot = 0;
+            }
+        }
+        self.next = slot + 1;
+        slot
     }
 
     /// The slot of the packet `path` carried as `path_seq`, while it is there.
@@ -171,8 +207,9 @@ impl ResendBuffer {
     /// reference: a search of the ring, newest first.)
     pub fn reference_sent(&self, seq: u32) -> Option<(PathId, u16)> {
         let n = self.kept.len();
+        let next = self.next.min(n);
         (1..=n)
-            .map(|back| &self.kept[(self.next + n - back) % n])
+            .map(|back| &self.kept[(next + n - back) % n])
             .find(|k| k.valid && k.reference && k.seq == seq)
             .map(|k| (PathId(k.path), k.path_seq))
     }
@@ -350,3 +387,6 @@ pub struct MaxAge {
     pub packet: Duration,
     pub reference: Duration,
 }
+
+#[cfg(test)]
+mod tests;
