@@ -31,6 +31,7 @@ pub mod fulltunnel;
 #[doc(hidden)]
 pub mod fuzz;
 pub mod hooks;
+pub mod hostcheck;
 pub mod log;
 pub mod metrics;
 pub mod net;

@@ -119,7 +119,7 @@ fn main() -> ExitCode {
     };
     if args.check {
         // what a start would do, short of doing it: exit 3 when this host cannot run it
-        let (problems, warnings) = mptd::net::check_host(&cfg);
+        let (problems, warnings) = mptd::hostcheck::check_host(&cfg);
         for w in &warnings {
             println!("{}: warning: {w}", config.display());
         }
