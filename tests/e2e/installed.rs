@@ -13,6 +13,9 @@ use crate::need;
 
 const CACHE: &str = "/var/cache/mptd-tests";
 
+/// The container's operator: not root, in sudoers (without a password).
+const USER: &str = "alice";
+
 /// The container: stopped (by the pid of its `systemd-nspawn`) when dropped.
 struct Container {
     nspawn: Child,
@@ -41,6 +44,21 @@ impl Container {
     fn exec(&self, script: &str) -> std::process::Output {
         Command::new("nsenter")
             .args(["-t", &self.init.to_string(), "-a", "/bin/sh", "-c", script])
+            .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+            .stdin(Stdio::null())
+            .output()
+            .expect("nsenter")
+    }
+
+    /// Run `script` as [`USER`], a user who may use sudo, in a login shell's directory: as an
+    /// operator who is not root runs the README's lines.
+    fn exec_as_user(&self, script: &str) -> std::process::Output {
+        Command::new("nsenter")
+            .args(["-t", &self.init.to_string(), "-a", "/bin/sh", "-c"])
+            .arg(format!(
+                "cd /home/{USER} && exec runuser -u {USER} -- /bin/sh -c \"$1\""
+            ))
+            .args(["sh", script])
             .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
             .stdin(Stdio::null())
             .output()
@@ -78,20 +96,20 @@ impl Container {
     }
 }
 
-/// Debian bookworm with systemd, made once (about a minute) and kept.
+/// Debian bookworm with systemd and sudo, made once (about a minute) and kept.
 fn bookworm_root() -> PathBuf {
-    let root = Path::new(CACHE).join("bookworm");
-    if root.join("usr/lib/systemd/systemd").exists() {
+    let root = Path::new(CACHE).join("bookworm-sudo");
+    if root.join("usr/lib/systemd/systemd").exists() && root.join("usr/bin/sudo").exists() {
         return root;
     }
-    let tmp = Path::new(CACHE).join("bookworm.tmp");
+    let tmp = Path::new(CACHE).join("bookworm-sudo.tmp");
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(CACHE).expect("cache dir");
     eprintln!("installed: making a Debian root with debootstrap (once, about a minute)");
     let st = Command::new("debootstrap")
         .args([
             "--variant=minbase",
-            "--include=systemd,systemd-sysv,dbus,iproute2",
+            "--include=systemd,systemd-sysv,dbus,iproute2,sudo",
             "bookworm",
         ])
         .arg(&tmp)
@@ -166,8 +184,7 @@ fn boot(root: &Path, pkg: &Path) -> Container {
 }
 
 /// The README's install lines (its `## Install` block), but the one that builds the package
-/// (done already), with the package where the container sees it and without `sudo` (the
-/// container's shell is root's).
+/// (done already), with the package where the container sees it.
 fn readme_install_lines() -> Vec<String> {
     let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
         .expect("README.md");
@@ -180,10 +197,7 @@ fn readme_install_lines() -> Vec<String> {
     block
         .lines()
         .filter(|l| !l.starts_with("scripts/package.sh"))
-        .map(|l| {
-            l.replace("target/packages/", "/mnt/pkg/")
-                .replace("sudo ", "")
-        })
+        .map(|l| l.replace("target/packages/", "/mnt/pkg/"))
         .collect()
 }
 
@@ -214,10 +228,21 @@ fn the_unit_starts_reloads_restarts_and_stops_as_installed() {
 
     let root = bookworm_root();
     let c = boot(&root, &pkg);
+    c.ok(&format!(
+        "useradd -m {USER} && echo '{USER} ALL=(ALL) NOPASSWD: ALL' > /etc/sudoers.d/{USER} && chmod 0440 /etc/sudoers.d/{USER}"
+    ));
     let lines = readme_install_lines();
     let (last, install) = lines.split_last().expect("lines");
+    // as the operator, from their home directory, with sudo where the README has it
     for l in install {
-        c.ok(l);
+        let out = c.exec_as_user(l);
+        assert!(
+            out.status.success(),
+            "as {USER}: {l}: {}{}\njournal:\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+            c.journal()
+        );
     }
     assert!(
         c.until(
@@ -228,7 +253,7 @@ fn the_unit_starts_reloads_restarts_and_stops_as_installed() {
         c.journal()
     );
     // the README's last line: mptctl answers (the example's server is not there: exit 2, down)
-    let show = c.exec(last);
+    let show = c.exec_as_user(last);
     let code = show.status.code();
     eprintln!(
         "RESULT installed: `{last}` exits {code:?}:\n{}",
@@ -243,6 +268,29 @@ fn the_unit_starts_reloads_restarts_and_stops_as_installed() {
         c.ok("ip rule").contains("lookup 4754"),
         "the full tunnel's rules"
     );
+    // without sudo, mptctl says what to do, not that mptd is not running
+    let denied = c.exec_as_user("mptctl -s mpt0 show");
+    let said = String::from_utf8_lossy(&denied.stderr);
+    assert!(
+        denied.status.code() == Some(3)
+            && said.contains("run mptctl with sudo")
+            && !said.contains("is it running"),
+        "mptctl without sudo: {:?}: {said}",
+        denied.status.code()
+    );
+    // a control socket where the unit may not write (everything but /run and its state
+    // directory is read-only to it) is refused before the daemon starts
+    c.ok(r#"cp /etc/mptd/mpt0.toml /etc/mptd/other.toml && printf '\n[control]\nsocket = "/etc/mptd/control.sock"\n' >> /etc/mptd/other.toml"#);
+    let refused = c.exec("systemctl start mptd@other");
+    let journal = c.exec("journalctl -u mptd@other --no-pager 2>&1");
+    let journal = String::from_utf8_lossy(&journal.stdout);
+    assert!(
+        !refused.status.success()
+            && journal.contains("control socket /etc/mptd/control.sock: cannot be made here"),
+        "mptd@other with its socket in /etc: {:?}\n{journal}",
+        refused.status.code()
+    );
+    eprintln!("RESULT installed: as {USER} with sudo, the README's lines run; without sudo mptctl says so; a control socket in /etc (read-only to the unit) is refused by --check");
 
     c.ok("systemctl reload mptd@mpt0");
     let pid = c.ok("systemctl show -p MainPID --value mptd@mpt0");

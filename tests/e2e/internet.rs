@@ -15,10 +15,15 @@
 //! routed), both uplinks carrying a share, the site's uplink routes untouched. Then the site's
 //! daemon stops: failing open the LAN reaches the web host by the uplinks; failing closed it
 //! does not.
+//!
+//! As on a VPS whose interface is not `eth0`, the server's is `ens3`: the example's `up` hook
+//! finds it. Both filter reverse paths strictly (`rp_filter = 1`, RHEL's default): the server
+//! keeps it; on the site `mptd --check` warns about both uplinks, and the guide's
+//! `rp_filter = 2` is set before it starts.
 
 use std::io::{Read, Write};
 use std::net::{IpAddr, TcpListener};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -79,9 +84,13 @@ impl Internet {
         veth("site", "ppp0", "cgnat", "s-ppp");
         veth("site", "wwan0", "cgnat", "s-wwan");
         veth("cgnat", "up0", "inet", "cg");
-        veth("vps", "eth0", "inet", "vps");
+        veth("vps", "ens3", "inet", "vps");
         veth("web", "eth0", "inet", "web");
         let fwd = "sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1";
+        // the site and the server filter reverse paths strictly (RHEL's default): the server
+        // keeps it, the site's uplinks are made loose as the guide says, once `--check` has
+        // warned about them
+        let strict = "sysctl -qw net.ipv4.conf.all.rp_filter=1 net.ipv4.conf.default.rp_filter=1";
         lab.sh(
             "lan",
             "ip addr add 198.18.210.2/24 dev eth0; ip route add default via 198.18.210.1
@@ -94,7 +103,7 @@ impl Internet {
         lab.sh(
             "site",
             &format!(
-                "{fwd}
+                "{fwd}; {strict}
                  ip addr add 198.18.210.1/24 dev lan0; ip addr add 2001:db8:10::1/64 dev lan0 nodad
                  ip link set ppp0 down; ip link set ppp0 arp off address 02:00:00:00:13:01; ip link set ppp0 up
                  ip addr add 198.18.13.2 peer 198.18.13.1/32 dev ppp0
@@ -130,9 +139,9 @@ impl Internet {
         lab.sh(
             "vps",
             &format!(
-                "{fwd}
-                 ip addr add {SERVER}/24 dev eth0; ip route add default via 198.18.100.254
-                 ip addr add 2001:db8:100::1/64 dev eth0 nodad; ip -6 route add default via 2001:db8:100::fe"
+                "{fwd}; {strict}
+                 ip addr add {SERVER}/24 dev ens3; ip route add default via 198.18.100.254
+                 ip addr add 2001:db8:100::1/64 dev ens3 nodad; ip -6 route add default via 2001:db8:100::fe"
             ),
         );
         lab.sh(
@@ -156,6 +165,39 @@ impl Internet {
     /// Write `host`'s config (an example, as the guide installs it, its addresses moved to the
     /// lab's range), its key, and start mptd on it; waits until `mptctl show` says all is up.
     fn start(&mut self, host: &'static str, config: &str, keys: &Keys, extra_tunnel: &str) {
+        let file = self.write(host, config, keys, extra_tunnel);
+        let log = std::fs::File::create(self.dir.join(format!("{host}.log"))).expect("log");
+        let child = Command::new("ip")
+            .args(["netns", "exec", &self.ns(host)])
+            .arg(mptd_bin().expect("mptd"))
+            .arg("-c")
+            .arg(&file)
+            .stdout(log.try_clone().expect("log"))
+            .stderr(log)
+            .spawn()
+            .expect("mptd");
+        self.daemons.push((host, child));
+    }
+
+    /// `mptd --check` of `host`'s config: what it prints.
+    fn check(&self, host: &str, file: &Path) -> String {
+        let out = Command::new("ip")
+            .args(["netns", "exec", &self.ns(host)])
+            .arg(mptd_bin().expect("mptd"))
+            .arg("-c")
+            .arg(file)
+            .arg("--check")
+            .output()
+            .expect("mptd --check");
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    }
+
+    /// Write `host`'s config and key; returns the config's path.
+    fn write(&mut self, host: &str, config: &str, keys: &Keys, extra_tunnel: &str) -> PathBuf {
         let home = self.dir.join(host);
         std::fs::create_dir_all(&home).expect("dir");
         let key = home.join("mpt0.key");
@@ -177,17 +219,7 @@ impl Internet {
                 + &format!("\n[control]\nsocket = \"{}\"\n", self.sock(host).display());
         let file = home.join("mpt0.toml");
         std::fs::write(&file, text).expect("config");
-        let log = std::fs::File::create(self.dir.join(format!("{host}.log"))).expect("log");
-        let child = Command::new("ip")
-            .args(["netns", "exec", &self.ns(host)])
-            .arg(mptd_bin().expect("mptd"))
-            .arg("-c")
-            .arg(&file)
-            .stdout(log.try_clone().expect("log"))
-            .stderr(log)
-            .spawn()
-            .expect("mptd");
-        self.daemons.push((host, child));
+        file
     }
 
     /// `mptctl show` on `host` exits 0 (every path up) within `limit`.
@@ -396,6 +428,18 @@ fn a_branch_reaches_the_internet_through_its_bond_and_falls_back_as_configured()
     let uplink_routes = lab.site_routes();
 
     lab.start("vps", "server.toml", &keys, "");
+    let file = lab.write("site", "site.toml", &keys, "");
+    let check = lab.check("site", &file);
+    for dev in ["ppp0", "wwan0"] {
+        assert!(
+            check.contains(&format!("{dev} filters reverse paths strictly")),
+            "--check on the site warns about {dev}'s rp_filter:\n{check}"
+        );
+    }
+    // the guide's /etc/sysctl.d line for a site
+    lab.sh("site", "sysctl -qw net.ipv4.conf.all.rp_filter=2");
+    let check = lab.check("site", &file);
+    assert!(!check.contains("strictly"), "{check}");
     lab.start("site", "site.toml", &keys, "");
     // (the server's `office` never comes: only the site's view says all is up)
     lab.wait_up("site", Duration::from_secs(10));

@@ -54,7 +54,7 @@ pub struct CtlArgs {
     /// The daemon's control socket ([control] socket in its config), or the name of a
     /// systemd instance or tunnel: NAME is /run/mptd/NAME/control.sock (mptd@NAME.service) if
     /// that exists, else /run/mptd/NAME.sock.
-    #[arg(short, long, value_name = "SOCKET|NAME", default_value = "tun0")]
+    #[arg(short, long, value_name = "SOCKET|NAME", default_value = "mpt0")]
     pub socket: PathBuf,
     #[command(subcommand)]
     pub command: CtlCommand,

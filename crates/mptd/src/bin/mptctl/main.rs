@@ -2,7 +2,7 @@
 //! how its peers and paths are doing. The exit code says it too, for scripts and health
 //! checks: see [`Health`].
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -57,17 +57,10 @@ impl Health {
 /// did it, 1 with its error.
 /// Send `request`: exit 0 with its answer, 1 with the daemon's refusal, 3 when no daemon
 /// answers (as `status` tells it).
-fn command(socket: &std::path::Path, request: &str) -> ExitCode {
+fn command(socket: &Path, request: &str) -> ExitCode {
     let reply = match mptd::control::request(socket, request) {
         Ok(reply) => reply,
-        Err(e) => {
-            eprintln!(
-                "mptctl: no mptd answers at {}: {e}{}",
-                socket.display(),
-                NOT_RUNNING
-            );
-            return Health::NoDaemon.code();
-        }
+        Err(e) => return no_answer(socket, &e),
     };
     match mptd::control::parse_answer(&reply) {
         Ok(text) => {
@@ -88,16 +81,33 @@ fn command(socket: &std::path::Path, request: &str) -> ExitCode {
 const NOT_RUNNING: &str = " (is it running? `systemctl status mptd@NAME`; `-s NAME` looks at \
      /run/mptd/NAME/control.sock, the unit's, then /run/mptd/NAME.sock)";
 
-/// The socket `-s` names: a path, or a name (see [`Args::socket`]).
+/// No answer at `socket`: why, and exit 3. A socket this user may not reach is not a daemon
+/// that is not running: the unit's directory is root's (mode 0750), so that says "sudo".
+fn no_answer(socket: &Path, e: &std::io::Error) -> ExitCode {
+    if e.kind() == std::io::ErrorKind::PermissionDenied {
+        eprintln!(
+            "mptctl: {}: {e}: mptd's control socket is root's; run mptctl with sudo",
+            socket.display()
+        );
+    } else {
+        eprintln!(
+            "mptctl: no mptd answers at {}: {e}{NOT_RUNNING}",
+            socket.display()
+        );
+    }
+    Health::NoDaemon.code()
+}
+
+/// The socket `-s` names: a path, or a name (see [`Args::socket`]). The unit's socket counts
+/// as there when this user may not look into its directory: asking it then says why.
 fn socket_of(s: PathBuf) -> PathBuf {
     let Some(name) = s.to_str().filter(|n| !n.contains('/')) else {
         return s;
     };
     let unit = PathBuf::from(format!("/run/mptd/{name}/control.sock"));
-    if unit.exists() {
-        unit
-    } else {
-        PathBuf::from(format!("/run/mptd/{name}.sock"))
+    match unit.try_exists() {
+        Ok(false) => PathBuf::from(format!("/run/mptd/{name}.sock")),
+        Ok(true) | Err(_) => unit,
     }
 }
 
@@ -129,14 +139,7 @@ fn main() -> ExitCode {
     }
     let status = match mptd::control::request(&args.socket, "status") {
         Ok(reply) => reply,
-        Err(e) => {
-            eprintln!(
-                "mptctl: no mptd answers at {}: {e}{}",
-                args.socket.display(),
-                NOT_RUNNING
-            );
-            return Health::NoDaemon.code();
-        }
+        Err(e) => return no_answer(&args.socket, &e),
     };
     let parsed = mptd::control::parse_status(&status);
     match args.command {
@@ -180,7 +183,7 @@ fn main() -> ExitCode {
 /// `mptctl watch`: a frame per interval, each path's throughput since the last one as bars.
 /// (A client's wall clock: the daemon's own time comes from its `Clock`.)
 #[allow(clippy::disallowed_methods)]
-fn watch(socket: &std::path::Path, interval: f64, count: Option<u64>) -> ExitCode {
+fn watch(socket: &Path, interval: f64, count: Option<u64>) -> ExitCode {
     use std::io::IsTerminal;
     let every = std::time::Duration::from_secs_f64(interval.clamp(0.05, 3600.0));
     let tty = std::io::stdout().is_terminal();
@@ -189,7 +192,11 @@ fn watch(socket: &std::path::Path, interval: f64, count: Option<u64>) -> ExitCod
     let mut peak = 1.0f64;
     let mut frame = 0u64;
     loop {
-        let s = match mptd::control::status(socket) {
+        let reply = match mptd::control::request(socket, "status") {
+            Ok(reply) => reply,
+            Err(e) => return no_answer(socket, &e),
+        };
+        let s = match mptd::control::parse_status(&reply) {
             Ok(s) => s,
             Err(e) => {
                 eprintln!("mptctl: {e:#}");

@@ -39,9 +39,9 @@ impl Validator<'_> {
                 return Err(self.err(
                     "security.private_key_file",
                     "missing: each host has a key pair; create this host's with \
-                     `umask 077; mptd genkey > /etc/mptd/NAME.key` (beside /etc/mptd/NAME.toml), \
+                     `sudo sh -c 'umask 077; mptd genkey > /etc/mptd/NAME.key'` (beside /etc/mptd/NAME.toml), \
                      name it here (`private_key_file = \"NAME.key\"`), and give the peer \
-                     `mptd pubkey < /etc/mptd/NAME.key`",
+                     `sudo sh -c 'mptd pubkey < /etc/mptd/NAME.key'`",
                 ))
             }
         };
