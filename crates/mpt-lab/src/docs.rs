@@ -1,7 +1,7 @@
 //! `mpt-lab docs --out DIR`: the man pages mptd(8), mptctl(8) and mpt.toml(5), and the shell
-//! completions of both binaries, made from what the code and README hold now: the clap
-//! definitions the binaries parse (`mptd::cli`) and the README's configuration table, which
-//! is kept true with the config code.
+//! completions of both binaries, made from what the code and docs hold now: the clap
+//! definitions the binaries parse (`mptd::cli`) and the configuration reference
+//! (`docs/configuration.md`), which is kept true with the config code.
 
 use std::fmt::Write as _;
 use std::fs::File;
@@ -11,8 +11,8 @@ use anyhow::{Context, Result};
 use clap::CommandFactory;
 use clap_complete::Shell;
 
-/// The README this build was made with: its configuration table is mpt.toml(5).
-const README: &str = include_str!("../../../README.md");
+/// The configuration reference this build was made with: it is mpt.toml(5).
+const REFERENCE: &str = include_str!("../../../docs/configuration.md");
 
 /// Write everything under `out` (`man/`, `completions/`); returns the files written.
 pub fn generate(out: &Path) -> Result<Vec<PathBuf>> {
@@ -48,7 +48,7 @@ pub fn generate(out: &Path) -> Result<Vec<PathBuf>> {
         }
     }
     let path = man.join("mpt.toml.5");
-    std::fs::write(&path, config_man_page(README)?)?;
+    std::fs::write(&path, config_man_page(REFERENCE)?)?;
     written.push(path);
     Ok(written)
 }
@@ -78,16 +78,13 @@ fn roff(text: &str) -> String {
     out
 }
 
-/// mpt.toml(5) from the README's "Configuration" section: its prose, then a tagged paragraph
-/// per row of its table.
-pub fn config_man_page(readme: &str) -> Result<String> {
-    let start = readme
-        .find("### Configuration")
-        .context("the README has no \"### Configuration\" section")?;
-    let section = &readme[start..];
-    let body = &section["### Configuration".len()..];
-    let end = body.find("\n#").map_or(body.len(), |e| e + 1);
-    let body = &body[..end];
+/// mpt.toml(5) from the configuration reference (`docs/configuration.md`): its prose, then a
+/// tagged paragraph per row of its table.
+pub fn config_man_page(reference: &str) -> Result<String> {
+    let start = reference
+        .find("# Configuration reference")
+        .context("docs/configuration.md has no \"# Configuration reference\" heading")?;
+    let body = &reference[start + "# Configuration reference".len()..];
     let mut m = String::new();
     writeln!(
         m,
@@ -124,7 +121,7 @@ pub fn config_man_page(readme: &str) -> Result<String> {
     }
     anyhow::ensure!(
         keys > 10,
-        "the README's configuration table has only {keys} rows"
+        "docs/configuration.md's table has only {keys} rows"
     );
     m.push_str(".SH FILES\n/etc/mptd/NAME.toml, /etc/mptd/NAME.key\n");
     m.push_str(".SH SEE ALSO\n\\fBmptd\\fR(8), \\fBmptctl\\fR(8)\n");
@@ -136,17 +133,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_config_page_has_every_key_of_the_readme_table() {
-        let page = config_man_page(README).expect("page");
-        for key in [
-            "tunnel.name",
-            "security.private_key_file",
-            "peer.endpoint",
-            "path.weight",
-        ] {
-            let key = roff(&format!("`{key}`"));
-            assert!(page.contains(&key), "{key} missing");
+    fn the_config_page_has_every_key_of_the_reference_table() {
+        let page = config_man_page(REFERENCE).expect("page");
+        let mut keys = 0;
+        for line in REFERENCE.lines() {
+            let Some(row) = line.strip_prefix("| `") else {
+                continue;
+            };
+            let cell = row.split(" | ").next().expect("a cell");
+            for key in cell.split('`').filter(|k| k.contains('.')) {
+                let key = roff(&format!("`{key}`"));
+                assert!(page.contains(&key), "{key} missing");
+                keys += 1;
+            }
         }
+        assert!(keys > 60, "only {keys} keys in docs/configuration.md");
         assert!(page.lines().all(|l| !l.starts_with('\'')));
     }
 

@@ -223,7 +223,7 @@ impl ConfigError {
     }
 }
 
-/// Defaults, documented in `config/README.md`.
+/// Defaults, documented in `docs/configuration.md`.
 pub mod defaults {
     pub const MTU: u16 = 1500;
     /// `tunnel.route_table`: main.
