@@ -76,7 +76,7 @@ pub struct CtlArgs {
 pub enum CtlCommand {
     /// Per-path state, traffic, RTT, loss, jitter, delay and reordering, and tunnel totals.
     Status {
-        /// Print the JSON document (stable, see docs/status.md).
+        /// Print the JSON document (stable: /usr/share/doc/mptd/docs/status.md).
         #[arg(long)]
         json: bool,
     },
