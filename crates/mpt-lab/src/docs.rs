@@ -614,6 +614,77 @@ mod tests {
         }
     }
 
+    /// The linters: man-db's `man` as a reader's formats a page, with every groff warning,
+    /// and groff itself with every warning. Each gives what it wrote on stderr.
+    const LINTERS: [(&str, &[&str]); 2] = [
+        (
+            "man",
+            &["--warnings=w", "-E", "UTF-8", "-l", "-Tutf8", "-Z"],
+        ),
+        ("groff", &["-man", "-ww", "-z"]),
+    ];
+
+    fn lint(linter: &str, args: &[&str], page: &Path) -> Option<String> {
+        let out = std::process::Command::new(linter)
+            .args(args)
+            .arg(page)
+            .env("MANPAGER", "cat")
+            .env("PAGER", "cat")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .ok()?;
+        Some(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+
+    /// The pages `mpt-lab docs` writes draw no warning from `man` or groff. A linter is used
+    /// only if it finds the faults of a page made broken on purpose (a minimised system's
+    /// `man` that prints nothing would pass anything); with none, the test says SKIPPED, and
+    /// fails under CI=true.
+    #[test]
+    fn the_pages_draw_no_warning() {
+        let dir = std::env::temp_dir().join(format!("mptd-man-lint-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let written = generate(&dir).expect("the pages");
+        let pages: Vec<&PathBuf> = written
+            .iter()
+            .filter(|p| p.parent().is_some_and(|d| d.ends_with("man")))
+            .collect();
+        assert_eq!(pages.len(), 3, "{pages:?}");
+        let broken = dir.join("broken.8");
+        std::fs::write(
+            &broken,
+            ".TH BROKEN 8\n.SH NAME\nbroken \\- a page\n.BOGUS\n.in -5i\nan \\q escape\n",
+        )
+        .unwrap();
+        let mut used = Vec::new();
+        for (linter, args) in LINTERS {
+            match lint(linter, args, &broken) {
+                Some(w) if w.contains("warning") => used.push(linter),
+                Some(_) => eprintln!("{linter} finds nothing wrong in a broken page: not used"),
+                None => eprintln!("{linter} is not installed"),
+            }
+            if !used.contains(&linter) {
+                continue;
+            }
+            for page in &pages {
+                let warnings = lint(linter, args, page).expect("it ran before");
+                assert!(
+                    warnings.trim().is_empty(),
+                    "{linter} {}: {warnings}",
+                    page.display()
+                );
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        if used.is_empty() {
+            eprintln!("SKIPPED: neither man nor groff lints here; the man pages were not linted");
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "CI=true: the man pages must be linted (install man-db and groff)"
+            );
+        }
+    }
+
     #[test]
     fn roff_escapes() {
         assert_eq!(roff("`a-b` \\ x"), "\\fBa\\-b\\fR \\e x");
