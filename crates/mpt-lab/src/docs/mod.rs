@@ -14,7 +14,7 @@ use clap::CommandFactory;
 use clap_complete::Shell;
 
 /// The configuration reference this build was made with: it is mpt.toml(5).
-const REFERENCE: &str = include_str!("../../../docs/configuration.md");
+const REFERENCE: &str = include_str!("../../../../docs/configuration.md");
 
 /// Where the Debian package installs the examples (`config/`) and the docs (`docs/`):
 /// `scripts/release.sh` stages them in `doc/`, which `contrib/nfpm.yaml` installs here.
@@ -355,191 +355,13 @@ pub fn config_man_page(reference: &str) -> Result<String> {
 }
 
 /// mpt.toml(5) after the reference's own sections.
-const CONFIG_EXTRA: &str = "\
-## Files
-
-: /etc/mptd/NAME.toml
-The configuration of tunnel NAME, read by `mptd@NAME` (`mptd -c /etc/mptd/NAME.toml`).
-/etc/mptd is root's alone (mode 0700).
-
-: /etc/mptd/NAME.key
-This host's private key, named by `private_key_file = \"NAME.key\"` (mode 0600).
-
-: /usr/share/doc/mptd/examples/
-Example configurations (`/usr/share/mptd/examples/` in the OpenWrt and Alpine packages).
-
-## See also
-
-`mptd`(8), `mptctl`(8); /usr/share/doc/mptd/docs/deploy.md
-";
+const CONFIG_EXTRA: &str = include_str!("mpt.toml.5.md");
 
 /// mptd(8) after the clap definitions.
-const MPTD_EXTRA: &str = "\
-## Signals
-
-: SIGHUP
-Read the configuration file again and apply it without taking the tunnel down, as
-`mptctl reload` does (`systemctl reload mptd@NAME` runs that): paths and peers added, removed
-or changed, connection settings, hooks. A file that is invalid, or changes what only a
-restart applies (mpt.toml(5), RELOADING), is refused and logged, and the running
-configuration kept.
-
-: SIGTERM, SIGINT
-Stop cleanly: the peers are told goodbye (they take the paths down at once), the data
-budgets' counts written, `hooks.down` run, the routes and a full tunnel's rules removed (the
-rules stay with `fail_closed = true`), the TUN interface and the control socket removed; exit 0.
-
-Before the daemon runs (while it reads its configuration) these signals have their default
-effect: they end it. Under the shipped unit systemd's watchdog (10 s) aborts and restarts a daemon whose
-datapath has stalled.
-
-## Exit status
-
-: 0
-Stopped by SIGTERM or SIGINT. With `--check`: the configuration is good (warnings are
-printed). `genkey`, `pubkey`, `genpsk`: the key was printed.
-
-: 1
-The daemon could not start (the TUN device, a socket, the control socket in use, a failing
-`hooks.up`) or stopped on an error; the log says why. `genkey`, `pubkey`, `genpsk` failed
-(`pubkey` read no valid key).
-
-: 2
-A bad configuration: the file, or a key file it names, cannot be read or is invalid (at start
-and with `--check`); the message names the file, the key and what was expected. Also a
-command line clap cannot parse.
-
-: 3
-With `--check`: this host cannot run the configuration as it is (capability, local addresses,
-interface MTUs, control socket).
-
-## Environment
-
-: RUST_LOG
-What is logged, overriding `-v` (e.g. `RUST_LOG=mptd=debug`).
-
-: RUNTIME_DIRECTORY
-Set by systemd (`RuntimeDirectory=`): the default control socket is `$RUNTIME_DIRECTORY/control.sock`.
-
-: STATE_DIRECTORY
-Set by systemd (`StateDirectory=`): the default `tunnel.state_dir`.
-
-: CREDENTIALS_DIRECTORY
-Set by systemd (`LoadCredential=`): a key file named `$CREDENTIALS_DIRECTORY/NAME` is a credential.
-
-## Files
-
-: /etc/mptd/NAME.toml
-The configuration of tunnel NAME (mpt.toml(5)), read by `mptd@NAME`. /etc/mptd is root's
-alone (mode 0700).
-
-: /etc/mptd/NAME.key
-This host's private key (`private_key_file = \"NAME.key\"`), refused unless only its owner
-may read it (mode 0600).
-
-: /run/mptd/NAME/control.sock
-The control socket under the unit (its runtime directory, root's, mode 0750); without the
-unit, `/run/mptd/NAME.sock` (NAME the `tunnel.name`), unless `control.socket` names another.
-`mptctl -s NAME` finds either.
-
-: /var/lib/mptd/NAME
-Under the unit, the state directory: `budget.json`, the paths' data budget counts, kept
-across restarts.
-
-: /lib/systemd/system/mptd@.service
-The unit of tunnel NAME, `mptd@NAME`: it runs `mptd -c /etc/mptd/NAME.toml --check`, then the
-daemon (`Type=notify`, `Restart=on-failure`, `WatchdogSec=10`); `systemctl reload` runs
-`mptctl -s NAME reload`.
-
-: /usr/share/doc/mptd/examples/
-Example configurations: `server.toml` and `site.toml` (a server and its sites),
-`site-two-servers.toml`, `host-a.toml` and `host-b.toml` (two hosts on two paths).
-
-## Examples
-
-A key pair: the private key in root's /etc/mptd, the public key for the peer's `public_key`:
-
-    sudo install -d -m 700 /etc/mptd
-    sudo sh -c 'umask 077; mptd genkey > /etc/mptd/mpt0.key'
-    sudo sh -c 'mptd pubkey < /etc/mptd/mpt0.key'
-
-A configuration from an example, checked, then run by systemd and looked at:
-
-    sudo cp /usr/share/doc/mptd/examples/server.toml /etc/mptd/mpt0.toml
-    sudo mptd -c /etc/mptd/mpt0.toml --check
-    sudo systemctl enable --now mptd@mpt0
-    sudo mptctl -s mpt0 show
-    journalctl -u mptd@mpt0
-
-A changed configuration applied without a restart, or the daemon in the foreground, logging
-at debug level:
-
-    sudo systemctl reload mptd@mpt0
-    sudo mptd -c /etc/mptd/mpt0.toml -v
-
-## See also
-
-`mptctl`(8), `mpt.toml`(5), `systemctl`(1), `journalctl`(1);
-/usr/share/doc/mptd/README.md, /usr/share/doc/mptd/docs/deploy.md
-";
+const MPTD_EXTRA: &str = include_str!("mptd.8.md");
 
 /// mptctl(8) after the clap definitions.
-const MPTCTL_EXTRA: &str = "\
-## Exit status
-
-: 0
-`status`, `show`, `watch --count N`: every peer has a session and every path is up. The
-other commands: done.
-
-: 1
-`status`, `show`, `watch`: degraded, some path is down or some peer has no session, but some
-path is up. `reload`, `path`, `showconf`: the daemon refused (its reason is printed); a
-refused reload keeps the running configuration.
-
-: 2
-`status`, `show`, `watch`: down, no path of any peer is up. Also a command line clap cannot
-parse.
-
-: 3
-No daemon answers at the socket: it is not running, or this user may not reach its socket
-(the unit's `/run/mptd/NAME` is root's: run mptctl with sudo).
-
-: 64
-`show PEER`: there is no such peer.
-
-`show PEER` exits with the health of the whole daemon, not of that peer alone.
-
-## Files
-
-: /run/mptd/NAME/control.sock
-The control socket of `mptd@NAME` under the shipped unit; `-s NAME` looks here first.
-
-: /run/mptd/NAME.sock
-The control socket of tunnel NAME without the unit; `-s NAME` looks here when the unit's
-is not there. Another socket (`control.socket` in mpt.toml(5)) is named by its path.
-
-## Examples
-
-    sudo mptctl -s mpt0 show
-    sudo mptctl -s mpt0 status --json
-    sudo mptctl -s mpt0 watch --interval 2
-    sudo mptctl -s mpt0 path lte down
-    sudo mptctl -s mpt0 path lte up
-    sudo mptctl -s mpt0 path lte backup
-    sudo mptctl -s mpt0 path dsl weight 3
-    sudo mptctl -s mpt0 path lte rate 20mbit
-    sudo mptctl -s mpt0 path lte budget reset
-    sudo mptctl -s mpt0 reload
-    sudo mptctl -s /run/mptd/mpt0.sock showconf
-
-A health check (0 up, 1 degraded, 2 down, 3 no daemon):
-
-    sudo mptctl -s mpt0 status > /dev/null; echo $?
-
-## See also
-
-`mptd`(8), `mpt.toml`(5)
-";
+const MPTCTL_EXTRA: &str = include_str!("mptctl.8.md");
 
 #[cfg(test)]
 mod tests {
