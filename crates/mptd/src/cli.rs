@@ -5,9 +5,16 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
-/// Multipath UDP tunnel daemon.
+/// Multipath UDP tunnel daemon: one TUN interface spread over several paths.
+///
+/// mptd joins several network paths (uplinks) into one tunnel interface. Every IP packet sent
+/// into the tunnel is sealed and sent over one of the paths by a scheduler, and the peer
+/// resequences what arrives before it delivers it. One server takes many sites, from behind
+/// NAT, with keys per host (Noise IK). It runs one tunnel, configured by the file given with
+/// -c (mpt.toml(5)); mptctl(8) shows and controls it. The key commands (genkey, pubkey,
+/// genpsk) make the keys a configuration names.
 #[derive(Debug, Parser)]
-#[command(version = crate::VERSION, about, subcommand_negates_reqs = true)]
+#[command(version = crate::VERSION, subcommand_negates_reqs = true)]
 pub struct Args {
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -37,19 +44,24 @@ pub enum LogFormat {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Print a new private key (X25519, base64) for `[security] private_key_file`:
-    /// `mptd genkey > /etc/mptd/host.key` (a file it is written to is made mode 0600).
+    /// `sudo sh -c 'umask 077; mptd genkey > /etc/mptd/mpt0.key'` (a file it is written to
+    /// is made mode 0600).
     Genkey,
     /// Read a private key on standard input and print its public key, for the peers'
-    /// `public_key`: `mptd pubkey < /etc/mptd/host.key`.
+    /// `public_key`: `sudo sh -c 'mptd pubkey < /etc/mptd/mpt0.key'` (the file is root's).
     Pubkey,
     /// Print a new random pre-shared key (base64) for a peer's `preshared_key_file` (optional;
     /// both ends name the same one).
     Genpsk,
 }
 
-/// Control a running mptd.
+/// Show and control a running mptd: its peers, paths and traffic.
+///
+/// mptctl asks the daemon at a control socket (-s) for its status, shows it, and changes its
+/// paths at run time. Its exit code says how the tunnel is doing, for scripts and health
+/// checks. The socket is root's under the shipped systemd unit: run mptctl with sudo.
 #[derive(Debug, Parser)]
-#[command(name = "mptctl", version = crate::VERSION, about)]
+#[command(name = "mptctl", version = crate::VERSION)]
 pub struct CtlArgs {
     /// The daemon's control socket ([control] socket in its config), or the name of a
     /// systemd instance or tunnel: NAME is /run/mptd/NAME/control.sock (mptd@NAME.service) if
@@ -64,7 +76,7 @@ pub struct CtlArgs {
 pub enum CtlCommand {
     /// Per-path state, traffic, RTT, loss, jitter, delay and reordering, and tunnel totals.
     Status {
-        /// Print the JSON document (stable, see docs/status.md).
+        /// Print the JSON document (stable: /usr/share/doc/mptd/docs/status.md).
         #[arg(long)]
         json: bool,
     },
@@ -93,7 +105,10 @@ pub enum CtlCommand {
     /// the running configuration kept; exit 3 when no daemon answers.
     Reload,
     /// Change a path at run time: set it down (it sends nothing until set up again, whatever
-    /// its interface does) or up, make it a backup or a primary path, or set its weight or rate.
+    /// its interface does) or up, make it a backup or a primary path, set its weight or rate,
+    /// or reset its data budget. The configuration file is not changed: a restart starts from
+    /// what it says. Exit 0 when done, 1 when the daemon refuses (no such path, a bad value),
+    /// 3 when no daemon answers.
     Path {
         /// The `[[path]]`'s name.
         name: String,
@@ -104,18 +119,23 @@ pub enum CtlCommand {
 
 #[derive(Debug, Clone, Subcommand)]
 pub enum PathAction {
+    /// Set the path up again after `down`: it rejoins as an uplink that came back does.
     Up,
+    /// Set the path down: it sends nothing and is down at once, whatever its interface does,
+    /// until it is set up again (its peers find it silent).
     Down,
-    /// Used only while no primary path is up.
+    /// Make it a backup path: used only while no primary path is up.
     Backup,
-    /// A path like the others again.
+    /// Make it a path like the others again (after `backup`).
     Primary,
-    /// Its share for `wrr` (1 to 10000).
+    /// Set its share for the `wrr` scheduler (1 to 10000).
     Weight {
+        /// The new weight, 1 to 10000.
         weight: u32,
     },
-    /// Its rate, as in the config ("20mbit"), for `rate` and `adaptive`.
+    /// Set its rate, for the `rate` and `adaptive` schedulers.
     Rate {
+        /// The new rate, as in the config: "20mbit", "128kbit", "1gbit" or bits per second.
         rate: String,
     },
     /// Its data budget (`budget`): `reset` starts its count again from 0 until the period's
@@ -128,6 +148,7 @@ pub enum PathAction {
 
 #[derive(Debug, Clone, Subcommand)]
 pub enum BudgetAction {
-    /// Start the count again from 0.
+    /// Start the count again from 0, until the period's end, and put the path back in its
+    /// tier.
     Reset,
 }

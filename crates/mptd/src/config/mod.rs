@@ -167,11 +167,12 @@ pub struct Connection {
     /// Bulk TCP goes with its IP and TCP headers compressed against the last packet of its
     /// flow that went whole (`docs/protocol.md`, "Compressed headers"), to a peer of protocol
     /// version 6 or later, with resending. On by default; a path MTU black hole that swallows a flow's
-    /// reference holds up its packets until it comes again (README, `connection.compress`).
+    /// reference holds up its packets until it comes again (`docs/configuration.md`,
+    /// `connection.compress`).
     pub compress: bool,
     /// Bonded traffic waits in mptd, under CoDel, while every path holds 20 ms at the rate
     /// the scheduler has for it, instead of queueing (and being dropped) in the links
-    /// (README, `connection.pace`; `rate` and `adaptive`).
+    /// (`docs/configuration.md`, `connection.pace`; `rate` and `adaptive`).
     pub pace: bool,
     /// Traffic classes (`[[class]]`, then the built-in ones unless
     /// `connection.default_classes = false`): the first that matches a packet decides how it
@@ -223,7 +224,7 @@ impl ConfigError {
     }
 }
 
-/// Defaults, documented in `config/README.md`.
+/// Defaults, documented in `docs/configuration.md`.
 pub mod defaults {
     pub const MTU: u16 = 1500;
     /// `tunnel.route_table`: main.
