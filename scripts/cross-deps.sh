@@ -17,6 +17,9 @@ done
 # the armhf and arm64 C libraries, for qemu's -L (the glibc builds' tests)
 [ -e /usr/arm-linux-gnueabihf/lib/libc.so.6 ] || need+=(libc6-armhf-cross)
 [ -e /usr/aarch64-linux-gnu/lib/libc.so.6 ] || need+=(libc6-arm64-cross)
+# and their headers, which ring's C needs (a cross gcc only recommends them)
+[ -e /usr/arm-linux-gnueabihf/include/stdint.h ] || need+=(libc6-dev-armhf-cross)
+[ -e /usr/aarch64-linux-gnu/include/stdint.h ] || need+=(libc6-dev-arm64-cross)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "missing packages: ${need[*]} (run as root to install them)" >&2
