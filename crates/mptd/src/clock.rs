@@ -52,7 +52,8 @@ impl Clock {
 /// The local time's offset from UTC at `unix` (seconds), as `localtime_r` has it (the TZ
 /// setting); 0 where it cannot be read.
 pub fn utc_offset(unix: i64) -> i32 {
-    let t = unix as libc::time_t;
+    // the C library's time_t (64 bits on every target built; musl's alias is deprecated by name)
+    let t = unix as _;
     // SAFETY: a zeroed `tm` is a valid value, and localtime_r writes only the `tm` it is given.
     let mut tm: libc::tm = unsafe { std::mem::zeroed() };
     // SAFETY: both pointers are to live locals for the call's duration.
