@@ -14,7 +14,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use mpt_core::seal::PrivateKey;
-use mpt_lab::harness::{mptd_bin, tbf, terminate};
+use mpt_lab::harness::{tbf, terminate};
 use mptd::status::PathStatus;
 
 use crate::handmade::Namespaces;
@@ -114,17 +114,7 @@ impl Families {
         );
         let file = self.dir.join(format!("{host}.toml"));
         std::fs::write(&file, text).expect("config");
-        let log = std::fs::File::create(self.dir.join(format!("{host}.log"))).expect("log");
-        let child = Command::new("ip")
-            .args(["netns", "exec", &self.ns(host)])
-            .arg(mptd_bin().expect("mptd"))
-            .arg("-c")
-            .arg(&file)
-            .stdout(log.try_clone().expect("log"))
-            .stderr(log)
-            .spawn()
-            .expect("mptd");
-        self.daemons.push((host, child));
+        self.spawn_mptd(host, &file);
     }
 
     /// The site's paths as its status says now (empty while it does not answer).

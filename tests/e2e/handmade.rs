@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
 
-use mpt_lab::harness::terminate;
+use mpt_lab::harness::{mptd_bin, terminate};
 
 pub struct Namespaces {
     pub tag: String,
@@ -89,5 +89,21 @@ impl Namespaces {
     /// `host`'s daemon's log so far.
     pub fn log(&self, host: &str) -> String {
         std::fs::read_to_string(self.dir.join(format!("{host}.log"))).unwrap_or_default()
+    }
+
+    /// Start mptd in `host`'s namespace with the config `file`, its output to `host`'s log
+    /// ([`Namespaces::log`]); it is stopped when the lab is dropped.
+    pub fn spawn_mptd(&mut self, host: &'static str, file: &Path) {
+        let log = std::fs::File::create(self.dir.join(format!("{host}.log"))).expect("log");
+        let child = Command::new("ip")
+            .args(["netns", "exec", &self.ns(host)])
+            .arg(mptd_bin().expect("mptd"))
+            .arg("-c")
+            .arg(file)
+            .stdout(log.try_clone().expect("log"))
+            .stderr(log)
+            .spawn()
+            .expect("mptd");
+        self.daemons.push((host, child));
     }
 }

@@ -166,17 +166,7 @@ impl Internet {
     /// lab's range), its key, and start mptd on it; waits until `mptctl show` says all is up.
     fn start(&mut self, host: &'static str, config: &str, keys: &Keys, extra_tunnel: &str) {
         let file = self.write(host, config, keys, extra_tunnel);
-        let log = std::fs::File::create(self.dir.join(format!("{host}.log"))).expect("log");
-        let child = Command::new("ip")
-            .args(["netns", "exec", &self.ns(host)])
-            .arg(mptd_bin().expect("mptd"))
-            .arg("-c")
-            .arg(&file)
-            .stdout(log.try_clone().expect("log"))
-            .stderr(log)
-            .spawn()
-            .expect("mptd");
-        self.daemons.push((host, child));
+        self.spawn_mptd(host, &file);
     }
 
     /// `mptd --check` of `host`'s config: what it prints.
