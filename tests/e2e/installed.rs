@@ -67,10 +67,19 @@ impl Container {
 
     /// `script`'s standard output; a panic with its output when it fails.
     fn ok(&self, script: &str) -> String {
-        let out = self.exec(script);
+        self.succeeded("root", script, self.exec(script))
+    }
+
+    /// The same for `script` run as [`USER`].
+    fn ok_as_user(&self, script: &str) -> String {
+        self.succeeded(USER, script, self.exec_as_user(script))
+    }
+
+    /// `out`'s standard output, or a panic with it and the journal when `script` failed.
+    fn succeeded(&self, who: &str, script: &str, out: std::process::Output) -> String {
         assert!(
             out.status.success(),
-            "in the container: {script}: {}{}\njournal:\n{}",
+            "in the container, as {who}: {script}: {}{}\njournal:\n{}",
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr),
             self.journal()
@@ -235,14 +244,7 @@ fn the_unit_starts_reloads_restarts_and_stops_as_installed() {
     let (last, install) = lines.split_last().expect("lines");
     // as the operator, from their home directory, with sudo where the README has it
     for l in install {
-        let out = c.exec_as_user(l);
-        assert!(
-            out.status.success(),
-            "as {USER}: {l}: {}{}\njournal:\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr),
-            c.journal()
-        );
+        c.ok_as_user(l);
     }
     assert!(
         c.until(
