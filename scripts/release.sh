@@ -37,7 +37,9 @@ stage() {
   cp config/*.toml "$dir"/doc/examples/
   cp contrib/bird/concentrator.conf "$dir"/doc/examples/bird-concentrator.conf
   cp README.md CHANGELOG.md LICENSE-MIT LICENSE-APACHE "$dir"/doc/
-  mkdir -p "$dir"/doc/docs && cp docs/*.md "$dir"/doc/docs/
+  mkdir -p "$dir"/doc/docs/figures && cp docs/*.md "$dir"/doc/docs/
+  # the README's picture and the results' plots, where the installed docs point
+  cp docs/figures/* "$dir"/doc/docs/figures/
   # Debian's copyright file: the MIT licence (the package is MIT OR Apache-2.0)
   { echo "mptd: Copyright 2026, the mptd developers. MIT OR Apache-2.0."; echo; cat LICENSE-MIT; } \
     >"$dir"/doc/copyright

@@ -36,6 +36,10 @@ fn the_deb_holds_the_binaries_unit_examples_man_pages_and_completions() {
         "lib/systemd/system/mptd@.service",
         "usr/share/doc/mptd/examples/server.toml",
         "usr/share/doc/mptd/copyright",
+        // the README's picture, where its link points once installed
+        "usr/share/doc/mptd/README.md",
+        "usr/share/doc/mptd/docs/figures/deployment.svg",
+        "usr/share/doc/mptd/docs/configuration.md",
         "usr/share/man/man8/mptd.8.gz",
         "usr/share/man/man8/mptctl.8.gz",
         "usr/share/man/man5/mpt.toml.5.gz",
