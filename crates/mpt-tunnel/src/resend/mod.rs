@@ -207,9 +207,8 @@ impl ResendBuffer {
     /// reference: a search of the ring, newest first.)
     pub fn reference_sent(&self, seq: u32) -> Option<(PathId, u16)> {
         let n = self.kept.len();
-        let next = self.next.min(n);
         (1..=n)
-            .map(|back| &self.kept[(next + n - back) % n])
+            .map(|back| &self.kept[(self.next + n - back) % n])
             .find(|k| k.valid && k.reference && k.seq == seq)
             .map(|k| (PathId(k.path), k.path_seq))
     }
