@@ -17,7 +17,7 @@ struct Args {
     command: Cmd,
     /// run and bench: also write the table into FILE (default `docs/results.md`), in the
     /// section the experiment's markers delimit (added at the end the first time), with the
-    /// command, the day and the commit.
+    /// command, and the plots the table shows into `figures/` beside FILE.
     #[arg(long, global = true, num_args = 0..=1, default_missing_value = "docs/results.md", value_name = "FILE")]
     write_results: Option<std::path::PathBuf>,
 }
@@ -163,6 +163,11 @@ fn main() -> ExitCode {
             eprintln!("mpt-lab: cannot watch SIGINT/SIGTERM ({e}); an interrupted run leaves its namespaces");
         }
     }
+    // where a run's plots are, for --write-results to put beside the results
+    let out_dir = match &args.command {
+        Cmd::Run { out, .. } | Cmd::Bench { out, .. } => Some(out.clone()),
+        _ => None,
+    };
     let r = match args.command {
         Cmd::Docs { out } => mpt_lab::docs::generate(&out).map(|files| {
             for f in files {
@@ -229,7 +234,7 @@ fn main() -> ExitCode {
         };
         println!("{md}");
         match &args.write_results {
-            Some(file) => mpt_lab::report::write_results(file, &key, &md),
+            Some(file) => mpt_lab::report::write_results(file, &key, &md, out_dir.as_deref()),
             None => Ok(()),
         }
     });

@@ -110,15 +110,27 @@ pub fn write(out: &Path, name: &str, text: &str) -> Result<PathBuf> {
 
 /// Where `--write-results` puts an experiment's table: between `<!-- mpt-lab KEY -->` and
 /// `<!-- /mpt-lab KEY -->` in the results file, so that the section cannot drift from what the
-/// lab measured. The block says the command, the day and the commit.
-pub fn write_results(file: &Path, key: &str, md: &str) -> Result<()> {
+/// lab measured. The block says the command that measured it. The plots the table
+/// shows (`](figures/NAME)`) go from the run's `out` directory to `figures/` beside the file.
+pub fn write_results(file: &Path, key: &str, md: &str, out: Option<&Path>) -> Result<()> {
+    for name in md
+        .split("](figures/")
+        .skip(1)
+        .filter_map(|t| t.split(')').next())
+    {
+        let (Some(out), Some(dir)) = (out, file.parent()) else {
+            break;
+        };
+        let figures = dir.join("figures");
+        std::fs::create_dir_all(&figures)?;
+        std::fs::copy(out.join(name), figures.join(name))
+            .with_context(|| format!("copying {name} from {}", out.display()))?;
+    }
     let doc = std::fs::read_to_string(file).unwrap_or_default();
     let command = command_without_write_results(std::env::args().skip(1));
     let block = format!(
-        "`sudo target/release/mpt-lab {}`, measured on {} at `{}` (this program's build).\n\n{}\n",
+        "`sudo target/release/mpt-lab {}`\n\n{}\n",
         command.join(" "),
-        today(),
-        mptd::COMMIT,
         md.trim_end()
     );
     std::fs::write(file, splice(&doc, key, &block))
@@ -158,17 +170,6 @@ pub fn splice(doc: &str, key: &str, block: &str) -> String {
     }
     out.push_str(&format!("## {key}\n\n{open}\n{block}{close}\n"));
     out
-}
-
-/// Today's date (UTC), as `date` gives it.
-fn today() -> String {
-    Command::new("date")
-        .args(["-u", "+%F"])
-        .output()
-        .ok()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
-        .filter(|d| !d.is_empty())
-        .unwrap_or_else(|| "an unknown day".into())
 }
 
 #[cfg(test)]

@@ -28,6 +28,7 @@ use anyhow::{Context, Result};
 use super::tcp::{set_up_mptcp, transfer};
 use crate::experiments::runs::{loss_pct, udp_args, udp_sent, Arrivals};
 use crate::harness::{tunnel_addr, Lab, LinkSpec, Side, TunnelOpts};
+use crate::plot::{bars_svg, Group};
 use crate::report::write;
 
 use super::lookups::Lookups;
@@ -38,6 +39,8 @@ use super::trace::Tracer;
 struct Scenario {
     id: u32,
     name: &'static str,
+    /// The name under its bars in the plot.
+    short: &'static str,
     paths: Vec<LinkSpec>,
     /// Pings beside the transfers ([`PingRuns`]).
     pings: bool,
@@ -50,12 +53,14 @@ fn scenarios() -> Vec<Scenario> {
         Scenario {
             id: 1,
             name: "20 Mbit/s at 10 ms + 20 Mbit/s at 60 ms",
+            short: "10 + 60 ms",
             paths: vec![path(20, 10.0, 0.0, 0.0), path(20, 60.0, 0.0, 0.0)],
             pings: false,
         },
         Scenario {
             id: 2,
             name: "40 Mbit/s 10 ms clean + 20 Mbit/s 35 ms ±3 ms 0.5 % loss + 30 Mbit/s 25 ms ±1.5 ms 1 % loss",
+            short: "three, two lossy",
             paths: vec![
                 path(40, 10.0, 0.0, 0.0),
                 path(20, 35.0, 3.0, 0.5),
@@ -66,12 +71,14 @@ fn scenarios() -> Vec<Scenario> {
         Scenario {
             id: 3,
             name: "20 Mbit/s at 5 ms + 20 Mbit/s at 120 ms",
+            short: "5 + 120 ms",
             paths: vec![path(20, 5.0, 0.0, 0.0), path(20, 120.0, 0.0, 0.0)],
             pings: false,
         },
         Scenario {
             id: 4,
             name: "20/20/10/10 Mbit/s, no delay",
+            short: "four, no delay",
             paths: vec![
                 path(20, 0.0, 0.0, 0.0),
                 path(20, 0.0, 0.0, 0.0),
@@ -83,6 +90,7 @@ fn scenarios() -> Vec<Scenario> {
         Scenario {
             id: 5,
             name: "satellite + LTE: 40 Mbit/s with Starlink's handovers + 20 Mbit/s at 30 ms ±5 ms 0.1 % loss",
+            short: "satellite + LTE",
             paths: vec![satellite(40), path(20, 30.0, 5.0, 0.1)],
             pings: true,
         },
@@ -222,6 +230,7 @@ pub fn run_realworld(
          |---|---|---|---|---|---|---|---|---|---|"
     )?;
     let mut ping_rows = String::new();
+    let mut groups = Vec::new();
     for sc in scenarios()
         .into_iter()
         .filter(|s| cases.is_empty() || cases.contains(&s.id))
@@ -344,6 +353,44 @@ pub fn run_realworld(
         if sc.pings {
             ping_rows += &pings.row(sc.id, sc.name);
         }
+        let some = |v: &[f64]| (!v.is_empty()).then(|| mean(v));
+        groups.push(Group {
+            label: format!("{}: {}", sc.id, sc.short),
+            values: vec![
+                some(&alone),
+                some(&mptcp[0]),
+                some(&mptcp[1]),
+                some(&tunnel[0]),
+                some(&tunnel[1]),
+            ],
+        });
+    }
+    // the plot of the table's transfers, which --write-results puts beside the results
+    if !mptd_alone {
+        let name = match cases {
+            [] => "realworld.svg".to_owned(),
+            _ => format!(
+                "realworld-cases-{}.svg",
+                cases
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join("-")
+            ),
+        };
+        let series = [
+            "paths alone (sum)",
+            "MPTCP BBR",
+            "MPTCP cubic",
+            "mptd BBR",
+            "mptd cubic",
+        ];
+        let title = format!("One TCP transfer, {secs} s, mean of {runs} run(s)");
+        write(out, &name, &bars_svg(&title, "Mbit/s", &series, &groups))?;
+        writeln!(
+            md,
+            "\n![mptd against kernel MPTCP and the paths alone](figures/{name})"
+        )?;
     }
     if !ping_rows.is_empty() {
         md += &PingRuns::header(secs);
