@@ -135,6 +135,10 @@ fn invalid_configs_are_refused_naming_the_problem() {
         ),
         (Some(GOOD.replace("[[peer]]", "[[peerz]]")), "peerz"),
         (
+            Some(GOOD.to_owned() + "[control]\nweb = \"0.0.0.0:9190\"\n"),
+            "control.web_token: missing, expected a token",
+        ),
+        (
             Some(GOOD.to_owned() + "[[peer]]\nname = \"c\"\npublic_key = \"HIgo9xNzJMWLKASShiTqIybxZ0U3wGLiUeJ1PKf8ykw=\"\n"),
             "peer",
         ),

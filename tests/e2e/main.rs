@@ -42,6 +42,7 @@ mod tls;
 mod transports;
 mod transports_auto;
 mod versions;
+mod web;
 
 use mpt_lab::harness::{Lab, LinkSpec, Side};
 

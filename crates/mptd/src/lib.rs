@@ -13,7 +13,8 @@
 //! * [`fulltunnel`]: a peer allowed the default prefixes takes the host's default route.
 //! * [`uplinks`]: what the paths' interfaces are (present, link up, index); the tunnel
 //!   watches them come and go and tells the connections.
-//! * [`control`], [`status`]: the unix socket `mptctl` talks to, and what it answers.
+//! * [`control`], [`status`]: the unix socket `mptctl` talks to, and what it answers;
+//!   [`metrics`] and [`web`]: the same served over HTTP to Prometheus and as a status page.
 //! * [`clock`], [`log`], [`random`]: the one place the clock is read; rate-limited logging;
 //!   randomness without a system call under the lock.
 
@@ -43,6 +44,7 @@ pub mod status;
 pub mod stream;
 pub mod tunnel;
 pub mod uplinks;
+pub mod web;
 
 /// The commit this build is of (`git describe`, `-dirty` when the tree had changes).
 pub const COMMIT: &str = env!("MPTD_COMMIT");

@@ -40,6 +40,9 @@ pub struct TunnelOpts {
     pub hooks_on_a: Option<::mptd::config::HooksFile>,
     /// `[control] metrics` of side A's daemon (B has none).
     pub metrics_on_a: Option<String>,
+    /// `[control] web` and `web_token` of side A's daemon (B has none).
+    pub web_on_a: Option<String>,
+    pub web_token_on_a: Option<String>,
     /// The lab's links the `[[path]]`s are on, in order (`None`: all of them); the path on
     /// link `i` is named `p<i>`.
     pub links: Option<Vec<usize>>,
@@ -113,6 +116,8 @@ impl Default for TunnelOpts {
             rekey_after_s: None,
             hooks_on_a: None,
             metrics_on_a: None,
+            web_on_a: None,
+            web_token_on_a: None,
             links: None,
             bundle: None,
             resend: None,
@@ -207,6 +212,8 @@ impl Lab {
             control: ControlFile {
                 socket: Some(self.control_socket(side).display().to_string()),
                 metrics: o.metrics_on_a.clone().filter(|_| side == Side::A),
+                web: o.web_on_a.clone().filter(|_| side == Side::A),
+                web_token: o.web_token_on_a.clone().filter(|_| side == Side::A),
             },
             security,
             listen: Vec::new(),

@@ -286,6 +286,10 @@ async fn run(cfg: Config, keys: Keys, config: &std::path::Path) -> Result<()> {
     if let Some(addr) = sh.cfg().control.metrics {
         tasks.spawn(mptd::metrics::serve(addr, sh.clone()));
     }
+    if let Some(addr) = sh.cfg().control.web {
+        let token = sh.cfg().control.web_token.clone();
+        tasks.spawn(mptd::web::serve(addr, token, sh.clone()));
+    }
     let queue = sh.hooks.take_queue();
     if let Some(queue) = queue {
         tasks.spawn(mptd::hooks::run(

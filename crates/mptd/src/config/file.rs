@@ -250,4 +250,8 @@ pub struct ControlFile {
     pub socket: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metrics: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub web: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub web_token: Option<String>,
 }

@@ -186,6 +186,10 @@ pub struct Control {
     pub socket: PathBuf,
     /// Where Prometheus metrics are served (`GET /metrics`), if anywhere.
     pub metrics: Option<SocketAddr>,
+    /// Where the status page is served (`GET /`), if anywhere.
+    pub web: Option<SocketAddr>,
+    /// The token every request to the page must carry (required off loopback).
+    pub web_token: Option<String>,
 }
 
 /// A configuration that could not be loaded.

@@ -1,6 +1,7 @@
 //! Config parsing and validation: what a file gives, what it is refused for, and the message.
 
 mod budgets;
+mod control;
 mod errors;
 mod peers;
 mod transports;

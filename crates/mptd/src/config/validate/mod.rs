@@ -1,16 +1,17 @@
 //! From the file as written ([`ConfigFile`]) to a validated [`Config`]: every error names the
 //! file, the key and what was expected. The whole and the hooks here; the tunnel in `tunnel.rs`,
 //! the connection in `connection.rs`, the keys and peers in `peers.rs`, the paths in
-//! `paths.rs`, the traffic classes in `classes.rs`.
+//! `paths.rs`, the traffic classes in `classes.rs`, `[control]` in `control.rs`.
 
 use std::net::{IpAddr, SocketAddr};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use super::*;
 
 mod classes;
 mod connection;
+mod control;
 mod paths;
 mod peers;
 mod tunnel;
@@ -119,26 +120,7 @@ impl Validator<'_> {
         if explicit_pace.is_none() {
             connection.pace = connection.scheduler.can_pace();
         }
-        let metrics = match raw.control.metrics {
-            None => None,
-            Some(m) => Some(SocketAddr::from_str(m.trim()).map_err(|_| {
-                self.err(
-                    "control.metrics",
-                    format!("{m:?} is not address:port, expected e.g. \"127.0.0.1:9754\""),
-                )
-            })?),
-        };
-        let socket = match raw.control.socket {
-            Some(s) if s.trim().is_empty() => {
-                return Err(self.err("control.socket", "empty, expected a filesystem path"))
-            }
-            Some(s) => PathBuf::from(s),
-            // under systemd (RuntimeDirectory=mptd/%i), in the instance's own directory
-            None => match std::env::var_os("RUNTIME_DIRECTORY") {
-                Some(dir) => Path::new(&dir).join("control.sock"),
-                None => Path::new(defaults::CONTROL_DIR).join(format!("{}.sock", tunnel.name)),
-            },
-        };
+        let control = self.control(raw.control, &tunnel.name)?;
         let security = self.security(raw.security)?;
         let hooks = self.hooks(raw.hooks.unwrap_or_default())?;
         Ok(Config {
@@ -148,7 +130,7 @@ impl Validator<'_> {
             listen_tcp,
             peers,
             paths,
-            control: Control { socket, metrics },
+            control,
             security,
             hooks,
             source: (self.file.to_owned(), String::new()),

@@ -67,6 +67,11 @@ pub(super) fn restart_only(old: &Config, new: &Config) -> Vec<String> {
         "control.metrics",
         old.control.metrics != new.control.metrics,
     );
+    differs("control.web", old.control.web != new.control.web);
+    differs(
+        "control.web_token",
+        old.control.web_token != new.control.web_token,
+    );
     differs(
         "security.encryption",
         old.security.cipher != new.security.cipher,
