@@ -33,6 +33,7 @@ pub mod fulltunnel;
 pub mod fuzz;
 pub mod hooks;
 pub mod hostcheck;
+mod http;
 pub mod log;
 pub mod metrics;
 pub mod net;

@@ -19,6 +19,7 @@ pub mod demo;
 pub mod floor;
 pub mod insider;
 mod lookups;
+mod mixes;
 pub mod paper;
 pub mod peers;
 pub mod pings;

@@ -27,75 +27,14 @@ use anyhow::{Context, Result};
 
 use super::tcp::{set_up_mptcp, transfer};
 use crate::experiments::runs::{loss_pct, udp_args, udp_sent, Arrivals};
-use crate::harness::{tunnel_addr, Lab, LinkSpec, Side, TunnelOpts};
+use crate::harness::{tunnel_addr, Lab, Side, TunnelOpts};
 use crate::plot::{bars_svg, Group};
 use crate::report::write;
 
 use super::lookups::Lookups;
+use super::mixes::scenarios;
 use super::pings::{PingRuns, Pings};
 use super::trace::Tracer;
-
-/// One scenario: its name and paths.
-struct Scenario {
-    id: u32,
-    name: &'static str,
-    /// The name under its bars in the plot.
-    short: &'static str,
-    paths: Vec<LinkSpec>,
-    /// Pings beside the transfers ([`PingRuns`]).
-    pings: bool,
-}
-
-use super::satellite::{link as path, satellite};
-
-fn scenarios() -> Vec<Scenario> {
-    vec![
-        Scenario {
-            id: 1,
-            name: "20 Mbit/s at 10 ms + 20 Mbit/s at 60 ms",
-            short: "10 + 60 ms",
-            paths: vec![path(20, 10.0, 0.0, 0.0), path(20, 60.0, 0.0, 0.0)],
-            pings: false,
-        },
-        Scenario {
-            id: 2,
-            name: "40 Mbit/s 10 ms clean + 20 Mbit/s 35 ms ±3 ms 0.5 % loss + 30 Mbit/s 25 ms ±1.5 ms 1 % loss",
-            short: "three, two lossy",
-            paths: vec![
-                path(40, 10.0, 0.0, 0.0),
-                path(20, 35.0, 3.0, 0.5),
-                path(30, 25.0, 1.5, 1.0),
-            ],
-            pings: false,
-        },
-        Scenario {
-            id: 3,
-            name: "20 Mbit/s at 5 ms + 20 Mbit/s at 120 ms",
-            short: "5 + 120 ms",
-            paths: vec![path(20, 5.0, 0.0, 0.0), path(20, 120.0, 0.0, 0.0)],
-            pings: false,
-        },
-        Scenario {
-            id: 4,
-            name: "20/20/10/10 Mbit/s, no delay",
-            short: "four, no delay",
-            paths: vec![
-                path(20, 0.0, 0.0, 0.0),
-                path(20, 0.0, 0.0, 0.0),
-                path(10, 0.0, 0.0, 0.0),
-                path(10, 0.0, 0.0, 0.0),
-            ],
-            pings: false,
-        },
-        Scenario {
-            id: 5,
-            name: "satellite + LTE: 40 Mbit/s with Starlink's handovers + 20 Mbit/s at 30 ms ±5 ms 0.1 % loss",
-            short: "satellite + LTE",
-            paths: vec![satellite(40), path(20, 30.0, 5.0, 0.1)],
-            pings: true,
-        },
-    ]
-}
 
 const CCS: [&str; 2] = ["bbr", "cubic"];
 

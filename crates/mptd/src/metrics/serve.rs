@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tracing::{debug, info};
 
@@ -38,16 +38,7 @@ pub async fn serve(addr: SocketAddr, sh: Arc<impl Source>) -> Result<()> {
 }
 
 async fn answer(mut stream: TcpStream, sh: &impl Source) -> std::io::Result<()> {
-    // the request head, up to its blank line (a GET has no body)
-    let mut head = Vec::with_capacity(512);
-    let mut buf = [0u8; 512];
-    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 8192 {
-        let n = stream.read(&mut buf).await?;
-        if n == 0 {
-            break;
-        }
-        head.extend_from_slice(&buf[..n]);
-    }
+    let head = crate::http::read_head(&mut stream).await?;
     let line = String::from_utf8_lossy(&head);
     let first = line.lines().next().unwrap_or_default();
     let mut words = first.split_whitespace();

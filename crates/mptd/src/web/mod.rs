@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
@@ -127,16 +127,7 @@ async fn sample(web: &Web, sh: &impl Source) -> std::convert::Infallible {
 }
 
 async fn answer(mut stream: TcpStream, web: &Web, sh: &impl Source) -> std::io::Result<()> {
-    // the request head, up to its blank line (a GET has no body)
-    let mut head = Vec::with_capacity(512);
-    let mut buf = [0u8; 512];
-    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 8192 {
-        let n = stream.read(&mut buf).await?;
-        if n == 0 {
-            break;
-        }
-        head.extend_from_slice(&buf[..n]);
-    }
+    let head = crate::http::read_head(&mut stream).await?;
     let text = String::from_utf8_lossy(&head);
     let reply = web.reply(&Request::parse(&text), sh);
     let mut out = format!(
