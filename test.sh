@@ -10,14 +10,17 @@ cd "$(dirname "$0")"
 # the foreign architectures' tests
 . scripts/cross-deps.sh
 cargo build --release --bins
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+# the log stays for `mpt-lab results --log target/suite.log` (docs/results.md)
+mkdir -p target
+log=target/suite.log
+: > "$log"
 cargo test --release --workspace --no-fail-fast -- --test-threads=1 --nocapture 2>&1 | tee "$log"
 bash scripts/foreign-tests.sh 2>&1 | tee -a "$log"
 echo
 echo "== measured by the end-to-end tests"
 grep -E '^RESULT|RESULT ' "$log" | sed 's/^.*RESULT/RESULT/' || true
 grep -q 'SKIPPED' "$log" && echo "!! some tests were SKIPPED (see above)"
+echo "== this run's log: $log (target/release/mpt-lab results --log $log writes docs/results.md)"
 # One closing line for the whole run.
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i) ~ /^passed;?$/) p += $(i-1); if ($(i) ~ /^failed;?$/) f += $(i-1) } }
      END { printf "all crates: %d passed, %d failed\n", p, f }' "$log"

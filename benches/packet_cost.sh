@@ -47,6 +47,9 @@ row() { # direction id
 ids="tcp1400_chacha tcp1400_aes tcp100_chacha tcp100_aes udp1400_chacha udp1400_aes
 tcp1400_chacha_nocompress tcp1400_aes_nocompress tcp100_chacha_nocompress tcp100_aes_nocompress"
 
+# the tables go between BEGIN-BLOCK and END-BLOCK, which `mpt-lab results --log` writes into
+# docs/results.md, with the Summary's row as a headline
+echo "BEGIN-BLOCK packet cost"
 echo "Instructions per packet (batch of $BATCH; own = total - AEAD, as % of the AEAD)"
 echo
 echo "| end     | case                       |    total |     AEAD |     own | own/AEAD |"
@@ -90,6 +93,17 @@ for c in chacha aes; do
         }'
     done
 done
+
+# the results page's Summary row
+s=$(ir tunnel send_batch_of_64 tcp1400_chacha) sa=$(ir aead aead_seal_batch_of_64 tcp1400_chacha)
+r=$(ir tunnel receive_batch_of_64 tcp1400_chacha) ra=$(ir aead aead_open_batch_of_64 tcp1400_chacha)
+aes=$(ir aead aead_seal_batch_of_64 tcp1400_aes)
+echo
+echo "$s $sa $r $ra $aes" | awk -v n=$BATCH '{
+    printf "<!-- headline packet-cost | what a 1400-byte TCP packet costs, in instructions (`cargo bench -p mpt-benches --bench packet_cost`; `benches/packet_cost.sh`) | sender **%.0f** (ChaCha20-Poly1305 %.0f, the tunnel'"'"'s own work %.0f: **%.1f %%** of the AEAD), receiver **%.0f** (%.0f + %.0f: **%.1f %%**); with AES-256-GCM the AEAD is %.0f -->\n",
+        $1 / n, $2 / n, ($1 - $2) / n, 100 * ($1 - $2) / $2, $3 / n, $4 / n, ($3 - $4) / n, 100 * ($3 - $4) / $4, $5 / n
+}'
+echo "END-BLOCK"
 
 [ "${1:-}" = "--top" ] || exit 0
 

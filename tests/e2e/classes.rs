@@ -461,6 +461,19 @@ fn voice_next_to_tcp_bulk(cc: &'static str, bulk_mbit: f64) {
         ef.quantile(0.99)
     );
     assert!(mbit > bulk_mbit, "the bulk got {mbit:.1} Mbit/s");
+    crate::headline(
+        &format!("voice-{cc}"),
+        &format!(
+            "voice (DSCP EF, 50 packets/s) next to {cc} bulk over a 10 ms and a 60 ms path \
+             (`classes::voice_waits_for_no_{cc}_bulk_on_unequal_paths`; goal: within 20 ms of \
+             the near path's idle 10 ms)"
+        ),
+        &format!(
+            "one-way p99 **{:.1} ms**, {}/{sent} arrived; the bulk {mbit:.1} Mbit/s",
+            ef.quantile(0.99).as_secs_f64() * 1e3,
+            ef.delays.len()
+        ),
+    );
 }
 
 #[test]

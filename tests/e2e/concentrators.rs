@@ -398,7 +398,7 @@ fn site_mptd(c: &[PrivateKey; 2], hook_file: &std::path::Path) -> String {
 
 /// c1 has just failed (`how`): new connections from the LAN to the office work through c2
 /// within 3 s, and the office reaches the LAN through c2 within 5 s.
-fn moves_to_c2(f: &Fabric, how: &str) {
+fn moves_to_c2(f: &Fabric, how: &str) -> (Duration, Duration) {
     let failed = Instant::now();
     let (lan, office) = std::thread::scope(|s| {
         let lan = s.spawn(|| {
@@ -437,6 +437,7 @@ fn moves_to_c2(f: &Fabric, how: &str) {
         office <= Duration::from_secs(5),
         "office to LAN after {office:?}"
     );
+    (lan, office)
 }
 
 #[test]
@@ -503,7 +504,7 @@ fn a_site_moves_to_the_next_concentrator_and_bgp_follows() {
 
     // c1 dies: the site's new connections go by c2, and the core's route moves to c2
     f.kill("c1");
-    moves_to_c2(&f, "killed");
+    let killed = moves_to_c2(&f, "killed");
 
     // c1 comes back: the office keeps reaching the LAN, and the site returns to c1 after its
     // failback hold
@@ -526,7 +527,7 @@ fn a_site_moves_to_the_next_concentrator_and_bgp_follows() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("ping");
-    {
+    let restarted = {
         std::thread::sleep(Duration::from_millis(500));
         let back = Instant::now();
         f.bird("c1", &concentrator_bird(1));
@@ -554,7 +555,8 @@ fn a_site_moves_to_the_next_concentrator_and_bgp_follows() {
             returned >= Duration::from_millis(FAILBACK_MS),
             "back on c1 after {returned:?}, before its failback hold"
         );
-    }
+        returned
+    };
     let pings = pings.wait_with_output().expect("ping");
     let out = String::from_utf8_lossy(&pings.stdout).into_owned();
     let received: u32 = out
@@ -583,7 +585,7 @@ fn a_site_moves_to_the_next_concentrator_and_bgp_follows() {
          add rule inet hole inp ip saddr 198.18.171.1 drop; \
          add rule inet hole outp ip daddr 198.18.171.1 drop'",
     );
-    moves_to_c2(&f, "blackholed");
+    let blackholed = moves_to_c2(&f, "blackholed");
     f.sh("core", "nft delete table inet hole");
     let healed = Instant::now();
     f.until(
@@ -599,9 +601,28 @@ fn a_site_moves_to_the_next_concentrator_and_bgp_follows() {
         Duration::from_secs(15),
         || f.core_route().contains("via 198.18.171.1"),
     );
+    let healed = healed.elapsed();
     eprintln!(
         "RESULT concentrators: c1 reachable again: the site back on it after {:.2} s",
-        healed.elapsed().as_secs_f64()
+        healed.as_secs_f64()
+    );
+    let s = |d: Duration| format!("{:.2} s", d.as_secs_f64());
+    crate::headline(
+        "concentrators",
+        "a site with two concentrators that announce it to a core router over BGP (BIRD 2 with \
+         BFD), the first killed, then blackholed (`tests/e2e/concentrators.rs`)",
+        &format!(
+            "new connections from the LAN work through the next concentrator **{} / {}** after \
+             (killed / blackholed), and the office reaches the LAN {} / {} after; back on the \
+             first {} / {} after it returns (failback hold {FAILBACK_MS} ms), {received} of 150 \
+             pings answered meanwhile",
+            s(killed.0),
+            s(blackholed.0),
+            s(killed.1),
+            s(blackholed.1),
+            s(restarted),
+            s(healed)
+        ),
     );
     assert!(f.lan_connects() && f.office_reaches_lan());
     let hooks = std::fs::read_to_string(&hook_file).unwrap_or_default();

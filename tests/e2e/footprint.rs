@@ -251,6 +251,27 @@ fn one_peer_four_paths_stays_within_a_routers_memory_and_batches_its_calls() {
             .map_or_else(|| "not built".to_owned(), |r| r.to_string()),
         host.batching
     );
+    let mb = |kib: u64| kib as f64 / 1024.0;
+    let brief = |f: &Footprint| {
+        format!(
+            "{:.1} MB idle, {:.1} MB at most at full rate (TCP {:.1} Gbit/s)",
+            mb(f.idle[0].rss.max(f.idle[1].rss)),
+            mb(f.busy[0].max(f.busy[1])),
+            f.tcp_gbps
+        )
+    };
+    crate::headline(
+        "footprint",
+        "one mptd, one peer, four unshaped paths: resident memory (`tests/e2e/footprint.rs`)",
+        &format!(
+            "the routers' static musl build: **{}**; the server's glibc build {}. {}",
+            router
+                .as_ref()
+                .map_or_else(|| "not built".to_owned(), brief),
+            brief(&host),
+            host.batching
+        ),
+    );
     // the router's goal binds the build routers run; the server's glibc build maps glibc's
     // own code beside it (about 1.5 MB) and is held to a bound of its own
     for (build, f, bound) in std::iter::once(("glibc", &host, GLIBC_BOUND_KIB))

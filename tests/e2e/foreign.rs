@@ -46,6 +46,30 @@ fn make_aarch64_release() -> PathBuf {
     let text = String::from_utf8_lossy(&out.stdout);
     eprintln!("{text}");
     assert!(out.status.success(), "scripts/release.sh aarch64 failed");
+    let size = |f: &str| {
+        std::fs::metadata(tree().join("target/pkg/stage-arm64/usr/bin").join(f))
+            .map_or(0.0, |m| m.len() as f64 / 1e6)
+    };
+    let ipk = std::fs::read_dir(tree().join("target/packages"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .find(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .ends_with("_aarch64_generic.ipk")
+        })
+        .and_then(|e| e.metadata().ok())
+        .map_or(0.0, |m| m.len() as f64 / 1e6);
+    crate::headline(
+        "release-size",
+        "the router's build (`scripts/release.sh`: aarch64, static musl, `dist` profile)",
+        &format!(
+            "mptd **{:.2} MB** + mptctl {:.2} MB stripped; the OpenWrt `.ipk` {ipk:.2} MB",
+            size("mptd"),
+            size("mptctl")
+        ),
+    );
     tree().join("target/packages")
 }
 
@@ -173,6 +197,20 @@ fn an_aarch64_mptd_under_qemu_makes_a_tunnel_with_this_one() {
         up[1],
         a.tunnel.drops.send_error,
         a.tunnel.drops.no_path,
+    );
+    crate::headline(
+        "foreign",
+        "the aarch64 mptd under `qemu-aarch64-static` beside this machine's, two 10 Mbit/s paths \
+         (`tests/e2e/foreign.rs`)",
+        &format!(
+            "20 MB by FTP intact at **{:.1} Mbit/s**, {:.0} %/{:.0} % over the paths; a path down \
+             after {:.1} ms, back after {:.0} ms",
+            160.0 / secs,
+            shares[0],
+            shares[1],
+            down[0].unwrap_or_default().as_secs_f64() * 1e3,
+            up[0].unwrap_or_default().as_secs_f64() * 1e3,
+        ),
     );
     assert!(
         shares.iter().all(|&s| s >= 30.0),
@@ -392,6 +430,11 @@ fn the_arm64_deb_installs_into_a_debian_arm64_tree_and_checks_its_examples() {
             .join(" ")
     );
     assert_eq!(checked.len(), 5, "{checked:?}");
+    crate::headline(
+        "foreign-deb",
+        "the arm64 `.deb` in a Debian bookworm arm64 tree under qemu (`tests/e2e/foreign.rs`)",
+        "installs with dpkg; `mptd --version` and `--check` on every example as on amd64",
+    );
     o.ok("dpkg -r mptd");
 }
 

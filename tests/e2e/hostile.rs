@@ -316,6 +316,15 @@ fn a_stranger_spraying_the_path_ports_gets_nothing_into_tun0() {
     );
     let rss1 = crate::rss_kib(pid_b);
     eprintln!("RESULT hostile: mptd on B resident {rss0} KiB before the spray, {rss1} KiB after");
+    crate::headline(
+        "hostile",
+        "a stranger sprays the path ports during a transfer: random bytes, truncated headers, bad \
+         tags, replays, sequence jumps, a forged session, plain datagrams (`tests/e2e/hostile.rs`)",
+        &format!(
+            "every datagram counted in its own drop counter, none reaches tun0; mptd's memory \
+             {rss0} KiB before, {rss1} KiB after"
+        ),
+    );
     assert!(
         rss1 < rss0 + 16 * 1024,
         "memory grew by {} KiB",

@@ -325,6 +325,13 @@ fn the_unit_starts_reloads_restarts_and_stops_as_installed() {
     let journal = c.journal();
     assert!(journal.contains("stopped, interface removed"), "{journal}");
     eprintln!("RESULT installed: active, reloaded, restarted once after kill -9, stopped cleanly");
+    crate::headline(
+        "installed",
+        "the package as installed under Debian's systemd (`tests/e2e/installed.rs`, the README's \
+         install lines as a user with sudo)",
+        "the unit active, `systemctl reload` ok, back after `kill -9`, `mpt0` and its rules gone \
+         after stop",
+    );
     drop(c);
     let _ = std::fs::remove_dir_all(&pkg);
 }

@@ -442,6 +442,7 @@ fn a_branch_reaches_the_internet_through_its_bond_and_falls_back_as_configured()
     assert!(nat.contains("masquerade"), "the up hook's NAT:\n{nat}");
 
     // the LAN host downloads over IPv4 and IPv6, through the tunnel and over both uplinks
+    let mut figures = Vec::new();
     for (family, url, seen) in [
         ("IPv4", format!("http://{WEB4}:{PORT}/big"), SERVER),
         ("IPv6", format!("http://[{WEB6}]:{PORT}/big"), LAN6),
@@ -482,7 +483,23 @@ fn a_branch_reaches_the_internet_through_its_bond_and_falls_back_as_configured()
             vec![seen.parse::<IpAddr>().expect("addr")],
             "{family}: the web host sees the server's address (IPv6: the LAN's routed prefix)"
         );
+        figures.push(format!(
+            "{family} **{:.1} Mbit/s** ({secs:.1} s), each uplink {:.0} %",
+            FILE_BYTES as f64 * 8.0 / secs / 1e6,
+            shares[0] * 100.0
+        ));
     }
+    crate::headline(
+        "internet",
+        "a branch's LAN downloading from the internet through the full tunnel: two 20 Mbit/s \
+         uplinks (one point-to-point) behind a carrier NAT, the shipped `site.toml` and \
+         `server.toml`, strict reverse-path filtering (`tests/e2e/internet.rs`)",
+        &format!(
+            "{} MB intact over {}; the web host sees the server's address",
+            FILE_BYTES >> 20,
+            figures.join(", ")
+        ),
+    );
 
     // the LAN reaches the server's own address through the tunnel
     let before = lab.sh("vps", "cat /sys/class/net/mpt0/statistics/rx_packets");

@@ -54,6 +54,13 @@ pub fn four_paths() -> Vec<LinkSpec> {
         .collect()
 }
 
+/// This test's row of the results page's Summary (`mpt_lab::summary`): what it measures and
+/// the figure. `mpt-lab results --log` takes it from the suite's log into `docs/results.md`,
+/// and into the README's table when the README shows it.
+pub fn headline(key: &str, what: &str, figure: &str) {
+    eprintln!("HEADLINE {key} | {what} | {figure}");
+}
+
 /// Run a test whose verdict rests on a measurement (a rate, a loss, a delay, a detection time)
 /// once more if it fails, after saying so loudly. The machine is a shared 2-core VM: a stall of
 /// its host starves the userspace link emulator and the daemons for a moment (the emulator's

@@ -125,6 +125,18 @@ fn udp_over_lossy_path_once() {
         lossy.parity_bytes
     );
     assert_eq!(a.paths[0].resend_asked, 0, "the clean path lost nothing");
+    crate::headline(
+        "recovery",
+        &format!(
+            "UDP at 8 Mbit/s over two 20 Mbit/s paths, one losing {LOSS_PCT} % both ways \
+             (`recovery::a_udp_stream_over_a_lossy_path_loses_nothing_and_recovery_costs_what_was_lost`)"
+        ),
+        &format!(
+            "**{got} of {sent} arrived**; resending and parity cost {:.2} % of the lossy path's \
+             bytes",
+            cost as f64 * 100.0 / lossy.tx_bytes.max(1) as f64
+        ),
+    );
 
     // the same without resending: the path's loss reaches the stream
     lab.stop_mptd(Side::A).expect("stop a");
@@ -277,5 +289,19 @@ fn cubic_once() {
     assert!(
         lossy_mbps >= 2.0 * off_mbps,
         "resending gave {lossy_mbps:.1} Mbit/s, without it {off_mbps:.1}"
+    );
+    crate::headline(
+        "recovery-cubic",
+        &format!(
+            "TCP cubic over two 20 Mbit/s paths, one losing {LOSS_PCT} % both ways, losses \
+             recovered inside the tunnel (`recovery::cubic_over_a_lossy_path_gets_what_it_gets_over_clean_ones`)"
+        ),
+        &format!(
+            "**{:.2}** of what it gets over clean paths ({:.2} without parity, {:.2} without \
+             resending)",
+            lossy_mbps / clean_mbps,
+            no_parity_mbps / clean_mbps,
+            off_mbps / clean_mbps
+        ),
     );
 }

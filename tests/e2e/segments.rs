@@ -118,4 +118,20 @@ fn each_sites_tcp_segments_fit_its_own_paths() {
         avg(&got[0]),
         avg(&alone_got)
     );
+    crate::headline(
+        "segments",
+        &format!(
+            "a server sending bulk TCP to a site with paths of MTU {:?} and one with {:?} at once \
+             (`tests/e2e/segments.rs`)",
+            mtus[0], mtus[1]
+        ),
+        &format!(
+            "each site's segments fit its own paths: the first's datagrams **{:.0} bytes** on \
+             average beside the other's transfer ({:.0} alone), {:.3} / {:.3} datagrams a packet",
+            avg(&got[0]),
+            avg(&alone_got),
+            per(&got[0]),
+            per(&got[1])
+        ),
+    );
 }

@@ -358,6 +358,18 @@ fn a_handshake_flood_leaves_an_established_site_its_throughput() {
         rejoined <= Duration::from_secs(3),
         "the restarted site took {rejoined:?} to get through the flood"
     );
+    crate::headline(
+        "flood",
+        "forged initiations from 64 addresses against a server, as fast as one thread sends them \
+         (`sites::a_handshake_flood_leaves_an_established_site_its_throughput`)",
+        &format!(
+            "{:.0} a second: the site's upload **{:.0} %** of what it was before ({under:.1} \
+             against {before:.1} Mbit/s); a site restarting under it back after {:.2} s",
+            sent as f64 / 9.0,
+            100.0 * under / before,
+            rejoined.as_secs_f64()
+        ),
+    );
 }
 
 /// One iperf3 TCP upload from site 0 to the server, Mbit/s.

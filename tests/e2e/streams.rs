@@ -95,6 +95,16 @@ fn udp_at_80_percent_once() -> Result<(), (String, bool)> {
             stalled,
         ));
     }
+    crate::headline(
+        "streams",
+        "a UDP stream that does not back off, on defaults (`adaptive`, no rates): 40 Mbit/s of \
+         1200-byte datagrams over 20/20/10/10 Mbit/s, one path halved mid-stream \
+         (`tests/e2e/streams.rs`; the receiver counts by the datagrams' numbers)",
+        &format!(
+            "**{lost} lost, {out_of_order} out of order** of {sent} in {SECS} s ({kernel} dropped \
+             by the receiving kernel for a full socket buffer)"
+        ),
+    );
     Ok(())
 }
 

@@ -87,7 +87,7 @@ fn tcp_beside_udp() -> (Lab, TunnelOpts, Duration) {
     let mut lab = Lab::new(&links).expect("lab");
     block_udp(&lab, 1);
     // the paths' rates configured (`rate`): with `adaptive` the TCP path took nearly all of
-    // the transfer and the tunnel got 0.48 of the links' sum (docs/results.md)
+    // the transfer and the tunnel got half of the links' sum
     let opts = TunnelOpts {
         tcp_links: vec![1],
         ..TunnelOpts::default()

@@ -157,7 +157,20 @@ fn this_mptd_and_the_last_release_make_a_tunnel_either_way() {
         bps1 / 1e6,
         bps2 / 1e6
     );
-    let session = Some(wire_version_of(&rev).min(mpt_core::wire::VERSION));
+    let version = wire_version_of(&rev).min(mpt_core::wire::VERSION);
+    let session = Some(version);
     assert_eq!((v1, v2), (session, session));
     assert!(bps1 > 10e6 && bps2 > 10e6, "TCP through the tunnel");
+    crate::headline(
+        "versions",
+        &format!(
+            "this mptd and the last release, {release} (`tests/e2e/versions.rs`, `releases.toml`)"
+        ),
+        &format!(
+            "a tunnel whichever end starts, in version {}, TCP {:.1} / {:.1} Mbit/s",
+            version,
+            bps1 / 1e6,
+            bps2 / 1e6
+        ),
+    );
 }

@@ -115,6 +115,17 @@ enum Cmd {
         #[arg(long)]
         rate: Option<String>,
     },
+    /// Write the suite's measurements into the results file (`--write-results`, default
+    /// `docs/results.md`): every `RESULT` line of the logs under its test, in its section's
+    /// block (`<!-- mpt-lab suite PREFIX… -->`), and the `HEADLINE` lines the Summary and the
+    /// README's table are made from; a log's lines between `BEGIN-BLOCK KEY` and `END-BLOCK`
+    /// become block KEY whole. Then the Summary and the README's table again.
+    Results {
+        /// A log of `./test.sh` (or of a benchmark that prints `HEADLINE` lines); several
+        /// are read in turn, a later headline replacing an earlier one of the same key.
+        #[arg(long, required = true)]
+        log: Vec<std::path::PathBuf>,
+    },
     /// Internal: run the link emulator (started by the lab inside its middle namespace).
     #[command(hide = true)]
     Emulate { spec: String },
@@ -154,6 +165,24 @@ fn bench(
         }
     };
     Ok(Some((format!("bench {what}"), md)))
+}
+
+/// `mpt-lab results`: the suite's block and the summaries, from `logs`.
+fn results(logs: &[std::path::PathBuf], file: Option<&std::path::Path>) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let file = file.unwrap_or(std::path::Path::new("docs/results.md"));
+    let logs = logs
+        .iter()
+        .map(|l| std::fs::read_to_string(l).with_context(|| format!("reading {}", l.display())))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let doc =
+        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    let doc = logs
+        .iter()
+        .fold(doc, |d, l| mpt_lab::suite::write_whole_blocks(&d, l));
+    std::fs::write(file, mpt_lab::suite::write_suite(&doc, &logs))
+        .with_context(|| format!("writing {}", file.display()))?;
+    mpt_lab::summary::refresh(file)
 }
 
 fn main() -> ExitCode {
@@ -220,6 +249,7 @@ fn main() -> ExitCode {
             Sites { count, minutes },
             &mtu,
         ),
+        Cmd::Results { log } => results(&log, args.write_results.as_deref()).map(|()| None),
         Cmd::Emulate { spec } => serde_json::from_str(&spec)
             .map_err(anyhow::Error::from)
             .and_then(|links: Vec<mpt_lab::harness::emulator::Link>| {

@@ -136,7 +136,7 @@ pub fn write_results(file: &Path, key: &str, md: &str, out: Option<&Path>) -> Re
     std::fs::write(file, splice(&doc, key, &block))
         .with_context(|| format!("writing {}", file.display()))?;
     eprintln!("results written to {} (section {key})", file.display());
-    Ok(())
+    crate::summary::refresh(file)
 }
 
 /// The lab's arguments `args` without `--write-results` and the file given with it (as

@@ -114,18 +114,28 @@ pub(crate) fn run(
     if !mpt_lab::harness::require_root("mpt-lab run") {
         anyhow::bail!("the lab needs root");
     }
-    // the section a run writes: one per experiment, and per set of cases when only some ran
-    let key = match cases {
-        [] => name.to_owned(),
-        _ => format!(
-            "{name} cases {}",
-            cases
-                .iter()
-                .map(u32::to_string)
-                .collect::<Vec<_>>()
-                .join(",")
-        ),
-    };
+    // the section a run writes: one per experiment, and per set of cases, scheduler, lookups,
+    // datagram and MTU when asked for
+    let mut key = name.to_owned();
+    let list = |v: Vec<String>| v.join(",");
+    if !cases.is_empty() {
+        key += &format!(
+            " cases {}",
+            list(cases.iter().map(u32::to_string).collect())
+        );
+    }
+    if !schedulers.is_empty() {
+        key += &format!(" schedulers {}", list(schedulers.to_vec()));
+    }
+    for (what, v) in [
+        ("lookups", lookups),
+        ("datagram", datagram.map(|d| d as u64)),
+        ("mtu", mtu.map(u64::from)),
+    ] {
+        if let Some(v) = v {
+            key += &format!(" {what} {v}");
+        }
+    }
     match name {
         "adaptive-cut" => {
             return Ok(Some((key, mpt_lab::experiments::adaptive::rate_cut(out)?)));

@@ -195,6 +195,24 @@ pub fn run_latency(out: &Path, encryptions: &[String]) -> Result<String> {
     for (setup, p50, p99) in &rows {
         writeln!(md, "| {setup} | {p50:.0} | {p99:.0} | {:.0} |", p50 - raw)?;
     }
+    // the Summary's row: what mptd adds (each encryption), and the blocking floor
+    let added: Vec<f64> = rows[1..rows.len() - 2].iter().map(|r| r.1 - raw).collect();
+    let (lo, hi) = added
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(l, h), a| (l.min(*a), h.max(*a)));
+    let head = crate::summary::Headline {
+        key: "latency".into(),
+        what: "an idle ping through the tunnel, one unshaped path (`mpt-lab bench latency`; \
+               p50 against the bare veth)"
+            .into(),
+        figure: format!(
+            "adds **{lo:.0}–{hi:.0} µs** ({}), where the simplest blocking userspace tunnel \
+             adds {:.0}",
+            encryptions.join(", "),
+            rows[rows.len() - 2].1 - raw
+        ),
+    };
+    writeln!(md, "{}", head.comment())?;
     std::fs::write(out.join("latency.md"), &md)?;
     Ok(md)
 }
@@ -285,7 +303,7 @@ pub fn run_compare(out: &Path, encryptions: &[String], c: &Compare<'_>) -> Resul
     )?;
     writeln!(md, "| encryption | mptd build | TCP 1 stream Gbit/s, each run | mean | daemons' CPU s/GB, mean |")?;
     writeln!(md, "|---|---|---|---|---|")?;
-    // each build by what it says it is (its commit), else by its path
+    // each build by its path, and its setting
     let names: Vec<String> = builds
         .iter()
         .map(|b| {
@@ -295,32 +313,40 @@ pub fn run_compare(out: &Path, encryptions: &[String], c: &Compare<'_>) -> Resul
             } else {
                 ""
             };
-            std::process::Command::new(&bin)
-                .arg("--version")
-                .output()
-                .ok()
-                .and_then(|o| {
-                    let v = String::from_utf8_lossy(&o.stdout);
-                    Some(v.split_once('(')?.1.split_once(')')?.0.to_owned())
-                })
-                .map_or_else(|| bin.display().to_string(), |c| format!("`{c}`"))
-                + off
+            format!("`{}`{off}", bin.display())
         })
         .collect();
+    let mut figures = Vec::new();
     for (e, enc) in encryptions.iter().enumerate() {
         for (b, name) in names.iter().enumerate() {
             let r = &runs[e][b];
             let n = r.len().max(1) as f64;
             let each: Vec<String> = r.iter().map(|(g, _)| format!("{g:.2}")).collect();
+            let (gbps, cpu) = (
+                r.iter().map(|(g, _)| g).sum::<f64>() / n,
+                r.iter().map(|(_, c)| c).sum::<f64>() / n,
+            );
             writeln!(
                 md,
-                "| {enc} | {name} | {} | {:.2} | {:.2} |",
-                each.join(", "),
-                r.iter().map(|(g, _)| g).sum::<f64>() / n,
-                r.iter().map(|(_, c)| c).sum::<f64>() / n
+                "| {enc} | {name} | {} | {gbps:.2} | {cpu:.2} |",
+                each.join(", ")
             )?;
+            figures.push(format!(
+                "{enc}, {name}: **{cpu:.2} CPU s/GB** at {gbps:.2} Gbit/s"
+            ));
         }
     }
+    let head = crate::summary::Headline {
+        key: "compare".into(),
+        what: format!(
+            "single-stream TCP through mptd over {paths} unshaped path(s), sender {} \
+             (`mpt-lab bench compare`, {rounds} rounds, the daemons' CPU per GB)",
+            c.rate
+                .map_or("unlimited".to_owned(), |r| format!("at {r}bit/s"))
+        ),
+        figure: figures.join("; "),
+    };
+    writeln!(md, "\n{}", head.comment())?;
     std::fs::write(out.join("compare.md"), &md)?;
     Ok(md)
 }

@@ -2,7 +2,7 @@
 //!
 //! * [`scenario`]: experiment descriptions (the paper's setups as TOML suites);
 //! * [`runs`]: sampling, the paths alone, FTP downloads and UDP streams through the tunnel;
-//! * [`paper`]: the runners for the MPT paper's tables;
+//! * [`paper`]: the runners for the MPT paper's tables (`paper_summary`: their Summary rows);
 //! * [`adaptive`]: the adaptive scheduler with nothing configured, on the paper's setups;
 //! * [`bench`]: throughput, latency and build-against-build benchmarks;
 //! * [`peers`]: one server and many emulated sites; [`soak`]: the same for an hour, with churn;
@@ -21,6 +21,7 @@ pub mod insider;
 mod lookups;
 mod mixes;
 pub mod paper;
+mod paper_summary;
 pub mod peers;
 pub mod pings;
 pub mod realworld;

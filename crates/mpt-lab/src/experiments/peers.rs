@@ -291,6 +291,17 @@ pub fn run(out: &Path, count: usize) -> Result<String> {
         100.0 * cpu_idle / idle * 1000.0 / count as f64,
         count * 10,
     );
+    let head = crate::summary::Headline {
+        key: "peers".into(),
+        what: format!("{count} idle sites on one server (`mpt-lab bench peers --count {count}`)"),
+        figure: format!(
+            "**{per_peer:.1} KiB** of server memory per idle peer, {:.1} % of a core for the \
+             {count}; all connected after {}",
+            100.0 * cpu_idle / idle,
+            connected.map_or_else(|| "—".to_owned(), |t| format!("{:.2} s", t.as_secs_f64()))
+        ),
+    };
+    let md = format!("{md}\n{}\n", head.comment());
     std::fs::create_dir_all(out)?;
     std::fs::write(out.join(format!("peers-{count}.md")), &md)?;
     if agreed < count || sessions < count {

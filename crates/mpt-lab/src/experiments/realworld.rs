@@ -71,6 +71,14 @@ fn mean(v: &[f64]) -> f64 {
     }
 }
 
+/// A column's mean, or "—" where it was not measured (`--mptd-only`).
+fn cell(v: &[f64]) -> String {
+    match v.is_empty() {
+        true => "—".into(),
+        false => format!("{:.1}", mean(v)),
+    }
+}
+
 /// How mptd runs in `mpt-lab run realworld`.
 #[derive(Debug)]
 pub struct MptdOpts<'a> {
@@ -170,6 +178,8 @@ pub fn run_realworld(
     )?;
     let mut ping_rows = String::new();
     let mut groups = Vec::new();
+    // the Summary's row: each scenario's fractions, then the UDP stream's losses
+    let (mut fractions, mut udp) = (Vec::new(), Vec::new());
     for sc in scenarios()
         .into_iter()
         .filter(|s| cases.is_empty() || cases.contains(&s.id))
@@ -276,12 +286,12 @@ pub fn run_realworld(
         };
         writeln!(
             md,
-            "| {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {} | {} | {:.3} / {:.3} |",
+            "| {} | {} | {} | {} | {} | {:.1} | {:.1} | {} | {} | {:.3} / {:.3} |",
             sc.id,
             sc.name,
-            sum,
-            mean(&mptcp[0]),
-            mean(&mptcp[1]),
+            cell(&alone),
+            cell(&mptcp[0]),
+            cell(&mptcp[1]),
             mean(&tunnel[0]),
             mean(&tunnel[1]),
             ratio(&tunnel[0]),
@@ -292,6 +302,21 @@ pub fn run_realworld(
         if sc.pings {
             ping_rows += &pings.row(sc.id, sc.name);
         }
+        let of = |v: &[f64]| mean(v) / sum.max(f64::MIN_POSITIVE);
+        fractions.push(format!(
+            "{}: **{:.2}** / **{:.2}** (MPTCP {:.2} / {:.2})",
+            sc.short,
+            of(&tunnel[1]),
+            of(&tunnel[0]),
+            of(&mptcp[1]),
+            of(&mptcp[0])
+        ));
+        udp.push(format!(
+            "{} {:.3} / {:.3} %",
+            sc.short,
+            mean(&udp_lost),
+            mean(&udp_ooo)
+        ));
         let some = |v: &[f64]| (!v.is_empty()).then(|| mean(v));
         groups.push(Group {
             label: format!("{}: {}", sc.id, sc.short),
@@ -334,6 +359,25 @@ pub fn run_realworld(
     if !ping_rows.is_empty() {
         md += &PingRuns::header(secs);
         md += &ping_rows;
+        md.push('\n');
+    }
+    let key = match (lookups, scheduler) {
+        (Some(_), _) => "lookups".to_owned(),
+        (None, "adaptive") => "realworld".to_owned(),
+        (None, s) => format!("realworld-{s}"),
+    };
+    if !mptd_alone && (cases.is_empty() || lookups.is_some()) {
+        let what = format!(
+            "one TCP flow over unequal, lossy paths, kernel MPTCP in the same run \
+             (`mpt-lab run realworld`, `{scheduler}` with {configured}, {runs} run(s) of {secs} s; \
+             the fraction of what the paths carry alone, mptd with cubic / BBR)"
+        );
+        let figure = format!(
+            "{}; UDP at 80 %, lost / out of order: {}",
+            fractions.join("; "),
+            udp.join(", ")
+        );
+        md += &crate::summary::Headline { key, what, figure }.comment();
         md.push('\n');
     }
     write(out, "realworld.md", &md)?;
