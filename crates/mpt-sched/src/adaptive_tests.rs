@@ -354,8 +354,7 @@ impl TwoPaths {
 /// A path found silent is sent no data, only control datagrams (keepalives: they advance no
 /// echo, which names the newest *data* packet). Those must not keep it silent: once the
 /// data sent on it is a second old, it takes packets again (otherwise the path stays idle
-/// for good and the other paths overflow: `docs/results.md`, "Feedback overhead and
-/// keepalives").
+/// for good and the other paths overflow).
 #[test]
 fn control_datagrams_do_not_keep_a_path_silent() {
     let mut t = TwoPaths::new();

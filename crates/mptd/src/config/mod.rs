@@ -240,7 +240,7 @@ pub mod defaults {
     /// One TUN queue: on a 2-core host the two directions already take a core each.
     pub const QUEUES: usize = 1;
     /// Packets: enough for two unshaped multi-Gbit/s paths, whose datagrams can reach their
-    /// sockets milliseconds apart (`docs/results.md`, "Reorder window"). Up to ~6 MB of
+    /// sockets milliseconds apart (`docs/results.md`, "Resequencer"). Up to ~6 MB of
     /// receive buffers, allocated as packets are held (none while nothing waits).
     pub const REORDER_WINDOW: usize = 4096;
     pub const REORDER_TIMEOUT_MS: u64 = 100;

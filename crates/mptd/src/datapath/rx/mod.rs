@@ -353,7 +353,7 @@ impl Here<'_> {
         Tunnel::gather(ep, t.clock.now(), i, outputs);
         // A gap waits for another path's datagrams, which sit in that path's socket: the turn
         // goes to the path the resequencer waits for, or the window overflows and gives up the
-        // gap (`docs/results.md`, "Two unshaped fast paths").
+        // gap (`docs/results.md`, "Resequencer": two unshaped fast paths).
         let lagging = ep.lagging_path().map(|path| peer.socket(path));
         peer.note_deadline(ep);
         drop(guard);
