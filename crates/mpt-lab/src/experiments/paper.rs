@@ -253,6 +253,7 @@ pub fn run_table2(suite: &Suite, only: &[u32], out: &Path) -> Result<String> {
             );
             rows.push(super::paper_summary::Row {
                 case: c.name(),
+                datagram: dlen,
                 scheduler: sched,
                 reseq,
                 kbit: r.kbit,
@@ -297,7 +298,7 @@ pub fn run_table2(suite: &Suite, only: &[u32], out: &Path) -> Result<String> {
             "jitter (ms)",
         );
     }
-    for h in super::paper_summary::headlines(&rows, suite.datagram, suite.mtu) {
+    for h in super::paper_summary::headlines(&rows, suite.mtu) {
         md += &h.comment();
         md.push('\n');
     }
