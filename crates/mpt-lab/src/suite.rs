@@ -198,7 +198,8 @@ fn clean(line: &str) -> String {
         out += &rest[..i];
         let after = &rest[i + 2..];
         match after.find(')') {
-            Some(j) if j >= 7 && after[..j].chars().all(|c| c.is_ascii_hexdigit()) => {
+            // `mptd --version` names its commit in 12 hex digits, git in 40
+            Some(j @ (12 | 40)) if after[..j].chars().all(|c| c.is_ascii_hexdigit()) => {
                 rest = &after[j + 1..];
             }
             _ => {
@@ -217,6 +218,16 @@ fn clean(line: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_build_s_commit_and_a_clone_s_directory_are_left_out() {
+        assert_eq!(
+            clean(
+                "package: /tmp/ci/tests/../target/p.deb, mptd 0.1.0 (dab6a872f72a), (1234567) (ok)"
+            ),
+            "package: target/p.deb, mptd 0.1.0, (1234567) (ok)"
+        );
+    }
 
     const LOG: &str = "test idle::a ... RESULT idle: 57 bit/s\nRESULT idle wake: 0 lost\n\
         HEADLINE idle | an idle tunnel | **57 bit/s**\nok\n\
