@@ -133,7 +133,7 @@ pub fn write_results(file: &Path, key: &str, md: &str, out: Option<&Path>) -> Re
         command.join(" "),
         md.trim_end()
     );
-    std::fs::write(file, splice(&doc, key, &block))
+    std::fs::write(file, crate::blocks::splice(&doc, key, &block))
         .with_context(|| format!("writing {}", file.display()))?;
     eprintln!("results written to {} (section {key})", file.display());
     crate::summary::refresh(file)
@@ -152,24 +152,6 @@ fn command_without_write_results(args: impl Iterator<Item = String>) -> Vec<Stri
         }
     }
     command
-}
-
-/// `doc` with the block of `key` replaced by `block`, or, without one, a section of it added
-/// at the end.
-pub fn splice(doc: &str, key: &str, block: &str) -> String {
-    let open = format!("<!-- mpt-lab {key} -->");
-    let close = format!("<!-- /mpt-lab {key} -->");
-    if let (Some(a), Some(b)) = (doc.find(&open), doc.find(&close)) {
-        if a < b {
-            return format!("{}{open}\n{block}{}", &doc[..a], &doc[b..]);
-        }
-    }
-    let mut out = doc.trim_end().to_owned();
-    if !out.is_empty() {
-        out.push_str("\n\n");
-    }
-    out.push_str(&format!("## {key}\n\n{open}\n{block}{close}\n"));
-    out
 }
 
 #[cfg(test)]
@@ -201,27 +183,5 @@ mod tests {
                 written
             );
         }
-    }
-
-    #[test]
-    fn a_results_section_is_replaced_in_place_or_added_at_the_end() {
-        let doc =
-            "# R\n\n## T2\n\n<!-- mpt-lab table2 -->\nold\n<!-- /mpt-lab table2 -->\n\ntail\n";
-        let out = splice(doc, "table2", "new\n");
-        assert_eq!(
-            out,
-            "# R\n\n## T2\n\n<!-- mpt-lab table2 -->\nnew\n<!-- /mpt-lab table2 -->\n\ntail\n"
-        );
-        let added = splice(&out, "bench compare", "rows\n");
-        assert!(added.starts_with(out.trim_end()));
-        assert!(added.ends_with(
-            "\n\n## bench compare\n\n<!-- mpt-lab bench compare -->\nrows\n<!-- /mpt-lab bench compare -->\n"
-        ));
-        // written again: in place, nothing added
-        assert_eq!(splice(&added, "bench compare", "rows\n"), added);
-        assert_eq!(
-            splice("", "x", "y\n"),
-            "## x\n\n<!-- mpt-lab x -->\ny\n<!-- /mpt-lab x -->\n"
-        );
     }
 }

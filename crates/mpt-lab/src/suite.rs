@@ -7,7 +7,7 @@
 //! as comments. A test the new logs do not name keeps what the page said of it, so that a log
 //! of one test, or of a benchmark, updates only that.
 
-use crate::report::splice;
+use crate::blocks::splice;
 use crate::summary::Headline;
 
 /// One test as a log or a block gives it.

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use crate::report::splice;
+use crate::blocks::splice;
 
 /// One row: its key, what it measures (with the command or test) and the figure.
 #[derive(Debug, Clone, PartialEq, Eq)]
