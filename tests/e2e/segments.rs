@@ -48,6 +48,14 @@ fn path_mtus(lab: &Sites, k: usize) -> Vec<(usize, bool)> {
         .unwrap_or_default()
 }
 
+/// A site's path MTUs as the Summary says them: "1500/1500".
+fn mtu_list(mtus: &[(usize, bool)]) -> String {
+    mtus.iter()
+        .map(|(m, _)| m.to_string())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
 /// iperf3 downloads (`-R`: the server sends) to each of the first `sites` sites at once, for
 /// `secs`: Mbit/s each.
 fn downloads(lab: &Sites, sites: usize, secs: u32) -> Vec<f64> {
@@ -121,9 +129,10 @@ fn each_sites_tcp_segments_fit_its_own_paths() {
     crate::headline(
         "segments",
         &format!(
-            "a server sending bulk TCP to a site with paths of MTU {:?} and one with {:?} at once \
+            "a server sending bulk TCP to a site with paths of MTU {} and one with {} at once \
              (`tests/e2e/segments.rs`)",
-            mtus[0], mtus[1]
+            mtu_list(&mtus[0]),
+            mtu_list(&mtus[1])
         ),
         &format!(
             "each site's segments fit its own paths: the first's datagrams **{:.0} bytes** on \
