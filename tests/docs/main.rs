@@ -1,7 +1,9 @@
 //! The user's documents agree with each other (`cargo test -p mpt-tests --test docs`, part of
-//! `./test.sh`): every figure of the README's table ("How it does") is in `docs/results.md`,
-//! where its row and method are; every file the README names exists; and the README stays a
-//! first visit's length.
+//! `./test.sh`): the Summary of `docs/results.md` and the README's table ("How it does") are
+//! what the lab makes of the headlines in the results' blocks, and every figure of the
+//! README's table is in the Summary, where its row and method are; no bold figure of the
+//! results stands outside a block the lab wrote; every file the README names exists; and the
+//! README stays a first visit's length.
 
 #![allow(clippy::unwrap_used)] // a test: a file it cannot read is a failure
 
@@ -119,6 +121,71 @@ fn a_deliberately_changed_figure_is_caught() {
     // in the document, but in another test's row
     assert_eq!(disagreements(&readme("97.3 %"), results).len(), 1);
     assert_eq!(numbers("**0.97** / 13.5-14.0 MB"), ["0.97", "13.5", "14.0"]);
+}
+
+#[test]
+fn the_summary_and_the_readme_s_table_are_made_from_the_headlines() {
+    let results = read("docs/results.md");
+    let readme = read("README.md");
+    let how = "sudo target/release/mpt-lab results --log SUITE.LOG, or an experiment's \
+               --write-results, writes them";
+    assert!(
+        mpt_lab::summary::refreshed_results(&results) == results,
+        "docs/results.md's Summary is not what its headlines make ({how})"
+    );
+    assert!(
+        mpt_lab::summary::refreshed_readme(&readme, &results) == readme,
+        "the README's table is not what docs/results.md's headlines make ({how})"
+    );
+    let missing = mpt_lab::summary::missing(&results);
+    assert!(
+        missing.is_empty(),
+        "no headline in docs/results.md for {missing:?} ({how})"
+    );
+}
+
+/// The bold figures of `doc` ("**0.99**", "**97.1 %**") outside the lab's blocks: each
+/// "line: figure".
+fn figures_outside_blocks(doc: &str) -> Vec<String> {
+    let mut inside = 0usize;
+    let mut found = Vec::new();
+    for (n, line) in doc.lines().enumerate() {
+        let t = line.trim();
+        if t.starts_with("<!-- /mpt-lab ") {
+            inside = inside.saturating_sub(1);
+            continue;
+        }
+        if t.starts_with("<!-- mpt-lab ") {
+            inside += 1;
+            continue;
+        }
+        if inside > 0 {
+            continue;
+        }
+        for bold in line.split("**").skip(1).step_by(2) {
+            let first = bold.split_whitespace().next().unwrap_or_default();
+            let numeric = first.starts_with(|c: char| c.is_ascii_digit())
+                && first
+                    .chars()
+                    .all(|c| c.is_ascii_digit() || ".,–-/".contains(c));
+            if numeric {
+                found.push(format!("{}: {bold}", n + 1));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn no_bold_figure_of_the_results_stands_outside_a_generated_block() {
+    let results = read("docs/results.md");
+    let found = figures_outside_blocks(&results);
+    assert!(
+        found.is_empty(),
+        "figures typed into docs/results.md rather than written by the lab: {found:?}"
+    );
+    let doc = "a **0.99** b\n<!-- mpt-lab x -->\n**97.1 %**\n<!-- /mpt-lab x -->\n**160-byte datagrams**: c\n";
+    assert_eq!(figures_outside_blocks(doc), ["1: 0.99"]);
 }
 
 #[test]
